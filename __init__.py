@@ -1,0 +1,24 @@
+"""tidings: a durable, supervised delivery runtime for agent hosts, built on trio.
+
+Agent output becomes durable session history, outbox rows and live channel messages, routed
+strictly by session. The packages, bottom up: ``tidings.store`` (SQLite, the group-commit writer),
+``tidings.supervisor`` (the supervision kernel, and the ``tidings`` process), ``tidings.actors``
+(router, route actors, delivery pipeline, output SDK), ``tidings.channels`` (channel base,
+adapters, agents).
+
+``tidings.errors`` is the one exception module. It is kept in ``store/_errors.py`` (the store is
+the bottom layer and may import nothing else) and published here under its public name, the way
+``os.path`` is.
+"""
+
+from __future__ import annotations
+
+import sys as _sys
+
+from tidings.store import _errors as errors
+
+_sys.modules[__name__ + ".errors"] = errors
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "errors"]

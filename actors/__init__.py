@@ -1,0 +1,3 @@
+"""tidings.actors."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""tidings.channels."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""SQLite persistence for tidings (to be filled)."""
+
+__all__: list[str] = []

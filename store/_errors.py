@@ -1,0 +1,155 @@
+"""The one exception taxonomy of tidings, published as ``tidings.errors``.
+
+It lives under ``store/`` because the store is the bottom layer and may import nothing else of
+tidings; every other package imports it as ``tidings.errors``. The hierarchy is deliberately flat
+(httpcore style): callers catch a few meaningful classes, never library internals. Errors that
+stand for bad input also subclass the builtin a caller would expect (``ValueError``, ``TypeError``,
+``LookupError``, ``RuntimeError``) and carry the offending ``field``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArtifactError",
+    "ChildStartError",
+    "ConfigError",
+    "ConversationKeyError",
+    "DeliveryNotFoundError",
+    "HistoryPolicyError",
+    "InjectedFault",
+    "MailboxClosedError",
+    "NotFoundError",
+    "ProtocolError",
+    "RestartIntensityExceeded",
+    "RouteMismatchError",
+    "RuntimeClosedError",
+    "SchemaVersionError",
+    "SessionNotFoundError",
+    "StoreClosedError",
+    "StoreError",
+    "SupervisorError",
+    "TidingsError",
+    "ValidationError",
+]
+
+
+class TidingsError(Exception):
+    """Base class of every error tidings raises on purpose."""
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+class ValidationError(TidingsError, ValueError):
+    """An argument or configuration value is invalid; ``field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.reason = message
+
+
+class ConfigError(ValidationError):
+    """A configuration file or option is invalid; ``field`` is the dotted key."""
+
+
+class ConversationKeyError(ValidationError):
+    """A conversation key part is malformed (empty id, bad channel or scope name)."""
+
+
+class ArtifactError(ValidationError):
+    """An artifact source is not allowed: it escapes its roots or is not http(s)."""
+
+
+class HistoryPolicyError(TidingsError, RuntimeError):
+    """A slot that may not write history asked to (parallel or background paths)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class ProtocolError(TidingsError):
+    """A peer broke the wire protocol; ``code`` is the stable error code sent back."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.reason = message
+
+
+# --- lookups ---------------------------------------------------------------------------------
+
+
+class NotFoundError(TidingsError, LookupError):
+    """Something asked for by id does not exist."""
+
+
+class DeliveryNotFoundError(NotFoundError):
+    """No delivery has this id."""
+
+
+class SessionNotFoundError(NotFoundError):
+    """No session has this id."""
+
+
+# --- routing ---------------------------------------------------------------------------------
+
+
+class RouteMismatchError(TidingsError):
+    """A route was handed an outbound for a session it is not bound to."""
+
+
+# --- store -----------------------------------------------------------------------------------
+
+
+class StoreError(TidingsError):
+    """The database could not do what was asked."""
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer tidings than this one."""
+
+
+class StoreClosedError(StoreError):
+    """The store (or its writer) is closed; nothing more can be written."""
+
+
+# --- supervision -----------------------------------------------------------------------------
+
+
+class SupervisorError(TidingsError):
+    """Base of supervision failures; ``child`` names the actor concerned, when there is one."""
+
+    def __init__(self, message: str, *, child: str | None = None) -> None:
+        super().__init__(message)
+        self.child = child
+
+
+class ChildStartError(SupervisorError):
+    """A child failed, or timed out, before reporting readiness."""
+
+
+class RestartIntensityExceeded(SupervisorError):
+    """Too many restarts in the configured period: the supervisor gave up.
+
+    It is raised after every child has been stopped, chained (``__cause__``) to the last failure.
+    """
+
+
+class MailboxClosedError(SupervisorError):
+    """The actor's mailbox is closed (it is shutting down, or gone)."""
+
+
+class RuntimeClosedError(TidingsError):
+    """The runtime is stopping or stopped; no new work is accepted."""
+
+
+class InjectedFault(TidingsError):
+    """A fault put there on purpose by a fault plan; ``seam`` and ``child`` say where."""
+
+    def __init__(self, message: str = "injected fault", *, child: str | None = None,
+                 seam: str | None = None) -> None:
+        super().__init__(message)
+        self.child = child
+        self.seam = seam

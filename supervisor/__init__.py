@@ -1,0 +1,3 @@
+"""tidings.supervisor."""
+
+__all__: list[str] = []

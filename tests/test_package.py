@@ -1,0 +1,47 @@
+"""The package's public surface and install layout stay honest."""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+import subprocess
+import sys
+import tomllib
+
+import tidings
+
+ROOT = pathlib.Path(tidings.__file__).parent
+
+
+def test_errors_module_is_published_under_its_public_name() -> None:
+    import tidings.errors as errors
+
+    assert errors is tidings.errors
+    assert issubclass(errors.ValidationError, ValueError)
+    assert issubclass(errors.DeliveryNotFoundError, LookupError)
+
+
+def test_every_package_lists_exports_that_exist() -> None:
+    for name in ["tidings", "tidings.store", "tidings.supervisor", "tidings.actors",
+                 "tidings.channels", "tidings.errors"]:
+        module = importlib.import_module(name)
+        for public in module.__all__:
+            assert hasattr(module, public), f"{name}.__all__ names missing {public}"
+
+
+def test_pyproject_installs_every_package_directory_and_not_tests() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    declared = set(config["tool"]["setuptools"]["packages"])
+    on_disk = {"tidings"} | {
+        "tidings." + ".".join(p.parent.relative_to(ROOT).parts)
+        for p in ROOT.glob("*/**/__init__.py")
+        if p.parent.relative_to(ROOT).parts[0] not in {"tests", "bench", ".venv", "build"}
+    }
+    assert declared == on_disk
+    assert not any(name.startswith("tidings.tests") for name in declared)
+
+
+def test_console_script_reports_the_version() -> None:
+    out = subprocess.run([sys.executable, "-m", "tidings.supervisor.cli", "--version"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"tidings {tidings.__version__}"
