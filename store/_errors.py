@@ -13,6 +13,7 @@ __all__ = [
     "ArtifactError",
     "ChildStartError",
     "ConfigError",
+    "ConflictError",
     "ConversationKeyError",
     "DeliveryNotFoundError",
     "HistoryPolicyError",
@@ -105,6 +106,10 @@ class RouteMismatchError(TidingsError):
 
 class StoreError(TidingsError):
     """The database could not do what was asked."""
+
+
+class ConflictError(StoreError):
+    """A write broke a uniqueness or integrity rule (the driver error is ``__cause__``)."""
 
 
 class SchemaVersionError(StoreError):

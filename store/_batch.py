@@ -1,0 +1,196 @@
+"""Group commit, thread side: run a batch of write requests in one transaction.
+
+The fast path merges the ops of all requests (see ``_ops``) and commits once. If anything in it
+fails, the transaction is rolled back and the batch is run again with one savepoint per request,
+so a failing request fails alone and its neighbours still commit. Everything here is blocking and
+runs in the writer's worker thread; it touches no trio object.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import attrs
+
+from tidings.store._errors import ConflictError, StoreError
+from tidings.store._ops import Op, run_request
+
+__all__ = ["BatchOutcome", "execute_batch", "plan_segments"]
+
+Segment = dict[Hashable, list[tuple[int, int]]]
+"""Group key -> ``(request index, op index)`` members, in execution order."""
+
+
+@attrs.define
+class BatchOutcome:
+    """Per request, either a result list or an exception; plus how the batch ran."""
+
+    results: list[list[Any] | None]
+    errors: list[BaseException | None]
+    merged: bool
+    statements: int = 0
+
+
+def plan_segments(requests: Sequence[Sequence[Op]]) -> list[Segment]:
+    """Split *requests* into segments whose merged execution equals running them in order.
+
+    Within a segment each group runs once, in order of first appearance. An op may join an
+    existing group only if no op placed in a later group has already written one of its rows;
+    an op that cannot name its rows acts as a barrier. Otherwise a new segment starts.
+    """
+    segments: list[Segment] = []
+    state = _SegmentState()
+    for r, ops in enumerate(requests):
+        placement = state.place(r, ops)
+        if placement is None and state.groups:
+            segments.append(state.groups)
+            state = _SegmentState()
+            placement = state.place(r, ops)
+        if placement is None:  # conflicts with itself: run it alone, op by op
+            placement = [(("solo", r, i), len(state.positions) + i, None)
+                         for i in range(len(ops))]
+        state.commit(r, placement)
+    if state.groups:
+        segments.append(state.groups)
+    return segments
+
+
+Placement = list[tuple[Hashable, int, list[tuple[str, Any]] | None]]
+
+
+class _SegmentState:
+    """The segment being built: its groups, and the latest group position that wrote each row."""
+
+    __slots__ = ("barrier", "groups", "last_write", "max_write", "positions")
+
+    def __init__(self) -> None:
+        self.groups: Segment = {}
+        self.positions: dict[Hashable, int] = {}
+        self.last_write: dict[tuple[str, Any], int] = {}
+        self.max_write = -1
+        self.barrier = -1
+
+    def place(self, r: int, ops: Sequence[Op]) -> Placement | None:
+        """Where each op of request *r* would go, or ``None`` if it cannot join this segment."""
+        positions, last_write = self.positions, self.last_write
+        fresh: dict[Hashable, int] = {}
+        pending: dict[tuple[str, Any], int] = {}
+        next_position = len(positions)
+        barrier, max_pending = self.barrier, -1
+        placement: Placement = []
+        for i, op in enumerate(ops):
+            key = op.group_key()
+            if key is None:
+                key = ("solo", r, i)
+            position = positions.get(key)
+            if position is None:
+                position = fresh.get(key)
+                if position is None:
+                    position = fresh[key] = next_position
+                    next_position += 1
+            if position < barrier:
+                return None
+            footprint = op.footprint()
+            if footprint is None:
+                if self.max_write > position or max_pending > position:
+                    return None
+                barrier = position
+                placement.append((key, position, None))
+                continue
+            rows = footprint if isinstance(footprint, list) else list(footprint)
+            for row in rows:
+                if last_write.get(row, -1) > position or pending.get(row, -1) > position:
+                    return None
+                pending[row] = position
+            max_pending = max(max_pending, position)
+            placement.append((key, position, rows))
+        return placement
+
+    def commit(self, r: int, placement: Placement) -> None:
+        groups, positions, last_write = self.groups, self.positions, self.last_write
+        for i, (key, position, rows) in enumerate(placement):
+            members = groups.get(key)
+            if members is None:
+                members = groups[key] = []
+                positions[key] = position
+            members.append((r, i))
+            if rows is None:
+                self.barrier = max(self.barrier, position)
+                continue
+            for row in rows:
+                if last_write.get(row, -1) < position:
+                    last_write[row] = position
+            self.max_write = max(self.max_write, position)
+
+
+def execute_batch(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]) -> BatchOutcome:
+    """Run *requests* in one ``BEGIN IMMEDIATE`` transaction and commit (blocking)."""
+    n = len(requests)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        results, statements = _run_merged(conn, requests)
+        conn.execute("COMMIT")
+    except Exception as exc:  # noqa: BLE001 - any failure sends the batch to the isolated path
+        _rollback(conn)
+        if n == 1:
+            return BatchOutcome([None], [map_error(exc)], merged=True)
+    else:
+        return BatchOutcome(list(results), [None] * n, merged=True, statements=statements)
+    return _execute_isolated(conn, requests)
+
+
+def _run_merged(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]
+                ) -> tuple[list[list[Any]], int]:
+    results: list[list[Any]] = [[None] * len(ops) for ops in requests]
+    statements = 0
+    for segment in plan_segments(requests):
+        for members in segment.values():
+            ops = [requests[r][i] for r, i in members]
+            values = type(ops[0]).run_group(conn, ops)
+            statements += 1
+            for (r, i), value in zip(members, values, strict=True):
+                results[r][i] = value
+    return results, statements
+
+
+def _execute_isolated(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]) -> BatchOutcome:
+    """The slow path: one savepoint per request, so failures stay with their request."""
+    n = len(requests)
+    results: list[list[Any] | None] = [None] * n
+    errors: list[BaseException | None] = [None] * n
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for r, ops in enumerate(requests):
+            conn.execute("SAVEPOINT request")
+            try:
+                results[r] = run_request(conn, ops)
+            except Exception as exc:  # noqa: BLE001 - the request fails alone, whatever it raised
+                conn.execute("ROLLBACK TO request")
+                errors[r] = map_error(exc)
+            conn.execute("RELEASE request")
+        conn.execute("COMMIT")
+    except Exception as exc:  # noqa: BLE001 - the commit itself failed: every request fails
+        _rollback(conn)
+        return BatchOutcome([None] * n, [map_error(exc) for _ in range(n)], merged=False)
+    return BatchOutcome(results, errors, merged=False, statements=sum(map(len, requests)))
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
+def map_error(exc: Exception) -> BaseException:
+    """Turn a driver error into the tidings taxonomy (keeping it as ``__cause__``)."""
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, sqlite3.IntegrityError):
+        error: StoreError = ConflictError(str(exc))
+    elif isinstance(exc, sqlite3.Error):
+        error = StoreError(f"{type(exc).__name__}: {exc}")
+    else:
+        return exc  # a bug or a deliberate raise inside a Call op: keep it as it is
+    error.__cause__ = exc
+    return error

@@ -1,0 +1,69 @@
+"""Opening SQLite connections the one way tidings uses them.
+
+Every connection is in autocommit mode (``isolation_level=None``: the writer issues its own
+``BEGIN IMMEDIATE``), WAL, with a busy timeout. The writer's durability is ``synchronous=FULL``
+unless the caller asks for ``NORMAL``. The database directory is created 0700 and the database
+file 0600 before SQLite touches it; SQLite gives its ``-wal`` / ``-shm`` files the database file's
+mode.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sqlite3
+from typing import Literal
+
+from tidings.store._errors import StoreError
+
+__all__ = ["Synchronous", "connect_reader", "connect_writer", "prepare_path"]
+
+Synchronous = Literal["FULL", "NORMAL"]
+
+_BUSY_TIMEOUT_MS = 10_000
+
+
+def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
+    """Resolve *path*, creating its directory (0700) and the empty database file (0600).
+
+    Existing directories and files keep their modes: tidings never loosens or tightens what an
+    operator set by hand.
+    """
+    db = pathlib.Path(path).expanduser().resolve()
+    if db.exists() and db.is_dir():
+        raise StoreError(f"database path {str(db)!r} is a directory")
+    missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
+    if not db.exists():
+        fd = os.open(db, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
+        os.close(fd)
+    return db
+
+
+def connect_writer(path: pathlib.Path, synchronous: Synchronous = "FULL") -> sqlite3.Connection:
+    """Open the read-write connection (blocking: call it from a worker thread)."""
+    if synchronous not in ("FULL", "NORMAL"):
+        raise ValueError(f"synchronous: expected 'FULL' or 'NORMAL', got {synchronous!r}")
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                           cached_statements=512)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise StoreError(f"could not switch {str(path)!r} to WAL (journal_mode={mode})")
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+        conn.execute("PRAGMA foreign_keys = OFF")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def connect_reader(path: pathlib.Path) -> sqlite3.Connection:
+    """Open a read-only connection (blocking: call it from a worker thread)."""
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None,
+                           check_same_thread=False, cached_statements=256)
+    conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA query_only = 1")
+    return conn

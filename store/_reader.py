@@ -1,0 +1,75 @@
+"""Reads on read-only connections in worker threads, so the event loop never blocks on SQLite.
+
+A bounded :class:`trio.CapacityLimiter` caps the threads; each thread borrows a connection from
+the pool for one call and gives it back. Each call runs in one read transaction, so a function
+that issues several queries sees one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import collections
+import pathlib
+import sqlite3
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import trio
+
+from tidings.store._batch import map_error
+from tidings.store._connect import connect_reader
+from tidings.store._errors import StoreClosedError
+
+__all__ = ["ReadPool"]
+
+T = TypeVar("T")
+
+
+class ReadPool:
+    """A pool of read-only connections to *path*, at most *size* in use at once."""
+
+    def __init__(self, path: pathlib.Path, *, size: int = 4) -> None:
+        if size < 1:
+            raise ValueError(f"size: must be at least 1, got {size}")
+        self.path = path
+        self._limiter = trio.CapacityLimiter(size)
+        self._idle: collections.deque[sqlite3.Connection] = collections.deque()
+        self._closed = False
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` in a worker thread inside one read transaction.
+
+        Always a checkpoint. Raises :class:`StoreClosedError` after :meth:`close`, and driver
+        errors mapped to the tidings taxonomy.
+        """
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        return await trio.to_thread.run_sync(self._run, fn, args, limiter=self._limiter)
+
+    def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        try:
+            conn = self._idle.pop()
+        except IndexError:
+            conn = connect_reader(self.path)
+        healthy = False
+        try:
+            conn.execute("BEGIN")
+            try:
+                result = fn(conn, *args)
+            finally:
+                conn.execute("ROLLBACK")
+            healthy = True
+            return result
+        except sqlite3.Error as exc:
+            raise map_error(exc) from exc
+        finally:
+            if healthy and not self._closed:
+                self._idle.append(conn)
+            else:
+                conn.close()
+
+    def close(self) -> None:
+        """Close idle connections; connections in use close when their call ends."""
+        self._closed = True
+        while self._idle:
+            self._idle.pop().close()
+

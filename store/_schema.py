@@ -1,0 +1,237 @@
+"""Schema and ordered migrations, versioned with ``PRAGMA user_version``.
+
+Each migration is applied in its own ``BEGIN IMMEDIATE`` transaction together with the
+``user_version`` bump, so a crash mid-migration leaves the previous version intact. A database
+whose version is newer than :data:`SCHEMA_VERSION` is refused with :class:`SchemaVersionError`
+rather than misread.
+
+Timestamps are unix seconds stored as REAL everywhere. Indexes serve the recovery scan (open
+outbox rows by status), the status view (status + time), per-session order, history by session
+(append cost independent of the session's size) and the event history of one delivery.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from tidings.store._errors import SchemaVersionError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "schema_version"]
+
+_V1 = """
+CREATE TABLE process_epochs (
+    epoch       INTEGER PRIMARY KEY AUTOINCREMENT,
+    pid         INTEGER NOT NULL,
+    hostname    TEXT NOT NULL,
+    started_at  REAL NOT NULL
+);
+
+CREATE TABLE sessions (
+    session_id        TEXT PRIMARY KEY,
+    core_id           TEXT NOT NULL,
+    channel           TEXT,
+    conversation_key  TEXT,
+    parent_session_id TEXT,
+    state             TEXT NOT NULL DEFAULT 'active',
+    last_seq          INTEGER NOT NULL DEFAULT 0,
+    metadata          TEXT NOT NULL DEFAULT '{}',
+    created_at        REAL NOT NULL,
+    updated_at        REAL NOT NULL
+);
+CREATE INDEX sessions_parent ON sessions(parent_session_id)
+    WHERE parent_session_id IS NOT NULL;
+CREATE INDEX sessions_conversation ON sessions(core_id, channel, conversation_key)
+    WHERE conversation_key IS NOT NULL;
+
+CREATE TABLE turns (
+    turn_id     TEXT PRIMARY KEY,
+    session_id  TEXT NOT NULL,
+    slot        TEXT NOT NULL,
+    mode        TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    reason      TEXT,
+    error       TEXT,
+    message_id  TEXT,
+    started_at  REAL NOT NULL,
+    ended_at    REAL
+);
+CREATE INDEX turns_session ON turns(session_id, started_at);
+
+CREATE TABLE messages (
+    history_id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id        TEXT NOT NULL UNIQUE,
+    session_id        TEXT NOT NULL,
+    turn_id           TEXT,
+    delivery_id       TEXT,
+    role              TEXT NOT NULL,
+    kind              TEXT NOT NULL,
+    text              TEXT NOT NULL,
+    policy            TEXT NOT NULL,
+    visible           INTEGER NOT NULL,
+    model_visible     INTEGER NOT NULL,
+    failure_rewritten INTEGER NOT NULL DEFAULT 0,
+    created_at        REAL NOT NULL,
+    updated_at        REAL NOT NULL
+);
+CREATE INDEX messages_session ON messages(session_id, history_id);
+
+CREATE TABLE outbox (
+    delivery_id          TEXT PRIMARY KEY,
+    session_id           TEXT NOT NULL,
+    seq                  INTEGER NOT NULL,
+    owner_turn_id        TEXT,
+    work_id              TEXT NOT NULL,
+    kind                 TEXT NOT NULL,
+    channel              TEXT,
+    text                 TEXT NOT NULL,
+    blocks               TEXT NOT NULL,
+    metadata             TEXT NOT NULL,
+    visible              INTEGER NOT NULL,
+    history_message_id   TEXT,
+    failure_history_text TEXT,
+    idempotency_key      TEXT,
+    status               TEXT NOT NULL,
+    attempts             INTEGER NOT NULL DEFAULT 0,
+    last_error           TEXT,
+    claimant             TEXT,
+    lease_expires_at     REAL,
+    created_at           REAL NOT NULL,
+    updated_at           REAL NOT NULL
+);
+CREATE UNIQUE INDEX outbox_session_seq ON outbox(session_id, seq);
+CREATE UNIQUE INDEX outbox_idempotency ON outbox(session_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX outbox_status_updated ON outbox(status, updated_at);
+CREATE INDEX outbox_updated ON outbox(updated_at);
+
+CREATE TABLE work_items (
+    work_id          TEXT PRIMARY KEY,
+    kind             TEXT NOT NULL,
+    subject_id       TEXT NOT NULL,
+    parent_work_id   TEXT,
+    status           TEXT NOT NULL,
+    claimant         TEXT,
+    lease_expires_at REAL,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    last_error       TEXT,
+    created_at       REAL NOT NULL,
+    updated_at       REAL NOT NULL
+);
+CREATE INDEX work_items_subject ON work_items(subject_id);
+
+CREATE TABLE artifacts (
+    artifact_id   TEXT PRIMARY KEY,
+    session_id    TEXT NOT NULL,
+    owner_turn_id TEXT,
+    delivery_id   TEXT,
+    block_type    TEXT NOT NULL,
+    source_kind   TEXT NOT NULL,
+    location      TEXT NOT NULL,
+    name          TEXT,
+    media_type    TEXT,
+    summary       TEXT,
+    metadata      TEXT NOT NULL,
+    created_at    REAL NOT NULL
+);
+CREATE INDEX artifacts_session ON artifacts(session_id);
+
+CREATE TABLE conversation_bindings (
+    core_id          TEXT NOT NULL,
+    channel          TEXT NOT NULL,
+    conversation_key TEXT NOT NULL,
+    session_id       TEXT NOT NULL,
+    created_at       REAL NOT NULL,
+    updated_at       REAL NOT NULL,
+    PRIMARY KEY (core_id, channel, conversation_key)
+) WITHOUT ROWID;
+CREATE INDEX conversation_bindings_session ON conversation_bindings(session_id);
+
+CREATE TABLE events (
+    event_seq   INTEGER PRIMARY KEY AUTOINCREMENT,
+    type        TEXT NOT NULL,
+    session_id  TEXT,
+    delivery_id TEXT,
+    data        TEXT NOT NULL DEFAULT '{}',
+    created_at  REAL NOT NULL
+);
+CREATE INDEX events_delivery ON events(delivery_id) WHERE delivery_id IS NOT NULL;
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+
+CREATE VIEW delivery_lifecycle AS
+SELECT
+    o.delivery_id,
+    o.session_id,
+    o.seq,
+    o.kind,
+    o.owner_turn_id,
+    o.status            AS status,
+    o.status            AS outbox_status,
+    w.work_id,
+    w.status            AS work_status,
+    COALESCE(o.claimant, w.claimant) AS claimant,
+    o.lease_expires_at,
+    o.attempts,
+    o.last_error,
+    o.created_at,
+    o.updated_at
+FROM outbox AS o
+LEFT JOIN work_items AS w ON w.work_id = o.work_id;
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1),)
+"""Ordered ``(version, script)`` pairs; append, never edit a released one."""
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The ``user_version`` stored in the database."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, path: str = "database") -> int:
+    """Bring *conn*'s database up to :data:`SCHEMA_VERSION`; return the version found.
+
+    Blocking (call from a worker thread). Raises :class:`SchemaVersionError` when the database is
+    newer than this code.
+    """
+    found = schema_version(conn)
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path} has schema version {found}, newer than this tidings understands "
+            f"({SCHEMA_VERSION}); upgrade tidings or use another database"
+        )
+    for version, script in MIGRATIONS:
+        if version <= found:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if schema_version(conn) >= version:  # another opener got here first
+                conn.execute("ROLLBACK")
+                continue
+            for statement in _statements(script):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return found
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into complete statements (triggers contain inner semicolons)."""
+    statements: list[str] = []
+    current = ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                statements.append(current.strip())
+            current = ""
+    if current.strip():
+        raise ValueError(f"incomplete statement in migration: {current.strip()[:60]}")
+    return statements

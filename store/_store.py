@@ -1,0 +1,160 @@
+"""The store facade: one writer (group commit) plus a pool of readers over one database."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import trio
+
+from tidings.store._connect import Synchronous, connect_writer, prepare_path
+from tidings.store._errors import StoreClosedError
+from tidings.store._groups import collapse
+from tidings.store._ops import Op
+from tidings.store._reader import ReadPool
+from tidings.store._schema import migrate
+from tidings.store._writer import StoreWriter, WriteRequest, WriterStatistics
+
+__all__ = ["Store", "open_store", "prepare_store"]
+
+T = TypeVar("T")
+
+Submit = Callable[[WriteRequest], Awaitable[None]]
+
+
+class Store:
+    """A migrated database with its writer and readers.
+
+    ``epoch`` is this process's claimant id: every claim this process writes carries it, so
+    recovery in a later process knows at once which ``sending`` rows were left by a dead one.
+    ``clock`` is the wall clock for stored timestamps (unix seconds), a seam for tests.
+    """
+
+    def __init__(self, path: os.PathLike[str], *, epoch: int, writer: StoreWriter,
+                 readers: ReadPool, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self.epoch = epoch
+        self.claimant = f"epoch:{epoch}"
+        self.writer = writer
+        self.readers = readers
+        self.clock = clock
+        self._submit: Submit | None = None
+        self._submit_nowait: Callable[[WriteRequest], None] = _closed
+
+    def attach(self, submit: Submit | None,
+               submit_nowait: Callable[[WriteRequest], None] | None = None) -> None:
+        """Say how write requests reach the writer's mailbox (``None``: detached).
+
+        *submit* blocks while the mailbox is full; *submit_nowait* raises ``trio.WouldBlock``
+        instead (it saves a scheduler round trip per write when there is room).
+        """
+        self._submit = submit
+        if submit is None:
+            self._submit_nowait = _closed
+        else:
+            self._submit_nowait = submit_nowait or _always_would_block
+
+    async def commit(self, ops: Sequence[Op], *,
+                     on_commit: Callable[[list[Any]], None] | None = None) -> list[Any]:
+        """Write *ops* in one transaction (group-committed with others); return per-op results.
+
+        Returns only once the transaction is durable. If the caller is cancelled while waiting,
+        the write may still commit, and *on_commit* still runs. Raises
+        :class:`StoreClosedError` when no writer is attached, :class:`ConflictError` on an
+        integrity violation (nothing of this request is written), :class:`StoreError` otherwise.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        request = WriteRequest(ops, on_commit)
+        try:
+            try:
+                self._submit_nowait(request)
+            except trio.WouldBlock:
+                assert self._submit is not None
+                await self._submit(request)
+        except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
+            raise StoreClosedError("the store's writer is closed") from exc
+        return await request.wait()
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on a read-only connection in a worker thread."""
+        return await self.readers.run(fn, *args)
+
+    def statistics(self) -> WriterStatistics:
+        return self.writer.statistics()
+
+    def close(self) -> None:
+        self.attach(None)
+        self.readers.close()
+
+
+def _always_would_block(request: WriteRequest) -> None:
+    raise trio.WouldBlock
+
+
+def _closed(request: WriteRequest) -> None:
+    raise StoreClosedError("the store's writer is not running")
+
+
+async def prepare_store(path: str | os.PathLike[str], *, synchronous: Synchronous = "FULL",
+                        readers: int = 4, max_batch: int = 512,
+                        clock: Callable[[], float] = time.time) -> Store:
+    """Create or migrate the database at *path* and register this process's epoch.
+
+    The returned store's writer is not running: run ``store.writer.serve(mailbox)`` and
+    ``store.attach(send)``, or use :func:`open_store`, which does both.
+    """
+    db = await trio.to_thread.run_sync(prepare_path, path)
+    epoch = await trio.to_thread.run_sync(_register_epoch, db, synchronous, clock())
+    return Store(db, epoch=epoch, writer=StoreWriter(db, synchronous=synchronous,
+                                                     max_batch=max_batch),
+                 readers=ReadPool(db, size=readers), clock=clock)
+
+
+def _register_epoch(db: os.PathLike[str], synchronous: Synchronous, now: float) -> int:
+    conn = connect_writer(db, synchronous)  # type: ignore[arg-type]
+    try:
+        migrate(conn, str(db))
+        conn.execute("BEGIN IMMEDIATE")
+        cursor = conn.execute(
+            "INSERT INTO process_epochs (pid, hostname, started_at) VALUES (?, ?, ?)",
+            (os.getpid(), socket.gethostname(), now))
+        conn.execute("COMMIT")
+        return int(cursor.lastrowid or 0)
+    finally:
+        conn.close()
+
+
+@asynccontextmanager
+async def open_store(path: str | os.PathLike[str], *, synchronous: Synchronous = "FULL",
+                     readers: int = 4, max_batch: int = 512, mailbox_size: int = 1024,
+                     clock: Callable[[], float] = time.time) -> AsyncIterator[Store]:
+    """Open the store with its writer running in a nursery of its own.
+
+    On exit the writer commits what is already in its mailbox, then closes.
+    """
+    store = await prepare_store(path, synchronous=synchronous, readers=readers,
+                                max_batch=max_batch, clock=clock)
+    send, receive = trio.open_memory_channel[WriteRequest](mailbox_size)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(store.writer.serve, receive)
+            store.attach(send.send, send.send_nowait)
+            try:
+                yield store
+            finally:
+                store.attach(None)
+                send.close()
+    except BaseExceptionGroup as group:
+        error = collapse(group)
+    else:
+        error = None
+    finally:
+        send.close()
+        receive.close()
+        store.close()
+    if error is not None:
+        raise error

@@ -1,0 +1,166 @@
+"""Group commit, trio side: the writer actor that owns the only write connection.
+
+The writer waits for one request, takes every other request already waiting in its mailbox (up
+to ``max_batch``), runs them all in one transaction with a single worker-thread hop
+(``_batch.execute_batch``), and only then answers each caller. While the thread commits, the
+event loop goes on preparing the next batch, so loop work and disk work overlap.
+
+The mailbox is anything with ``await receive()`` and ``receive_nowait()``: a trio memory channel
+when the store runs on its own (:func:`tidings.store.open_store`), the supervision kernel's
+mailbox when the runtime supervises the writer.
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import attrs
+import trio
+
+from tidings.store._batch import execute_batch
+from tidings.store._connect import Synchronous, connect_writer
+from tidings.store._errors import StoreError
+from tidings.store._ops import Op
+
+__all__ = ["StoreWriter", "WriteRequest", "WriterStatistics"]
+
+log = logging.getLogger("tidings.store")
+
+
+class Receiver(Protocol):
+    async def receive(self) -> Any: ...
+    def receive_nowait(self) -> Any: ...
+
+
+class WriteRequest:
+    """One caller's ops, answered after the transaction that holds them has committed.
+
+    ``on_commit(results)`` runs in the writer task right after the commit, whether or not the
+    caller is still waiting: it is how work that must follow a durable write (dispatching a
+    queued delivery, say) never depends on the caller surviving cancellation.
+
+    Waiting parks the caller with ``trio.lowlevel`` directly (no Event, no parking lot): this is
+    the hottest object in tidings, one per write.
+    """
+
+    __slots__ = ("_done", "_waiter", "error", "on_commit", "ops", "result")
+
+    def __init__(self, ops: Sequence[Op],
+                 on_commit: Callable[[list[Any]], None] | None = None) -> None:
+        self.ops = ops
+        self.on_commit = on_commit
+        self.result: list[Any] | None = None
+        self.error: BaseException | None = None
+        self._done = False
+        self._waiter: trio.lowlevel.Task | None = None
+
+    def finish(self, result: list[Any] | None, error: BaseException | None) -> None:
+        """Record the outcome and wake the caller (sync, never a checkpoint)."""
+        if self._done:
+            return
+        self.result, self.error, self._done = result, error, True
+        if self._waiter is not None:
+            trio.lowlevel.reschedule(self._waiter)
+            self._waiter = None
+        if error is None and self.on_commit is not None:
+            try:
+                self.on_commit(result or [])
+            except Exception:
+                log.exception("event=on_commit_failed")
+
+    async def wait(self) -> list[Any]:
+        """Block until committed; return one result per op or raise the request's error.
+
+        Always a checkpoint. Cancelling the wait does not withdraw the write.
+        """
+        if self._done:
+            await trio.lowlevel.checkpoint()
+        else:
+            if self._waiter is not None:
+                raise RuntimeError("a write request has one waiter")
+            self._waiter = trio.lowlevel.current_task()
+
+            def abort(_: object) -> trio.lowlevel.Abort:
+                self._waiter = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
+@attrs.frozen
+class WriterStatistics:
+    """A snapshot of the writer's work since it was created."""
+
+    batches: int
+    requests: int
+    statements: int
+    isolated_batches: int
+    largest_batch: int
+
+
+class StoreWriter:
+    """Owns the write connection; run :meth:`serve` as a (supervised) task."""
+
+    def __init__(self, path: pathlib.Path, *, synchronous: Synchronous = "FULL",
+                 max_batch: int = 512) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch: must be at least 1, got {max_batch}")
+        self.path = path
+        self.synchronous: Synchronous = synchronous
+        self.max_batch = max_batch
+        self._limiter = trio.CapacityLimiter(1)
+        self._batches = self._requests = self._statements = self._isolated = 0
+        self._largest = 0
+
+    def statistics(self) -> WriterStatistics:
+        return WriterStatistics(self._batches, self._requests, self._statements,
+                                self._isolated, self._largest)
+
+    async def serve(self, mailbox: Receiver, *,
+                    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Commit batches from *mailbox* until it ends (closed and drained).
+
+        Requests taken from the mailbox but not committed when this task stops (a crash, a
+        cancel) are answered with :class:`StoreError`; none is retried by a later incarnation.
+        """
+        conn = await trio.to_thread.run_sync(connect_writer, self.path, self.synchronous,
+                                             limiter=self._limiter)
+        in_flight: list[WriteRequest] = []
+        try:
+            task_status.started()
+            while True:
+                try:
+                    in_flight.append(await mailbox.receive())
+                except trio.EndOfChannel:
+                    break
+                while len(in_flight) < self.max_batch:
+                    try:
+                        in_flight.append(mailbox.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                outcome = await trio.to_thread.run_sync(
+                    execute_batch, conn, [request.ops for request in in_flight],
+                    limiter=self._limiter)
+                batch, in_flight = in_flight, []
+                self._batches += 1
+                self._requests += len(batch)
+                self._statements += outcome.statements
+                self._isolated += not outcome.merged
+                self._largest = max(self._largest, len(batch))
+                for request, result, error in zip(batch, outcome.results, outcome.errors,
+                                                  strict=True):
+                    request.finish(result, error)
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            for request in in_flight:
+                request.finish(None, StoreError("the writer stopped before this write committed"))
+        await trio.to_thread.run_sync(conn.close, limiter=self._limiter)
