@@ -1,0 +1,198 @@
+"""One child's place in its supervisor, and the task that runs its incarnations.
+
+The *child boundary* is here: an incarnation that raises is a crash, whatever it raised (only
+``BaseException``s that are not ``Exception`` pass through), and a ``Cancelled`` that the
+child's own *fault scope* absorbed (a fault plan's ``"cancel"``, or ``inject_cancel``) becomes an
+:class:`~tidings.errors.InjectedFault` crash. A cancellation from outside (the shutdown ladder,
+the supervisor's own scope) is never turned into a fault: trio lets the fault scope absorb only
+its own cancellation.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, final
+
+import attrs
+import trio
+
+from tidings.supervisor._backoff import BackoffTimer
+from tidings.supervisor._faults import FaultPlan, Seam, act_at, injected_fault
+from tidings.supervisor._log import log_event
+from tidings.supervisor._mailbox import Mailbox, MailboxReceiver
+from tidings.supervisor._records import ChildState
+from tidings.supervisor._spec import ChildContext, ChildSpec
+
+if TYPE_CHECKING:
+    from tidings.supervisor._supervisor import Supervisor
+
+__all__ = ["ChildSlot", "Ending", "StartResult", "run_child"]
+
+
+@final
+class ChildSlot:
+    """A child's place in its supervisor; it outlives incarnations (name, mailbox, counters)."""
+
+    __slots__ = ("backoff", "delay", "done", "fault_scope", "fault_seam", "incarnation",
+                 "mailbox", "ready_at", "receiver", "removed", "restarts", "scope", "spec",
+                 "state", "stopping", "task")
+
+    def __init__(self, spec: ChildSpec, plan: FaultPlan | None) -> None:
+        self.spec = spec
+        self.mailbox = Mailbox(spec.name, spec.mailbox_size, plan, self.cancel_fault)
+        self.state: ChildState = "starting"
+        self.incarnation = 0
+        self.restarts = 0
+        self.task: trio.lowlevel.Task | None = None
+        self.scope: trio.CancelScope | None = None  # the task's scope: the ladder cancels it
+        self.done: trio.Event | None = None  # set when the task running this child has ended
+        self.fault_scope: trio.CancelScope | None = None  # the current incarnation's
+        self.fault_seam: str | None = None
+        self.receiver: MailboxReceiver | None = None
+        self.stopping = False  # the shutdown ladder is stopping it: its ending is no crash
+        self.removed = False  # forgotten by the supervisor
+        self.ready_at = 0.0
+        self.delay = 0.0  # backoff before the next incarnation
+        self.backoff: BackoffTimer | None = None
+
+    def __repr__(self) -> str:
+        return f"<ChildSlot {self.spec.name!r} {self.state} incarnation={self.incarnation}>"
+
+    def cancel_fault(self, seam: Seam | str | None) -> bool:
+        """Cancel the running incarnation's fault scope; False when none is running."""
+        scope = self.fault_scope
+        if scope is None:
+            return False
+        if not scope.cancel_called:
+            self.fault_seam = None if seam is None else str(seam)
+            where = "" if seam is None else f" at {seam}"
+            scope.cancel(reason=f"injected fault{where} of {self.spec.name}")
+        return True
+
+
+@final
+@attrs.frozen
+class StartResult:
+    """What a starter learns from ``nursery.start``: ready (``value``), failed, or stopped."""
+
+    value: object = None
+    error: BaseException | None = None
+    stopped: bool = False
+
+
+@final
+@attrs.frozen
+class Ending:
+    """How an incarnation ended: its error (``None``: returned), whether it had become ready,
+    and how long it ran after that."""
+
+    error: BaseException | None
+    ready: bool
+    ran_for: float
+
+
+@final
+class _Readiness(trio.TaskStatus[object]):
+    """The ``task_status`` a child is given: lifts the start deadline, tells the starter."""
+
+    def __init__(self, slot: ChildSlot, starter: trio.TaskStatus[StartResult] | None,
+                 start_scope: trio.CancelScope, supervisor: str) -> None:
+        self._slot = slot
+        self._supervisor = supervisor
+        self._starter = starter
+        self._start_scope = start_scope
+        self.called = False
+
+    def __repr__(self) -> str:
+        return f"<task status of child {self._slot.spec.name!r}>"
+
+    def started(self, value: object = None) -> None:
+        """Report readiness (``value`` is returned by ``start_child``). Call it once."""
+        if self.called:
+            raise RuntimeError("called 'started' twice on the same task status")
+        self.called = True
+        self._start_scope.deadline = math.inf
+        slot = self._slot
+        slot.ready_at = trio.current_time()
+        if not slot.stopping:
+            slot.state = "running"
+        log_event(logging.DEBUG, "child_ready", supervisor=self._supervisor, child=slot.spec.name,
+                  incarnation=slot.incarnation)
+        if self._starter is not None:
+            self._starter.started(StartResult(value=value))
+
+
+async def _run_incarnation(sup: Supervisor, slot: ChildSlot,
+                           starter: trio.TaskStatus[StartResult] | None) -> Ending:
+    spec = slot.spec
+    plan = sup.fault_plan
+    slot.incarnation += 1
+    slot.state = "starting"
+    receiver = slot.mailbox._open_receiver(slot.cancel_fault)
+    fault_scope = trio.CancelScope()
+    slot.receiver, slot.fault_scope, slot.fault_seam = receiver, fault_scope, None
+    timeout = spec.start_timeout
+    deadline = math.inf if timeout is None else trio.current_time() + timeout
+    start_scope = trio.CancelScope(deadline=deadline)
+    ready = _Readiness(slot, starter, start_scope, sup.name)
+    ctx = ChildContext(spec.name, slot.incarnation, receiver, sup)
+    error: Exception | None = None
+    try:
+        with start_scope, fault_scope:
+            if plan is not None:
+                act_at(plan, spec.name, Seam.CHILD_START, slot.cancel_fault)
+            await spec.fn(ctx, task_status=ready)
+            if (plan is not None and receiver._pending_after
+                    and act_at(plan, spec.name, Seam.AFTER_MESSAGE, slot.cancel_fault)):
+                await trio.lowlevel.checkpoint()
+    except Exception as exc:  # noqa: BLE001 -- the child boundary: any failure is a crash
+        error = exc
+    finally:
+        receiver._detach()
+        slot.receiver = slot.fault_scope = None
+    final_error: BaseException | None = error
+    if fault_scope.cancelled_caught or (fault_scope.cancel_called and error is None):
+        final_error = injected_fault(spec.name, slot.fault_seam, "cancel")
+    elif start_scope.cancelled_caught and not ready.called:
+        final_error = trio.TooSlowError(
+            f"child {spec.name!r} did not report readiness within {timeout} seconds")
+    elif error is None and not ready.called:
+        ready.started()  # it returned without started(): it started, then exited
+    ran_for = trio.current_time() - slot.ready_at if ready.called else 0.0
+    return Ending(final_error, ready.called, ran_for)
+
+
+async def run_child(sup: Supervisor, slot: ChildSlot, *,
+                    task_status: trio.TaskStatus[StartResult] = trio.TASK_STATUS_IGNORED) -> None:
+    """The task that runs one child: incarnations in a loop while restarts happen in place.
+
+    Launched by the supervisor under ``slot.scope`` (so the ladder can cancel it before it
+    runs). With a starter waiting (``nursery.start``), the first incarnation's readiness or
+    failure is reported to it through a :class:`StartResult`, never as an exception.
+    """
+    starter = None if task_status is trio.TASK_STATUS_IGNORED else task_status
+    scope, done = slot.scope, slot.done
+    assert scope is not None
+    assert done is not None
+    slot.task = trio.lowlevel.current_task()
+    try:
+        with scope:
+            while not slot.stopping:
+                if slot.delay > 0:
+                    slot.state = "backoff"
+                    await trio.sleep(slot.delay)
+                    slot.delay = 0.0
+                ending = await _run_incarnation(sup, slot, starter)
+                if starter is not None:
+                    waiting, starter = starter, None
+                    if not ending.ready:
+                        waiting.started(StartResult(error=ending.error))
+                        return
+                if not sup._child_ended(slot, ending):
+                    return
+    finally:
+        slot.task = None
+        done.set()
+    if starter is not None:  # stopped before it was ready
+        starter.started(StartResult(stopped=True))

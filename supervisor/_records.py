@@ -1,0 +1,64 @@
+"""Frozen records a supervisor hands out: its restart log and its statistics snapshots."""
+
+from __future__ import annotations
+
+from typing import Literal, final
+
+import attrs
+
+__all__ = ["ChildState", "ChildStatistics", "RestartAction", "RestartRecord",
+           "SupervisorState", "SupervisorStatistics"]
+
+RestartAction = Literal["restart", "escalate", "forget", "shutdown_error"]
+"""What the supervisor did about a child that ended on its own:
+
+- ``restart``: restarted it (and, per strategy, the siblings it takes along);
+- ``escalate``: this restart would exceed the intensity, so the supervisor gave up;
+- ``forget``: a temporary child failed; it is not restarted and is forgotten;
+- ``shutdown_error``: it failed while being stopped; nothing more is done.
+"""
+
+ChildState = Literal["starting", "running", "backoff", "stopping", "restarting", "exited",
+                     "stopped"]
+SupervisorState = Literal["starting", "running", "stopping", "stopped", "failed"]
+
+
+@final
+@attrs.frozen
+class RestartRecord:
+    """One entry of :attr:`Supervisor.restart_log`.
+
+    ``error`` / ``error_type`` are the failure's message and class name, both ``""`` when a
+    permanent child returned normally. ``incarnation`` is the incarnation that ended.
+    """
+
+    child: str
+    time: float
+    error: str
+    error_type: str
+    incarnation: int
+    action: RestartAction
+
+
+@final
+@attrs.frozen
+class ChildStatistics:
+    """A snapshot of one child: state, current incarnation, restarts so far, mailbox depth."""
+
+    name: str
+    state: ChildState
+    incarnation: int
+    restarts: int
+    mailbox_depth: int
+
+
+@final
+@attrs.frozen
+class SupervisorStatistics:
+    """A snapshot of a supervisor; ``children`` in start order, ``restarts`` in all."""
+
+    name: str
+    strategy: str
+    state: SupervisorState
+    children: tuple[ChildStatistics, ...]
+    restarts: int

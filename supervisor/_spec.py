@@ -1,0 +1,108 @@
+"""What a supervisor is told about a child (:class:`ChildSpec`) and what a child is given."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Literal, final
+
+import attrs
+
+from tidings.errors import ValidationError
+from tidings.supervisor._backoff import Backoff
+
+if TYPE_CHECKING:
+    from tidings.supervisor._mailbox import MailboxReceiver
+    from tidings.supervisor._supervisor import Supervisor
+
+__all__ = ["RESTART_TYPES", "STRATEGIES", "ChildContext", "ChildFunction", "ChildSpec", "Restart",
+           "Strategy", "check_unique_names"]
+
+Restart = Literal["permanent", "transient", "temporary"]
+"""``permanent``: restarted whenever it ends; ``transient``: only when it ends with an exception;
+``temporary``: never restarted (its failure is logged and recorded, then it is forgotten)."""
+RESTART_TYPES: tuple[Restart, ...] = ("permanent", "transient", "temporary")
+
+Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
+"""``one_for_one``: restart the child that ended; ``one_for_all``: stop all the others (reverse
+start order) and restart all (start order); ``rest_for_one``: the same for the child and those
+started after it."""
+STRATEGIES: tuple[Strategy, ...] = ("one_for_one", "one_for_all", "rest_for_one")
+
+ChildFunction = Callable[..., Awaitable[object]]
+"""``async def fn(ctx: ChildContext, *, task_status=trio.TASK_STATUS_IGNORED) -> None``."""
+
+
+def _timeout(name: str, field: str, value: object, *, zero_ok: bool) -> None:
+    if value is None:
+        return
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not (value >= 0 if zero_ok else value > 0)):
+        bound = ">= 0" if zero_ok else "> 0"
+        raise ValidationError(field, f"child {name!r}: must be None or seconds {bound}, "
+                                     f"got {value!r}")
+
+
+@final
+@attrs.frozen
+class ChildSpec:
+    """How to run and supervise one child.
+
+    ``fn(ctx, task_status=...)`` runs one incarnation: it sets up, calls
+    ``task_status.started()`` when ready, then usually serves ``async for msg in ctx.mailbox``.
+    ``start_timeout`` bounds the time to readiness and ``shutdown_timeout`` the time the shutdown
+    ladder waits after closing the mailbox before it cancels the child (``None``: no limit, the
+    right choice for a nested supervisor; ``0``: cancel at once). ``mailbox_size`` bounds the
+    mailbox (``0``: a rendezvous). ``backoff`` delays restarts after failures.
+    """
+
+    name: str
+    fn: ChildFunction = attrs.field(repr=False)
+    restart: Restart = "permanent"
+    shutdown_timeout: float | None = 5.0
+    start_timeout: float | None = 10.0
+    mailbox_size: int = 64
+    backoff: Backoff | None = None
+
+    def __attrs_post_init__(self) -> None:
+        name = self.name
+        if not isinstance(name, str) or not name:
+            raise ValidationError("name", f"must be a non-empty string, got {name!r}")
+        if not callable(self.fn):
+            raise ValidationError("fn", f"child {name!r}: must be an async function, "
+                                        f"got {self.fn!r}")
+        if self.restart not in RESTART_TYPES:
+            raise ValidationError("restart", f"child {name!r}: must be one of "
+                                             f"{', '.join(RESTART_TYPES)}, got {self.restart!r}")
+        _timeout(name, "shutdown_timeout", self.shutdown_timeout, zero_ok=True)
+        _timeout(name, "start_timeout", self.start_timeout, zero_ok=False)
+        size = self.mailbox_size
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ValidationError("mailbox_size", f"child {name!r}: must be an int >= 0, "
+                                                  f"got {size!r}")
+        if self.backoff is not None and not isinstance(self.backoff, Backoff):
+            raise ValidationError("backoff", f"child {name!r}: must be a Backoff or None, "
+                                             f"got {self.backoff!r}")
+
+
+@final
+@attrs.frozen
+class ChildContext:
+    """What one incarnation of a child is given: its name, incarnation number (1, 2, ...), the
+    receive side of its mailbox and the supervisor that runs it."""
+
+    name: str
+    incarnation: int
+    mailbox: MailboxReceiver
+    supervisor: Supervisor = attrs.field(repr=False)
+
+
+def check_unique_names(specs: tuple[ChildSpec, ...]) -> None:
+    """Raise :class:`ValidationError` unless every item is a ChildSpec with a unique name."""
+    seen: set[str] = set()
+    for spec in specs:
+        if not isinstance(spec, ChildSpec):
+            raise ValidationError("children", f"must hold ChildSpec objects, got {spec!r}")
+        if spec.name in seen:
+            raise ValidationError("children", f"duplicate child name {spec.name!r}")
+        seen.add(spec.name)
+

@@ -1,0 +1,82 @@
+"""Group restarts for ``one_for_all`` and ``rest_for_one``, run one at a time.
+
+A child of such a supervisor whose restart is due does not restart itself (``one_for_one``
+children do, in their own task): it queues a request, and one helper task per supervisor
+serves the queue under the supervisor's lock, so a group restart never interleaves with the
+initial start, another group restart or the final shutdown.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tidings.supervisor._child import ChildSlot
+from tidings.supervisor._ladder import run_ladder
+
+if TYPE_CHECKING:
+    from tidings.supervisor._supervisor import Supervisor
+
+__all__ = ["LIVE", "serve_group_restarts"]
+
+LIVE = ("starting", "running")
+"""Supervisor states in which children are restarted."""
+
+
+async def serve_group_restarts(sup: Supervisor) -> None:
+    """Serve group-restart requests until the supervisor closes the queue at shutdown.
+
+    A request that is stale by the time it is served (the child was restarted meanwhile by
+    another group restart, stopped, or the supervisor is stopping) is dropped.
+    """
+    with sup._request_queue:
+        async for slot, incarnation in sup._request_queue:
+            async with sup._lock:
+                if (sup._state in LIVE and not slot.removed and slot.state == "restarting"
+                        and slot.incarnation == incarnation):
+                    await _restart_group(sup, slot)
+
+
+def _group_of(sup: Supervisor, slot: ChildSlot) -> list[ChildSlot]:
+    slots = list(sup._children.values())
+    if sup.strategy == "one_for_all":
+        return slots
+    return slots[slots.index(slot):] if not slot.removed else []
+
+
+async def _restart_group(sup: Supervisor, failed: ChildSlot) -> None:
+    """Stop ``failed``'s group in reverse start order, start it again in start order.
+
+    A child of the group that fails to start again counts as a crash (toward the intensity
+    too), which restarts its own group in turn.
+    """
+    pending: ChildSlot | None = failed
+    while pending is not None:
+        group = _group_of(sup, pending)
+        for slot in reversed(group):
+            if slot is not pending:
+                await _stop_for_restart(sup, slot)
+        pending = None
+        for slot in group:
+            if sup._state not in LIVE:
+                return
+            if slot.removed:
+                continue
+            result = await sup._launch(slot)
+            if result.error is not None:
+                decision = sup._decide(slot, result.error, 0.0)
+                if decision == "escalate":
+                    return
+                if decision == "restart":
+                    pending = slot
+                    break
+
+
+async def _stop_for_restart(sup: Supervisor, slot: ChildSlot) -> None:
+    await run_ladder(slot, sup.fault_plan, supervisor=sup.name, final=False)
+    if slot.removed:
+        return
+    if slot.spec.restart == "temporary":
+        sup._forget(slot)  # temporary children are never restarted, even as siblings
+    else:
+        slot.stopping = False
+        slot.state = "restarting"

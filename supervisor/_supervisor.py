@@ -1,0 +1,355 @@
+"""The supervisor: its children, restart decisions, strategies and restart intensity."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from collections.abc import Iterable
+from typing import Literal, final
+
+import trio
+
+from tidings.errors import (
+    ChildStartError,
+    RestartIntensityExceeded,
+    SupervisorError,
+    ValidationError,
+)
+from tidings.supervisor._backoff import BackoffTimer
+from tidings.supervisor._child import ChildSlot, Ending, StartResult, run_child
+from tidings.supervisor._faults import FaultPlan, Seam
+from tidings.supervisor._intensity import Intensity, RestartWindow
+from tidings.supervisor._ladder import run_ladder
+from tidings.supervisor._log import describe, log_event, logger
+from tidings.supervisor._mailbox import Mailbox
+from tidings.supervisor._records import (
+    ChildStatistics,
+    RestartAction,
+    RestartRecord,
+    SupervisorState,
+    SupervisorStatistics,
+)
+from tidings.supervisor._spec import STRATEGIES, ChildSpec, Strategy, check_unique_names
+from tidings.supervisor._strategies import LIVE, serve_group_restarts
+
+__all__ = ["Supervisor"]
+
+_Decision = Literal["restart", "escalate", "retire", "stop"]
+
+
+@final
+class Supervisor:
+    """A running supervisor. Get one from :func:`open_supervisor` (or as the value a
+    :func:`supervisor_child` reports as started); it is not constructed directly.
+
+    Children are kept by unique name in start order. ``one_for_one`` restarts happen in the
+    crashed child's own task; ``one_for_all`` / ``rest_for_one`` group restarts are run one at a
+    time by a helper task (see ``_strategies``).
+    """
+
+    def __init__(self, children: Iterable[ChildSpec], *, strategy: Strategy,
+                 intensity: Intensity, name: str, fault_plan: FaultPlan | None,
+                 restart_log_size: int) -> None:
+        specs = tuple(children)
+        check_unique_names(specs)
+        if strategy not in STRATEGIES:
+            raise ValidationError("strategy", f"must be one of {', '.join(STRATEGIES)}, "
+                                              f"got {strategy!r}")
+        if not isinstance(intensity, Intensity):
+            raise ValidationError("intensity", f"must be an Intensity, got {intensity!r}")
+        if not isinstance(name, str) or not name:
+            raise ValidationError("name", f"must be a non-empty string, got {name!r}")
+        if fault_plan is not None and not isinstance(fault_plan, FaultPlan):
+            raise ValidationError("fault_plan", f"must be a FaultPlan or None, got {fault_plan!r}")
+        self._name = name
+        self._strategy: Strategy = strategy
+        self._intensity = intensity
+        self._plan = fault_plan
+        self._children: dict[str, ChildSlot] = {s.name: ChildSlot(s, fault_plan) for s in specs}
+        self._window = RestartWindow(intensity)
+        self._log: deque[RestartRecord] = deque(maxlen=restart_log_size)
+        self._restarts = 0
+        self._state: SupervisorState = "starting"
+        self._failure: RestartIntensityExceeded | None = None
+        self._body_scope = trio.CancelScope()
+        self._lock = trio.Lock()  # start, group restarts and shutdown never interleave
+        self._requests, self._request_queue = trio.open_memory_channel[tuple[ChildSlot, int]](
+            math.inf)
+        self._nursery: trio.Nursery | None = None
+        self._serving_restarts = False
+
+    def __repr__(self) -> str:
+        return (f"<Supervisor {self._name!r} {self._strategy} {self._state} "
+                f"children={len(self._children)}>")
+
+    # --- read side -----------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def strategy(self) -> Strategy:
+        return self._strategy
+
+    @property
+    def intensity(self) -> Intensity:
+        return self._intensity
+
+    @property
+    def fault_plan(self) -> FaultPlan | None:
+        return self._plan
+
+    @property
+    def restart_log(self) -> tuple[RestartRecord, ...]:
+        """Every restart decision so far, oldest first (the newest ``restart_log_size``)."""
+        return tuple(self._log)
+
+    def statistics(self) -> SupervisorStatistics:
+        """A frozen snapshot of the supervisor and its children (in start order)."""
+        children = tuple(
+            ChildStatistics(name=slot.spec.name, state=slot.state, incarnation=slot.incarnation,
+                            restarts=slot.restarts, mailbox_depth=slot.mailbox.depth)
+            for slot in self._children.values())
+        return SupervisorStatistics(name=self._name, strategy=self._strategy, state=self._state,
+                                    children=children, restarts=self._restarts)
+
+    def mailbox(self, name: str) -> Mailbox:
+        """The send side of the mailbox of child ``name``; it stays valid across restarts.
+
+        Raises:
+          SupervisorError: no child has that name (``.child`` names it).
+        """
+        return self._slot(name).mailbox
+
+    def child_task(self, name: str) -> trio.lowlevel.Task | None:
+        """The task running child ``name`` now, or ``None`` between incarnations' tasks."""
+        return self._slot(name).task
+
+    # --- children ------------------------------------------------------------------------------
+
+    async def start_child(self, spec: ChildSpec) -> object:
+        """Add a child after all the others and start it; blocks until it is ready.
+
+        Returns the value it passed to ``task_status.started()``.
+
+        Raises:
+          ValidationError: ``spec`` is not a :class:`ChildSpec`.
+          SupervisorError: a child of that name exists, or the supervisor is stopping.
+          ChildStartError: it failed or timed out before it was ready (it is forgotten; the
+            cause is chained).
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        slot = self._register(spec)
+        try:
+            result = await self._launch(slot)
+        except BaseException:
+            self._forget(slot)
+            raise
+        if result.error is None and not result.stopped:
+            return result.value
+        self._forget(slot)
+        raise self._start_error(slot, result)
+
+    def start_child_soon(self, spec: ChildSpec) -> None:
+        """Add a child after all the others and start it without waiting. Never blocks.
+
+        A failure before it is ready counts as a crash of its first incarnation (its restart
+        type decides what follows). Raises like :meth:`start_child`, minus ChildStartError.
+        """
+        slot = self._register(spec)
+        assert self._nursery is not None
+        slot.scope, slot.done = trio.CancelScope(), trio.Event()
+        self._nursery.start_soon(run_child, self, slot, name=self._task_name(slot))
+
+    async def stop_child(self, name: str) -> None:
+        """Stop child ``name`` with the shutdown ladder, then forget it. Always a checkpoint.
+
+        Its mailbox is closed at once (senders get MailboxClosedError); buffered messages are
+        still handed to the child before its ``async for`` ends. Returns once its task ended.
+
+        Raises:
+          SupervisorError: no child has that name.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        slot = self._slot(name)
+        slot.removed = True  # from now on nobody restarts it
+        del self._children[name]
+        try:
+            await run_ladder(slot, self._plan, supervisor=self._name, final=True)
+        finally:
+            slot.mailbox._close()
+            slot.state = "stopped"
+
+    def inject_cancel(self, name: str, *, seam: Seam | str | None = None) -> bool:
+        """Cancel child ``name``'s fault scope: it crashes with InjectedFault at its next
+        checkpoint. Returns False when no incarnation of it is running. Never blocks.
+
+        Raises:
+          SupervisorError: no child has that name.
+        """
+        return self._slot(name).cancel_fault(seam)
+
+    def _slot(self, name: str) -> ChildSlot:
+        try:
+            return self._children[name]
+        except KeyError:
+            raise SupervisorError(f"supervisor {self._name!r} has no child named {name!r}",
+                                  child=name) from None
+
+    def _register(self, spec: ChildSpec) -> ChildSlot:
+        if not isinstance(spec, ChildSpec):
+            raise ValidationError("spec", f"must be a ChildSpec, got {spec!r}")
+        if self._state not in LIVE:
+            raise SupervisorError(f"supervisor {self._name!r} is {self._state}: "
+                                  f"it takes no new children", child=spec.name)
+        if spec.name in self._children:
+            raise SupervisorError(f"supervisor {self._name!r} already has a child named "
+                                  f"{spec.name!r}", child=spec.name)
+        slot = self._children[spec.name] = ChildSlot(spec, self._plan)
+        return slot
+
+    def _forget(self, slot: ChildSlot) -> None:
+        slot.removed = True
+        slot.state = "stopped"
+        if self._children.get(slot.spec.name) is slot:
+            del self._children[slot.spec.name]
+        slot.mailbox._close()
+
+    def _task_name(self, slot: ChildSlot) -> str:
+        return f"{self._name}/{slot.spec.name}"
+
+    async def _launch(self, slot: ChildSlot) -> StartResult:
+        assert self._nursery is not None
+        slot.scope, slot.done, slot.stopping = trio.CancelScope(), trio.Event(), False
+        result: StartResult = await self._nursery.start(run_child, self, slot,
+                                                        name=self._task_name(slot))
+        return result
+
+    def _start_error(self, slot: ChildSlot, result: StartResult) -> ChildStartError:
+        name = slot.spec.name
+        if result.error is None:
+            message = "was stopped before it reported readiness"
+        else:
+            error_type, text = describe(result.error)
+            message = f"failed to start: {error_type}: {text}"
+        error = ChildStartError(f"child {name!r} of supervisor {self._name!r} {message}",
+                                child=name)
+        error.__cause__ = result.error
+        log_event(logging.ERROR, "child_start_failed", supervisor=self._name, child=name,
+                  incarnation=slot.incarnation, error=str(error))
+        return error
+
+    # --- decisions -----------------------------------------------------------------------------
+
+    def _child_ended(self, slot: ChildSlot, ending: Ending) -> bool:
+        """Called by a child's task when an incarnation ended; True: restart it in place."""
+        if self._decide(slot, ending.error, ending.ran_for) != "restart":
+            return False
+        if self._strategy == "one_for_one":
+            return True
+        slot.state = "restarting"
+        self._requests.send_nowait((slot, slot.incarnation))
+        return False
+
+    def _decide(self, slot: ChildSlot, error: BaseException | None, ran_for: float) -> _Decision:
+        spec = slot.spec
+        if slot.stopping or self._state not in LIVE:
+            if error is not None:
+                self._record(slot, error, "shutdown_error")
+            return "stop"
+        if spec.restart == "temporary" or (spec.restart == "transient" and error is None):
+            if error is not None:
+                self._record(slot, error, "forget")
+            else:
+                log_event(logging.DEBUG, "child_exited", supervisor=self._name, child=spec.name,
+                          incarnation=slot.incarnation, restart=spec.restart)
+            self._forget(slot)
+            return "retire"
+        if not self._window.admit(trio.current_time()):
+            self._record(slot, error, "escalate")
+            self._escalate(slot, error)
+            return "escalate"
+        slot.restarts += 1
+        self._restarts += 1
+        if spec.backoff is not None:
+            if slot.backoff is None:
+                slot.backoff = BackoffTimer(spec.backoff)
+            slot.delay = slot.backoff.next_delay(ran_for)
+        self._record(slot, error, "restart")
+        return "restart"
+
+    def _record(self, slot: ChildSlot, error: BaseException | None,
+                action: RestartAction) -> None:
+        error_type, text = describe(error)
+        name = slot.spec.name
+        self._log.append(RestartRecord(child=name, time=trio.current_time(), error=text,
+                                       error_type=error_type, incarnation=slot.incarnation,
+                                       action=action))
+        if action == "restart":
+            log_event(logging.INFO, "child_restarted", supervisor=self._name, child=name,
+                      incarnation=slot.incarnation + 1, delay=slot.delay or None,
+                      exit="normal" if error is None else None, error_type=error_type or None,
+                      error=text or None)
+        else:
+            log_event(logging.WARNING, "child_failed", supervisor=self._name, child=name,
+                      incarnation=slot.incarnation, action=action,
+                      exit="normal" if error is None else None, error_type=error_type or None,
+                      error=text or None)
+        if error is not None and logger.isEnabledFor(logging.DEBUG):
+            logger.debug("event=child_traceback supervisor=%s child=%s incarnation=%d",
+                         self._name, name, slot.incarnation, exc_info=error)
+
+    def _escalate(self, slot: ChildSlot, error: BaseException | None) -> None:
+        name, limit = slot.spec.name, self._intensity
+        failure = RestartIntensityExceeded(
+            f"supervisor {self._name!r} gave up: child {name!r} ended and a restart would make "
+            f"{len(self._window)} restarts within {limit.period} seconds "
+            f"(max_restarts={limit.max_restarts})", child=name)
+        failure.__cause__ = error
+        self._failure = failure
+        self._state = "stopping"
+        log_event(logging.ERROR, "restart_intensity_exceeded", supervisor=self._name,
+                  child=name, restarts=len(self._window), period=limit.period,
+                  max_restarts=limit.max_restarts)
+        self._body_scope.cancel(reason=f"restart intensity of supervisor {self._name} exceeded")
+
+    # --- lifetime (driven by open_supervisor) --------------------------------------------------
+
+    async def _start(self, nursery: trio.Nursery) -> BaseException | None:
+        """Start the children in order, each ready before the next; the failure, if any."""
+        self._nursery = nursery
+        if self._strategy != "one_for_one":
+            nursery.start_soon(serve_group_restarts, self, name=f"{self._name}/restarts")
+            self._serving_restarts = True
+        async with self._lock:
+            for slot in list(self._children.values()):
+                if self._state != "starting":
+                    break
+                if slot.removed:
+                    continue
+                result = await self._launch(slot)
+                if result.error is not None or (result.stopped and not slot.removed):
+                    self._state = "stopping"
+                    return self._start_error(slot, result)
+            if self._state == "starting":
+                self._state = "running"
+                log_event(logging.INFO, "supervisor_started", supervisor=self._name,
+                          strategy=self._strategy, children=len(self._children))
+        return self._failure
+
+    async def _shutdown(self, *, failed: bool) -> None:
+        """Stop every child in reverse start order, each with its shutdown ladder."""
+        if self._state in LIVE:
+            self._state = "stopping"
+        self._requests.close()
+        if not self._serving_restarts:
+            self._request_queue.close()
+        async with self._lock:
+            for slot in reversed(list(self._children.values())):
+                await run_ladder(slot, self._plan, supervisor=self._name, final=True)
+                slot.mailbox._close()
+                slot.state = "stopped"
+        self._state = "failed" if failed or self._failure is not None else "stopped"
+        log_event(logging.INFO, "supervisor_stopped", supervisor=self._name, state=self._state)

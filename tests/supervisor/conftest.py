@@ -1,0 +1,89 @@
+"""Test children for the supervision kernel: they write what happens to them in a journal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import pytest
+import trio
+
+from tidings.supervisor import ChildContext
+
+
+class Boom(Exception):
+    """What test children raise when told to fail."""
+
+
+@attrs.define
+class Journal:
+    """Events in the order they happened: ``(kind, child, incarnation, *detail)``."""
+
+    events: list[tuple[object, ...]] = attrs.Factory(list)
+
+    def add(self, kind: str, ctx: ChildContext, *detail: object) -> None:
+        self.events.append((kind, ctx.name, ctx.incarnation, *detail))
+
+    def of(self, *kinds: str) -> list[tuple[object, ...]]:
+        return [event for event in self.events if event[0] in kinds]
+
+    def worker(self, *, fail_at_start: Callable[[int], bool] = lambda n: False,
+               fail_at_shutdown: bool = False, ready_after: float = 0.0,
+               stuck_at_shutdown: bool = False) -> Callable[..., object]:
+        """A child that logs each message; ``"crash"`` makes it raise, ``"return"`` return.
+
+        It records ``start`` / ``ready`` / ``msg`` / ``stop`` (its loop ended because the
+        mailbox was closed) and ``cancelled`` (with trio's reason and the time).
+        """
+        journal = self
+
+        async def work(ctx: ChildContext, *,
+                       task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+            journal.add("start", ctx)
+            try:
+                if ready_after:
+                    await trio.sleep(ready_after)
+                if fail_at_start(ctx.incarnation):
+                    raise Boom(f"{ctx.name} failed to start")
+                journal.add("ready", ctx)
+                task_status.started()
+                async for message in ctx.mailbox:
+                    journal.add("msg", ctx, message)
+                    if message == "crash":
+                        raise Boom(f"{ctx.name} crashed on a message")
+                    if message == "return":
+                        return
+                journal.add("stop", ctx)
+                if stuck_at_shutdown:
+                    await trio.sleep_forever()
+                if fail_at_shutdown:
+                    raise Boom(f"{ctx.name} failed at shutdown")
+            except trio.Cancelled as exc:
+                journal.add("cancelled", ctx, exc.reason, trio.current_time())
+                raise
+
+        return work
+
+
+@pytest.fixture
+def journal() -> Journal:
+    return Journal()
+
+
+def task_tree() -> set[trio.lowlevel.Task]:
+    """Every task alive under the root task right now."""
+    tasks: set[trio.lowlevel.Task] = set()
+    stack = [trio.lowlevel.current_root_task()]
+    while stack:
+        task = stack.pop()
+        if task is None:
+            continue
+        tasks.add(task)
+        for nursery in task.child_nurseries:
+            stack.extend(nursery.child_tasks)
+    return tasks
+
+
+@pytest.fixture
+def live_tasks() -> Callable[[], set[trio.lowlevel.Task]]:
+    return task_tree
