@@ -10,6 +10,8 @@ stand for bad input also subclass the builtin a caller would expect (``ValueErro
 from __future__ import annotations
 
 __all__ = [
+    "AccessDeniedError",
+    "AgentError",
     "ArtifactError",
     "ChildStartError",
     "ConfigError",
@@ -144,6 +146,14 @@ class RestartIntensityExceeded(SupervisorError):
 
 class MailboxClosedError(SupervisorError):
     """The actor's mailbox is closed (it is shutting down, or gone)."""
+
+
+class AgentError(TidingsError):
+    """An agent failed its turn (a command exited non-zero, a plugin raised, ...)."""
+
+
+class AccessDeniedError(TidingsError, PermissionError):
+    """A sender is not allowed on this channel (its access policy is an allowlist)."""
 
 
 class RuntimeClosedError(TidingsError):
