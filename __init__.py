@@ -21,4 +21,11 @@ _sys.modules[__name__ + ".errors"] = errors
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "errors"]
+from tidings.actors import ArtifactRef as ArtifactRef  # noqa: E402
+from tidings.actors import DeliveryHandle as DeliveryHandle  # noqa: E402
+from tidings.actors import Outbound as Outbound  # noqa: E402
+from tidings.actors import Runtime as Runtime  # noqa: E402
+from tidings.actors import open_runtime as open_runtime  # noqa: E402
+
+__all__ = ["ArtifactRef", "DeliveryHandle", "Outbound", "Runtime", "__version__", "errors",
+           "open_runtime"]

@@ -5,6 +5,7 @@ and group-commits everything waiting in its mailbox in a single transaction. Thi
 bottom layer: it knows nothing of channels, routes or actors.
 """
 
+from tidings.store import _queries as queries
 from tidings.store._batch import BatchOutcome as BatchOutcome
 from tidings.store._batch import plan_segments as plan_segments
 from tidings.store._connect import Synchronous as Synchronous
@@ -13,8 +14,27 @@ from tidings.store._ops import Execute as Execute
 from tidings.store._ops import InsertRows as InsertRows
 from tidings.store._ops import Op as Op
 from tidings.store._ops import UpdateRows as UpdateRows
+from tidings.store._outbox import OUTBOX_STATUSES as OUTBOX_STATUSES
+from tidings.store._outbox import TERMINAL_STATUSES as TERMINAL_STATUSES
+from tidings.store._outbox import TRANSITIONS as TRANSITIONS
+from tidings.store._outbox import AppliedTransition as AppliedTransition
+from tidings.store._outbox import EnqueuedDelivery as EnqueuedDelivery
+from tidings.store._outbox import OutboxInsert as OutboxInsert
+from tidings.store._outbox import Transition as Transition
+from tidings.store._outbox import transition as transition
 from tidings.store._reader import ReadPool as ReadPool
+from tidings.store._records import DeliveryStatus as DeliveryStatus
+from tidings.store._records import HistoryMessage as HistoryMessage
+from tidings.store._records import OutboxRow as OutboxRow
+from tidings.store._records import RuntimeEvent as RuntimeEvent
+from tidings.store._records import SessionRecord as SessionRecord
 from tidings.store._schema import SCHEMA_VERSION as SCHEMA_VERSION
+from tidings.store._sessions import begin_turn as begin_turn
+from tidings.store._sessions import bind_conversation as bind_conversation
+from tidings.store._sessions import create_session as create_session
+from tidings.store._sessions import end_turn as end_turn
+from tidings.store._sessions import forget_conversation as forget_conversation
+from tidings.store._sessions import resolve_conversation as resolve_conversation
 from tidings.store._store import Store as Store
 from tidings.store._store import open_store as open_store
 from tidings.store._store import prepare_store as prepare_store
@@ -23,20 +43,40 @@ from tidings.store._writer import WriteRequest as WriteRequest
 from tidings.store._writer import WriterStatistics as WriterStatistics
 
 __all__ = [
+    "OUTBOX_STATUSES",
     "SCHEMA_VERSION",
+    "TERMINAL_STATUSES",
+    "TRANSITIONS",
+    "AppliedTransition",
     "BatchOutcome",
     "Call",
+    "DeliveryStatus",
+    "EnqueuedDelivery",
     "Execute",
+    "HistoryMessage",
     "InsertRows",
     "Op",
+    "OutboxInsert",
+    "OutboxRow",
     "ReadPool",
+    "RuntimeEvent",
+    "SessionRecord",
     "Store",
     "StoreWriter",
     "Synchronous",
+    "Transition",
     "UpdateRows",
     "WriteRequest",
     "WriterStatistics",
+    "begin_turn",
+    "bind_conversation",
+    "create_session",
+    "end_turn",
+    "forget_conversation",
     "open_store",
     "plan_segments",
     "prepare_store",
+    "queries",
+    "resolve_conversation",
+    "transition",
 ]

@@ -166,8 +166,16 @@ SELECT
     o.session_id,
     o.seq,
     o.kind,
+    o.channel,
+    o.visible,
+    o.text,
     o.owner_turn_id,
-    o.status            AS status,
+    CASE
+        WHEN o.status = 'sending'
+         AND o.claimant IS NOT (SELECT 'epoch:' || MAX(epoch) FROM process_epochs)
+        THEN 'unknown'
+        ELSE o.status
+    END                 AS status,
     o.status            AS outbox_status,
     w.work_id,
     w.status            AS work_status,

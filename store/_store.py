@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import trio
 
 from tidings.store._connect import Synchronous, connect_writer, prepare_path
-from tidings.store._errors import StoreClosedError
+from tidings.store._errors import MailboxClosedError, StoreClosedError
 from tidings.store._groups import collapse
 from tidings.store._ops import Op
 from tidings.store._reader import ReadPool
@@ -39,6 +39,7 @@ class Store:
         self.path = path
         self.epoch = epoch
         self.claimant = f"epoch:{epoch}"
+        self.started_at = clock()
         self.writer = writer
         self.readers = readers
         self.clock = clock
@@ -75,7 +76,8 @@ class Store:
             except trio.WouldBlock:
                 assert self._submit is not None
                 await self._submit(request)
-        except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
+        except (trio.ClosedResourceError, trio.BrokenResourceError,
+                MailboxClosedError) as exc:
             raise StoreClosedError("the store's writer is closed") from exc
         return await request.wait()
 

@@ -116,8 +116,16 @@ class StoreWriter:
         self.synchronous: Synchronous = synchronous
         self.max_batch = max_batch
         self._limiter = trio.CapacityLimiter(1)
+        self._listeners: list[Callable[[], None]] = []
         self._batches = self._requests = self._statements = self._isolated = 0
         self._largest = 0
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (sync) after every committed batch, e.g. to wake event readers."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        self._listeners.remove(listener)
 
     def statistics(self) -> WriterStatistics:
         return WriterStatistics(self._batches, self._requests, self._statements,
@@ -157,6 +165,8 @@ class StoreWriter:
                 for request, result, error in zip(batch, outcome.results, outcome.errors,
                                                   strict=True):
                     request.finish(result, error)
+                for listener in self._listeners:
+                    listener()
         except BaseException:
             conn.close()
             raise

@@ -1,0 +1,112 @@
+"""Artifact sources: where a media send's file comes from, checked before anything is written.
+
+A source is a path inside the resolved workspace or the session's artifact root (symlinks
+resolved; ``..`` components and escapes rejected, also through :class:`ArtifactRef`), an http(s)
+URL, or an :class:`ArtifactRef`. A raw dict is refused with a message that says what to use.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from tidings.errors import ArtifactError
+
+__all__ = ["ArtifactRef", "ResolvedSource", "check_source_type", "resolve_source"]
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+@attrs.frozen
+class ArtifactRef:
+    """A reference to an artifact the host already has: a path (or an http(s) URL) with its
+    presentation. The path obeys the same root rules as a plain path source."""
+
+    path: str | os.PathLike[str] | None = None
+    url: str | None = None
+    name: str | None = None
+    media_type: str | None = None
+    summary: str | None = None
+    metadata: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ResolvedSource:
+    """A checked source: ``kind`` is ``path`` or ``url``; ``location`` an absolute path or URL."""
+
+    kind: str
+    location: str
+    name: str
+    ref: ArtifactRef | None = None
+
+
+def check_source_type(source: object, field: str = "source") -> None:
+    """Raise ``TypeError`` for a source of the wrong type (checked before any history rule)."""
+    if isinstance(source, Mapping):
+        raise TypeError(
+            f"{field}: a raw artifact dict is not accepted; pass the file as a path, URL or "
+            "ArtifactRef, and describe it with summary=... and artifact_metadata=...")
+    if not isinstance(source, str | os.PathLike | ArtifactRef):
+        raise TypeError(f"{field}: expected a path, an http(s) URL or an ArtifactRef, "
+                        f"got {type(source).__name__}")
+
+
+def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: pathlib.Path,
+                   artifact_root: pathlib.Path, field: str = "source") -> ResolvedSource:
+    """Check *source* against the roots and return where it really is (blocking: stats files).
+
+    Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
+    symlinks), a ``..`` component, a missing or non-regular file, or a non-http(s) URL.
+    """
+    check_source_type(source, field)
+    if isinstance(source, ArtifactRef):
+        if (source.path is None) == (source.url is None):
+            raise ArtifactError(field, "an ArtifactRef needs exactly one of path= or url=")
+        inner = source.url if source.url is not None else source.path
+        assert inner is not None
+        resolved = resolve_source(inner, workspace=workspace, artifact_root=artifact_root,
+                                  field=f"{field}.{'url' if source.url is not None else 'path'}")
+        return attrs.evolve(resolved, name=source.name or resolved.name, ref=source)
+    text = os.fspath(source)
+    if isinstance(source, str) and _SCHEME.match(text) and not os.path.isabs(text):
+        return _resolve_url(text, field)
+    return _resolve_path(text, workspace, artifact_root, field)
+
+
+def _resolve_url(text: str, field: str) -> ResolvedSource:
+    parsed = urllib.parse.urlsplit(text)
+    if parsed.scheme.lower() not in ("http", "https"):
+        raise ArtifactError(field, f"only http(s) URLs are allowed, got a {parsed.scheme!r} URL")
+    if not parsed.hostname:
+        raise ArtifactError(field, "the URL has no host")
+    name = pathlib.PurePosixPath(urllib.parse.unquote(parsed.path)).name or parsed.hostname
+    return ResolvedSource("url", text, name)
+
+
+def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Path,
+                  field: str) -> ResolvedSource:
+    if not text or "\x00" in text:
+        raise ArtifactError(field, "the path is empty or contains a NUL character")
+    raw = pathlib.Path(text)
+    if ".." in raw.parts:
+        raise ArtifactError(field, "'..' is not allowed in artifact paths")
+    candidate = raw if raw.is_absolute() else workspace / raw
+    try:
+        resolved = candidate.resolve(strict=True)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ArtifactError(field, f"no such file: {text}") from None
+    except (OSError, RuntimeError) as exc:  # loops, permissions
+        raise ArtifactError(field, f"cannot resolve {text}: {exc}") from None
+    roots = [workspace.resolve(), artifact_root.resolve()]
+    if not any(resolved.is_relative_to(root) for root in roots):
+        raise ArtifactError(field, "the path resolves outside the workspace and the session's "
+                                   "artifact root")
+    if not resolved.is_file():
+        raise ArtifactError(field, f"not a regular file: {text}")
+    return ResolvedSource("path", str(resolved), resolved.name)

@@ -1,0 +1,109 @@
+"""Content blocks: what a delivery carries, and its text fallback.
+
+Block types are ``text``, ``image``, ``audio``, ``video``, ``file`` and ``control``. Every block
+has a text fallback (a media block's is its caption, else its summary, else the delivery's
+``history_text``, else its file name; a control block has none), so a route that cannot render a
+block type still gets something to show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import attrs
+
+from tidings.errors import ValidationError
+
+__all__ = [
+    "BLOCK_TYPES",
+    "MEDIA_TYPES",
+    "ContentBlock",
+    "ControlBlock",
+    "MediaBlock",
+    "TextBlock",
+    "block_from_dict",
+    "fallback_text",
+]
+
+MEDIA_TYPES = ("image", "audio", "video", "file")
+BLOCK_TYPES = ("text", *MEDIA_TYPES, "control")
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+@attrs.frozen
+class TextBlock:
+    """Plain text."""
+
+    text: str
+    type: ClassVar[str] = "text"
+
+    @property
+    def fallback(self) -> str:
+        return self.text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "text", "text": self.text}
+
+
+@attrs.frozen
+class MediaBlock:
+    """An image, audio, video or file: a resolved local path or an http(s) URL.
+
+    ``location`` is where the route can fetch it; ``source_kind`` is ``path`` or ``url``;
+    ``artifact_id`` names the host-owned artifact record written with the delivery.
+    """
+
+    type: str
+    location: str
+    source_kind: str
+    name: str
+    fallback: str
+    caption: str | None = None
+    media_type: str | None = None
+    summary: str | None = None
+    artifact_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class ControlBlock:
+    """A control instruction for the adapter (no text of its own)."""
+
+    action: str
+    data: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    type: ClassVar[str] = "control"
+
+    @property
+    def fallback(self) -> str:
+        return ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": "control", "action": self.action, "data": dict(self.data)}
+
+
+ContentBlock = TextBlock | MediaBlock | ControlBlock
+
+
+def fallback_text(blocks: tuple[ContentBlock, ...]) -> str:
+    """The delivery's text: the blocks' fallbacks joined by newlines (empty ones skipped)."""
+    return "\n".join(block.fallback for block in blocks if block.fallback)
+
+
+def block_from_dict(data: Mapping[str, Any]) -> ContentBlock:
+    """Rebuild a block stored with ``as_dict()`` (used when reading the outbox back)."""
+    kind = data.get("type")
+    if kind == "text":
+        return TextBlock(str(data.get("text", "")))
+    if kind == "control":
+        return ControlBlock(str(data.get("action", "")), data.get("data") or {})
+    if kind in MEDIA_TYPES:
+        fields = {f.name for f in attrs.fields(MediaBlock)}
+        return MediaBlock(**{k: v for k, v in data.items() if k in fields})
+    raise ValidationError("blocks.type", f"unknown block type {kind!r}")

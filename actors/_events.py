@@ -1,0 +1,85 @@
+"""Following runtime events live: the store is the feed, commits are the doorbell.
+
+Every state change appends a runtime event in the same transaction as the change. A follower
+reads events after the last ``seq`` it has seen, and when it has caught up, sleeps until the
+writer commits another batch. It never misses or reorders an event, however slow it is, and a
+slow follower costs memory for one page only.
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+from typing import TYPE_CHECKING
+
+import trio
+
+from tidings.store import RuntimeEvent, Store, queries
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["EventBus", "EventFeed"]
+
+
+class EventBus:
+    """Counts committed write batches and wakes followers waiting for the next one."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.version = 0
+        self._changed = trio.Event()
+        self._listener: Callable[[], None] = self._notify
+        store.writer.add_listener(self._listener)
+
+    def _notify(self) -> None:
+        self.version += 1
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_past(self, version: int) -> None:
+        """Block until a batch commits after *version* was read (returns at once if one has)."""
+        while self.version <= version:
+            await self._changed.wait()
+
+    def follow(self, after_seq: int | None = None, *, page: int = 500) -> EventFeed:
+        return EventFeed(self._store, self, after_seq, page)
+
+    def close(self) -> None:
+        self._store.writer.remove_listener(self._listener)
+        self._changed.set()
+
+
+class EventFeed:
+    """An async iterator of :class:`RuntimeEvent`, in ``seq`` order, forever.
+
+    With ``after_seq=None`` it starts after the newest event at the time of the first
+    ``__anext__``.
+    """
+
+    def __init__(self, store: Store, bus: EventBus, after_seq: int | None, page: int) -> None:
+        self._store = store
+        self._bus = bus
+        self._after = after_seq
+        self._page = page
+        self._buffer: collections.deque[RuntimeEvent] = collections.deque()
+
+    def __aiter__(self) -> EventFeed:
+        return self
+
+    async def __anext__(self) -> RuntimeEvent:
+        if self._after is None:
+            self._after = await self._store.read(_newest_seq)
+        while not self._buffer:
+            version = self._bus.version  # before the read: a commit during it is not missed
+            events = await self._store.read(queries.events_after, self._after, self._page)
+            if events:
+                self._buffer.extend(events)
+                self._after = events[-1].seq
+            else:
+                await self._bus.wait_past(version)
+        return self._buffer.popleft()
+
+
+def _newest_seq(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COALESCE(MAX(event_seq), 0) FROM events").fetchone()[0])

@@ -1,0 +1,141 @@
+"""Delivery handles: the in-memory side of one delivery.
+
+In-memory status: ``pending -> scheduled -> delivered | failed | unrouted`` (``unknown`` only
+when a crash interrupted the platform call). ``wait()`` returns only once the terminal outbox
+state is durable. Handles are kept in a weak registry: the runtime holds no memory for a
+delivery nobody is waiting on, so a large backlog lives in the outbox, not in RAM.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import trio
+
+from tidings.actors._blocks import ContentBlock
+from tidings.errors import RuntimeClosedError
+
+__all__ = ["TERMINAL", "DeliveryHandle", "DeliveryItem", "HandleRegistry"]
+
+TERMINAL = frozenset({"delivered", "failed", "unrouted", "unknown"})
+
+
+class DeliveryItem:
+    """One delivery in memory: what dispatch needs, plus its status and waiters."""
+
+    __slots__ = ("__weakref__", "_closed", "_event", "blocks", "channel", "delivery_id", "kind",
+                 "metadata", "seq", "session_id", "status", "text", "turn_id")
+
+    def __init__(self, *, delivery_id: str, session_id: str, kind: str,
+                 blocks: tuple[ContentBlock, ...], text: str, channel: str | None,
+                 metadata: Mapping[str, Any], turn_id: str | None = None, seq: int = 0,
+                 status: str = "pending") -> None:
+        self.delivery_id = delivery_id
+        self.session_id = session_id
+        self.kind = kind
+        self.blocks = blocks
+        self.text = text
+        self.channel = channel
+        self.metadata = metadata
+        self.turn_id = turn_id
+        self.seq = seq
+        self.status = status
+        self._event: trio.Event | None = None
+        self._closed = False
+
+    def resolve(self, status: str) -> None:
+        """Record a terminal status (sync). The first terminal status wins."""
+        if self.status in TERMINAL:
+            return
+        self.status = status
+        if self._event is not None:
+            self._event.set()
+
+    def close(self) -> None:
+        """The runtime stopped before this delivery ended: wake waiters with an error."""
+        if self.status in TERMINAL:
+            return
+        self._closed = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> str:
+        if self.status not in TERMINAL and not self._closed:
+            if self._event is None:
+                self._event = trio.Event()
+            await self._event.wait()
+        else:
+            await trio.lowlevel.checkpoint()
+        if self.status in TERMINAL:
+            return self.status
+        raise RuntimeClosedError(
+            f"the runtime stopped before delivery {self.delivery_id} ended; its durable state "
+            "is in the outbox (see delivery_status)")
+
+
+class DeliveryHandle:
+    """What ``send_*`` returns: a stable ``delivery_id`` and a way to wait for the outcome."""
+
+    __slots__ = ("_item",)
+
+    def __init__(self, item: DeliveryItem) -> None:
+        self._item = item
+
+    @property
+    def delivery_id(self) -> str:
+        return self._item.delivery_id
+
+    @property
+    def session_id(self) -> str:
+        return self._item.session_id
+
+    @property
+    def kind(self) -> str:
+        return self._item.kind
+
+    @property
+    def seq(self) -> int:
+        """The per-session sequence number (0 until the intent is durable)."""
+        return self._item.seq
+
+    @property
+    def status(self) -> str:
+        """In-memory dispatch status: pending, scheduled, delivered, failed, unrouted."""
+        return self._item.status
+
+    async def wait(self) -> str:
+        """Block until the delivery's terminal state is durable; return it.
+
+        Returns ``"delivered"`` (the route accepted it and ``sent`` is recorded), ``"failed"``,
+        ``"unrouted"``, or ``"unknown"`` (a crash interrupted the platform call). Raises
+        :class:`RuntimeClosedError` if the runtime stops first. Always a checkpoint.
+        """
+        return await self._item.wait()
+
+    def __repr__(self) -> str:
+        return f"<DeliveryHandle {self.delivery_id} {self.status}>"
+
+
+class HandleRegistry:
+    """delivery_id -> live item, held weakly (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._items: weakref.WeakValueDictionary[str, DeliveryItem] = (
+            weakref.WeakValueDictionary())
+
+    def add(self, item: DeliveryItem) -> None:
+        self._items[item.delivery_id] = item
+
+    def get(self, delivery_id: str) -> DeliveryItem | None:
+        return self._items.get(delivery_id)
+
+    def resolve(self, delivery_id: str, status: str) -> None:
+        item = self._items.get(delivery_id)
+        if item is not None:
+            item.resolve(status)
+
+    def close_all(self) -> None:
+        for item in list(self._items.values()):
+            item.close()

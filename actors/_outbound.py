@@ -1,0 +1,53 @@
+"""Turning a stored delivery into what one particular route can render."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tidings.actors._blocks import ContentBlock, TextBlock, block_from_dict, fallback_text
+from tidings.actors._handle import DeliveryItem
+from tidings.actors._records import Outbound
+from tidings.store import OutboxRow
+
+__all__ = ["adapt_blocks", "build_outbound", "item_from_row"]
+
+
+def adapt_blocks(blocks: tuple[ContentBlock, ...], capabilities: frozenset[str]
+                 ) -> tuple[tuple[ContentBlock, ...], list[str]]:
+    """Replace blocks the route cannot render by their text fallback.
+
+    Returns the blocks to send and the block types that were degraded (text is always
+    renderable; a control block the route does not take is dropped, it has no text).
+    """
+    adapted: list[ContentBlock] = []
+    degraded: list[str] = []
+    for block in blocks:
+        if block.type == "text" or block.type in capabilities:
+            adapted.append(block)
+            continue
+        degraded.append(block.type)
+        if block.fallback:
+            adapted.append(TextBlock(block.fallback))
+    return tuple(adapted), degraded
+
+
+def build_outbound(item: DeliveryItem, capabilities: frozenset[str], attempt: int
+                   ) -> tuple[Outbound, list[str]]:
+    blocks, degraded = adapt_blocks(item.blocks, capabilities)
+    text = fallback_text(blocks) if degraded else item.text
+    return Outbound(session_id=item.session_id, delivery_id=item.delivery_id, kind=item.kind,
+                    blocks=blocks, text=text, channel=item.channel, metadata=item.metadata,
+                    seq=item.seq, attempt=attempt), degraded
+
+
+def item_from_row(row: OutboxRow) -> DeliveryItem:
+    """A delivery item rebuilt from its outbox row (a refill after a backlog, or recovery)."""
+    blocks = tuple(block_from_dict(_thaw(block)) for block in row.blocks)
+    return DeliveryItem(delivery_id=row.delivery_id, session_id=row.session_id, kind=row.kind,
+                        blocks=blocks, text=row.text, channel=row.channel,
+                        metadata=row.metadata, seq=row.seq, status="scheduled")
+
+
+def _thaw(value: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (_thaw(v) if isinstance(v, Mapping) else v) for k, v in value.items()}

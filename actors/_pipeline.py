@@ -1,0 +1,179 @@
+"""The delivery pipeline: one validated request becomes one durable transaction.
+
+Every send writes, in one transaction (group-committed with its neighbours): the outbox row
+(``queued``, owned by the turn through ``owner_turn_id``, with the next per-session ``seq``), a
+``delivery.send`` work item (its own id; no parent work id), the history row when the policy
+writes history, and the artifact records. Only after the commit — in the writer's ``on_commit``,
+so even a caller cancelled while waiting cannot strand it — is the delivery scheduled.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from tidings.actors._blocks import ContentBlock
+from tidings.actors._handle import DeliveryHandle, DeliveryItem, HandleRegistry
+from tidings.actors._lanes import Dispatcher, outcome_of
+from tidings.errors import ConflictError
+from tidings.store import EnqueuedDelivery, InsertRows, Op, OutboxInsert, Store, queries
+
+__all__ = ["ArtifactRecord", "DeliveryPipeline", "DeliveryRequest", "new_id"]
+
+_WORK_COLUMNS = ("work_id", "kind", "subject_id", "parent_work_id", "status", "created_at",
+                 "updated_at")
+_MESSAGE_COLUMNS = ("message_id", "session_id", "turn_id", "delivery_id", "role", "kind", "text",
+                    "policy", "visible", "model_visible", "created_at", "updated_at")
+_ARTIFACT_COLUMNS = ("artifact_id", "session_id", "owner_turn_id", "delivery_id", "block_type",
+                     "source_kind", "location", "name", "media_type", "summary", "metadata",
+                     "created_at")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+@attrs.frozen
+class ArtifactRecord:
+    """A host-owned artifact written with its delivery."""
+
+    artifact_id: str
+    block_type: str
+    source_kind: str
+    location: str
+    name: str
+    media_type: str | None
+    summary: str | None
+    metadata: Mapping[str, Any]
+
+
+@attrs.frozen
+class DeliveryRequest:
+    """A fully validated send, ready to be written."""
+
+    session_id: str
+    turn_id: str | None
+    kind: str
+    blocks: tuple[ContentBlock, ...]
+    text: str
+    channel: str | None
+    policy: str
+    visible: bool
+    history_text: str | None
+    history_kind: str
+    metadata: Mapping[str, Any]
+    failure_history_text: str | None = None
+    idempotency_key: str | None = None
+    artifacts: Sequence[ArtifactRecord] = ()
+
+
+class DeliveryPipeline:
+    """Writes delivery intents and schedules them once durable."""
+
+    def __init__(self, store: Store, dispatcher: Dispatcher, registry: HandleRegistry) -> None:
+        self._store = store
+        self._dispatcher = dispatcher
+        self._registry = registry
+        self._pending_keys: dict[tuple[str, str], DeliveryItem] = {}
+
+    async def enqueue(self, request: DeliveryRequest) -> DeliveryHandle:
+        """Write *request*; return its handle once the intent is durable.
+
+        With an ``idempotency_key`` already used in the session, return the original delivery
+        and write nothing. Raises :class:`StoreError` subclasses if the write fails.
+        """
+        key = request.idempotency_key
+        if key is not None:
+            existing = await self._existing(request.session_id, key)
+            if existing is not None:
+                return existing
+        item, ops = self._build(request)
+        if key is not None:
+            self._pending_keys[(request.session_id, key)] = item
+        try:
+            await self._store.commit(ops, on_commit=lambda results: self._committed(
+                item, request.visible, results[0]))
+        except ConflictError:
+            if key is None:
+                raise
+            existing = await self._existing(request.session_id, key)
+            if existing is None:
+                raise
+            return existing
+        finally:
+            if key is not None:
+                self._pending_keys.pop((request.session_id, key), None)
+        return DeliveryHandle(item)
+
+    def _committed(self, item: DeliveryItem, visible: bool, enqueued: EnqueuedDelivery) -> None:
+        item.seq = enqueued.seq
+        if not visible:
+            item.status = "scheduled"
+            item.resolve("delivered")
+            return
+        item.status = "scheduled"
+        self._registry.add(item)
+        self._dispatcher.schedule(item)
+
+    async def _existing(self, session_id: str, key: str) -> DeliveryHandle | None:
+        pending = self._pending_keys.get((session_id, key))
+        if pending is not None:
+            return DeliveryHandle(pending)
+        found = await self._store.read(queries.find_idempotent, session_id, key)
+        if found is None:
+            return None
+        live = self._registry.get(found.delivery_id)
+        if live is not None:
+            return DeliveryHandle(live)
+        item = DeliveryItem(delivery_id=found.delivery_id, session_id=session_id,
+                            kind=found.kind, blocks=(), text=found.text, channel=found.channel,
+                            metadata={}, seq=found.seq, status="scheduled")
+        if found.outbox_status in ("sent", "failed", "unrouted", "unknown"):
+            item.resolve(outcome_of(found.outbox_status))
+        else:
+            self._registry.add(item)
+        return DeliveryHandle(item)
+
+    def _build(self, request: DeliveryRequest) -> tuple[DeliveryItem, list[Op]]:
+        now = self._store.clock()
+        delivery_id, work_id = new_id("dlv"), new_id("work")
+        writes_history = request.policy != "transient"
+        message_id = new_id("msg") if writes_history else None
+        status = "queued" if request.visible else "sent"
+        values = {
+            "delivery_id": delivery_id, "session_id": request.session_id,
+            "owner_turn_id": request.turn_id, "work_id": work_id, "kind": request.kind,
+            "channel": request.channel, "text": request.text,
+            "blocks": json.dumps([block.as_dict() for block in request.blocks]),
+            "metadata": json.dumps(dict(request.metadata)), "visible": int(request.visible),
+            "history_message_id": message_id,
+            "failure_history_text": request.failure_history_text,
+            "idempotency_key": request.idempotency_key, "status": status,
+            "created_at": now, "updated_at": now,
+        }
+        ops: list[Op] = [
+            OutboxInsert(values),
+            InsertRows("work_items", _WORK_COLUMNS, ((
+                work_id, "delivery.send", delivery_id, None,
+                "pending" if request.visible else "completed", now, now),)),
+        ]
+        if writes_history:
+            text = request.history_text if request.history_text is not None else request.text
+            ops.append(InsertRows("messages", _MESSAGE_COLUMNS, ((
+                message_id, request.session_id, request.turn_id, delivery_id, "assistant",
+                request.history_kind, text, request.policy, int(request.visible),
+                int(request.policy == "persist"), now, now),)))
+        if request.artifacts:
+            ops.append(InsertRows("artifacts", _ARTIFACT_COLUMNS, tuple(
+                (a.artifact_id, request.session_id, request.turn_id, delivery_id, a.block_type,
+                 a.source_kind, a.location, a.name, a.media_type, a.summary,
+                 json.dumps(dict(a.metadata)), now) for a in request.artifacts)))
+        item = DeliveryItem(delivery_id=delivery_id, session_id=request.session_id,
+                            kind=request.kind, blocks=request.blocks, text=request.text,
+                            channel=request.channel, metadata=request.metadata,
+                            turn_id=request.turn_id)
+        return item, ops

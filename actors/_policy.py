@@ -1,0 +1,60 @@
+"""History policies and the visibility rules (DESIGN.md "History").
+
+| policy         | history row | later model context |
+| ``persist``      | yes         | visible             |
+| ``model_hidden`` | yes         | hidden              |
+| ``transient``    | no          | --                  |
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from tidings.errors import HistoryPolicyError, ValidationError
+
+__all__ = ["KINDS", "MODES", "POLICIES", "SLOTS", "HistoryPolicy", "check_mode_allows",
+           "resolve_policy"]
+
+HistoryPolicy = Literal["persist", "model_hidden", "transient"]
+POLICIES: tuple[HistoryPolicy, ...] = ("persist", "model_hidden", "transient")
+KINDS = ("message", "progress", "notice")
+SLOTS = ("input", "output")
+MODES = ("serial", "parallel", "background")
+
+
+def check_policy(value: object, field: str = "history_policy") -> HistoryPolicy:
+    if value not in POLICIES:
+        raise ValidationError(field, f"must be one of {', '.join(POLICIES)}, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def resolve_policy(*, write_history: bool | None, history_policy: str | None,
+                   default: HistoryPolicy, visible: bool) -> HistoryPolicy:
+    """The effective policy of one request, after the visibility rule.
+
+    ``history_policy`` wins; else ``write_history=True`` is ``persist`` and ``False`` is
+    ``transient``; else the slot's *default*. ``visible=False`` with ``transient`` has no effect
+    at all and is rejected.
+    """
+    if write_history is not None and not isinstance(write_history, bool):
+        raise ValidationError("write_history", f"must be a bool or None, got {write_history!r}")
+    if not isinstance(visible, bool):
+        raise ValidationError("visible", f"must be a bool, got {visible!r}")
+    if history_policy is not None:
+        policy = check_policy(history_policy)
+    elif write_history is not None:
+        policy = "persist" if write_history else "transient"
+    else:
+        policy = default
+    if not visible and policy == "transient":
+        raise ValidationError("visible", "visible=False with a transient history policy has no "
+                                         "effect: nothing would be shown or remembered")
+    return policy
+
+
+def check_mode_allows(policy: HistoryPolicy, mode: str) -> None:
+    """Parallel output slots and background paths may not write history."""
+    if policy != "transient" and mode != "serial":
+        raise HistoryPolicyError(
+            "history_policy", f"a {mode} turn may not write session history (asked for "
+                              f"{policy!r}); use history_policy='transient'")

@@ -1,0 +1,82 @@
+"""Frozen records the runtime hands to routes and hosts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from tidings.actors._blocks import ContentBlock
+
+__all__ = ["ApprovalDecision", "ApprovalRequest", "Outbound", "Prompt", "PromptAnswer"]
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+@attrs.frozen
+class Outbound:
+    """One delivery as a route receives it.
+
+    ``text`` is the text, or the text fallback of media blocks. ``channel`` is adapter metadata:
+    it never decides routing. ``seq`` is the per-session number assigned at enqueue (contiguous
+    from 1 for every kind); ``attempt`` counts claims of this delivery.
+    """
+
+    session_id: str
+    delivery_id: str
+    kind: str
+    blocks: tuple[ContentBlock, ...]
+    text: str
+    channel: str | None = None
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    seq: int = 0
+    attempt: int = 1
+
+
+@attrs.frozen
+class Prompt:
+    """A question for the person behind a session's route."""
+
+    session_id: str
+    text: str
+    prompt_id: str
+    turn_id: str | None = None
+    expires_at: float | None = None
+
+
+@attrs.frozen
+class PromptAnswer:
+    """The answer to a :class:`Prompt`; ``text`` is None when it was not answered (``reason``
+    says why: ``no_interactive_route``, ``expired``, ``declined``)."""
+
+    text: str | None
+    reason: str | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.text is not None
+
+
+@attrs.frozen
+class ApprovalRequest:
+    """A request to approve an action in a session; ``expires_at`` is unix seconds or None."""
+
+    session_id: str
+    action: str
+    request_id: str
+    details: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    turn_id: str | None = None
+    expires_at: float | None = None
+
+
+@attrs.frozen
+class ApprovalDecision:
+    """The outcome of an :class:`ApprovalRequest`. Fails closed: anything but an explicit
+    ``allow`` is a denial with a ``reason`` (``denied``, ``expired``, ``no_interactive_route``)."""
+
+    allowed: bool
+    reason: str | None = None

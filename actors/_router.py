@@ -1,0 +1,173 @@
+"""The session interaction router: the live route table, keyed by session and nothing else.
+
+``bind(session_id, route)`` attaches an adapter route to one session and returns a token; the
+last bind wins. ``unbind(token)`` is idempotent and a stale token never removes a newer binding.
+``channel`` is adapter metadata and never decides routing; parent/child lineage is unknown
+here. A binding costs a few hundred bytes, and every lookup is one dict access, so 20,000 bound
+sessions cost what 100 do per delivery.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import trio
+
+from tidings.actors._records import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Outbound,
+    Prompt,
+    PromptAnswer,
+)
+from tidings.errors import RouteMismatchError, ValidationError
+
+__all__ = ["BindToken", "Binding", "SessionInteractionRouter"]
+
+log = logging.getLogger("tidings.router")
+
+
+@attrs.frozen
+class BindToken:
+    """Proof of one bind; ``unbind`` with it removes that binding only."""
+
+    session_id: str
+    serial: int
+
+
+class Binding:
+    """A route bound to one session. Rejects outbounds for any other session."""
+
+    __slots__ = ("ack_window", "capabilities", "route", "serial", "session_id")
+
+    def __init__(self, session_id: str, route: Any, serial: int) -> None:
+        self.session_id = session_id
+        self.route = route
+        self.serial = serial
+        caps = getattr(route, "capabilities", None)
+        self.capabilities: frozenset[str] = frozenset(caps) if caps is not None else frozenset(
+            {"text"})
+        window = getattr(route, "ack_window", None)
+        self.ack_window: int = int(window) if window else 0
+
+    async def deliver(self, outbound: Outbound) -> Any:
+        """Hand *outbound* to the route, after checking it belongs to this session."""
+        if outbound.session_id != self.session_id:
+            raise RouteMismatchError(
+                f"route bound to session {self.session_id!r} was handed an outbound for "
+                f"session {outbound.session_id!r}")
+        return await self.route.deliver(outbound)
+
+
+class SessionInteractionRouter:
+    """Owns the live route table (see the module docstring)."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._routes: dict[str, Binding] = {}
+        self._serials = itertools.count(1)
+        self._listeners: list[Callable[[str], None]] = []
+
+    def bind(self, session_id: str, route: Any) -> BindToken:
+        """Make *route* the live route of *session_id* (replacing any other). Never blocks.
+
+        *route* needs ``async deliver(outbound)``; optionally ``async prompt_user(prompt)``,
+        ``async request_approval(request)``, ``capabilities`` (block types it renders; without
+        it, text only) and ``ack_window`` (see ``Runtime.confirm``).
+        """
+        if not isinstance(session_id, str) or not session_id:
+            raise ValidationError("session_id", f"must be a non-empty string, got {session_id!r}")
+        if not callable(getattr(route, "deliver", None)):
+            raise ValidationError("route", "a route needs an async deliver(outbound) method")
+        binding = Binding(session_id, route, next(self._serials))
+        self._routes[session_id] = binding
+        for listener in self._listeners:
+            listener(session_id)
+        return BindToken(session_id, binding.serial)
+
+    def unbind(self, token: BindToken) -> bool:
+        """Remove the binding *token* made, if it is still the live one. Never blocks."""
+        binding = self._routes.get(token.session_id)
+        if binding is None or binding.serial != token.serial:
+            return False
+        del self._routes[token.session_id]
+        return True
+
+    def binding(self, session_id: str) -> Binding | None:
+        """The live binding of *session_id*, or None."""
+        return self._routes.get(session_id)
+
+    def bound_sessions(self) -> list[str]:
+        return list(self._routes)
+
+    def __len__(self) -> int:
+        return len(self._routes)
+
+    def add_bind_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(session_id)`` (sync) after every bind."""
+        self._listeners.append(listener)
+
+    async def deliver(self, outbound: Outbound) -> bool:
+        """Deliver *outbound* to its session's route right now (no outbox involved).
+
+        Returns False when no route is bound (unrouted). The runtime's durable path does not
+        use this; it is for live-only traffic such as command answers without a session.
+        """
+        binding = self._routes.get(outbound.session_id)
+        if binding is None:
+            await trio.lowlevel.checkpoint()
+            return False
+        await binding.deliver(outbound)
+        return True
+
+    async def prompt_user(self, prompt: Prompt) -> PromptAnswer:
+        """Ask the person on *prompt*'s session route and wait for the answer.
+
+        Fails closed: without an interactive route the answer is empty with
+        ``reason="no_interactive_route"``; past ``prompt.expires_at`` it is ``expired``.
+        """
+        binding = self._routes.get(prompt.session_id)
+        ask = getattr(binding.route, "prompt_user", None) if binding else None
+        if ask is None:
+            await trio.lowlevel.checkpoint()
+            return PromptAnswer(None, "no_interactive_route")
+        with trio.move_on_after(self._remaining(prompt.expires_at)):
+            answer = await ask(prompt)
+            if isinstance(answer, PromptAnswer):
+                return answer
+            return PromptAnswer(None, "declined") if answer is None else PromptAnswer(str(answer))
+        return PromptAnswer(None, "expired")
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask for approval on *request*'s session route and wait for the decision.
+
+        Fails closed: no interactive route is a denial with ``reason="no_interactive_route"``;
+        no decision by ``request.expires_at`` is ``expired``; anything but allow is ``denied``.
+        """
+        binding = self._routes.get(request.session_id)
+        ask = getattr(binding.route, "request_approval", None) if binding else None
+        if ask is None:
+            await trio.lowlevel.checkpoint()
+            return ApprovalDecision(False, "no_interactive_route")
+        with trio.move_on_after(self._remaining(request.expires_at)):
+            return _decision(await ask(request))
+        return ApprovalDecision(False, "expired")
+
+    def _remaining(self, expires_at: float | None) -> float:
+        """Seconds on trio's clock until the wall-clock *expires_at* (inf when None)."""
+        if expires_at is None:
+            return float("inf")
+        return max(0.0, expires_at - self._clock())
+
+
+def _decision(answer: object) -> ApprovalDecision:
+    if isinstance(answer, ApprovalDecision):
+        return answer
+    if answer is True or answer == "allow":
+        return ApprovalDecision(True)
+    return ApprovalDecision(False, "denied")

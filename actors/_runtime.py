@@ -1,0 +1,276 @@
+"""The runtime: the store, the router and the dispatch actors under one supervisor.
+
+``open_runtime`` opens (or creates) the database, starts the supervision tree — the ``writer``
+(the store's only write connection, group commit) and ``routes`` (a nested supervisor of one
+lane actor per session with traffic) — recovers what an earlier process left, and on exit stops
+taking work, lets running deliveries finish up to a grace period, drains the writer and closes.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pathlib
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Literal
+
+import attrs
+import trio
+
+from tidings.actors._events import EventBus, EventFeed
+from tidings.actors._handle import HandleRegistry
+from tidings.actors._lanes import Dispatcher, DispatchStatistics
+from tidings.actors._pipeline import DeliveryPipeline, new_id
+from tidings.actors._recovery import RecoveryReport, recover_claims, recover_queued
+from tidings.actors._router import SessionInteractionRouter
+from tidings.actors._turns import TurnContext, open_turn
+from tidings.errors import (
+    DeliveryNotFoundError,
+    RuntimeClosedError,
+    SessionNotFoundError,
+    ValidationError,
+)
+from tidings.store import (
+    DeliveryStatus,
+    HistoryMessage,
+    SessionRecord,
+    Store,
+    Synchronous,
+    WriterStatistics,
+    create_session,
+    prepare_store,
+    queries,
+)
+from tidings.supervisor import (
+    ChildContext,
+    ChildSpec,
+    FaultPlan,
+    Intensity,
+    Supervisor,
+    SupervisorStatistics,
+    open_supervisor,
+)
+
+__all__ = ["Runtime", "RuntimeStatistics", "open_runtime"]
+
+Recover = Literal["at_open", "manual"]
+
+_SESSION_CACHE = 10_000
+
+
+@attrs.frozen
+class RuntimeStatistics:
+    """A snapshot of the runtime: supervision tree, dispatch lanes, writer, bound routes."""
+
+    supervisor: SupervisorStatistics
+    dispatch: DispatchStatistics
+    writer: WriterStatistics
+    bound_routes: int
+
+
+class Runtime:
+    """A running tidings runtime. Get one from :func:`open_runtime`."""
+
+    def __init__(self, store: Store, *, core_id: str, workspace: pathlib.Path,
+                 artifact_root: pathlib.Path | None, grace: float, lease: float) -> None:
+        self.store = store
+        self.core_id = core_id
+        self.workspace = workspace
+        self._artifact_root = artifact_root
+        self.router = SessionInteractionRouter(clock=store.clock)
+        self.registry = HandleRegistry()
+        self.dispatcher = Dispatcher(store, self.router, self.registry, grace=grace,
+                                     lease=lease)
+        self.pipeline = DeliveryPipeline(store, self.dispatcher, self.registry)
+        self.bus = EventBus(store)
+        self.closing = False
+        self.supervisor: Supervisor | None = None
+        self._sessions: OrderedDict[str, SessionRecord] = OrderedDict()
+
+    # --- sessions and turns --------------------------------------------------------------------
+
+    async def create_session(self, channel: str | None = None, *,
+                             parent_session_id: str | None = None,
+                             session_id: str | None = None,
+                             metadata: Mapping[str, Any] | None = None) -> str:
+        """Create a session and return its id (``session_child_*`` when it has a parent).
+
+        Raises :class:`SessionNotFoundError` for an unknown parent, :class:`ValidationError` for
+        bad arguments.
+        """
+        self.check_open()
+        if channel is not None and (not isinstance(channel, str) or not channel):
+            raise ValidationError("channel", f"must be a non-empty string or None, "
+                                             f"got {channel!r}")
+        if parent_session_id is not None:
+            await self.session(parent_session_id)
+        if session_id is None:
+            session_id = new_id("session_child" if parent_session_id else "session")
+        elif not isinstance(session_id, str) or not session_id:
+            raise ValidationError("session_id", f"must be a non-empty string, got {session_id!r}")
+        await self.store.commit(create_session(
+            session_id, core_id=self.core_id, channel=channel, now=self.store.clock(),
+            parent_session_id=parent_session_id, metadata=metadata))
+        return session_id
+
+    async def session(self, session_id: str) -> SessionRecord:
+        """The session record. Raises :class:`SessionNotFoundError` (a ``LookupError``)."""
+        cached = self._sessions.get(session_id)
+        if cached is not None:
+            await trio.lowlevel.checkpoint()
+            return cached
+        record = await self.store.read(queries.session, session_id)
+        if record is None:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        self._sessions[session_id] = record
+        if len(self._sessions) > _SESSION_CACHE:
+            self._sessions.popitem(last=False)
+        return record
+
+    def open_turn(self, session_id: str, *, slot: str = "output", mode: str = "serial",
+                  history_policy: str | None = None, message_id: str | None = None,
+                  turn_id: str | None = None) -> AbstractAsyncContextManager[TurnContext]:
+        """Run a turn in *session_id*: ``async with rt.open_turn(sid) as ctx: ...``.
+
+        ``slot`` is ``input`` or ``output``; ``mode`` is ``serial``, ``parallel`` or
+        ``background``. ``ctx.output`` writes ``persist`` history by default in a serial output
+        turn and ``transient`` otherwise; ``ctx.input`` is ``transient``; ``history_policy``
+        sets the turn's default (a request overrides it).
+        """
+        return open_turn(self, session_id, slot=slot, mode=mode, history_policy=history_policy,
+                         message_id=message_id, turn_id=turn_id)
+
+    def artifact_root_for(self, session_id: str) -> pathlib.Path:
+        """``<database directory>/artifacts/<session_id>`` unless ``artifact_root`` was given."""
+        base = self._artifact_root or pathlib.Path(self.store.path).parent / "artifacts"
+        return base / session_id
+
+    # --- reading -------------------------------------------------------------------------------
+
+    async def delivery_status(self, delivery_id: str) -> DeliveryStatus:
+        """The lifecycle view of one delivery. Raises :class:`DeliveryNotFoundError`."""
+        found = await self.store.read(queries.delivery, delivery_id)
+        if found is None:
+            raise DeliveryNotFoundError(f"no delivery {delivery_id!r}")
+        return found
+
+    async def deliveries(self, session_id: str | None = None, status: str | None = None, *,
+                         since: float | None = None,
+                         limit: int | None = None) -> list[DeliveryStatus]:
+        """Deliveries (lifecycle view), in per-session order, filtered as asked."""
+        return await self.store.read(functools.partial(
+            queries.deliveries, session_id=session_id, status=status, since=since, limit=limit))
+
+    async def history(self, session_id: str, model_context: bool = False
+                      ) -> list[HistoryMessage]:
+        """Every history row of the session (``model_context=True``: what a model may see)."""
+        return await self.store.read(functools.partial(queries.history,
+                                                       model_context=model_context), session_id)
+
+    def events(self, after_seq: int | None = None) -> EventFeed:
+        """Follow runtime events live (``async for event in rt.events(): ...``)."""
+        return self.bus.follow(after_seq)
+
+    def statistics(self) -> RuntimeStatistics:
+        assert self.supervisor is not None
+        return RuntimeStatistics(self.supervisor.statistics(), self.dispatcher.statistics(),
+                                 self.store.statistics(), len(self.router))
+
+    # --- recovery ------------------------------------------------------------------------------
+
+    async def recover(self) -> RecoveryReport:
+        """Recover what earlier processes left: their ``sending`` rows become ``unknown`` (never
+        replayed) and ``queued`` rows are dispatched again in per-session order."""
+        self.check_open()
+        claims = await recover_claims(self.store)
+        queued = await recover_queued(self.store, self.dispatcher)
+        return attrs.evolve(claims, queued_sessions=queued)
+
+    def check_open(self) -> None:
+        if self.closing:
+            raise RuntimeClosedError("the runtime is stopping; no new work is accepted")
+
+
+def _resolve_roots(workspace: str | os.PathLike[str],
+                   artifact_root: str | os.PathLike[str] | None
+                   ) -> tuple[pathlib.Path, pathlib.Path | None]:
+    root = pathlib.Path(workspace).expanduser().resolve()
+    if not root.is_dir():
+        raise ValidationError("workspace", f"not a directory: {workspace}")
+    if artifact_root is None:
+        return root, None
+    return root, pathlib.Path(artifact_root).expanduser().resolve()
+
+
+@asynccontextmanager
+async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.PathLike[str] = ".",
+                       core_id: str = "default", *,
+                       artifact_root: str | os.PathLike[str] | None = None,
+                       recover: Recover = "at_open", synchronous: Synchronous = "FULL",
+                       fault_plan: FaultPlan | None = None,
+                       intensity: Intensity | None = None, grace: float = 2.0,
+                       lease: float = 300.0, clock: Callable[[], float] = time.time
+                       ) -> AsyncIterator[Runtime]:
+    """Open a runtime on the SQLite database at *db_path*.
+
+    ``recover="at_open"`` recovers while opening; with ``"manual"`` only the claims of dead
+    processes become ``unknown`` at open, and the host binds its routes, then calls
+    ``await rt.recover()``. ``grace`` bounds how long running deliveries may finish at exit.
+    """
+    if recover not in ("at_open", "manual"):
+        raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")
+    if not isinstance(core_id, str) or not core_id:
+        raise ValidationError("core_id", f"must be a non-empty string, got {core_id!r}")
+    root, artifacts = await trio.to_thread.run_sync(_resolve_roots, workspace, artifact_root)
+    store = await prepare_store(db_path, synchronous=synchronous, clock=clock)
+    runtime = Runtime(store, core_id=core_id, workspace=root, artifact_root=artifacts,
+                      grace=grace, lease=lease)
+
+    async def writer(ctx: ChildContext, *,
+                     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await store.writer.serve(ctx.mailbox, task_status=task_status)
+
+    async def routes(ctx: ChildContext, *,
+                     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with open_supervisor([], strategy="one_for_one",
+                                   intensity=Intensity(max_restarts=100, period=10.0),
+                                   name="routes", fault_plan=fault_plan) as lanes:
+            runtime.dispatcher.attach(lanes)
+            try:
+                task_status.started()
+                async for _ in ctx.mailbox:
+                    pass
+            finally:
+                runtime.dispatcher.detach()
+
+    children = [
+        ChildSpec("writer", writer, restart="permanent", shutdown_timeout=30.0,
+                  mailbox_size=4096),
+        ChildSpec("routes", routes, restart="permanent", shutdown_timeout=grace,
+                  mailbox_size=1),
+    ]
+    try:
+        async with open_supervisor(children, strategy="one_for_one",
+                                   intensity=intensity or Intensity(max_restarts=10, period=60.0),
+                                   name="tidings", fault_plan=fault_plan) as sup:
+            runtime.supervisor = sup
+            mailbox = sup.mailbox("writer")
+            store.attach(mailbox.send, mailbox.send_nowait)
+            if recover == "at_open":
+                await runtime.recover()
+            else:
+                await recover_claims(store)
+            try:
+                yield runtime
+            finally:
+                runtime.closing = True
+                with trio.CancelScope(shield=True):
+                    await runtime.dispatcher.stop()
+    finally:
+        runtime.closing = True
+        runtime.registry.close_all()
+        runtime.bus.close()
+        store.close()

@@ -1,0 +1,319 @@
+"""The output SDK: ``ctx.output`` and ``ctx.input``, the only way a turn asks for delivery.
+
+Validation order is fixed so two implementations cannot disagree: the source type first (a raw
+artifact dict is a ``TypeError`` before any history rule), then policy and visibility (and
+``history_text`` for non-text history), then paths. Nothing is written unless every check passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from tidings.actors._artifacts import ArtifactRef, ResolvedSource, check_source_type, resolve_source
+from tidings.actors._blocks import (
+    BLOCK_TYPES,
+    MEDIA_TYPES,
+    ContentBlock,
+    ControlBlock,
+    MediaBlock,
+    TextBlock,
+    fallback_text,
+)
+from tidings.actors._handle import DeliveryHandle
+from tidings.actors._pipeline import ArtifactRecord, DeliveryRequest, new_id
+from tidings.actors._policy import KINDS, HistoryPolicy, check_mode_allows, resolve_policy
+from tidings.errors import ValidationError
+
+if TYPE_CHECKING:
+    from tidings.actors._turns import TurnContext
+
+__all__ = ["OutputSDK"]
+
+Source = str | os.PathLike[str] | ArtifactRef
+
+
+class _Media:
+    """A media block before its path is resolved."""
+
+    __slots__ = ("artifact_metadata", "caption", "media_type", "source", "summary", "type")
+
+    def __init__(self, type: str, source: Any, caption: str | None, media_type: str | None,
+                 summary: str | None, artifact_metadata: Mapping[str, Any] | None) -> None:
+        self.type, self.source, self.caption = type, source, caption
+        self.media_type, self.summary, self.artifact_metadata = media_type, summary, \
+            artifact_metadata
+
+
+class OutputSDK:
+    """Delivery methods bound to one turn and one slot default policy."""
+
+    def __init__(self, turn: TurnContext, *, default_policy: HistoryPolicy, name: str) -> None:
+        self._turn = turn
+        self._default: HistoryPolicy = default_policy
+        self._name = name
+
+    @property
+    def default_policy(self) -> HistoryPolicy:
+        return self._default
+
+    # --- typed helpers -------------------------------------------------------------------------
+
+    async def send_text(self, text: str, write_history: bool | None = None,
+                        history_policy: str | None = None, visible: bool = True,
+                        history_text: str | None = None,
+                        failure_history_text: str | None = None,
+                        delivery_metadata: Mapping[str, Any] | None = None, *,
+                        idempotency_key: str | None = None) -> DeliveryHandle:
+        """Send a text message; returns once the intent is durable."""
+        _check_str(text, "text")
+        return await self._submit([TextBlock(text)], kind="message", write_history=write_history,
+                                  history_policy=history_policy, visible=visible,
+                                  history_text=history_text,
+                                  failure_history_text=failure_history_text,
+                                  delivery_metadata=delivery_metadata,
+                                  idempotency_key=idempotency_key)
+
+    async def send_image(self, source: Source, caption: str | None = None,
+                         media_type: str | None = None, summary: str | None = None,
+                         artifact_metadata: Mapping[str, Any] | None = None,
+                         **controls: Any) -> DeliveryHandle:
+        """Send an image (path inside the workspace or artifact root, http(s) URL, or
+        ArtifactRef). Writing history needs ``history_text``."""
+        return await self._media("image", source, caption, media_type, summary,
+                                 artifact_metadata, controls)
+
+    async def send_audio(self, source: Source, caption: str | None = None,
+                         media_type: str | None = None, summary: str | None = None,
+                         artifact_metadata: Mapping[str, Any] | None = None,
+                         **controls: Any) -> DeliveryHandle:
+        """Send audio; the same rules as :meth:`send_image`."""
+        return await self._media("audio", source, caption, media_type, summary,
+                                 artifact_metadata, controls)
+
+    async def send_video(self, source: Source, caption: str | None = None,
+                         media_type: str | None = None, summary: str | None = None,
+                         artifact_metadata: Mapping[str, Any] | None = None,
+                         **controls: Any) -> DeliveryHandle:
+        """Send a video; the same rules as :meth:`send_image`."""
+        return await self._media("video", source, caption, media_type, summary,
+                                 artifact_metadata, controls)
+
+    async def send_file(self, source: Source, caption: str | None = None,
+                        media_type: str | None = None, summary: str | None = None,
+                        artifact_metadata: Mapping[str, Any] | None = None,
+                        **controls: Any) -> DeliveryHandle:
+        """Send a file; the same rules as :meth:`send_image`."""
+        return await self._media("file", source, caption, media_type, summary,
+                                 artifact_metadata, controls)
+
+    async def progress(self, text: str, visible: bool = True,
+                       delivery_metadata: Mapping[str, Any] | None = None, *,
+                       idempotency_key: str | None = None) -> DeliveryHandle:
+        """Send progress: always transient (no history); ``visible=False`` is an error."""
+        _check_str(text, "text")
+        return await self._status("progress", text, visible, delivery_metadata, idempotency_key)
+
+    async def notice(self, text: str, visible: bool = True,
+                     delivery_metadata: Mapping[str, Any] | None = None, *,
+                     idempotency_key: str | None = None) -> DeliveryHandle:
+        """Send a notice: always transient (no history); ``visible=False`` is an error."""
+        _check_str(text, "text")
+        return await self._status("notice", text, visible, delivery_metadata, idempotency_key)
+
+    async def send(self, blocks: Any, kind: str = "message", write_history: bool | None = None,
+                   history_policy: str | None = None, visible: bool = True,
+                   history_text: str | None = None, failure_history_text: str | None = None,
+                   delivery_metadata: Mapping[str, Any] | None = None, *,
+                   idempotency_key: str | None = None) -> DeliveryHandle:
+        """Send content blocks: a block, a string, a block-shaped mapping, or a list of them.
+
+        Block types: text, image, audio, video, file, control. Kinds: message, progress,
+        notice (progress and notice never write history).
+        """
+        parts = _normalize_blocks(blocks)
+        if kind not in KINDS:
+            raise ValidationError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+        if kind != "message":
+            if write_history or (history_policy not in (None, "transient")):
+                raise ValidationError("history_policy", f"{kind} is always transient")
+            if visible is not True:
+                raise ValidationError("visible", f"{kind} is always visible")
+            history_policy = "transient"
+        return await self._submit(parts, kind=kind, write_history=write_history,
+                                  history_policy=history_policy, visible=visible,
+                                  history_text=history_text,
+                                  failure_history_text=failure_history_text,
+                                  delivery_metadata=delivery_metadata,
+                                  idempotency_key=idempotency_key)
+
+    # --- shared path ---------------------------------------------------------------------------
+
+    async def _media(self, block_type: str, source: Any, caption: str | None,
+                     media_type: str | None, summary: str | None,
+                     artifact_metadata: Mapping[str, Any] | None,
+                     controls: dict[str, Any]) -> DeliveryHandle:
+        check_source_type(source)
+        unknown = set(controls) - {"write_history", "history_policy", "visible", "history_text",
+                                   "failure_history_text", "delivery_metadata",
+                                   "idempotency_key"}
+        if unknown:
+            raise TypeError(f"send_{block_type}() got unexpected keyword(s): "
+                            f"{', '.join(sorted(unknown))}")
+        media = _Media(block_type, source, caption, media_type, summary, artifact_metadata)
+        return await self._submit([media], kind="message", **controls)
+
+    async def _status(self, kind: str, text: str, visible: bool,
+                      delivery_metadata: Mapping[str, Any] | None,
+                      idempotency_key: str | None) -> DeliveryHandle:
+        if visible is not True:
+            raise ValidationError("visible", f"{kind} is always transient, so visible=False "
+                                             "would have no effect")
+        return await self._submit([TextBlock(text)], kind=kind, write_history=None,
+                                   history_policy="transient", visible=True, history_text=None,
+                                   failure_history_text=None,
+                                   delivery_metadata=delivery_metadata,
+                                   idempotency_key=idempotency_key)
+
+    async def _submit(self, parts: Sequence[ContentBlock | _Media], *, kind: str,
+                      write_history: bool | None = None, history_policy: str | None = None,
+                      visible: bool = True, history_text: str | None = None,
+                      failure_history_text: str | None = None,
+                      delivery_metadata: Mapping[str, Any] | None = None,
+                      idempotency_key: str | None = None) -> DeliveryHandle:
+        turn = self._turn
+        # 2. policy and visibility
+        policy = resolve_policy(write_history=write_history, history_policy=history_policy,
+                                default=self._default, visible=visible)
+        if kind == "message":
+            check_mode_allows(policy, turn.mode)
+        for value, field in ((history_text, "history_text"),
+                             (failure_history_text, "failure_history_text"),
+                             (idempotency_key, "idempotency_key")):
+            if value is not None:
+                _check_str(value, field)
+        media = [part for part in parts if isinstance(part, _Media) or part.type in MEDIA_TYPES]
+        if media and policy != "transient" and history_text is None:
+            raise ValidationError("history_text", "a non-text send that writes history must "
+                                                  "give history_text (the host never invents it)")
+        metadata = _check_metadata(delivery_metadata, "delivery_metadata")
+        for part in parts:
+            if isinstance(part, _Media):
+                _check_metadata(part.artifact_metadata, "artifact_metadata")
+                for value, field in ((part.caption, "caption"), (part.summary, "summary"),
+                                     (part.media_type, "media_type")):
+                    if value is not None:
+                        _check_str(value, field)
+        turn.check_open()
+        # 3. paths
+        blocks, artifacts = await self._resolve(parts, history_text)
+        text = fallback_text(blocks)
+        history_kind = next((b.type for b in blocks if b.type in MEDIA_TYPES), "text")
+        request = DeliveryRequest(
+            session_id=turn.session_id, turn_id=turn.turn_id, kind=kind, blocks=blocks,
+            text=text, channel=turn.channel, policy=policy, visible=visible,
+            history_text=history_text, history_kind=history_kind, metadata=metadata,
+            failure_history_text=failure_history_text, idempotency_key=idempotency_key,
+            artifacts=artifacts)
+        return await turn.runtime.pipeline.enqueue(request)
+
+    async def _resolve(self, parts: Sequence[ContentBlock | _Media], history_text: str | None
+                       ) -> tuple[tuple[ContentBlock, ...], list[ArtifactRecord]]:
+        if not any(isinstance(part, _Media) for part in parts):
+            return tuple(parts), []  # type: ignore[arg-type]
+        turn = self._turn
+        workspace = turn.runtime.workspace
+        root = turn.runtime.artifact_root_for(turn.session_id)
+        sources = [part.source for part in parts if isinstance(part, _Media)]
+        resolved: list[ResolvedSource] = await trio.to_thread.run_sync(
+            _resolve_all, sources, workspace, root)
+        blocks: list[ContentBlock] = []
+        artifacts: list[ArtifactRecord] = []
+        found = iter(resolved)
+        for part in parts:
+            if not isinstance(part, _Media):
+                blocks.append(part)
+                continue
+            source = next(found)
+            ref = source.ref
+            summary = part.summary if part.summary is not None else (ref.summary if ref else None)
+            media_type = part.media_type or (ref.media_type if ref else None)
+            fallback = part.caption or summary or history_text or source.name
+            artifact_id = new_id("art")
+            metadata = dict(ref.metadata) if ref else {}
+            metadata.update(part.artifact_metadata or {})
+            blocks.append(MediaBlock(type=part.type, location=source.location,
+                                     source_kind=source.kind, name=source.name,
+                                     fallback=fallback, caption=part.caption,
+                                     media_type=media_type, summary=summary,
+                                     artifact_id=artifact_id))
+            artifacts.append(ArtifactRecord(artifact_id, part.type, source.kind, source.location,
+                                            source.name, media_type, summary, metadata))
+        return tuple(blocks), artifacts
+
+
+def _resolve_all(sources: list[Any], workspace: pathlib.Path,
+                 root: pathlib.Path) -> list[ResolvedSource]:
+    return [resolve_source(source, workspace=workspace, artifact_root=root,
+                           field="source" if len(sources) == 1 else f"blocks[{index}].source")
+            for index, source in enumerate(sources)]
+
+
+def _check_str(value: object, field: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{field}: expected str, got {type(value).__name__}")
+
+
+def _check_metadata(value: Mapping[str, Any] | None, field: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, f"must be a mapping, got {type(value).__name__}")
+    try:
+        json.dumps(dict(value))
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(field, f"must be JSON-serializable: {exc}") from None
+    return dict(value)
+
+
+def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:
+    items = list(blocks) if isinstance(blocks, list | tuple) else [blocks]
+    if not items:
+        raise ValidationError("blocks", "at least one block is needed")
+    return [_normalize_block(item, f"blocks[{index}]") for index, item in enumerate(items)]
+
+
+def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
+    if isinstance(block, str):
+        return TextBlock(block)
+    if isinstance(block, TextBlock | ControlBlock | MediaBlock):
+        return block
+    if not isinstance(block, Mapping):
+        raise TypeError(f"{field}: expected a content block, a string or a block-shaped "
+                        f"mapping, got {type(block).__name__}")
+    kind = block.get("type")
+    if kind not in BLOCK_TYPES:
+        raise ValidationError(f"{field}.type", f"must be one of {', '.join(BLOCK_TYPES)}, "
+                                               f"got {kind!r}")
+    allowed = {"text": {"type", "text"}, "control": {"type", "action", "data"}}.get(
+        kind, {"type", "source", "caption", "media_type", "summary", "artifact_metadata"})
+    extra = set(block) - allowed
+    if extra:
+        raise ValidationError(f"{field}.{sorted(extra)[0]}", f"not a field of a {kind} block")
+    if kind == "text":
+        _check_str(block.get("text"), f"{field}.text")
+        return TextBlock(block["text"])
+    if kind == "control":
+        _check_str(block.get("action"), f"{field}.action")
+        return ControlBlock(block["action"], _check_metadata(block.get("data"), f"{field}.data"))
+    source = block.get("source")
+    if source is None:
+        raise ValidationError(f"{field}.source", f"a {kind} block needs a source")
+    check_source_type(source, f"{field}.source")
+    return _Media(kind, source, block.get("caption"), block.get("media_type"),
+                  block.get("summary"), block.get("artifact_metadata"))

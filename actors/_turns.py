@@ -1,0 +1,144 @@
+"""Turns: a unit of agent work in one session, with its own cancel scope and output SDK.
+
+``open_turn`` records the turn (``running``), runs the body inside the turn's cancel scope, and
+records exactly one terminal state: ``completed``, ``cancelled`` (with the reason recorded
+before the scope was cancelled, and passed to trio as ``reason=``) or ``failed``. Leaving the
+turn never waits for its deliveries: they belong to the runtime.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from tidings.actors._lanes import describe_error
+from tidings.actors._pipeline import new_id
+from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_mode_allows
+from tidings.actors._records import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
+from tidings.actors._sdk import OutputSDK
+from tidings.errors import RuntimeClosedError, ValidationError
+from tidings.store import begin_turn, end_turn
+
+if TYPE_CHECKING:
+    from tidings.actors._runtime import Runtime
+
+__all__ = ["CANCEL_REASONS", "TurnContext", "open_turn"]
+
+log = logging.getLogger("tidings.turns")
+
+CANCEL_REASONS = ("cancel_command", "clear", "steer", "timeout", "shutdown")
+
+_END_WRITE_GRACE = 5.0
+
+
+class TurnContext:
+    """What a turn's body gets: ``output`` / ``input`` SDKs, ids, cancel, prompts."""
+
+    def __init__(self, runtime: Runtime, *, turn_id: str, session_id: str, channel: str | None,
+                 slot: str, mode: str, output_policy: HistoryPolicy,
+                 input_policy: HistoryPolicy) -> None:
+        self.runtime = runtime
+        self.turn_id = turn_id
+        self.session_id = session_id
+        self.channel = channel
+        self.slot = slot
+        self.mode = mode
+        self.output = OutputSDK(self, default_policy=output_policy, name="output")
+        self.input = OutputSDK(self, default_policy=input_policy, name="input")
+        self.cancel_scope = trio.CancelScope()
+        self.reason: str | None = None
+        self.closed = False
+
+    def cancel(self, reason: str) -> bool:
+        """Cancel the turn; the first recorded reason wins. Returns False if it already had one
+        (or has ended). Never blocks."""
+        if reason not in CANCEL_REASONS:
+            raise ValidationError("reason", f"must be one of {', '.join(CANCEL_REASONS)}, "
+                                            f"got {reason!r}")
+        if self.reason is not None or self.closed:
+            return False
+        self.reason = reason
+        self.cancel_scope.cancel(reason=reason)
+        return True
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise RuntimeClosedError(f"turn {self.turn_id} has ended; it cannot send")
+        if self.runtime.closing:
+            raise RuntimeClosedError("the runtime is stopping; no new deliveries are accepted")
+
+    async def prompt_user(self, text: str, *, expires_in: float | None = None) -> PromptAnswer:
+        """Ask the person on this session's route; fails closed without one."""
+        prompt = Prompt(self.session_id, text, new_id("prompt"), self.turn_id,
+                        self._expiry(expires_in))
+        return await self.runtime.router.prompt_user(prompt)
+
+    async def request_approval(self, action: str, *, details: Mapping[str, Any] | None = None,
+                               expires_in: float | None = None) -> ApprovalDecision:
+        """Ask for approval on this session's route; fails closed (denied) without one."""
+        request = ApprovalRequest(self.session_id, action, new_id("approval"), details or {},
+                                  self.turn_id, self._expiry(expires_in))
+        return await self.runtime.router.request_approval(request)
+
+    def _expiry(self, expires_in: float | None) -> float | None:
+        return None if expires_in is None else self.runtime.store.clock() + expires_in
+
+
+def turn_policies(slot: str, mode: str, history_policy: str | None
+                  ) -> tuple[HistoryPolicy, HistoryPolicy]:
+    """Default policies of ``ctx.output`` and ``ctx.input`` for a turn."""
+    if slot not in SLOTS:
+        raise ValidationError("slot", f"must be one of {', '.join(SLOTS)}, got {slot!r}")
+    if mode not in MODES:
+        raise ValidationError("mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
+    if history_policy is not None:
+        if history_policy not in POLICIES:
+            raise ValidationError("history_policy", f"must be one of {', '.join(POLICIES)}, "
+                                                    f"got {history_policy!r}")
+        check_mode_allows(history_policy, mode)  # type: ignore[arg-type]
+        return history_policy, history_policy  # type: ignore[return-value]
+    output: HistoryPolicy = "persist" if slot == "output" and mode == "serial" else "transient"
+    return output, "transient"
+
+
+@asynccontextmanager
+async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
+                    mode: str = "serial", history_policy: str | None = None,
+                    message_id: str | None = None, turn_id: str | None = None
+                    ) -> AsyncIterator[TurnContext]:
+    output_policy, input_policy = turn_policies(slot, mode, history_policy)
+    session = await runtime.session(session_id)
+    runtime.check_open()
+    ctx = TurnContext(runtime, turn_id=turn_id or new_id("turn"), session_id=session_id,
+                      channel=session.channel, slot=slot, mode=mode,
+                      output_policy=output_policy, input_policy=input_policy)
+    store = runtime.store
+    await store.commit(begin_turn(ctx.turn_id, session_id=session_id, slot=slot, mode=mode,
+                                  now=store.clock(), message_id=message_id))
+    status, error = "completed", None
+    try:
+        with ctx.cancel_scope:
+            yield ctx
+        if ctx.cancel_scope.cancelled_caught:
+            status = "cancelled"
+    except trio.Cancelled:
+        status = "cancelled"
+        if ctx.reason is None:
+            ctx.reason = "shutdown" if runtime.closing else "cancelled"
+        raise
+    except BaseException as exc:
+        status, error = "failed", describe_error(exc)
+        raise
+    finally:
+        ctx.closed = True
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + _END_WRITE_GRACE
+            try:
+                await store.commit(end_turn(ctx.turn_id, status=status, now=store.clock(),
+                                            reason=ctx.reason, error=error))
+            except Exception as exc:  # noqa: BLE001 - the turn's own outcome matters more
+                log.warning("event=turn_end_not_recorded turn=%s error=%s", ctx.turn_id, exc)

@@ -1,0 +1,128 @@
+"""Read queries: plain functions of a read-only connection, run through ``Store.read``.
+
+Each takes the connection first so it can run in a worker thread inside one read transaction.
+None caps the number of rows silently: callers pass ``limit`` and page with the returned keys.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from tidings.store._records import (
+    DeliveryStatus,
+    HistoryMessage,
+    OutboxRow,
+    RuntimeEvent,
+    SessionRecord,
+)
+
+__all__ = [
+    "count_by_status",
+    "deliveries",
+    "delivery",
+    "delivery_events",
+    "events_after",
+    "find_idempotent",
+    "history",
+    "open_outbox_rows",
+    "session",
+    "session_for_conversation",
+]
+
+
+def delivery(conn: sqlite3.Connection, delivery_id: str) -> DeliveryStatus | None:
+    row = conn.execute(f"SELECT {DeliveryStatus.COLUMNS} FROM delivery_lifecycle "
+                       "WHERE delivery_id = ?", (delivery_id,)).fetchone()
+    return None if row is None else DeliveryStatus.from_row(row)
+
+
+def deliveries(conn: sqlite3.Connection, *, session_id: str | None = None,
+               status: str | None = None, since: float | None = None,
+               limit: int | None = None, newest_first: bool = False) -> list[DeliveryStatus]:
+    """Deliveries filtered by session, effective status and ``updated_at >= since``."""
+    where, params = _filters(session_id, status, since)
+    order = "updated_at DESC, delivery_id" if newest_first else "session_id, seq"
+    sql = f"SELECT {DeliveryStatus.COLUMNS} FROM delivery_lifecycle{where} ORDER BY {order}"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [DeliveryStatus.from_row(row) for row in conn.execute(sql, params)]
+
+
+def count_by_status(conn: sqlite3.Connection, *, session_id: str | None = None,
+                    since: float | None = None) -> dict[str, int]:
+    """Effective status -> number of deliveries (statuses with none are absent)."""
+    where, params = _filters(session_id, None, since)
+    return dict(conn.execute(
+        f"SELECT status, count(*) FROM delivery_lifecycle{where} GROUP BY status ORDER BY status",
+        params).fetchall())
+
+
+def _filters(session_id: str | None, status: str | None,
+             since: float | None) -> tuple[str, list[Any]]:
+    clauses, params = [], []
+    if session_id is not None:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    if status is not None:
+        clauses.append("status = ?")
+        params.append(status)
+    if since is not None:
+        clauses.append("updated_at >= ?")
+        params.append(since)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def delivery_events(conn: sqlite3.Connection, delivery_id: str) -> list[RuntimeEvent]:
+    return [RuntimeEvent.from_row(row) for row in conn.execute(
+        f"SELECT {RuntimeEvent.COLUMNS} FROM events WHERE delivery_id = ? ORDER BY event_seq",
+        (delivery_id,))]
+
+
+def events_after(conn: sqlite3.Connection, after_seq: int, limit: int) -> list[RuntimeEvent]:
+    return [RuntimeEvent.from_row(row) for row in conn.execute(
+        f"SELECT {RuntimeEvent.COLUMNS} FROM events WHERE event_seq > ? "
+        "ORDER BY event_seq LIMIT ?", (after_seq, limit))]
+
+
+def history(conn: sqlite3.Connection, session_id: str, *,
+            model_context: bool = False) -> list[HistoryMessage]:
+    sql = f"SELECT {HistoryMessage.COLUMNS} FROM messages WHERE session_id = ?"
+    if model_context:
+        sql += " AND model_visible = 1"
+    return [HistoryMessage.from_row(row)
+            for row in conn.execute(sql + " ORDER BY history_id", (session_id,))]
+
+
+def open_outbox_rows(conn: sqlite3.Connection, session_id: str, *, after_seq: int,
+                     limit: int, statuses: tuple[str, ...] = ("queued",)) -> list[OutboxRow]:
+    """A session's rows in *statuses* with ``seq > after_seq``, in seq order."""
+    marks = ",".join("?" * len(statuses))
+    return [OutboxRow.from_row(row) for row in conn.execute(
+        f"SELECT {OutboxRow.COLUMNS} FROM outbox WHERE session_id = ? AND seq > ? "
+        f"AND status IN ({marks}) ORDER BY seq LIMIT ?",
+        (session_id, after_seq, *statuses, limit))]
+
+
+def find_idempotent(conn: sqlite3.Connection, session_id: str,
+                    key: str) -> DeliveryStatus | None:
+    row = conn.execute(
+        "SELECT delivery_id FROM outbox WHERE session_id = ? AND idempotency_key = ?",
+        (session_id, key)).fetchone()
+    return None if row is None else delivery(conn, row[0])
+
+
+def session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute(f"SELECT {SessionRecord.COLUMNS} FROM sessions WHERE session_id = ?",
+                       (session_id,)).fetchone()
+    return None if row is None else SessionRecord.from_row(row)
+
+
+def session_for_conversation(conn: sqlite3.Connection, core_id: str, channel: str,
+                             conversation_key: str) -> str | None:
+    row = conn.execute(
+        "SELECT session_id FROM conversation_bindings "
+        "WHERE core_id = ? AND channel = ? AND conversation_key = ?",
+        (core_id, channel, conversation_key)).fetchone()
+    return None if row is None else row[0]

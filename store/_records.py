@@ -1,0 +1,184 @@
+"""Frozen records read back from the store (what status views, history and events return)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "DeliveryStatus",
+    "HistoryMessage",
+    "OutboxRow",
+    "RuntimeEvent",
+    "SessionRecord",
+    "frozen_json",
+]
+
+
+def frozen_json(text: str | None) -> Any:
+    """Decode stored JSON into read-only values (mappings become ``MappingProxyType``)."""
+    if not text:
+        return MappingProxyType({})
+    return _freeze(json.loads(text))
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+@attrs.frozen
+class DeliveryStatus:
+    """One delivery as the operator sees it: the lifecycle view over outbox and work item.
+
+    ``status`` is the effective status (a ``sending`` row claimed by a process that is no longer
+    the latest is reported ``unknown`` even before recovery has run); ``outbox_status`` and
+    ``work_status`` are the underlying durable states, with the claim (``claimant``,
+    ``attempts``, ``last_error``, ``lease_expires_at``) kept for debugging.
+    """
+
+    delivery_id: str
+    session_id: str
+    seq: int
+    kind: str
+    channel: str | None
+    visible: bool
+    text: str
+    owner_turn_id: str | None
+    status: str
+    outbox_status: str
+    work_id: str | None
+    work_status: str | None
+    claimant: str | None
+    lease_expires_at: float | None
+    attempts: int
+    last_error: str | None
+    created_at: float
+    updated_at: float
+
+    COLUMNS = ("delivery_id, session_id, seq, kind, channel, visible, text, owner_turn_id, "
+               "status, outbox_status, work_id, work_status, claimant, lease_expires_at, "
+               "attempts, last_error, created_at, updated_at")
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> DeliveryStatus:
+        values = list(row)
+        values[5] = bool(values[5])
+        return cls(*values)
+
+    def as_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class OutboxRow:
+    """An outbox row as a dispatcher needs it (blocks and metadata decoded, read-only)."""
+
+    delivery_id: str
+    session_id: str
+    seq: int
+    kind: str
+    channel: str | None
+    text: str
+    blocks: tuple[Mapping[str, Any], ...]
+    metadata: Mapping[str, Any]
+    visible: bool
+    status: str
+    attempts: int
+
+    COLUMNS = ("delivery_id, session_id, seq, kind, channel, text, blocks, metadata, visible, "
+               "status, attempts")
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> OutboxRow:
+        (delivery_id, session_id, seq, kind, channel, text, blocks, metadata, visible, status,
+         attempts) = row
+        return cls(delivery_id, session_id, seq, kind, channel, text, frozen_json(blocks),
+                   frozen_json(metadata), bool(visible), status, attempts)
+
+
+@attrs.frozen
+class HistoryMessage:
+    """One row of session history. ``model_visible`` rows are what later model context sees."""
+
+    message_id: str
+    session_id: str
+    turn_id: str | None
+    delivery_id: str | None
+    role: str
+    kind: str
+    text: str
+    policy: str
+    visible: bool
+    model_visible: bool
+    created_at: float
+    updated_at: float
+
+    COLUMNS = ("message_id, session_id, turn_id, delivery_id, role, kind, text, policy, visible, "
+               "model_visible, created_at, updated_at")
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> HistoryMessage:
+        values = list(row)
+        values[8], values[9] = bool(values[8]), bool(values[9])
+        return cls(*values)
+
+
+@attrs.frozen
+class RuntimeEvent:
+    """An append-only runtime event; ``seq`` is the store's monotonic event sequence."""
+
+    seq: int
+    type: str
+    session_id: str | None
+    delivery_id: str | None
+    data: Mapping[str, Any]
+    created_at: float
+
+    COLUMNS = "event_seq, type, session_id, delivery_id, data, created_at"
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> RuntimeEvent:
+        seq, kind, session_id, delivery_id, data, created_at = row
+        return cls(seq, kind, session_id, delivery_id, frozen_json(data), created_at)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "type": self.type, "session_id": self.session_id,
+                "delivery_id": self.delivery_id, "data": _thaw(self.data),
+                "created_at": self.created_at}
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+@attrs.frozen
+class SessionRecord:
+    """A session: who it belongs to, its parent (child sessions), its state and last seq."""
+
+    session_id: str
+    core_id: str
+    channel: str | None
+    conversation_key: str | None
+    parent_session_id: str | None
+    state: str
+    last_seq: int
+    created_at: float
+
+    COLUMNS = ("session_id, core_id, channel, conversation_key, parent_session_id, state, "
+               "last_seq, created_at")
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> SessionRecord:
+        return cls(*row)
