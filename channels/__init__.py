@@ -4,12 +4,40 @@ lifecycle events, commands and the agent bridge (``EchoAgent``, ``CommandAgent``
 The channel base that wires these to the delivery runtime builds on this package.
 """
 
+from tidings.channels._config import DISPATCH_MODES as DISPATCH_MODES
+from tidings.channels._config import MEMORY_MODE as MEMORY_MODE
+from tidings.channels._config import SESSION_SCOPES as SESSION_SCOPES
+from tidings.channels._config import AccessPolicy as AccessPolicy
+from tidings.channels._config import ChannelConfig as ChannelConfig
+from tidings.channels._config import ChannelIdentity as ChannelIdentity
+from tidings.channels._config import DispatchMode as DispatchMode
+from tidings.channels._config import MemoryScope as MemoryScope
+from tidings.channels._config import RuntimeIdentity as RuntimeIdentity
+from tidings.channels._config import RuntimeMemoryScope as RuntimeMemoryScope
+from tidings.channels._config import SessionScope as SessionScope
+from tidings.channels._inbound import Inbound as Inbound
+from tidings.channels._inbound import inbound_conversation_key as inbound_conversation_key
 from tidings.channels._keys import ConversationKey as ConversationKey
 from tidings.channels._keys import conversation_key as conversation_key
 from tidings.channels._keys import parse_conversation_key as parse_conversation_key
+from tidings.channels._loader import load_agent as load_agent
 
 __all__ = [
+    "DISPATCH_MODES",
+    "MEMORY_MODE",
+    "SESSION_SCOPES",
+    "AccessPolicy",
+    "ChannelConfig",
+    "ChannelIdentity",
     "ConversationKey",
+    "DispatchMode",
+    "Inbound",
+    "MemoryScope",
+    "RuntimeIdentity",
+    "RuntimeMemoryScope",
+    "SessionScope",
     "conversation_key",
+    "inbound_conversation_key",
+    "load_agent",
     "parse_conversation_key",
 ]

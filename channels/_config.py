@@ -1,0 +1,338 @@
+"""Channel configuration: identity, memory scope, dispatch, sessions, access, agent.
+
+Everything is checked when the config is built; errors are :class:`~tidings.errors.ConfigError`
+naming the dotted field (``channels.ops.identity.display_name``). Identity and memory scope
+are optional; whether they were *configured* decides if the boundary note is injected, and
+their resolved runtime values always exist (defaults ``channel:<name>`` / ``<name>``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, final
+
+import attrs
+
+from tidings.channels._loader import split_import_path
+from tidings.channels._sanitize import sanitize_line
+from tidings.errors import ConfigError
+
+__all__ = [
+    "DISPATCH_MODES",
+    "MEMORY_MODE",
+    "SESSION_SCOPES",
+    "AccessPolicy",
+    "ChannelConfig",
+    "ChannelIdentity",
+    "DispatchMode",
+    "MemoryScope",
+    "RuntimeIdentity",
+    "RuntimeMemoryScope",
+    "SessionScope",
+]
+
+logger = logging.getLogger("tidings.channels")
+
+DispatchMode = Literal["steer", "followup", "collect"]
+SessionScope = Literal["chat", "sender"]
+DISPATCH_MODES: tuple[DispatchMode, ...] = ("steer", "followup", "collect")
+SESSION_SCOPES: tuple[SessionScope, ...] = ("chat", "sender")
+MEMORY_MODE = "metadata-only"
+"""The only memory mode: the namespace is a boundary marker and a prompt rule, not isolation."""
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_FIELD_LIMIT = 200
+
+
+def _optional_str(field: str, value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ConfigError(field, f"must be a string, not {type(value).__name__}")
+
+
+def _table(field: str, value: object, keys: Mapping[str, str]) -> dict[str, object]:
+    """A TOML table's items under their canonical names (``keys`` maps spelling -> name)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(field, f"must be a table, not {type(value).__name__}")
+    out: dict[str, object] = {}
+    for key, item in value.items():
+        if key not in keys:
+            known = ", ".join(sorted(set(keys.values())))
+            raise ConfigError(f"{field}.{key}", f"unknown key (known: {known})")
+        name = keys[key]
+        if name in out:
+            raise ConfigError(f"{field}.{key}", f"given twice (as {name!r} and {key!r})")
+        out[name] = item
+    return out
+
+
+# --- identity and memory scope ---------------------------------------------------------------
+
+
+@final
+@attrs.frozen
+class ChannelIdentity:
+    """Configured identity metadata; any field may be missing (it is resolved from the name)."""
+
+    id: str | None = attrs.field(default=None, converter=lambda v: _optional_str("identity.id", v))
+    display_name: str | None = attrs.field(
+        default=None, converter=lambda v: _optional_str("identity.display_name", v))
+    description: str | None = attrs.field(
+        default=None, converter=lambda v: _optional_str("identity.description", v))
+
+
+def _resolve_mode(field: str, value: object) -> str:
+    if value is None:
+        return MEMORY_MODE
+    if not isinstance(value, str):
+        raise ConfigError(field, f"must be a string, not {type(value).__name__}")
+    if value != MEMORY_MODE:
+        logger.warning("%s: unknown memory mode %r resolves to %r (the only mode)",
+                       field, sanitize_line(value, limit=40), MEMORY_MODE)
+    return MEMORY_MODE
+
+
+@final
+@attrs.frozen
+class MemoryScope:
+    """Configured memory scope. ``mode`` always resolves to ``metadata-only``, the only mode:
+    an unknown or missing mode never enables behaviour that does not exist."""
+
+    namespace: str | None = attrs.field(
+        default=None, converter=lambda v: _optional_str("memory_scope.namespace", v))
+    mode: str = attrs.field(default=MEMORY_MODE,
+                            converter=lambda v: _resolve_mode("memory_scope.mode", v))
+
+
+@final
+@attrs.frozen
+class RuntimeIdentity:
+    """Resolved, sanitized identity as hooks and commands see it (immutable)."""
+
+    id: str
+    display_name: str
+    description: str | None = None
+
+
+@final
+@attrs.frozen
+class RuntimeMemoryScope:
+    """Resolved, sanitized memory scope as hooks and commands see it (immutable)."""
+
+    namespace: str
+    mode: str = MEMORY_MODE
+
+
+_IDENTITY_KEYS = {"id": "id", "display_name": "display_name", "displayName": "display_name",
+                  "description": "description"}
+_MEMORY_KEYS = {"namespace": "namespace", "mode": "mode"}
+
+
+def _identity(value: object, field: str) -> ChannelIdentity | None:
+    if value is None or isinstance(value, ChannelIdentity):
+        return value
+    items = _table(field, value, _IDENTITY_KEYS)
+    for key, item in value.items():  # type: ignore[attr-defined]
+        _optional_str(f"{field}.{key}", item)  # named as the user spelled it
+    return ChannelIdentity(**items)  # type: ignore[arg-type]
+
+
+def _memory_scope(value: object, field: str) -> MemoryScope | None:
+    if value is None or isinstance(value, MemoryScope):
+        return value
+    items = _table(field, value, _MEMORY_KEYS)
+    _optional_str(f"{field}.namespace", items.get("namespace"))
+    return MemoryScope(namespace=items.get("namespace"),  # type: ignore[arg-type]
+                       mode=_resolve_mode(f"{field}.mode", items.get("mode")))
+
+
+# --- access ----------------------------------------------------------------------------------
+
+
+@final
+@attrs.frozen
+class AccessPolicy:
+    """Who may talk to a channel: everyone (``allowlist is None``) or the listed sender ids."""
+
+    allowlist: frozenset[str] | None = None
+
+    @classmethod
+    def open(cls) -> AccessPolicy:
+        return cls(None)
+
+    @classmethod
+    def allow(cls, *sender_ids: object) -> AccessPolicy:
+        """Only ``sender_ids`` (each ``str()``-ed) may talk to the channel."""
+        return cls(frozenset(str(sender) for sender in sender_ids))
+
+    @property
+    def is_open(self) -> bool:
+        return self.allowlist is None
+
+    def allows(self, sender_id: object) -> bool:
+        """Whether ``sender_id`` (``str()``-ed) may talk to the channel."""
+        return self.allowlist is None or str(sender_id) in self.allowlist
+
+    def describe(self) -> str:
+        """``"open"`` or ``"allowlist"``; the listed ids are never shown."""
+        return "open" if self.allowlist is None else "allowlist"
+
+
+def _access(value: object, field: str) -> AccessPolicy:
+    if isinstance(value, AccessPolicy):
+        return value
+    if value == "open":
+        return AccessPolicy.open()
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise ConfigError(field, f'must be "open" or a list of sender ids, got {value!r}')
+    senders: list[str] = []
+    for index, sender in enumerate(value):
+        if isinstance(sender, bool) or not isinstance(sender, str | int) or str(sender) == "":
+            raise ConfigError(f"{field}[{index}]", f"must be a non-empty sender id, got {sender!r}")
+        senders.append(str(sender))
+    return AccessPolicy.allow(*senders)
+
+
+# --- the channel config ----------------------------------------------------------------------
+
+
+def _check_name(value: object) -> str:
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise ConfigError(
+            "name", f"channel name must be a lowercase identifier matching ^[a-z][a-z0-9_]*$, "
+                    f"got {value!r}")
+    return value
+
+
+def _convert(fn: Any) -> attrs.Converter:
+    """A converter that is told the dotted field name (``channels.<name>.<field>``)."""
+    def convert(value: object, config: ChannelConfig, attribute: attrs.Attribute) -> object:
+        return fn(value, f"channels.{config.name}.{attribute.name}")
+    return attrs.Converter(convert, takes_self=True, takes_field=True)
+
+
+def _one_of(options: tuple[str, ...]) -> Any:
+    def check(value: object, field: str) -> str:
+        if value not in options:
+            raise ConfigError(field, f"must be one of {', '.join(options)}, got {value!r}")
+        return value  # type: ignore[return-value]
+    return check
+
+
+def _timeout(value: object, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(field, f"must be a number of seconds, not {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(field, f"must be a positive finite number of seconds, got {value!r}")
+    return float(value)
+
+
+def _agent(value: object, field: str) -> str | None:
+    if value is None:
+        return None
+    split_import_path(value, field=field)
+    return value  # type: ignore[return-value]
+
+
+def _instructions(value: object, field: str) -> str | None:
+    return _optional_str(field, value)
+
+
+_CONFIG_KEYS = {
+    "instructions": "instructions", "identity": "identity", "agent": "agent", "access": "access",
+    "memory_scope": "memory_scope", "memoryScope": "memory_scope",
+    "dispatch_mode": "dispatch_mode", "dispatchMode": "dispatch_mode",
+    "session_scope": "session_scope", "sessionScope": "session_scope",
+    "turn_timeout": "turn_timeout", "turnTimeout": "turn_timeout",
+}
+
+
+@final
+@attrs.frozen
+class ChannelConfig:
+    """One channel's configuration, validated when built.
+
+    ``identity`` / ``memory_scope`` take the attrs records or plain dicts as they come from
+    TOML (``display_name`` may be spelled ``displayName``). ``dispatch_mode``: ``steer``
+    (default), ``followup`` or ``collect``; ``session_scope``: ``chat`` (default) or
+    ``sender``; ``turn_timeout``: seconds or ``None``; ``access``: ``"open"`` (default), an
+    :class:`AccessPolicy` or a list of allowed sender ids; ``agent``: an optional import path
+    ``package.module:Name``.
+
+    Raises:
+      ConfigError: naming the field: ``name`` for a name that is not a lowercase identifier,
+        else the dotted path such as ``channels.ops.identity.display_name``.
+    """
+
+    name: str = attrs.field(converter=_check_name)
+    instructions: str | None = attrs.field(default=None, kw_only=True,
+                                           converter=_convert(_instructions))
+    identity: ChannelIdentity | None = attrs.field(default=None, kw_only=True,
+                                                   converter=_convert(_identity))
+    memory_scope: MemoryScope | None = attrs.field(default=None, kw_only=True,
+                                                   converter=_convert(_memory_scope))
+    dispatch_mode: DispatchMode = attrs.field(default="steer", kw_only=True,
+                                              converter=_convert(_one_of(DISPATCH_MODES)))
+    session_scope: SessionScope = attrs.field(default="chat", kw_only=True,
+                                              converter=_convert(_one_of(SESSION_SCOPES)))
+    turn_timeout: float | None = attrs.field(default=None, kw_only=True,
+                                             converter=_convert(_timeout))
+    access: AccessPolicy = attrs.field(default="open", kw_only=True, converter=_convert(_access))
+    agent: str | None = attrs.field(default=None, kw_only=True, converter=_convert(_agent))
+
+    @classmethod
+    def from_mapping(cls, name: str, mapping: Mapping[str, Any]) -> ChannelConfig:
+        """Build from a TOML table ``[channels.<name>]``; unknown keys are rejected by name.
+
+        Both ``snake_case`` and the seed's ``camelCase`` spellings are accepted for multi-word
+        keys (``memory_scope`` / ``memoryScope``), but not both at once.
+
+        Raises:
+          ConfigError: naming the bad key or value (``channels.ops.colour``).
+        """
+        _check_name(name)
+        items = _table(f"channels.{name}", mapping, _CONFIG_KEYS)
+        return cls(name, **items)
+
+    @property
+    def identity_configured(self) -> bool:
+        """Whether an identity was given (even an empty one): the boundary note depends on it."""
+        return self.identity is not None
+
+    @property
+    def memory_scope_configured(self) -> bool:
+        """Whether a memory scope was given (even an empty one)."""
+        return self.memory_scope is not None
+
+    @property
+    def boundary_configured(self) -> bool:
+        """Whether the boundary note belongs in a session's first prompt."""
+        return self.identity is not None or self.memory_scope is not None
+
+    def resolved_identity(self) -> RuntimeIdentity:
+        """The identity with defaults filled in and every field sanitized to one line.
+
+        ``id`` defaults to ``channel:<name>``, ``display_name`` to ``<name>``; a field that is
+        blank after sanitizing counts as missing.
+        """
+        given = self.identity or ChannelIdentity()
+        return RuntimeIdentity(
+            id=_clean(given.id) or f"channel:{self.name}",
+            display_name=_clean(given.display_name) or self.name,
+            description=_clean(given.description) or None,
+        )
+
+    def resolved_memory_scope(self) -> RuntimeMemoryScope:
+        """The memory scope with defaults: namespace ``channel:<name>``, mode ``metadata-only``."""
+        given = self.memory_scope or MemoryScope()
+        return RuntimeMemoryScope(namespace=_clean(given.namespace) or f"channel:{self.name}",
+                                  mode=MEMORY_MODE)
+
+
+def _clean(value: str | None) -> str:
+    return "" if value is None else sanitize_line(value, limit=_FIELD_LIMIT)

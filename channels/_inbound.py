@@ -1,0 +1,65 @@
+"""An inbound chat message, and the conversation key its session is bound under."""
+
+from __future__ import annotations
+
+from typing import final
+
+import attrs
+
+from tidings.channels._config import ChannelConfig
+from tidings.channels._keys import conversation_key
+from tidings.errors import ValidationError
+
+__all__ = ["Inbound", "inbound_conversation_key"]
+
+
+def _required_id(field: str):  # type: ignore[no-untyped-def]
+    def convert(value: object) -> str:
+        if value is None or isinstance(value, bool | bytes) or str(value) == "":
+            raise ValidationError(field, f"must be a non-empty id, got {value!r}")
+        return str(value)
+    return convert
+
+
+def _optional_id(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool | bytes):
+        raise ValidationError("id", f"must be text or a number, got {value!r}")
+    return str(value)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValidationError("text", f"must be a string, not {type(value).__name__}")
+    return value
+
+
+@final
+@attrs.frozen
+class Inbound:
+    """One message from a platform. Ids are ``str()``-ed (platforms often use numbers);
+    ``message_id`` and ``thread_id`` are optional (``""`` counts as missing).
+
+    Raises:
+      ValidationError: naming ``chat_id`` / ``sender_id`` when empty or None, ``text`` when it
+        is not a string.
+    """
+
+    chat_id: str = attrs.field(converter=_required_id("chat_id"))
+    sender_id: str = attrs.field(converter=_required_id("sender_id"))
+    text: str = attrs.field(converter=_text)
+    message_id: str | None = attrs.field(default=None, converter=_optional_id)
+    thread_id: str | None = attrs.field(default=None, converter=_optional_id)
+
+
+def inbound_conversation_key(config: ChannelConfig, inbound: Inbound) -> str:
+    """The conversation key ``inbound``'s session is bound under.
+
+    Session scope ``chat``: ``conversation_key(config.name, "chat", chat_id, thread=thread_id)``;
+    scope ``sender``: ``conversation_key(config.name, "sender", chat_id, sender_id)`` (one
+    session per sender in each chat, threads shared).
+    """
+    if config.session_scope == "sender":
+        return conversation_key(config.name, "sender", inbound.chat_id, inbound.sender_id)
+    return conversation_key(config.name, "chat", inbound.chat_id, thread=inbound.thread_id)

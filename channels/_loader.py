@@ -1,0 +1,66 @@
+"""Agents pluggable by import path: ``package.module:Name``."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any
+
+from tidings.errors import ConfigError
+
+__all__ = ["load_agent", "split_import_path"]
+
+_DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_PATH = re.compile(rf"(?P<module>{_DOTTED}):(?P<attr>{_DOTTED})")
+
+
+def split_import_path(path: object, *, field: str = "agent") -> tuple[str, str]:
+    """``"package.module:Name"`` as ``("package.module", "Name")``; nothing is imported.
+
+    Raises:
+      ConfigError: naming ``field`` if ``path`` is not a string of that shape.
+    """
+    if not isinstance(path, str):
+        raise ConfigError(field, f"must be an import path string, not {type(path).__name__}")
+    match = _PATH.fullmatch(path)
+    if match is None:
+        raise ConfigError(field, f"must look like 'package.module:Name', got {path!r}")
+    return match["module"], match["attr"]
+
+
+def load_agent(path: str, *, field: str = "agent") -> Any:
+    """Import ``package.module:Name`` and return an agent instance.
+
+    A class is called with no arguments; any other object with a callable ``run`` (an agent
+    instance kept at module level) is returned as it is. This imports code, so it may block
+    while the module loads; call it at start-up, not inside a turn.
+
+    Raises:
+      ConfigError: naming ``field`` when the path is malformed, the module cannot be
+        imported, the name is missing, the class cannot be built without arguments, or the
+        result has no callable ``run``. The underlying error is ``__cause__``.
+    """
+    module_name, attr_path = split_import_path(path, field=field)
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(field, f"cannot import module {module_name!r}: {exc}") from exc
+    except Exception as exc:
+        raise ConfigError(
+            field, f"importing module {module_name!r} failed: {type(exc).__name__}: {exc}",
+        ) from exc
+    for attr in attr_path.split("."):
+        try:
+            target = getattr(target, attr)
+        except AttributeError as exc:
+            raise ConfigError(field, f"{module_name!r} has no attribute {attr_path!r}") from exc
+    if isinstance(target, type):
+        try:
+            target = target()
+        except Exception as exc:
+            raise ConfigError(
+                field, f"cannot create {attr_path} with no arguments: {type(exc).__name__}: {exc}",
+            ) from exc
+    if not callable(getattr(target, "run", None)):
+        raise ConfigError(field, f"{path!r} is not an agent: it has no callable 'run'")
+    return target
