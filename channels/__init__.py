@@ -4,6 +4,10 @@ lifecycle events, commands and the agent bridge (``EchoAgent``, ``CommandAgent``
 The channel base that wires these to the delivery runtime builds on this package.
 """
 
+from tidings.channels._boundary import BLOCK_SEPARATOR as BLOCK_SEPARATOR
+from tidings.channels._boundary import STEER_NOTE as STEER_NOTE
+from tidings.channels._boundary import boundary_note as boundary_note
+from tidings.channels._boundary import compose_first_prompt as compose_first_prompt
 from tidings.channels._config import DISPATCH_MODES as DISPATCH_MODES
 from tidings.channels._config import MEMORY_MODE as MEMORY_MODE
 from tidings.channels._config import SESSION_SCOPES as SESSION_SCOPES
@@ -23,9 +27,11 @@ from tidings.channels._keys import parse_conversation_key as parse_conversation_
 from tidings.channels._loader import load_agent as load_agent
 
 __all__ = [
+    "BLOCK_SEPARATOR",
     "DISPATCH_MODES",
     "MEMORY_MODE",
     "SESSION_SCOPES",
+    "STEER_NOTE",
     "AccessPolicy",
     "ChannelConfig",
     "ChannelIdentity",
@@ -36,6 +42,8 @@ __all__ = [
     "RuntimeIdentity",
     "RuntimeMemoryScope",
     "SessionScope",
+    "boundary_note",
+    "compose_first_prompt",
     "conversation_key",
     "inbound_conversation_key",
     "load_agent",
