@@ -24,24 +24,48 @@ from tidings.channels._inbound import inbound_conversation_key as inbound_conver
 from tidings.channels._keys import ConversationKey as ConversationKey
 from tidings.channels._keys import conversation_key as conversation_key
 from tidings.channels._keys import parse_conversation_key as parse_conversation_key
+from tidings.channels._lifecycle import CANCEL_REASONS as CANCEL_REASONS
+from tidings.channels._lifecycle import CancelReason as CancelReason
+from tidings.channels._lifecycle import LifecycleEmitter as LifecycleEmitter
+from tidings.channels._lifecycle import LifecycleHook as LifecycleHook
+from tidings.channels._lifecycle import TaskCancelled as TaskCancelled
+from tidings.channels._lifecycle import TaskCompleted as TaskCompleted
+from tidings.channels._lifecycle import TaskFailed as TaskFailed
+from tidings.channels._lifecycle import TaskLifecycleEvent as TaskLifecycleEvent
+from tidings.channels._lifecycle import TaskStarted as TaskStarted
+from tidings.channels._lifecycle import TaskTextChunk as TaskTextChunk
+from tidings.channels._lifecycle import TaskToolCall as TaskToolCall
+from tidings.channels._lifecycle import ToolCall as ToolCall
 from tidings.channels._loader import load_agent as load_agent
 
 __all__ = [
     "BLOCK_SEPARATOR",
+    "CANCEL_REASONS",
     "DISPATCH_MODES",
     "MEMORY_MODE",
     "SESSION_SCOPES",
     "STEER_NOTE",
     "AccessPolicy",
+    "CancelReason",
     "ChannelConfig",
     "ChannelIdentity",
     "ConversationKey",
     "DispatchMode",
     "Inbound",
+    "LifecycleEmitter",
+    "LifecycleHook",
     "MemoryScope",
     "RuntimeIdentity",
     "RuntimeMemoryScope",
     "SessionScope",
+    "TaskCancelled",
+    "TaskCompleted",
+    "TaskFailed",
+    "TaskLifecycleEvent",
+    "TaskStarted",
+    "TaskTextChunk",
+    "TaskToolCall",
+    "ToolCall",
     "boundary_note",
     "compose_first_prompt",
     "conversation_key",

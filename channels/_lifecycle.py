@@ -1,0 +1,312 @@
+"""Task lifecycle events and the emitter that keeps one turn's lifecycle honest.
+
+A turn emits ``started`` first, then ``text_chunk`` / ``tool_call`` in the order they happen,
+then exactly one terminal event: ``completed``, ``cancelled`` (with the first recorded reason)
+or ``failed``. Events are frozen and carry only immutable metadata, so a hook cannot change
+what the next hook (or the turn) sees. A hook that raises is logged and never breaks the turn.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping, Set
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal, final
+
+import attrs
+import trio
+
+from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
+from tidings.channels._sanitize import sanitize_text
+from tidings.errors import ValidationError
+
+__all__ = [
+    "CANCEL_REASONS",
+    "ERROR_LIMIT",
+    "CancelReason",
+    "LifecycleEmitter",
+    "LifecycleHook",
+    "TaskCancelled",
+    "TaskCompleted",
+    "TaskFailed",
+    "TaskLifecycleEvent",
+    "TaskStarted",
+    "TaskTextChunk",
+    "TaskToolCall",
+    "ToolCall",
+]
+
+logger = logging.getLogger("tidings.channels")
+
+CancelReason = Literal["cancel_command", "clear", "steer", "timeout", "shutdown"]
+CANCEL_REASONS: tuple[CancelReason, ...] = ("cancel_command", "clear", "steer", "timeout",
+                                            "shutdown")
+ERROR_LIMIT = 1000
+"""Characters kept of a ``failed`` event's error text."""
+
+
+def _freeze(value: Any) -> Any:
+    """A read-only deep copy of JSON-like data: mappings become ``MappingProxyType`` over a
+    copy, lists and tuples become tuples, sets frozensets; other objects are kept as they are."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: _freeze(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(item) for item in value)
+    if isinstance(value, Set):
+        return frozenset(value)
+    return value
+
+
+def _frozen_arguments(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, Mapping):
+        raise ValidationError("arguments", f"must be a mapping, not {type(value).__name__}")
+    return _freeze(value)  # type: ignore[no-any-return]
+
+
+def _tool_name(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValidationError("name", f"a tool call needs a non-empty name, got {value!r}")
+    return value
+
+
+@final
+@attrs.frozen
+class ToolCall:
+    """A tool call an agent reports: ``arguments`` is a read-only copy of what was given."""
+
+    name: str = attrs.field(converter=_tool_name)
+    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_arguments)
+    call_id: str | None = None
+
+
+def _reason(value: object) -> CancelReason:
+    if value not in CANCEL_REASONS:
+        raise ValidationError("reason", f"must be one of {', '.join(CANCEL_REASONS)}, "
+                                        f"got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _error_text(value: object) -> str:
+    if isinstance(value, BaseException):
+        text = str(value)
+        value = f"{type(value).__name__}: {text}" if text else type(value).__name__
+    return sanitize_text(str(value), limit=ERROR_LIMIT) or "unknown error"
+
+
+@attrs.frozen(kw_only=True)
+class TaskLifecycleEvent:
+    """What every lifecycle event carries; ``type`` says which one it is."""
+
+    type: ClassVar[str]
+    terminal: ClassVar[bool] = False
+    channel_name: str
+    chat_id: str
+    session_id: str
+    identity: RuntimeIdentity
+    memory_scope: RuntimeMemoryScope
+    message_id: str | None = None
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TaskStarted(TaskLifecycleEvent):
+    type: ClassVar[Literal["started"]] = "started"
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TaskTextChunk(TaskLifecycleEvent):
+    type: ClassVar[Literal["text_chunk"]] = "text_chunk"
+    chunk: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TaskToolCall(TaskLifecycleEvent):
+    type: ClassVar[Literal["tool_call"]] = "tool_call"
+    tool_call: ToolCall
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TaskCancelled(TaskLifecycleEvent):
+    type: ClassVar[Literal["cancelled"]] = "cancelled"
+    terminal: ClassVar[bool] = True
+    reason: CancelReason = attrs.field(converter=_reason)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TaskCompleted(TaskLifecycleEvent):
+    type: ClassVar[Literal["completed"]] = "completed"
+    terminal: ClassVar[bool] = True
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TaskFailed(TaskLifecycleEvent):
+    """``error`` is sanitized (no control or bidi characters) and capped to ``ERROR_LIMIT``."""
+
+    type: ClassVar[Literal["failed"]] = "failed"
+    terminal: ClassVar[bool] = True
+    error: str = attrs.field(converter=_error_text)
+
+
+LifecycleHook = Callable[[TaskLifecycleEvent], "Awaitable[object] | object"]
+"""``on_task_lifecycle``: called with each event; may return an awaitable, which is awaited."""
+
+
+@final
+class LifecycleEmitter:
+    """Emits one turn's lifecycle events to a hook and enforces their order.
+
+    - ``started`` once, first; ``text_chunk`` / ``tool_call`` only after it, and never after a
+      cancel was recorded or the turn ended (they are dropped and the call returns False).
+    - Exactly one terminal event: a second ``completed`` / ``cancelled`` / ``failed`` is
+      ignored and returns False.
+    - :meth:`record_cancel` keeps the first reason; ``cancelled`` reports it.
+    - The hook may be sync or return an awaitable. An ``Exception`` from it is logged (logger
+      ``tidings.channels``, with traceback) and swallowed; ``trio.Cancelled`` and other
+      ``BaseException`` propagate. Terminal events are delivered shielded from cancellation
+      for up to ``terminal_grace`` seconds, so a turn stopped by shutdown still reports.
+
+    Every emitting method is a checkpoint; the non-terminal ones may raise ``trio.Cancelled``.
+    """
+
+    def __init__(self, hook: LifecycleHook | None, config: ChannelConfig, *, chat_id: str,
+                 session_id: str, message_id: str | None = None,
+                 terminal_grace: float = 5.0) -> None:
+        if math.isnan(terminal_grace) or terminal_grace < 0:
+            raise ValidationError("terminal_grace", f"must be >= 0, got {terminal_grace!r}")
+        self._hook = hook
+        self._grace = terminal_grace
+        self._common: dict[str, Any] = {
+            "channel_name": config.name, "chat_id": chat_id, "session_id": session_id,
+            "message_id": message_id, "identity": config.resolved_identity(),
+            "memory_scope": config.resolved_memory_scope(),
+        }
+        self._started = False
+        self._outcome: str | None = None
+        self._cancel_reason: CancelReason | None = None
+
+    @property
+    def identity(self) -> RuntimeIdentity:
+        return self._common["identity"]  # type: ignore[no-any-return]
+
+    @property
+    def memory_scope(self) -> RuntimeMemoryScope:
+        return self._common["memory_scope"]  # type: ignore[no-any-return]
+
+    @property
+    def cancel_reason(self) -> CancelReason | None:
+        """The first recorded cancel reason, or None."""
+        return self._cancel_reason
+
+    @property
+    def outcome(self) -> str | None:
+        """``completed`` / ``cancelled`` / ``failed`` once the terminal event was emitted."""
+        return self._outcome
+
+    @property
+    def streaming(self) -> bool:
+        """Whether chunks and tool calls are still emitted: started, not cancelled, not ended."""
+        return self._started and self._outcome is None and self._cancel_reason is None
+
+    def record_cancel(self, reason: CancelReason) -> bool:
+        """Record why the turn is being cancelled, before its scope is cancelled.
+
+        Returns True if this call recorded ``reason``; False if an earlier reason stands (the
+        first one wins) or the turn already ended. Never blocks.
+
+        Raises:
+          ValidationError: (field ``reason``) for an unknown reason.
+        """
+        reason = _reason(reason)
+        if self._outcome is not None or self._cancel_reason is not None:
+            return False
+        self._cancel_reason = reason
+        return True
+
+    async def started(self) -> bool:
+        """Emit ``started`` (only once, and only before anything else)."""
+        await trio.lowlevel.checkpoint()
+        if self._started or self._outcome is not None:
+            return False
+        self._started = True
+        await self._call(TaskStarted(**self._common))
+        return True
+
+    async def text_chunk(self, chunk: str) -> bool:
+        """Emit a ``text_chunk``; False (dropped) unless :attr:`streaming`."""
+        await trio.lowlevel.checkpoint()
+        if not self.streaming or not chunk:
+            return False
+        await self._call(TaskTextChunk(chunk=chunk, **self._common))
+        return True
+
+    async def tool_call(self, call: ToolCall) -> bool:
+        """Emit a ``tool_call``; False (dropped) unless :attr:`streaming`."""
+        await trio.lowlevel.checkpoint()
+        if not self.streaming:
+            return False
+        await self._call(TaskToolCall(tool_call=call, **self._common))
+        return True
+
+    async def completed(self) -> bool:
+        """Emit ``completed`` unless the turn already ended.
+
+        A recorded cancel reason does not stop it: a turn whose final reply is already durable
+        is completed, whatever raced it. The caller decides which terminal event is true.
+        """
+        return await self._terminal("completed", lambda: TaskCompleted(**self._common))
+
+    async def cancelled(self, reason: CancelReason | None = None) -> bool:
+        """Emit ``cancelled`` with the first recorded reason (``reason`` is recorded first).
+
+        Raises:
+          ValidationError: (field ``reason``) if ``reason`` is unknown, or if it is None and
+            no reason was ever recorded.
+        """
+        if reason is not None:
+            self.record_cancel(reason)
+        if self._cancel_reason is None and self._outcome is None:
+            raise ValidationError("reason", "cancelled needs a reason; none was recorded")
+        return await self._terminal(
+            "cancelled",
+            lambda: TaskCancelled(reason=self._cancel_reason, **self._common))
+
+    async def failed(self, error: BaseException | str) -> bool:
+        """Emit ``failed`` with ``error`` (an exception or text; sanitized and capped)."""
+        return await self._terminal("failed", lambda: TaskFailed(error=error, **self._common))
+
+    async def _terminal(self, outcome: str, build: Callable[[], TaskLifecycleEvent]) -> bool:
+        first = self._outcome is None
+        if first:
+            self._outcome = outcome
+        with trio.CancelScope(shield=True):
+            await trio.lowlevel.checkpoint()
+            if not first:
+                return False
+            with trio.move_on_after(self._grace) as grace:
+                await self._call(build())
+        if grace.cancelled_caught:
+            logger.warning("on_task_lifecycle hook did not finish the %s event of session %s "
+                           "within %ss; gave up on it", outcome,
+                           self._common["session_id"], self._grace)
+        return True
+
+    async def _call(self, event: TaskLifecycleEvent) -> None:
+        if self._hook is None:
+            return
+        try:
+            result = self._hook(event)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            logger.exception("on_task_lifecycle hook raised on the %s event of channel %s, "
+                             "session %s; the turn goes on", event.type, event.channel_name,
+                             event.session_id)
