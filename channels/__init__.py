@@ -8,6 +8,15 @@ from tidings.channels._boundary import BLOCK_SEPARATOR as BLOCK_SEPARATOR
 from tidings.channels._boundary import STEER_NOTE as STEER_NOTE
 from tidings.channels._boundary import boundary_note as boundary_note
 from tidings.channels._boundary import compose_first_prompt as compose_first_prompt
+from tidings.channels._commands import COMMAND_NAMES as COMMAND_NAMES
+from tidings.channels._commands import Command as Command
+from tidings.channels._commands import CommandName as CommandName
+from tidings.channels._commands import InvalidCommand as InvalidCommand
+from tidings.channels._commands import help_text as help_text
+from tidings.channels._commands import parse_command as parse_command
+from tidings.channels._commands import status_text as status_text
+from tidings.channels._commands import who_text as who_text
+from tidings.channels._commands import workspace_name as workspace_name
 from tidings.channels._config import DISPATCH_MODES as DISPATCH_MODES
 from tidings.channels._config import MEMORY_MODE as MEMORY_MODE
 from tidings.channels._config import SESSION_SCOPES as SESSION_SCOPES
@@ -41,6 +50,7 @@ from tidings.channels._loader import load_agent as load_agent
 __all__ = [
     "BLOCK_SEPARATOR",
     "CANCEL_REASONS",
+    "COMMAND_NAMES",
     "DISPATCH_MODES",
     "MEMORY_MODE",
     "SESSION_SCOPES",
@@ -49,9 +59,12 @@ __all__ = [
     "CancelReason",
     "ChannelConfig",
     "ChannelIdentity",
+    "Command",
+    "CommandName",
     "ConversationKey",
     "DispatchMode",
     "Inbound",
+    "InvalidCommand",
     "LifecycleEmitter",
     "LifecycleHook",
     "MemoryScope",
@@ -69,7 +82,12 @@ __all__ = [
     "boundary_note",
     "compose_first_prompt",
     "conversation_key",
+    "help_text",
     "inbound_conversation_key",
     "load_agent",
+    "parse_command",
     "parse_conversation_key",
+    "status_text",
+    "who_text",
+    "workspace_name",
 ]

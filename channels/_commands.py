@@ -1,0 +1,160 @@
+"""Channel commands: parsing ``/help``, ``/who``, ``/status``, ``/cancel``, ``/clear``, ``/new``,
+``/resume`` and the text of the read-only answers.
+
+Only these names are commands; any other ``/x`` is ordinary text for the agent. Answers show
+metadata (never an absolute path, never the allowlist's members): the workspace appears by its
+basename only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from typing import Literal, final
+
+import attrs
+
+from tidings.channels._config import ChannelConfig
+from tidings.channels._sanitize import sanitize_line
+
+__all__ = [
+    "COMMAND_NAMES",
+    "RESUME_USAGE",
+    "Command",
+    "CommandName",
+    "InvalidCommand",
+    "help_text",
+    "parse_command",
+    "status_text",
+    "who_text",
+    "workspace_name",
+]
+
+CommandName = Literal["help", "who", "status", "cancel", "clear", "new", "resume"]
+COMMAND_NAMES: dict[str, CommandName] = {
+    "help": "help", "who": "who", "status": "status", "cancel": "cancel", "clear": "clear",
+    "reset": "clear", "new": "new", "resume": "resume",
+}
+"""Every spelling a user may type (lowercase, without ``/``) and the command it means."""
+
+RESUME_USAGE = "Usage: /resume <session_id>"
+
+# ``/name``, an optional ``@botname`` (Telegram groups), then whitespace and the argument.
+_COMMAND = re.compile(r"/(?P<name>[A-Za-z0-9_]+)(?:@\S*)?(?:\s+(?P<argument>.*))?", re.DOTALL)
+
+
+@final
+@attrs.frozen
+class Command:
+    """A parsed command; ``argument`` is the stripped rest of the message, or None."""
+
+    name: CommandName
+    argument: str | None = None
+
+
+@final
+@attrs.frozen
+class InvalidCommand:
+    """A known command used wrongly (``/resume`` without a session id); ``message`` says how
+    to use it and is meant to be sent back to the user."""
+
+    name: CommandName
+    message: str
+
+
+def _invisible(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char) == "Cf"
+
+
+def _trim(text: str) -> str:
+    start, end = 0, len(text)
+    while start < end and _invisible(text[start]):
+        start += 1
+    while end > start and _invisible(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def parse_command(text: str) -> Command | InvalidCommand | None:
+    """The command ``text`` holds, or None when it is text for the agent.
+
+    Leading and trailing whitespace and invisible format characters (zero width space, BOM,
+    bidi marks) are ignored; the name is case-insensitive and ASCII; a ``@botname`` suffix is
+    dropped. ``/reset`` is ``clear``. Unknown names (``/deploy``), ``/ help``, ``//x`` and
+    paths like ``/tmp/x`` are not commands. ``/resume`` needs exactly one session id, else an
+    :class:`InvalidCommand` is returned. Never raises for any ``str``.
+    """
+    match = _COMMAND.fullmatch(_trim(text))
+    if match is None:
+        return None
+    name = COMMAND_NAMES.get(match["name"].lower())
+    if name is None:
+        return None
+    argument = _trim(match["argument"] or "") or None
+    if name == "resume":
+        words = argument.split() if argument else []
+        if len(words) != 1:
+            return InvalidCommand("resume", RESUME_USAGE)
+        return Command("resume", words[0])
+    return Command(name, argument)
+
+
+def help_text() -> str:
+    """The answer to ``/help``."""
+    return "\n".join([
+        "Commands:",
+        "/help - show this help",
+        "/who - this channel's identity, memory namespace and session",
+        "/status - session state, access policy, identity and memory mode",
+        "/cancel - cancel the running request",
+        "/clear - end this conversation's session (alias: /reset)",
+        "/new - start a fresh session",
+        "/resume <session_id> - switch back to one of this conversation's sessions",
+        "Any other message goes to the agent.",
+    ])
+
+
+def workspace_name(workspace: str | os.PathLike[str]) -> str:
+    """The basename of ``workspace`` (sanitized), never a path; ``(root)`` for ``/``."""
+    path = os.path.abspath(os.fsdecode(workspace)).rstrip("/\\")
+    name = re.split(r"[/\\]", path)[-1] if path else ""
+    return sanitize_line(name, limit=100) or "(root)"
+
+
+def _session(session_id: str | None) -> str:
+    return "active" if session_id else "none"
+
+
+def who_text(config: ChannelConfig, *, session_id: str | None,
+             workspace: str | os.PathLike[str] | None = None) -> str:
+    """The answer to ``/who``: channel, display name, memory namespace, workspace basename and
+    whether the conversation has a session.
+
+    ``session_id`` is the conversation's current session, or None (``/who`` never creates one).
+    """
+    identity = config.resolved_identity()
+    lines = [f"Channel: {config.name}",
+             f"Display name: {identity.display_name}",
+             f"Memory namespace: {config.resolved_memory_scope().namespace}"]
+    if workspace is not None:
+        lines.append(f"Workspace: {workspace_name(workspace)}")
+    lines.append(f"Session: {_session(session_id)}")
+    return "\n".join(lines)
+
+
+def status_text(config: ChannelConfig, *, session_id: str | None,
+                turn_running: bool = False) -> str:
+    """The answer to ``/status``: session state, access policy, identity id, memory mode."""
+    if session_id:
+        state = "running a request" if turn_running else "idle"
+        session = f"active, {state} (id {sanitize_line(session_id, limit=100)})"
+    else:
+        session = "none"
+    return "\n".join([
+        f"Session: {session}",
+        f"Access: {config.access.describe()}",
+        f"Identity id: {config.resolved_identity().id}",
+        f"Memory mode: {config.resolved_memory_scope().mode}",
+        f"Dispatch mode: {config.dispatch_mode}",
+    ])
