@@ -4,10 +4,14 @@ lifecycle events, commands and the agent bridge (``EchoAgent``, ``CommandAgent``
 The channel base that wires these to the delivery runtime builds on this package.
 """
 
+from tidings.channels._agents import Agent as Agent
+from tidings.channels._agents import AgentTurn as AgentTurn
+from tidings.channels._agents import EchoAgent as EchoAgent
 from tidings.channels._boundary import BLOCK_SEPARATOR as BLOCK_SEPARATOR
 from tidings.channels._boundary import STEER_NOTE as STEER_NOTE
 from tidings.channels._boundary import boundary_note as boundary_note
 from tidings.channels._boundary import compose_first_prompt as compose_first_prompt
+from tidings.channels._command_agent import CommandAgent as CommandAgent
 from tidings.channels._commands import COMMAND_NAMES as COMMAND_NAMES
 from tidings.channels._commands import Command as Command
 from tidings.channels._commands import CommandName as CommandName
@@ -56,13 +60,17 @@ __all__ = [
     "SESSION_SCOPES",
     "STEER_NOTE",
     "AccessPolicy",
+    "Agent",
+    "AgentTurn",
     "CancelReason",
     "ChannelConfig",
     "ChannelIdentity",
     "Command",
+    "CommandAgent",
     "CommandName",
     "ConversationKey",
     "DispatchMode",
+    "EchoAgent",
     "Inbound",
     "InvalidCommand",
     "LifecycleEmitter",

@@ -1,0 +1,103 @@
+"""The agent bridge: what an agent is, what a turn gives it, and the built-in :class:`EchoAgent`.
+
+An agent runs one turn for one inbound message in a session. The channel base builds the
+:class:`AgentTurn` (prompt with instructions / boundary / steer note, the raw text, the
+runtime's ``ctx.output``) and drives :meth:`Agent.run` inside the turn's cancel scope, so an
+agent may be cancelled at any checkpoint and needs no cleanup protocol beyond trio's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, final, runtime_checkable
+
+import trio
+
+from tidings.channels._lifecycle import ToolCall
+from tidings.errors import ValidationError
+
+__all__ = ["Agent", "AgentTurn", "EchoAgent"]
+
+
+class AgentTurn(Protocol):
+    """One turn as an agent sees it; provided by the channel base at run time.
+
+    ``prompt`` is what the agent should answer (channel instructions, boundary note and steer
+    note included, as composed for this session); ``text`` is the user's raw message.
+    ``output`` is the runtime's ``ctx.output`` for sends beyond the streamed reply.
+    """
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def message_id(self) -> str | None: ...
+
+    @property
+    def prompt(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def output(self) -> Any: ...
+
+    async def send_chunk(self, text: str) -> None:
+        """Stream a piece of the reply; the joined chunks become the turn's reply."""
+
+    async def report_tool_call(self, call: ToolCall) -> None:
+        """Report a tool call (shown to lifecycle hooks)."""
+
+    # ``timeout`` is the prompt's answer window, recorded with the durable prompt (expiry gives
+    # None / the runtime's expired answer), not a deadline for the call: hence the noqa.
+    async def prompt_user(self, text: str, *,
+                          timeout: float | None = None) -> str | None:  # noqa: ASYNC109
+        """Ask the user something in this session; None when unanswered in time."""
+
+    async def request_approval(self, action: str, *, details: Mapping[str, Any] | None = None,
+                               timeout: float | None = None) -> Any:  # noqa: ASYNC109
+        """Ask the user to approve ``action``; the runtime's answer."""
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything with ``async run(turn)``; it may be cancelled at any checkpoint.
+
+    ``run`` returns when the turn's work is done; raising fails the turn (``failed``).
+    """
+
+    async def run(self, turn: AgentTurn) -> None: ...
+
+
+@final
+class EchoAgent:
+    """Replies with exactly the prompt it was given, streamed in ``chunk_size`` pieces.
+
+    For a message whose text starts with ``tool:`` it first reports
+    ``ToolCall(name="echo_tool", arguments={"input": <rest of the text>}, call_id="echo_tool-1")``.
+    So every lifecycle event can be seen without a model. There is a checkpoint before the
+    first chunk and after each one, so it can be cancelled mid-stream.
+
+    Raises:
+      ValidationError: (field ``chunk_size``) unless ``chunk_size`` is a positive int.
+    """
+
+    def __init__(self, chunk_size: int = 16) -> None:
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+            raise ValidationError("chunk_size", f"must be a positive int, got {chunk_size!r}")
+        self.chunk_size = chunk_size
+
+    def __repr__(self) -> str:
+        return f"EchoAgent(chunk_size={self.chunk_size})"
+
+    async def run(self, turn: AgentTurn) -> None:
+        text = turn.text.lstrip()
+        if text.startswith("tool:"):
+            call = ToolCall(name="echo_tool", arguments={"input": text[len("tool:"):].strip()},
+                            call_id="echo_tool-1")
+            await turn.report_tool_call(call)
+        await trio.lowlevel.checkpoint()
+        prompt = turn.prompt
+        for start in range(0, len(prompt), self.chunk_size):
+            await turn.send_chunk(prompt[start:start + self.chunk_size])
+            await trio.lowlevel.checkpoint()

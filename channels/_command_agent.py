@@ -1,0 +1,184 @@
+""":class:`CommandAgent`: a real agent behind a command, one process per turn."""
+
+from __future__ import annotations
+
+import codecs
+import math
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import final
+
+import trio
+
+from tidings.channels._agents import AgentTurn
+from tidings.channels._sanitize import sanitize_text
+from tidings.errors import AgentError, ValidationError
+
+__all__ = ["CommandAgent"]
+
+STDERR_KEEP = 64 * 1024
+"""Bytes of stderr kept (the tail) while a turn's process runs."""
+STDERR_TAIL = 500
+"""Characters of the sanitized stderr tail put into an :class:`AgentError`."""
+_POSIX = os.name == "posix"
+
+
+def _kill(process: trio.Process) -> None:
+    """SIGKILL the process and, on POSIX, its whole process group (its own session)."""
+    try:
+        if _POSIX:
+            os.killpg(process.pid, signal.SIGKILL)
+        else:  # pragma: no cover - exercised on Windows only
+            process.kill()
+    except ProcessLookupError:
+        pass
+
+
+@final
+class CommandAgent:
+    """Runs ``argv`` once per turn: the prompt on stdin, stdout streamed back as chunks.
+
+    Stdout is decoded as UTF-8 incrementally (undecodable bytes become U+FFFD) and each piece
+    read is sent with ``turn.send_chunk``. Stderr is kept (its last ``STDERR_KEEP`` bytes) for
+    error reports. The child also gets ``TIDINGS_SESSION_ID`` and ``TIDINGS_MESSAGE_ID`` in its
+    environment, so a stateless command can keep per-session state.
+
+    ``env`` replaces the inherited environment when given (as in :mod:`subprocess`); ``cwd``
+    is the working directory; ``timeout`` (seconds) bounds each turn's process.
+
+    On POSIX the process starts in its own session and cancel kills the whole process group
+    with SIGKILL, so nothing it spawned outlives the turn; the process is always reaped before
+    :meth:`run` returns or raises.
+
+    Raises (from :meth:`run`):
+      AgentError: the command could not be started, exited non-zero or by a signal (the
+        message has the exit code and a sanitized stderr tail), or ran past ``timeout``.
+    """
+
+    def __init__(self, argv: Sequence[str | os.PathLike[str]], *,
+                 env: Mapping[str, str] | None = None,
+                 cwd: str | os.PathLike[str] | None = None,
+                 timeout: float | None = None) -> None:
+        if isinstance(argv, str | bytes) or not isinstance(argv, Sequence):
+            raise ValidationError("argv", "must be a list of arguments, not a single string")
+        if not argv:
+            raise ValidationError("argv", "must name a command")
+        for index, arg in enumerate(argv):
+            if not isinstance(arg, str | os.PathLike):
+                raise ValidationError(f"argv[{index}]",
+                                      f"must be a string or path, not {type(arg).__name__}")
+        if timeout is not None and (isinstance(timeout, bool) or not timeout > 0
+                                    or not math.isfinite(timeout)):
+            raise ValidationError("timeout", f"must be a positive number of seconds, got "
+                                             f"{timeout!r}")
+        self.argv: tuple[str, ...] = tuple(os.fsdecode(arg) for arg in argv)
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"CommandAgent({list(self.argv)!r})"
+
+    @property
+    def _command(self) -> str:
+        return os.path.basename(self.argv[0]) or self.argv[0]
+
+    async def run(self, turn: AgentTurn) -> None:
+        """Run the command for ``turn``; blocks until it exits (or is cancelled and killed)."""
+        env = dict(os.environ if self.env is None else self.env)
+        env["TIDINGS_SESSION_ID"] = turn.session_id
+        env["TIDINGS_MESSAGE_ID"] = turn.message_id or ""
+        try:
+            process = await trio.lowlevel.open_process(
+                list(self.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=env, cwd=self.cwd, start_new_session=_POSIX)
+        except OSError as exc:
+            raise AgentError(f"cannot start {self._command}: {exc.strerror or exc}") from exc
+        stderr = bytearray()
+        try:
+            with trio.move_on_after(math.inf if self.timeout is None else self.timeout) as limit:
+                await _drive(process, turn, stderr)
+        finally:
+            if process.returncode is None:
+                _kill(process)
+            with trio.CancelScope(shield=True):
+                await process.wait()
+                for stream in (process.stdin, process.stdout, process.stderr):
+                    if stream is not None:
+                        await stream.aclose()
+        if limit.cancelled_caught:
+            raise AgentError(f"{self._command} ran past its timeout of {self.timeout}s"
+                             f"{self._tail(stderr)}")
+        code = process.returncode
+        if code:
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+            raise AgentError(f"{self._command} {how}{self._tail(stderr)}")
+
+    @staticmethod
+    def _tail(stderr: bytearray) -> str:
+        text = sanitize_text(stderr.decode("utf-8", errors="replace"), limit=STDERR_TAIL,
+                             keep_end=True)
+        return f"; stderr: {text}" if text else ""
+
+
+async def _drive(process: trio.Process, turn: AgentTurn, stderr: bytearray) -> None:
+    """Feed stdin, keep stderr, stream stdout, wait for the exit; one error, never a group."""
+    error: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_feed, process, turn.prompt)
+            nursery.start_soon(_keep_tail, process, stderr)
+            await _stream(process, turn)
+            await process.wait()
+    except BaseExceptionGroup as group:
+        error = _collapse(group)
+    if error is not None:
+        raise error
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def _collapse(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a group from :func:`_drive` stands for (a real error before the
+    ``Cancelled`` riding along); the group itself when several things really failed."""
+    leaves = _leaves(group)
+    real = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
+    if len(real) == 1:
+        return real[0]
+    return leaves[0] if not real else group
+
+
+async def _feed(process: trio.Process, prompt: str) -> None:
+    """Write the prompt to stdin and close it; a child that does not read it is fine."""
+    assert process.stdin is not None
+    try:
+        await process.stdin.send_all(prompt.encode("utf-8", errors="replace"))
+        await process.stdin.aclose()
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+
+
+async def _keep_tail(process: trio.Process, stderr: bytearray) -> None:
+    assert process.stderr is not None
+    async for data in process.stderr:
+        stderr += data
+        if len(stderr) > STDERR_KEEP:
+            del stderr[:-STDERR_KEEP]
+
+
+async def _stream(process: trio.Process, turn: AgentTurn) -> None:
+    assert process.stdout is not None
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    async for data in process.stdout:
+        text = decoder.decode(data)
+        if text:
+            await turn.send_chunk(text)
+    rest = decoder.decode(b"", final=True)
+    if rest:
+        await turn.send_chunk(rest)

@@ -1,0 +1,105 @@
+"""Agents pluggable by import path: ``package.module:Name``."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tidings.channels import EchoAgent, load_agent
+from tidings.errors import ConfigError
+
+MODULE = """
+class Good:
+    async def run(self, turn):
+        pass
+
+instance = Good()
+
+class Nested:
+    class Inner(Good):
+        pass
+
+class NeedsArgs(Good):
+    def __init__(self, model):
+        self.model = model
+
+class NotAnAgent:
+    pass
+
+class RaisesOnInit(Good):
+    def __init__(self):
+        raise RuntimeError("no api key")
+
+value = 42
+"""
+
+
+@pytest.fixture
+def module(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A throwaway importable module holding agents good and bad; returns its name."""
+    name = f"agents_{uuid.uuid4().hex}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(MODULE))
+    (tmp_path / f"{name}_broken.py").write_text("raise RuntimeError('broken at import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    sys.modules.pop(name, None)
+    sys.modules.pop(f"{name}_broken", None)
+
+
+def test_a_class_is_instantiated_with_no_arguments(module: str) -> None:
+    agent = load_agent(f"{module}:Good")
+    assert type(agent).__name__ == "Good"
+    assert type(load_agent(f"{module}:Nested.Inner")).__name__ == "Inner"
+    assert isinstance(load_agent("tidings.channels:EchoAgent"), EchoAgent)
+
+
+def test_an_object_attribute_is_returned_as_it_is(module: str) -> None:
+    assert load_agent(f"{module}:instance") is sys.modules[module].instance
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("not a path", "must look like 'package.module:Name'"),
+    ("pkg.module", "must look like"),
+    ("pkg.module:", "must look like"),
+    (":Name", "must look like"),
+    ("pkg..module:Name", "must look like"),
+    ("pkg.module:Name:extra", "must look like"),
+    (" pkg.module:Name", "must look like"),
+    ("no_such_module_xyz:Agent", "cannot import module 'no_such_module_xyz'"),
+])
+def test_bad_paths_are_a_config_error_naming_agent(path: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        load_agent(path)
+    assert info.value.field == "agent"
+
+
+@pytest.mark.parametrize(("attr", "message"), [
+    ("Missing", "has no attribute 'Missing'"),
+    ("Nested.Missing", "has no attribute 'Nested.Missing'"),
+    ("NeedsArgs", "cannot create NeedsArgs with no arguments: TypeError"),
+    ("RaisesOnInit", "cannot create RaisesOnInit with no arguments: RuntimeError: no api key"),
+    ("NotAnAgent", "is not an agent"),
+    ("value", "is not an agent"),
+])
+def test_bad_targets_are_a_config_error(module: str, attr: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        load_agent(f"{module}:{attr}")
+    assert info.value.field == "agent"
+
+
+def test_a_module_that_fails_at_import_is_a_config_error_with_its_cause(module: str) -> None:
+    with pytest.raises(ConfigError, match=r"importing module .* failed: RuntimeError") as info:
+        load_agent(f"{module}_broken:Agent", field="channels.ops.agent")
+    assert info.value.field == "channels.ops.agent"
+    assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_a_non_string_path_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="must be an import path string") as info:
+        load_agent(EchoAgent)  # type: ignore[arg-type]
+    assert info.value.field == "agent"
