@@ -26,12 +26,18 @@ _POSIX = os.name == "posix"
 
 
 def _kill(process: trio.Process) -> None:
-    """SIGKILL the process and, on POSIX, its whole process group (its own session)."""
-    try:
-        if _POSIX:
+    """SIGKILL the process and, on POSIX, its whole process group (its own session).
+
+    Called only while the process is unreaped, so its pid (and group id) cannot be reused.
+    The process itself is killed directly too, in case it left its group.
+    """
+    if _POSIX:
+        try:
             os.killpg(process.pid, signal.SIGKILL)
-        else:  # pragma: no cover - exercised on Windows only
-            process.kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        process.kill()
     except ProcessLookupError:
         pass
 
