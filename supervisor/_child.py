@@ -93,10 +93,26 @@ class Ending:
 
 
 @final
+class _Starter:
+    """The ``nursery.start`` caller waiting for a child's first readiness; told exactly once."""
+
+    __slots__ = ("_status", "told")
+
+    def __init__(self, status: trio.TaskStatus[StartResult]) -> None:
+        self._status = status
+        self.told = False
+
+    def tell(self, result: StartResult) -> None:
+        if not self.told:
+            self.told = True
+            self._status.started(result)
+
+
+@final
 class _Readiness(trio.TaskStatus[object]):
     """The ``task_status`` a child is given: lifts the start deadline, tells the starter."""
 
-    def __init__(self, slot: ChildSlot, starter: trio.TaskStatus[StartResult] | None,
+    def __init__(self, slot: ChildSlot, starter: _Starter | None,
                  start_scope: trio.CancelScope, supervisor: str) -> None:
         self._slot = slot
         self._supervisor = supervisor
@@ -120,11 +136,10 @@ class _Readiness(trio.TaskStatus[object]):
         log_event(logging.DEBUG, "child_ready", supervisor=self._supervisor, child=slot.spec.name,
                   incarnation=slot.incarnation)
         if self._starter is not None:
-            self._starter.started(StartResult(value=value))
+            self._starter.tell(StartResult(value=value))
 
 
-async def _run_incarnation(sup: Supervisor, slot: ChildSlot,
-                           starter: trio.TaskStatus[StartResult] | None) -> Ending:
+async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter | None) -> Ending:
     spec = slot.spec
     plan = sup.fault_plan
     slot.incarnation += 1
@@ -171,7 +186,7 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
     runs). With a starter waiting (``nursery.start``), the first incarnation's readiness or
     failure is reported to it through a :class:`StartResult`, never as an exception.
     """
-    starter = None if task_status is trio.TASK_STATUS_IGNORED else task_status
+    starter = None if task_status is trio.TASK_STATUS_IGNORED else _Starter(task_status)
     scope, done = slot.scope, slot.done
     assert scope is not None
     assert done is not None
@@ -185,14 +200,14 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
                     slot.delay = 0.0
                 ending = await _run_incarnation(sup, slot, starter)
                 if starter is not None:
-                    waiting, starter = starter, None
                     if not ending.ready:
-                        waiting.started(StartResult(error=ending.error))
+                        starter.tell(StartResult(error=ending.error))
                         return
+                    starter = None
                 if not sup._child_ended(slot, ending):
                     return
     finally:
         slot.task = None
         done.set()
-    if starter is not None:  # stopped before it was ready
-        starter.started(StartResult(stopped=True))
+    if starter is not None:  # stopped (no-op if it had been ready)
+        starter.tell(StartResult(stopped=True))

@@ -20,9 +20,24 @@ class Journal:
     """Events in the order they happened: ``(kind, child, incarnation, *detail)``."""
 
     events: list[tuple[object, ...]] = attrs.Factory(list)
+    times: dict[tuple[str, str, int], float] = attrs.Factory(dict)
+    _changed: trio.Event = attrs.Factory(trio.Event)
 
     def add(self, kind: str, ctx: ChildContext, *detail: object) -> None:
         self.events.append((kind, ctx.name, ctx.incarnation, *detail))
+        self.times.setdefault((kind, ctx.name, ctx.incarnation), trio.current_time())
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, *event: object) -> float:
+        """Wait until an event starting with ``event`` is journaled; return when it was.
+
+        Fails (on the mock clock, at once) instead of hanging when it never comes.
+        """
+        with trio.fail_after(10_000):
+            while not any(logged[:len(event)] == event for logged in self.events):
+                await self._changed.wait()
+        return self.times[event[:3]]  # type: ignore[index]
 
     def of(self, *kinds: str) -> list[tuple[object, ...]]:
         return [event for event in self.events if event[0] in kinds]

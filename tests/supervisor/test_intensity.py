@@ -1,0 +1,180 @@
+"""Restart intensity (a sliding window on trio's clock), escalation, and restart backoff."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from tidings.errors import RestartIntensityExceeded
+from tidings.supervisor import Backoff, ChildSpec, Intensity, open_supervisor
+
+
+async def _crash(sup, name: str) -> None:
+    await sup.mailbox(name).send("crash")
+    await trio.testing.wait_all_tasks_blocked()
+
+
+async def _supervise(specs, sup_out: list, *crashes: str, pause: float | None = None,
+                     **options) -> None:
+    """Run a supervisor, crash the named children in turn (pausing between), then wait."""
+    async with open_supervisor(specs, **options) as sup:
+        sup_out.append(sup)
+        for name in crashes:
+            await _crash(sup, name)
+            if pause is not None:
+                await trio.sleep(pause)
+        await trio.sleep_forever()
+
+
+@pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
+async def test_intensity_exceeded_stops_all_in_reverse_and_raises_one_chained_error(
+        journal, autojump_clock, strategy):
+    body: list[str] = []
+    specs = [ChildSpec(name, journal.worker()) for name in "abc"]
+    supervisors = []
+
+    async def run() -> None:
+        async with open_supervisor(specs, strategy=strategy, name="root",
+                                   intensity=Intensity(max_restarts=2, period=10.0)) as sup:
+            supervisors.append(sup)
+            try:
+                for _ in range(3):
+                    await _crash(sup, "b")
+                    await trio.sleep(1.0)
+                body.append("not cancelled")
+            except trio.Cancelled:
+                body.append("cancelled")
+                raise
+
+    with pytest.raises(RestartIntensityExceeded) as caught:
+        await run()
+    [sup] = supervisors
+    error = caught.value
+    assert type(error) is RestartIntensityExceeded  # one error, not a group
+    assert error.child == "b"
+    assert "'root'" in str(error)
+    assert "'b'" in str(error)
+    assert "max_restarts=2" in str(error)
+    assert "3 restarts within 10.0 seconds" in str(error)
+    assert type(error.__cause__).__name__ == "Boom"
+    assert str(error.__cause__) == "b crashed on a message"
+    assert body == ["cancelled"]
+    assert [r.action for r in sup.restart_log] == ["restart", "restart", "escalate"]
+    assert [r.incarnation for r in sup.restart_log] == [1, 2, 3]
+    final_stops = [event[1] for event in journal.of("stop") if event[2] == 3 or event[1] != "b"]
+    assert final_stops[-2:] == ["c", "a"]  # b is down already; the rest in reverse order
+    assert sup.statistics().state == "failed"
+    assert all(child.state == "stopped" for child in sup.statistics().children)
+
+
+async def test_zero_max_restarts_escalates_on_the_first_failure(journal, autojump_clock):
+    with pytest.raises(RestartIntensityExceeded):
+        await _supervise([ChildSpec("a", journal.worker())], [], "a",
+                         intensity=Intensity(max_restarts=0, period=1.0))
+
+
+async def test_restarts_spread_beyond_the_period_do_not_escalate(journal, autojump_clock):
+    async with open_supervisor([ChildSpec("a", journal.worker())],
+                               intensity=Intensity(max_restarts=1, period=5.0)) as sup:
+        for _ in range(6):
+            await _crash(sup, "a")
+            await trio.sleep(5.5)
+        assert [r.action for r in sup.restart_log] == ["restart"] * 6
+        assert sup.statistics().children[0].incarnation == 7
+
+
+async def test_restarts_inside_the_period_do_escalate(journal, autojump_clock):
+    with pytest.raises(RestartIntensityExceeded):
+        await _supervise([ChildSpec("a", journal.worker())], [], *"aaaaaa", pause=4.5,
+                         intensity=Intensity(max_restarts=1, period=5.0))
+
+
+async def test_temporary_failures_do_not_count(journal, autojump_clock):
+    async with open_supervisor([], intensity=Intensity(max_restarts=0, period=60.0)) as sup:
+        for n in range(5):
+            await sup.start_child(ChildSpec(f"t{n}", journal.worker(), restart="temporary"))
+            await _crash(sup, f"t{n}")
+        assert [r.action for r in sup.restart_log] == ["forget"] * 5
+        assert sup.statistics().children == ()
+
+
+async def test_a_failed_start_on_restart_counts_toward_intensity(journal, autojump_clock):
+    fn = journal.worker(fail_at_start=lambda incarnation: incarnation >= 2)
+    out: list = []
+    with pytest.raises(RestartIntensityExceeded) as caught:
+        await _supervise([ChildSpec("a", fn)], out, "a",
+                         intensity=Intensity(max_restarts=3, period=60.0))
+    [sup] = out
+    assert str(caught.value.__cause__) == "a failed to start"
+    assert [(r.incarnation, r.action) for r in sup.restart_log] == [
+        (1, "restart"), (2, "restart"), (3, "restart"), (4, "escalate")]
+
+
+@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
+async def test_a_failed_start_in_a_group_restart_counts_toward_intensity(
+        journal, autojump_clock, strategy):
+    specs = [ChildSpec("a", journal.worker()),
+             ChildSpec("b", journal.worker(fail_at_start=lambda incarnation: incarnation >= 2))]
+    out: list = []
+    with pytest.raises(RestartIntensityExceeded) as caught:
+        await _supervise(specs, out, "a", strategy=strategy,
+                         intensity=Intensity(max_restarts=2, period=60.0))
+    [sup] = out
+    assert caught.value.child == "b"
+    assert [(r.child, r.action) for r in sup.restart_log] == [
+        ("a", "restart"), ("b", "restart"), ("b", "escalate")]
+
+
+async def test_backoff_delays_grow_and_do_not_block_other_children(journal, autojump_clock):
+    backoff = Backoff(min=1.0, max=4.0, jitter=0.0, reset_after=100.0)
+    specs = [ChildSpec("flaky", journal.worker(), backoff=backoff),
+             ChildSpec("steady", journal.worker())]
+    async with open_supervisor(specs, intensity=Intensity(max_restarts=10, period=1000)) as sup:
+        delays = []
+        for n in range(4):
+            crashed = trio.current_time()
+            await _crash(sup, "flaky")
+            await sup.mailbox("steady").send(n)  # not held up by flaky's backoff
+            await trio.testing.wait_all_tasks_blocked()
+            assert journal.events[-1][:4] == ("msg", "steady", 1, n)
+            assert sup.statistics().children[0].state == "backoff"
+            await sup.mailbox("flaky").send("ping")  # buffered until the restart
+            await journal.wait_for("msg", "flaky", n + 2, "ping")
+            delays.append(journal.times["start", "flaky", n + 2] - crashed)
+        assert delays == [1.0, 2.0, 4.0, 4.0]
+
+
+async def test_backoff_resets_after_a_long_run(journal, autojump_clock):
+    backoff = Backoff(min=1.0, max=8.0, jitter=0.0, reset_after=30.0)
+    async with open_supervisor([ChildSpec("a", journal.worker(), backoff=backoff)],
+                               intensity=Intensity(max_restarts=10, period=1.0)) as sup:
+        delays = []
+        for incarnation, wait in enumerate((0.0, 0.0, 40.0), start=1):
+            await trio.sleep(wait)
+            crashed = trio.current_time()
+            await _crash(sup, "a")
+            restarted = await journal.wait_for("ready", "a", incarnation + 1)
+            delays.append(restarted - crashed)
+        assert delays == [1.0, 2.0, 1.0]
+
+
+async def _jittered_delays(seed: int) -> list[float]:
+    backoff = Backoff(min=1.0, max=100.0, jitter=0.5, reset_after=1000.0, seed=seed)
+    timer_delays = []
+    from tidings.supervisor._backoff import BackoffTimer
+
+    timer = BackoffTimer(backoff)
+    for _ in range(5):
+        timer_delays.append(timer.next_delay(0.0))
+    await trio.lowlevel.checkpoint()
+    return timer_delays
+
+
+async def test_backoff_jitter_is_reproducible_with_a_seed():
+    first, again, other = (await _jittered_delays(7), await _jittered_delays(7),
+                           await _jittered_delays(8))
+    assert first == again
+    assert first != other
+    for attempt, delay in enumerate(first):
+        assert 0.5 * 2**attempt <= delay <= 1.5 * 2**attempt

@@ -1,0 +1,194 @@
+"""Start in order with readiness, stop in reverse with the shutdown ladder, and what escapes."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from tidings.errors import ChildStartError, SupervisorError, ValidationError
+from tidings.supervisor import ChildSpec, open_supervisor
+
+
+async def test_children_start_in_order_each_ready_before_the_next(journal, autojump_clock):
+    specs = [ChildSpec(name, journal.worker(ready_after=delay))
+             for name, delay in [("a", 3.0), ("b", 1.0), ("c", 2.0)]]
+    async with open_supervisor(specs):
+        assert trio.current_time() == 6.0  # readiness awaited one after the other
+    kinds = [event[:2] for event in journal.of("start", "ready")]
+    assert kinds == [("start", "a"), ("ready", "a"), ("start", "b"), ("ready", "b"),
+                     ("start", "c"), ("ready", "c")]
+    assert [event[1] for event in journal.of("stop")] == ["c", "b", "a"]
+
+
+async def test_start_timeout_raises_child_start_error_after_exactly_the_timeout(
+        journal, autojump_clock):
+    specs = [ChildSpec("a", journal.worker()),
+             ChildSpec("slow", journal.worker(ready_after=100.0), start_timeout=4.0),
+             ChildSpec("c", journal.worker())]
+    with pytest.raises(ChildStartError) as caught:
+        async with open_supervisor(specs, name="root"):
+            pytest.fail("body ran")
+    assert trio.current_time() == 4.0
+    assert caught.value.child == "slow"
+    assert "'slow'" in str(caught.value)
+    assert isinstance(caught.value.__cause__, trio.TooSlowError)
+    assert [event[1] for event in journal.of("start")] == ["a", "slow"]
+    assert [event[1] for event in journal.of("stop")] == ["a"]
+
+
+async def test_child_returning_without_started_counts_as_started_then_exited(
+        journal, autojump_clock):
+    async def quick(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        journal.add("start", ctx)
+
+    specs = [ChildSpec("quick", quick, restart="transient"), ChildSpec("b", journal.worker())]
+    async with open_supervisor(specs) as sup:
+        await trio.testing.wait_all_tasks_blocked()
+        assert [child.name for child in sup.statistics().children] == ["b"]  # forgotten
+        assert sup.restart_log == ()
+    assert [event[1] for event in journal.of("start")] == ["quick", "b"]
+
+
+async def test_permanent_child_returning_is_restarted_with_no_error(journal, autojump_clock):
+    async with open_supervisor([ChildSpec("a", journal.worker())]) as sup:
+        await sup.mailbox("a").send("return")
+        await trio.testing.wait_all_tasks_blocked()
+        [record] = sup.restart_log
+        assert (record.action, record.error, record.error_type) == ("restart", "", "")
+        assert sup.statistics().children[0].incarnation == 2
+
+
+async def test_transient_child_returning_is_forgotten(journal, autojump_clock):
+    async with open_supervisor([ChildSpec("a", journal.worker(), restart="transient")]) as sup:
+        mailbox = sup.mailbox("a")
+        await mailbox.send("return")
+        await trio.testing.wait_all_tasks_blocked()
+        assert sup.statistics().children == ()
+        assert sup.restart_log == ()
+        with pytest.raises(SupervisorError):
+            sup.mailbox("a")
+
+
+async def test_stuck_child_is_cancelled_after_exactly_its_shutdown_timeout(
+        journal, autojump_clock, caplog):
+    specs = [ChildSpec("a", journal.worker()),
+             ChildSpec("stuck", journal.worker(stuck_at_shutdown=True), shutdown_timeout=7.0),
+             ChildSpec("c", journal.worker())]
+    async with open_supervisor(specs, name="root") as sup:
+        started = trio.current_time()
+    assert [event[1] for event in journal.of("stop")] == ["c", "stuck", "a"]
+    [cancelled] = journal.of("cancelled")
+    assert cancelled == ("cancelled", "stuck", 1, "shutdown timeout of stuck", started + 7.0)
+    assert sup.restart_log == ()  # stopped by the ladder: not a crash
+    assert "event=child_killed supervisor=root child=stuck" in caplog.text
+    assert 'reason="shutdown timeout of stuck"' in caplog.text
+
+
+async def test_zero_shutdown_timeout_cancels_at_once(journal, autojump_clock):
+    specs = [ChildSpec("stuck", journal.worker(stuck_at_shutdown=True), shutdown_timeout=0)]
+    async with open_supervisor(specs):
+        started = trio.current_time()
+    assert journal.of("cancelled") == [
+        ("cancelled", "stuck", 1, "shutdown timeout of stuck", started)]
+
+
+async def test_body_exception_propagates_unwrapped_after_a_graceful_stop(journal, autojump_clock):
+    error = KeyError("from the body")
+    with pytest.raises(KeyError) as caught:
+        async with open_supervisor([ChildSpec("a", journal.worker()),
+                                    ChildSpec("b", journal.worker())]):
+            raise error
+    assert caught.value is error
+    assert [event[1] for event in journal.of("stop")] == ["b", "a"]
+    assert journal.of("cancelled") == []
+
+
+async def test_body_exception_group_is_the_bodys_own(journal, autojump_clock):
+    group = ExceptionGroup("mine", [ValueError("x")])
+    with pytest.raises(ExceptionGroup) as caught:
+        async with open_supervisor([ChildSpec("a", journal.worker())]):
+            raise group
+    assert caught.value is group
+
+
+async def test_outer_cancellation_propagates_and_is_not_a_crash(journal, autojump_clock):
+    with trio.move_on_after(5.0) as scope:
+        async with open_supervisor([ChildSpec("a", journal.worker()),
+                                    ChildSpec("b", journal.worker())]) as sup:
+            await trio.sleep_forever()
+    assert scope.cancelled_caught
+    assert sup.restart_log == ()
+    assert {event[1] for event in journal.of("cancelled")} == {"a", "b"}
+
+
+async def test_outer_cancellation_while_starting_propagates(journal, autojump_clock):
+    with trio.move_on_after(1.0) as scope:
+        async with open_supervisor([ChildSpec("slow", journal.worker(ready_after=5.0))]):
+            pytest.fail("body ran")
+    assert scope.cancelled_caught
+    assert journal.of("ready") == []
+
+
+async def test_cancelled_raised_out_of_supervisor_is_cancelled_not_a_group(journal,
+                                                                            autojump_clock):
+    seen: list[BaseException] = []
+    with trio.CancelScope() as scope:
+        try:
+            async with open_supervisor([ChildSpec("a", journal.worker())]):
+                scope.cancel()
+                await trio.sleep_forever()
+        except BaseException as exc:
+            seen.append(exc)
+            raise
+    assert [type(exc) for exc in seen] == [trio.Cancelled]
+
+
+async def test_keyboard_interrupt_in_a_child_propagates_as_itself(autojump_clock):
+    async def interrupted(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        await trio.sleep(1)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        async with open_supervisor([ChildSpec("a", interrupted)]):
+            await trio.sleep_forever()
+
+
+async def test_no_task_outlives_the_supervisor(journal, autojump_clock, live_tasks):
+    before = live_tasks()
+    async with open_supervisor([ChildSpec(name, journal.worker()) for name in "abc"],
+                               strategy="one_for_all") as sup:
+        await sup.mailbox("b").send("crash")  # a group restart, too
+        await trio.testing.wait_all_tasks_blocked()
+        during = live_tasks() - before
+        assert {sup.child_task(name) for name in "abc"} <= during
+        assert len(during) >= 4  # three children and the group-restart server
+    assert live_tasks() == before
+    assert [sup.child_task(name) for name in "abc"] == [None, None, None]
+
+
+async def test_child_task_is_the_running_incarnation(journal, autojump_clock):
+    tasks = []
+
+    async def who(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        tasks.append(trio.lowlevel.current_task())
+        task_status.started()
+        async for message in ctx.mailbox:
+            if message == "crash":
+                raise ValueError(message)
+
+    async with open_supervisor([ChildSpec("a", who)]) as sup:
+        assert sup.child_task("a") is tasks[0]
+    assert sup.child_task("a") is None
+
+
+async def test_duplicate_names_and_bad_arguments_are_rejected(journal):
+    fn = journal.worker()
+    with pytest.raises(ValidationError, match="duplicate child name 'a'"):
+        async with open_supervisor([ChildSpec("a", fn), ChildSpec("a", fn)]):
+            pass
+    with pytest.raises(ValidationError) as caught:
+        async with open_supervisor([], strategy="all_for_none"):  # type: ignore[arg-type]
+            pass
+    assert caught.value.field == "strategy"
