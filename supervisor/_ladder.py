@@ -27,22 +27,24 @@ async def run_ladder(slot: ChildSlot, plan: FaultPlan | None, *, supervisor: str
     """
     name = slot.spec.name
     slot.stopping = True
-    if final:
-        slot.mailbox._close_send()
     done, scope = slot.done, slot.scope
     if done is None or scope is None or done.is_set():
+        if final:
+            slot.mailbox._close_send()
         await trio.lowlevel.checkpoint()
         return
     in_backoff = slot.state == "backoff"
     slot.state = "stopping"
     log_event(logging.DEBUG, "child_stopping", supervisor=supervisor, child=name,
               incarnation=slot.incarnation, final=final)
+    fault = None if plan is None or in_backoff else plan.consult(name, Seam.SHUTDOWN)
+    if fault == "cancel":
+        slot.cancel_fault(Seam.SHUTDOWN)
+    if final:
+        slot.mailbox._close_send()
     if in_backoff:
         scope.cancel(reason=f"stop of {name} during its restart backoff")
     else:
-        fault = None if plan is None else plan.consult(name, Seam.SHUTDOWN)
-        if fault == "cancel":
-            slot.cancel_fault(Seam.SHUTDOWN)
         if slot.receiver is not None:
             slot.receiver._begin_shutdown(fault=fault == "raise")
         timeout = slot.spec.shutdown_timeout

@@ -1,0 +1,114 @@
+"""Dynamic children: one per session, thousands of them, started and stopped cheaply."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from tidings.errors import ChildStartError, SupervisorError, ValidationError
+from tidings.supervisor import ChildSpec, Intensity, open_supervisor
+
+SESSIONS = 2000
+
+
+async def test_thousands_of_children_start_take_messages_and_stop(journal, autojump_clock,
+                                                                  live_tasks):
+    before = live_tasks()
+    async with open_supervisor([ChildSpec("router", journal.worker())],
+                               intensity=Intensity(max_restarts=SESSIONS, period=1.0)) as sup:
+        for n in range(SESSIONS):
+            sup.start_child_soon(ChildSpec(f"s{n}", journal.worker(), restart="transient"))
+        for n in range(SESSIONS):
+            sup.mailbox(f"s{n}").send_nowait(n)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(journal.of("msg")) == SESSIONS
+        assert len(live_tasks() - before) == SESSIONS + 1
+
+        for n in range(0, SESSIONS, 2):  # half of them crash and come back
+            sup.mailbox(f"s{n}").send_nowait("crash")
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(sup.restart_log) == SESSIONS // 2
+        for n in range(1, SESSIONS, 2):  # the other half end and are forgotten
+            sup.mailbox(f"s{n}").send_nowait("return")
+        for n in range(0, SESSIONS, 4):  # a quarter is stopped by the host
+            await sup.stop_child(f"s{n}")
+        await trio.testing.wait_all_tasks_blocked()
+
+        names = [child.name for child in sup.statistics().children]
+        assert names == ["router"] + [f"s{n}" for n in range(2, SESSIONS, 4)]
+        assert all(child.incarnation == 2 for child in sup.statistics().children[1:])
+        assert len(live_tasks() - before) == len(names)
+    assert live_tasks() == before
+
+
+async def test_start_child_appends_and_awaits_readiness(journal, autojump_clock):
+    async def ready_with_value(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        await trio.sleep(2.0)
+        task_status.started(f"{ctx.name} ready")
+        async for _ in ctx.mailbox:
+            pass
+        journal.add("stop", ctx)
+
+    async with open_supervisor([ChildSpec("a", journal.worker())]) as sup:
+        value = await sup.start_child(ChildSpec("b", ready_with_value))
+        assert value == "b ready"
+        assert trio.current_time() == 2.0
+        sup.start_child_soon(ChildSpec("c", journal.worker()))
+        assert [child.name for child in sup.statistics().children] == ["a", "b", "c"]
+        await trio.testing.wait_all_tasks_blocked()
+    assert [event[1] for event in journal.of("stop")] == ["c", "b", "a"]
+
+
+async def test_a_running_name_cannot_be_started_twice(journal, autojump_clock):
+    async with open_supervisor([ChildSpec("a", journal.worker())]) as sup:
+        with pytest.raises(SupervisorError, match="already has a child named 'a'") as caught:
+            await sup.start_child(ChildSpec("a", journal.worker()))
+        assert caught.value.child == "a"
+        with pytest.raises(SupervisorError):
+            sup.start_child_soon(ChildSpec("a", journal.worker()))
+        await sup.stop_child("a")
+        await sup.start_child(ChildSpec("a", journal.worker()))  # free again once stopped
+        assert sup.statistics().children[0].incarnation == 1
+
+
+async def test_a_dynamic_child_that_fails_to_start_is_forgotten(journal, autojump_clock):
+    bad = journal.worker(fail_at_start=lambda incarnation: True)
+    async with open_supervisor([]) as sup:
+        with pytest.raises(ChildStartError) as caught:
+            await sup.start_child(ChildSpec("bad", bad))
+        assert caught.value.child == "bad"
+        assert str(caught.value.__cause__) == "bad failed to start"
+        assert sup.statistics().children == ()
+        assert sup.restart_log == ()
+
+
+async def test_start_child_soon_failure_is_a_crash_of_the_first_incarnation(journal,
+                                                                          autojump_clock):
+    bad = journal.worker(fail_at_start=lambda incarnation: incarnation == 1)
+    async with open_supervisor([]) as sup:
+        sup.start_child_soon(ChildSpec("t", bad, restart="temporary"))
+        sup.start_child_soon(ChildSpec("p", bad, restart="permanent"))
+        await trio.testing.wait_all_tasks_blocked()
+        assert sorted((r.child, r.action) for r in sup.restart_log) == [("p", "restart"),
+                                                                        ("t", "forget")]
+        assert [(c.name, c.state, c.incarnation) for c in sup.statistics().children] == [
+            ("p", "running", 2)]
+
+
+async def test_unknown_names_and_bad_specs_are_clear_errors(journal, autojump_clock):
+    async with open_supervisor([]) as sup:
+        for call in (sup.mailbox, sup.child_task, sup.inject_cancel):
+            with pytest.raises(SupervisorError, match="no child named 'ghost'"):
+                call("ghost")
+        with pytest.raises(SupervisorError, match="no child named 'ghost'"):
+            await sup.stop_child("ghost")
+        with pytest.raises(ValidationError):
+            await sup.start_child("not a spec")  # type: ignore[arg-type]
+
+
+async def test_no_new_children_once_the_supervisor_is_stopping(journal, autojump_clock):
+    async with open_supervisor([]) as sup:
+        pass
+    with pytest.raises(SupervisorError, match="takes no new children"):
+        sup.start_child_soon(ChildSpec("late", journal.worker()))
