@@ -169,7 +169,7 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
     final_error: BaseException | None = error
     if fault_scope.cancelled_caught or (fault_scope.cancel_called and error is None):
         final_error = injected_fault(spec.name, slot.fault_seam, "cancel")
-    elif start_scope.cancelled_caught and not ready.called:
+    elif start_scope.cancelled_caught:  # (it may have called started() just too late)
         final_error = trio.TooSlowError(
             f"child {spec.name!r} did not report readiness within {timeout} seconds")
     elif error is None and not ready.called:

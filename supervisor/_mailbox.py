@@ -157,6 +157,7 @@ class MailboxReceiver:
         plan = self._plan
         if plan is not None and self._handling:
             self._handling = False
+            await trio.lowlevel.checkpoint_if_cancelled()
             if act_at(plan, self._name, Seam.AFTER_MESSAGE, self._cancel_fault):
                 await trio.lowlevel.checkpoint()
         if self._closing:

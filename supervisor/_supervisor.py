@@ -62,6 +62,10 @@ class Supervisor:
             raise ValidationError("name", f"must be a non-empty string, got {name!r}")
         if fault_plan is not None and not isinstance(fault_plan, FaultPlan):
             raise ValidationError("fault_plan", f"must be a FaultPlan or None, got {fault_plan!r}")
+        if (not isinstance(restart_log_size, int) or isinstance(restart_log_size, bool)
+                or restart_log_size < 1):
+            raise ValidationError("restart_log_size",
+                                  f"must be an int >= 1, got {restart_log_size!r}")
         self._name = name
         self._strategy: Strategy = strategy
         self._intensity = intensity

@@ -80,8 +80,19 @@ class Journal:
         return work
 
 
+WATCHDOG_SECONDS = 100_000.0
+"""Trio seconds after which a test is declared hung (at once, on the autojump clock)."""
+
+
 @pytest.fixture
-def journal() -> Journal:
+async def journal(nursery: trio.Nursery) -> Journal:
+    """A fresh journal; the test fails, instead of hanging, if it never finishes."""
+
+    async def watchdog() -> None:
+        await trio.sleep(WATCHDOG_SECONDS)
+        raise AssertionError(f"test still running after {WATCHDOG_SECONDS} trio seconds")
+
+    nursery.start_soon(watchdog)
     return Journal()
 
 
@@ -102,3 +113,4 @@ def task_tree() -> set[trio.lowlevel.Task]:
 @pytest.fixture
 def live_tasks() -> Callable[[], set[trio.lowlevel.Task]]:
     return task_tree
+

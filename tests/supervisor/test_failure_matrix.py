@@ -94,3 +94,19 @@ async def test_failure_matrix(journal, autojump_clock, strategy, restart, failin
     assert journal.of("cancelled") == []  # everyone left through its mailbox
     assert sup.statistics().state == "stopped"
     assert all(child.state == "stopped" for child in sup.statistics().children)
+
+
+@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
+async def test_temporary_siblings_are_stopped_not_restarted_by_a_group_restart(
+        journal, autojump_clock, strategy):
+    specs = [ChildSpec("a", journal.worker()),
+             ChildSpec("tmp", journal.worker(), restart="temporary"),
+             ChildSpec("c", journal.worker())]
+    async with open_supervisor(specs, strategy=strategy) as sup:
+        await sup.mailbox("a").send("crash")
+        await trio.testing.wait_all_tasks_blocked()
+        assert [(c.name, c.incarnation) for c in sup.statistics().children] == [
+            ("a", 2), ("c", 2)]
+        assert [r.child for r in sup.restart_log] == ["a"]
+    assert [event[:3] for event in journal.of("stop")] == [
+        ("stop", "c", 1), ("stop", "tmp", 1), ("stop", "c", 2), ("stop", "a", 2)]

@@ -7,7 +7,7 @@ import trio
 import trio.testing
 
 from tidings.errors import ChildStartError, SupervisorError, ValidationError
-from tidings.supervisor import ChildSpec, open_supervisor
+from tidings.supervisor import Backoff, ChildSpec, open_supervisor
 
 
 async def test_children_start_in_order_each_ready_before_the_next(journal, autojump_clock):
@@ -192,3 +192,33 @@ async def test_duplicate_names_and_bad_arguments_are_rejected(journal):
         async with open_supervisor([], strategy="all_for_none"):  # type: ignore[arg-type]
             pass
     assert caught.value.field == "strategy"
+
+
+async def test_a_restart_that_never_gets_ready_is_a_counted_start_timeout(journal,
+                                                                          autojump_clock):
+    fn = journal.worker()
+
+    async def sometimes_slow(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        if ctx.incarnation == 2:
+            await trio.sleep_forever()
+        await fn(ctx, task_status=task_status)
+
+    async with open_supervisor([ChildSpec("a", sometimes_slow, start_timeout=3.0)]) as sup:
+        await sup.mailbox("a").send("crash")
+        await journal.wait_for("ready", "a", 3)
+        assert trio.current_time() == 3.0
+    assert [(r.incarnation, r.error_type) for r in sup.restart_log] == [
+        (1, "Boom"), (2, "TooSlowError")]
+
+
+async def test_stopping_a_child_in_restart_backoff_is_immediate(journal, autojump_clock):
+    spec = ChildSpec("a", journal.worker(), backoff=Backoff(min=50.0, max=50.0, jitter=0.0))
+    async with open_supervisor([spec]) as sup:
+        await sup.mailbox("a").send("crash")
+        await trio.testing.wait_all_tasks_blocked()
+        assert sup.statistics().children[0].state == "backoff"
+        stopped_at = trio.current_time()
+        await sup.stop_child("a")
+        assert trio.current_time() == stopped_at
+        assert sup.statistics().children == ()
+    assert [event[:3] for event in journal.of("start")] == [("start", "a", 1)]
