@@ -128,8 +128,14 @@ class Supervisor:
         return self._slot(name).mailbox
 
     def child_task(self, name: str) -> trio.lowlevel.Task | None:
-        """The task running child ``name`` now, or ``None`` between incarnations' tasks."""
-        return self._slot(name).task
+        """The task running child ``name``'s current incarnation; ``None`` when no incarnation
+        runs (it is waiting out a backoff or a group restart, or it was stopped).
+
+        Raises:
+          SupervisorError: no child has that name.
+        """
+        slot = self._slot(name)
+        return slot.task if slot.fault_scope is not None else None
 
     # --- children ------------------------------------------------------------------------------
 

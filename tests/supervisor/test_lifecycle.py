@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import trio
 import trio.testing
@@ -217,8 +219,22 @@ async def test_stopping_a_child_in_restart_backoff_is_immediate(journal, autojum
         await sup.mailbox("a").send("crash")
         await trio.testing.wait_all_tasks_blocked()
         assert sup.statistics().children[0].state == "backoff"
+        assert sup.child_task("a") is None
         stopped_at = trio.current_time()
         await sup.stop_child("a")
         assert trio.current_time() == stopped_at
         assert sup.statistics().children == ()
     assert [event[:3] for event in journal.of("start")] == [("start", "a", 1)]
+
+
+async def test_events_are_logged_one_line_each_with_key_value_fields(journal, autojump_clock,
+                                                                     caplog):
+    caplog.set_level(logging.INFO, logger="tidings.supervisor")
+    async with open_supervisor([ChildSpec("writer", journal.worker())], name="root") as sup:
+        await sup.mailbox("writer").send("crash")
+        await trio.testing.wait_all_tasks_blocked()
+    lines = [record.getMessage() for record in caplog.records]
+    assert all("\n" not in line and line.startswith("event=") for line in lines)
+    assert ("event=child_restarted supervisor=root child=writer incarnation=2 "
+            'error_type=Boom error="writer crashed on a message"') in lines
+    assert "event=supervisor_stopped supervisor=root state=stopped" in lines
