@@ -8,7 +8,8 @@ adapters, agents).
 
 ``tidings.errors`` is the one exception module. It is kept in ``store/_errors.py`` (the store is
 the bottom layer and may import nothing else) and published here under its public name, the way
-``os.path`` is.
+``os.path`` is. ``tidings.testing`` (route doubles, fault plans) lives in
+``supervisor/testing.py`` and is published the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from tidings.actors import DeliveryHandle as DeliveryHandle  # noqa: E402
 from tidings.actors import Outbound as Outbound  # noqa: E402
 from tidings.actors import Runtime as Runtime  # noqa: E402
 from tidings.actors import open_runtime as open_runtime  # noqa: E402
+from tidings.supervisor import testing as testing  # noqa: E402
+
+_sys.modules[__name__ + ".testing"] = testing
 
 __all__ = ["ArtifactRef", "DeliveryHandle", "Outbound", "Runtime", "__version__", "errors",
-           "open_runtime"]
+           "open_runtime", "testing"]

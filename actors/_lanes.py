@@ -48,7 +48,7 @@ class Lane:
     """The dispatch state of one session; it outlives crashes of its actor."""
 
     __slots__ = ("backlog", "claimed", "current", "cursor", "max_seen", "name", "overflow",
-                 "session_id", "unflushed")
+                 "reread", "session_id", "unflushed")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -60,6 +60,15 @@ class Lane:
         self.current: DeliveryItem | None = None
         self.claimed = False
         self.unflushed: list[DeliveryItem] = []  # delivered; ``sent`` not yet committed
+        self.reread = False                   # mailbox contents are suspect: read the store
+
+    def forget_memory(self) -> None:
+        """After a crash, what was in memory (mailbox, backlog) may have lost an item: drop it
+        and re-read every ``queued`` row from the store, in seq order."""
+        self.reread = True
+        self.overflow = True
+        self.cursor = 0
+        self.backlog.clear()
 
     def has_work(self) -> bool:
         return bool(self.overflow or self.backlog or self.current or self.unflushed)
@@ -114,7 +123,7 @@ class Dispatcher:
         for lane in self._lanes.values():
             if lane.name is not None:
                 lane.name = None
-                lane.overflow = True
+                lane.forget_memory()
         self._running = 0
         self._idle.set()
 
@@ -180,6 +189,11 @@ class Dispatcher:
             overflowing=sum(lane.overflow for lane in lanes), delivered=self._counts["delivered"],
             failed=self._counts["failed"], unrouted=self._counts["unrouted"])
 
+    @property
+    def supervisor(self) -> Supervisor | None:
+        """The ``routes`` supervisor the lanes run under now (None between incarnations)."""
+        return self._sup
+
     def lane(self, session_id: str) -> Lane | None:
         return self._lanes.get(session_id)
 
@@ -188,6 +202,11 @@ class Dispatcher:
     async def _run_lane(self, lane: Lane, ctx: ChildContext, *,
                         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        if ctx.incarnation > 1:  # restarted after a crash
+            lane.forget_memory()
+        if lane.reread:
+            _drain(ctx.mailbox)
+            lane.reread = False
         await self._settle(lane)
         await self._serve(lane, ctx.mailbox)
         # Returned normally: the lane is idle. No checkpoint since the last idle check.
@@ -224,8 +243,9 @@ class Dispatcher:
 
     async def _refill(self, lane: Lane) -> None:
         target = lane.max_seen
-        rows = await self._store.read(queries.open_outbox_rows, lane.session_id,
-                                      after_seq=lane.cursor, limit=self._refill_batch)
+        rows = await self._store.read(functools.partial(
+            queries.open_outbox_rows, after_seq=lane.cursor, limit=self._refill_batch),
+            lane.session_id)
         for row in rows:
             live = self._registry.get(row.delivery_id)
             lane.backlog.append(live if live is not None else item_from_row(row))
@@ -337,6 +357,15 @@ class Dispatcher:
                     error="the session route crashed before delivering")))
         if moves:
             await self._commit([], moves)
+
+
+def _drain(mailbox: MailboxReceiver) -> None:
+    """Drop what is buffered: those rows are durable and will be re-read in order."""
+    while True:
+        try:
+            mailbox.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return
 
 
 def outcome_of(status: str) -> str:

@@ -156,7 +156,7 @@ class AccessDeniedError(TidingsError, PermissionError):
     """A sender is not allowed on this channel (its access policy is an allowlist)."""
 
 
-class RuntimeClosedError(TidingsError):
+class RuntimeClosedError(TidingsError, RuntimeError):
     """The runtime is stopping or stopped; no new work is accepted."""
 
 

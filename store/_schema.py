@@ -102,6 +102,7 @@ CREATE UNIQUE INDEX outbox_session_seq ON outbox(session_id, seq);
 CREATE UNIQUE INDEX outbox_idempotency ON outbox(session_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 CREATE INDEX outbox_status_updated ON outbox(status, updated_at);
+CREATE INDEX outbox_queued ON outbox(session_id, seq) WHERE status = 'queued';
 CREATE INDEX outbox_updated ON outbox(updated_at);
 
 CREATE TABLE work_items (

@@ -1,0 +1,158 @@
+"""Media sends: sources, root checks, fallbacks, degraded delivery (DESIGN.md "Artifacts")."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tidings import ArtifactRef
+from tidings.errors import ArtifactError, ValidationError
+from tidings.testing import MemoryRoute
+
+from .conftest import rows
+
+
+@pytest.fixture
+async def bound(rt, workspace):
+    (workspace / "chart.png").write_bytes(b"\x89PNG")
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute(capabilities={"text", "image", "file"})
+    rt.router.bind(session_id, route)
+    return session_id, route
+
+
+async def test_a_workspace_image_is_sent_with_its_artifact_record(rt, bound, workspace,
+                                                                  db_path) -> None:
+    session_id, route = bound
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_image("chart.png", caption="Trend chart",
+                                             history_text="Sent a trend chart.",
+                                             artifact_metadata={"w": 10})
+    assert await handle.wait() == "delivered"
+    [outbound] = route.delivered
+    [block] = outbound.blocks
+    assert (block.type, block.location, block.name) == (
+        "image", str(workspace / "chart.png"), "chart.png")
+    assert outbound.text == "Trend chart"
+    [(owner, delivery, kind, location, metadata)] = rows(
+        db_path, "SELECT owner_turn_id, delivery_id, block_type, location, metadata "
+                 "FROM artifacts")
+    assert (owner, delivery, kind, location) == (ctx.turn_id, handle.delivery_id, "image",
+                                                 str(workspace / "chart.png"))
+    assert metadata == '{"w": 10}'
+    [message] = await rt.history(session_id)
+    assert (message.kind, message.text) == ("image", "Sent a trend chart.")
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    ({"caption": "cap", "summary": "sum", "history_text": "hist"}, "cap"),
+    ({"summary": "sum", "history_text": "hist"}, "sum"),
+    ({"history_text": "hist"}, "hist"),
+    ({"history_policy": "transient"}, "chart.png"),
+])
+async def test_media_text_is_caption_then_summary_then_history_text_then_name(
+        rt, bound, kwargs, expected) -> None:
+    session_id, route = bound
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_file("chart.png", **kwargs)
+    await handle.wait()
+    assert route.delivered[0].text == expected
+
+
+async def test_a_route_without_the_block_type_gets_the_text_fallback(rt, workspace,
+                                                                    db_path) -> None:
+    (workspace / "clip.mp4").write_bytes(b"...")
+    session_id = await rt.create_session(channel="sms")
+    route = MemoryRoute()  # no capabilities: text only
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_video("clip.mp4", summary="Demo clip",
+                                             history_text="Sent a demo clip.")
+    assert await handle.wait() == "delivered"
+    [outbound] = route.delivered
+    assert [b.as_dict() for b in outbound.blocks] == [{"type": "text", "text": "Demo clip"}]
+    assert outbound.text == "Demo clip"
+    [(data,)] = rows(db_path, "SELECT data FROM events WHERE type = 'delivery.degraded' "
+                              "AND delivery_id = ?", handle.delivery_id)
+    assert '"missing": ["video"]' in data
+
+
+async def test_non_text_history_needs_history_text(rt, bound, db_path) -> None:
+    session_id, _ = bound
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send_image("chart.png", caption="no history text")
+        assert caught.value.field == "history_text"
+        handle = await ctx.output.send_image("chart.png", history_policy="transient")
+    await handle.wait()
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(1,)]
+
+
+async def test_a_raw_artifact_dict_is_a_type_error_before_any_history_rule(rt, bound) -> None:
+    session_id, _ = bound
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(TypeError, match=r"summary=\.\.\. and artifact_metadata=\.\.\."):
+            await ctx.output.send_image({"path": "chart.png"}, history_policy="bogus",
+                                        visible=False)
+
+
+async def test_paths_outside_the_roots_are_rejected(rt, bound, tmp_path, workspace,
+                                                   db_path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    (workspace / "link.txt").symlink_to(outside)
+    session_id, _ = bound
+    bad_sources = ["../secret.txt", str(outside), "link.txt", "missing.png",
+                   ArtifactRef(path="link.txt"), ArtifactRef(path=str(outside)),
+                   "ftp://example.com/a.png", "file:///etc/passwd", "sub/../chart.png"]
+    async with rt.open_turn(session_id) as ctx:
+        for source in bad_sources:
+            with pytest.raises(ArtifactError) as caught:
+                await ctx.output.send_file(source, history_policy="transient")
+            assert caught.value.field.startswith("source"), source
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+    assert rows(db_path, "SELECT count(*) FROM artifacts") == [(0,)]
+
+
+async def test_the_session_artifact_root_and_urls_and_refs_are_accepted(rt, bound,
+                                                                       db_path) -> None:
+    session_id, route = bound
+    root = rt.artifact_root_for(session_id)
+    assert root == db_path.parent / "artifacts" / session_id
+    await _mkdir(root)
+    (root / "report.pdf").write_bytes(b"%PDF")
+    async with rt.open_turn(session_id) as ctx:
+        a = await ctx.output.send_file(str(root / "report.pdf"), summary="Report PDF",
+                                       history_text="Sent a report.")
+        b = await ctx.output.send_image("https://example.com/img/cat.png",
+                                        history_policy="transient")
+        c = await ctx.output.send_file(ArtifactRef(path="chart.png", name="Chart",
+                                                   summary="A chart"),
+                                       history_policy="transient")
+    for handle in (a, b, c):
+        assert await handle.wait() == "delivered"
+    texts = [o.text for o in route.delivered]
+    assert texts == ["Report PDF", "cat.png", "A chart"]
+    assert route.delivered[1].blocks[0].source_kind == "url"
+
+
+async def test_send_accepts_blocks_strings_mappings_and_lists(rt, bound) -> None:
+    session_id, route = bound
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send(
+            ["hello", {"type": "image", "source": "chart.png", "caption": "c"},
+             {"type": "control", "action": "typing"}], history_text="hello + chart")
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send({"type": "hologram"})
+        assert caught.value.field == "blocks[0].type"
+        with pytest.raises(TypeError):
+            await ctx.output.send([42])
+    await handle.wait()
+    [outbound] = route.delivered
+    assert [b.type for b in outbound.blocks] == ["text", "image"]  # control not rendered
+    assert outbound.text == "hello\nc"
+
+
+async def _mkdir(path) -> None:
+    os.makedirs(path, exist_ok=True)

@@ -1,0 +1,173 @@
+"""Delivery through the public API: claim, sent, failed, unrouted, and what is durable when."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import trio
+import trio.testing
+
+from tidings.errors import DeliveryNotFoundError, RouteMismatchError
+from tidings.store import Call
+from tidings.testing import MemoryRoute
+
+from .conftest import rows
+
+
+async def _session_with_route(rt, **route_options):
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute(**route_options)
+    rt.router.bind(session_id, route)
+    return session_id, route
+
+
+async def test_a_send_is_claimed_and_marked_sent_once(rt, db_path) -> None:
+    session_id, route = await _session_with_route(rt)
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("Done")
+    assert await handle.wait() == "delivered"
+    status = await rt.delivery_status(handle.delivery_id)
+    assert (status.status, status.outbox_status, status.work_status) == ("sent", "sent",
+                                                                         "completed")
+    assert status.attempts == 1
+    assert status.claimant == rt.store.claimant
+    assert [o.delivery_id for o in route.delivered] == [handle.delivery_id]
+    events = [t for (t,) in rows(db_path, "SELECT type FROM events WHERE delivery_id = ? "
+                                          "ORDER BY event_seq", handle.delivery_id)]
+    assert events == ["delivery.queued", "delivery.sending", "delivery.sent"]
+
+
+async def test_outbound_carries_what_the_route_needs(rt) -> None:
+    session_id, route = await _session_with_route(rt)
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("hello", delivery_metadata={"reply_to": "m1"})
+    await handle.wait()
+    [outbound] = route.delivered
+    assert outbound.session_id == session_id
+    assert outbound.delivery_id == handle.delivery_id
+    assert outbound.kind == "message"
+    assert outbound.text == "hello"
+    assert [b.as_dict() for b in outbound.blocks] == [{"type": "text", "text": "hello"}]
+    assert outbound.channel == "web"
+    assert dict(outbound.metadata) == {"reply_to": "m1"}
+    assert outbound.seq == 1
+
+
+async def test_a_failing_route_marks_the_delivery_failed_with_the_claims_attempt(rt) -> None:
+    session_id, route = await _session_with_route(rt, fail=ConnectionError("platform down"))
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("x")
+    assert await handle.wait() == "failed"
+    status = await rt.delivery_status(handle.delivery_id)
+    assert (status.status, status.work_status, status.attempts) == ("failed", "failed", 1)
+    assert status.last_error == "ConnectionError: platform down"
+    assert len(route.attempted) == 1  # no automatic retry
+    assert rt.router.binding(session_id) is not None  # the router never unbinds by itself
+
+
+async def test_without_a_route_a_delivery_is_unrouted_not_failed(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("nobody listens")
+    assert await handle.wait() == "unrouted"
+    status = await rt.delivery_status(handle.delivery_id)
+    assert (status.status, status.attempts, status.work_status) == ("unrouted", 0, "completed")
+
+
+async def test_a_bound_route_rejects_an_outbound_for_another_session(rt) -> None:
+    mine, route = await _session_with_route(rt)
+    other, other_route = await _session_with_route(rt)
+    async with rt.open_turn(other) as ctx:
+        handle = await ctx.output.send_text("for the other session")
+    await handle.wait()
+    [foreign] = other_route.delivered
+    with pytest.raises(RouteMismatchError, match=other):
+        await rt.router.binding(mine).deliver(foreign)
+    assert route.delivered == []
+
+
+async def test_wait_returns_delivered_only_once_sent_is_durable(rt) -> None:
+    session_id, _ = await _session_with_route(rt)
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("x")
+    assert await handle.wait() == "delivered"
+    assert (await rt.delivery_status(handle.delivery_id)).outbox_status == "sent"
+
+
+async def test_handle_status_goes_pending_scheduled_delivered(rt) -> None:
+    session_id, route = await _session_with_route(rt)
+    route.stall()
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("x")
+        assert handle.status == "scheduled"
+        await route.wait_attempted(1)
+        assert handle.status == "scheduled"
+        route.release()
+    assert await handle.wait() == "delivered"
+    assert handle.status == "delivered"
+
+
+async def test_seq_is_per_session_and_contiguous_across_kinds(rt) -> None:
+    a, _ = await _session_with_route(rt)
+    b, _ = await _session_with_route(rt)
+    async with rt.open_turn(a) as ctx_a, rt.open_turn(b) as ctx_b:
+        handles = [await ctx_a.output.send_text("1"), await ctx_a.output.progress("2"),
+                   await ctx_b.output.send_text("x"), await ctx_a.output.notice("3")]
+    assert [h.seq for h in handles] == [1, 2, 1, 3]
+
+
+async def test_unknown_delivery_id_is_a_lookup_error(rt) -> None:
+    with pytest.raises(DeliveryNotFoundError):
+        await rt.delivery_status("dlv_nope")
+    with pytest.raises(LookupError):
+        await rt.delivery_status("dlv_nope")
+
+
+async def test_deliveries_filter_by_session_and_status(rt) -> None:
+    routed, _ = await _session_with_route(rt)
+    lonely = await rt.create_session(channel="web")
+    async with rt.open_turn(routed) as ctx:
+        sent = await ctx.output.send_text("a")
+    async with rt.open_turn(lonely) as ctx:
+        unrouted = await ctx.output.send_text("b")
+    await sent.wait()
+    await unrouted.wait()
+    assert [d.delivery_id for d in await rt.deliveries(session_id=routed)] == [sent.delivery_id]
+    assert [d.delivery_id for d in await rt.deliveries(status="unrouted")] == [
+        unrouted.delivery_id]
+    assert len(await rt.deliveries()) == 2
+
+
+async def test_leaving_a_turn_never_waits_for_its_deliveries(rt) -> None:
+    session_id, route = await _session_with_route(rt)
+    route.stall()
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("slow")
+    await route.wait_attempted(1)
+    assert handle.status == "scheduled"  # the turn is over; the delivery is still running
+    route.release()
+    assert await handle.wait() == "delivered"
+
+
+async def test_a_send_whose_caller_is_cancelled_after_commit_is_still_delivered(rt) -> None:
+    session_id, route = await _session_with_route(rt)
+    release = threading.Event()
+    async with rt.open_turn(session_id) as ctx, trio.open_nursery() as nursery:
+        # Hold the writer so the send is queued but not yet committed when we cancel it.
+        nursery.start_soon(rt.store.commit, [Call(lambda conn: release.wait())])
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.CancelScope() as scope:
+            nursery.start_soon(_cancel_soon, scope)
+            await ctx.output.send_text("committed anyway")
+        release.set()
+    assert scope.cancelled_caught
+    [outbound] = await route.wait_delivered(1)
+    assert outbound.text == "committed anyway"
+    [status] = await rt.deliveries(session_id=session_id)
+    assert status.outbox_status in ("sending", "sent")
+
+
+async def _cancel_soon(scope: trio.CancelScope) -> None:
+    await trio.testing.wait_all_tasks_blocked()
+    scope.cancel()

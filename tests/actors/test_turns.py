@@ -1,0 +1,70 @@
+"""Turn lifecycle: one terminal state, cancel reasons recorded before the cancel."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from tidings.errors import ValidationError
+
+from .conftest import rows
+
+
+async def _turn_row(db_path, turn_id: str) -> tuple:
+    [row] = rows(db_path, "SELECT status, reason, error FROM turns WHERE turn_id = ?", turn_id)
+    return row
+
+
+async def test_a_turn_that_returns_is_completed(rt, db_path) -> None:
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        assert (ctx.slot, ctx.mode, ctx.session_id) == ("output", "serial", session_id)
+    assert await _turn_row(db_path, ctx.turn_id) == ("completed", None, None)
+
+
+@pytest.mark.parametrize("reason", ["cancel_command", "clear", "steer", "timeout"])
+async def test_a_cancelled_turn_records_its_first_reason(rt, db_path, reason) -> None:
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        assert ctx.cancel(reason) is True
+        assert ctx.cancel("shutdown") is False  # the first recorded reason wins
+        await trio.sleep_forever()
+    assert ctx.cancel_scope.cancelled_caught
+    assert await _turn_row(db_path, ctx.turn_id) == ("cancelled", reason, None)
+
+
+async def test_a_turn_that_raises_is_failed_and_the_error_propagates(rt, db_path) -> None:
+    session_id = await rt.create_session(channel="web")
+    with pytest.raises(KeyError):
+        async with rt.open_turn(session_id) as ctx:
+            raise KeyError("model exploded")
+    status, reason, error = await _turn_row(db_path, ctx.turn_id)
+    assert (status, reason) == ("failed", None)
+    assert "KeyError" in error
+
+
+async def test_an_unknown_cancel_reason_is_rejected(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ValidationError) as caught:
+            ctx.cancel("because")
+    assert caught.value.field == "reason"
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [({"slot": "sideways"}, "slot"),
+                                               ({"mode": "eventually"}, "mode"),
+                                               ({"history_policy": "all"}, "history_policy")])
+async def test_bad_turn_arguments_name_their_field(rt, kwargs, field) -> None:
+    session_id = await rt.create_session(channel="web")
+    with pytest.raises(ValidationError) as caught:
+        async with rt.open_turn(session_id, **kwargs):
+            pass
+    assert caught.value.field == field
+
+
+async def test_a_turn_cannot_send_after_it_ended(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        pass
+    with pytest.raises(RuntimeError, match="has ended"):
+        await ctx.output.send_text("late")
