@@ -59,8 +59,9 @@ async def open_supervisor(children: Iterable[ChildSpec] = (), *,
         started were stopped (reverse order) first. The cause is chained.
       RestartIntensityExceeded: restarts went over ``intensity``; the body was cancelled and
         every child stopped (reverse order) first. ``__cause__`` is the last failure.
-      The body's own exception, unwrapped; ``trio.Cancelled`` and ``KeyboardInterrupt`` pass
-      through. No ``ExceptionGroup`` of the kernel's own escapes.
+      The body's own exception, unwrapped (also when an outer cancellation cuts the graceful
+      stop short: a real error is never lost to it). ``trio.Cancelled`` and
+      ``KeyboardInterrupt`` pass through. No ``ExceptionGroup`` of the kernel's own escapes.
     """
     sup = Supervisor(children, strategy=strategy,
                      intensity=Intensity() if intensity is None else intensity, name=name,
@@ -82,9 +83,9 @@ async def open_supervisor(children: Iterable[ChildSpec] = (), *,
             await sup._shutdown(failed=failure is not None)
     except BaseExceptionGroup as group:
         escaped = _collapse(group, name)
-    if escaped is not None:
+    if escaped is not None and not (failure is not None and isinstance(escaped, trio.Cancelled)):
         raise escaped
-    if failure is not None:
+    if failure is not None:  # a real error is never lost to a cancellation of the cleanup
         raise failure
 
 

@@ -238,3 +238,24 @@ async def test_events_are_logged_one_line_each_with_key_value_fields(journal, au
     assert ("event=child_restarted supervisor=root child=writer incarnation=2 "
             'error_type=Boom error="writer crashed on a message"') in lines
     assert "event=supervisor_stopped supervisor=root state=stopped" in lines
+
+
+async def test_a_body_error_is_not_lost_when_the_graceful_stop_is_cancelled(journal,
+                                                                            autojump_clock,
+                                                                            live_tasks):
+    before = live_tasks()
+    error = ValueError("from the body")
+    spec = ChildSpec("slow", journal.worker(stuck_at_shutdown=True), shutdown_timeout=10.0)
+
+    async def run() -> None:
+        with trio.move_on_after(3.0):
+            async with open_supervisor([spec]):
+                await trio.sleep(1.0)
+                raise error
+
+    with pytest.raises(ValueError, match="from the body") as caught:
+        await run()  # the deadline hits during the ladder: the error still comes out
+    assert caught.value is error
+    assert trio.current_time() == 3.0
+    assert [event[3] for event in journal.of("cancelled")] == [None]  # trio's deadline
+    assert live_tasks() == before
