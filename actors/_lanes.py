@@ -48,7 +48,7 @@ class Lane:
     """The dispatch state of one session; it outlives crashes of its actor."""
 
     __slots__ = ("backlog", "claimed", "current", "cursor", "max_seen", "name", "overflow",
-                 "reread", "session_id", "unflushed")
+                 "reread", "rewind", "session_id", "unflushed")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -61,6 +61,7 @@ class Lane:
         self.claimed = False
         self.unflushed: list[DeliveryItem] = []  # delivered; ``sent`` not yet committed
         self.reread = False                   # mailbox contents are suspect: read the store
+        self.rewind = False                   # next refill starts from seq 0 (rows re-queued)
 
     def forget_memory(self) -> None:
         """After a crash, what was in memory (mailbox, backlog) may have lost an item: drop it
@@ -146,10 +147,15 @@ class Dispatcher:
             self._overflow(lane, item.seq)
 
     def kick(self, session_id: str) -> None:
-        """Make the session's lane read its ``queued`` rows from the store (recovery, rebinds)."""
+        """Make the session's lane read its ``queued`` rows from the store (recovery, rebinds).
+
+        Its next refill starts from the session's first ``queued`` row, also one below what the
+        lane already took (a row re-queued by reconcile keeps its old ``seq``).
+        """
         lane = self._lanes.get(session_id)
         if lane is None:
             lane = self._lanes[session_id] = Lane(session_id)
+        lane.rewind = True
         self._overflow(lane, 0)
 
     def _overflow(self, lane: Lane, seq: int) -> None:
@@ -243,8 +249,9 @@ class Dispatcher:
 
     async def _refill(self, lane: Lane) -> None:
         target = lane.max_seen
+        after, lane.rewind = (0 if lane.rewind else lane.cursor), False
         rows = await self._store.read(functools.partial(
-            queries.open_outbox_rows, after_seq=lane.cursor, limit=self._refill_batch),
+            queries.open_outbox_rows, after_seq=after, limit=self._refill_batch),
             lane.session_id)
         for row in rows:
             live = self._registry.get(row.delivery_id)
