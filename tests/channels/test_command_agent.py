@@ -38,14 +38,18 @@ async def test_the_prompt_goes_to_stdin_and_stdout_comes_back_as_chunks(
     assert isinstance(agent, Agent)
 
 
-async def test_output_is_streamed_while_the_command_runs(fake_turn: Callable[..., Any]) -> None:
-    # The child writes one line, then waits for stdin to say more: the chunk must reach the
-    # turn before the process ends (the test would hang otherwise; fail_after guards it).
-    code = ("import sys; sys.stdout.write('first\\n'); sys.stdout.flush(); sys.stdin.read(); "
+async def test_output_is_streamed_while_the_command_runs(fake_turn: Callable[..., Any],
+                                                        tmp_path: pathlib.Path) -> None:
+    # The child writes one line, then waits until the test has seen it as a chunk (the test
+    # creates a file on the first chunk): so the chunk reached the turn before the process
+    # ended (the test would hang otherwise; fail_after guards it).
+    seen = tmp_path / "seen"
+    code = ("import os, sys, time; sys.stdout.write('first\\n'); sys.stdout.flush()\n"
+            "while not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
             "sys.stdout.write('second')")
-    turn = fake_turn("", text="")
+    turn = fake_turn("", text="", on_chunk=lambda _: seen.touch())
     with trio.fail_after(30):
-        await CommandAgent(py(code)).run(turn)
+        await CommandAgent(py(code, str(seen))).run(turn)
     assert turn.chunks[0] == "first\n"
     assert turn.reply == "first\nsecond"
 
