@@ -249,9 +249,10 @@ class Dispatcher:
 
     async def _refill(self, lane: Lane) -> None:
         target = lane.max_seen
-        after, lane.rewind = (0 if lane.rewind else lane.cursor), False
+        if lane.rewind:  # nothing is in memory now (refills wait for an empty backlog)
+            lane.cursor, lane.rewind = 0, False
         rows = await self._store.read(functools.partial(
-            queries.open_outbox_rows, after_seq=after, limit=self._refill_batch),
+            queries.open_outbox_rows, after_seq=lane.cursor, limit=self._refill_batch),
             lane.session_id)
         for row in rows:
             live = self._registry.get(row.delivery_id)
