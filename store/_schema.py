@@ -103,6 +103,9 @@ CREATE UNIQUE INDEX outbox_idempotency ON outbox(session_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 CREATE INDEX outbox_status_updated ON outbox(status, updated_at);
 CREATE INDEX outbox_queued ON outbox(session_id, seq) WHERE status = 'queued';
+CREATE INDEX outbox_unknown ON outbox(session_id, seq) WHERE status = 'unknown';
+CREATE INDEX outbox_stale_progress ON outbox(created_at)
+    WHERE status = 'queued' AND kind = 'progress';
 CREATE INDEX outbox_updated ON outbox(updated_at);
 
 CREATE TABLE work_items (
