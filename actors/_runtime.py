@@ -20,12 +20,14 @@ from typing import Any, Literal
 import attrs
 import trio
 
+from tidings.actors._channel_support import ChannelSupport
 from tidings.actors._events import EventBus, EventFeed
 from tidings.actors._handle import HandleRegistry
 from tidings.actors._lanes import Dispatcher, DispatchStatistics
 from tidings.actors._pipeline import DeliveryPipeline, new_id
 from tidings.actors._recovery import RecoveryReport, recover_claims, recover_queued
 from tidings.actors._router import SessionInteractionRouter
+from tidings.actors._tasks import TaskRunner
 from tidings.actors._turns import TurnContext, open_turn
 from tidings.errors import (
     DeliveryNotFoundError,
@@ -71,7 +73,7 @@ class RuntimeStatistics:
     bound_routes: int
 
 
-class Runtime:
+class Runtime(ChannelSupport):
     """A running tidings runtime. Get one from :func:`open_runtime`."""
 
     def __init__(self, store: Store, *, core_id: str, workspace: pathlib.Path,
@@ -86,6 +88,7 @@ class Runtime:
                                      lease=lease)
         self.pipeline = DeliveryPipeline(store, self.dispatcher, self.registry)
         self.bus = EventBus(store)
+        self.tasks = TaskRunner(grace=grace)
         self.closing = False
         self.supervisor: Supervisor | None = None
         self._sessions: OrderedDict[str, SessionRecord] = OrderedDict()
@@ -246,11 +249,25 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
             finally:
                 runtime.dispatcher.detach()
 
+    async def tasks(ctx: ChildContext, *,
+                    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            async with open_supervisor([], strategy="one_for_one", name="tasks",
+                                       fault_plan=fault_plan) as turns:
+                runtime.tasks.attach(turns)
+                task_status.started()
+                async for _ in ctx.mailbox:
+                    pass
+        finally:
+            runtime.tasks.detach()
+
     children = [
         ChildSpec("writer", writer, restart="permanent", shutdown_timeout=30.0,
                   mailbox_size=4096),
         ChildSpec("routes", routes, restart="permanent", shutdown_timeout=grace,
                   mailbox_size=1),
+        # Last, so it stops first: turns end (grace, then ``shutdown``) before what they use.
+        ChildSpec("tasks", tasks, restart="permanent", shutdown_timeout=None, mailbox_size=1),
     ]
     try:
         async with open_supervisor(children, strategy="one_for_one",
@@ -266,6 +283,8 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
             try:
                 yield runtime
             finally:
+                with trio.CancelScope(shield=True):
+                    await runtime.tasks.stop()  # turns may still send while they finish
                 runtime.closing = True
                 with trio.CancelScope(shield=True):
                     await runtime.dispatcher.stop()

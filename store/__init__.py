@@ -9,6 +9,10 @@ from tidings.store import _queries as queries
 from tidings.store._batch import BatchOutcome as BatchOutcome
 from tidings.store._batch import plan_segments as plan_segments
 from tidings.store._connect import Synchronous as Synchronous
+from tidings.store._inbound import ResumeOutcome as ResumeOutcome
+from tidings.store._inbound import append_user_message as append_user_message
+from tidings.store._inbound import resume_conversation as resume_conversation
+from tidings.store._inbound import session_has_turns as session_has_turns
 from tidings.store._ops import Call as Call
 from tidings.store._ops import Execute as Execute
 from tidings.store._ops import InsertRows as InsertRows
@@ -59,6 +63,7 @@ __all__ = [
     "OutboxInsert",
     "OutboxRow",
     "ReadPool",
+    "ResumeOutcome",
     "RuntimeEvent",
     "SessionRecord",
     "Store",
@@ -68,6 +73,7 @@ __all__ = [
     "UpdateRows",
     "WriteRequest",
     "WriterStatistics",
+    "append_user_message",
     "begin_turn",
     "bind_conversation",
     "create_session",
@@ -78,5 +84,7 @@ __all__ = [
     "prepare_store",
     "queries",
     "resolve_conversation",
+    "resume_conversation",
+    "session_has_turns",
     "transition",
 ]

@@ -27,6 +27,7 @@ __all__ = [
     "RouteMismatchError",
     "RuntimeClosedError",
     "SchemaVersionError",
+    "SessionClosedError",
     "SessionNotFoundError",
     "StoreClosedError",
     "StoreError",
@@ -94,6 +95,10 @@ class DeliveryNotFoundError(NotFoundError):
 
 class SessionNotFoundError(NotFoundError):
     """No session has this id."""
+
+
+class SessionClosedError(SessionNotFoundError):
+    """The session was closed (its conversation's ``/clear``): it cannot be resumed."""
 
 
 # --- routing ---------------------------------------------------------------------------------

@@ -1,0 +1,93 @@
+"""The runtime's public methods for channels: conversations, turn tasks, notices, user history.
+
+A mixin of :class:`~tidings.actors.Runtime` (kept here so the runtime module stays small); each
+method is a thin front for :mod:`._conversations`, :mod:`._tasks` or :mod:`._session_io`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from tidings.actors import _conversations, _session_io
+from tidings.actors._handle import DeliveryHandle
+
+if TYPE_CHECKING:
+    from tidings.actors._runtime import Runtime
+    from tidings.actors._tasks import TaskRunner
+
+__all__ = ["ChannelSupport"]
+
+
+class ChannelSupport:
+    """Conversations, turn tasks, notices and user history (see each method)."""
+
+    tasks: TaskRunner
+
+    # --- conversations -------------------------------------------------------------------------
+
+    async def resolve_conversation(self, channel: str, conversation_key: str
+                                   ) -> tuple[str, bool]:
+        """The session of ``(core_id, channel, conversation_key)`` and whether it was created
+        now. The first message creates session and binding in one transaction; two racing
+        first messages end in one session. Raises :class:`ValidationError` for an empty
+        channel or key, :class:`RuntimeClosedError` when stopping."""
+        return await _conversations.resolve(self._rt, channel, conversation_key)
+
+    async def conversation_session(self, channel: str, conversation_key: str) -> str | None:
+        """The session the conversation is bound to now, or None; never creates one."""
+        return await _conversations.conversation_session(self._rt, channel, conversation_key)
+
+    async def new_conversation_session(self, channel: str, conversation_key: str) -> str:
+        """``/new``: a fresh session owned by the conversation, which is rebound to it. The
+        previous session is left as it is (resumable)."""
+        return await _conversations.new_session(self._rt, channel, conversation_key)
+
+    async def resume_conversation(self, channel: str, conversation_key: str,
+                                  session_id: str) -> None:
+        """``/resume``: rebind the conversation to *session_id*, which it must own (same core,
+        channel and conversation key) and which was not cleared. Raises
+        :class:`SessionNotFoundError` otherwise (one message for missing and foreign ids;
+        :class:`SessionClosedError`, a subclass, for a cleared one)."""
+        await _conversations.resume(self._rt, channel, conversation_key, session_id)
+
+    async def forget_conversation(self, channel: str, conversation_key: str) -> str | None:
+        """``/clear``: drop the binding and close the session; return its id (None if the
+        conversation had none). The next message starts a new session."""
+        return await _conversations.forget(self._rt, channel, conversation_key)
+
+    # --- tasks ---------------------------------------------------------------------------------
+
+    def start_task(self, name: str, async_fn: Callable[..., Awaitable[object]],
+                   *args: Any) -> str:
+        """Run ``async_fn(*args)`` in the runtime's supervision tree (a temporary child of the
+        ``tasks`` supervisor); return its unique child name. Never blocks.
+
+        At runtime exit a running task gets ``grace`` seconds, then is cancelled with the trio
+        reason ``shutdown``. Raises :class:`RuntimeClosedError` when the runtime is stopping.
+        """
+        return self.tasks.start(name, async_fn, *args)
+
+    # --- writing into a session without a turn -------------------------------------------------
+
+    async def notify(self, session_id: str, text: str, *, kind: str = "notice",
+                     metadata: Mapping[str, Any] | None = None) -> DeliveryHandle:
+        """Send *text* into the session as a transient notice (``kind="progress"`` also
+        works) through the outbox, owned by no turn; returns once the intent is durable."""
+        return await _session_io.notify(self._rt, session_id, text, kind=kind,
+                                         metadata=metadata)
+
+    async def record_user_message(self, session_id: str, text: str, *,
+                                  turn_id: str | None = None) -> str:
+        """Append the user's *text* to the session's history (role ``user``, ``persist``);
+        return its history message id."""
+        return await _session_io.record_user_message(self._rt, session_id, text,
+                                                     turn_id=turn_id)
+
+    async def session_has_turns(self, session_id: str) -> bool:
+        """Whether a turn was ever begun in the session (durable across restarts)."""
+        return await _session_io.has_turns(self._rt, session_id)
+
+    @property
+    def _rt(self) -> Runtime:
+        return self  # type: ignore[return-value]

@@ -1,0 +1,98 @@
+"""Durable conversation ownership: ``(core_id, channel, conversation_key) -> session_id``.
+
+Live routes are the router's business; this is who owns which session, and it survives a
+restart: the same conversation reaches the same session. The first message of a conversation
+creates its session and binding in one transaction (two racing first messages end in one
+session); ``/new`` creates a fresh session and rebinds; ``/resume`` rebinds to a session the
+conversation owns; ``/clear`` forgets the binding and closes the session.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tidings.actors._pipeline import new_id
+from tidings.errors import SessionClosedError, SessionNotFoundError, ValidationError
+from tidings.store import (
+    bind_conversation,
+    forget_conversation,
+    queries,
+    resolve_conversation,
+    resume_conversation,
+)
+
+if TYPE_CHECKING:
+    from tidings.actors._runtime import Runtime
+
+__all__ = ["conversation_session", "forget", "new_session", "resolve", "resume"]
+
+
+def _check(channel: object, key: object) -> tuple[str, str]:
+    if not isinstance(channel, str) or not channel:
+        raise ValidationError("channel", f"must be a non-empty string, got {channel!r}")
+    if not isinstance(key, str) or not key:
+        raise ValidationError("conversation_key", f"must be a non-empty string, got {key!r}")
+    return channel, key
+
+
+async def resolve(rt: Runtime, channel: str, key: str) -> tuple[str, bool]:
+    """The conversation's session, created (with its binding, atomically) if it has none."""
+    channel, key = _check(channel, key)
+    rt.check_open()
+    [result] = await rt.store.commit([resolve_conversation(
+        rt.core_id, channel, key, new_session_id=new_id("session"), now=rt.store.clock())])
+    session_id, created = result
+    return str(session_id), bool(created)
+
+
+async def conversation_session(rt: Runtime, channel: str, key: str) -> str | None:
+    """The session the conversation is bound to now, or None; never creates one."""
+    channel, key = _check(channel, key)
+    return await rt.store.read(queries.session_for_conversation, rt.core_id, channel, key)
+
+
+async def new_session(rt: Runtime, channel: str, key: str) -> str:
+    """Create a fresh session owned by the conversation and rebind the conversation to it.
+
+    The previous session is left as it is (a turn running there goes on; ``/resume`` can
+    return to it).
+    """
+    channel, key = _check(channel, key)
+    rt.check_open()
+    session_id = new_id("session")
+    await rt.store.commit([bind_conversation(rt.core_id, channel, key, session_id,
+                                             now=rt.store.clock(), create=True)])
+    return session_id
+
+
+async def resume(rt: Runtime, channel: str, key: str, session_id: str) -> None:
+    """Rebind the conversation to *session_id*, which it must own.
+
+    Raises:
+      ValidationError: bad arguments (the field is named).
+      SessionNotFoundError: the session does not exist or belongs to another core, channel
+        or conversation (the same message either way: a conversation cannot probe others'
+        session ids).
+      SessionClosedError: (a SessionNotFoundError) the conversation owns it, but it was
+        cleared.
+    """
+    channel, key = _check(channel, key)
+    if not isinstance(session_id, str) or not session_id:
+        raise ValidationError("session_id", f"must be a non-empty string, got {session_id!r}")
+    rt.check_open()
+    [outcome] = await rt.store.commit([resume_conversation(
+        rt.core_id, channel, key, session_id, now=rt.store.clock())])
+    if outcome == "closed":
+        raise SessionClosedError(f"session {session_id!r} was cleared; it cannot be resumed")
+    if outcome != "resumed":
+        raise SessionNotFoundError(f"this conversation has no session {session_id!r}")
+
+
+async def forget(rt: Runtime, channel: str, key: str) -> str | None:
+    """Drop the conversation's binding and close its session; return that session's id (None
+    when the conversation had none). The next message starts a new session."""
+    channel, key = _check(channel, key)
+    rt.check_open()
+    [forgotten] = await rt.store.commit([forget_conversation(rt.core_id, channel, key,
+                                                             now=rt.store.clock())])
+    return forgotten

@@ -1,0 +1,86 @@
+"""Writing into a session without an agent turn, and asking whether it has had one.
+
+A channel's command answers (``/status`` in a session, ``/cancel`` acknowledged) are
+transient notices through the outbox, so they reach the platform only through the session's
+route, in order with the session's other deliveries. The user's own messages become ``user``
+history rows (later model context sees them); assistant history is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tidings.actors._blocks import TextBlock
+from tidings.actors._handle import DeliveryHandle
+from tidings.actors._pipeline import DeliveryRequest, new_id
+from tidings.errors import ValidationError
+from tidings.store import append_user_message, session_has_turns
+
+if TYPE_CHECKING:
+    from tidings.actors._runtime import Runtime
+
+__all__ = ["has_turns", "notify", "record_user_message"]
+
+_NOTICE_KINDS = ("notice", "progress")
+
+
+def _check_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"text: expected str, got {type(text).__name__}")
+    return text
+
+
+def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ValidationError("metadata", f"must be a mapping, got {type(metadata).__name__}")
+    try:
+        json.dumps(dict(metadata))
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("metadata", f"must be JSON-serializable: {exc}") from None
+    return dict(metadata)
+
+
+async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice",
+                 metadata: Mapping[str, Any] | None = None) -> DeliveryHandle:
+    """Send *text* into the session as a transient ``notice`` (or ``progress``) owned by no
+    turn; returns once the intent is durable.
+
+    Raises:
+      TypeError: *text* is not a string.
+      ValidationError: ``kind`` or ``metadata`` is bad.
+      SessionNotFoundError: no such session.
+      RuntimeClosedError: the runtime is stopping.
+    """
+    _check_text(text)
+    if kind not in _NOTICE_KINDS:
+        raise ValidationError("kind", f"must be one of {', '.join(_NOTICE_KINDS)}, got {kind!r}")
+    extra = _check_metadata(metadata)
+    session = await rt.session(session_id)
+    rt.check_open()
+    request = DeliveryRequest(
+        session_id=session_id, turn_id=None, kind=kind, blocks=(TextBlock(text),), text=text,
+        channel=session.channel, policy="transient", visible=True, history_text=None,
+        history_kind="text", metadata=extra)
+    return await rt.pipeline.enqueue(request)
+
+
+async def record_user_message(rt: Runtime, session_id: str, text: str, *,
+                              turn_id: str | None = None) -> str:
+    """Append the user's *text* to the session's history (role ``user``); return the history
+    message id. Raises like :func:`notify`."""
+    _check_text(text)
+    await rt.session(session_id)
+    rt.check_open()
+    message_id = new_id("msg")
+    await rt.store.commit(append_user_message(message_id, session_id=session_id, text=text,
+                                              now=rt.store.clock(), turn_id=turn_id))
+    return message_id
+
+
+async def has_turns(rt: Runtime, session_id: str) -> bool:
+    """Whether a turn was ever begun in the session (durable: it survives restarts)."""
+    return await rt.store.read(session_has_turns, session_id)

@@ -1,0 +1,147 @@
+"""Tasks owned by the runtime's supervision tree: channel turns that outlive their caller.
+
+A channel accepts a message and returns; the turn it starts runs as a *temporary* child of the
+runtime's ``tasks`` supervisor (never restarted; a failure is logged and forgotten), so no
+channel needs a nursery of its own and no task outlives the runtime. At exit, :meth:`TaskRunner.
+stop` stops taking tasks, lets the running ones finish for up to ``grace`` seconds, then cancels
+them with the reason ``shutdown`` and waits for them to end (their own cleanup included).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+
+from tidings.errors import RuntimeClosedError, ValidationError
+from tidings.supervisor import ChildContext, ChildSpec, Supervisor
+
+__all__ = ["SHUTDOWN_REASON", "TaskRunner", "TaskStatistics"]
+
+log = logging.getLogger("tidings.tasks")
+
+SHUTDOWN_REASON = "shutdown"
+"""The trio cancel reason of tasks still running when the grace period ends."""
+
+
+@attrs.frozen
+class TaskStatistics:
+    """A snapshot: tasks running now, started so far, and whether the runner is stopping."""
+
+    running: int
+    started: int
+    stopping: bool
+
+
+class TaskRunner:
+    """Starts tasks under the ``tasks`` supervisor and stops them at runtime exit."""
+
+    def __init__(self, *, grace: float) -> None:
+        self.grace = grace
+        self._sup: Supervisor | None = None
+        self._serials = itertools.count(1)
+        self._started = 0
+        self._scopes: dict[str, trio.CancelScope] = {}
+        self._idle = trio.Event()
+        self._idle.set()
+        self._stopping = False
+
+    # --- wiring (driven by the ``tasks`` child of open_runtime) ------------------------------
+
+    def attach(self, supervisor: Supervisor) -> None:
+        self._sup = supervisor
+
+    def detach(self) -> None:
+        """The ``tasks`` supervisor has ended, with every child it ran: a task it never got
+        to run is forgotten too."""
+        self._sup = None
+        self._scopes.clear()
+        self._idle.set()
+
+    # --- public --------------------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` began: no new task is accepted."""
+        return self._stopping
+
+    def check_open(self) -> None:
+        """Raise :class:`RuntimeClosedError` unless a new task would be accepted now."""
+        if self._stopping or self._sup is None:
+            raise RuntimeClosedError("the runtime is stopping; no new turns are accepted")
+
+    def start(self, name: str, async_fn: Callable[..., Awaitable[object]], *args: Any) -> str:
+        """Run ``async_fn(*args)`` as a temporary child; return the child's unique name.
+
+        Never blocks. The task is never restarted; an exception it raises is logged by the
+        supervisor and forgotten (so a task should handle its own errors).
+
+        Raises:
+          ValidationError: ``name`` is not a non-empty string or ``async_fn`` not callable.
+          RuntimeClosedError: the runtime is stopping (or the supervisor is restarting).
+        """
+        if not isinstance(name, str) or not name:
+            raise ValidationError("name", f"must be a non-empty string, got {name!r}")
+        if not callable(async_fn):
+            raise ValidationError("async_fn", f"must be an async function, got {async_fn!r}")
+        self.check_open()
+        assert self._sup is not None
+        child = f"task:{name}:{next(self._serials)}"
+        scope = trio.CancelScope()
+        spec = ChildSpec(child, functools.partial(self._run, child, scope, async_fn, args),
+                         restart="temporary", shutdown_timeout=0, start_timeout=None,
+                         mailbox_size=0)
+        self._scopes[child] = scope
+        if self._idle.is_set():
+            self._idle = trio.Event()
+        try:
+            self._sup.start_child_soon(spec)
+        except BaseException:
+            self._finished(child)
+            raise
+        self._started += 1
+        return child
+
+    async def stop(self) -> None:
+        """Stop taking tasks; give running ones ``grace`` seconds, then cancel them (reason
+        ``shutdown``) and wait until every one has ended. Always a checkpoint."""
+        self._stopping = True
+        with trio.move_on_after(self.grace):
+            await self._idle.wait()
+        if self._scopes:
+            log.info("event=tasks_cancelled count=%d reason=%s", len(self._scopes),
+                     SHUTDOWN_REASON)
+        for scope in list(self._scopes.values()):
+            scope.cancel(reason=SHUTDOWN_REASON)
+        await self._idle.wait()
+
+    def statistics(self) -> TaskStatistics:
+        return TaskStatistics(running=len(self._scopes), started=self._started,
+                              stopping=self._stopping)
+
+    def __len__(self) -> int:
+        return len(self._scopes)
+
+    # --- the child -----------------------------------------------------------------------------
+
+    async def _run(self, child: str, scope: trio.CancelScope,
+                   async_fn: Callable[..., Awaitable[object]], args: tuple[Any, ...],
+                   ctx: ChildContext, *,
+                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            with scope:
+                await async_fn(*args)
+        finally:
+            self._finished(child)
+
+    def _finished(self, child: str) -> None:
+        self._scopes.pop(child, None)
+        if not self._scopes:
+            self._idle.set()
+
