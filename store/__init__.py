@@ -6,6 +6,7 @@ bottom layer: it knows nothing of channels, routes or actors.
 """
 
 from tidings.store import _queries as queries
+from tidings.store import _recovery as recovery
 from tidings.store._batch import BatchOutcome as BatchOutcome
 from tidings.store._batch import plan_segments as plan_segments
 from tidings.store._connect import Synchronous as Synchronous
@@ -32,6 +33,7 @@ from tidings.store._records import HistoryMessage as HistoryMessage
 from tidings.store._records import OutboxRow as OutboxRow
 from tidings.store._records import RuntimeEvent as RuntimeEvent
 from tidings.store._records import SessionRecord as SessionRecord
+from tidings.store._recovery import SessionHead as SessionHead
 from tidings.store._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from tidings.store._sessions import begin_turn as begin_turn
 from tidings.store._sessions import bind_conversation as bind_conversation
@@ -39,6 +41,14 @@ from tidings.store._sessions import create_session as create_session
 from tidings.store._sessions import end_turn as end_turn
 from tidings.store._sessions import forget_conversation as forget_conversation
 from tidings.store._sessions import resolve_conversation as resolve_conversation
+from tidings.store._status import RECENT_FIELDS as RECENT_FIELDS
+from tidings.store._status import DeliveryReport as DeliveryReport
+from tidings.store._status import StatusReport as StatusReport
+from tidings.store._status import delivery_report as delivery_report
+from tidings.store._status import read_database as read_database
+from tidings.store._status import recent_deliveries as recent_deliveries
+from tidings.store._status import status_counts as status_counts
+from tidings.store._status import status_report as status_report
 from tidings.store._store import Store as Store
 from tidings.store._store import open_store as open_store
 from tidings.store._store import prepare_store as prepare_store
@@ -48,12 +58,14 @@ from tidings.store._writer import WriterStatistics as WriterStatistics
 
 __all__ = [
     "OUTBOX_STATUSES",
+    "RECENT_FIELDS",
     "SCHEMA_VERSION",
     "TERMINAL_STATUSES",
     "TRANSITIONS",
     "AppliedTransition",
     "BatchOutcome",
     "Call",
+    "DeliveryReport",
     "DeliveryStatus",
     "EnqueuedDelivery",
     "Execute",
@@ -65,7 +77,9 @@ __all__ = [
     "ReadPool",
     "ResumeOutcome",
     "RuntimeEvent",
+    "SessionHead",
     "SessionRecord",
+    "StatusReport",
     "Store",
     "StoreWriter",
     "Synchronous",
@@ -77,14 +91,20 @@ __all__ = [
     "begin_turn",
     "bind_conversation",
     "create_session",
+    "delivery_report",
     "end_turn",
     "forget_conversation",
     "open_store",
     "plan_segments",
     "prepare_store",
     "queries",
+    "read_database",
+    "recent_deliveries",
+    "recovery",
     "resolve_conversation",
     "resume_conversation",
     "session_has_turns",
+    "status_counts",
+    "status_report",
     "transition",
 ]

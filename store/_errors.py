@@ -17,6 +17,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "ConversationKeyError",
+    "DatabaseNotFoundError",
     "DeliveryNotFoundError",
     "HistoryPolicyError",
     "InjectedFault",
@@ -125,6 +126,10 @@ class SchemaVersionError(StoreError):
 
 class StoreClosedError(StoreError):
     """The store (or its writer) is closed; nothing more can be written."""
+
+
+class DatabaseNotFoundError(StoreError):
+    """A reader was pointed at a database file that does not exist (it is never created)."""
 
 
 # --- supervision -----------------------------------------------------------------------------

@@ -122,6 +122,8 @@ class Transition(Op):
     Build it with :func:`transition`. ``error`` sets ``last_error`` (``None`` keeps the old one);
     ``claimant`` / ``lease_expires_at`` are recorded by ``sending``; ``extra_events`` are
     ``(type, data)`` pairs appended after the main event, also only when the move applied.
+    ``only_from`` narrows the allowed sources (empty: all of :data:`TRANSITIONS`), so a caller
+    that means one particular move (reconcile resolving ``unknown``) cannot make another.
     Result: :class:`AppliedTransition`.
     """
 
@@ -132,9 +134,10 @@ class Transition(Op):
     claimant: str | None = None
     lease_expires_at: float | None = None
     extra_events: tuple[tuple[str, str], ...] = ()
+    only_from: tuple[str, ...] = ()
 
     def group_key(self) -> Hashable:
-        return ("transition", self.to)
+        return ("transition", self.to, self.only_from)
 
     def footprint(self) -> Iterable[tuple[str, Any]]:
         return [("outbox", self.delivery_id)]
@@ -144,6 +147,7 @@ class Transition(Op):
         moves: list[Transition] = list(ops)  # type: ignore[arg-type]
         to = moves[0].to
         sources, work_status, event_type = TRANSITIONS[to]
+        sources = moves[0].only_from or sources
         applied: dict[str, tuple[Any, ...]] = {}
         for chunk in _unique_chunks(moves):
             applied.update(_apply_outbox(conn, to, sources, chunk))
@@ -182,12 +186,19 @@ class Transition(Op):
 
 def transition(delivery_id: str, to: str, *, now: float, error: str | None = None,
                claimant: str | None = None, lease_expires_at: float | None = None,
-               extra_events: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> Transition:
-    """Build a :class:`Transition`, checking *to* names a state the machine has."""
+               extra_events: Iterable[tuple[str, Mapping[str, Any]]] = (),
+               only_from: Iterable[str] = ()) -> Transition:
+    """Build a :class:`Transition`, checking *to* names a state the machine has and
+    *only_from* names only legal sources of that move."""
     if to not in TRANSITIONS:
         raise ValueError(f"to: no transition into {to!r}")
+    narrowed = tuple(only_from)
+    illegal = [source for source in narrowed if source not in TRANSITIONS[to][0]]
+    if illegal:
+        raise ValueError(f"only_from: {illegal[0]!r} -> {to!r} is not a legal move")
     return Transition(delivery_id, to, now, error, claimant, lease_expires_at,
-                      tuple((kind, json.dumps(dict(data))) for kind, data in extra_events))
+                      tuple((kind, json.dumps(dict(data))) for kind, data in extra_events),
+                      narrowed)
 
 
 def _reserve_seqs(conn: Any, wanted: Counter[str]) -> dict[str, int]:

@@ -97,7 +97,17 @@ def history(conn: sqlite3.Connection, session_id: str, *,
 
 def open_outbox_rows(conn: sqlite3.Connection, session_id: str, *, after_seq: int,
                      limit: int, statuses: tuple[str, ...] = ("queued",)) -> list[OutboxRow]:
-    """A session's rows in *statuses* with ``seq > after_seq``, in seq order."""
+    """A session's rows in *statuses* with ``seq > after_seq``, in seq order.
+
+    For ``queued`` alone (what lanes read) the query goes through the partial index
+    ``outbox_queued``, so it never steps over rows a long session has already sent (a rewound
+    lane reads from seq 0). Left to itself SQLite picks ``outbox_session_seq`` instead.
+    """
+    if statuses == ("queued",):
+        return [OutboxRow.from_row(row) for row in conn.execute(
+            f"SELECT {OutboxRow.COLUMNS} FROM outbox INDEXED BY outbox_queued "
+            "WHERE session_id = ? AND seq > ? AND status = 'queued' ORDER BY seq LIMIT ?",
+            (session_id, after_seq, limit))]
     marks = ",".join("?" * len(statuses))
     return [OutboxRow.from_row(row) for row in conn.execute(
         f"SELECT {OutboxRow.COLUMNS} FROM outbox WHERE session_id = ? AND seq > ? "

@@ -1,0 +1,90 @@
+"""The reads recovery is made of: small, indexed, keyset-paged, so no pass has a row cap.
+
+Each function answers one page and takes the key to continue after; a caller loops until a page
+comes back empty. Every query is an index seek or range (``outbox_status_updated``, and the
+partial indexes ``outbox_queued``, ``outbox_unknown`` and ``outbox_stale_progress``), never a
+scan of the outbox, so a pass over a million rows costs a million index steps and no more.
+``tests/store/test_recovery_queries.py`` pins the plans.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import attrs
+
+__all__ = [
+    "SessionHead",
+    "dead_claims",
+    "queued_heads",
+    "stale_progress",
+    "unknown_rows",
+    "unknown_sessions",
+]
+
+
+@attrs.frozen
+class SessionHead:
+    """The first ``queued`` row of one session: where its lane would start."""
+
+    session_id: str
+    seq: int
+    updated_at: float
+
+
+def dead_claims(conn: sqlite3.Connection, claimant: str, limit: int) -> list[str]:
+    """Ids of ``sending`` rows claimed by anyone but *claimant* (at most *limit*).
+
+    Rows leave the answer once they are moved on, so callers simply ask again.
+    """
+    return [row[0] for row in conn.execute(
+        "SELECT delivery_id FROM outbox INDEXED BY outbox_status_updated "
+        "WHERE status = 'sending' AND claimant IS NOT ? LIMIT ?", (claimant, limit))]
+
+
+def stale_progress(conn: sqlite3.Connection, before: float, limit: int) -> list[str]:
+    """Ids of ``queued`` progress rows created before *before* (an earlier process's)."""
+    return [row[0] for row in conn.execute(
+        "SELECT delivery_id FROM outbox INDEXED BY outbox_stale_progress "
+        "WHERE status = 'queued' AND kind = 'progress' AND created_at < ? LIMIT ?",
+        (before, limit))]
+
+
+def queued_heads(conn: sqlite3.Connection, after_session: str, limit: int) -> list[SessionHead]:
+    """The first ``queued`` row of each session ordered after *after_session* (up to *limit*
+    sessions, in session order). One index seek per session, however long its backlog."""
+    heads: list[SessionHead] = []
+    cursor = after_session
+    query = ("SELECT session_id, seq, updated_at FROM outbox INDEXED BY outbox_queued "
+             "WHERE status = 'queued' AND session_id > ? ORDER BY session_id, seq LIMIT 1")
+    while len(heads) < limit:
+        row = conn.execute(query, (cursor,)).fetchone()
+        if row is None:
+            break
+        heads.append(SessionHead(*row))
+        cursor = row[0]
+    return heads
+
+
+def unknown_sessions(conn: sqlite3.Connection, after_session: str, limit: int) -> list[str]:
+    """Sessions with ``unknown`` rows, ordered after *after_session* (up to *limit*)."""
+    sessions: list[str] = []
+    cursor = after_session
+    query = ("SELECT session_id FROM outbox INDEXED BY outbox_unknown "
+             "WHERE status = 'unknown' AND session_id > ? ORDER BY session_id, seq LIMIT 1")
+    while len(sessions) < limit:
+        row = conn.execute(query, (cursor,)).fetchone()
+        if row is None:
+            break
+        sessions.append(row[0])
+        cursor = row[0]
+    return sessions
+
+
+def unknown_rows(conn: sqlite3.Connection, session_id: str, after_seq: int,
+                 limit: int) -> list[tuple[str, int]]:
+    """``(delivery_id, seq)`` of the session's ``unknown`` rows with ``seq > after_seq``."""
+    return [(row[0], row[1]) for row in conn.execute(
+        "SELECT delivery_id, seq FROM outbox INDEXED BY outbox_unknown "
+        "WHERE status = 'unknown' AND session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (session_id, after_seq, limit))]

@@ -1,0 +1,218 @@
+"""The operator's status view: counts, recent deliveries and one delivery's story.
+
+Everything reads the ``delivery_lifecycle`` view (effective status plus the claim underneath),
+so the CLI, the runtime and a script see the same thing. The functions take a read connection
+first (run them through ``Store.read``, or on a database with no runtime through
+:func:`read_database`, which opens it read-only, creates nothing and registers no epoch).
+
+Effective status filters are pushed down to ``outbox_status`` (only ``sending`` rows can read as
+another status, ``unknown``), so ``--status`` uses the ``(status, updated_at)`` index.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sqlite3
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+from tidings.store._errors import (
+    DatabaseNotFoundError,
+    SchemaVersionError,
+    StoreError,
+    ValidationError,
+)
+from tidings.store._outbox import OUTBOX_STATUSES
+from tidings.store._records import DeliveryStatus, RuntimeEvent
+from tidings.store._schema import SCHEMA_VERSION
+
+__all__ = [
+    "RECENT_FIELDS",
+    "DeliveryReport",
+    "StatusReport",
+    "delivery_report",
+    "read_database",
+    "recent_deliveries",
+    "status_counts",
+    "status_report",
+]
+
+T = TypeVar("T")
+
+RECENT_FIELDS = ("delivery_id", "session_id", "status", "attempts", "last_error", "updated_at")
+"""The fields of one ``recent`` row in :meth:`StatusReport.as_json` (pinned for scripts)."""
+
+# effective status -> the outbox statuses that can read as it
+_UNDERLYING = {status: (status,) for status in OUTBOX_STATUSES}
+_UNDERLYING["unknown"] = ("unknown", "sending")
+
+
+@attrs.frozen
+class StatusReport:
+    """Counts per effective status (every status, zeros included, in lifecycle order) and the
+    most recently updated deliveries, newest first, read in one snapshot."""
+
+    counts: Mapping[str, int]
+    recent: tuple[DeliveryStatus, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"counts": {status: n}, "recent": [{RECENT_FIELDS...}]}``: stable for scripts."""
+        return {"counts": dict(self.counts),
+                "recent": [{field: getattr(row, field) for field in RECENT_FIELDS}
+                           for row in self.recent]}
+
+
+@attrs.frozen
+class DeliveryReport:
+    """One delivery (its lifecycle view) and every event it has recorded, oldest first."""
+
+    delivery: DeliveryStatus
+    events: tuple[RuntimeEvent, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """The lifecycle fields of :class:`DeliveryStatus` plus ``"events": [...]``."""
+        return {**self.delivery.as_dict(), "events": [event.as_dict() for event in self.events]}
+
+
+def check_filters(*, status: str | None = None, since: float | None = None,
+                  limit: int | None = None) -> None:
+    """Raise :class:`ValidationError` naming the first bad filter."""
+    if status is not None and status not in OUTBOX_STATUSES:
+        raise ValidationError("status", f"must be one of {', '.join(OUTBOX_STATUSES)}, "
+                                        f"got {status!r}")
+    if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)):
+        raise ValidationError("since", f"must be unix seconds, got {since!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or limit < 0):
+        raise ValidationError("limit", f"must be an int >= 0, got {limit!r}")
+
+
+def _where(session_id: str | None, status: str | None,
+           since: float | None) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if session_id is not None:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    if status is not None:
+        underlying = _UNDERLYING[status]
+        clauses.append(f"outbox_status IN ({','.join('?' * len(underlying))}) AND status = ?")
+        params += [*underlying, status]
+    if since is not None:
+        clauses.append("updated_at >= ?")
+        params.append(since)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def status_counts(conn: sqlite3.Connection, *, session_id: str | None = None,
+                  since: float | None = None) -> dict[str, int]:
+    """Effective status -> number of deliveries, for every status (zeros included).
+
+    Counted on the outbox's ``(status, updated_at)`` index (the view's work-item join would
+    cost a lookup per row); then the ``sending`` rows the view reads as ``unknown`` (claimed by
+    a process that is not the latest) are moved across, as the view decides.
+    """
+    check_filters(since=since)
+    where, params = _where(session_id, None, since)
+    counts = dict.fromkeys(OUTBOX_STATUSES, 0)
+    for status, n in conn.execute(
+            f"SELECT status, count(*) FROM outbox{where} GROUP BY status", params):
+        counts[status] = n
+    if counts["sending"]:
+        where, params = _where(session_id, "unknown", since)
+        moved = conn.execute(f"SELECT count(*) FROM delivery_lifecycle{where} "
+                             "AND outbox_status = 'sending'", params).fetchone()[0]
+        counts["sending"] -= moved
+        counts["unknown"] += moved
+    return counts
+
+
+def recent_deliveries(conn: sqlite3.Connection, *, session_id: str | None = None,
+                      status: str | None = None, since: float | None = None,
+                      limit: int | None = 20) -> list[DeliveryStatus]:
+    """Deliveries matching the filters, most recently updated first (``limit=None``: all)."""
+    check_filters(status=status, since=since, limit=limit)
+    where, params = _where(session_id, status, since)
+    sql = (f"SELECT {DeliveryStatus.COLUMNS} FROM delivery_lifecycle{where} "
+           "ORDER BY updated_at DESC, delivery_id")
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [DeliveryStatus.from_row(row) for row in conn.execute(sql, params)]
+
+
+def status_report(conn: sqlite3.Connection, *, session_id: str | None = None,
+                  status: str | None = None, since: float | None = None,
+                  limit: int | None = 20) -> StatusReport:
+    """Counts (filtered by session and since; the status filter narrows only ``recent``) and
+    the most recent rows, in one read transaction."""
+    check_filters(status=status, since=since, limit=limit)
+    return StatusReport(status_counts(conn, session_id=session_id, since=since),
+                        tuple(recent_deliveries(conn, session_id=session_id, status=status,
+                                                since=since, limit=limit)))
+
+
+def delivery_report(conn: sqlite3.Connection, delivery_id: str) -> DeliveryReport | None:
+    """The delivery and its events, or None when there is no such delivery."""
+    row = conn.execute(f"SELECT {DeliveryStatus.COLUMNS} FROM delivery_lifecycle "
+                       "WHERE delivery_id = ?", (delivery_id,)).fetchone()
+    if row is None:
+        return None
+    events = conn.execute(f"SELECT {RuntimeEvent.COLUMNS} FROM events WHERE delivery_id = ? "
+                          "ORDER BY event_seq", (delivery_id,))
+    return DeliveryReport(DeliveryStatus.from_row(row),
+                          tuple(RuntimeEvent.from_row(event) for event in events))
+
+
+def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any,
+                  **kwargs: Any) -> T:
+    """Run ``fn(conn, *args, **kwargs)`` on a read-only connection to the database at *path*.
+
+    Blocking (call it from a worker thread inside trio). Creates nothing and writes nothing: a
+    database whose write-ahead log exists is read through it (``mode=ro``); one with no log (no
+    process has it open, everything is in the main file) is opened ``immutable``, since a
+    read-only WAL connection would otherwise create the ``-wal``/``-shm`` files.
+
+    Raises :class:`DatabaseNotFoundError` when *path* does not exist,
+    :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a file that is
+    not a tidings database.
+    """
+    db = pathlib.Path(path).expanduser()
+    if not db.is_file():
+        raise DatabaseNotFoundError(f"no database at {str(db)!r}")
+    db = db.resolve()
+    wal = db.with_name(db.name + "-wal")
+    query = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+    try:
+        conn = sqlite3.connect(f"{db.as_uri()}?{query}", uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {str(db)!r}: {exc}") from exc
+    try:
+        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute("PRAGMA query_only = 1")
+        version = _version(conn, db)
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{db} has schema version {version}, newer than this tidings understands "
+                f"({SCHEMA_VERSION}); upgrade tidings")
+        if version < 1:
+            raise StoreError(f"{db} is not a tidings database (no schema)")
+        conn.execute("BEGIN")
+        try:
+            return fn(conn, *args, **kwargs)
+        finally:
+            conn.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {str(db)!r}: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def _version(conn: sqlite3.Connection, db: pathlib.Path) -> int:
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{db} is not a tidings database ({exc})") from exc
