@@ -90,7 +90,7 @@ class Dispatcher:
 
     def __init__(self, store: Store, router: SessionInteractionRouter,
                  registry: HandleRegistry, *, mailbox_size: int = 64, refill_batch: int = 256,
-                 lease: float = 300.0, grace: float = 2.0) -> None:
+                 lease: float = 300.0, grace: float = 2.0, linger: float = 5.0) -> None:
         self._store = store
         self._router = router
         self._registry = registry
@@ -98,11 +98,13 @@ class Dispatcher:
         self._refill_batch = refill_batch
         self._lease = lease
         self.grace = grace
+        self.linger = linger
         self._lanes: dict[str, Lane] = {}
         self._sup: Supervisor | None = None
         self._names = itertools.count(1)
         self._stopping = False
         self._delivering: dict[str, trio.CancelScope] = {}
+        self._lingering: dict[str, trio.CancelScope] = {}
         self._running = 0
         self._idle = trio.Event()
         self._idle.set()
@@ -182,6 +184,8 @@ class Dispatcher:
         their ``deliver()`` calls are cancelled (their rows stay ``sending``: ``unknown`` at the
         next start). Queued rows stay queued for the next start. Always a checkpoint."""
         self._stopping = True
+        for scope in list(self._lingering.values()):
+            scope.cancel(reason="shutdown: idle lane")
         with trio.move_on_after(self.grace):
             await self._idle.wait()
         for scope in list(self._delivering.values()):
@@ -235,7 +239,35 @@ class Dispatcher:
             if lane.overflow and not self._stopping:
                 await self._refill(lane)
                 continue
-            return
+            if self._stopping:
+                return
+            held = await self._linger(lane, mailbox)
+            if held is None:
+                if lane.has_work():
+                    continue
+                return
+            await self._process(lane, held)
+
+    async def _linger(self, lane: Lane, mailbox: MailboxReceiver) -> DeliveryItem | None:
+        """Wait up to ``linger`` seconds for the next item; None: nothing came.
+
+        Keeping a lane a little while saves starting an actor per delivery for a session that
+        talks steadily. The final non-blocking look happens with no checkpoint before the
+        caller returns, so nothing can be put in a mailbox that is about to be dropped.
+        """
+        with trio.move_on_after(self.linger) as scope:
+            self._lingering[lane.session_id] = scope  # stop() cancels it
+            try:
+                return await mailbox.receive()
+            except trio.EndOfChannel:
+                self._stopping = True
+                return None
+            finally:
+                del self._lingering[lane.session_id]
+        try:
+            return mailbox.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return None
 
     def _next_nowait(self, lane: Lane, mailbox: MailboxReceiver) -> DeliveryItem | None:
         try:

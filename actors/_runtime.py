@@ -25,8 +25,9 @@ from tidings.actors._events import EventBus, EventFeed
 from tidings.actors._handle import HandleRegistry
 from tidings.actors._lanes import Dispatcher, DispatchStatistics
 from tidings.actors._pipeline import DeliveryPipeline, new_id
-from tidings.actors._recovery import RecoveryReport, recover_claims, recover_queued
+from tidings.actors._recovery import RecoveryReport, RecoveryScanner
 from tidings.actors._router import SessionInteractionRouter
+from tidings.actors._status import StatusViews
 from tidings.actors._tasks import TaskRunner
 from tidings.actors._turns import TurnContext, open_turn
 from tidings.errors import (
@@ -73,11 +74,12 @@ class RuntimeStatistics:
     bound_routes: int
 
 
-class Runtime(ChannelSupport):
+class Runtime(StatusViews, ChannelSupport):
     """A running tidings runtime. Get one from :func:`open_runtime`."""
 
     def __init__(self, store: Store, *, core_id: str, workspace: pathlib.Path,
-                 artifact_root: pathlib.Path | None, grace: float, lease: float) -> None:
+                 artifact_root: pathlib.Path | None, grace: float, lease: float,
+                 scan_interval: float = 30.0, stranded_after: float = 60.0) -> None:
         self.store = store
         self.core_id = core_id
         self.workspace = workspace
@@ -87,6 +89,9 @@ class Runtime(ChannelSupport):
         self.dispatcher = Dispatcher(store, self.router, self.registry, grace=grace,
                                      lease=lease)
         self.pipeline = DeliveryPipeline(store, self.dispatcher, self.registry)
+        self.scanner = RecoveryScanner(store, self.dispatcher, self.router,
+                                       scan_interval=scan_interval,
+                                       stranded_after=stranded_after)
         self.bus = EventBus(store)
         self.tasks = TaskRunner(grace=grace)
         self.closing = False
@@ -186,11 +191,11 @@ class Runtime(ChannelSupport):
 
     async def recover(self) -> RecoveryReport:
         """Recover what earlier processes left: their ``sending`` rows become ``unknown`` (never
-        replayed) and ``queued`` rows are dispatched again in per-session order."""
+        replayed), reconciling routes are asked about ``unknown`` rows, and ``queued`` rows are
+        dispatched again in per-session order; then the periodic scan starts. See
+        :class:`~tidings.actors.RecoveryScanner`."""
         self.check_open()
-        claims = await recover_claims(self.store)
-        queued = await recover_queued(self.store, self.dispatcher)
-        return attrs.evolve(claims, queued_sessions=queued)
+        return await self.scanner.recover()
 
     def check_open(self) -> None:
         if self.closing:
@@ -215,13 +220,17 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                        recover: Recover = "at_open", synchronous: Synchronous = "FULL",
                        fault_plan: FaultPlan | None = None,
                        intensity: Intensity | None = None, grace: float = 2.0,
-                       lease: float = 300.0, clock: Callable[[], float] = time.time
+                       lease: float = 300.0, clock: Callable[[], float] = time.time,
+                       scan_interval: float = 30.0, stranded_after: float = 60.0
                        ) -> AsyncIterator[Runtime]:
     """Open a runtime on the SQLite database at *db_path*.
 
     ``recover="at_open"`` recovers while opening; with ``"manual"`` only the claims of dead
-    processes become ``unknown`` at open, and the host binds its routes, then calls
-    ``await rt.recover()``. ``grace`` bounds how long running deliveries may finish at exit.
+    processes become ``unknown`` (and stale progress ``failed``) at open, and the host binds its
+    routes, then calls ``await rt.recover()``. The recovery scanner then runs every
+    ``scan_interval`` seconds (trio's clock), re-kicking sessions whose first queued row waited
+    ``stranded_after`` wall seconds. ``grace`` bounds how long running deliveries may finish at
+    exit.
     """
     if recover not in ("at_open", "manual"):
         raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")
@@ -230,7 +239,8 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     root, artifacts = await trio.to_thread.run_sync(_resolve_roots, workspace, artifact_root)
     store = await prepare_store(db_path, synchronous=synchronous, clock=clock)
     runtime = Runtime(store, core_id=core_id, workspace=root, artifact_root=artifacts,
-                      grace=grace, lease=lease)
+                      grace=grace, lease=lease, scan_interval=scan_interval,
+                      stranded_after=stranded_after)
 
     async def writer(ctx: ChildContext, *,
                      task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -266,6 +276,7 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                   mailbox_size=4096),
         ChildSpec("routes", routes, restart="permanent", shutdown_timeout=grace,
                   mailbox_size=1),
+        runtime.scanner.child_spec(),
         # Last, so it stops first: turns end (grace, then ``shutdown``) before what they use.
         ChildSpec("tasks", tasks, restart="permanent", shutdown_timeout=None, mailbox_size=1),
     ]
@@ -276,10 +287,7 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
             runtime.supervisor = sup
             mailbox = sup.mailbox("writer")
             store.attach(mailbox.send, mailbox.send_nowait)
-            if recover == "at_open":
-                await runtime.recover()
-            else:
-                await recover_claims(store)
+            await runtime.scanner.open(recover)
             try:
                 yield runtime
             finally:

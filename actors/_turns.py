@@ -32,8 +32,6 @@ log = logging.getLogger("tidings.turns")
 
 CANCEL_REASONS = ("cancel_command", "clear", "steer", "timeout", "shutdown")
 
-_END_WRITE_GRACE = 5.0
-
 
 class TurnContext:
     """What a turn's body gets: ``output`` / ``input`` SDKs, ids, cancel, prompts."""
@@ -135,8 +133,7 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
         raise
     finally:
         ctx.closed = True
-        with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + _END_WRITE_GRACE
+        with trio.CancelScope(shield=True):  # the writer answers every request, even stopping
             try:
                 await store.commit(end_turn(ctx.turn_id, status=status, now=store.clock(),
                                             reason=ctx.reason, error=error))

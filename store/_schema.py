@@ -5,7 +5,10 @@ Each migration is applied in its own ``BEGIN IMMEDIATE`` transaction together wi
 whose version is newer than :data:`SCHEMA_VERSION` is refused with :class:`SchemaVersionError`
 rather than misread.
 
-Timestamps are unix seconds stored as REAL everywhere. Indexes serve the recovery scan (open
+Timestamps are unix seconds stored as REAL everywhere. ``events.event_seq`` and
+``messages.history_id`` are plain integer keys: rows are never deleted (events refuse it by
+trigger), so each new key is the largest so far and the sequence is monotonic without the cost
+of ``AUTOINCREMENT``. Indexes serve the recovery scan (open
 outbox rows by status), the status view (status + time), per-session order, history by session
 (append cost independent of the session's size) and the event history of one delivery.
 """
@@ -58,7 +61,7 @@ CREATE TABLE turns (
 CREATE INDEX turns_session ON turns(session_id, started_at);
 
 CREATE TABLE messages (
-    history_id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    history_id        INTEGER PRIMARY KEY,
     message_id        TEXT NOT NULL UNIQUE,
     session_id        TEXT NOT NULL,
     turn_id           TEXT,
@@ -106,7 +109,6 @@ CREATE INDEX outbox_queued ON outbox(session_id, seq) WHERE status = 'queued';
 CREATE INDEX outbox_unknown ON outbox(session_id, seq) WHERE status = 'unknown';
 CREATE INDEX outbox_stale_progress ON outbox(created_at)
     WHERE status = 'queued' AND kind = 'progress';
-CREATE INDEX outbox_updated ON outbox(updated_at);
 
 CREATE TABLE work_items (
     work_id          TEXT PRIMARY KEY,
@@ -151,7 +153,7 @@ CREATE TABLE conversation_bindings (
 CREATE INDEX conversation_bindings_session ON conversation_bindings(session_id);
 
 CREATE TABLE events (
-    event_seq   INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_seq   INTEGER PRIMARY KEY,
     type        TEXT NOT NULL,
     session_id  TEXT,
     delivery_id TEXT,

@@ -203,3 +203,17 @@ async def test_twenty_thousand_bound_routes_cost_under_ten_kilobytes_each(rt) ->
     assert per_binding < 10_240, per_binding
     assert before < middle
     assert len(rt.router) == 20_000
+
+
+async def test_an_idle_lane_lingers_then_exits_and_a_new_one_starts_on_demand(
+        rt, autojump_clock) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    rt.router.bind(session_id, route)
+    assert await (await _send(rt, session_id, "first")).wait() == "delivered"
+    assert rt.dispatcher.statistics().running == 1  # kept for the next message
+    await trio.sleep(rt.dispatcher.linger + 1)
+    assert rt.dispatcher.statistics().running == 0
+    assert rt.dispatcher.lane(session_id) is None
+    assert await (await _send(rt, session_id, "second")).wait() == "delivered"
+    assert route.texts() == ["first", "second"]

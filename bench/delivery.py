@@ -1,0 +1,215 @@
+"""End-to-end delivery throughput against plain sqlite3 baselines measured in the same run.
+
+A delivery is ``send_text`` (persist) until ``sent`` is recorded, through an in-memory route.
+Prints, each the median of three interleaved rounds:
+  - tidings deliveries/s with 1 and 100 concurrent senders (one session each; a sender sends one
+    message and waits until it is recorded sent before the next, so 100 deliveries are in
+    flight), and the p50/p99 latency of ``send_text`` (until the intent is durable); also a
+    saturation run where 100 senders send back to back without waiting (its latency is
+    queueing: Little's law makes it about senders / throughput);
+  - (a) the per-delivery-commit baseline: plain sqlite3, WAL, synchronous=FULL, one transaction
+    for message + outbox + work item, one for ``sending``, one for ``sent``;
+  - (c) the raw batched lifecycle: the same three writes for 64 deliveries per transaction.
+Both baselines also append the runtime events the runtime writes (queued, sending, sent), so all
+three variants make the same durable writes. Targets at 100 senders: >= 5x (a), >= 50% of (c),
+send_text p99 <= 10 ms. Also prints delivery time with 20,000 routes bound vs 100.
+
+    .venv/bin/python bench/delivery.py [--deliveries N] [--rounds R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import pathlib
+import statistics
+import tempfile
+import time
+import uuid
+
+import trio
+
+import tidings
+from tidings.store._connect import connect_writer
+from tidings.store._schema import migrate
+from tidings.testing import MemoryRoute
+
+TEXT = "The nightly build finished: 412 tests passed, 0 failed; artifacts are uploaded."
+
+
+async def runtime_run(path: pathlib.Path, deliveries: int, senders: int,
+                      extra_bound: int = 0, *, pipelined: bool = False
+                      ) -> tuple[float, list[float]]:
+    """Return (deliveries/s, send_text latencies in seconds).
+
+    Each sender sends one message and waits until it is recorded ``sent`` before the next, so
+    ``senders`` deliveries are in flight; ``pipelined=True`` sends back to back instead and
+    waits for all at the end (a saturation test: latency then measures the queue).
+    """
+    latencies: list[float] = []
+    async with tidings.open_runtime(path, workspace=path.parent) as rt:
+        sessions = [await rt.create_session(channel="bench") for _ in range(senders)]
+        for session_id in sessions:
+            rt.router.bind(session_id, MemoryRoute())
+        for i in range(extra_bound):
+            rt.router.bind(f"idle_{i}", MemoryRoute.__new__(MemoryRoute))
+        per_sender = deliveries // senders
+
+        async def sender(session_id: str) -> None:
+            handles = []
+            async with rt.open_turn(session_id) as ctx:
+                for _ in range(per_sender):
+                    start = time.perf_counter()
+                    handle = await ctx.output.send_text(TEXT)
+                    latencies.append(time.perf_counter() - start)
+                    if pipelined:
+                        handles.append(handle)
+                    else:
+                        assert await handle.wait() == "delivered"
+            for handle in handles:
+                assert await handle.wait() == "delivered"
+
+        start = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for session_id in sessions:
+                nursery.start_soon(sender, session_id)
+        elapsed = time.perf_counter() - start
+    return per_sender * senders / elapsed, latencies
+
+
+def _plain(path: pathlib.Path):
+    conn = connect_writer(path, "FULL")
+    migrate(conn)
+    conn.execute("INSERT INTO sessions (session_id, core_id, created_at, updated_at) "
+                 "VALUES ('s', 'bench', 0, 0)")
+    return conn
+
+
+def _enqueue_rows(i: int, now: float) -> tuple[tuple, tuple, tuple, tuple]:
+    delivery_id, work_id, message_id = (uuid.uuid4().hex for _ in range(3))
+    blocks = json.dumps([{"type": "text", "text": TEXT}])
+    outbox = (delivery_id, "s", i, work_id, "message", "bench", TEXT, blocks, "{}", 1,
+              message_id, "queued", now, now)
+    work = (work_id, "delivery.send", delivery_id, "pending", now, now)
+    message = (message_id, "s", delivery_id, "assistant", "text", TEXT, "persist", 1, 1, now,
+               now)
+    event = ("delivery.queued", "s", delivery_id, json.dumps({"seq": i}), now)
+    return outbox, work, message, event
+
+
+_OUTBOX = ("INSERT INTO outbox (delivery_id, session_id, seq, work_id, kind, channel, text, "
+           "blocks, metadata, visible, history_message_id, status, created_at, updated_at) "
+           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+_WORK = ("INSERT INTO work_items (work_id, kind, subject_id, status, created_at, updated_at) "
+         "VALUES (?,?,?,?,?,?)")
+_MESSAGE = ("INSERT INTO messages (message_id, session_id, delivery_id, role, kind, text, "
+            "policy, visible, model_visible, created_at, updated_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+_EVENT = "INSERT INTO events (type, session_id, delivery_id, data, created_at) VALUES (?,?,?,?,?)"
+_CLAIM = ("UPDATE outbox SET status = 'sending', claimant = 'epoch:1', attempts = attempts + 1, "
+          "updated_at = ? WHERE delivery_id = ? AND status = 'queued'")
+_CLAIM_WORK = ("UPDATE work_items SET status = 'claimed', claimant = 'epoch:1', "
+               "attempts = attempts + 1, updated_at = ? WHERE work_id = ?")
+_SENT = ("UPDATE outbox SET status = 'sent', updated_at = ? WHERE delivery_id = ? "
+         "AND status = 'sending'")
+_SENT_WORK = "UPDATE work_items SET status = 'completed', updated_at = ? WHERE work_id = ?"
+
+
+def per_delivery_commit(path: pathlib.Path, deliveries: int) -> float:
+    conn = _plain(path)
+    start = time.perf_counter()
+    for i in range(deliveries):
+        now = time.time()
+        outbox, work, message, event = _enqueue_rows(i, now)
+        delivery_id, work_id = outbox[0], work[0]
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(_OUTBOX, outbox)
+        conn.execute(_WORK, work)
+        conn.execute(_MESSAGE, message)
+        conn.execute(_EVENT, event)
+        conn.execute("COMMIT")
+        for update, work_update, kind in ((_CLAIM, _CLAIM_WORK, "delivery.sending"),
+                                          (_SENT, _SENT_WORK, "delivery.sent")):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(update, (time.time(), delivery_id))
+            conn.execute(work_update, (time.time(), work_id))
+            conn.execute(_EVENT, (kind, "s", delivery_id, "{}", time.time()))
+            conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return deliveries / elapsed
+
+
+def raw_batched(path: pathlib.Path, deliveries: int, per_tx: int = 64) -> float:
+    conn = _plain(path)
+    start = time.perf_counter()
+    for base in range(0, deliveries, per_tx):
+        now = time.time()
+        batch = [_enqueue_rows(i, now) for i in range(base, min(deliveries, base + per_tx))]
+        ids = [(rows[0][0], rows[1][0]) for rows in batch]
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(_OUTBOX, [rows[0] for rows in batch])
+        conn.executemany(_WORK, [rows[1] for rows in batch])
+        conn.executemany(_MESSAGE, [rows[2] for rows in batch])
+        conn.executemany(_EVENT, [rows[3] for rows in batch])
+        conn.execute("COMMIT")
+        for update, work_update, kind in ((_CLAIM, _CLAIM_WORK, "delivery.sending"),
+                                          (_SENT, _SENT_WORK, "delivery.sent")):
+            now = time.time()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(update, [(now, d) for d, _ in ids])
+            conn.executemany(work_update, [(now, w) for _, w in ids])
+            conn.executemany(_EVENT, [(kind, "s", d, "{}", now) for d, _ in ids])
+            conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return deliveries / elapsed
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--deliveries", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    n = args.deliveries
+    results: dict[str, list[float]] = {}
+    lat: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = pathlib.Path(tmp)
+        for r in range(args.rounds):
+            results.setdefault("a", []).append(per_delivery_commit(base / f"a{r}.db", n // 5))
+            for name, senders, count, pipelined in (("1", 1, n // 5, False),
+                                                    ("100", 100, n, False),
+                                                    ("100 pipelined", 100, n, True)):
+                rate, latencies = trio.run(functools.partial(
+                    runtime_run, base / f"t{senders}{pipelined}-{r}.db", count, senders,
+                    pipelined=pipelined))
+                results.setdefault(name, []).append(rate)
+                lat.setdefault(name, []).extend(latencies)
+            results.setdefault("c", []).append(raw_batched(base / f"c{r}.db", n))
+            small, _ = trio.run(runtime_run, base / f"b100-{r}.db", n, 100, 0)
+            large, _ = trio.run(runtime_run, base / f"b20k-{r}.db", n, 100, 19_900)
+            results.setdefault("bound_ratio", []).append(large / small)
+    med = {key: statistics.median(values) for key, values in results.items()}
+    a, c = med["a"], med["c"]
+    print(f"(a) per-delivery commits, plain sqlite3     {a:8.0f} deliveries/s")
+    print(f"(c) raw batched lifecycle, 64 per tx         {c:8.0f} deliveries/s")
+    for name in ("1", "100", "100 pipelined"):
+        t = med[name]
+        p50, p99 = _pct(lat[name], 0.5) * 1000, _pct(lat[name], 0.99) * 1000
+        print(f"tidings, {name:>13} sender(s)        {t:8.0f} deliveries/s  vs a = "
+              f"{t / a:4.1f}x  vs c = {t / c:4.2f}  send_text p50 {p50:5.1f} ms  p99 {p99:5.1f} ms")
+    t100, p99 = med["100"], _pct(lat["100"], 0.99) * 1000
+    verdict = "met" if t100 >= 5 * a and t100 >= 0.5 * c and p99 <= 10 else "NOT met"
+    print(f"target at 100 senders (>= 5x a, >= 0.5 c, p99 <= 10 ms): {verdict}")
+    print(f"deliveries/s with 20,000 routes bound / with 100 bound: {med['bound_ratio']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
