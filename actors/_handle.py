@@ -17,16 +17,32 @@ import trio
 from tidings.actors._blocks import ContentBlock
 from tidings.errors import RuntimeClosedError
 
-__all__ = ["TERMINAL", "DeliveryHandle", "DeliveryItem", "HandleRegistry"]
+__all__ = ["TERMINAL", "DeliveryHandle", "DeliveryItem", "HandleRegistry", "describe_error",
+           "outcome_of"]
 
 TERMINAL = frozenset({"delivered", "failed", "unrouted", "unknown"})
+
+_OUTCOME_OF = {"sent": "delivered", "failed": "failed", "unrouted": "unrouted",
+               "unknown": "unknown"}
+
+
+def outcome_of(status: str) -> str:
+    """The in-memory outcome for a terminal outbox status (``sent`` -> ``delivered``)."""
+    return _OUTCOME_OF.get(status, status)
+
+
+def describe_error(error: BaseException, limit: int = 500) -> str:
+    """``Type: message``, capped, for ``last_error``."""
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 class DeliveryItem:
     """One delivery in memory: what dispatch needs, plus its status and waiters."""
 
-    __slots__ = ("__weakref__", "_closed", "_event", "blocks", "channel", "delivery_id", "kind",
-                 "metadata", "seq", "session_id", "status", "text", "turn_id")
+    __slots__ = ("__weakref__", "_closed", "_event", "binding", "blocks", "channel",
+                 "delivery_id", "kind", "metadata", "seq", "session_id", "status", "text",
+                 "turn_id")
 
     def __init__(self, *, delivery_id: str, session_id: str, kind: str,
                  blocks: tuple[ContentBlock, ...], text: str, channel: str | None,
@@ -44,6 +60,7 @@ class DeliveryItem:
         self.status = status
         self._event: trio.Event | None = None
         self._closed = False
+        self.binding: Any = None  # set when the row was claimed as it was written
 
     def resolve(self, status: str) -> None:
         """Record a terminal status (sync). The first terminal status wins."""

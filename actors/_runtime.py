@@ -88,7 +88,7 @@ class Runtime(StatusViews, ChannelSupport):
         self.registry = HandleRegistry()
         self.dispatcher = Dispatcher(store, self.router, self.registry, grace=grace,
                                      lease=lease)
-        self.pipeline = DeliveryPipeline(store, self.dispatcher, self.registry)
+        self.pipeline = DeliveryPipeline(store, self.dispatcher, self.registry, self.router)
         self.scanner = RecoveryScanner(store, self.dispatcher, self.router,
                                        scan_interval=scan_interval,
                                        stranded_after=stranded_after)
@@ -253,9 +253,12 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                                    name="routes", fault_plan=fault_plan) as lanes:
             runtime.dispatcher.attach(lanes)
             try:
-                task_status.started()
-                async for _ in ctx.mailbox:
-                    pass
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(runtime.dispatcher.janitor)
+                    task_status.started()
+                    async for _ in ctx.mailbox:
+                        pass
+                    nursery.cancel_scope.cancel(reason="routes stopping")
             finally:
                 runtime.dispatcher.detach()
 
@@ -272,8 +275,9 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
             runtime.tasks.detach()
 
     children = [
+        # No start timeout: starting is opening a local file in a worker thread.
         ChildSpec("writer", writer, restart="permanent", shutdown_timeout=30.0,
-                  mailbox_size=4096),
+                  start_timeout=None, mailbox_size=4096),
         ChildSpec("routes", routes, restart="permanent", shutdown_timeout=grace,
                   mailbox_size=1),
         runtime.scanner.child_spec(),

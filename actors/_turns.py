@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from tidings.actors._lanes import describe_error
+from tidings.actors._handle import describe_error
 from tidings.actors._pipeline import new_id
 from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_mode_allows
 from tidings.actors._records import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer

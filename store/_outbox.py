@@ -64,12 +64,16 @@ class OutboxInsert(Op):
     """Insert one outbox row, assigning the next per-session ``seq`` from ``sessions.last_seq``.
 
     *values* maps outbox columns (all but ``seq``) to values; it must hold ``delivery_id``,
-    ``session_id``, ``status`` (``queued``, or ``sent`` for invisible history-only sends) and
-    ``created_at``. Appends ``delivery.queued`` (and ``delivery.sent`` for an invisible send).
+    ``session_id``, ``status`` and ``created_at``. ``status`` is ``queued``; ``sent`` for an
+    invisible history-only send; or ``sending`` for a delivery claimed in the same transaction
+    (its session was idle and its route is about to be called: the claim is still the last
+    write before that row's platform I/O). Appends ``delivery.queued``, then ``delivery.sent``
+    or ``delivery.sending`` accordingly, then ``extra_events`` (``(type, data_json)`` pairs).
     Raises :class:`ConflictError` for an unknown session. Result: :class:`EnqueuedDelivery`.
     """
 
     values: Mapping[str, Any]
+    extra_events: tuple[tuple[str, str], ...] = ()
 
     def group_key(self) -> Hashable:
         return ("outbox_insert", tuple(self.values))
@@ -96,12 +100,24 @@ class OutboxInsert(Op):
         for row in _insert_events_from_outbox(conn, "delivery.queued", ids,
                                               "json_object('seq', o.seq, 'kind', o.kind)"):
             events[row[3]].append(row)
-        sent_now = [op.values["delivery_id"] for op in inserts if op.values["status"] == "sent"]
-        if sent_now:
-            for row in _insert_events_from_outbox(
-                    conn, "delivery.sent", sent_now,
-                    "json_object('attempt', o.attempts, 'visible', json('false'))"):
-                events[row[3]].append(row)
+        for status, event_type, data in (
+                ("sent", "delivery.sent", "json_object('attempt', o.attempts, 'visible', "
+                                          "json('false'))"),
+                ("sending", "delivery.sending", "json_object('attempt', o.attempts, "
+                                                "'claimant', o.claimant, 'error', NULL)")):
+            chosen = [op.values["delivery_id"] for op in inserts if op.values["status"] == status]
+            if chosen:
+                for row in _insert_events_from_outbox(conn, event_type, chosen, data):
+                    events[row[3]].append(row)
+        for op in inserts:
+            for kind, payload in op.extra_events:
+                delivery_id, session_id = op.values["delivery_id"], op.values["session_id"]
+                now = op.values["created_at"]
+                cursor = conn.execute(
+                    f"INSERT INTO events {_EVENT_COLUMNS} VALUES (?, ?, ?, ?, ?)",
+                    (kind, session_id, delivery_id, payload, now))
+                events[delivery_id].append(
+                    (cursor.lastrowid, kind, session_id, delivery_id, payload, now))
         return [EnqueuedDelivery(seq, tuple(events[delivery_id]))
                 for seq, delivery_id in zip(seqs, ids, strict=True)]
 

@@ -148,6 +148,9 @@ class StoreWriter:
                     in_flight.append(await mailbox.receive())
                 except trio.EndOfChannel:
                     break
+                # One scheduler round for tasks woken by the last commit (they tend to write
+                # again at once): fewer, larger batches for the same latency.
+                await trio.lowlevel.cancel_shielded_checkpoint()
                 while len(in_flight) < self.max_batch:
                     try:
                         in_flight.append(mailbox.receive_nowait())

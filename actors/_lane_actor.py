@@ -1,0 +1,246 @@
+"""The lane actor: what one session's route actor does with its deliveries, one at a time.
+
+For each delivery: claim it (``sending``, durable; written together with the previous
+delivery's ``sent``), call the route, then record ``sent`` or ``failed``. A delivery written
+already claimed (its session was idle) skips the claim. With no route bound it is ``unrouted``.
+An incarnation restarted after a crash first settles what the crashed one left: delivered rows
+become ``sent``; the row it was handling becomes ``unknown`` if it was claimed (the platform may
+have it) or ``failed`` if not — that message is not retried.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import trio
+
+from tidings.actors._handle import DeliveryItem, describe_error, outcome_of
+from tidings.actors._outbound import adapt_blocks, build_outbound, item_from_row
+from tidings.actors._router import Binding
+from tidings.store import Transition, queries, transition
+from tidings.supervisor import ChildContext, MailboxReceiver
+
+if TYPE_CHECKING:
+    from tidings.actors._lanes import Dispatcher, Lane
+
+__all__ = ["RETIRE", "WAKE", "LaneWorker"]
+
+WAKE = object()
+"""Mailbox signal: a delivery written already claimed is held for the lane."""
+
+RETIRE = object()
+"""Mailbox signal from the janitor: the lane has been idle for ``linger`` seconds."""
+
+
+class LaneWorker:
+    """Runs lane incarnations for a :class:`Dispatcher` (one worker serves every lane)."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.store = dispatcher.store
+        self.router = dispatcher.router
+
+    async def run(self, lane: Lane, ctx: ChildContext, *,
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """One incarnation of *lane*'s actor (a kernel child function)."""
+        task_status.started()
+        if ctx.incarnation > 1:  # restarted after a crash
+            lane.forget_memory()
+        if lane.reread:
+            _drain(ctx.mailbox)
+            lane.reread = False
+        with trio.CancelScope() as scope:
+            lane.scope = scope
+            try:
+                await self._settle(lane)
+                await self._serve(lane, ctx.mailbox)
+            finally:
+                lane.scope, lane.delivering, lane.idle_since = None, False, None
+        # Returned (idle, or stopping). No checkpoint since the last look at the mailbox.
+        self.dispatcher.lane_exited(lane)
+
+    async def _serve(self, lane: Lane, mailbox: MailboxReceiver) -> None:
+        dispatcher = self.dispatcher
+        while True:
+            if lane.held is not None:  # claimed already: delivered even while stopping
+                item, lane.held = lane.held, None
+                await self._process(lane, item)
+                continue
+            item = None if dispatcher.stopping else self._next_nowait(lane, mailbox)
+            if item is not None:
+                await self._process(lane, item)
+                continue
+            if lane.unflushed:
+                await self._flush(lane)
+                continue
+            if lane.overflow and not dispatcher.stopping:
+                await self._refill(lane)
+                continue
+            if dispatcher.stopping:
+                return
+            message = await self._park(lane, mailbox)
+            if message is RETIRE:
+                try:
+                    message = mailbox.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    if not lane.has_work():
+                        return
+                    continue
+            if isinstance(message, DeliveryItem):
+                await self._process(lane, message)
+
+    async def _park(self, lane: Lane, mailbox: MailboxReceiver) -> object:
+        """Wait for the next message (nothing to do until then)."""
+        lane.idle_since = trio.current_time()
+        try:
+            return await mailbox.receive()
+        except trio.EndOfChannel:  # the shutdown ladder closed the mailbox
+            self.dispatcher.stopping = True
+            return None
+        finally:
+            lane.idle_since = None
+
+    def _next_nowait(self, lane: Lane, mailbox: MailboxReceiver) -> DeliveryItem | None:
+        while True:
+            try:
+                message = mailbox.receive_nowait()
+            except trio.WouldBlock:
+                break
+            except trio.EndOfChannel:  # the shutdown ladder closed the mailbox
+                self.dispatcher.stopping = True
+                return None
+            if isinstance(message, DeliveryItem):
+                return message
+        return lane.backlog.popleft() if lane.backlog else None
+
+    async def _refill(self, lane: Lane) -> None:
+        target = lane.max_seen
+        if lane.rewind:  # nothing is in memory now (refills wait for an empty backlog)
+            lane.cursor, lane.rewind = 0, False
+        rows = await self.store.read(functools.partial(
+            queries.open_outbox_rows, after_seq=lane.cursor,
+            limit=self.dispatcher.refill_batch), lane.session_id)
+        registry = self.dispatcher.registry
+        for row in rows:
+            live = registry.get(row.delivery_id)
+            lane.backlog.append(live if live is not None else item_from_row(row))
+        if not rows:
+            lane.cursor = max(lane.cursor, target)
+            if lane.cursor >= lane.max_seen:
+                lane.overflow = False
+
+    async def _process(self, lane: Lane, item: DeliveryItem) -> None:
+        lane.cursor = max(lane.cursor, item.seq)
+        if item.binding is not None:  # claimed as it was written, for the route bound then
+            binding, attempt = item.binding, 1
+            lane.current, lane.claimed = item, True
+            item.binding = None
+            if lane.unflushed:
+                await self._flush(lane)
+        else:
+            claimed = await self._claim(lane, item)
+            if claimed is None:
+                return
+            binding, attempt = claimed
+        outbound, _ = build_outbound(item, binding.capabilities, attempt=attempt)
+        lane.delivering = True
+        try:
+            await binding.deliver(outbound)
+        except Exception as exc:  # noqa: BLE001 - any error from a route is that delivery's failure
+            lane.delivering = False
+            failed = transition(item.delivery_id, "failed", now=self.store.clock(),
+                                error=describe_error(exc))
+            await self._commit(lane, [], [(item, failed)])
+            lane.current = None
+            return
+        lane.delivering = False
+        lane.current = None
+        lane.unflushed.append(item)
+
+    async def _claim(self, lane: Lane, item: DeliveryItem) -> tuple[Binding, int] | None:
+        """Claim *item* (``sending``, durable) for its session's route, with the previous
+        delivery's ``sent`` in the same transaction. None: unrouted, or moved on already."""
+        binding = self.router.binding(item.session_id)
+        now = self.store.clock()
+        flushed = self._take_unflushed(lane)
+        if binding is None:
+            await self._commit(lane, flushed, [(item, transition(
+                item.delivery_id, "unrouted", now=now))])
+            return None
+        lane.current, lane.claimed = item, False
+        _, degraded = adapt_blocks(item.blocks, binding.capabilities)
+        extra = [("delivery.degraded", {"missing": degraded,
+                                        "route": type(binding.route).__name__})
+                 ] if degraded else []
+        claim = transition(item.delivery_id, "sending", now=now, claimant=self.store.claimant,
+                           lease_expires_at=now + self.dispatcher.lease, extra_events=extra)
+        applied = await self._commit(lane, flushed, [(item, claim)])
+        if not applied:  # someone else already moved this row on
+            lane.current = None
+            return None
+        lane.claimed = True
+        return binding, applied[0]
+
+    async def _flush(self, lane: Lane) -> None:
+        await self._commit(lane, self._take_unflushed(lane), [])
+
+    def _take_unflushed(self, lane: Lane) -> list[tuple[DeliveryItem, Transition]]:
+        if not lane.unflushed:
+            return []
+        now = self.store.clock()
+        moves = [(item, transition(item.delivery_id, "sent", now=now)) for item in lane.unflushed]
+        lane.unflushed = []
+        return moves
+
+    async def _commit(self, lane: Lane, before: list[tuple[DeliveryItem, Transition]],
+                      moves: list[tuple[DeliveryItem, Transition]]) -> list[int]:
+        """Commit *before* + *moves* in one transaction; resolve items whose move applied.
+
+        Returns the attempt counts of the applied *moves*. If the write fails, the items of
+        *before* go back to ``unflushed`` (their delivery already happened).
+        """
+        pairs = before + moves
+        lane.committing += 1
+        try:
+            results = await self.store.commit([move for _, move in pairs])
+        except BaseException:
+            lane.unflushed[:0] = [item for item, _ in before]
+            raise
+        finally:
+            lane.committing -= 1
+        attempts = []
+        for index, ((item, move), result) in enumerate(zip(pairs, results, strict=True)):
+            if not result.applied:
+                continue
+            if index >= len(before):
+                attempts.append(result.attempts)
+            if move.to in ("sent", "failed", "unrouted", "unknown"):
+                self.dispatcher.resolve(item, outcome_of(move.to))
+        return attempts
+
+    async def _settle(self, lane: Lane) -> None:
+        """Close what a crashed incarnation left (see the module docstring)."""
+        now = self.store.clock()
+        moves = self._take_unflushed(lane)
+        current, lane.current = lane.current, None
+        if current is not None:
+            if lane.claimed:
+                moves.append((current, transition(
+                    current.delivery_id, "unknown", now=now,
+                    error="the session route crashed while delivering")))
+            else:
+                moves.append((current, transition(
+                    current.delivery_id, "failed", now=now,
+                    error="the session route crashed before delivering")))
+        if moves:
+            await self._commit(lane, [], moves)
+
+
+def _drain(mailbox: MailboxReceiver) -> None:
+    """Drop what is buffered: those rows are durable and will be re-read in order."""
+    while True:
+        try:
+            mailbox.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return
