@@ -1,12 +1,16 @@
 """tidings.channels: channel configuration, conversation keys, the boundary note, task
 lifecycle events, commands and the agent bridge (``EchoAgent``, ``CommandAgent``).
 
-The channel base that wires these to the delivery runtime builds on this package.
+``ChannelBase`` wires them to the delivery runtime: an adapter subclasses it and implements
+``async deliver(outbound)``.
 """
 
 from tidings.channels._agents import Agent as Agent
 from tidings.channels._agents import AgentTurn as AgentTurn
 from tidings.channels._agents import EchoAgent as EchoAgent
+from tidings.channels._base import REFUSAL as REFUSAL
+from tidings.channels._base import ChannelBase as ChannelBase
+from tidings.channels._base import InboundOutcome as InboundOutcome
 from tidings.channels._boundary import BLOCK_SEPARATOR as BLOCK_SEPARATOR
 from tidings.channels._boundary import STEER_NOTE as STEER_NOTE
 from tidings.channels._boundary import boundary_note as boundary_note
@@ -32,6 +36,8 @@ from tidings.channels._config import MemoryScope as MemoryScope
 from tidings.channels._config import RuntimeIdentity as RuntimeIdentity
 from tidings.channels._config import RuntimeMemoryScope as RuntimeMemoryScope
 from tidings.channels._config import SessionScope as SessionScope
+from tidings.channels._directory import Conversation as Conversation
+from tidings.channels._dispatch import COLLECT_SEPARATOR as COLLECT_SEPARATOR
 from tidings.channels._inbound import Inbound as Inbound
 from tidings.channels._inbound import inbound_conversation_key as inbound_conversation_key
 from tidings.channels._keys import ConversationKey as ConversationKey
@@ -54,24 +60,29 @@ from tidings.channels._loader import load_agent as load_agent
 __all__ = [
     "BLOCK_SEPARATOR",
     "CANCEL_REASONS",
+    "COLLECT_SEPARATOR",
     "COMMAND_NAMES",
     "DISPATCH_MODES",
     "MEMORY_MODE",
+    "REFUSAL",
     "SESSION_SCOPES",
     "STEER_NOTE",
     "AccessPolicy",
     "Agent",
     "AgentTurn",
     "CancelReason",
+    "ChannelBase",
     "ChannelConfig",
     "ChannelIdentity",
     "Command",
     "CommandAgent",
     "CommandName",
+    "Conversation",
     "ConversationKey",
     "DispatchMode",
     "EchoAgent",
     "Inbound",
+    "InboundOutcome",
     "InvalidCommand",
     "LifecycleEmitter",
     "LifecycleHook",

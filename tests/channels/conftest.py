@@ -1,15 +1,20 @@
-"""Test doubles for the channel layer: a turn that records what an agent does with it."""
+"""Test doubles for the channel layer: a turn that records what an agent does with it, a
+channel that records what it is handed, an agent whose timing tests control, and a runtime."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import pathlib
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import attrs
 import pytest
 import trio
 
-from tidings.channels import ToolCall
+import tidings
+from tidings.actors import Outbound, Runtime
+from tidings.channels import AgentTurn, ChannelBase, Inbound, TaskLifecycleEvent, ToolCall
 
 
 @attrs.define
@@ -63,3 +68,126 @@ class FakeTurn:
 def fake_turn() -> Callable[..., FakeTurn]:
     """``fake_turn(prompt, text=..., ...)`` builds a :class:`FakeTurn`."""
     return FakeTurn
+
+
+# --- the channel base over a real runtime ------------------------------------------------------
+
+
+class RecordingChannel(ChannelBase):
+    """A channel that records what it is handed: deliveries (``outbounds``) and lifecycle
+    events (``events``). Tests wait with :meth:`wait_for` instead of sleeping."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.outbounds: list[Outbound] = []
+        self.events: list[TaskLifecycleEvent] = []
+        self._changed = trio.Event()
+
+    async def deliver(self, outbound: Outbound) -> None:
+        await trio.lowlevel.checkpoint()
+        self.outbounds.append(outbound)
+        self._notify()
+
+    def on_task_lifecycle(self, event: TaskLifecycleEvent) -> None:
+        self.events.append(event)
+        self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, predicate: Callable[[], object]) -> None:
+        while not predicate():
+            await self._changed.wait()
+
+    async def wait_events(self, *types: str) -> None:
+        """Block until the event types seen so far end with *types* (in order)."""
+        await self.wait_for(lambda: self.types()[-len(types):] == list(types))
+
+    async def wait_outbounds(self, n: int) -> list[Outbound]:
+        await self.wait_for(lambda: len(self.outbounds) >= n)
+        return self.outbounds[:n]
+
+    def types(self) -> list[str]:
+        return [event.type for event in self.events]
+
+    def messages(self) -> list[str]:
+        return [o.text for o in self.outbounds if o.kind == "message"]
+
+    def notices(self) -> list[str]:
+        return [o.text for o in self.outbounds if o.kind == "notice"]
+
+    async def say(self, text: str, *, chat_id: str = "c1", sender_id: str = "u1",
+                  message_id: str | None = None, thread_id: str | None = None) -> str:
+        return await self.handle_inbound(Inbound(chat_id=chat_id, sender_id=sender_id,
+                                                 text=text, message_id=message_id,
+                                                 thread_id=thread_id))
+
+
+class GatedAgent:
+    """Streams ``chunks``, then blocks until ``release()`` (or forever); records every turn
+    it saw (``turns``), how many of its runs overlapped at most (``max_running``) and when
+    (trio time) a run was cancelled (``cancelled_at``)."""
+
+    def __init__(self, *chunks: str, block: bool = True) -> None:
+        self.chunks = chunks or ("working",)
+        self.block = block
+        self.turns: list[AgentTurn] = []
+        self.running = 0
+        self.max_running = 0
+        self.cancelled_at: list[float] = []
+        self.entered = trio.Event()
+        self.gate = trio.Event()
+
+    def release(self) -> None:
+        """Let the turns blocked now go on (later turns block again)."""
+        self.gate.set()
+        self.gate = trio.Event()
+
+    async def wait_turns(self, n: int) -> None:
+        while len(self.turns) < n:
+            await self.entered.wait()
+
+    async def run(self, turn: AgentTurn) -> None:
+        self.running += 1
+        self.max_running = max(self.max_running, self.running)
+        try:
+            self.turns.append(turn)
+            for chunk in self.chunks:
+                await turn.send_chunk(chunk)
+            entered, self.entered = self.entered, trio.Event()
+            entered.set()
+            if self.block:
+                await self.gate.wait()
+        except trio.Cancelled:
+            self.cancelled_at.append(trio.current_time())
+            raise
+        finally:
+            self.running -= 1
+
+
+@pytest.fixture
+def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def db_path(tmp_path: pathlib.Path) -> pathlib.Path:
+    return tmp_path / "state" / "tidings.db"
+
+
+@pytest.fixture
+async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Runtime]:
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0.5) as runtime:
+        yield runtime
+
+
+def rows(db_path: pathlib.Path, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    """Read the database directly (what an operator would see)."""
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()

@@ -1,0 +1,157 @@
+"""``ChannelBase``: what turns an inbound chat message into an agent turn, and back.
+
+A platform adapter subclasses it and implements ``async deliver(outbound)``; the channel is the
+live route of every session it resolves, so agent output and command answers in a session
+reach the platform only through the runtime's outbox. ``handle_inbound`` returns once the
+message is accepted: a command has been answered, or a turn has been queued in a task the
+runtime's supervision tree owns (a channel needs no nursery of its own).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from tidings.actors import Outbound, TextBlock
+from tidings.channels._agents import Agent, EchoAgent
+from tidings.channels._command_handler import run_command
+from tidings.channels._commands import parse_command
+from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
+from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
+from tidings.channels._dispatch import Dispatch
+from tidings.channels._inbound import Inbound
+from tidings.channels._lifecycle import TaskLifecycleEvent
+from tidings.channels._loader import load_agent
+from tidings.errors import ValidationError
+
+__all__ = ["REFUSAL", "ChannelBase", "InboundOutcome"]
+
+InboundOutcome = Literal["started", "queued", "merged", "command", "refused", "ignored"]
+"""What ``handle_inbound`` did: a turn ``started`` now, was ``queued`` behind another, or
+``merged`` into a waiting one; a ``command`` was answered; the sender was ``refused`` by the
+access policy; a blank message was ``ignored``."""
+
+REFUSAL = "Sorry, you are not allowed to use this channel."
+
+
+class ChannelBase:
+    """Base of channel adapters: sessions, dispatch modes, commands, turns and lifecycle.
+
+    ``agent`` defaults to the one ``config.agent`` names (an import path), else
+    :class:`EchoAgent`. Subclasses implement :meth:`deliver` and may override
+    :meth:`on_task_lifecycle` (sync or async); they may also define the optional route
+    methods ``prompt_user`` / ``request_approval`` and ``capabilities``.
+
+    Raises:
+      ValidationError: ``config`` is not a :class:`ChannelConfig` (field ``config``), or
+        ``agent`` has no ``run`` (field ``agent``).
+      ConfigError: ``config.agent`` cannot be loaded.
+    """
+
+    def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None) -> None:
+        if not isinstance(config, ChannelConfig):
+            raise ValidationError("config", f"must be a ChannelConfig, got {config!r}")
+        if agent is None:
+            agent = load_agent(config.agent, field=f"channels.{config.name}.agent") \
+                if config.agent is not None else EchoAgent()
+        if not callable(getattr(agent, "run", None)):
+            raise ValidationError("agent", f"must have an async run(turn) method, got {agent!r}")
+        self.runtime = runtime
+        self.config = config
+        self.agent = agent
+        self.identity: RuntimeIdentity = config.resolved_identity()
+        self.memory_scope: RuntimeMemoryScope = config.resolved_memory_scope()
+        self.directory = SessionDirectory(runtime, config.name, self)
+        self.dispatch = Dispatch(self)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.config.name!r}>"
+
+    # --- what a subclass implements --------------------------------------------------------------
+
+    async def deliver(self, outbound: Outbound) -> None:
+        """Send *outbound* to the platform (the route method the runtime calls).
+
+        ``outbound.session_id`` is None for answers that have no session (their platform
+        address is in ``outbound.metadata``); otherwise :meth:`conversation_of` says where the
+        session lives. Raising marks that delivery ``failed``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement async deliver()")
+
+    def on_task_lifecycle(self, event: TaskLifecycleEvent) -> Any:
+        """Called with every lifecycle event of every turn (default: nothing). May be sync or
+        return an awaitable; an exception is logged to stderr and never breaks the turn."""
+        return None
+
+    # --- inbound ---------------------------------------------------------------------------------
+
+    async def handle_inbound(self, inbound: Inbound) -> InboundOutcome:
+        """Accept one platform message; return once it is accepted (see :data:`InboundOutcome`).
+
+        Commands run at once. A sender the access policy does not allow gets a refusal and
+        nothing is created. Any other text (unknown ``/x`` included) becomes a turn in the
+        conversation's session (created with the first message), dispatched by the channel's
+        dispatch mode; the channel is bound as that session's route first.
+
+        Raises:
+          TypeError: *inbound* is not an :class:`Inbound`.
+          RuntimeClosedError: the runtime is stopping (nothing was accepted).
+          Whatever :meth:`deliver` raises for an answer that has no session.
+        """
+        if not isinstance(inbound, Inbound):
+            raise TypeError(f"handle_inbound: expected an Inbound, got {type(inbound).__name__}")
+        self.runtime.check_open()
+        self.runtime.tasks.check_open()
+        conversation = conversation_for(self.config, inbound)
+        if not self.config.access.allows(inbound.sender_id):
+            await self._deliver_direct(conversation, REFUSAL, extra={"refused": True})
+            return "refused"
+        command = parse_command(inbound.text)
+        if command is not None:
+            await run_command(self, conversation, command)
+            return "command"
+        if not inbound.text.strip():
+            return "ignored"
+        async with self.directory.lock(conversation):
+            session_id, _ = await self.directory.resolve(conversation)
+            return self.dispatch.submit(session_id, conversation, inbound)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def conversation_of(self, session_id: str | None) -> Conversation | None:
+        """The conversation (chat, thread, sender) of a session this channel resolved."""
+        return self.directory.conversation_of(session_id)
+
+    def turn_running(self, session_id: str) -> bool:
+        """Whether *session_id* has an active turn in this channel."""
+        return self.dispatch.turn_running(session_id)
+
+    async def wait_idle(self) -> None:
+        """Block until no session of this channel has an active or waiting turn."""
+        await self.dispatch.wait_idle()
+
+    def close(self) -> None:
+        """Unbind the channel from every session it is the route of. Never blocks. Turns still
+        running go on; what they send is ``unrouted`` unless another route binds."""
+        self.directory.close()
+
+    # --- answers ---------------------------------------------------------------------------------
+
+    async def answer(self, conversation: Conversation, session_id: str | None, text: str, *,
+                     command: str | None = None) -> None:
+        """Answer in *conversation*: a transient notice through the outbox of *session_id*,
+        or, without a session, straight to :meth:`deliver` with ``session_id=None``."""
+        extra = {} if command is None else {"command": command}
+        if session_id is None:
+            await self._deliver_direct(conversation, text, extra=extra)
+        else:
+            await self.runtime.notify(session_id, text, metadata=extra)
+
+    async def _deliver_direct(self, conversation: Conversation, text: str, *,
+                              extra: dict[str, Any]) -> None:
+        metadata = {**conversation.as_metadata(), **extra}
+        outbound = Outbound(session_id=None,  # type: ignore[arg-type]
+                            delivery_id=f"direct_{uuid.uuid4().hex}", kind="notice",
+                            blocks=(TextBlock(text),), text=text, channel=self.config.name,
+                            metadata=metadata)
+        await self.deliver(outbound)

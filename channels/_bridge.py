@@ -1,0 +1,112 @@
+"""The agent bridge: the :class:`~tidings.channels.AgentTurn` an agent gets for one turn.
+
+Streamed chunks go to the lifecycle hook and are kept for the reply (only while the turn is
+streaming: a chunk after a cancel is neither emitted nor kept); tool calls go to the hook;
+``output`` is the runtime's ``ctx.output``; prompts and approvals go through the runtime's
+session-aware router, the agent's ``timeout`` becoming the runtime's ``expires_in``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, final
+
+import trio
+
+from tidings.actors import ApprovalDecision, OutputSDK, TurnContext
+from tidings.channels._lifecycle import LifecycleEmitter, ToolCall
+
+__all__ = ["BridgeTurn"]
+
+
+@final
+class BridgeTurn:
+    """One turn as an agent sees it (implements :class:`~tidings.channels.AgentTurn`)."""
+
+    def __init__(self, ctx: TurnContext, emitter: LifecycleEmitter, *, prompt: str, text: str,
+                 message_id: str | None) -> None:
+        self._ctx = ctx
+        self._emitter = emitter
+        self._prompt = prompt
+        self._text = text
+        self._message_id = message_id
+        self._chunks: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"<BridgeTurn session={self._ctx.session_id} turn={self._ctx.turn_id}>"
+
+    @property
+    def session_id(self) -> str:
+        return self._ctx.session_id
+
+    @property
+    def turn_id(self) -> str:
+        return self._ctx.turn_id
+
+    @property
+    def message_id(self) -> str | None:
+        return self._message_id
+
+    @property
+    def prompt(self) -> str:
+        """What to answer: instructions, boundary note and steer note as composed."""
+        return self._prompt
+
+    @property
+    def text(self) -> str:
+        """The user's raw message (several, joined, when dispatch mode ``collect`` merged)."""
+        return self._text
+
+    @property
+    def output(self) -> OutputSDK:
+        """The turn's ``ctx.output``, for sends beyond the streamed reply."""
+        return self._ctx.output
+
+    @property
+    def reply(self) -> str:
+        """The chunks streamed so far, joined: the turn's reply."""
+        return "".join(self._chunks)
+
+    async def send_chunk(self, text: str) -> None:
+        """Stream a piece of the reply. A checkpoint (it may raise ``trio.Cancelled``).
+
+        Raises:
+          TypeError: *text* is not a string.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"send_chunk: expected str, got {type(text).__name__}")
+        if not self._emitter.streaming:
+            await trio.lowlevel.checkpoint()
+            return
+        self._chunks.append(text)
+        await self._emitter.text_chunk(text)
+
+    async def report_tool_call(self, call: ToolCall | Mapping[str, Any]) -> None:
+        """Report a tool call: a :class:`ToolCall` or a mapping with ``name`` and optional
+        ``arguments`` / ``call_id``. A checkpoint.
+
+        Raises:
+          ValidationError: the call has no name or bad arguments (from :class:`ToolCall`).
+          TypeError: *call* is neither.
+        """
+        if isinstance(call, Mapping):
+            call = ToolCall(name=call.get("name"), arguments=call.get("arguments") or {},
+                            call_id=call.get("call_id"))
+        elif not isinstance(call, ToolCall):
+            raise TypeError(f"report_tool_call: expected a ToolCall or a mapping, "
+                            f"got {type(call).__name__}")
+        await self._emitter.tool_call(call)
+
+    async def prompt_user(self, text: str, *,
+                          timeout: float | None = None) -> str | None:  # noqa: ASYNC109
+        """Ask the person on this session's route; the answer, or None when there is none
+        (no interactive route, declined, or not answered within *timeout* seconds)."""
+        answer = await self._ctx.prompt_user(text, expires_in=timeout)
+        return answer.text
+
+    async def request_approval(self, action: str, *, details: Mapping[str, Any] | None = None,
+                               timeout: float | None = None  # noqa: ASYNC109
+                               ) -> ApprovalDecision:
+        """Ask to approve *action*; the runtime's decision (fails closed: ``allowed`` is
+        False without an interactive route, on expiry after *timeout* seconds, or on deny)."""
+        return await self._ctx.request_approval(action, details=details, expires_in=timeout)

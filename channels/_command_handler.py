@@ -1,0 +1,88 @@
+"""Running channel commands at once (never queued behind a turn) and answering them.
+
+An answer goes into the conversation's session through the runtime's outbox when the
+conversation has one (in order with the session's other deliveries); a command that needs no
+session (``/who``, ``/status``, ``/help``, a refused ``/cancel`` before any message) creates
+none, and its answer goes straight to the channel's ``deliver()`` with ``session_id=None``.
+No answer contains an absolute path: the workspace appears by its basename, and a session id
+the user typed is never echoed back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tidings.channels._commands import (
+    Command,
+    InvalidCommand,
+    help_text,
+    status_text,
+    who_text,
+)
+from tidings.channels._directory import Conversation
+from tidings.errors import SessionClosedError, SessionNotFoundError
+
+if TYPE_CHECKING:
+    from tidings.channels._base import ChannelBase
+
+__all__ = ["run_command"]
+
+CLEARED = "Cleared. Your next message starts a new session."
+CANCELLED = "Cancelled the running request."
+NOTHING_TO_CANCEL = "Nothing to cancel."
+NEW_SESSION = "Started a new session."
+NO_SUCH_SESSION = "This conversation has no such session."
+CLEARED_SESSION = "That session was cleared; it cannot be resumed."
+
+
+async def run_command(channel: ChannelBase, conversation: Conversation,
+                      command: Command | InvalidCommand) -> None:
+    """Run *command* for *conversation* and send its answer."""
+    directory, dispatch = channel.directory, channel.dispatch
+    name = command.name
+    if isinstance(command, InvalidCommand):
+        session_id = await directory.lookup(conversation)
+        await channel.answer(conversation, session_id, command.message, command=name)
+        return
+    if name in ("help", "who", "status"):
+        session_id = await directory.lookup(conversation)
+        if name == "help":
+            text = help_text()
+        elif name == "who":
+            text = who_text(channel.config, session_id=session_id,
+                            workspace=channel.runtime.workspace)
+        else:
+            text = status_text(channel.config, session_id=session_id,
+                               turn_running=session_id is not None
+                               and dispatch.turn_running(session_id))
+        await channel.answer(conversation, session_id, text, command=name)
+        return
+    if name == "cancel":
+        session_id = await directory.lookup(conversation)
+        done = dispatch.cancel(conversation, "cancel_command")
+        await channel.answer(conversation, session_id, CANCELLED if done else NOTHING_TO_CANCEL,
+                             command=name)
+        return
+    async with directory.lock(conversation):
+        if name == "clear":
+            dispatch.cancel(conversation, "clear")
+            dispatch.drop_pending(conversation)
+            old = await directory.forget(conversation)
+            await channel.answer(conversation, old, CLEARED, command=name)
+        elif name == "new":
+            session_id = await directory.new(conversation)
+            await channel.answer(conversation, session_id, NEW_SESSION, command=name)
+        else:
+            await _resume(channel, conversation, command)
+
+
+async def _resume(channel: ChannelBase, conversation: Conversation, command: Command) -> None:
+    target = command.argument or ""
+    try:
+        await channel.directory.resume(conversation, target)
+    except SessionNotFoundError as exc:
+        current = await channel.directory.lookup(conversation)
+        text = CLEARED_SESSION if isinstance(exc, SessionClosedError) else NO_SUCH_SESSION
+        await channel.answer(conversation, current, text, command="resume")
+        return
+    await channel.answer(conversation, target, f"Resumed session {target}.", command="resume")

@@ -1,0 +1,159 @@
+"""Which session each conversation of a channel is in, and the channel's live route bindings.
+
+The durable truth is the runtime's conversation binding (``(core_id, channel, conversation_key)
+-> session_id``); this directory caches it, binds the channel as the live route of every
+session it resolves (only once the final session is known), and rebinds on ``/new``,
+``/resume`` and session switches. Session-changing steps of one conversation are serialized
+by a per-conversation lock, so ``/clear`` cannot slip between a message's resolve and its
+dispatch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, final
+
+import attrs
+import trio
+
+from tidings.channels._config import ChannelConfig
+from tidings.channels._inbound import Inbound, inbound_conversation_key
+
+if TYPE_CHECKING:
+    from tidings.actors import BindToken
+
+__all__ = ["Conversation", "SessionDirectory", "conversation_for"]
+
+
+@final
+@attrs.frozen
+class Conversation:
+    """Where a conversation lives on the platform: its key, chat, thread and (session scope
+    ``sender``) sender. An adapter's ``deliver`` finds it with ``channel.conversation_of``."""
+
+    key: str
+    chat_id: str
+    thread_id: str | None = None
+    sender_id: str | None = None
+
+    def as_metadata(self) -> dict[str, str]:
+        """The platform address as outbound metadata (for answers that have no session)."""
+        data = {"conversation_key": self.key, "chat_id": self.chat_id}
+        if self.thread_id is not None:
+            data["thread_id"] = self.thread_id
+        if self.sender_id is not None:
+            data["sender_id"] = self.sender_id
+        return data
+
+
+def conversation_for(config: ChannelConfig, inbound: Inbound) -> Conversation:
+    """The conversation *inbound* belongs to, by the channel's session scope."""
+    key = inbound_conversation_key(config, inbound)
+    if config.session_scope == "sender":
+        return Conversation(key, inbound.chat_id, sender_id=inbound.sender_id)
+    return Conversation(key, inbound.chat_id, thread_id=inbound.thread_id)
+
+
+class _KeyedLock:
+    """One lock per key, kept only while someone holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[trio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (None, 0))
+        if lock is None:
+            lock = trio.Lock()
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+
+class SessionDirectory:
+    """Conversation -> session for one channel, and its live route bindings."""
+
+    def __init__(self, runtime: Any, channel_name: str, route: Any) -> None:
+        self._rt = runtime
+        self._name = channel_name
+        self._route = route
+        self._current: dict[str, str] = {}
+        self._conversations: dict[str, Conversation] = {}
+        self._tokens: dict[str, BindToken] = {}
+        self._locks = _KeyedLock()
+
+    def lock(self, conversation: Conversation) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold the conversation's lock (session-changing steps run under it)."""
+        return self._locks.hold(conversation.key)
+
+    def conversation_of(self, session_id: str | None) -> Conversation | None:
+        """The conversation that owns *session_id*, if this channel has seen it."""
+        return None if session_id is None else self._conversations.get(session_id)
+
+    def cached(self, conversation: Conversation) -> str | None:
+        """The conversation's session as last seen here (no store access)."""
+        return self._current.get(conversation.key)
+
+    async def resolve(self, conversation: Conversation) -> tuple[str, bool]:
+        """The conversation's session, created if it has none; the channel is bound as its
+        route. Returns ``(session_id, created)``."""
+        session_id = self._current.get(conversation.key)
+        created = False
+        if session_id is None:
+            session_id, created = await self._rt.resolve_conversation(self._name,
+                                                                      conversation.key)
+        self._switch(conversation, session_id)
+        return session_id, created
+
+    async def lookup(self, conversation: Conversation) -> str | None:
+        """The conversation's session, or None; never creates one (``/who``, ``/status``)."""
+        session_id = self._current.get(conversation.key)
+        if session_id is None:
+            session_id = await self._rt.conversation_session(self._name, conversation.key)
+            if session_id is None:
+                return None
+        self._switch(conversation, session_id)
+        return session_id
+
+    async def new(self, conversation: Conversation) -> str:
+        """``/new``: a fresh session for the conversation, bound as its live route."""
+        session_id = await self._rt.new_conversation_session(self._name, conversation.key)
+        self._switch(conversation, session_id)
+        return session_id
+
+    async def resume(self, conversation: Conversation, session_id: str) -> None:
+        """``/resume``: rebind durably (ownership is checked by the runtime), then live."""
+        await self._rt.resume_conversation(self._name, conversation.key, session_id)
+        self._switch(conversation, session_id)
+
+    async def forget(self, conversation: Conversation) -> str | None:
+        """``/clear``: forget the conversation's session durably; return its id, if any.
+
+        The old session stays bound to the channel, so what it already queued still reaches
+        the chat.
+        """
+        self._current.pop(conversation.key, None)
+        return await self._rt.forget_conversation(self._name, conversation.key)
+
+    def close(self) -> None:
+        """Unbind every route this directory bound (stale tokens are ignored)."""
+        for token in self._tokens.values():
+            self._rt.router.unbind(token)
+        self._tokens.clear()
+
+    def _switch(self, conversation: Conversation, session_id: str) -> None:
+        self._current[conversation.key] = session_id
+        self._conversations[session_id] = conversation
+        token = self._tokens.get(session_id)
+        binding = self._rt.router.binding(session_id)
+        if token is not None and binding is not None and binding.serial == token.serial:
+            return
+        self._tokens[session_id] = self._rt.router.bind(session_id, self._route)

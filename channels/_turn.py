@@ -1,0 +1,175 @@
+"""Running one channel turn: the agent inside the runtime turn's cancel scope, and its lifecycle.
+
+Order, always: ``started``; the user's message into history; the agent, whose chunks and tool
+calls are emitted as they happen; the joined chunks sent as one persisted ``message`` (none if
+the agent streamed nothing); ``completed`` once that reply's intent is durable. Exactly one
+terminal event: ``completed``, ``cancelled`` with the first recorded reason, or ``failed``.
+
+Why a turn was cancelled is recorded before its scope is cancelled: commands and steer go
+through :meth:`ActiveTurn.cancel`; a deadline that fired is recorded as ``timeout`` the moment
+anyone looks (first recorded wins, by time); a cancellation from outside the turn (the runtime's
+task tree stopping) is ``shutdown``. Once the final reply is being written, cancels are refused:
+a turn whose reply is durable is ``completed``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import trio
+
+from tidings.actors import TurnContext
+from tidings.channels._boundary import compose_first_prompt
+from tidings.channels._bridge import BridgeTurn
+from tidings.channels._lifecycle import CancelReason, LifecycleEmitter
+
+if TYPE_CHECKING:
+    from tidings.channels._base import ChannelBase
+    from tidings.channels._dispatch import PendingTurn, SessionState
+
+__all__ = ["ActiveTurn", "run_turn"]
+
+
+class ActiveTurn:
+    """The running turn of a session, as commands and steer see it."""
+
+    def __init__(self, emitter: LifecycleEmitter) -> None:
+        self.emitter = emitter
+        self.ctx: TurnContext | None = None
+        self.deadline = math.inf
+        self.finishing = False
+
+    @property
+    def cancel_reason(self) -> CancelReason | None:
+        self.note_deadline()
+        return self.emitter.cancel_reason
+
+    def cancel(self, reason: CancelReason) -> bool:
+        """Record *reason* and cancel the turn's scope. Never blocks.
+
+        False when an earlier reason stands (a deadline that already fired counts), or the
+        turn is writing its final reply or has ended.
+        """
+        if self.finishing:
+            return False
+        self.note_deadline()
+        if not self.emitter.record_cancel(reason):
+            return False
+        if self.ctx is not None:
+            self.ctx.cancel(reason)
+        return True
+
+    def attach(self, ctx: TurnContext) -> None:
+        """The runtime turn is open: apply a reason recorded while it was opening."""
+        self.ctx = ctx
+        reason = self.emitter.cancel_reason
+        if reason is not None:
+            ctx.cancel(reason)
+
+    def start_deadline(self, timeout: float | None) -> None:
+        if timeout is not None and self.ctx is not None:
+            self.deadline = trio.current_time() + timeout
+            self.ctx.cancel_scope.deadline = self.deadline
+
+    def note_deadline(self) -> None:
+        """If the deadline passed and nothing was recorded yet, record ``timeout``."""
+        if (self.deadline <= trio.current_time() and not self.finishing
+                and self.emitter.record_cancel("timeout") and self.ctx is not None):
+            self.ctx.cancel("timeout")
+
+    def note_trio_cancel(self) -> None:
+        """A ``Cancelled`` reached the turn body: make sure a reason is recorded (a deadline
+        is ``timeout``; anything else not recorded came from outside: ``shutdown``)."""
+        if self.cancel_reason is None:
+            self.emitter.record_cancel("shutdown")
+        if self.ctx is not None and self.emitter.cancel_reason is not None:
+            self.ctx.cancel(self.emitter.cancel_reason)
+
+
+async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTurn
+                   ) -> LifecycleEmitter:
+    """Run *pending* as the active turn of *state*; return its emitter (outcome, reason).
+
+    Never raises for an agent's failure (that is ``failed``); re-raises ``trio.Cancelled``
+    after emitting ``cancelled`` (reason ``shutdown`` unless an earlier one was recorded).
+    """
+    emitter = LifecycleEmitter(channel.on_task_lifecycle, channel.config,
+                               chat_id=state.conversation.chat_id, session_id=state.session_id,
+                               message_id=pending.message_id)
+    active = ActiveTurn(emitter)
+    state.active = active
+    try:
+        await _drive(channel, state, pending, active)
+    finally:
+        state.active = None
+    return emitter
+
+
+async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn,
+                 active: ActiveTurn) -> None:
+    rt, config, emitter = channel.runtime, channel.config, active.emitter
+    try:
+        await emitter.started()
+        first = not await rt.session_has_turns(state.session_id)
+        prompt = compose_first_prompt(config, pending.text, first_in_session=first,
+                                      steered=pending.steered)
+        async with rt.open_turn(state.session_id, message_id=pending.message_id) as ctx:
+            active.attach(ctx)
+            try:
+                for inbound in pending.inbounds:
+                    await rt.record_user_message(state.session_id, inbound.text,
+                                                 turn_id=ctx.turn_id)
+                bridge = BridgeTurn(ctx, emitter, prompt=prompt, text=pending.text,
+                                    message_id=pending.message_id)
+                active.start_deadline(config.turn_timeout)
+                await channel.agent.run(bridge)
+                await _finish(ctx, active, bridge)
+            except BaseException as exc:
+                cancelled = _as_cancelled(exc)
+                if cancelled is None:
+                    raise
+                active.note_trio_cancel()
+                # An agent's nursery wraps Cancelled in a group: the turn (and the turns
+                # table) must still see a cancellation, not a failure.
+                if cancelled is exc:
+                    raise
+                raise cancelled from None
+    except BaseException as exc:
+        if _as_cancelled(exc) is not None:  # from outside the turn: the runtime is stopping
+            await emitter.cancelled("shutdown")
+            raise
+        if not isinstance(exc, Exception):
+            raise
+        if active.cancel_reason is not None:  # it failed because it was being cancelled
+            await emitter.cancelled()
+        else:
+            await emitter.failed(exc)
+        return
+    if emitter.outcome is None:  # the turn's own scope caught the cancel
+        await emitter.cancelled(active.cancel_reason or "timeout")
+
+
+def _as_cancelled(exc: BaseException) -> trio.Cancelled | None:
+    """*exc* itself if it is ``trio.Cancelled``; the first one if *exc* is a group of nothing
+    but ``Cancelled``; else None."""
+    if isinstance(exc, trio.Cancelled):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [_as_cancelled(inner) for inner in exc.exceptions]
+        if leaves and all(leaf is not None for leaf in leaves):
+            return leaves[0]
+    return None
+
+
+async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn) -> None:
+    """Send the reply and emit ``completed``, unless a cancel was recorded first."""
+    if active.cancel_reason is not None:
+        await trio.lowlevel.checkpoint()  # the scope is cancelled: this raises Cancelled
+        return
+    active.finishing = True  # from here on the turn completes: cancels are refused
+    reply = bridge.reply
+    if reply:
+        with trio.CancelScope(shield=True):  # bounded: the writer answers every request
+            await ctx.output.send_text(reply)
+    await active.emitter.completed()
