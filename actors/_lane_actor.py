@@ -57,6 +57,7 @@ class LaneWorker:
                 await self._serve(lane, ctx.mailbox)
             finally:
                 lane.scope, lane.delivering, lane.idle_since = None, False, None
+                lane.waiting = False
         # Returned (idle, or stopping). No checkpoint since the last look at the mailbox.
         self.dispatcher.lane_exited(lane)
 
@@ -139,6 +140,7 @@ class LaneWorker:
             if lane.unflushed:
                 await self._flush(lane)
         else:
+            await self._wait_for_window(lane, item)
             claimed = await self._claim(lane, item)
             if claimed is None:
                 return
@@ -156,7 +158,25 @@ class LaneWorker:
             return
         lane.delivering = False
         lane.current = None
-        lane.unflushed.append(item)
+        if binding.ack_window:  # stays ``sending`` until the client acks (Runtime.confirm)
+            lane.unacked[item.delivery_id] = item
+        else:
+            lane.unflushed.append(item)
+
+    async def _wait_for_window(self, lane: Lane, item: DeliveryItem) -> None:
+        """With an acking route, at most ``ack_window`` rows of a session are unacked."""
+        while True:
+            binding = self.router.binding(item.session_id)
+            if binding is None or not binding.ack_window or len(lane.unacked) < binding.ack_window:
+                return
+            if lane.unflushed:
+                await self._flush(lane)
+                continue
+            lane.waiting = True  # stop() may end the wait at once
+            try:
+                await lane.window.wait()
+            finally:
+                lane.waiting = False
 
     async def _claim(self, lane: Lane, item: DeliveryItem) -> tuple[Binding, int] | None:
         """Claim *item* (``sending``, durable) for its session's route, with the previous

@@ -18,6 +18,7 @@ import collections
 import functools
 import itertools
 import logging
+from collections.abc import Iterable
 
 import attrs
 import trio
@@ -26,7 +27,7 @@ from tidings.actors._handle import DeliveryItem, HandleRegistry, describe_error,
 from tidings.actors._lane_actor import RETIRE, WAKE, LaneWorker
 from tidings.actors._router import SessionInteractionRouter
 from tidings.errors import MailboxClosedError
-from tidings.store import Store
+from tidings.store import Store, transition
 from tidings.supervisor import ChildSpec, Supervisor
 
 __all__ = ["DispatchStatistics", "Dispatcher", "Lane", "describe_error", "outcome_of"]
@@ -39,7 +40,7 @@ class Lane:
 
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering", "held",
                  "idle_since", "max_seen", "name", "overflow", "reread", "reserved", "rewind",
-                 "scope", "session_id", "unflushed")
+                 "scope", "session_id", "unacked", "unflushed", "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -59,6 +60,9 @@ class Lane:
         self.scope: trio.CancelScope | None = None  # the running incarnation's scope
         self.delivering = False               # inside a route's deliver()
         self.idle_since: float | None = None  # parked waiting for work since (trio clock)
+        self.unacked: dict[str, DeliveryItem] = {}  # delivered to an acking route, not acked
+        self.window = trio.Event()            # set when an ack frees room in the window
+        self.waiting = False                  # waiting for room in the ack window
 
     def forget_memory(self) -> None:
         """After a crash, what was in memory (mailbox, backlog) may have lost an item: drop it
@@ -71,11 +75,16 @@ class Lane:
     def idle(self) -> bool:
         """Nothing of this session is queued, claimed, delivered-but-unrecorded or reserved."""
         return not (self.reserved or self.held or self.current or self.unflushed
-                    or self.overflow or self.backlog or self.committing)
+                    or self.overflow or self.backlog or self.committing or self.unacked)
 
     def has_work(self) -> bool:
         return bool(self.overflow or self.backlog or self.current or self.unflushed
-                    or self.reserved or self.held)
+                    or self.reserved or self.held or self.unacked)
+
+    def room(self) -> None:
+        """Wake a lane waiting for its ack window."""
+        self.window.set()
+        self.window = trio.Event()
 
 
 @attrs.frozen
@@ -245,7 +254,7 @@ class Dispatcher:
         Always a checkpoint."""
         self.stopping = True
         for lane in self.lanes.values():
-            if lane.scope is not None and lane.idle_since is not None:
+            if lane.scope is not None and (lane.idle_since is not None or lane.waiting):
                 lane.scope.cancel(reason="shutdown: idle lane")
         with trio.move_on_after(self.grace):
             await self._idle.wait()
@@ -263,6 +272,67 @@ class Dispatcher:
 
     def lane(self, session_id: str) -> Lane | None:
         return self.lanes.get(session_id)
+
+    # --- acknowledgements (routes with an ack window) ------------------------------------------
+
+    async def confirm(self, delivery_ids: Iterable[str]) -> list[str]:
+        """Record ``sent`` for deliveries an acking route's client acknowledged.
+
+        Accepts rows still ``sending`` (unacked) or already ``unknown`` (a dropped connection
+        or a restart); returns the ids that moved. Frees room in their lanes' ack windows.
+        Always a checkpoint.
+        """
+        ids = list(dict.fromkeys(delivery_ids))
+        if not ids:
+            await trio.lowlevel.checkpoint()
+            return []
+        now = self.store.clock()
+        results = await self.store.commit([transition(
+            delivery_id, "sent", now=now, only_from=("sending", "unknown"))
+            for delivery_id in ids])
+        moved = [delivery_id for delivery_id, result in zip(ids, results, strict=True)
+                 if result.applied]
+        self._settle_unacked(moved, "delivered")
+        return moved
+
+    async def abandon_unacked(self, session_id: str) -> list[str]:
+        """The acking route of *session_id* lost its connection: its unacked rows become
+        ``unknown`` (the client may or may not have them; it resolves them when it returns).
+        Returns their ids. Always a checkpoint."""
+        lane = self.lanes.get(session_id)
+        ids = list(lane.unacked) if lane is not None else []
+        if not ids:
+            await trio.lowlevel.checkpoint()
+            return []
+        now = self.store.clock()
+        results = await self.store.commit([transition(
+            delivery_id, "unknown", now=now, error="the client disconnected before acking")
+            for delivery_id in ids])
+        moved = [delivery_id for delivery_id, result in zip(ids, results, strict=True)
+                 if result.applied]
+        self._settle_unacked(ids, "unknown", moved=set(moved))
+        return moved
+
+    def _settle_unacked(self, ids: list[str], status: str, *,
+                        moved: set[str] | None = None) -> None:
+        touched: set[str] = set()
+        for delivery_id in ids:
+            lane = self._acked_lane(delivery_id)
+            item = lane.unacked.pop(delivery_id, None) if lane is not None else None
+            if item is None:
+                self.registry.resolve(delivery_id, status)
+                continue
+            if moved is None or delivery_id in moved:
+                self.resolve(item, status)
+            touched.add(item.session_id)
+        for session_id in touched:
+            lane = self.lanes.get(session_id)
+            if lane is not None:
+                lane.room()
+
+    def _acked_lane(self, delivery_id: str) -> Lane | None:
+        item = self.registry.get(delivery_id)
+        return self.lanes.get(item.session_id) if item is not None else None
 
     def resolve(self, item: DeliveryItem, status: str) -> None:
         item.resolve(status)

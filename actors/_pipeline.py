@@ -10,6 +10,7 @@ so even a caller cancelled while waiting cannot strand it — is the delivery sc
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import os
 import time
@@ -37,10 +38,24 @@ _ARTIFACT_COLUMNS = ("artifact_id", "session_id", "owner_turn_id", "delivery_id"
                      "created_at")
 
 
+_PROCESS_TAG = os.urandom(5).hex()
+_SERIAL = itertools.count()
+
+
 def new_id(prefix: str) -> str:
-    """``<prefix>_<12 hex digits of ms time><16 random hex digits>``: unique, and ordered by
-    creation time, so primary-key B-trees grow at their right edge instead of everywhere."""
-    return f"{prefix}_{time.time_ns() // 1_000_000:012x}{os.urandom(8).hex()}"
+    """``<prefix>_<12 hex ms time><10 hex per-process random><6 hex serial>``.
+
+    Unique across processes (the random tag) and within one (the serial), and ordered by
+    creation time, so primary-key B-trees grow at their right edge instead of everywhere.
+    """
+    return (f"{prefix}_{time.time_ns() // 1_000_000:012x}{_PROCESS_TAG}"
+            f"{next(_SERIAL) & 0xFFFFFF:06x}")
+
+
+def _blocks_json(blocks: tuple[ContentBlock, ...]) -> str:
+    if len(blocks) == 1 and blocks[0].type == "text":  # the common case, without a dict
+        return '[{"type": "text", "text": ' + json.dumps(blocks[0].text) + "}]"  # type: ignore[union-attr]
+    return json.dumps([block.as_dict() for block in blocks])
 
 
 @attrs.frozen
@@ -192,8 +207,9 @@ class DeliveryPipeline:
             "delivery_id": delivery_id, "session_id": request.session_id,
             "owner_turn_id": request.turn_id, "work_id": work_id, "kind": request.kind,
             "channel": request.channel, "text": request.text,
-            "blocks": json.dumps([block.as_dict() for block in request.blocks]),
-            "metadata": json.dumps(dict(request.metadata)), "visible": int(request.visible),
+            "blocks": _blocks_json(request.blocks),
+            "metadata": json.dumps(dict(request.metadata)) if request.metadata else "{}",
+            "visible": int(request.visible),
             "history_message_id": message_id,
             "failure_history_text": request.failure_history_text,
             "idempotency_key": request.idempotency_key, "status": status,

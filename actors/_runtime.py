@@ -13,7 +13,7 @@ import os
 import pathlib
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
 
@@ -181,6 +181,22 @@ class Runtime(StatusViews, ChannelSupport):
     def events(self, after_seq: int | None = None) -> EventFeed:
         """Follow runtime events live (``async for event in rt.events(): ...``)."""
         return self.bus.follow(after_seq)
+
+    # --- acking routes -------------------------------------------------------------------------
+
+    async def confirm(self, delivery_ids: Iterable[str]) -> list[str]:
+        """Record ``sent`` for deliveries acknowledged by an acking route's client.
+
+        A route that declares ``ack_window = N`` leaves each delivered row ``sending`` until its
+        client acks it (at most N such rows per session); this is that ack. Rows already
+        ``unknown`` (dropped connection, restart) are accepted too. Returns the ids that moved.
+        """
+        return await self.dispatcher.confirm(delivery_ids)
+
+    async def abandon_unacked(self, session_id: str) -> list[str]:
+        """An acking route lost its client: its unacked rows in *session_id* become
+        ``unknown`` (resolved later by the client, e.g. on reconnect). Returns their ids."""
+        return await self.dispatcher.abandon_unacked(session_id)
 
     def statistics(self) -> RuntimeStatistics:
         assert self.supervisor is not None
