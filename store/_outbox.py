@@ -47,16 +47,15 @@ TRANSITIONS: Mapping[str, tuple[tuple[str, ...], str, str]] = {
 reconcile (to ``sent`` or back to ``queued``); ``unrouted`` only back to ``queued``, when a
 reconciling channel's client returns."""
 
-_EVENT_COLUMNS = "(type, session_id, delivery_id, data, created_at)"
+_EVENT_NAMES = ("type", "session_id", "delivery_id", "data", "created_at")
+_EVENT_COLUMNS = f"({', '.join(_EVENT_NAMES)})"
 
 
 @attrs.frozen
 class EnqueuedDelivery:
-    """What enqueueing one delivery wrote: its per-session ``seq`` and its event rows."""
+    """What enqueueing one delivery assigned: its per-session ``seq``."""
 
     seq: int
-    events: tuple[tuple[Any, ...], ...]
-    """``(event_seq, type, session_id, delivery_id, data_json, created_at)`` rows."""
 
 
 @attrs.frozen
@@ -96,10 +95,8 @@ class OutboxInsert(Op):
         rows = [(*op.values.values(), seq) for op, seq in zip(inserts, seqs, strict=True)]
         _insert_many(conn, "outbox", columns, rows)
         ids = [op.values["delivery_id"] for op in inserts]
-        events: dict[str, list[tuple[Any, ...]]] = {delivery_id: [] for delivery_id in ids}
-        for row in _insert_events_from_outbox(conn, "delivery.queued", ids,
-                                              "json_object('seq', o.seq, 'kind', o.kind)"):
-            events[row[3]].append(row)
+        _insert_events_from_outbox(conn, "delivery.queued", ids,
+                                   "json_object('seq', o.seq, 'kind', o.kind)")
         for status, event_type, data in (
                 ("sent", "delivery.sent", "json_object('attempt', o.attempts, 'visible', "
                                           "json('false'))"),
@@ -107,28 +104,20 @@ class OutboxInsert(Op):
                                                 "'claimant', o.claimant, 'error', NULL)")):
             chosen = [op.values["delivery_id"] for op in inserts if op.values["status"] == status]
             if chosen:
-                for row in _insert_events_from_outbox(conn, event_type, chosen, data):
-                    events[row[3]].append(row)
-        for op in inserts:
-            for kind, payload in op.extra_events:
-                delivery_id, session_id = op.values["delivery_id"], op.values["session_id"]
-                now = op.values["created_at"]
-                cursor = conn.execute(
-                    f"INSERT INTO events {_EVENT_COLUMNS} VALUES (?, ?, ?, ?, ?)",
-                    (kind, session_id, delivery_id, payload, now))
-                events[delivery_id].append(
-                    (cursor.lastrowid, kind, session_id, delivery_id, payload, now))
-        return [EnqueuedDelivery(seq, tuple(events[delivery_id]))
-                for seq, delivery_id in zip(seqs, ids, strict=True)]
+                _insert_events_from_outbox(conn, event_type, chosen, data)
+        extras = [(kind, op.values["session_id"], op.values["delivery_id"], payload,
+                   op.values["created_at"]) for op in inserts for kind, payload in op.extra_events]
+        if extras:
+            _insert_many(conn, "events", _EVENT_NAMES, extras)
+        return [EnqueuedDelivery(seq) for seq in seqs]
 
 
 @attrs.frozen
 class AppliedTransition:
-    """The outcome of one :class:`Transition`: whether it applied, and what it recorded."""
+    """The outcome of one :class:`Transition`: whether it applied, and the row's attempts."""
 
     applied: bool
     attempts: int = 0
-    events: tuple[tuple[Any, ...], ...] = ()
 
 
 @attrs.frozen
@@ -173,21 +162,14 @@ class Transition(Op):
                     applied)
         if to == "failed":
             _rewrite_failure_history(conn, list(applied), moves[0].now)
-        events: dict[str, list[tuple[Any, ...]]] = {delivery_id: [] for delivery_id in applied}
         data = ("json_object('attempt', o.attempts, 'claimant', o.claimant, "
                 "'error', o.last_error)")
-        for row in _insert_events_from_outbox(conn, event_type, list(applied), data):
-            events[row[3]].append(row)
-        extras = [(kind, move.delivery_id, payload, move.now) for move in moves
-                  if move.delivery_id in applied for kind, payload in move.extra_events]
+        _insert_events_from_outbox(conn, event_type, list(applied), data)
+        extras = [(kind, applied[move.delivery_id][2], move.delivery_id, payload, move.now)
+                  for move in moves if move.delivery_id in applied
+                  for kind, payload in move.extra_events]
         if extras:
-            for kind, delivery_id, payload, now in extras:
-                session_id = applied[delivery_id][2]
-                cursor = conn.execute(
-                    f"INSERT INTO events {_EVENT_COLUMNS} VALUES (?, ?, ?, ?, ?)",
-                    (kind, session_id, delivery_id, payload, now))
-                events[delivery_id].append(
-                    (cursor.lastrowid, kind, session_id, delivery_id, payload, now))
+            _insert_many(conn, "events", _EVENT_NAMES, extras)
         results = []
         seen: set[str] = set()
         for move in moves:
@@ -196,7 +178,7 @@ class Transition(Op):
                 results.append(AppliedTransition(False))
                 continue
             seen.add(move.delivery_id)
-            results.append(AppliedTransition(True, row[3], tuple(events[move.delivery_id])))
+            results.append(AppliedTransition(True, row[3]))
         return results
 
 
@@ -244,21 +226,16 @@ def _insert_many(conn: Any, table: str, columns: Sequence[str],
 
 
 def _insert_events_from_outbox(conn: Any, event_type: str, delivery_ids: Sequence[str],
-                               data_sql: str) -> list[tuple[Any, ...]]:
+                               data_sql: str) -> None:
     """Append one *event_type* event per delivery, its data computed in SQL from the row."""
-    rows: list[tuple[Any, ...]] = []
     for start in range(0, len(delivery_ids), 30_000):
         chunk = delivery_ids[start:start + 30_000]
         values = ",".join(["(?)"] * len(chunk))
-        rows.extend(conn.execute(
+        conn.execute(
             f"INSERT INTO events {_EVENT_COLUMNS} "
             f"SELECT ?, o.session_id, o.delivery_id, {data_sql}, o.updated_at "
-            f"FROM (VALUES {values}) AS v JOIN outbox AS o ON o.delivery_id = v.column1 "
-            "WHERE true "
-            "RETURNING event_seq, type, session_id, delivery_id, data, created_at",
-            [event_type, *chunk]).fetchall())
-    return rows
-
+            f"FROM (VALUES {values}) AS v JOIN outbox AS o ON o.delivery_id = v.column1",
+            [event_type, *chunk])
 
 def _unique_chunks(moves: Sequence[Transition]) -> Iterable[list[Transition]]:
     """Split *moves* so no statement touches a row twice (later moves see earlier ones)."""
