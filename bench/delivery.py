@@ -12,7 +12,8 @@ Prints, each the median of three interleaved rounds:
   - (c) the raw batched lifecycle: the same three writes for 64 deliveries per transaction.
 Both baselines also append the runtime events the runtime writes (queued, sending, sent), so all
 three variants make the same durable writes. Targets at 100 senders: >= 5x (a), >= 50% of (c),
-send_text p99 <= 10 ms. Also prints delivery time with 20,000 routes bound vs 100.
+send_text p99 <= 10 ms. Also prints the throughput with 20,000 routes bound vs 100, and the
+cost of a history append in a session of 100,000 rows vs an empty one (both should be ~1).
 
     .venv/bin/python bench/delivery.py [--deliveries N] [--rounds R]
 """
@@ -31,6 +32,7 @@ import uuid
 import trio
 
 import tidings
+from tidings.store import Call
 from tidings.store._connect import connect_writer
 from tidings.store._schema import migrate
 from tidings.testing import MemoryRoute
@@ -167,6 +169,29 @@ def raw_batched(path: pathlib.Path, deliveries: int, per_tx: int = 64) -> float:
     return deliveries / elapsed
 
 
+async def history_append(path: pathlib.Path, prefill: int, sends: int = 400) -> float:
+    """Seconds per persisted send into a session that already has *prefill* history rows."""
+    async with tidings.open_runtime(path, workspace=path.parent) as rt:
+        session_id = await rt.create_session(channel="bench")
+        rt.router.bind(session_id, MemoryRoute())
+        if prefill:
+            await rt.store.commit([Call(functools.partial(_prefill, session_id, prefill))])
+        async with rt.open_turn(session_id) as ctx:
+            start = time.perf_counter()
+            for _ in range(sends):
+                await ctx.output.send_text(TEXT)
+            return (time.perf_counter() - start) / sends
+
+
+def _prefill(session_id: str, rows: int, conn) -> None:
+    now = time.time()
+    conn.executemany(
+        "INSERT INTO messages (message_id, session_id, role, kind, text, policy, visible, "
+        "model_visible, created_at, updated_at) VALUES (?, ?, 'assistant', 'text', ?, "
+        "'persist', 1, 1, ?, ?)",
+        ((f"old_{i}", session_id, TEXT, now, now) for i in range(rows)))
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -196,6 +221,9 @@ def main() -> None:
             small, _ = trio.run(runtime_run, base / f"b100-{r}.db", n, 100, 0)
             large, _ = trio.run(runtime_run, base / f"b20k-{r}.db", n, 100, 19_900)
             results.setdefault("bound_ratio", []).append(large / small)
+            short = trio.run(history_append, base / f"h0-{r}.db", 0)
+            long = trio.run(history_append, base / f"h100k-{r}.db", 100_000)
+            results.setdefault("history_ratio", []).append(long / short)
     med = {key: statistics.median(values) for key, values in results.items()}
     a, c = med["a"], med["c"]
     print(f"(a) per-delivery commits, plain sqlite3     {a:8.0f} deliveries/s")
@@ -209,6 +237,8 @@ def main() -> None:
     verdict = "met" if t100 >= 5 * a and t100 >= 0.5 * c and p99 <= 10 else "NOT met"
     print(f"target at 100 senders (>= 5x a, >= 0.5 c, p99 <= 10 ms): {verdict}")
     print(f"deliveries/s with 20,000 routes bound / with 100 bound: {med['bound_ratio']:.2f}")
+    print(f"send_text time in a session with 100,000 history rows / with none: "
+          f"{med['history_ratio']:.2f}")
 
 
 if __name__ == "__main__":
