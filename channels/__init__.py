@@ -56,6 +56,7 @@ from tidings.channels._lifecycle import TaskTextChunk as TaskTextChunk
 from tidings.channels._lifecycle import TaskToolCall as TaskToolCall
 from tidings.channels._lifecycle import ToolCall as ToolCall
 from tidings.channels._loader import load_agent as load_agent
+from tidings.channels._terminal import TerminalChannel as TerminalChannel
 
 __all__ = [
     "BLOCK_SEPARATOR",
@@ -97,6 +98,7 @@ __all__ = [
     "TaskStarted",
     "TaskTextChunk",
     "TaskToolCall",
+    "TerminalChannel",
     "ToolCall",
     "boundary_note",
     "compose_first_prompt",

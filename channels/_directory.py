@@ -98,6 +98,10 @@ class SessionDirectory:
         """The conversation that owns *session_id*, if this channel has seen it."""
         return None if session_id is None else self._conversations.get(session_id)
 
+    def sessions(self) -> list[str]:
+        """Every session this directory has resolved (and bound)."""
+        return list(self._conversations)
+
     def cached(self, conversation: Conversation) -> str | None:
         """The conversation's session as last seen here (no store access)."""
         return self._current.get(conversation.key)

@@ -1,0 +1,228 @@
+"""A channel on a terminal: lines in, deliveries, progress and lifecycle events out.
+
+:class:`TerminalChannel` is a complete adapter over :class:`ChannelBase`, for trying tidings
+with no network (``tidings chat --local``). Every line read is one inbound message (commands
+included) in one conversation; deliveries come back through the runtime's outbox like any
+other channel's. While an agent waits for an answer (``prompt_user`` / ``request_approval``)
+the next line answers it. Output is sanitized (no control or bidi characters reach the
+terminal) and works the same when stdin and stdout are pipes.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any, TextIO
+
+import trio
+
+from tidings.actors import ApprovalRequest, Outbound, Prompt
+from tidings.channels._agents import Agent
+from tidings.channels._base import ChannelBase
+from tidings.channels._config import ChannelConfig
+from tidings.channels._inbound import Inbound
+from tidings.channels._lifecycle import TaskLifecycleEvent
+from tidings.channels._sanitize import sanitize_line, sanitize_text
+
+__all__ = ["DELIVERY_WAIT", "TerminalChannel", "stdin_is_a_terminal", "stdin_lines"]
+
+DELIVERY_WAIT = 30.0
+"""Seconds :meth:`TerminalChannel.chat` waits at the end for deliveries still on their way."""
+_TEXT_LIMIT = 100_000
+_OPEN = ("queued", "sending")
+_RECHECK = 0.05
+
+
+class TerminalChannel(ChannelBase):
+    """One terminal conversation (``chat_id``) of a channel, printed to ``out``.
+
+    ``show_chunks`` also prints ``text_chunk`` events (the reply is printed once it is
+    delivered either way).
+    """
+
+    def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None, *,
+                 out: TextIO | None = None, chat_id: str = "default", sender_id: str = "you",
+                 show_chunks: bool = False) -> None:
+        super().__init__(runtime, config, agent)
+        self.out = out if out is not None else sys.stdout
+        self.chat_id = chat_id
+        self.sender_id = sender_id
+        self.show_chunks = show_chunks
+        self._questions: collections.deque[tuple[trio.Event, list[str | None]]] = (
+            collections.deque())
+        self._serial = 0
+        self._asked = trio.Event()
+        self._input_ended = False
+
+    # --- output --------------------------------------------------------------------------------
+
+    def _print(self, prefix: str, text: str) -> None:
+        clean = sanitize_text(text, limit=_TEXT_LIMIT)
+        pad = " " * len(prefix)
+        lines = clean.split("\n") or [""]
+        body = "\n".join([prefix + lines[0], *(pad + line for line in lines[1:])])
+        self.out.write(body + "\n")
+        self.out.flush()
+
+    async def deliver(self, outbound: Outbound) -> None:
+        """Print a delivery: a message as ``<display name>> text``, progress as ``... text``,
+        a notice (command answers included) as ``* text``."""
+        await trio.lowlevel.checkpoint()
+        if outbound.kind == "message":
+            self._print(f"{self.identity.display_name}> ", outbound.text)
+        elif outbound.kind == "progress":
+            self._print("... ", outbound.text)
+        else:
+            self._print("* ", outbound.text)
+
+    def on_task_lifecycle(self, event: TaskLifecycleEvent) -> None:
+        """Print lifecycle events in brackets (``text_chunk`` only with ``show_chunks``)."""
+        if event.type == "text_chunk":
+            if self.show_chunks:
+                self._print("  ", f"[chunk {json.dumps(event.chunk)}]")  # type: ignore[attr-defined]
+            return
+        detail = ""
+        if event.type == "tool_call":
+            call = event.tool_call  # type: ignore[attr-defined]
+            arguments = json.dumps(_plain(call.arguments), sort_keys=True, default=str)
+            detail = f" {sanitize_line(call.name, limit=100)} {arguments}"
+        elif event.type == "cancelled":
+            detail = f": {event.reason}"  # type: ignore[attr-defined]
+        elif event.type == "failed":
+            detail = f": {event.error}"  # type: ignore[attr-defined]
+        self._print("  ", f"[{event.type}{detail}]")
+
+    # --- questions from the agent ---------------------------------------------------------------
+
+    async def prompt_user(self, prompt: Prompt) -> str | None:
+        """Print the question; the next line typed is the answer."""
+        self._print("? ", prompt.text)
+        return await self._ask()
+
+    async def request_approval(self, request: ApprovalRequest) -> str:
+        """Print the request; a next line of ``y`` / ``yes`` allows it, anything else denies."""
+        details = json.dumps(_plain(request.details), sort_keys=True, default=str)
+        self._print("? ", f"approve {request.action} {details}? [y/N]")
+        answer = await self._ask()
+        return "allow" if (answer or "").strip().lower() in ("y", "yes") else "deny"
+
+    async def _ask(self) -> str | None:
+        if self._input_ended:  # nobody is left to answer
+            await trio.lowlevel.checkpoint()
+            return None
+        answered: trio.Event = trio.Event()
+        slot: list[str | None] = []
+        self._questions.append((answered, slot))
+        self._asked.set()
+        self._asked = trio.Event()
+        await answered.wait()
+        return slot[0] if slot else None
+
+    def _answer(self, text: str | None) -> bool:
+        if not self._questions:
+            return False
+        answered, slot = self._questions.popleft()
+        slot.append(text)
+        answered.set()
+        return True
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    async def chat(self, lines: AsyncIterable[str], *, one_at_a_time: bool = False) -> None:
+        """Send every line as a message (or as the answer to a waiting question); at the end
+        of input, decline what is (or will be) asked, wait for running turns and (up to
+        :data:`DELIVERY_WAIT` seconds) for their deliveries, then return.
+
+        With ``one_at_a_time`` (for piped input) the next line is read only once the last
+        one's turn has ended and its deliveries arrived, or when the agent asks something:
+        the transcript is then deterministic, and no message steers the one before it.
+        """
+        async for line in lines:
+            text = line.rstrip("\r\n")
+            if not self._answer(text):
+                self._serial += 1
+                await self.handle_inbound(Inbound(chat_id=self.chat_id,
+                                                  sender_id=self.sender_id, text=text,
+                                                  message_id=str(self._serial)))
+            if one_at_a_time:
+                await self._settle()
+        self._input_ended = True
+        while self._answer(None):
+            pass
+        await self.wait_idle()
+        with trio.move_on_after(DELIVERY_WAIT):
+            await self.wait_delivered()
+
+    async def _settle(self) -> None:
+        """Wait until the agent asks something, or until every turn ended and its
+        deliveries arrived."""
+        async def until_idle(scope: trio.CancelScope) -> None:
+            await self.wait_idle()
+            with trio.move_on_after(DELIVERY_WAIT):
+                await self.wait_delivered()
+            scope.cancel()
+
+        async def until_asked(scope: trio.CancelScope) -> None:
+            while not self._questions:
+                await self._asked.wait()
+            scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(until_idle, nursery.cancel_scope)
+            nursery.start_soon(until_asked, nursery.cancel_scope)
+
+    async def wait_delivered(self) -> None:
+        """Block until no delivery of this channel's sessions is queued or being sent."""
+        feed = self.runtime.events()
+        while True:
+            open_rows = 0
+            for session_id in self.directory.sessions():
+                rows = await self.runtime.deliveries(session_id=session_id)
+                open_rows += sum(row.status in _OPEN for row in rows)
+            if not open_rows:
+                return
+            with trio.move_on_after(_RECHECK):
+                await feed.__anext__()
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+async def stdin_lines(prompt: str = "> ") -> AsyncIterator[str]:
+    """Lines from stdin until end of input, read in a worker thread.
+
+    On a terminal, with line editing and history (``readline``) and *prompt*; on a pipe, no
+    prompt is printed. Cancelling abandons the blocked read.
+    """
+    interactive = stdin_is_a_terminal()
+    if interactive:
+        try:
+            import readline  # noqa: F401 - importing it gives input() line editing
+        except ImportError:
+            pass
+    while True:
+        try:
+            line = await trio.to_thread.run_sync(
+                input if interactive else sys.stdin.readline,
+                *((prompt,) if interactive else ()), abandon_on_cancel=True)
+        except EOFError:
+            return
+        if not interactive and line == "":
+            return
+        yield line
+
+
+def stdin_is_a_terminal() -> bool:
+    """Whether stdin is an interactive terminal (not a pipe, a file or closed)."""
+    try:
+        return os.isatty(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False

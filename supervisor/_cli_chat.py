@@ -1,0 +1,126 @@
+"""``tidings chat``: talk to an agent from a terminal.
+
+``tidings chat --local [--db PATH] [--agent pkg.mod:Name] [--config FILE] [--channel NAME]
+[--conversation NAME] [--workspace DIR] [--chunks]`` runs a runtime, the agent and a terminal
+channel in this process (no network): each line read is a message (``/help`` for commands),
+and deliveries, progress and lifecycle events are printed as they happen. With stdin a pipe,
+each line waits for the previous one's turn and deliveries (a deterministic transcript); at the
+end of input it waits for running turns and their deliveries, then exits. The conversation is
+durable: running it again on the same database continues the same session.
+
+``--url`` (a running ``tidings serve``) is the websocket client's mode.
+
+Exit codes: 0 done; 2 bad usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import pathlib
+import sys
+import tomllib
+from typing import Any
+
+import trio
+
+import tidings
+from tidings.channels import ChannelConfig, load_agent
+from tidings.channels._terminal import TerminalChannel, stdin_is_a_terminal, stdin_lines
+from tidings.errors import ConfigError, TidingsError
+
+__all__ = ["DEFAULT_DB", "load_channel_config", "register", "run"]
+
+DEFAULT_DB = "tidings-local.db"
+"""Not ``tidings.db``: a local chat must not recover (and so disturb) a running server's rows."""
+
+
+def register(commands: Any) -> None:
+    """Add ``chat`` to the subparsers *commands*."""
+    parser = commands.add_parser(
+        "chat", help="chat with an agent from this terminal",
+        description="Chat with an agent from this terminal: --local runs everything in this "
+                    "process, with no network.")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--local", action="store_true",
+                      help="run the runtime, the agent and a terminal channel in this process")
+    mode.add_argument("--url", metavar="URL", help="connect to a running `tidings serve`")
+    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+                        help=f"the database, with --local (default: ./{DEFAULT_DB})")
+    parser.add_argument("--agent", metavar="pkg.mod:Name",
+                        help="the agent, by import path (default: the config's, else EchoAgent)")
+    parser.add_argument("--config", type=pathlib.Path, metavar="FILE",
+                        help="a TOML file; its [channels.<channel>] table configures the channel")
+    parser.add_argument("--channel", default="terminal", metavar="NAME",
+                        help="the channel name (default: terminal)")
+    parser.add_argument("--conversation", default="default", metavar="NAME",
+                        help="the conversation to continue (default: default)")
+    parser.add_argument("--workspace", default=".", metavar="DIR",
+                        help="the agent's workspace (default: the current directory)")
+    parser.add_argument("--chunks", action="store_true",
+                        help="also print streamed text chunks as they arrive")
+    parser.add_argument("--verbose", "-v", action="store_true", help="log runtime events")
+    parser.set_defaults(run=run, parser=parser)
+
+
+def load_channel_config(name: str, path: pathlib.Path | None) -> ChannelConfig:
+    """The channel's config: ``[channels.<name>]`` of the TOML file at *path*, if any.
+
+    Raises:
+      ConfigError: naming the file or the dotted key (``channels.terminal.dispatch_mode``).
+    """
+    if path is None:
+        return ChannelConfig(name)
+    try:
+        with path.open("rb") as file:
+            data = tomllib.load(file)
+    except OSError as exc:
+        raise ConfigError("config", f"cannot read {path.name}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("config", f"{path.name} is not valid TOML: {exc}") from None
+    channels = data.get("channels", {})
+    if not isinstance(channels, dict):
+        raise ConfigError("channels", "must be a table of channel tables")
+    table = channels.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"channels.{name}", "must be a table")
+    return ChannelConfig.from_mapping(name, table)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``tidings chat`` for parsed *args*; returns the exit code."""
+    if not args.local:
+        mode = "--url" if args.url else "no mode"
+        print(f"tidings chat: {mode}: connecting to a server is not available yet; "
+              "use --local", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
+                        stream=sys.stderr, format="%(name)s %(levelname)s %(message)s")
+    try:
+        config = load_channel_config(args.channel, args.config)
+        agent = load_agent(args.agent, field="--agent") if args.agent else None
+    except ConfigError as exc:
+        print(f"tidings chat: {exc}", file=sys.stderr)
+        return 2
+    try:
+        trio.run(_chat_local, args, config, agent)
+    except TidingsError as exc:
+        print(f"tidings chat: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def _chat_local(args: argparse.Namespace, config: ChannelConfig, agent: Any) -> None:
+    async with tidings.open_runtime(args.db, workspace=args.workspace) as rt:
+        channel = TerminalChannel(rt, config, agent, chat_id=args.conversation,
+                                  show_chunks=args.chunks)
+        print(f"tidings chat (local): channel {config.name}, conversation "
+              f"{args.conversation}, database {pathlib.Path(args.db).name}. "
+              "/help for commands; end of input (Ctrl-D) quits.", file=sys.stderr)
+        try:
+            await channel.chat(stdin_lines(f"{channel.sender_id}> "),
+                               one_at_a_time=not stdin_is_a_terminal())
+        finally:
+            channel.close()
