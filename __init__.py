@@ -27,9 +27,10 @@ from tidings.actors import DeliveryHandle as DeliveryHandle  # noqa: E402
 from tidings.actors import Outbound as Outbound  # noqa: E402
 from tidings.actors import Runtime as Runtime  # noqa: E402
 from tidings.actors import open_runtime as open_runtime  # noqa: E402
+from tidings.channels import Agent as Agent  # noqa: E402
 from tidings.supervisor import testing as testing  # noqa: E402
 
 _sys.modules[__name__ + ".testing"] = testing
 
-__all__ = ["ArtifactRef", "DeliveryHandle", "Outbound", "Runtime", "__version__", "errors",
-           "open_runtime", "testing"]
+__all__ = ["Agent", "ArtifactRef", "DeliveryHandle", "Outbound", "Runtime", "__version__",
+           "errors", "open_runtime", "testing"]
