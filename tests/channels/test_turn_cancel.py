@@ -190,3 +190,32 @@ async def test_a_cancelled_agent_inside_its_own_nursery_is_still_cancelled(rt, d
     await channel.wait_events("cancelled")
     await channel.wait_idle()
     assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
+
+
+async def test_an_agent_that_fails_while_being_cancelled_is_cancelled(rt) -> None:
+    class Wrapping:
+        async def run(self, turn) -> None:
+            await turn.send_chunk("waiting")
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                raise RuntimeError("interrupted") from None  # what a careless agent does
+
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=Wrapping())
+    await channel.say("go")
+    await channel.wait_events("text_chunk")
+    await channel.say("/cancel")
+    await channel.wait_idle()
+    assert terminals(channel) == ["cancelled"]
+    assert cancels(channel) == ["cancel_command"]
+
+
+async def test_cancel_reaches_a_turn_left_running_in_the_previous_session(rt) -> None:
+    agent = GatedAgent()
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
+    await channel.say("long job")
+    await agent.wait_turns(1)
+    await channel.say("/new")
+    await channel.say("/cancel")
+    await channel.wait_idle()
+    assert cancels(channel) == ["cancel_command"]
