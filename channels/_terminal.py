@@ -14,7 +14,7 @@ import collections
 import json
 import os
 import sys
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any, TextIO
 
 import trio
@@ -27,7 +27,8 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 
-__all__ = ["DELIVERY_WAIT", "TerminalChannel", "stdin_is_a_terminal", "stdin_lines"]
+__all__ = ["DELIVERY_WAIT", "TerminalChannel", "input_line", "stdin_is_a_terminal",
+           "stdin_lines"]
 
 DELIVERY_WAIT = 30.0
 """Seconds :meth:`TerminalChannel.chat` waits at the end for deliveries still on their way."""
@@ -40,17 +41,20 @@ class TerminalChannel(ChannelBase):
     """One terminal conversation (``chat_id``) of a channel, printed to ``out``.
 
     ``show_chunks`` also prints ``text_chunk`` events (the reply is printed once it is
-    delivered either way).
+    delivered either way). ``redraw`` (for a terminal being typed into) returns the input line
+    to put back after each print: the prompt and what was typed so far.
     """
 
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None, *,
                  out: TextIO | None = None, chat_id: str = "default", sender_id: str = "you",
-                 show_chunks: bool = False) -> None:
+                 show_chunks: bool = False,
+                 redraw: Callable[[], str] | None = None) -> None:
         super().__init__(runtime, config, agent)
         self.out = out if out is not None else sys.stdout
         self.chat_id = chat_id
         self.sender_id = sender_id
         self.show_chunks = show_chunks
+        self.redraw = redraw
         self._questions: collections.deque[tuple[trio.Event, list[str | None]]] = (
             collections.deque())
         self._serial = 0
@@ -64,7 +68,10 @@ class TerminalChannel(ChannelBase):
         pad = " " * len(prefix)
         lines = clean.split("\n") or [""]
         body = "\n".join([prefix + lines[0], *(pad + line for line in lines[1:])])
-        self.out.write(body + "\n")
+        if self.redraw is None:
+            self.out.write(body + "\n")
+        else:  # clear the input line, print, then put the prompt and what was typed back
+            self.out.write(f"\r\x1b[K{body}\n{self.redraw()}")
         self.out.flush()
 
     async def deliver(self, outbound: Outbound) -> None:
@@ -218,6 +225,15 @@ async def stdin_lines(prompt: str = "> ") -> AsyncIterator[str]:
         if not interactive and line == "":
             return
         yield line
+
+
+def input_line(prompt: str) -> str:
+    """*prompt* and what has been typed on the current input line (for ``redraw``)."""
+    try:
+        import readline
+    except ImportError:
+        return prompt
+    return prompt + readline.get_line_buffer()
 
 
 def stdin_is_a_terminal() -> bool:

@@ -26,7 +26,12 @@ import trio
 
 import tidings
 from tidings.channels import ChannelConfig, load_agent
-from tidings.channels._terminal import TerminalChannel, stdin_is_a_terminal, stdin_lines
+from tidings.channels._terminal import (
+    TerminalChannel,
+    input_line,
+    stdin_is_a_terminal,
+    stdin_lines,
+)
 from tidings.errors import ConfigError, TidingsError
 
 __all__ = ["DEFAULT_DB", "load_channel_config", "register", "run"]
@@ -114,13 +119,15 @@ def run(args: argparse.Namespace) -> int:
 
 async def _chat_local(args: argparse.Namespace, config: ChannelConfig, agent: Any) -> None:
     async with tidings.open_runtime(args.db, workspace=args.workspace) as rt:
+        interactive = stdin_is_a_terminal()
+        prompt = "you> "
         channel = TerminalChannel(rt, config, agent, chat_id=args.conversation,
-                                  show_chunks=args.chunks)
+                                  show_chunks=args.chunks,
+                                  redraw=(lambda: input_line(prompt)) if interactive else None)
         print(f"tidings chat (local): channel {config.name}, conversation "
               f"{args.conversation}, database {pathlib.Path(args.db).name}. "
               "/help for commands; end of input (Ctrl-D) quits.", file=sys.stderr)
         try:
-            await channel.chat(stdin_lines(f"{channel.sender_id}> "),
-                               one_at_a_time=not stdin_is_a_terminal())
+            await channel.chat(stdin_lines(prompt), one_at_a_time=not interactive)
         finally:
             channel.close()
