@@ -5,6 +5,8 @@ claiming each row before its platform I/O), the delivery pipeline (one transacti
 group-committed), recovery, and the output SDK a turn uses (``ctx.output`` / ``ctx.input``).
 """
 
+from tidings.actors._acking import REPLAYABLE_STATUSES as REPLAYABLE_STATUSES
+from tidings.actors._acking import StoredDelivery as StoredDelivery
 from tidings.actors._artifacts import ArtifactRef as ArtifactRef
 from tidings.actors._blocks import BLOCK_TYPES as BLOCK_TYPES
 from tidings.actors._blocks import ContentBlock as ContentBlock
@@ -37,6 +39,7 @@ __all__ = [
     "BLOCK_TYPES",
     "CANCEL_REASONS",
     "POLICIES",
+    "REPLAYABLE_STATUSES",
     "ApprovalDecision",
     "ApprovalRequest",
     "ArtifactRef",
@@ -58,6 +61,7 @@ __all__ = [
     "RuntimeStatistics",
     "SessionInteractionRouter",
     "SessionRecord",
+    "StoredDelivery",
     "TextBlock",
     "TurnContext",
     "open_runtime",

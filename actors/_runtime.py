@@ -20,6 +20,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
+from tidings.actors._acking import AckingSupport
 from tidings.actors._channel_support import ChannelSupport
 from tidings.actors._events import EventBus, EventFeed
 from tidings.actors._handle import HandleRegistry
@@ -74,7 +75,7 @@ class RuntimeStatistics:
     bound_routes: int
 
 
-class Runtime(StatusViews, ChannelSupport):
+class Runtime(StatusViews, ChannelSupport, AckingSupport):
     """A running tidings runtime. Get one from :func:`open_runtime`."""
 
     def __init__(self, store: Store, *, core_id: str, workspace: pathlib.Path,

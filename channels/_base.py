@@ -102,7 +102,7 @@ class ChannelBase:
             raise TypeError(f"handle_inbound: expected an Inbound, got {type(inbound).__name__}")
         self.runtime.check_open()
         self.runtime.tasks.check_open()
-        conversation = conversation_for(self.config, inbound)
+        conversation = self.conversation_for(inbound)
         if not self.config.access.allows(inbound.sender_id):
             await self._deliver_direct(conversation, REFUSAL, extra={"refused": True})
             return "refused"
@@ -117,6 +117,12 @@ class ChannelBase:
             return self.dispatch.submit(session_id, conversation, inbound)
 
     # --- reading ---------------------------------------------------------------------------------
+
+    def conversation_for(self, inbound: Inbound) -> Conversation:
+        """The conversation *inbound* belongs to (default: by the config's session scope).
+        An adapter whose platform names conversations differently overrides it; the key must
+        still come from :func:`conversation_key`."""
+        return conversation_for(self.config, inbound)
 
     def conversation_of(self, session_id: str | None) -> Conversation | None:
         """The conversation (chat, thread, sender) of a session this channel resolved."""

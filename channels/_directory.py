@@ -138,6 +138,13 @@ class SessionDirectory:
         await self._rt.resume_conversation(self._name, conversation.key, session_id)
         self._switch(conversation, session_id)
 
+    def attach(self, conversation: Conversation, session_id: str) -> None:
+        """Bind the channel as the live route of *session_id*, a session the conversation owns
+        (checked by the caller) that is not its current one, e.g. an older session a
+        reconnecting client still has rows of. The conversation's current session is kept."""
+        self._conversations[session_id] = conversation
+        self._bind(session_id)
+
     async def forget(self, conversation: Conversation) -> str | None:
         """``/clear``: forget the conversation's session durably; return its id, if any.
 
@@ -156,6 +163,9 @@ class SessionDirectory:
     def _switch(self, conversation: Conversation, session_id: str) -> None:
         self._current[conversation.key] = session_id
         self._conversations[session_id] = conversation
+        self._bind(session_id)
+
+    def _bind(self, session_id: str) -> None:
         token = self._tokens.get(session_id)
         binding = self._rt.router.binding(session_id)
         if token is not None and binding is not None and binding.serial == token.serial:

@@ -5,6 +5,7 @@ and group-commits everything waiting in its mailbox in a single transaction. Thi
 bottom layer: it knows nothing of channels, routes or actors.
 """
 
+from tidings.store import _acking as acking
 from tidings.store import _queries as queries
 from tidings.store import _recovery as recovery
 from tidings.store._batch import BatchOutcome as BatchOutcome
@@ -87,6 +88,7 @@ __all__ = [
     "UpdateRows",
     "WriteRequest",
     "WriterStatistics",
+    "acking",
     "append_user_message",
     "begin_turn",
     "bind_conversation",

@@ -195,7 +195,22 @@ FROM outbox AS o
 LEFT JOIN work_items AS w ON w.work_id = o.work_id;
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1),)
+_V2 = """
+CREATE TABLE client_messages (
+    core_id          TEXT NOT NULL,
+    channel          TEXT NOT NULL,
+    conversation_key TEXT NOT NULL,
+    client_id        TEXT NOT NULL,
+    session_id       TEXT,
+    outcome          TEXT NOT NULL,
+    received_at      REAL NOT NULL,
+    PRIMARY KEY (core_id, channel, conversation_key, client_id)
+) WITHOUT ROWID;
+"""
+"""v2: the client message ids a channel has accepted, per conversation, so a client that
+repeats a message (a retry after a reconnect) is not processed twice, across restarts too."""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
 """Ordered ``(version, script)`` pairs; append, never edit a released one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

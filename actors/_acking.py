@@ -1,0 +1,126 @@
+"""The runtime's public methods for channels whose clients acknowledge and come back.
+
+A mixin of :class:`~tidings.actors.Runtime`. ``Runtime.confirm`` / ``abandon_unacked`` settle
+single rows; these settle what a reconnecting client says it has (``confirm_through``), read
+back what it lacks (``stored_deliveries``), hand ``unknown`` / ``unrouted`` rows back to the
+session's lane (``requeue``), and remember the client's message ids durably so a repeated
+message is recognised (``remember_client_message``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import attrs
+
+from tidings.actors._outbound import build_outbound, item_from_row
+from tidings.actors._records import Outbound
+from tidings.errors import SessionNotFoundError, ValidationError
+from tidings.store import acking, transition
+
+if TYPE_CHECKING:
+    from tidings.actors._lanes import Dispatcher
+    from tidings.actors._router import SessionInteractionRouter
+    from tidings.store import Store
+
+__all__ = ["REPLAYABLE_STATUSES", "AckingSupport", "StoredDelivery"]
+
+REPLAYABLE_STATUSES = ("sending", "unknown", "sent", "unrouted", "queued")
+"""Every outbox status but ``failed``: what :meth:`AckingSupport.stored_deliveries` reads."""
+
+_PAGE = 1000
+
+
+@attrs.frozen
+class StoredDelivery:
+    """A delivery read back from the outbox: its durable ``status`` and the outbound a route
+    would be handed (blocks adapted to the bound route's capabilities)."""
+
+    status: str
+    outbound: Outbound
+
+
+def _seq(field: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError(field, f"must be an int >= 0, got {value!r}")
+    return value
+
+
+class AckingSupport:
+    """Replay and acknowledgement helpers (see each method)."""
+
+    store: Store
+    core_id: str
+    dispatcher: Dispatcher
+    router: SessionInteractionRouter
+
+    async def confirm_through(self, session_id: str, seq: int) -> list[str]:
+        """The client has every row of *session_id* up to *seq*: those still ``sending`` or
+        ``unknown`` become ``sent`` (as :meth:`Runtime.confirm` does). Returns their ids."""
+        seq = _seq("seq", seq)
+        ids = await self.store.read(acking.ids_through, session_id, seq, ("sending", "unknown"))
+        moved: list[str] = []
+        for start in range(0, len(ids), _PAGE):
+            moved += await self.dispatcher.confirm(ids[start:start + _PAGE])
+        return moved
+
+    async def requeue(self, session_id: str, delivery_ids: Iterable[str]) -> list[str]:
+        """Hand rows of *session_id* that are ``unknown`` or ``unrouted`` back to its lane
+        (``queued``, delivered again in seq order). Only a reconciling channel whose client
+        provably lacks them may ask. Returns the ids that moved."""
+        ids = list(dict.fromkeys(delivery_ids))
+        if not ids:
+            return []
+        now = self.store.clock()
+        results = await self.store.commit([
+            transition(delivery_id, "queued", now=now, only_from=("unknown", "unrouted"))
+            for delivery_id in ids])
+        moved = [delivery_id for delivery_id, result in zip(ids, results, strict=True)
+                 if result.applied]
+        if moved:
+            self.dispatcher.kick(session_id)
+        return moved
+
+    async def stored_deliveries(self, session_id: str, *, after_seq: int = 0,
+                                limit: int = 256,
+                                kinds: Iterable[str] = ("message", "notice", "progress"),
+                                statuses: Iterable[str] = REPLAYABLE_STATUSES,
+                                ) -> list[StoredDelivery]:
+        """Rows of *session_id* with ``seq > after_seq`` of *kinds* in *statuses*, in seq
+        order, at most *limit* (page on with the last ``outbound.seq``)."""
+        after_seq = _seq("after_seq", after_seq)
+        binding = self.router.binding(session_id)
+        capabilities = binding.capabilities if binding is not None else frozenset({"text"})
+        rows = await self.store.read(functools.partial(
+            acking.rows_after, kinds=tuple(kinds), statuses=tuple(statuses)),
+            session_id, after_seq, limit)
+        return [StoredDelivery(row.status, build_outbound(item_from_row(row), capabilities,
+                                                          attempt=row.attempts)[0])
+                for row in rows]
+
+    async def last_seq(self, session_id: str) -> int:
+        """The highest ``seq`` assigned in the session (0 before its first delivery).
+        Raises :class:`SessionNotFoundError`."""
+        found = await self.store.read(acking.session_last_seq, session_id)
+        if found is None:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        return found
+
+    async def client_message_outcome(self, channel: str, conversation_key: str,
+                                     client_id: str) -> str | None:
+        """What was recorded for a client's message id in the conversation, or None if the
+        id is new."""
+        return await self.store.read(acking.client_message, self.core_id, channel,
+                                     conversation_key, client_id)
+
+    async def remember_client_message(self, channel: str, conversation_key: str,
+                                      client_id: str, *, session_id: str | None,
+                                      outcome: str) -> bool:
+        """Record a client's message id in the conversation (durable); False if it was
+        recorded before (nothing changes)."""
+        [recorded] = await self.store.commit([acking.remember_client_message(
+            self.core_id, channel, conversation_key, client_id, session_id=session_id,
+            outcome=outcome, now=self.store.clock())])
+        return bool(recorded)

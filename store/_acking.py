@@ -1,0 +1,71 @@
+"""What channels whose clients acknowledge need from the store.
+
+A client that reconnects says which rows of a session it has (``after_seq``): the rows up to it
+that are still ``sending`` or ``unknown`` are confirmed by id, the rows after it are read back
+for replay. A client's message ids are remembered per conversation (schema v2,
+``client_messages``) so a repeated message is recognised, also after a restart.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from tidings.store._ops import Call
+from tidings.store._records import OutboxRow
+
+__all__ = ["client_message", "ids_through", "remember_client_message", "rows_after",
+           "session_last_seq"]
+
+
+def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
+                statuses: Sequence[str]) -> list[str]:
+    """Ids of the session's rows with ``seq <= seq`` in *statuses*, in seq order."""
+    marks = ",".join("?" * len(statuses))
+    return [row[0] for row in conn.execute(
+        f"SELECT delivery_id FROM outbox WHERE session_id = ? AND seq <= ? "
+        f"AND status IN ({marks}) ORDER BY seq", (session_id, seq, *statuses))]
+
+
+def rows_after(conn: sqlite3.Connection, session_id: str, after_seq: int, limit: int, *,
+               kinds: Sequence[str], statuses: Sequence[str]) -> list[OutboxRow]:
+    """The session's rows with ``seq > after_seq`` of *kinds* in *statuses*, in seq order
+    (at most *limit*; page with the last row's ``seq``)."""
+    kind_marks = ",".join("?" * len(kinds))
+    status_marks = ",".join("?" * len(statuses))
+    return [OutboxRow.from_row(row) for row in conn.execute(
+        f"SELECT {OutboxRow.COLUMNS} FROM outbox WHERE session_id = ? AND seq > ? "
+        f"AND kind IN ({kind_marks}) AND status IN ({status_marks}) ORDER BY seq LIMIT ?",
+        (session_id, after_seq, *kinds, *statuses, limit))]
+
+
+def session_last_seq(conn: sqlite3.Connection, session_id: str) -> int | None:
+    """The highest ``seq`` assigned in the session (0 before any), or None if it is unknown."""
+    row = conn.execute("SELECT last_seq FROM sessions WHERE session_id = ?",
+                       (session_id,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def client_message(conn: sqlite3.Connection, core_id: str, channel: str,
+                   conversation_key: str, client_id: str) -> str | None:
+    """The outcome recorded for a client message id in the conversation, or None."""
+    row = conn.execute(
+        "SELECT outcome FROM client_messages WHERE core_id = ? AND channel = ? "
+        "AND conversation_key = ? AND client_id = ?",
+        (core_id, channel, conversation_key, client_id)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def remember_client_message(core_id: str, channel: str, conversation_key: str, client_id: str,
+                            *, session_id: str | None, outcome: str, now: float) -> Call:
+    """A :class:`Call` op recording a client message id in the conversation.
+
+    Result: True if it was recorded now, False if it was known already (nothing changes).
+    """
+    def run(conn: sqlite3.Connection) -> bool:
+        cursor = conn.execute(
+            "INSERT OR IGNORE INTO client_messages (core_id, channel, conversation_key, "
+            "client_id, session_id, outcome, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (core_id, channel, conversation_key, client_id, session_id, outcome, now))
+        return cursor.rowcount == 1
+    return Call(run)
