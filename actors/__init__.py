@@ -21,7 +21,10 @@ from tidings.actors._records import ApprovalRequest as ApprovalRequest
 from tidings.actors._records import Outbound as Outbound
 from tidings.actors._records import Prompt as Prompt
 from tidings.actors._records import PromptAnswer as PromptAnswer
+from tidings.actors._recovery import RECONCILE_ANSWERS as RECONCILE_ANSWERS
+from tidings.actors._recovery import ReconcileAnswer as ReconcileAnswer
 from tidings.actors._recovery import RecoveryReport as RecoveryReport
+from tidings.actors._recovery import RecoveryScanner as RecoveryScanner
 from tidings.actors._router import BindToken as BindToken
 from tidings.actors._router import SessionInteractionRouter as SessionInteractionRouter
 from tidings.actors._runtime import Runtime as Runtime
@@ -39,6 +42,7 @@ __all__ = [
     "BLOCK_TYPES",
     "CANCEL_REASONS",
     "POLICIES",
+    "RECONCILE_ANSWERS",
     "REPLAYABLE_STATUSES",
     "ApprovalDecision",
     "ApprovalRequest",
@@ -55,7 +59,9 @@ __all__ = [
     "OutputSDK",
     "Prompt",
     "PromptAnswer",
+    "ReconcileAnswer",
     "RecoveryReport",
+    "RecoveryScanner",
     "Runtime",
     "RuntimeEvent",
     "RuntimeStatistics",

@@ -1,89 +1,390 @@
-"""Recovery of what earlier processes left in the outbox.
+"""The recovery scanner: a supervised actor that settles what crashes and stalls left behind.
 
-A ``sending`` row claimed by another process epoch was being handed to a platform when that
-process died: whether the platform got it is unknown, so it becomes ``unknown`` (never replayed
-automatically). ``queued`` rows are intents that never reached dispatch: they are dispatched
-again, in per-session order, by kicking each session's lane; stale ``progress`` rows are not
-replayed (``failed`` with ``stale_progress``). Everything works in batches, with no row cap.
+At open (both recover modes) a ``sending`` row claimed by another process epoch becomes
+``unknown`` at once, its attempt count and error kept: that process was handing it to a platform
+when it died, so whether the platform has it is unknown, and it is never replayed on its own.
+``queued`` progress rows of earlier processes become ``failed`` (``stale_progress``): a progress
+note is worth nothing late. Then, with ``recover="at_open"`` at once, with ``"manual"`` when
+the host calls ``rt.recover()`` after binding its routes, every session with ``queued`` rows has
+its lane kicked: they are dispatched in per-session order, alongside new traffic.
+
+Then the actor runs every ``scan_interval`` seconds of trio's clock: it re-kicks sessions whose
+first ``queued`` row has waited longer than ``stranded_after`` (wall seconds), fails stale
+progress, and reconciles. A route may offer ``async reconcile(delivery_ids)``; for the session's
+``unknown`` rows it answers a mapping ``delivery_id -> "sent" | "missing" | None``:
+
+* ``"sent"``: the platform has it; the row becomes ``sent``.
+* ``"missing"``: the platform provably does not have it; the row goes back to ``queued`` and is
+  delivered again (a new attempt). Answer it only with proof.
+* ``None``, a missing key, a timeout or an error: undecided; the row stays ``unknown``, visible
+  to the operator, and is asked about again on the next pass.
+
+Routes bound after recovery are asked at once (a bind wakes the actor). Every pass works in
+pages of ``batch`` rows (no row cap), logs its progress as ``key=value`` lines on the
+``tidings.recovery`` logger, and is idempotent: each move is a guarded transition that records
+its event only when it applied, so repeating a pass (or a start-up) records nothing twice.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
+import trio
 
-from tidings.store import Store, transition
+from tidings.errors import TidingsError, ValidationError
+from tidings.store import Store, recovery, transition
+from tidings.supervisor import ChildContext, ChildSpec, Mailbox
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
+    from tidings.actors._router import SessionInteractionRouter
 
-__all__ = ["RecoveryReport", "recover_claims", "recover_queued"]
+__all__ = ["RECONCILE_ANSWERS", "ReconcileAnswer", "RecoveryReport", "RecoveryScanner"]
 
 log = logging.getLogger("tidings.recovery")
 
-BATCH = 1000
+ReconcileAnswer = Literal["sent", "missing"] | None
+"""What a route's ``reconcile`` says about one ``unknown`` delivery (see the module docs)."""
+RECONCILE_ANSWERS = ("sent", "missing")
+
+_DEAD_CLAIM = "claimed by a process that stopped before recording the platform result"
 
 
 @attrs.frozen
 class RecoveryReport:
-    """What one recovery pass did."""
+    """What one recovery pass (or scan) did; every field counts rows unless it says sessions."""
 
     unknown: int = 0
+    """``sending`` rows of dead processes that became ``unknown``."""
     stale_progress: int = 0
+    """``queued`` progress rows of earlier processes that became ``failed``."""
     queued_sessions: int = 0
+    """Sessions whose ``queued`` rows were handed to their lanes by recovery."""
+    stranded_sessions: int = 0
+    """Sessions re-kicked by a scan because their first ``queued`` row waited too long."""
+    reconciled_sent: int = 0
+    """``unknown`` rows a route said the platform has: now ``sent``."""
+    requeued: int = 0
+    """``unknown`` rows a route proved missing: back to ``queued``."""
+    undecided: int = 0
+    """``unknown`` rows a reconciling route was asked about and left ``unknown``."""
+
+    def __add__(self, other: RecoveryReport) -> RecoveryReport:
+        return RecoveryReport(*(a + b for a, b in zip(attrs.astuple(self),
+                                                       attrs.astuple(other), strict=True)))
 
 
-def _dead_claims(conn: sqlite3.Connection, claimant: str, limit: int) -> list[str]:
-    return [row[0] for row in conn.execute(
-        "SELECT delivery_id FROM outbox WHERE status = 'sending' AND claimant IS NOT ? "
-        "ORDER BY session_id, seq LIMIT ?", (claimant, limit))]
+class RecoveryScanner:
+    """Recovery at open, on ``rt.recover()``, on binds and on a period (module docs).
+
+    Its state (armed or not, binds waiting to be reconciled) lives here, not in the actor, so a
+    crashed and restarted scanner carries on where it was.
+    """
+
+    def __init__(self, store: Store, dispatcher: Dispatcher, router: SessionInteractionRouter,
+                 *, scan_interval: float = 30.0, stranded_after: float = 60.0,
+                 batch: int = 1000, reconcile_timeout: float = 30.0) -> None:
+        for field, value in (("scan_interval", scan_interval),
+                             ("stranded_after", stranded_after),
+                             ("reconcile_timeout", reconcile_timeout)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise ValidationError(field, f"must be seconds >= 0, got {value!r}")
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValidationError("batch", f"must be an int >= 1, got {batch!r}")
+        if scan_interval == 0:
+            raise ValidationError("scan_interval", "must be more than 0 seconds")
+        self._store = store
+        self._dispatcher = dispatcher
+        self._router = router
+        self.scan_interval = float(scan_interval)
+        self.stranded_after = float(stranded_after)
+        self.batch = batch
+        self.reconcile_timeout = float(reconcile_timeout)
+        self.armed = False
+        self.totals = RecoveryReport()
+        self.scans = 0
+        self.last_scan = RecoveryReport()
+        self._scanned = trio.Event()
+        self._lock = trio.Lock()
+        self._bound: set[str] = set()
+        self._mailbox: Mailbox | None = None
+        router.add_bind_listener(self._on_bind)
+
+    # --- the passes ----------------------------------------------------------------------------
+
+    async def open(self, recover: Literal["at_open", "manual"]) -> RecoveryReport:
+        """Recovery while the runtime opens: dead claims and stale progress always; with
+        ``"at_open"`` also what :meth:`recover` does (no route is bound yet, so queued rows
+        become ``unrouted``)."""
+        if recover == "at_open":
+            return await self.recover()
+        async with self._lock:
+            report = await self._dead_claims() + await self._stale_progress()
+        return self._count(report)
+
+    async def recover(self) -> RecoveryReport:
+        """A full recovery pass, then arm the periodic scan.
+
+        Dead claims become ``unknown``, stale progress ``failed``; reconciling routes are asked
+        about ``unknown`` rows; every session with ``queued`` rows is kicked. Returns once the
+        rows are handed to their lanes (not once they are delivered).
+        """
+        async with self._lock:
+            report = await self._dead_claims() + await self._stale_progress()
+            report += await self._reconcile(await self._unknown_sessions())
+            report += await self._kick_queued(stranded_only=False)
+        self.armed = True
+        self._poke()
+        return self._count(report)
+
+    async def scan(self) -> RecoveryReport:
+        """One periodic pass: stranded sessions, stale progress, reconcile."""
+        async with self._lock:
+            report = await self._kick_queued(stranded_only=True)
+            report += await self._stale_progress()
+            report += await self._reconcile(await self._unknown_sessions())
+        self.scans += 1
+        self.last_scan = report
+        self._scanned.set()
+        self._scanned = trio.Event()
+        return self._count(report)
+
+    async def wait_scan(self) -> RecoveryReport:
+        """Block until the next :meth:`scan` (periodic or called) finishes; return its report."""
+        scanned = self._scanned
+        await scanned.wait()
+        return self.last_scan
+
+    async def reconcile(self, session_ids: Iterable[str] | None = None) -> RecoveryReport:
+        """Ask the bound reconciling routes about ``unknown`` rows (of *session_ids*, or of
+        every session that has some) and apply their answers."""
+        async with self._lock:
+            sessions = (await self._unknown_sessions() if session_ids is None
+                        else sorted(set(session_ids)))
+            report = await self._reconcile(sessions)
+        return self._count(report)
+
+    def _count(self, report: RecoveryReport) -> RecoveryReport:
+        self.totals += report
+        return report
+
+    async def _dead_claims(self) -> RecoveryReport:
+        store = self._store
+        progress = _Progress("recovery_unknown")
+        while True:
+            ids = await store.read(recovery.dead_claims, store.claimant, self.batch)
+            if not ids:
+                break
+            now = store.clock()
+            results = await store.commit([
+                transition(delivery_id, "unknown", now=now, error=_DEAD_CLAIM,
+                           only_from=("sending",)) for delivery_id in ids])
+            if not progress.batch(len(ids), sum(result.applied for result in results)):
+                break
+        return RecoveryReport(unknown=progress.done())
+
+    async def _stale_progress(self) -> RecoveryReport:
+        store = self._store
+        progress = _Progress("recovery_stale_progress")
+        while True:
+            ids = await store.read(recovery.stale_progress, store.started_at, self.batch)
+            if not ids:
+                break
+            now = store.clock()
+            results = await store.commit([
+                transition(delivery_id, "failed", now=now, error="stale_progress",
+                           only_from=("queued",)) for delivery_id in ids])
+            if not progress.batch(len(ids), sum(result.applied for result in results)):
+                break
+        return RecoveryReport(stale_progress=progress.done())
+
+    async def _kick_queued(self, *, stranded_only: bool) -> RecoveryReport:
+        """Kick every session with ``queued`` rows (or, for a scan, whose first one is older
+        than ``stranded_after``). A kick only makes the lane re-read the store: harmless for a
+        lane that is busy with the session already."""
+        cutoff = self._store.clock() - self.stranded_after if stranded_only else math.inf
+        progress = _Progress("recovery_stranded" if stranded_only else "recovery_queued")
+        after = ""
+        while True:
+            heads = await self._store.read(recovery.queued_heads, after, self.batch)
+            if not heads:
+                break
+            after = heads[-1].session_id
+            kicked = 0
+            for head in heads:
+                if head.updated_at <= cutoff:
+                    self._dispatcher.kick(head.session_id)
+                    kicked += 1
+            progress.batch(len(heads), kicked)
+        kicked = progress.done()
+        if stranded_only:
+            return RecoveryReport(stranded_sessions=kicked)
+        return RecoveryReport(queued_sessions=kicked)
+
+    async def _unknown_sessions(self) -> list[str]:
+        """Sessions that have ``unknown`` rows and a bound route that can reconcile."""
+        found: list[str] = []
+        after = ""
+        while True:
+            page = await self._store.read(recovery.unknown_sessions, after, self.batch)
+            if not page:
+                return found
+            after = page[-1]
+            found += [sid for sid in page if self._reconciler(sid) is not None]
+
+    # --- reconcile -----------------------------------------------------------------------------
+
+    def _reconciler(self, session_id: str) -> Callable[[list[str]], Awaitable[Any]] | None:
+        binding = self._router.binding(session_id)
+        ask = getattr(binding.route, "reconcile", None) if binding is not None else None
+        return ask if callable(ask) else None
+
+    async def _reconcile(self, session_ids: Iterable[str]) -> RecoveryReport:
+        report = RecoveryReport()
+        for session_id in session_ids:
+            report += await self._reconcile_session(session_id)
+        if report != RecoveryReport():
+            log.info("event=recovery_reconciled sent=%d requeued=%d undecided=%d",
+                     report.reconciled_sent, report.requeued, report.undecided)
+        return report
+
+    async def _reconcile_session(self, session_id: str) -> RecoveryReport:
+        sent = requeued = undecided = 0
+        after = 0
+        while True:
+            ask = self._reconciler(session_id)  # looked up per page: the route may change
+            if ask is None:
+                break
+            rows = await self._store.read(recovery.unknown_rows, session_id, after, self.batch)
+            if not rows:
+                break
+            after = rows[-1][1]
+            ids = [delivery_id for delivery_id, _ in rows]
+            answers = await self._ask(ask, session_id, ids)
+            now = self._store.clock()
+            moves = []
+            for delivery_id in ids:
+                answer = answers.get(delivery_id)
+                if answer not in RECONCILE_ANSWERS:
+                    if answer is not None:
+                        log.warning("event=reconcile_bad_answer session=%s delivery=%s "
+                                    "answer=%r", session_id, delivery_id, answer)
+                    undecided += 1
+                    continue
+                to = "sent" if answer == "sent" else "queued"
+                moves.append(transition(delivery_id, to, now=now, only_from=("unknown",),
+                                        extra_events=[("delivery.reconciled",
+                                                       {"answer": answer})]))
+            if not moves:
+                continue
+            results = await self._store.commit(moves)
+            for move, result in zip(moves, results, strict=True):
+                if result.applied and move.to == "sent":
+                    sent += 1
+                elif result.applied:
+                    requeued += 1
+        if requeued:
+            self._dispatcher.kick(session_id)
+        return RecoveryReport(reconciled_sent=sent, requeued=requeued, undecided=undecided)
+
+    async def _ask(self, ask: Callable[[list[str]], Awaitable[Any]], session_id: str,
+                   ids: list[str]) -> Mapping[str, Any]:
+        """The route's answers; ``{}`` (all undecided) when it fails, stalls or talks nonsense."""
+        answer: Any = None
+        with trio.move_on_after(self.reconcile_timeout) as scope:
+            try:
+                answer = await ask(list(ids))
+            except Exception as exc:  # noqa: BLE001 - a failing route leaves its rows unknown
+                log.warning("event=reconcile_failed session=%s rows=%d error=%r", session_id,
+                            len(ids), exc)
+                return {}
+        if scope.cancelled_caught:
+            log.warning("event=reconcile_timeout session=%s rows=%d timeout=%s", session_id,
+                        len(ids), self.reconcile_timeout)
+            return {}
+        if not isinstance(answer, Mapping):
+            log.warning("event=reconcile_bad_answer session=%s answer_type=%s", session_id,
+                        type(answer).__name__)
+            return {}
+        return answer
+
+    # --- the actor -----------------------------------------------------------------------------
+
+    def child_spec(self, name: str = "recovery") -> ChildSpec:
+        """The supervised actor: permanent, woken by binds and by :meth:`recover`."""
+        return ChildSpec(name, self.run, restart="permanent", shutdown_timeout=1.0,
+                         mailbox_size=1)
+
+    async def run(self, ctx: ChildContext, *,
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Scan every ``scan_interval`` once armed; reconcile newly bound sessions on a poke.
+
+        Ends when the shutdown ladder closes its mailbox.
+        """
+        self._mailbox = ctx.supervisor.mailbox(ctx.name)
+        task_status.started()
+        deadline = trio.current_time() + self.scan_interval if self.armed else math.inf
+        while True:
+            woken = False
+            with trio.move_on_at(deadline):
+                try:
+                    await ctx.mailbox.receive()
+                except trio.EndOfChannel:
+                    return
+                woken = True
+            if not woken:
+                await self.scan()
+                deadline = trio.current_time() + self.scan_interval
+                continue
+            if self.armed and deadline == math.inf:
+                deadline = trio.current_time() + self.scan_interval
+            bound, self._bound = self._bound, set()
+            if bound and self.armed:
+                await self.reconcile(bound)
+
+    def _on_bind(self, session_id: str) -> None:
+        """Router bind listener (sync): a reconciling route was bound; ask it soon."""
+        if self.armed and self._reconciler(session_id) is not None:
+            self._bound.add(session_id)
+            self._poke()
+
+    def _poke(self) -> None:
+        mailbox = self._mailbox
+        if mailbox is None:
+            return
+        try:
+            mailbox.send_nowait("wake")
+        except trio.WouldBlock:
+            pass  # a wake is already waiting
+        except TidingsError as exc:  # closed (stopping) or a fault plan: the period covers it
+            log.debug("event=recovery_poke_dropped error=%r", exc)
 
 
-def _stale_progress(conn: sqlite3.Connection, before: float, limit: int) -> list[str]:
-    return [row[0] for row in conn.execute(
-        "SELECT delivery_id FROM outbox WHERE status = 'queued' AND kind = 'progress' "
-        "AND created_at < ? ORDER BY session_id, seq LIMIT ?", (before, limit))]
+class _Progress:
+    """Counts a paged pass and logs it: every tenth page and the end, ``key=value``."""
 
+    def __init__(self, event: str) -> None:
+        self.event = event
+        self.pages = 0
+        self.seen = 0
+        self.moved = 0
 
-def _queued_sessions(conn: sqlite3.Connection) -> list[str]:
-    return [row[0] for row in conn.execute(
-        "SELECT DISTINCT session_id FROM outbox WHERE status = 'queued' ORDER BY session_id")]
+    def batch(self, seen: int, moved: int) -> bool:
+        """Record one page; False when nothing moved (the caller stops instead of spinning)."""
+        self.pages += 1
+        self.seen += seen
+        self.moved += moved
+        if self.pages % 10 == 0:
+            log.info("event=%s pages=%d seen=%d moved=%d", self.event, self.pages, self.seen,
+                     self.moved)
+        return moved > 0
 
-
-async def recover_claims(store: Store) -> RecoveryReport:
-    """Turn ``sending`` rows claimed by other process epochs into ``unknown``."""
-    unknown = 0
-    while True:
-        ids = await store.read(_dead_claims, store.claimant, BATCH)
-        if not ids:
-            break
-        now = store.clock()
-        results = await store.commit([transition(
-            delivery_id, "unknown", now=now,
-            error="claimed by a process that stopped before recording the platform result")
-            for delivery_id in ids])
-        unknown += sum(result.applied for result in results)
-        log.info("event=recovery_unknown batch=%d total=%d", len(ids), unknown)
-    stale = 0
-    while True:
-        ids = await store.read(_stale_progress, store.started_at, BATCH)
-        if not ids:
-            break
-        now = store.clock()
-        results = await store.commit([transition(delivery_id, "failed", now=now,
-                                                 error="stale_progress") for delivery_id in ids])
-        stale += sum(result.applied for result in results)
-    return RecoveryReport(unknown=unknown, stale_progress=stale)
-
-
-async def recover_queued(store: Store, dispatcher: Dispatcher) -> int:
-    """Dispatch every session's ``queued`` rows again; returns the number of sessions."""
-    sessions = await store.read(_queued_sessions)
-    for session_id in sessions:
-        dispatcher.kick(session_id)
-    if sessions:
-        log.info("event=recovery_queued sessions=%d", len(sessions))
-    return len(sessions)
+    def done(self) -> int:
+        if self.pages:
+            log.info("event=%s done=1 pages=%d seen=%d moved=%d", self.event, self.pages,
+                     self.seen, self.moved)
+        return self.moved

@@ -1,0 +1,61 @@
+"""The operator's status view as runtime methods (the store functions, on the live store)."""
+
+from __future__ import annotations
+
+import functools
+
+from tidings.errors import DeliveryNotFoundError
+from tidings.store import (
+    DeliveryReport,
+    DeliveryStatus,
+    RuntimeEvent,
+    StatusReport,
+    Store,
+    delivery_report,
+    recent_deliveries,
+    status_counts,
+    status_report,
+)
+
+__all__ = ["StatusViews"]
+
+
+class StatusViews:
+    """Mixed into :class:`~tidings.actors.Runtime`: read-only views over the lifecycle view.
+
+    Statuses are effective statuses (``OUTBOX_STATUSES``); ``since`` is unix seconds compared
+    with ``updated_at``. Bad filters raise :class:`~tidings.errors.ValidationError` naming them.
+    """
+
+    store: Store
+
+    async def status_counts(self, *, session_id: str | None = None,
+                            since: float | None = None) -> dict[str, int]:
+        """Effective status -> number of deliveries, every status listed (zeros included)."""
+        return await self.store.read(functools.partial(status_counts, session_id=session_id,
+                                                       since=since))
+
+    async def recent_deliveries(self, *, session_id: str | None = None,
+                                status: str | None = None, since: float | None = None,
+                                limit: int | None = 20) -> list[DeliveryStatus]:
+        """The most recently updated deliveries matching the filters, newest first."""
+        return await self.store.read(functools.partial(
+            recent_deliveries, session_id=session_id, status=status, since=since, limit=limit))
+
+    async def status_report(self, *, session_id: str | None = None, status: str | None = None,
+                            since: float | None = None, limit: int | None = 20) -> StatusReport:
+        """Counts and recent rows in one snapshot (what ``tidings status`` prints)."""
+        return await self.store.read(functools.partial(
+            status_report, session_id=session_id, status=status, since=since, limit=limit))
+
+    async def delivery_report(self, delivery_id: str) -> DeliveryReport:
+        """One delivery and its events. Raises :class:`DeliveryNotFoundError`."""
+        report = await self.store.read(delivery_report, delivery_id)
+        if report is None:
+            raise DeliveryNotFoundError(f"no delivery {delivery_id!r}")
+        return report
+
+    async def delivery_events(self, delivery_id: str) -> list[RuntimeEvent]:
+        """Every event one delivery recorded, oldest first. Raises
+        :class:`DeliveryNotFoundError` for an unknown id."""
+        return list((await self.delivery_report(delivery_id)).events)

@@ -1,0 +1,159 @@
+"""Reconciling ``unknown`` rows with a route that can ask its platform what it has."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import trio
+
+import tidings
+from tidings.testing import MemoryRoute
+
+
+async def _recover_with(db_path, workspace, route, left):
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
+        rt.router.bind(left.session_id, route)
+        report = await rt.recover()
+        status = await rt.delivery_status(left.in_flight)
+        events = [e.type for e in await rt.delivery_events(left.in_flight)]
+    return report, status, events
+
+
+async def test_a_row_the_platform_has_becomes_sent_without_being_delivered_again(
+        db_path, workspace, leftovers, reconciling_route) -> None:
+    left = await leftovers(queued=0, progress=0)
+    route = reconciling_route({left.in_flight: "sent"})
+    report, status, events = await _recover_with(db_path, workspace, route, left)
+    assert route.asked == [[left.in_flight]]
+    assert (report.reconciled_sent, report.requeued, report.undecided) == (1, 0, 0)
+    assert (status.status, status.attempts) == ("sent", 1)
+    assert events[-2:] == ["delivery.sent", "delivery.reconciled"]
+    assert route.attempted == []
+
+
+async def test_a_row_the_platform_provably_lacks_is_queued_again_and_delivered_in_order(
+        db_path, workspace, leftovers, reconciling_route, wait_for_event) -> None:
+    left = await leftovers(queued=2, progress=0)
+    route = reconciling_route({left.in_flight: "missing"})
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
+        rt.router.bind(left.session_id, route)
+        report = await rt.recover()
+        await wait_for_event(rt, left.queued[-1], "delivery.sent")
+        await wait_for_event(rt, left.in_flight, "delivery.sent")
+        status = await rt.delivery_status(left.in_flight)
+        events = [e.type for e in await rt.delivery_events(left.in_flight)]
+    assert (report.requeued, report.queued_sessions) == (1, 1)
+    assert route.texts() == ["in flight", "m0", "m1"]  # its old seq puts it first
+    assert (status.status, status.attempts) == ("sent", 2)
+    assert events == ["delivery.queued", "delivery.sending", "delivery.unknown",
+                      "delivery.requeued", "delivery.reconciled", "delivery.sending",
+                      "delivery.sent"]
+
+
+@pytest.mark.parametrize("answer", [None, "maybe", 42, "absent"])
+async def test_an_undecided_answer_leaves_the_row_unknown(db_path, workspace, leftovers,
+                                                         reconciling_route, answer) -> None:
+    left = await leftovers(queued=0, progress=0)
+    route = reconciling_route({} if answer == "absent" else {left.in_flight: answer})
+    report, status, events = await _recover_with(db_path, workspace, route, left)
+    assert route.asked == [[left.in_flight]]
+    assert report.undecided == 1
+    assert status.status == "unknown"
+    assert events[-1] == "delivery.unknown"
+    assert route.attempted == []
+
+
+async def test_a_route_that_cannot_reconcile_is_never_asked_and_the_row_stays_unknown(
+        db_path, workspace, leftovers) -> None:
+    left = await leftovers(queued=0, progress=0)
+    report, status, _ = await _recover_with(db_path, workspace, MemoryRoute(), left)
+    assert (report.reconciled_sent, report.requeued, report.undecided) == (0, 0, 0)
+    assert status.status == "unknown"
+
+
+async def test_a_reconcile_that_raises_or_answers_nonsense_changes_nothing_and_is_logged(
+        db_path, workspace, leftovers, reconciling_route, caplog) -> None:
+    left = await leftovers(queued=0, progress=0)
+    route = reconciling_route({left.in_flight: "sent"})
+    route.error = ConnectionError("platform down")
+    caplog.set_level(logging.WARNING, logger="tidings.recovery")
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
+        rt.router.bind(left.session_id, route)
+        failed = await rt.recover()
+        still = (await rt.delivery_status(left.in_flight)).status
+        route.error = None
+        route.answers = ["not", "a", "mapping"]  # type: ignore[assignment]
+        nonsense = await rt.scanner.reconcile()
+        route.answers = {left.in_flight: "sent"}
+        healed = await rt.scanner.reconcile()
+        final = (await rt.delivery_status(left.in_flight)).status
+    assert (failed.undecided, still) == (1, "unknown")
+    assert nonsense.undecided == 1
+    assert (healed.reconciled_sent, final) == (1, "sent")
+    assert "event=reconcile_failed" in caplog.text
+    assert "platform down" in caplog.text
+
+
+async def test_a_reconcile_that_hangs_times_out_and_leaves_the_row_unknown(
+        db_path, workspace, leftovers, reconciling_route, autojump_clock) -> None:
+    left = await leftovers(queued=0, progress=0)
+    route = reconciling_route({left.in_flight: "sent"})
+    route.hang = True
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
+        rt.scanner.reconcile_timeout = 5.0
+        rt.router.bind(left.session_id, route)
+        report = await rt.recover()
+        status = await rt.delivery_status(left.in_flight)
+    assert report.undecided == 1
+    assert status.status == "unknown"
+
+
+async def test_binding_a_reconciling_route_after_recovery_reconciles_at_once(
+        db_path, workspace, leftovers, reconciling_route, wait_for_event) -> None:
+    left = await leftovers(queued=0, progress=0)
+    route = reconciling_route({left.in_flight: "sent"})
+    async with tidings.open_runtime(db_path, workspace=workspace, scan_interval=3600) as rt:
+        rt.router.bind(left.session_id, route)  # long after the at-open recovery
+        await wait_for_event(rt, left.in_flight, "delivery.reconciled")
+        status = await rt.delivery_status(left.in_flight)
+    assert rt.scanner.scans == 0  # it was the bind, not the period
+    assert status.status == "sent"
+
+
+async def test_a_requeued_row_reaches_a_lane_that_had_already_passed_its_seq(
+        db_path, workspace, leftovers, reconciling_route, wait_for_event) -> None:
+    left = await leftovers(queued=0, progress=0)
+    route = reconciling_route()
+    with trio.fail_after(30):  # a guard against hanging (real time; it takes milliseconds)
+        async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+            rt.router.bind(left.session_id, route)
+            await route.wait_asked(1)  # undecided for now
+            async with rt.open_turn(left.session_id) as ctx:
+                await ctx.output.send_text("m2")
+                await ctx.output.send_text("m3")
+                await route.wait_delivered(2)
+                route.stall()
+                await ctx.output.send_text("m4")
+                await route.wait_attempted(3)  # the lane is busy, past seq 1
+            route.answers[left.in_flight] = "missing"
+            report = await rt.scanner.reconcile([left.session_id])
+            route.release()
+            await wait_for_event(rt, left.in_flight, "delivery.sent")
+    assert report.requeued == 1
+    assert route.texts() == ["m2", "m3", "m4", "in flight"]
+
+
+async def test_reconciling_twice_records_each_event_once(db_path, workspace, leftovers,
+                                                        reconciling_route, events_in) -> None:
+    left = await leftovers(queued=0, progress=0)
+    route = reconciling_route({left.in_flight: "sent"})
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
+        rt.router.bind(left.session_id, route)
+        first = await rt.recover()
+        second = await rt.scanner.reconcile()
+    assert (first.reconciled_sent, second.reconciled_sent) == (1, 0)
+    assert len(route.asked) == 1  # a sent row is not asked about again
+    counts = events_in(db_path)
+    assert counts[(left.in_flight, "delivery.sent")] == 1
+    assert counts[(left.in_flight, "delivery.reconciled")] == 1
