@@ -1,0 +1,196 @@
+"""``tidings status``: what the outbox holds, read-only, with or without a running runtime.
+
+``tidings status [--db PATH] [--session ID] [--status S] [--since T] [--limit N] [--json]``
+prints the counts per effective status and the most recently updated deliveries;
+``tidings status DELIVERY_ID`` prints one delivery with its event history. The database is
+opened read-only: nothing is created or written, no process epoch is registered.
+
+``--json`` output is stable for scripts: ``{"counts": {status: n, ...}, "recent": [{"delivery_id",
+"session_id", "status", "attempts", "last_error", "updated_at"}, ...]}`` (every status is listed
+in ``counts``, zeros included; ``updated_at`` is unix seconds), and for one delivery its
+lifecycle fields plus ``"events": [...]``.
+
+Exit codes: 0 done; 1 no such delivery; 2 bad usage, or no (readable) database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import pathlib
+import re
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from tidings.errors import DatabaseNotFoundError, StoreError, ValidationError
+from tidings.store import (
+    OUTBOX_STATUSES,
+    DeliveryReport,
+    StatusReport,
+    delivery_report,
+    read_database,
+    status_report,
+)
+
+__all__ = ["parse_since", "register", "run"]
+
+DEFAULT_DB = "tidings.db"
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_RELATIVE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+
+
+def register(commands: Any) -> None:
+    """Add ``status`` to the subparsers *commands*."""
+    parser = commands.add_parser(
+        "status", help="show delivery counts and recent deliveries, or one delivery",
+        description="Show what the outbox holds (read-only; works with or without a running "
+                    "runtime).")
+    parser.add_argument("delivery_id", nargs="?", metavar="DELIVERY_ID",
+                        help="show this delivery and its events instead of the overview")
+    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+                        help=f"the database (default: ./{DEFAULT_DB})")
+    parser.add_argument("--session", metavar="ID", help="only this session")
+    parser.add_argument("--status", choices=OUTBOX_STATUSES,
+                        help="only recent rows with this effective status")
+    parser.add_argument("--since", type=parse_since, metavar="T",
+                        help="only rows updated since T: unix seconds, an ISO 8601 time "
+                             "(local unless it has an offset) or an age like 90s, 15m, 2h, 1d")
+    parser.add_argument("--limit", type=_limit, default=20, metavar="N",
+                        help="how many recent rows to print (default: 20)")
+    parser.add_argument("--json", action="store_true", help="print stable JSON")
+    parser.set_defaults(run=run, parser=parser)
+
+
+def parse_since(text: str, *, now: Callable[[], float] = time.time) -> float:
+    """``--since`` as unix seconds. Raises ``argparse.ArgumentTypeError`` naming the forms."""
+    value = text.strip()
+    relative = _RELATIVE.fullmatch(value)
+    if relative:
+        return now() - float(relative.group(1)) * _UNITS[relative.group(2)]
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected unix seconds, an ISO 8601 time or an age like 15m, "
+            f"got {text!r}") from None
+    return moment.timestamp()
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    if args.delivery_id is not None:
+        extra = [flag for flag, value in (("--session", args.session), ("--status", args.status),
+                                          ("--since", args.since)) if value is not None]
+        if extra:
+            args.parser.error(f"DELIVERY_ID cannot be combined with {', '.join(extra)}")
+    try:
+        if args.delivery_id is not None:
+            report = read_database(args.db, delivery_report, args.delivery_id)
+        else:
+            report = read_database(args.db, status_report, session_id=args.session,
+                                   status=args.status, since=args.since, limit=args.limit)
+    except DatabaseNotFoundError as exc:
+        print(f"tidings status: {exc}; give the database with --db PATH", file=err)
+        return 2
+    except (StoreError, ValidationError) as exc:
+        print(f"tidings status: {exc}", file=err)
+        return 2
+    if report is None:
+        print(f"tidings status: no delivery {args.delivery_id!r} in {args.db}", file=err)
+        return 1
+    if args.json:
+        json.dump(report.as_json(), out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    elif isinstance(report, DeliveryReport):
+        _print_delivery(report, out)
+    else:
+        _print_overview(report, args, out)
+    return 0
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    moment = datetime.datetime.fromtimestamp(timestamp).astimezone()
+    return moment.isoformat(timespec="seconds")
+
+
+def _clip(text: str | None, width: int) -> str:
+    if not text:
+        return ""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO) -> None:
+    scope = [f"database {pathlib.Path(args.db)}"]
+    if args.session is not None:
+        scope.append(f"session {args.session}")
+    if args.since is not None:
+        scope.append(f"updated since {_when(args.since)}")
+    print(", ".join(scope), file=out)
+    total = sum(report.counts.values())
+    counts = "  ".join(f"{status} {n}" for status, n in report.counts.items())
+    print(f"counts: {counts}  (total {total})", file=out)
+    which = f" {args.status}" if args.status else ""
+    if not report.recent:
+        print(f"no{which} deliveries to show", file=out)
+        return
+    print(f"\nmost recent{which} deliveries, newest first:", file=out)
+    rows = [("UPDATED", "STATUS", "ATTEMPTS", "DELIVERY", "SESSION", "LAST ERROR")]
+    rows += [(_when(row.updated_at), row.status, str(row.attempts), row.delivery_id,
+              row.session_id, _clip(row.last_error, 60)) for row in report.recent]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        cells = [cell.rjust(w) if i == 2 else cell.ljust(w)
+                 for i, (cell, w) in enumerate(zip(row, widths, strict=False))]
+        print("  ".join([*cells, row[5]]).rstrip(), file=out)
+
+
+def _print_delivery(report: DeliveryReport, out: TextIO) -> None:
+    d = report.delivery
+    status = d.status
+    if d.status != d.outbox_status:
+        status += f" (outbox row: {d.outbox_status}, its claimant is not the latest process)"
+    lines = [
+        ("delivery", d.delivery_id),
+        ("session", f"{d.session_id} (seq {d.seq})"),
+        ("kind", f"{d.kind}, channel {d.channel or '-'}, "
+                 f"{'visible' if d.visible else 'invisible'}"),
+        ("status", status),
+        ("work item", f"{d.work_id or '-'} ({d.work_status or '-'})"),
+        ("claimant", d.claimant or "-"),
+        ("attempts", str(d.attempts)),
+        ("last error", d.last_error or "-"),
+        ("lease until", _when(d.lease_expires_at)),
+        ("created", _when(d.created_at)),
+        ("updated", _when(d.updated_at)),
+        ("turn", d.owner_turn_id or "-"),
+        ("text", _clip(d.text, 200)),
+    ]
+    for label, value in lines:
+        print(f"{label:<12} {value}", file=out)
+    print(f"\nevents ({len(report.events)}):", file=out)
+    width = max((len(event.type) for event in report.events), default=0)
+    for event in report.events:
+        data = json.dumps(event.as_dict()["data"], ensure_ascii=False, sort_keys=True)
+        print(f"  {event.seq:>8}  {_when(event.created_at)}  {event.type:<{width}}  {data}",
+              file=out)

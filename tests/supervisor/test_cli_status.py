@@ -1,0 +1,162 @@
+"""``tidings status``: counts and recent rows, one delivery, stable JSON, read-only."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import sys
+
+import pytest
+import trio
+
+import tidings
+from tidings.supervisor._cli_status import parse_since
+from tidings.supervisor.cli import main
+from tidings.testing import MemoryRoute
+
+
+@pytest.fixture
+async def db(tmp_path: pathlib.Path) -> dict:
+    """A database with a sent, a failed and an unknown delivery (runtime closed)."""
+    path = tmp_path / "tidings.db"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    stuck = MemoryRoute()
+    stuck.stall()
+    async with tidings.open_runtime(path, workspace=workspace, grace=0) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, MemoryRoute())
+        async with rt.open_turn(session_id) as ctx:
+            sent = await ctx.output.send_text("hello")
+            assert await sent.wait() == "delivered"
+            rt.router.bind(session_id, MemoryRoute(fail=ValueError("bad\nrequest")))
+            failed = await ctx.output.send_text("again")
+            assert await failed.wait() == "failed"
+            rt.router.bind(session_id, stuck)
+            lost = await ctx.output.send_text("in flight")
+            await stuck.wait_attempted(1)
+    async with tidings.open_runtime(path, workspace=workspace):
+        pass  # recovery: the in-flight row becomes unknown
+    return {"path": path, "session": session_id, "sent": sent.delivery_id,
+            "failed": failed.delivery_id, "unknown": lost.delivery_id}
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["status", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def test_json_overview_has_exactly_the_pinned_shape(db, capsys) -> None:
+    code, out, _ = _run(capsys, "--db", str(db["path"]), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert list(data) == ["counts", "recent"]
+    assert data["counts"] == {"queued": 0, "sending": 0, "sent": 1, "failed": 1, "unknown": 1,
+                              "unrouted": 0}
+    assert [list(row) for row in data["recent"]] == [
+        ["delivery_id", "session_id", "status", "attempts", "last_error", "updated_at"]] * 3
+    by_id = {row["delivery_id"]: row for row in data["recent"]}
+    assert by_id[db["unknown"]]["status"] == "unknown"
+    assert by_id[db["failed"]]["last_error"] == "ValueError: bad\nrequest"
+    assert by_id[db["sent"]]["attempts"] == 1
+    assert all(isinstance(row["updated_at"], float) for row in data["recent"])
+
+
+async def test_filters_narrow_the_rows(db, capsys) -> None:
+    _, out, _ = _run(capsys, "--db", str(db["path"]), "--json", "--status", "failed")
+    assert [row["delivery_id"] for row in json.loads(out)["recent"]] == [db["failed"]]
+    _, out, _ = _run(capsys, "--db", str(db["path"]), "--json", "--session", "nobody")
+    assert json.loads(out) == {"counts": dict.fromkeys(
+        ["queued", "sending", "sent", "failed", "unknown", "unrouted"], 0), "recent": []}
+    _, out, _ = _run(capsys, "--db", str(db["path"]), "--json", "--limit", "1",
+                     "--since", "1h")
+    data = json.loads(out)
+    assert len(data["recent"]) == 1
+    assert sum(data["counts"].values()) == 3
+    _, out, _ = _run(capsys, "--db", str(db["path"]), "--json", "--since", "4102444800")
+    assert json.loads(out)["recent"] == []  # nothing updated since 2100
+
+
+async def test_the_table_shows_counts_and_recent_rows(db, capsys) -> None:
+    code, out, _ = _run(capsys, "--db", str(db["path"]))
+    assert code == 0
+    assert "counts: queued 0  sending 0  sent 1  failed 1  unknown 1  unrouted 0  (total 3)" \
+        in out
+    for key in ("sent", "failed", "unknown"):
+        assert db[key] in out
+    assert "ValueError: bad request" in out  # one line per row
+
+
+async def test_one_delivery_is_shown_with_its_events(db, capsys) -> None:
+    code, out, _ = _run(capsys, "--db", str(db["path"]), db["unknown"])
+    assert code == 0
+    assert db["unknown"] in out
+    for word in ("unknown", "delivery.queued", "delivery.sending", "delivery.unknown",
+                 "stopped before recording"):
+        assert word in out
+    code, out, _ = _run(capsys, "--db", str(db["path"]), db["unknown"], "--json")
+    data = json.loads(out)
+    assert data["delivery_id"] == db["unknown"]
+    assert (data["status"], data["outbox_status"], data["attempts"]) == ("unknown", "unknown", 1)
+    assert [event["type"] for event in data["events"]] == [
+        "delivery.queued", "delivery.sending", "delivery.unknown"]
+    assert {"claimant", "work_status", "last_error", "created_at", "updated_at"} <= set(data)
+
+
+async def test_an_unknown_delivery_id_exits_1(db, capsys) -> None:
+    code, _, err = _run(capsys, "--db", str(db["path"]), "dlv_nope")
+    assert code == 1
+    assert "no delivery 'dlv_nope'" in err
+
+
+def test_a_missing_database_exits_2_and_creates_nothing(tmp_path, capsys,
+                                                        monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys)  # the default: ./tidings.db
+    assert code == 2
+    assert out == ""
+    assert "no database at 'tidings.db'" in err
+    assert "--db" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["--since", "yesterday"], ["--limit", "-3"],
+                                  ["--status", "done"], ["dlv_x", "--status", "sent"]])
+def test_bad_arguments_exit_2_naming_the_option(tmp_path, capsys, argv) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["status", "--db", str(tmp_path / "x.db"), *argv])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert argv[0] in err or "--status" in err
+
+
+def test_since_accepts_seconds_iso_times_and_ages() -> None:
+    assert parse_since("1700000000.5") == 1700000000.5
+    assert parse_since("2023-11-14T22:13:20+00:00") == 1700000000.0
+    assert parse_since("15m", now=lambda: 10_000.0) == 10_000.0 - 900
+    assert parse_since("2d", now=lambda: 200_000.0) == 200_000.0 - 172_800
+
+
+async def test_the_module_runs_as_a_script_and_writes_nothing(db) -> None:
+    before = sorted(os.listdir(db["path"].parent))
+    mtime = db["path"].stat().st_mtime_ns
+    done = await trio.run_process(
+        [sys.executable, "-m", "tidings.supervisor.cli", "status", "--db", str(db["path"]),
+         "--json"], capture_stdout=True, capture_stderr=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"]["sent"] == 1
+    assert sorted(os.listdir(db["path"].parent)) == before
+    assert db["path"].stat().st_mtime_ns == mtime
+    missing = await trio.run_process(
+        [sys.executable, "-m", "tidings.supervisor.cli", "status", "--db",
+         str(db["path"].parent / "none.db")], capture_stdout=True, capture_stderr=True,
+        check=False)
+    assert missing.returncode == 2
+    assert b"no database" in missing.stderr
+
+
+def test_no_command_prints_usage_and_exits_2(capsys) -> None:
+    assert main([]) == 2
+    assert "status" in capsys.readouterr().err
