@@ -22,11 +22,13 @@ class Outbound:
     """One delivery as a route receives it.
 
     ``text`` is the text, or the text fallback of media blocks. ``channel`` is adapter metadata:
-    it never decides routing. ``seq`` is the per-session number assigned at enqueue (contiguous
-    from 1 for every kind); ``attempt`` counts claims of this delivery.
+    it never decides routing. ``session_id`` is None only for a channel's direct answer to a
+    command that needs no session (it never went through the outbox). ``seq`` is the
+    per-session number assigned at enqueue (contiguous from 1 for every kind); ``attempt``
+    counts claims of this delivery.
     """
 
-    session_id: str
+    session_id: str | None
     delivery_id: str
     kind: str
     blocks: tuple[ContentBlock, ...]

@@ -156,7 +156,7 @@ class ChannelBase:
     async def _deliver_direct(self, conversation: Conversation, text: str, *,
                               extra: dict[str, Any]) -> None:
         metadata = {**conversation.as_metadata(), **extra}
-        outbound = Outbound(session_id=None,  # type: ignore[arg-type]
+        outbound = Outbound(session_id=None,
                             delivery_id=f"direct_{uuid.uuid4().hex}", kind="notice",
                             blocks=(TextBlock(text),), text=text, channel=self.config.name,
                             metadata=metadata)
