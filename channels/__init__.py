@@ -38,6 +38,11 @@ from tidings.channels._config import RuntimeMemoryScope as RuntimeMemoryScope
 from tidings.channels._config import SessionScope as SessionScope
 from tidings.channels._directory import Conversation as Conversation
 from tidings.channels._dispatch import COLLECT_SEPARATOR as COLLECT_SEPARATOR
+from tidings.channels._gateway import GatewayChannel as GatewayChannel
+from tidings.channels._gateway_client import GatewayClient as GatewayClient
+from tidings.channels._gateway_client import GatewayClosed as GatewayClosed
+from tidings.channels._gateway_config import GatewayConfig as GatewayConfig
+from tidings.channels._gateway_frames import PROTOCOL_VERSION as PROTOCOL_VERSION
 from tidings.channels._inbound import Inbound as Inbound
 from tidings.channels._inbound import inbound_conversation_key as inbound_conversation_key
 from tidings.channels._keys import ConversationKey as ConversationKey
@@ -65,6 +70,7 @@ __all__ = [
     "COMMAND_NAMES",
     "DISPATCH_MODES",
     "MEMORY_MODE",
+    "PROTOCOL_VERSION",
     "REFUSAL",
     "SESSION_SCOPES",
     "STEER_NOTE",
@@ -82,6 +88,10 @@ __all__ = [
     "ConversationKey",
     "DispatchMode",
     "EchoAgent",
+    "GatewayChannel",
+    "GatewayClient",
+    "GatewayClosed",
+    "GatewayConfig",
     "Inbound",
     "InboundOutcome",
     "InvalidCommand",

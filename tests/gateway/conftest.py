@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import pathlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
+import trio
 
 import tidings
 from tidings.actors import Runtime
+from tidings.channels import GatewayChannel, GatewayClient, GatewayConfig
 
 
 @pytest.fixture
@@ -27,3 +31,59 @@ def db_path(tmp_path: pathlib.Path) -> pathlib.Path:
 async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Runtime]:
     async with tidings.open_runtime(db_path, workspace=workspace) as runtime:
         yield runtime
+
+
+TOKEN = "gateway-test-token"
+
+
+@asynccontextmanager
+async def _serve(rt: Runtime, agent: Any = None, **settings: Any
+                 ) -> AsyncIterator[tuple[GatewayChannel, str]]:
+    gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, port=0, **settings), agent=agent)
+    try:
+        async with gateway.serving() as port:
+            yield gateway, f"ws://127.0.0.1:{port}"
+    finally:
+        with trio.CancelScope(shield=True):
+            await gateway.aclose()
+
+
+@pytest.fixture
+def serve_gateway() -> Callable[..., Any]:
+    """``async with serve_gateway(rt, agent=None, **settings) as (gateway, url)``."""
+    return _serve
+
+
+@pytest.fixture
+def connect() -> Callable[..., Any]:
+    """``async with connect(url, conversation, **hello) as client`` (the test token)."""
+    def open_client(url: str, conversation: str, **hello: Any) -> Any:
+        hello.setdefault("token", TOKEN)
+        return GatewayClient.connect(url, conversation=conversation, **hello)
+    return open_client
+
+
+async def _wait_status(rt: Runtime, delivery_id: str, status: str) -> None:
+    async for event in rt.events(after_seq=0):
+        if event.delivery_id == delivery_id and event.type == f"delivery.{status}":
+            return
+
+
+@pytest.fixture
+def wait_status() -> Callable[..., Any]:
+    """``await wait_status(rt, delivery_id, "sent")``: follow the runtime's events until the
+    delivery records that status (no polling)."""
+    return _wait_status
+
+
+def frame_is(frame_type: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:
+    def match(frame: dict[str, Any]) -> bool:
+        return frame.get("type") == frame_type and all(frame.get(k) == v
+                                                        for k, v in fields.items())
+    return match
+
+
+@pytest.fixture
+def is_frame() -> Callable[..., Any]:
+    """``is_frame("delivery", kind="message")``: a predicate for ``receive_until``."""
+    return frame_is

@@ -1,0 +1,373 @@
+"""The websocket gateway: a channel whose clients speak JSON over trio-websocket and ack.
+
+A conversation NAME is the session bound to ``conversation_key("gateway", "conv", NAME)``;
+every connection that says the same NAME shares it (two devices get all its deliveries). The
+gateway is the route of those sessions with an ack window: ``deliver()`` queues the frame on
+each connection and returns, the row stays ``sending`` until a client acks it, and when the
+last connection of a conversation goes, its unacked rows become ``unknown`` until the client
+comes back with ``after_seq`` (see :mod:`._gateway_admit`). While nobody is connected, a
+delivery waits in ``deliver()`` for a client (holding only its own session's lane), so the
+session's later rows stay ``queued`` in the outbox and nothing is claimed for nobody.
+
+Inbound ``message`` frames go through :meth:`ChannelBase.handle_inbound` (commands included);
+a client message id is remembered durably once accepted, so a repeat is answered
+``accepted`` with ``duplicate: true`` and not processed again. Lifecycle events are sent as
+``lifecycle`` frames (ephemeral); prompts and approvals through :mod:`._gateway_interact`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from trio_websocket import WebSocketConnection, WebSocketRequest, serve_websocket
+
+from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt, PromptAnswer
+from tidings.channels._agents import Agent
+from tidings.channels._base import ChannelBase
+from tidings.channels._config import ChannelConfig
+from tidings.channels._directory import Conversation
+from tidings.channels._gateway_admit import Admission, Refused, admit, replay
+from tidings.channels._gateway_config import GatewayConfig
+from tidings.channels._gateway_conn import Connection
+from tidings.channels._gateway_frames import (
+    CLOSE_GOING_AWAY,
+    CLOSE_INTERNAL,
+    PROTOCOL_VERSION,
+    Ack,
+    Answer,
+    Approval,
+    ClientFrame,
+    FrameError,
+    Hello,
+    Message,
+    Ping,
+    Sync,
+    delivery_frame,
+    error_frame,
+)
+from tidings.channels._gateway_hub import Hub, lifecycle_frame
+from tidings.channels._gateway_inbound import on_ack, on_message
+from tidings.channels._gateway_interact import Interactions
+from tidings.channels._keys import conversation_key
+from tidings.channels._lifecycle import TaskLifecycleEvent
+from tidings.errors import DeliveryNotFoundError, SessionNotFoundError
+
+__all__ = ["GatewayChannel"]
+
+log = logging.getLogger("tidings.gateway")
+
+_CLOSE_WAIT = 2.0
+
+
+class GatewayChannel(ChannelBase):
+    """The websocket gateway channel (see the module docstring).
+
+    ``settings`` says where to listen and how to treat clients; ``config`` is the channel's
+    config (default ``ChannelConfig("gateway")``). Serve with ``async with
+    gateway.serving() as port``; stop with :meth:`stop_accepting`, :meth:`drain` and
+    :meth:`aclose`.
+    """
+
+    capabilities = frozenset({"text", "image", "audio", "video", "file"})
+
+    def __init__(self, runtime: Any, settings: GatewayConfig, config: ChannelConfig | None = None,
+                 agent: Agent | None = None) -> None:
+        super().__init__(runtime, config or ChannelConfig("gateway"), agent)
+        self.settings = settings
+        self.ack_window = settings.ack_window
+        self.hubs: dict[str, Hub] = {}
+        self.interactions = Interactions(timeout=settings.prompt_timeout,
+                                         clock=runtime.store.clock)
+        self.accepting = True
+        self.closed = False
+        self.sent: dict[str, str] = {}  # delivery id -> conversation key, until acked
+        self.session_keys: dict[str, str] = {}  # session -> conversation key, served here
+        self.inflight_ids: set[tuple[str, str]] = set()
+        self._delivering = 0
+        self._quiet = trio.Event()
+        self._quiet.set()
+        self._progress = trio.Event()
+        self._listener: trio.CancelScope | None = None
+        self.port: int | None = None  # where it listens now (set by serving())
+
+    # --- conversations -----------------------------------------------------------------------
+
+    def conversation_named(self, name: str) -> Conversation:
+        """The conversation a client NAME means: ``<channel>:conv:<NAME>``."""
+        return Conversation(conversation_key(self.config.name, "conv", name), name)
+
+    def conversation_for(self, inbound: Any) -> Conversation:
+        return self.conversation_named(inbound.chat_id)
+
+    def hub(self, conversation: Conversation) -> Hub:
+        hub = self.hubs.get(conversation.key)
+        if hub is None:
+            hub = self.hubs[conversation.key] = Hub(conversation)
+        return hub
+
+    async def owns(self, conversation: Conversation, session_id: str) -> bool:
+        """Whether *session_id* belongs to *conversation* (its durable owner)."""
+        if self.conversation_of(session_id) == conversation:
+            await trio.lowlevel.checkpoint()
+            return True
+        try:
+            record = await self.runtime.session(session_id)
+        except SessionNotFoundError:
+            return False
+        return record.channel == self.config.name and record.conversation_key == conversation.key
+
+    async def delivery_in(self, conversation: Conversation, delivery_id: str) -> bool:
+        """Whether *delivery_id* is a delivery of one of *conversation*'s sessions."""
+        try:
+            status = await self.runtime.delivery_status(delivery_id)
+        except DeliveryNotFoundError:
+            return False
+        return await self.owns(conversation, status.session_id)
+
+    # --- the route ---------------------------------------------------------------------------
+
+    async def deliver(self, outbound: Outbound) -> None:
+        """Queue the delivery on every connection of its conversation; while none is
+        connected, wait for one (the row stays ``sending``; later rows stay ``queued``)."""
+        await trio.lowlevel.checkpoint()
+        if outbound.session_id is None:  # a command answer with no session: not stored
+            hub = self.hubs.get(str(outbound.metadata.get("conversation_key")))
+            if hub is not None:
+                hub.broadcast({"type": "notice", "text": outbound.text,
+                               "command": outbound.metadata.get("command")})
+            return
+        conversation = self.conversation_of(outbound.session_id)
+        if conversation is None:
+            raise LookupError(f"the gateway does not know session {outbound.session_id!r}")
+        hub = self.hub(conversation)
+        self.session_keys[outbound.session_id] = conversation.key
+        self._delivering += 1
+        self._quiet = trio.Event() if self._quiet.is_set() else self._quiet
+        try:
+            while not hub.connections and not self.closed:
+                await hub.wait_arrival()
+            if hub.broadcast(delivery_frame(outbound), delivery_id=outbound.delivery_id):
+                self.sent[outbound.delivery_id] = conversation.key
+                self._progressed()
+        finally:
+            self._delivering -= 1
+            if not self._delivering:
+                self._quiet.set()
+
+    def on_task_lifecycle(self, event: TaskLifecycleEvent) -> None:
+        conversation = self.conversation_of(event.session_id)
+        hub = self.hubs.get(conversation.key) if conversation is not None else None
+        if hub is not None and hub.connections:
+            hub.broadcast(lifecycle_frame(event))
+
+    async def prompt_user(self, prompt: Prompt) -> PromptAnswer:
+        conversation = self.conversation_of(prompt.session_id)
+        hub = self.hubs.get(conversation.key) if conversation is not None else None
+        if hub is None or not hub.connections:
+            await trio.lowlevel.checkpoint()
+            return PromptAnswer(None, "no_interactive_route")
+        return await self.interactions.prompt(prompt, hub.conversation.key, hub.broadcast)
+
+    async def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        conversation = self.conversation_of(request.session_id)
+        hub = self.hubs.get(conversation.key) if conversation is not None else None
+        if hub is None or not hub.connections:
+            await trio.lowlevel.checkpoint()
+            return ApprovalDecision(False, "no_interactive_route")
+        return await self.interactions.approval(request, hub.conversation.key, hub.broadcast)
+
+    # --- serving -----------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[int]:
+        """Listen on ``settings.host:port``; yields the port (useful with port 0).
+
+        Connections are served in this context's nursery; leaving it stops listening,
+        closes every connection with ``1001`` and waits for them (unacked rows become
+        ``unknown``). Raises ``OSError`` when the address cannot be bound.
+        """
+        async with trio.open_nursery() as nursery:
+            listener = trio.CancelScope()
+            server = await nursery.start(self._listen, listener, nursery)
+            self._listener = listener
+            port = self.port = int(server.listeners[0].port)
+            try:
+                yield port
+            finally:
+                listener.cancel(reason="the gateway is stopping")
+                for hub in self.hubs.values():
+                    for conn in list(hub.connections):
+                        conn.kill(CLOSE_GOING_AWAY, "server shutting down")
+
+    async def _listen(self, listener: trio.CancelScope, handlers: trio.Nursery, *,
+                      task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+        with listener:
+            await serve_websocket(self._handle, self.settings.host, self.settings.port, None,
+                                  handler_nursery=handlers, message_queue_size=4,
+                                  max_message_size=4 * self.settings.max_frame_bytes,
+                                  connect_timeout=self.settings.hello_timeout,
+                                  disconnect_timeout=_CLOSE_WAIT, task_status=task_status)
+
+    def stop_accepting(self) -> None:
+        """Stop listening and refuse new messages (``shutting_down``); connections stay."""
+        self.accepting = False
+        if self._listener is not None:
+            self._listener.cancel(reason="the gateway stopped accepting")
+
+    async def drain(self) -> None:
+        """Block until no connected conversation has anything ``queued`` or unacked."""
+        while True:
+            busy = False
+            for hub in list(self.hubs.values()):
+                if not hub.connections:
+                    continue
+                current = self.directory.cached(hub.conversation)
+                sessions = {sid for sid, key in list(self.session_keys.items())
+                            if key == hub.conversation.key}
+                if current is not None:
+                    sessions.add(current)
+                for session_id in sessions:
+                    if await self.runtime.stored_deliveries(
+                            session_id, statuses=("queued", "sending"), limit=1):
+                        busy = True
+                        break
+                if busy:
+                    break
+            if not busy:
+                return
+            progress = self._progress
+            with trio.move_on_after(0.2):
+                await progress.wait()
+
+    async def aclose(self) -> None:
+        """After :meth:`serving` ended: unbind every route, release deliveries waiting for a
+        client, and turn what is still unacked ``unknown``. Idempotent."""
+        self.accepting = False
+        self.closed = True
+        self.close()  # unbind: what comes next is unrouted, re-queued when a client returns
+        for hub in self.hubs.values():
+            hub.wake()
+        with trio.move_on_after(_CLOSE_WAIT):
+            await self._quiet.wait()
+        for session_id in list(self.session_keys):
+            await self._abandon(session_id)
+
+    # --- one connection ----------------------------------------------------------------------
+
+    async def _handle(self, request: WebSocketRequest) -> None:
+        ws = await request.accept()
+        code, reason = 1000, ""
+        conn: Connection | None = None
+        try:
+            admission = await admit(self, ws)
+            conn = self._join(ws, admission)
+            welcome = self._welcome(admission)
+            await conn.run(welcome, lambda c: replay(self, c, admission.plan), self._on_frame)
+            code, reason = (conn.close_code or 1000), conn.close_reason
+        except Refused as refused:
+            code, reason = refused.code, refused.reason
+            log.info("event=connection_refused remote=%s code=%d reason=%s",
+                     _remote(ws), code, _quote(reason))
+        except Exception:
+            log.exception("event=connection_failed remote=%s", _remote(ws))
+            code, reason = CLOSE_INTERNAL, "internal error"
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_WAIT):
+                if conn is not None:
+                    await self._leave(conn)
+                await ws.aclose(code, reason)
+
+    def _join(self, ws: WebSocketConnection, admission: Admission) -> Connection:
+        conversation = admission.conversation
+        conn = Connection(ws, self.settings, conversation=conversation,
+                          client=admission.hello.client or "client",
+                          session_id=admission.session_id)
+        self.session_keys[admission.session_id] = conversation.key
+        for session_id, _ in admission.plan:
+            self.session_keys[session_id] = conversation.key
+        self.hub(conversation).add(conn)  # live frames queue from here on, after the replay
+        for frame in self.interactions.waiting_in(conversation.key):
+            conn.push(frame)
+        log.info("event=connection_opened connection=%d remote=%s conversation=%s session=%s "
+                 "after_seq=%s", conn.id, _remote(ws), conversation.key, admission.session_id,
+                 admission.hello.after_seq)
+        return conn
+
+    def _welcome(self, admission: Admission) -> dict[str, Any]:
+        return {"type": "welcome", "protocol": PROTOCOL_VERSION,
+                "conversation": admission.conversation.chat_id,
+                "session_id": admission.session_id, "last_seq": admission.last_seq,
+                "heartbeat_s": self.settings.heartbeat_s,
+                "max_frame_bytes": self.settings.max_frame_bytes,
+                "ack_window": self.settings.ack_window,
+                "replay": bool(admission.plan)}
+
+    async def _leave(self, conn: Connection) -> None:
+        hub = self.hub(conn.conversation)
+        hub.remove(conn)
+        log.info("event=connection_closed connection=%d conversation=%s code=%s frames=%d",
+                 conn.id, conn.conversation.key, conn.close_code or 1000, conn.written)
+        if hub.connections:
+            return
+        for session_id, key in list(self.session_keys.items()):
+            if key == conn.conversation.key and not hub.connections:
+                await self._abandon(session_id)
+
+    async def _abandon(self, session_id: str) -> None:
+        for delivery_id in await self.runtime.abandon_unacked(session_id):
+            self.sent.pop(delivery_id, None)
+
+    async def _on_frame(self, conn: Connection, frame: ClientFrame) -> None:
+        try:
+            if isinstance(frame, Message):
+                if conn.charge():
+                    await on_message(self, conn, frame)
+            elif isinstance(frame, Ack):
+                await on_ack(self, conn, frame)
+                self._progressed()
+            elif isinstance(frame, Answer | Approval):
+                if conn.charge():
+                    self._settle(conn, frame)
+            elif isinstance(frame, Sync):
+                if conn.charge():
+                    await self._sync(conn, frame)
+            elif isinstance(frame, Hello):
+                if conn.charge():
+                    conn.push(error_frame("duplicate_hello", "hello is only the first frame"))
+            elif conn.charge() and isinstance(frame, Ping):
+                conn.push({"type": "pong"})
+        except FrameError as exc:
+            conn.push(error_frame(exc.code, exc.reason, field=exc.field, ref=exc.frame_id))
+
+    async def _sync(self, conn: Connection, frame: Sync) -> None:
+        conversation = conn.conversation
+        session_id = frame.session_id or self.directory.cached(conversation) or conn.session_id
+        if frame.session_id is not None and not await self.owns(conversation, session_id):
+            raise FrameError("unknown_delivery", "sync.session_id: not a session of this "
+                                                 "conversation", field="session_id")
+        conn.push({"type": "synced", "session_id": session_id,
+                   "last_seq": await self.runtime.last_seq(session_id)})
+
+    def _settle(self, conn: Connection, frame: Answer | Approval) -> None:
+        key = conn.conversation.key
+        if isinstance(frame, Answer):
+            self.interactions.settle("prompt", frame.prompt_id, key, frame.text)
+        else:
+            self.interactions.settle("approval", frame.request_id, key, frame.decision)
+
+    def _progressed(self) -> None:
+        self._progress.set()
+        self._progress = trio.Event()
+
+
+def _remote(ws: WebSocketConnection) -> str:
+    remote = ws.remote
+    return f"{remote.address}:{remote.port}" if hasattr(remote, "port") else str(remote)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', "'") + '"'

@@ -1,0 +1,160 @@
+"""Admitting a gateway connection (the hello) and catching it up (the replay).
+
+The first frame must be a ``hello`` whose token matches (compared in constant time) before
+anything else is looked at; otherwise the connection is closed with ``4001`` and a reason,
+and nothing was read or written. Then the protocol version, then the other fields (``4000``
+naming the field). The conversation NAME resolves (or creates) its session under the
+directory's lock, which also binds the gateway as its route.
+
+Replay (``after_seq`` given): for the session the client names (default: the current one),
+rows up to ``after_seq`` still ``sending`` / ``unknown`` become ``sent``; message and notice
+rows after it that are ``sending``, ``unknown`` or ``sent`` are written straight to this
+connection in seq order; ``unrouted`` ones (left while nobody was connected to this
+process) are re-queued and come through the lane; ``queued`` ones come through the lane
+anyway. If the client names an older session of the conversation, the current one is then
+replayed from its start. Progress rows are never replayed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection
+
+from tidings.channels._directory import Conversation
+from tidings.channels._gateway_frames import (
+    CLOSE_BAD_HELLO,
+    CLOSE_GOING_AWAY,
+    CLOSE_UNAUTHORIZED,
+    CLOSE_UNSUPPORTED,
+    PROTOCOL_VERSION,
+    FrameError,
+    Hello,
+    delivery_frame,
+    parse_client_frame,
+    peek_hello_token,
+)
+from tidings.errors import RuntimeClosedError
+
+if TYPE_CHECKING:
+    from tidings.channels._gateway import GatewayChannel
+    from tidings.channels._gateway_conn import Connection
+
+__all__ = ["Admission", "Refused", "admit", "replay"]
+
+log = logging.getLogger("tidings.gateway")
+
+_REPLAYED_STATUSES = ("sending", "unknown", "sent", "unrouted")
+
+
+class Refused(Exception):
+    """The connection must be closed with ``code`` / ``reason`` before it is admitted."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+@attrs.frozen
+class Admission:
+    """An authenticated hello, resolved: the conversation, its current session, the highest
+    seq assigned there, and what to replay (``(session_id, after_seq)`` pairs, in order)."""
+
+    hello: Hello
+    conversation: Conversation
+    session_id: str
+    last_seq: int
+    plan: tuple[tuple[str, int], ...]
+
+
+async def _first_frame(ws: WebSocketConnection, wait: float) -> str | bytes:
+    with trio.move_on_after(wait):
+        try:
+            return await ws.get_message()
+        except ConnectionClosed:
+            raise Refused(1000, "closed before hello") from None
+    raise Refused(CLOSE_UNAUTHORIZED, f"unauthorized: no hello within {wait:g}s")
+
+
+async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
+    """Read and check the hello, resolve the session. Raises :class:`Refused`."""
+    settings = gateway.settings
+    raw = await _first_frame(ws, settings.hello_timeout)
+    token = peek_hello_token(raw, max_frame_bytes=settings.max_frame_bytes)
+    if token is None:
+        raise Refused(CLOSE_UNAUTHORIZED, "unauthorized: the first frame must be a hello "
+                                          "with a token")
+    if not hmac.compare_digest(token.encode("utf-8", "surrogatepass"),
+                               settings.token.encode("utf-8")):
+        raise Refused(CLOSE_UNAUTHORIZED, "unauthorized: bad token")
+    try:
+        hello = parse_client_frame(raw, max_frame_bytes=settings.max_frame_bytes)
+    except FrameError as exc:
+        if exc.field == "protocol":
+            raise Refused(CLOSE_UNSUPPORTED, f"unsupported protocol: {exc.reason}") from None
+        raise Refused(CLOSE_BAD_HELLO, f"bad hello: {exc.reason}") from None
+    assert isinstance(hello, Hello)
+    if hello.protocol != PROTOCOL_VERSION:
+        raise Refused(CLOSE_UNSUPPORTED, f"unsupported protocol {hello.protocol}: this server "
+                                         f"speaks {PROTOCOL_VERSION}")
+    if not gateway.accepting:
+        raise Refused(CLOSE_GOING_AWAY, "server shutting down")
+    conversation = gateway.conversation_named(hello.conversation)
+    try:
+        async with gateway.directory.lock(conversation):
+            session_id, _ = await gateway.directory.resolve(conversation)
+            plan: list[tuple[str, int]] = []
+            if hello.after_seq is not None:
+                plan.append((session_id, hello.after_seq))
+            if hello.session_id is not None and hello.session_id != session_id:
+                if not await gateway.owns(conversation, hello.session_id):
+                    raise Refused(CLOSE_BAD_HELLO, "bad hello: hello.session_id: not a session "
+                                                   "of this conversation")
+                gateway.directory.attach(conversation, hello.session_id)
+                if hello.after_seq is not None:
+                    plan = [(hello.session_id, hello.after_seq), (session_id, 0)]
+            last_seq = await gateway.runtime.last_seq(session_id)
+    except RuntimeClosedError:
+        raise Refused(CLOSE_GOING_AWAY, "server shutting down") from None
+    return Admission(hello, conversation, session_id, last_seq, tuple(plan))
+
+
+async def replay(gateway: GatewayChannel, conn: Connection,
+                 plan: tuple[tuple[str, int], ...]) -> None:
+    """Catch *conn* up by *plan* (see the module docstring). Runs in its writer task."""
+    rt = gateway.runtime
+    page = gateway.settings.replay_page
+    key = conn.conversation.key
+    for session_id, after_seq in plan:
+        for delivery_id in await rt.confirm_through(session_id, after_seq):
+            gateway.sent.pop(delivery_id, None)
+        requeue: list[str] = []
+        cursor = after_seq
+        replayed = 0
+        while True:
+            rows = await rt.stored_deliveries(session_id, after_seq=cursor, limit=page,
+                                              kinds=("message", "notice"),
+                                              statuses=_REPLAYED_STATUSES)
+            for row in rows:
+                outbound = row.outbound
+                cursor = outbound.seq
+                if row.status == "unrouted":
+                    requeue.append(outbound.delivery_id)
+                    continue
+                if row.status == "sending":  # the lane may still hand it over live
+                    conn.replayed.add(outbound.delivery_id)
+                if row.status in ("sending", "unknown"):
+                    gateway.sent[outbound.delivery_id] = key
+                await conn.write(delivery_frame(outbound))
+                replayed += 1
+            if len(rows) < page:
+                break
+        if requeue:
+            await rt.requeue(session_id, requeue)
+        log.info("event=replayed connection=%d session=%s after_seq=%d rows=%d requeued=%d",
+                 conn.id, session_id, after_seq, replayed, len(requeue))

@@ -1,0 +1,147 @@
+"""A Python client of the gateway protocol (``tidings chat``, the tests and the bench use it).
+
+``async with GatewayClient.connect(url, token=..., conversation=...) as client`` sends the
+hello and waits for ``welcome`` (a refused hello raises :class:`GatewayClosed` with the close
+code and reason). :meth:`GatewayClient.receive` returns the next frame, answering the
+server's ``ping`` on the way; :attr:`GatewayClient.seen` keeps the highest ``seq`` received
+per session, which is what a reconnect passes as ``after_seq``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection, open_websocket_url
+
+from tidings.channels._gateway_frames import PROTOCOL_VERSION, encode
+from tidings.errors import TidingsError
+
+__all__ = ["GatewayClient", "GatewayClosed"]
+
+
+class GatewayClosed(TidingsError):
+    """The server closed the connection; ``code`` and ``reason`` say why."""
+
+    def __init__(self, code: int | None, reason: str | None) -> None:
+        super().__init__(f"connection closed ({code}): {reason or 'no reason given'}")
+        self.code = code
+        self.reason = reason
+
+
+def _closed(exc: ConnectionClosed) -> GatewayClosed:
+    reason = exc.reason
+    return GatewayClosed(getattr(reason, "code", None), getattr(reason, "reason", None))
+
+
+class GatewayClient:
+    """One connection to a gateway, after its ``welcome`` (see the module docstring)."""
+
+    def __init__(self, ws: WebSocketConnection, welcome: dict[str, Any]) -> None:
+        self.ws = ws
+        self.welcome = welcome
+        self.session_id: str = welcome["session_id"]
+        self.seen: dict[str, int] = {}
+        self._ids = itertools.count(1)
+        self._prefix = uuid.uuid4().hex[:8]
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, url: str, *, token: str, conversation: str,
+                      after_seq: int | None = None, session_id: str | None = None,
+                      client: str | None = None, max_message_size: int = 1 << 22,
+                      ) -> AsyncIterator[GatewayClient]:
+        """Connect, say hello, yield the client once welcomed. Raises
+        :class:`GatewayClosed` if the server refuses, ``OSError`` / ``HandshakeError`` if it
+        cannot be reached."""
+        hello: dict[str, Any] = {"type": "hello", "token": token, "conversation": conversation,
+                                 "protocol": PROTOCOL_VERSION}
+        if after_seq is not None:
+            hello["after_seq"] = after_seq
+        if session_id is not None:
+            hello["session_id"] = session_id
+        if client is not None:
+            hello["client"] = client
+        async with open_websocket_url(url, max_message_size=max_message_size) as ws:
+            try:
+                await ws.send_message(encode(hello))
+                welcome = json.loads(await ws.get_message())
+            except ConnectionClosed as exc:
+                raise _closed(exc) from None
+            if welcome.get("type") != "welcome":
+                raise GatewayClosed(None, f"expected welcome, got {welcome.get('type')!r}")
+            yield cls(ws, welcome)
+
+    # --- sending -------------------------------------------------------------------------------
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        try:
+            await self.ws.send_message(encode(frame))
+        except ConnectionClosed as exc:
+            raise _closed(exc) from None
+
+    def new_id(self) -> str:
+        return f"{self._prefix}-{next(self._ids)}"
+
+    async def message(self, text: str, *, message_id: str | None = None) -> str:
+        """Send a ``message`` (slash commands too); returns its client id."""
+        message_id = message_id or self.new_id()
+        await self.send({"type": "message", "text": text, "id": message_id})
+        return message_id
+
+    async def ack(self, *delivery_ids: str) -> None:
+        await self.send({"type": "ack", "delivery_ids": list(delivery_ids)})
+
+    async def ack_up_to(self, seq: int, *, session_id: str | None = None) -> None:
+        frame: dict[str, Any] = {"type": "ack", "up_to_seq": seq}
+        if session_id is not None:
+            frame["session_id"] = session_id
+        await self.send(frame)
+
+    async def sync(self, session_id: str | None = None) -> None:
+        """Ask for the session's highest seq (the answer is a ``synced`` frame)."""
+        frame: dict[str, Any] = {"type": "sync"}
+        if session_id is not None:
+            frame["session_id"] = session_id
+        await self.send(frame)
+
+    # --- receiving -----------------------------------------------------------------------------
+
+    async def receive(self) -> dict[str, Any]:
+        """The next frame (a server ``ping`` is answered with ``pong`` and skipped).
+        Raises :class:`GatewayClosed` when the server closes."""
+        while True:
+            try:
+                raw = await self.ws.get_message()
+            except ConnectionClosed as exc:
+                raise _closed(exc) from None
+            frame: dict[str, Any] = json.loads(raw)
+            if frame.get("type") == "ping":
+                await self.send({"type": "pong"})
+                continue
+            if frame.get("type") == "delivery" and isinstance(frame.get("seq"), int):
+                session = frame["session_id"]
+                self.seen[session] = max(self.seen.get(session, 0), frame["seq"])
+            return frame
+
+    async def receive_until(self, done: Callable[[dict[str, Any]], bool], *,
+                            ack: bool = True) -> list[dict[str, Any]]:
+        """Frames up to and including the first for which ``done(frame)`` is true; with
+        ``ack`` every delivery is acked as it arrives."""
+        frames: list[dict[str, Any]] = []
+        while True:
+            frame = await self.receive()
+            frames.append(frame)
+            if ack and frame.get("type") == "delivery":
+                await self.ack(frame["delivery_id"])
+            if done(frame):
+                return frames
+
+    async def aclose(self, code: int = 1000) -> None:
+        with trio.CancelScope(shield=True), trio.move_on_after(2):
+            await self.ws.aclose(code)

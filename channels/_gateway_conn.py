@@ -1,0 +1,194 @@
+"""One websocket connection of the gateway: its outgoing queue, writer, reader and heartbeat.
+
+Nothing the runtime does ever waits on a client's socket: frames for a connection are put in
+its bounded queue without blocking (:meth:`Connection.push`), and only the connection's own
+writer task waits on the network. A client that stops reading fills its queue and is closed
+(``4009``); its deliveries stay in the outbox and it resumes with ``after_seq``. The writer
+sends ``welcome`` first, then the catch-up replay, then the queue, so a client sees each
+session's deliveries in seq order. The reader parses frames, charges a token bucket (a
+client that floods is closed, ``4029``) and hands them to the gateway; the heartbeat pings a
+client that has been silent for ``heartbeat_s`` and drops it (``4008``) after twice that.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection
+
+from tidings.channels._gateway_frames import (
+    CLOSE_FLOOD,
+    CLOSE_HEARTBEAT,
+    CLOSE_TOO_SLOW,
+    ClientFrame,
+    FrameError,
+    encode,
+    error_frame,
+    parse_client_frame,
+)
+
+if TYPE_CHECKING:
+    from tidings.channels._directory import Conversation
+    from tidings.channels._gateway_config import GatewayConfig
+
+__all__ = ["Connection", "TokenBucket"]
+
+log = logging.getLogger("tidings.gateway")
+
+_ids = itertools.count(1)
+
+Replay = Callable[["Connection"], Awaitable[None]]
+"""Writes the catch-up frames (with :meth:`Connection.write`) after ``welcome``, before the
+queue."""
+
+
+class TokenBucket:
+    """``rate`` tokens per second (trio's clock), holding at most ``burst``."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = float(burst)
+        self.stamp = trio.current_time()
+
+    def take(self, cost: float = 1.0) -> bool:
+        now = trio.current_time()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens < cost:
+            return False
+        self.tokens -= cost
+        return True
+
+
+class Connection:
+    """One authenticated client (after its hello) of one conversation."""
+
+    def __init__(self, ws: WebSocketConnection, settings: GatewayConfig, *,
+                 conversation: Conversation, client: str, session_id: str) -> None:
+        self.id = next(_ids)
+        self.session_id = session_id  # the conversation's session when it said hello
+        self.ws = ws
+        self.settings = settings
+        self.conversation = conversation
+        self.client = client
+        self.bucket = TokenBucket(settings.rate, settings.burst)
+        self.last_heard = trio.current_time()
+        self.close_code: int | None = None
+        self.close_reason = ""
+        self.replayed: set[str] = set()  # replayed rows that may still arrive live
+        self.written = 0
+        self._send, self._receive = trio.open_memory_channel[tuple[str, str | None]](
+            settings.max_backlog)
+        self._scope: trio.CancelScope | None = None
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.id} {self.conversation.chat_id!r}>"
+
+    @property
+    def alive(self) -> bool:
+        return self.close_code is None
+
+    # --- called by the gateway (sync, never blocks) ------------------------------------------
+
+    def push(self, frame: dict[str, Any], *, delivery_id: str | None = None) -> None:
+        """Queue *frame* for this client. A full queue closes the connection as too slow."""
+        if not self.alive:
+            return
+        try:
+            self._send.send_nowait((encode(frame), delivery_id))
+        except trio.WouldBlock:
+            self.kill(CLOSE_TOO_SLOW, f"too slow: {self.settings.max_backlog} frames unread; "
+                                      "reconnect with after_seq to catch up")
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    def kill(self, code: int, reason: str) -> None:
+        """Close the connection with *code* / *reason* (the first one given wins)."""
+        if self.close_code is None:
+            self.close_code, self.close_reason = code, reason
+            log.info("event=connection_closing connection=%d conversation=%s code=%d "
+                     "reason=%s", self.id, self.conversation.key, code, _quote(reason))
+        if self._scope is not None:
+            self._scope.cancel(reason=reason)
+
+    # --- the connection's tasks --------------------------------------------------------------
+
+    async def run(self, welcome: dict[str, Any], replay: Replay,
+                  handle: Callable[[Connection, ClientFrame], Awaitable[None]]) -> None:
+        """Write, read and watch the heartbeat until the client leaves or :meth:`kill`."""
+        with trio.CancelScope() as scope:
+            self._scope = scope
+            if not self.alive:
+                return
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._writer, welcome, replay)
+                    nursery.start_soon(self._heartbeat)
+                    await self._reader(handle)
+                    nursery.cancel_scope.cancel(reason="the client closed the connection")
+            except ConnectionClosed:
+                pass  # the peer went away while we wrote: the reader will see it too
+            finally:
+                self._send.close()
+
+    async def _writer(self, welcome: dict[str, Any], replay: Replay) -> None:
+        await self.write(welcome)
+        await replay(self)
+        async for text, delivery_id in self._receive:
+            if delivery_id is not None and delivery_id in self.replayed:
+                self.replayed.discard(delivery_id)  # replayed already: never twice
+                continue
+            await self.ws.send_message(text)
+            self.written += 1
+
+    async def write(self, frame: dict[str, Any]) -> None:
+        """Write *frame* now, ahead of the queue (the writer task only: welcome, replay)."""
+        await self.ws.send_message(encode(frame))
+        self.written += 1
+
+    async def _reader(self, handle: Callable[[Connection, ClientFrame], Awaitable[None]]
+                      ) -> None:
+        limit = self.settings.max_frame_bytes
+        while True:
+            try:
+                raw = await self.ws.get_message()
+            except ConnectionClosed:
+                return
+            self.last_heard = trio.current_time()
+            try:
+                frame = parse_client_frame(raw, max_frame_bytes=limit)
+            except FrameError as exc:
+                self.charge()
+                self.push(error_frame(exc.code, exc.reason, field=exc.field, ref=exc.frame_id))
+                continue
+            await handle(self, frame)
+
+    def charge(self, cost: float = 1.0) -> bool:
+        """Take *cost* from the rate bucket; a client over its rate is closed. False then."""
+        if self.bucket.take(cost):
+            return True
+        self.kill(CLOSE_FLOOD, f"flooding: more than {self.settings.rate:g} frames/s "
+                               f"(burst {self.settings.burst})")
+        return False
+
+    async def _heartbeat(self) -> None:
+        period = self.settings.heartbeat_s
+        while True:
+            await trio.sleep_until(self.last_heard + period)
+            if trio.current_time() < self.last_heard + period:
+                continue  # heard from it meanwhile
+            self.push({"type": "ping"})
+            await trio.sleep_until(self.last_heard + 2 * period)
+            if trio.current_time() >= self.last_heard + 2 * period:
+                self.kill(CLOSE_HEARTBEAT, f"heartbeat timeout: nothing heard for "
+                                           f"{2 * period:g}s")
+                return
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', "'") + '"'

@@ -1,0 +1,374 @@
+"""The gateway's wire protocol, version 1: one JSON object per websocket message.
+
+Client frames are parsed into frozen records (:func:`parse_client_frame`); anything else is a
+:class:`FrameError` naming a stable ``code`` (and the ``field`` when one is to blame), which the
+gateway answers with an ``error`` frame, persisting nothing. Server frames are built by the
+``*_frame`` functions as plain dicts and sent with :func:`encode`. Unknown fields are ignored
+(a newer client may send more); unknown frame types are refused. The README documents it all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, final
+
+import attrs
+
+from tidings.actors import ContentBlock, Outbound
+from tidings.errors import ProtocolError
+
+__all__ = [
+    "CLOSE_BAD_HELLO",
+    "CLOSE_FLOOD",
+    "CLOSE_GOING_AWAY",
+    "CLOSE_HEARTBEAT",
+    "CLOSE_INTERNAL",
+    "CLOSE_TOO_SLOW",
+    "CLOSE_UNAUTHORIZED",
+    "CLOSE_UNSUPPORTED",
+    "ERROR_CODES",
+    "PROTOCOL_VERSION",
+    "Ack",
+    "Answer",
+    "Approval",
+    "ClientFrame",
+    "FrameError",
+    "Hello",
+    "Message",
+    "Ping",
+    "Pong",
+    "Sync",
+    "approval_request_frame",
+    "delivery_frame",
+    "encode",
+    "error_frame",
+    "parse_client_frame",
+    "peek_hello_token",
+]
+
+PROTOCOL_VERSION = 1
+
+CLOSE_GOING_AWAY = 1001
+"""The server is shutting down (or the gateway restarts): reconnect later with ``after_seq``."""
+CLOSE_INTERNAL = 1011
+CLOSE_BAD_HELLO = 4000
+"""The hello was authenticated but malformed (the reason names the field)."""
+CLOSE_UNAUTHORIZED = 4001
+"""No hello in time, the first frame was not a hello, or its token is wrong."""
+CLOSE_UNSUPPORTED = 4002
+"""The hello asked for a protocol version this server does not speak."""
+CLOSE_HEARTBEAT = 4008
+"""Nothing was heard from the client for two heartbeat periods."""
+CLOSE_TOO_SLOW = 4009
+"""The client did not read its frames; its backlog stays in the outbox (reconnect with
+``after_seq``)."""
+CLOSE_FLOOD = 4029
+"""The client sent frames faster than its rate allows."""
+
+ERROR_CODES = {
+    "bad_json": "the frame is not JSON",
+    "bad_utf8": "a binary frame that is not UTF-8",
+    "not_an_object": "the frame is JSON but not an object",
+    "frame_too_big": "the frame is over max_frame_bytes",
+    "missing_field": "a required field is missing (see field)",
+    "bad_field": "a field has the wrong type or value (see field)",
+    "unknown_type": "no such frame type",
+    "duplicate_hello": "hello is only the first frame",
+    "unknown_delivery": "an ack names deliveries this conversation was not sent",
+    "unknown_prompt": "no such prompt or approval request in this conversation",
+    "already_answered": "the prompt or approval request was answered already",
+    "expired": "the prompt or approval request expired; the answer was not applied",
+    "shutting_down": "the server is stopping and takes no new messages",
+    "internal": "the server failed to handle the frame",
+}
+"""Every ``error`` frame code and what it means."""
+
+_ID_LIMIT = 200
+_MAX_ACK_IDS = 1000
+
+
+class FrameError(ProtocolError):
+    """A client frame the gateway refuses; ``code`` is one of :data:`ERROR_CODES`."""
+
+    def __init__(self, code: str, message: str, *, field: str | None = None,
+                 frame_id: str | None = None) -> None:
+        super().__init__(code, message)
+        self.field = field
+        self.frame_id = frame_id
+
+
+@final
+@attrs.frozen
+class Hello:
+    token: str
+    conversation: str
+    protocol: int
+    after_seq: int | None = None
+    session_id: str | None = None
+    client: str | None = None
+
+
+@final
+@attrs.frozen
+class Message:
+    text: str
+    id: str
+
+
+@final
+@attrs.frozen
+class Ack:
+    """Exactly one of ``delivery_ids`` / ``up_to_seq``; ``session_id`` scopes ``up_to_seq``
+    (default: the conversation's current session)."""
+
+    delivery_ids: tuple[str, ...] | None = None
+    up_to_seq: int | None = None
+    session_id: str | None = None
+
+
+@final
+@attrs.frozen
+class Answer:
+    prompt_id: str
+    text: str
+
+
+@final
+@attrs.frozen
+class Approval:
+    request_id: str
+    decision: str
+
+
+@final
+@attrs.frozen
+class Ping:
+    pass
+
+
+@final
+@attrs.frozen
+class Pong:
+    pass
+
+
+@final
+@attrs.frozen
+class Sync:
+    """Ask for the highest seq assigned in a session (default: the conversation's current
+    one); answered with ``synced``. A client that has received that seq has caught up."""
+
+    session_id: str | None = None
+
+
+ClientFrame = Hello | Message | Ack | Answer | Approval | Ping | Pong | Sync
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _decode(raw: str | bytes, max_frame_bytes: int) -> dict[str, Any]:
+    if isinstance(raw, bytes):
+        if len(raw) > max_frame_bytes:
+            raise FrameError("frame_too_big", f"{len(raw)} bytes, over max_frame_bytes "
+                                              f"({max_frame_bytes})")
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FrameError("bad_utf8", f"binary frame is not UTF-8 ({exc.reason} at byte "
+                                         f"{exc.start})") from None
+    elif len(raw) * 4 > max_frame_bytes and len(raw.encode("utf-8", "surrogatepass")) \
+            > max_frame_bytes:
+        raise FrameError("frame_too_big", f"over max_frame_bytes ({max_frame_bytes})")
+    try:
+        data = json.loads(raw, parse_constant=_refuse_constant)
+    except ValueError as exc:
+        raise FrameError("bad_json", f"not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise FrameError("not_an_object", f"a frame is a JSON object, got {type(data).__name__}")
+    return data
+
+
+class _Fields:
+    """Typed access to one frame's fields; errors name the field and carry the frame's id."""
+
+    def __init__(self, data: Mapping[str, Any], kind: str) -> None:
+        self.data = data
+        self.kind = kind
+        frame_id = data.get("id")
+        self.frame_id = frame_id if isinstance(frame_id, str) else None
+
+    def _error(self, code: str, name: str, message: str) -> FrameError:
+        return FrameError(code, f"{self.kind}.{name}: {message}", field=name,
+                          frame_id=self.frame_id)
+
+    def text(self, name: str, *, required: bool = True, limit: int | None = None,
+             empty: bool = True) -> str | None:
+        value = self.data.get(name)
+        if value is None:
+            if required:
+                raise self._error("missing_field", name, "is required")
+            return None
+        if not isinstance(value, str):
+            raise self._error("bad_field", name, f"must be a string, not "
+                                                 f"{type(value).__name__}")
+        if not empty and not value:
+            raise self._error("bad_field", name, "must not be empty")
+        if limit is not None and len(value) > limit:
+            raise self._error("bad_field", name, f"must be at most {limit} characters")
+        return value
+
+    def count(self, name: str, *, required: bool = False) -> int | None:
+        value = self.data.get(name)
+        if value is None:
+            if required:
+                raise self._error("missing_field", name, "is required")
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self._error("bad_field", name, f"must be an integer >= 0, got {value!r}")
+        return value
+
+
+def parse_client_frame(raw: str | bytes, *, max_frame_bytes: int) -> ClientFrame:
+    """Parse one websocket message from a client. Raises :class:`FrameError`."""
+    data = _decode(raw, max_frame_bytes)
+    kind = data.get("type")
+    if kind is None:
+        raise FrameError("missing_field", "type: is required", field="type")
+    if not isinstance(kind, str):
+        raise FrameError("bad_field", "type: must be a string", field="type")
+    parse = _PARSERS.get(kind)
+    if parse is None:
+        raise FrameError("unknown_type", f"no frame type {kind[:40]!r} (protocol "
+                                         f"{PROTOCOL_VERSION}: {', '.join(sorted(_PARSERS))})",
+                         field="type")
+    return parse(_Fields(data, kind))
+
+
+def peek_hello_token(raw: str | bytes, *, max_frame_bytes: int) -> str | None:
+    """The token of a first frame that is a hello, before anything else is looked at (so an
+    unauthenticated client learns nothing from field errors); None if there is none."""
+    try:
+        data = _decode(raw, max_frame_bytes)
+    except FrameError:
+        return None
+    token = data.get("token")
+    return token if data.get("type") == "hello" and isinstance(token, str) else None
+
+
+def _hello(f: _Fields) -> Hello:
+    token = f.text("token", limit=1000)
+    protocol = f.data.get("protocol")
+    if protocol is None:
+        raise f._error("missing_field", "protocol", "is required")
+    if isinstance(protocol, bool) or not isinstance(protocol, int):
+        raise f._error("bad_field", "protocol", f"must be an integer, got {protocol!r}")
+    conversation = f.text("conversation", limit=_ID_LIMIT, empty=False)
+    if conversation is not None and not conversation.isprintable():
+        raise f._error("bad_field", "conversation", "must be printable text")
+    return Hello(token=token or "", conversation=conversation or "", protocol=protocol,
+                 after_seq=f.count("after_seq"),
+                 session_id=f.text("session_id", required=False, limit=_ID_LIMIT, empty=False),
+                 client=f.text("client", required=False, limit=100, empty=False))
+
+
+def _message(f: _Fields) -> Message:
+    message_id = f.text("id", limit=_ID_LIMIT, empty=False)
+    return Message(text=f.text("text") or "", id=message_id or "")
+
+
+def _ack(f: _Fields) -> Ack:
+    ids = f.data.get("delivery_ids")
+    up_to = f.count("up_to_seq")
+    if (ids is None) == (up_to is None):
+        raise f._error("missing_field", "delivery_ids", "an ack has delivery_ids or up_to_seq "
+                                                        "(exactly one)")
+    session_id = f.text("session_id", required=False, limit=_ID_LIMIT, empty=False)
+    if ids is None:
+        return Ack(up_to_seq=up_to, session_id=session_id)
+    if (not isinstance(ids, list) or not ids or len(ids) > _MAX_ACK_IDS
+            or not all(isinstance(i, str) and 0 < len(i) <= _ID_LIMIT for i in ids)):
+        raise f._error("bad_field", "delivery_ids", f"must be a list of 1 to {_MAX_ACK_IDS} "
+                                                    "delivery id strings")
+    return Ack(delivery_ids=tuple(dict.fromkeys(ids)), session_id=session_id)
+
+
+def _answer(f: _Fields) -> Answer:
+    prompt_id = f.text("prompt_id", limit=_ID_LIMIT, empty=False)
+    return Answer(prompt_id=prompt_id or "", text=f.text("text") or "")
+
+
+def _approval(f: _Fields) -> Approval:
+    request_id = f.text("request_id", limit=_ID_LIMIT, empty=False)
+    decision = f.text("decision")
+    if decision not in ("allow", "deny"):
+        raise f._error("bad_field", "decision", f"must be 'allow' or 'deny', got {decision!r}")
+    return Approval(request_id=request_id or "", decision=decision)
+
+
+def _sync(f: _Fields) -> Sync:
+    return Sync(session_id=f.text("session_id", required=False, limit=_ID_LIMIT, empty=False))
+
+
+_PARSERS = {"hello": _hello, "message": _message, "ack": _ack, "answer": _answer,
+            "approval": _approval, "ping": lambda f: Ping(), "pong": lambda f: Pong(),
+            "sync": _sync}
+
+
+# --- server frames ------------------------------------------------------------------------------
+
+
+def encode(frame: Mapping[str, Any]) -> str:
+    """One frame as the text of a websocket message (compact JSON, UTF-8 kept)."""
+    return json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _block(block: ContentBlock) -> dict[str, Any]:
+    data = block.as_dict()
+    if data.get("source_kind") == "path":  # a server path means nothing to a remote client
+        data.pop("location", None)
+    return data
+
+
+def delivery_frame(outbound: Outbound) -> dict[str, Any]:
+    """A stored delivery: ``seq`` is the per-session number from the store; ``command`` names
+    the command a delivery answers, when it answers one."""
+    frame = {"type": "delivery", "session_id": outbound.session_id, "seq": outbound.seq,
+             "delivery_id": outbound.delivery_id, "kind": outbound.kind, "text": outbound.text,
+             "blocks": [_block(block) for block in outbound.blocks]}
+    command = outbound.metadata.get("command")
+    if isinstance(command, str):
+        frame["command"] = command
+    return frame
+
+
+def error_frame(code: str, message: str, *, field: str | None = None,
+                ref: str | None = None) -> dict[str, Any]:
+    """An ``error`` frame; ``ref`` is the id of the client frame it answers, when it had one."""
+    frame: dict[str, Any] = {"type": "error", "code": code, "message": message}
+    if field is not None:
+        frame["field"] = field
+    if ref is not None:
+        frame["ref"] = ref
+    return frame
+
+
+def approval_request_frame(request_id: str, session_id: str, action: str,
+                           details: Mapping[str, Any], expires_at: float) -> dict[str, Any]:
+    return {"type": "approval_request", "request_id": request_id, "session_id": session_id,
+            "action": action, "details": _thaw(details), "expires_at": _finite(expires_at)}
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_thaw(v) for v in value]
+    return value

@@ -1,0 +1,85 @@
+"""The live connections of one gateway conversation, and the frames only they see."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from tidings.channels._directory import Conversation
+from tidings.channels._lifecycle import TaskLifecycleEvent
+
+if TYPE_CHECKING:
+    from tidings.channels._gateway_conn import Connection
+
+__all__ = ["Hub", "lifecycle_frame"]
+
+
+class Hub:
+    """Every connection that said one conversation NAME (two devices share one hub).
+
+    Deliveries of the conversation's sessions go to all of them; ``arrived`` wakes deliveries
+    waiting for a client to come back.
+    """
+
+    __slots__ = ("_arrived", "connections", "conversation")
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.conversation = conversation
+        self.connections: list[Connection] = []
+        self._arrived = trio.Event()
+
+    def add(self, conn: Connection) -> None:
+        self.connections.append(conn)
+        self.wake()
+
+    def remove(self, conn: Connection) -> None:
+        if conn in self.connections:
+            self.connections.remove(conn)
+
+    def wake(self) -> None:
+        """Wake everything waiting in :meth:`wait_arrival`."""
+        self._arrived.set()
+        self._arrived = trio.Event()
+
+    async def wait_arrival(self) -> None:
+        """Block until a connection joins (or :meth:`wake`)."""
+        await self._arrived.wait()
+
+    def broadcast(self, frame: dict[str, Any], *, delivery_id: str | None = None) -> int:
+        """Queue *frame* on every live connection (never blocks); how many took it."""
+        sent = 0
+        for conn in list(self.connections):
+            if conn.alive:
+                conn.push(frame, delivery_id=delivery_id)
+                sent += 1
+        return sent
+
+
+def lifecycle_frame(event: TaskLifecycleEvent) -> dict[str, Any]:
+    """A ``lifecycle`` frame: ``event``, ``session_id``, ``message_id`` (the client's message
+    id) and, by event, ``chunk``, ``tool_call``, ``reason`` or ``error``. Never stored."""
+    frame: dict[str, Any] = {"type": "lifecycle", "event": event.type,
+                             "session_id": event.session_id, "message_id": event.message_id}
+    chunk = getattr(event, "chunk", None)
+    if chunk is not None:
+        frame["chunk"] = chunk
+    call = getattr(event, "tool_call", None)
+    if call is not None:
+        frame["tool_call"] = {"name": call.name, "arguments": _thaw(call.arguments),
+                              "call_id": call.call_id}
+    reason = getattr(event, "reason", None)
+    if reason is not None:
+        frame["reason"] = reason
+    error = getattr(event, "error", None)
+    if error is not None:
+        frame["error"] = error
+    return frame
+
+
+def _thaw(value: Any) -> Any:
+    if hasattr(value, "items"):
+        return {str(k): _thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_thaw(v) for v in value]
+    return value

@@ -1,0 +1,103 @@
+"""What the gateway does with a client's ``message`` and ``ack`` frames.
+
+A message is refused while the server stops (``shutting_down``). Its client ``id`` is looked
+up in the conversation's durable record first: a known id is answered ``accepted`` with
+``duplicate: true`` (and the first outcome) and not processed again; the same id racing on
+two connections is caught in memory. A new message goes through ``handle_inbound`` (commands
+included); once it was accepted its id is recorded, then the client gets ``accepted``.
+
+An ack confirms only deliveries of the connection's own conversation: ids this gateway sent
+there are confirmed at once, others are checked against the store (and charged to the
+client's rate), and foreign or unknown ids get ``unknown_delivery``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from tidings.channels._gateway_frames import Ack, FrameError, Message, error_frame
+from tidings.channels._inbound import Inbound
+from tidings.errors import RuntimeClosedError, TidingsError
+
+if TYPE_CHECKING:
+    from tidings.channels._gateway import GatewayChannel
+    from tidings.channels._gateway_conn import Connection
+
+__all__ = ["on_ack", "on_message"]
+
+log = logging.getLogger("tidings.gateway")
+
+
+async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) -> None:
+    conversation = conn.conversation
+    rt = gateway.runtime
+    channel = gateway.config.name
+    if not gateway.accepting:
+        conn.push(error_frame("shutting_down", "the server is stopping; send it again later",
+                              ref=frame.id))
+        return
+    marker = (conversation.key, frame.id)
+    known = None if marker in gateway.inflight_ids else await rt.client_message_outcome(
+        channel, conversation.key, frame.id)
+    if marker in gateway.inflight_ids or known is not None:
+        conn.push({"type": "accepted", "id": frame.id, "outcome": known or "pending",
+                   "duplicate": True})
+        return
+    gateway.inflight_ids.add(marker)
+    try:
+        inbound = Inbound(chat_id=conversation.chat_id, sender_id=conn.client, text=frame.text,
+                          message_id=frame.id)
+        outcome = await gateway.handle_inbound(inbound)
+        await rt.remember_client_message(channel, conversation.key, frame.id,
+                                         session_id=gateway.directory.cached(conversation),
+                                         outcome=outcome)
+    except RuntimeClosedError:
+        conn.push(error_frame("shutting_down", "the server is stopping; send it again later",
+                              ref=frame.id))
+        return
+    except TidingsError as exc:
+        log.warning("event=message_failed connection=%d conversation=%s error=%r", conn.id,
+                    conversation.key, exc)
+        conn.push(error_frame("internal", "the message could not be handled", ref=frame.id))
+        return
+    finally:
+        gateway.inflight_ids.discard(marker)
+    conn.push({"type": "accepted", "id": frame.id, "outcome": outcome})
+
+
+async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
+    conversation = conn.conversation
+    rt = gateway.runtime
+    if frame.delivery_ids is None:
+        session_id = frame.session_id or gateway.directory.cached(conversation) \
+            or conn.session_id
+        if frame.session_id is not None:
+            if not conn.charge():
+                return
+            if not await gateway.owns(conversation, frame.session_id):
+                raise FrameError("unknown_delivery", "ack.session_id: not a session of this "
+                                                     "conversation", field="session_id")
+        assert frame.up_to_seq is not None
+        for delivery_id in await rt.confirm_through(session_id, frame.up_to_seq):
+            gateway.sent.pop(delivery_id, None)
+        return
+    ours = [i for i in frame.delivery_ids if gateway.sent.get(i) == conversation.key]
+    others = [i for i in frame.delivery_ids if gateway.sent.get(i) != conversation.key]
+    if others:
+        if not conn.charge(len(others)):
+            return
+        foreign = []
+        for delivery_id in others:
+            if await gateway.delivery_in(conversation, delivery_id):
+                ours.append(delivery_id)
+            else:
+                foreign.append(delivery_id)
+        if foreign:
+            conn.push(error_frame("unknown_delivery", f"not deliveries of this conversation: "
+                                                      f"{', '.join(foreign[:5])[:300]}",
+                                  field="delivery_ids"))
+    if ours:
+        await rt.confirm(ours)
+        for delivery_id in ours:
+            gateway.sent.pop(delivery_id, None)

@@ -1,0 +1,124 @@
+"""Prompts and approval requests over the gateway: asked in a conversation, answered once.
+
+A pending question is sent to every connection of its conversation (and again to a client
+that connects while it waits). The first valid answer settles it; a repeated answer, an answer
+after expiry, or one from another conversation is refused with an ``error`` frame and never
+applied. When a question is settled the other connections get ``prompt_closed``. Without a
+connected client the agent gets the runtime's fail-closed answer (``no_interactive_route``).
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import trio
+
+from tidings.actors import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
+from tidings.channels._gateway_frames import FrameError, approval_request_frame
+
+__all__ = ["Interactions", "Question"]
+
+Kind = Literal["prompt", "approval"]
+Broadcast = Callable[[dict[str, Any]], None]
+"""Sends a frame to every connection of the question's conversation (sync, never blocks)."""
+_CLOSED_KEPT = 4096
+
+
+class Question:
+    """One pending prompt or approval request."""
+
+    def __init__(self, kind: Kind, question_id: str, key: str, frame: dict[str, Any],
+                 expires_at: float) -> None:
+        self.kind = kind
+        self.id = question_id
+        self.key = key  # the conversation it was asked in
+        self.frame = frame
+        self.expires_at = expires_at
+        self.answer: Any = None
+        self.settled = False
+        self.done = trio.Event()
+
+
+class Interactions:
+    """The pending questions of one gateway (see the module docstring)."""
+
+    def __init__(self, *, timeout: float, clock: Callable[[], float] = time.time) -> None:
+        self.timeout = timeout
+        self.clock = clock
+        self.pending: dict[str, Question] = {}
+        self.closed: collections.OrderedDict[str, str] = collections.OrderedDict()
+
+    async def prompt(self, prompt: Prompt, key: str, broadcast: Broadcast) -> PromptAnswer:
+        expires_at = self._expiry(prompt.expires_at)
+        frame = {"type": "prompt", "prompt_id": prompt.prompt_id,
+                 "session_id": prompt.session_id, "text": prompt.text, "expires_at": expires_at}
+        answer = await self._ask("prompt", prompt.prompt_id, key, frame, expires_at,
+                                 broadcast)
+        if answer is None:
+            return PromptAnswer(None, "expired")
+        return PromptAnswer(str(answer))
+
+    async def approval(self, request: ApprovalRequest, key: str, broadcast: Broadcast
+                       ) -> ApprovalDecision:
+        expires_at = self._expiry(request.expires_at)
+        frame = approval_request_frame(request.request_id, request.session_id, request.action,
+                                       request.details, expires_at)
+        decision = await self._ask("approval", request.request_id, key, frame, expires_at,
+                                   broadcast)
+        if decision is None:
+            return ApprovalDecision(False, "expired")
+        return ApprovalDecision(True) if decision == "allow" else ApprovalDecision(False,
+                                                                                   "denied")
+
+    def _expiry(self, expires_at: float | None) -> float:
+        default = self.clock() + self.timeout
+        return default if expires_at is None else min(expires_at, default)
+
+    async def _ask(self, kind: Kind, question_id: str, key: str, frame: dict[str, Any],
+                   expires_at: float, broadcast: Broadcast) -> Any:
+        question = Question(kind, question_id, key, frame, expires_at)
+        self.pending[question_id] = question
+        broadcast(frame)
+        try:
+            with trio.move_on_after(max(0.0, expires_at - self.clock())):
+                await question.done.wait()
+                return question.answer
+            return None
+        finally:
+            self.pending.pop(question_id, None)
+            reason = "answered" if question.settled else "expired"
+            question.settled = True
+            self._remember(question_id, reason)
+            broadcast({"type": "prompt_closed", "id": question_id, "reason": reason})
+
+    def settle(self, kind: Kind, question_id: str, key: str, answer: Any) -> None:
+        """Apply a client's answer. Raises :class:`FrameError` (``unknown_prompt``,
+        ``already_answered``, ``expired``) when it must be refused."""
+        question = self.pending.get(question_id)
+        if question is None or question.key != key or question.kind != kind:
+            reason = self.closed.get(question_id) if question is None else None
+            if reason == "answered":
+                raise FrameError("already_answered", f"{question_id} was answered already")
+            if reason == "expired":
+                raise FrameError("expired", f"{question_id} expired; the answer was not applied")
+            raise FrameError("unknown_prompt", f"no pending {kind} {question_id[:80]!r} in this "
+                                               "conversation")
+        if question.settled:
+            raise FrameError("already_answered", f"{question_id} was answered already")
+        if self.clock() > question.expires_at:
+            raise FrameError("expired", f"{question_id} expired; the answer was not applied")
+        question.answer = answer
+        question.settled = True
+        question.done.set()
+
+    def waiting_in(self, key: str) -> list[dict[str, Any]]:
+        """The frames of questions still waiting in conversation *key* (for a new client)."""
+        return [q.frame for q in self.pending.values() if q.key == key and not q.settled]
+
+    def _remember(self, question_id: str, reason: str) -> None:
+        self.closed[question_id] = reason
+        while len(self.closed) > _CLOSED_KEPT:
+            self.closed.popitem(last=False)
