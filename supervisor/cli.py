@@ -12,11 +12,11 @@ import os
 import sys
 
 import tidings
-from tidings.supervisor import _cli_chat, _cli_status
+from tidings.supervisor import _cli_chat, _cli_serve, _cli_status
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (_cli_status, _cli_chat)
+_COMMANDS = (_cli_serve, _cli_status, _cli_chat)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,94 @@
+"""``tidings serve``: run the supervision tree, the websocket gateway and an agent.
+
+``tidings serve [--config FILE] [--db PATH] [--host H] [--port N] [--token T | --token-file F]
+[--agent pkg.mod:Name] [--workspace DIR] [--core-id ID] [--grace S] [--log-level L]
+[--log-json]``. Flags override the TOML file; with neither it serves ``./tidings.db`` with the
+built-in ``EchoAgent`` on 127.0.0.1:8765 and a token generated beside the database.
+
+Exit codes: 0 after a clean stop (SIGTERM / SIGINT); 1 it could not listen, or the gateway
+kept crashing beyond the restart intensity; 2 bad usage or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import pathlib
+import sys
+from typing import Any
+
+import trio
+
+from tidings.errors import ConfigError
+from tidings.supervisor._config import DEFAULT_DB, ServeConfig, load_config
+from tidings.supervisor._logging import LEVELS, configure_logging
+from tidings.supervisor._serve import ServeFailed, serve
+from tidings.supervisor._signals import StopControl, watch_signals
+
+__all__ = ["register", "run"]
+
+log = logging.getLogger("tidings.serve")
+
+
+def register(commands: Any) -> None:
+    """Add ``serve`` to the subparsers *commands*."""
+    parser = commands.add_parser(
+        "serve", help="run the runtime, the websocket gateway and an agent",
+        description="Run the supervision tree with the websocket gateway and an agent until "
+                    "SIGTERM / SIGINT (a second one stops at once). Flags override --config.")
+    parser.add_argument("--config", type=pathlib.Path, metavar="FILE",
+                        help="a TOML file (see docs/tidings.example.toml)")
+    parser.add_argument("--db", metavar="PATH", help=f"the database (default: ./{DEFAULT_DB})")
+    parser.add_argument("--host", metavar="HOST", help="listen address (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, metavar="N",
+                        help="listen port (default: 8765; 0: any free port)")
+    token = parser.add_mutually_exclusive_group()
+    token.add_argument("--token", metavar="TOKEN",
+                       help="the clients' token (default: generated, kept in <db>.token)")
+    token.add_argument("--token-file", type=pathlib.Path, metavar="FILE",
+                       help="read (or create) the token in FILE instead of <db>.token")
+    parser.add_argument("--agent", metavar="pkg.mod:Name",
+                        help="the agent, by import path (default: the built-in EchoAgent)")
+    parser.add_argument("--workspace", metavar="DIR", help="the agent's workspace (default: .)")
+    parser.add_argument("--core-id", metavar="ID", help="this host's core id (default: default)")
+    parser.add_argument("--grace", type=float, metavar="SECONDS",
+                        help="how long a stop waits for running turns (default: 10)")
+    parser.add_argument("--log-level", choices=LEVELS, help="default: info")
+    parser.add_argument("--log-json", action="store_true", default=None,
+                        help="log JSON lines instead of key=value lines")
+    parser.set_defaults(run=run, parser=parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``tidings serve`` for parsed *args*; returns the exit code."""
+    try:
+        config = load_config(args.config, db=args.db, host=args.host, port=args.port,
+                             token=args.token, token_file=args.token_file, agent=args.agent,
+                             workspace=args.workspace, core_id=args.core_id, grace=args.grace,
+                             log_level=args.log_level, log_json=args.log_json)
+    except ConfigError as exc:
+        print(f"tidings serve: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(config.log_level, json_lines=config.log_json)
+    try:
+        trio.run(_main, config)
+    except ConfigError as exc:
+        print(f"tidings serve: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    except ServeFailed as exc:
+        log.error("event=serve_failed reason=%s", _quoted(str(exc)))  # noqa: TRY400 - said
+        print(f"tidings serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _main(config: ServeConfig) -> None:
+    control = StopControl()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(watch_signals, control)
+        await serve(config, control)
+        nursery.cancel_scope.cancel(reason="served")
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', "'") + '"'

@@ -1,0 +1,169 @@
+"""``tidings serve`` configuration: a TOML file (stdlib ``tomllib``) overridden by flags.
+
+Every key is optional; with none at all ``tidings serve`` runs ``./tidings.db``, the built-in
+``EchoAgent`` and the gateway on 127.0.0.1:8765. The file's tables (``docs/tidings.example.toml``
+shows them all)::
+
+    [serve]           db, workspace, core_id, agent, grace
+    [gateway]         host, port, token, token_file, ack_window, heartbeat_s, max_frame_bytes,
+                      max_backlog, rate, burst, hello_timeout, prompt_timeout, replay_page
+    [channels.gateway] the gateway channel's ChannelConfig (instructions, identity,
+                      memory_scope, dispatch_mode, turn_timeout, access)
+    [logging]         level, json
+    [supervisor]      max_restarts, period
+
+Anything invalid is a :class:`ConfigError` naming the dotted key and the reason; nothing
+starts then (``tidings serve`` exits 2).
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from tidings.channels import ChannelConfig, GatewayConfig
+from tidings.channels._gateway_config import GATEWAY_KEYS
+from tidings.channels._loader import split_import_path
+from tidings.errors import ConfigError
+from tidings.supervisor._logging import LEVELS
+
+__all__ = ["DEFAULT_DB", "ServeConfig", "load_config"]
+
+DEFAULT_DB = "tidings.db"
+
+_TABLES = ("serve", "gateway", "channels", "logging", "supervisor")
+_SERVE_KEYS = ("db", "workspace", "core_id", "agent", "grace")
+_LOGGING_KEYS = ("level", "json")
+_SUPERVISOR_KEYS = ("max_restarts", "period")
+
+
+@attrs.frozen
+class ServeConfig:
+    """Everything ``tidings serve`` needs, validated. ``gateway`` holds the ``[gateway]``
+    settings except the token (resolved at start, see :mod:`._token`)."""
+
+    db: pathlib.Path = pathlib.Path(DEFAULT_DB)
+    workspace: pathlib.Path = pathlib.Path(".")
+    core_id: str = "default"
+    agent: str | None = None
+    grace: float = 10.0
+    token: str | None = attrs.field(default=None, repr=False)
+    token_file: pathlib.Path | None = None
+    gateway: Mapping[str, Any] = attrs.field(factory=dict)
+    channel: ChannelConfig = attrs.field(factory=lambda: ChannelConfig("gateway"))
+    log_level: str = "info"
+    log_json: bool = False
+    max_restarts: int = 5
+    period: float = 60.0
+
+    def gateway_config(self, token: str) -> GatewayConfig:
+        return GatewayConfig.from_mapping(self.gateway, token=token)
+
+
+def _table(data: Mapping[str, Any], name: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(name, f"must be a table, not {type(value).__name__}")
+    for key in value:
+        if key not in keys:
+            raise ConfigError(f"{name}.{key}", f"unknown key (known: {', '.join(keys)})")
+    return dict(value)
+
+
+def _text(field: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(field, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _seconds(field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or value < 0:
+        raise ConfigError(field, f"must be a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def read_file(path: pathlib.Path) -> dict[str, Any]:
+    """The TOML file at *path*. Raises :class:`ConfigError` (field ``config``)."""
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except OSError as exc:
+        raise ConfigError("config", f"cannot read {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("config", f"{path} is not valid TOML: {exc}") from None
+
+
+def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
+    """Read the file at *path* (if any), apply *flags* (None means "not given"), validate.
+
+    *flags* may be ``db``, ``workspace``, ``core_id``, ``agent``, ``grace``, ``host``,
+    ``port``, ``token``, ``token_file``, ``log_level``, ``log_json``. Raises
+    :class:`ConfigError` naming the dotted key.
+    """
+    data = read_file(path) if path is not None else {}
+    for name in data:
+        if name not in _TABLES:
+            raise ConfigError(name, f"unknown table (known: {', '.join(_TABLES)})")
+    serve = _table(data, "serve", _SERVE_KEYS)
+    gateway = _table(data, "gateway", (*GATEWAY_KEYS, "token_file"))
+    logging_ = _table(data, "logging", _LOGGING_KEYS)
+    supervisor = _table(data, "supervisor", _SUPERVISOR_KEYS)
+    channels = data.get("channels", {})
+    if not isinstance(channels, Mapping):
+        raise ConfigError("channels", "must be a table of channel tables")
+    channel_table = channels.get("gateway", {})
+    if not isinstance(channel_table, Mapping):
+        raise ConfigError("channels.gateway", "must be a table")
+
+    given = {k: v for k, v in flags.items() if v is not None}
+    for key in _SERVE_KEYS:
+        if key in given:
+            serve[key] = given[key]
+    for key in ("host", "port", "token", "token_file"):
+        if key in given:
+            gateway[key] = given[key]
+    if "log_level" in given:
+        logging_["level"] = given["log_level"]
+    if given.get("log_json"):
+        logging_["json"] = True
+
+    agent = serve.get("agent")
+    if agent is not None:
+        split_import_path(agent, field="serve.agent")
+    level = logging_.get("level", "info")
+    if level not in LEVELS:
+        raise ConfigError("logging.level", f"must be one of {', '.join(LEVELS)}, got {level!r}")
+    as_json = logging_.get("json", False)
+    if not isinstance(as_json, bool):
+        raise ConfigError("logging.json", f"must be true or false, got {as_json!r}")
+    max_restarts = supervisor.get("max_restarts", 5)
+    if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < 0:
+        raise ConfigError("supervisor.max_restarts", f"must be an integer >= 0, "
+                                                     f"got {max_restarts!r}")
+    period = _seconds("supervisor.period", supervisor.get("period", 60.0))
+    if period == 0:
+        raise ConfigError("supervisor.period", "must be more than 0 seconds")
+    token = gateway.pop("token", None)
+    if token is not None:
+        _text("gateway.token", token)
+    token_file = gateway.pop("token_file", None)
+    if token_file is not None:
+        token_file = pathlib.Path(_text("gateway.token_file", str(token_file))).expanduser()
+    # Validate the gateway settings now (a placeholder token: the real one is resolved later).
+    GatewayConfig.from_mapping(gateway, token=token or "x" * 8)
+    return ServeConfig(
+        db=pathlib.Path(_text("serve.db", str(serve.get("db", DEFAULT_DB)))).expanduser(),
+        workspace=pathlib.Path(_text("serve.workspace", str(serve.get("workspace", "."))))
+        .expanduser(),
+        core_id=_text("serve.core_id", serve.get("core_id", "default")),
+        agent=agent,
+        grace=_seconds("serve.grace", serve.get("grace", 10.0)),
+        token=token, token_file=token_file, gateway=gateway,
+        channel=ChannelConfig.from_mapping("gateway", channel_table),
+        log_level=level, log_json=as_json, max_restarts=max_restarts, period=period)

@@ -1,0 +1,92 @@
+"""Logging for the long-lived process: one line per event, ``key=value`` or JSON lines.
+
+tidings loggers write messages as ``event=<name> key=value ...`` (values with spaces are
+JSON-quoted). :class:`KeyValueFormatter` prefixes the time, level and logger in the same
+form; :class:`JsonLinesFormatter` turns the fields into one JSON object per line (a message
+that is not ``key=value`` shaped is kept whole as ``message``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import re
+import sys
+from typing import Any, TextIO
+
+__all__ = ["LEVELS", "JsonLinesFormatter", "KeyValueFormatter", "configure_logging",
+           "parse_fields"]
+
+LEVELS = ("debug", "info", "warning", "error")
+
+_FIELD = re.compile(r'\s*([A-Za-z_][\w.]*)=("(?:[^"\\]|\\.)*"|\S*)')
+
+
+def parse_fields(message: str) -> dict[str, Any] | None:
+    """``event=x a=1 b="two words"`` as a dict (quoted values decoded); None if *message* is
+    not entirely ``key=value`` pairs."""
+    fields: dict[str, Any] = {}
+    position = 0
+    while position < len(message):
+        match = _FIELD.match(message, position)
+        if match is None or match.end() == position:
+            return None if message[position:].strip() else fields
+        key, value = match.groups()
+        if value.startswith('"'):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return None
+        fields[key] = value
+        position = match.end()
+    return fields or None
+
+
+def _when(record: logging.LogRecord) -> str:
+    moment = datetime.datetime.fromtimestamp(record.created, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class KeyValueFormatter(logging.Formatter):
+    """``ts=... level=info logger=tidings.gateway event=... k=v`` (a plain message becomes
+    ``message="..."``); a traceback follows on the next lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        body = message if parse_fields(message) is not None else \
+            "message=" + json.dumps(message, ensure_ascii=False)
+        line = f"ts={_when(record)} level={record.levelname.lower()} logger={record.name} {body}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonLinesFormatter(logging.Formatter):
+    """One JSON object per line: ``ts``, ``level``, ``logger``, then the message's fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        entry: dict[str, Any] = {"ts": _when(record), "level": record.levelname.lower(),
+                                 "logger": record.name}
+        fields = parse_fields(message)
+        if fields is None:
+            entry["message"] = message
+        else:
+            entry.update({k: v for k, v in fields.items() if k not in entry})
+        if record.exc_info:
+            entry["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str = "info", *, json_lines: bool = False,
+                      stream: TextIO | None = None) -> logging.Handler:
+    """Send tidings' (and trio-websocket's warnings) logs to *stream* (stderr) in the chosen
+    form; returns the handler (remove it to undo)."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonLinesFormatter() if json_lines else KeyValueFormatter())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("tidings").setLevel(level.upper())
+    return handler

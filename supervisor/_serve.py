@@ -1,0 +1,152 @@
+"""``tidings serve``: the whole supervision tree in one long-lived process.
+
+The runtime (its own supervisor: store writer, route lanes, recovery scanner, turn tasks) runs
+the gateway channel and its agent; the gateway's listener is a permanent child of a ``serve``
+supervisor, so a crash of it is restarted and logged, and going over the restart intensity
+ends the process with a clear message (exit 1).
+
+Stopping (:class:`StopControl`: SIGTERM / SIGINT, or a host): the gateway stops accepting
+(no new connections, new messages refused), running turns get up to ``grace`` seconds to
+finish and the connected clients' deliveries to be acked, then the connections are closed
+(``1001``), unacked rows become ``unknown``, the runtime stops its tasks and lanes and the
+writer commits what it holds. A second request skips the waiting: turns are cancelled
+(``shutdown``) and lanes stopped at once; every durable intent stays in the database.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import pathlib
+from typing import Any
+
+import attrs
+import trio
+
+import tidings
+from tidings.channels import EchoAgent, GatewayChannel, load_agent
+from tidings.errors import ChildStartError, RestartIntensityExceeded
+from tidings.supervisor import ChildContext, ChildSpec, FaultPlan, Intensity, open_supervisor
+from tidings.supervisor._config import ServeConfig
+from tidings.supervisor._signals import StopControl
+from tidings.supervisor._token import TokenSource, resolve_token
+
+__all__ = ["ServeFailed", "ServeInfo", "serve"]
+
+log = logging.getLogger("tidings.serve")
+
+
+@attrs.frozen
+class ServeInfo:
+    """What a started server reports: where it listens and what it uses."""
+
+    url: str
+    port: int
+    db: pathlib.Path
+    token_file: pathlib.Path | None
+
+
+class ServeFailed(Exception):
+    """The server could not start or had to stop; ``str()`` is the message for the operator."""
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"ws://{shown}:{port}"
+
+
+async def _gateway_child(gateway: GatewayChannel, ctx: ChildContext, *,
+                         task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+    """The gateway's listener and connections, until the shutdown ladder closes the mailbox."""
+    async with gateway.serving() as port:
+        log.info("event=gateway_listening url=%s incarnation=%d",
+                 _url(gateway.settings.host, port), ctx.incarnation)
+        task_status.started(port)
+        async for message in ctx.mailbox:
+            log.warning("event=message_dropped child=gateway type=%s", type(message).__name__)
+
+
+async def serve(config: ServeConfig, control: StopControl, *,
+                fault_plan: FaultPlan | None = None,
+                task_status: trio.TaskStatus[ServeInfo] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run until *control* asks to stop; returns after a clean stop.
+
+    Reports a :class:`ServeInfo` through ``task_status`` once listening. Raises
+    :class:`ServeFailed` (the gateway could not listen, or kept crashing beyond the restart
+    intensity) and :class:`~tidings.errors.ConfigError` (bad agent or token file).
+    """
+    source: TokenSource = await trio.to_thread.run_sync(
+        resolve_token, config.token, config.token_file, config.db)
+    if source.created:
+        log.info("event=token_created path=%s mode=0600", source.path)
+    agent = load_agent(config.agent, field="serve.agent") if config.agent else EchoAgent()
+    settings = config.gateway_config(source.token)
+    db = config.db.absolute()
+    async with tidings.open_runtime(db, workspace=config.workspace, core_id=config.core_id,
+                                    grace=config.grace, fault_plan=fault_plan) as rt:
+        gateway = GatewayChannel(rt, settings, config.channel, agent)
+        spec = ChildSpec("gateway", functools.partial(_gateway_child, gateway),
+                         restart="permanent", shutdown_timeout=config.grace + 5.0,
+                         start_timeout=30.0, mailbox_size=1)
+        try:
+            async with open_supervisor([spec], name="serve", fault_plan=fault_plan,
+                                       intensity=Intensity(config.max_restarts, config.period)):
+                port = gateway.port
+                assert port is not None
+                info = ServeInfo(_url(settings.host, port), port, db, source.path)
+                log.info("event=serving url=%s db=%s token_file=%s agent=%s pid=%d version=%s",
+                         info.url, db, source.path or "(given)", type(agent).__name__,
+                         os.getpid(), tidings.__version__)
+                task_status.started(info)
+                await _run_until_stopped(rt, gateway, control, config.grace)
+        except ChildStartError as exc:
+            raise ServeFailed(f"cannot listen on {_url(settings.host, settings.port)}: "
+                              f"{_cause(exc)}") from exc
+        except RestartIntensityExceeded as exc:
+            raise ServeFailed(f"the gateway kept crashing: more than {config.max_restarts} "
+                              f"restarts in {config.period:g}s (last error: {_cause(exc)}); "
+                              "stopping") from exc
+        finally:
+            with trio.CancelScope(shield=True):
+                await _close(rt, gateway, immediate=control.immediate.is_set())
+    log.info("event=stopped db=%s", db)
+
+
+async def _run_until_stopped(rt: Any, gateway: GatewayChannel, control: StopControl,
+                             grace: float) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_hurry, rt, control, nursery.cancel_scope)
+        await control.graceful.wait()
+        gateway.stop_accepting()
+        log.info("event=stopping grace=%g turns_running=%d", grace, len(rt.tasks))
+        with trio.move_on_after(grace) as waited:
+            await gateway.wait_idle()
+            await gateway.drain()
+        if waited.cancelled_caught:
+            log.warning("event=grace_expired grace=%g turns_running=%d", grace, len(rt.tasks))
+        nursery.cancel_scope.cancel(reason="stopping")
+
+
+async def _hurry(rt: Any, control: StopControl, scope: trio.CancelScope) -> None:
+    """On the second stop request: no more waiting anywhere."""
+    await control.immediate.wait()
+    rt.tasks.grace = 0.0
+    rt.dispatcher.grace = 0.0
+    scope.cancel(reason="immediate stop requested")
+
+
+async def _close(rt: Any, gateway: GatewayChannel, *, immediate: bool) -> None:
+    """Close the gateway; turns still running had their grace already: cancel them at once."""
+    rt.tasks.grace = 0.0
+    if immediate:
+        rt.dispatcher.grace = 0.0
+    await gateway.aclose()
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc
+    while cause.__cause__ is not None and cause.__cause__ is not cause:
+        cause = cause.__cause__
+    text = str(cause)
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__

@@ -1,0 +1,92 @@
+"""The gateway's client token: given, or generated once and kept 0600 beside the database.
+
+``tidings serve`` with no token makes one on its first start (``secrets.token_urlsafe``),
+writes it to ``<database>.token`` with mode 0600 (created exclusively, so two starts racing
+agree on one), and reads it back on every later start. Clients read the same file
+(``tidings chat`` does by default) or are given the token.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pathlib
+import secrets
+import stat
+
+import attrs
+
+from tidings.errors import ConfigError
+
+__all__ = ["MIN_TOKEN_LENGTH", "TokenSource", "read_token_file", "resolve_token", "token_path"]
+
+log = logging.getLogger("tidings.serve")
+
+MIN_TOKEN_LENGTH = 8
+
+
+@attrs.frozen
+class TokenSource:
+    """The token in use, the file it lives in (None when given directly) and whether this
+    start created it."""
+
+    token: str = attrs.field(repr=False)
+    path: pathlib.Path | None
+    created: bool = False
+
+
+def token_path(db_path: str | os.PathLike[str]) -> pathlib.Path:
+    """Where the generated token of the database at *db_path* is kept."""
+    db = pathlib.Path(db_path).expanduser().absolute()
+    return db.with_name(db.name + ".token")
+
+
+def read_token_file(path: pathlib.Path, *, field: str = "gateway.token_file") -> str:
+    """The token stored at *path*. Raises :class:`ConfigError` naming *field*."""
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise ConfigError(field, f"no token file at {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(field, f"cannot read {path}: {exc}") from None
+    if len(token) < MIN_TOKEN_LENGTH or any(ch.isspace() for ch in token):
+        raise ConfigError(field, f"{path} does not hold a token (at least "
+                                 f"{MIN_TOKEN_LENGTH} characters, no spaces)")
+    return token
+
+
+def resolve_token(given: str | None, token_file: pathlib.Path | None,
+                  db_path: str | os.PathLike[str]) -> TokenSource:
+    """The token to use: *given* as it is; else the one in *token_file* (default: beside the
+    database), created there (0600) if it does not exist. Blocking (file I/O); call it at
+    start-up. Raises :class:`ConfigError`."""
+    if given is not None:
+        return TokenSource(given, None)
+    path = token_file or token_path(db_path)
+    if path.exists():
+        _tighten(path)
+        return TokenSource(read_token_file(path), path)
+    token = secrets.token_urlsafe(32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another start won the race: use its token
+        return TokenSource(read_token_file(path), path)
+    except OSError as exc:
+        raise ConfigError("gateway.token_file", f"cannot create {path}: {exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(token + "\n")
+        file.flush()
+        os.fsync(file.fileno())
+    return TokenSource(token, path, created=True)
+
+
+def _tighten(path: pathlib.Path) -> None:
+    """A token file others can read is made 0600 (and logged)."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            path.chmod(0o600)
+            log.warning("event=token_file_permissions path=%s was=%o now=600", path, mode)
+    except OSError as exc:
+        log.warning("event=token_file_permissions path=%s error=%r", path, exc)
