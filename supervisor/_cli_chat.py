@@ -33,6 +33,7 @@ from tidings.channels._terminal import (
     stdin_lines,
 )
 from tidings.errors import ConfigError, TidingsError
+from tidings.supervisor import _chat_ws
 
 __all__ = ["DEFAULT_DB", "load_channel_config", "register", "run"]
 
@@ -65,6 +66,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--chunks", action="store_true",
                         help="also print streamed text chunks as they arrive")
     parser.add_argument("--verbose", "-v", action="store_true", help="log runtime events")
+    _chat_ws.add_arguments(parser)
     parser.set_defaults(run=run, parser=parser)
 
 
@@ -94,11 +96,8 @@ def load_channel_config(name: str, path: pathlib.Path | None) -> ChannelConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``tidings chat`` for parsed *args*; returns the exit code."""
-    if not args.local:
-        mode = "--url" if args.url else "no mode"
-        print(f"tidings chat: {mode}: connecting to a server is not available yet; "
-              "use --local", file=sys.stderr)
-        return 2
+    if not args.local:  # the websocket client of a running `tidings serve`
+        return _chat_ws.run(args)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
                         stream=sys.stderr, format="%(name)s %(levelname)s %(message)s")
     try:

@@ -1,0 +1,288 @@
+"""``tidings chat`` over the websocket gateway: a terminal client of a running ``tidings serve``.
+
+Each line typed is a ``message`` (slash commands pass through); while a prompt or an approval
+request is open the next line answers it (``y`` / ``yes`` / ``allow`` approves). Deliveries,
+progress, notices and lifecycle events are printed as they arrive, and every delivery is acked
+once printed. If the connection drops it reconnects with ``session_id`` and ``after_seq``, so
+nothing is missed or shown twice. With stdin a pipe each line waits for its turn (or command
+answer) to be delivered before the next is sent, and the end of input ends the chat once
+everything is in: a deterministic transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+from collections.abc import AsyncIterator
+from typing import Any, TextIO
+
+import attrs
+import trio
+from trio_websocket import HandshakeError
+
+from tidings.channels import GatewayClient, GatewayClosed
+from tidings.channels._sanitize import sanitize_line, sanitize_text
+
+__all__ = ["ChatOptions", "chat_over_websocket"]
+
+_RECONNECTS = 5
+_SETTLE = 30.0
+"""Seconds a piped line waits for its answer before the next one is sent anyway."""
+
+
+@attrs.frozen
+class ChatOptions:
+    url: str
+    token: str = attrs.field(repr=False)
+    conversation: str
+    interactive: bool
+    show_chunks: bool = False
+
+
+class _State:
+    """What the receiver has seen, for the sender (piped mode) and for reconnects."""
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.seen: dict[str, int] = {}
+        self.accepted: dict[str, str] = {}
+        self.finished: set[str] = set()
+        self.synced: dict[str, int] | None = None
+        self.question: dict[str, Any] | None = None
+        self.changed = trio.Event()
+
+    def poke(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def wait_for(self, condition: Any) -> None:
+        while not condition():
+            await self.changed.wait()
+
+
+class _Printer:
+    def __init__(self, out: TextIO, show_chunks: bool) -> None:
+        self.out = out
+        self.show_chunks = show_chunks
+
+    def line(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def frame(self, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "delivery":
+            text = sanitize_text(str(frame.get("text", "")), limit=100_000)
+            mark = {"progress": "... ", "notice": "* "}.get(frame.get("kind", ""), "")
+            self.line(f"{mark}{text}")
+        elif kind == "notice":
+            self.line(f"* {sanitize_text(str(frame.get('text', '')), limit=100_000)}")
+        elif kind == "lifecycle":
+            self._lifecycle(frame)
+        elif kind == "prompt":
+            self.line(f"? {sanitize_line(str(frame.get('text', '')), limit=2000)}")
+        elif kind == "approval_request":
+            details = json.dumps(frame.get("details") or {}, ensure_ascii=False)
+            self.line(f"? approve {sanitize_line(str(frame.get('action', '')), limit=500)} "
+                      f"{sanitize_line(details, limit=500)} [y/N]")
+        elif kind == "error":
+            self.line(f"! {frame.get('code')}: {sanitize_line(str(frame.get('message')), 500)}")
+
+    def _lifecycle(self, frame: dict[str, Any]) -> None:
+        event = frame.get("event")
+        if event == "text_chunk" and self.show_chunks:
+            self.line(f"~ {sanitize_line(str(frame.get('chunk', '')), limit=2000)}")
+        elif event == "tool_call":
+            call = frame.get("tool_call") or {}
+            self.line(f"(tool {sanitize_line(str(call.get('name')), limit=100)} "
+                      f"{sanitize_line(json.dumps(call.get('arguments')), limit=500)})")
+        elif event == "cancelled":
+            self.line(f"(cancelled: {frame.get('reason')})")
+        elif event == "failed":
+            self.line(f"(failed: {sanitize_line(str(frame.get('error')), limit=500)})")
+
+
+async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> None:
+    while True:
+        frame = await client.receive()
+        kind = frame.get("type")
+        printer.frame(frame)
+        if kind == "delivery":
+            session_id = frame["session_id"]
+            state.session_id = session_id
+            state.seen[session_id] = max(state.seen.get(session_id, 0), frame["seq"])
+            await client.ack(frame["delivery_id"])
+        elif kind == "lifecycle":
+            state.session_id = frame.get("session_id") or state.session_id
+            if frame.get("event") in ("completed", "cancelled", "failed"):
+                state.finished.add(str(frame.get("message_id")))
+        elif kind == "accepted":
+            state.accepted[frame["id"]] = frame.get("outcome", "")
+        elif kind == "synced":
+            state.synced = {frame["session_id"]: frame["last_seq"]}
+        elif kind in ("prompt", "approval_request"):
+            state.question = frame
+        elif kind == "prompt_closed" and state.question is not None and \
+                frame.get("id") in (state.question.get("prompt_id"),
+                                    state.question.get("request_id")):
+            state.question = None
+        state.poke()
+
+
+async def _answer(client: GatewayClient, question: dict[str, Any], line: str) -> None:
+    if question["type"] == "prompt":
+        await client.send({"type": "answer", "prompt_id": question["prompt_id"], "text": line})
+    else:
+        decision = "allow" if line.strip().lower() in ("y", "yes", "allow") else "deny"
+        await client.send({"type": "approval", "request_id": question["request_id"],
+                           "decision": decision})
+
+
+async def _settle(client: GatewayClient, state: _State, message_id: str) -> None:
+    """Piped mode: wait until the line's turn or command answer has been delivered."""
+    await state.wait_for(lambda: message_id in state.accepted)
+    if state.accepted[message_id] in ("started", "queued", "merged"):
+        await state.wait_for(lambda: message_id in state.finished
+                             or state.question is not None)
+        if state.question is not None:
+            return  # the next line answers it
+    state.synced = None
+    await client.sync(state.session_id)
+    await state.wait_for(lambda: state.synced is not None)
+    assert state.synced is not None
+    [(session_id, last_seq)] = state.synced.items()
+    floor = client.welcome["last_seq"] if session_id == client.session_id else 0
+    await state.wait_for(lambda: max(state.seen.get(session_id, 0), floor) >= last_seq)
+
+
+async def _pump(lines: AsyncIterator[str], send: trio.MemorySendChannel[str]) -> None:
+    """Read *lines* into *send* for as long as the chat lasts (reconnects included)."""
+    try:
+        async for line in lines:
+            await send.send(line)
+    finally:
+        send.close()
+
+
+async def _send(client: GatewayClient, state: _State, lines: trio.MemoryReceiveChannel[str],
+                options: ChatOptions) -> None:
+    async for raw in lines:
+        line = raw.rstrip("\n")
+        question = state.question
+        if question is not None:
+            state.question = None
+            await _answer(client, question, line)
+            continue
+        if not line.strip():
+            continue
+        message_id = await client.message(line)
+        if not options.interactive:
+            with trio.move_on_after(_SETTLE):
+                await _settle(client, state, message_id)
+
+
+async def chat_over_websocket(options: ChatOptions, lines: AsyncIterator[str], *,
+                              out: TextIO, err: TextIO) -> int:
+    """Chat until *lines* end (0), or the server refuses or cannot be reached (1)."""
+    send, receive = trio.open_memory_channel[str](0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_pump, lines, send)
+        code = await _connect(options, receive, out=out, err=err)
+        nursery.cancel_scope.cancel(reason="chat ended")
+    return code
+
+
+async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], *,
+                   out: TextIO, err: TextIO) -> int:
+    state = _State()
+    printer = _Printer(out, options.show_chunks)
+    attempts = 0
+    while True:
+        hello: dict[str, Any] = {}
+        if state.session_id is not None:
+            hello = {"session_id": state.session_id,
+                     "after_seq": state.seen.get(state.session_id, 0)}
+        try:
+            async with GatewayClient.connect(options.url, token=options.token,
+                                             conversation=options.conversation,
+                                             client="tidings-chat", **hello) as client:
+                attempts = 0
+                if state.session_id is None:
+                    welcome = client.welcome
+                    state.session_id = welcome["session_id"]
+                    state.seen[welcome["session_id"]] = welcome["last_seq"]
+                    print(f"tidings chat: {options.url}, conversation "
+                          f"{options.conversation}; /help for commands; end of input (Ctrl-D) "
+                          "quits.", file=err, flush=True)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_receive, client, state, printer)
+                    await _send(client, state, lines, options)
+                    nursery.cancel_scope.cancel(reason="end of input")
+                await client.aclose()
+                return 0
+        except GatewayClosed as exc:
+            if exc.code in (4000, 4001, 4002) or attempts >= _RECONNECTS:
+                print(f"tidings chat: {exc}", file=err, flush=True)
+                return 1
+            print(f"tidings chat: {exc}; reconnecting", file=err, flush=True)
+        except (OSError, HandshakeError) as exc:
+            if attempts >= _RECONNECTS or state.session_id is None:
+                print(f"tidings chat: cannot connect to {options.url}: {exc}", file=err)
+                return 1
+        attempts += 1
+        await trio.sleep(min(8.0, 0.25 * math.pow(2, attempts)))
+
+
+def default_token_file() -> pathlib.Path:
+    """Where ``tidings serve`` keeps the token of ``./tidings.db``."""
+    return pathlib.Path("tidings.db.token").absolute()
+
+
+DEFAULT_URL = "ws://127.0.0.1:8765"
+
+
+def add_arguments(parser: Any) -> None:
+    """The ``tidings chat`` flags of the websocket client (``--url`` is the mode's own)."""
+    parser.add_argument("--token", metavar="TOKEN", help="the server's token (default: read "
+                        "--token-file)")
+    parser.add_argument("--token-file", type=pathlib.Path, metavar="FILE",
+                        help="where the server keeps its token (default: ./tidings.db.token)")
+    parser.add_argument("--web", action="store_true",
+                        help="print the path of a minimal browser client and exit")
+
+
+def web_page() -> pathlib.Path:
+    """The minimal browser client shipped in ``docs/``."""
+    return pathlib.Path(__file__).resolve().parent.parent / "docs" / "chat.html"
+
+
+def run(args: Any) -> int:
+    """``tidings chat`` without ``--local``: the websocket client. Returns the exit code."""
+    import sys
+
+    from tidings.channels._terminal import stdin_is_a_terminal, stdin_lines
+    from tidings.errors import ConfigError
+    from tidings.supervisor._token import read_token_file
+
+    if args.web:
+        page = web_page()
+        print(page if page.exists() else f"tidings chat: {page} is missing",
+              file=sys.stdout if page.exists() else sys.stderr)
+        return 0 if page.exists() else 1
+    token = args.token
+    if token is None:
+        path = args.token_file or default_token_file()
+        try:
+            token = read_token_file(path, field="--token-file")
+        except ConfigError as exc:
+            print(f"tidings chat: {exc}; give --token, or --token-file (tidings serve keeps "
+                  "it in <database>.token)", file=sys.stderr)
+            return 2
+    options = ChatOptions(url=args.url or DEFAULT_URL, token=token,
+                          conversation=args.conversation, interactive=stdin_is_a_terminal(),
+                          show_chunks=args.chunks)
+    try:
+        return trio.run(lambda: chat_over_websocket(options, stdin_lines("> "),
+                                                    out=sys.stdout, err=sys.stderr))
+    except KeyboardInterrupt:
+        return 130
