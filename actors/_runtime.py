@@ -292,8 +292,9 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
             runtime.tasks.detach()
 
     children = [
-        # No start timeout: starting is opening a local file in a worker thread.
-        ChildSpec("writer", writer, restart="permanent", shutdown_timeout=30.0,
+        # No timeouts: starting is opening a local file, stopping is committing what is left,
+        # both in a worker thread that a cancel could not interrupt anyway.
+        ChildSpec("writer", writer, restart="permanent", shutdown_timeout=None,
                   start_timeout=None, mailbox_size=4096),
         ChildSpec("routes", routes, restart="permanent", shutdown_timeout=grace,
                   mailbox_size=1),
