@@ -7,11 +7,11 @@ naming the field). The conversation NAME resolves (or creates) its session under
 directory's lock, which also binds the gateway as its route.
 
 Replay (``after_seq`` given): for the session the client names (default: the current one),
-rows up to ``after_seq`` still ``sending`` / ``unknown`` become ``sent``; message and notice
-rows after it that are ``sending``, ``unknown`` or ``sent`` are written straight to this
-connection in seq order; ``unrouted`` ones (left while nobody was connected to this
-process) are re-queued and come through the lane; ``queued`` ones come through the lane
-anyway. If the client names an older session of the conversation, the current one is then
+rows up to ``after_seq`` still ``sending`` / ``unknown`` become ``sent`` before ``welcome``
+is sent. After ``welcome``, message and notice rows after it that are ``sending``,
+``unknown`` or ``sent`` are written straight to this connection in seq order; ``unrouted``
+ones (left while no gateway of this process had the session bound) are re-queued and come
+through the lane; ``queued`` ones come through the lane anyway. If the client names an older session of the conversation, the current one is then
 replayed from its start. Progress rows are never replayed.
 """
 
@@ -119,6 +119,10 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
                 if hello.after_seq is not None:
                     plan = [(hello.session_id, hello.after_seq), (session_id, 0)]
             last_seq = await gateway.runtime.last_seq(session_id)
+        for replayed_session, after_seq in plan:  # settled before welcome is sent
+            for delivery_id in await gateway.runtime.confirm_through(replayed_session,
+                                                                     after_seq):
+                gateway.sent.pop(delivery_id, None)
     except RuntimeClosedError:
         raise Refused(CLOSE_GOING_AWAY, "server shutting down") from None
     return Admission(hello, conversation, session_id, last_seq, tuple(plan))
@@ -131,8 +135,6 @@ async def replay(gateway: GatewayChannel, conn: Connection,
     page = gateway.settings.replay_page
     key = conn.conversation.key
     for session_id, after_seq in plan:
-        for delivery_id in await rt.confirm_through(session_id, after_seq):
-            gateway.sent.pop(delivery_id, None)
         requeue: list[str] = []
         cursor = after_seq
         replayed = 0

@@ -22,7 +22,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, open_websocket
 from tidings.channels._gateway_frames import PROTOCOL_VERSION, encode
 from tidings.errors import TidingsError
 
-__all__ = ["GatewayClient", "GatewayClosed"]
+__all__ = ["GatewayClient", "GatewayClosed", "open_transport"]
 
 
 class GatewayClosed(TidingsError):
@@ -37,6 +37,24 @@ class GatewayClosed(TidingsError):
 def _closed(exc: ConnectionClosed) -> GatewayClosed:
     reason = exc.reason
     return GatewayClosed(getattr(reason, "code", None), getattr(reason, "reason", None))
+
+
+@asynccontextmanager
+async def open_transport(url: str, **options: Any) -> AsyncIterator[WebSocketConnection]:
+    """``open_websocket_url`` that also closes the TCP stream when the server closed first
+    (trio-websocket's client waits for the server's TCP close and, if the close handshake
+    already ended, leaves its socket open: a ``ResourceWarning`` later)."""
+    connections: list[WebSocketConnection] = []
+    try:
+        async with open_websocket_url(url, **options) as ws:
+            connections.append(ws)
+            yield ws
+    finally:
+        for ws in connections:
+            stream = getattr(ws, "_stream", None)
+            if stream is not None:
+                with trio.CancelScope(shield=True):
+                    await stream.aclose()
 
 
 class GatewayClient:
@@ -67,7 +85,7 @@ class GatewayClient:
             hello["session_id"] = session_id
         if client is not None:
             hello["client"] = client
-        async with open_websocket_url(url, max_message_size=max_message_size) as ws:
+        async with open_transport(url, max_message_size=max_message_size) as ws:
             try:
                 await ws.send_message(encode(hello))
                 welcome = json.loads(await ws.get_message())

@@ -1,0 +1,112 @@
+"""Admission: an unauthenticated connection is closed with a clear reason before anything
+else happens; a malformed hello names its field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import trio
+from trio_websocket import ConnectionClosed
+
+from tidings.channels import GatewayClosed
+from tidings.channels._gateway_client import open_transport
+
+
+async def _first_close(url: str, *frames: str | bytes) -> tuple[int, str]:
+    """Send *frames* on a raw connection; return the close code and reason it gets."""
+    async with open_transport(url) as ws:
+        for frame in frames:
+            await ws.send_message(frame)
+        with trio.fail_after(10):
+            try:
+                message = await ws.get_message()
+            except ConnectionClosed as exc:
+                return exc.reason.code, exc.reason.reason or ""
+        raise AssertionError(f"expected a close, got {message!r}")
+
+
+def _hello(**fields) -> str:
+    return json.dumps({"type": "hello", "token": fields.pop("token", "gateway-test-token"),
+                       "conversation": "alpha", "protocol": 1, **fields})
+
+
+async def _sessions(rt) -> int:
+    return len(await rt.store.read(lambda conn: conn.execute(
+        "SELECT session_id FROM sessions").fetchall()))
+
+
+async def test_a_bad_token_is_closed_4001_and_creates_nothing(rt, serve_gateway,
+                                                              connect) -> None:
+    async with serve_gateway(rt) as (_gateway, url):
+        with pytest.raises(GatewayClosed) as caught:
+            async with connect(url, "alpha", token="wrong-token-123"):
+                raise AssertionError("admitted with a bad token")
+        assert caught.value.code == 4001
+        assert caught.value.reason == "unauthorized: bad token"
+        assert await _sessions(rt) == 0
+
+
+@pytest.mark.parametrize("first", [
+    "not json", json.dumps({"type": "message", "text": "hi", "id": "m1"}),
+    json.dumps({"type": "hello", "conversation": "alpha", "protocol": 1}),
+])
+async def test_a_first_frame_that_is_not_a_hello_with_a_token_is_refused(
+        rt, serve_gateway, first) -> None:
+    async with serve_gateway(rt) as (_gateway, url):
+        code, reason = await _first_close(url, first)
+        assert (code, reason) == (4001, "unauthorized: the first frame must be a hello with a "
+                                        "token")
+        assert await _sessions(rt) == 0
+
+
+async def test_no_hello_in_time_is_refused(rt, serve_gateway) -> None:
+    async with serve_gateway(rt, hello_timeout=0.05) as (_gateway, url):
+        async with open_transport(url) as ws:
+            with trio.fail_after(10), pytest.raises(ConnectionClosed) as caught:
+                await ws.get_message()
+        assert caught.value.reason.code == 4001
+        assert "no hello within" in caught.value.reason.reason
+
+
+async def test_the_token_is_checked_before_the_other_fields(rt, serve_gateway) -> None:
+    async with serve_gateway(rt) as (_gateway, url):
+        assert (await _first_close(url, _hello(token="nope", protocol="x")))[0] == 4001
+
+
+async def test_an_unknown_protocol_version_is_closed_4002(rt, serve_gateway) -> None:
+    async with serve_gateway(rt) as (_gateway, url):
+        code, reason = await _first_close(url, _hello(protocol=2))
+        assert code == 4002
+        assert "this server speaks 1" in reason
+
+
+async def test_a_malformed_hello_names_the_field(rt, serve_gateway) -> None:
+    async with serve_gateway(rt) as (_gateway, url):
+        code, reason = await _first_close(url, _hello(after_seq=-4))
+        assert code == 4000
+        assert "after_seq" in reason
+        code, reason = await _first_close(url, _hello(session_id="session_of_someone_else"))
+        assert code == 4000
+        assert "not a session of this conversation" in reason
+
+
+async def test_a_session_of_another_conversation_cannot_be_named(rt, serve_gateway,
+                                                                 connect) -> None:
+    async with serve_gateway(rt) as (_gateway, url):
+        async with connect(url, "beta") as beta:
+            other = beta.welcome["session_id"]
+        code, reason = await _first_close(url, _hello(session_id=other, after_seq=0))
+        assert code == 4000
+        assert "session_id" in reason
+
+
+async def test_two_names_are_two_sessions_and_one_name_is_one(rt, serve_gateway,
+                                                              connect) -> None:
+    async with serve_gateway(rt) as (_gateway, url):
+        async with connect(url, "alpha") as a1, connect(url, "alpha") as a2, \
+                connect(url, "beta") as b:
+            assert a1.welcome["session_id"] == a2.welcome["session_id"]
+            assert b.welcome["session_id"] != a1.welcome["session_id"]
+        session = await rt.session(a1.welcome["session_id"])
+        assert (session.channel, session.conversation_key) == ("gateway", "gateway:conv:alpha")

@@ -1,0 +1,121 @@
+"""The wire protocol: client frames parsed into records or refused with a code and a field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tidings.actors import MediaBlock, Outbound, TextBlock
+from tidings.channels._gateway_frames import (
+    ERROR_CODES,
+    Ack,
+    Answer,
+    Approval,
+    FrameError,
+    Hello,
+    Message,
+    Ping,
+    Sync,
+    delivery_frame,
+    encode,
+    error_frame,
+    parse_client_frame,
+    peek_hello_token,
+)
+
+LIMIT = 1024
+
+
+def parse(frame: object) -> object:
+    raw = frame if isinstance(frame, str | bytes) else json.dumps(frame)
+    return parse_client_frame(raw, max_frame_bytes=LIMIT)
+
+
+def refused(frame: object) -> FrameError:
+    with pytest.raises(FrameError) as caught:
+        parse(frame)
+    assert caught.value.code in ERROR_CODES
+    return caught.value
+
+
+def test_each_client_frame_type_parses_into_its_record() -> None:
+    assert parse({"type": "hello", "token": "t" * 8, "conversation": "alpha", "protocol": 1,
+                  "after_seq": 3, "session_id": "s1", "client": "phone"}) == Hello(
+        "t" * 8, "alpha", 1, 3, "s1", "phone")
+    assert parse({"type": "message", "text": "/cancel", "id": "m1"}) == Message("/cancel", "m1")
+    assert parse({"type": "ack", "delivery_ids": ["a", "b", "a"]}) == Ack(("a", "b"))
+    assert parse({"type": "ack", "up_to_seq": 7, "session_id": "s"}) == Ack(None, 7, "s")
+    assert parse({"type": "answer", "prompt_id": "p", "text": "yes"}) == Answer("p", "yes")
+    assert parse({"type": "approval", "request_id": "r", "decision": "deny"}) == Approval(
+        "r", "deny")
+    assert parse({"type": "ping"}) == Ping()
+    assert parse({"type": "sync"}) == Sync()
+    assert parse({"type": "ping", "extra": "ignored"}) == Ping()  # newer clients may add fields
+
+
+@pytest.mark.parametrize(("raw", "code"), [
+    ("not json", "bad_json"),
+    ("[1, 2]", "not_an_object"),
+    ('{"type": "ping", "n": NaN}', "bad_json"),
+    (b"\xff\xfe{}", "bad_utf8"),
+    ("{}", "missing_field"),
+    ('{"type": 3}', "bad_field"),
+    ('{"type": "subscribe"}', "unknown_type"),
+    ('{"type": "x' + "y" * LIMIT + '"}', "frame_too_big"),
+    (b'{"type": "' + b"y" * LIMIT + b'"}', "frame_too_big"),
+])
+def test_malformed_frames_are_refused_with_a_code(raw: str | bytes, code: str) -> None:
+    assert refused(raw).code == code
+
+
+@pytest.mark.parametrize(("frame", "code", "field"), [
+    ({"type": "message", "id": "m1"}, "missing_field", "text"),
+    ({"type": "message", "text": "hi"}, "missing_field", "id"),
+    ({"type": "message", "text": 5, "id": "m1"}, "bad_field", "text"),
+    ({"type": "message", "text": "hi", "id": ""}, "bad_field", "id"),
+    ({"type": "ack"}, "missing_field", "delivery_ids"),
+    ({"type": "ack", "delivery_ids": ["a"], "up_to_seq": 1}, "missing_field", "delivery_ids"),
+    ({"type": "ack", "delivery_ids": []}, "bad_field", "delivery_ids"),
+    ({"type": "ack", "delivery_ids": [1]}, "bad_field", "delivery_ids"),
+    ({"type": "ack", "up_to_seq": -1}, "bad_field", "up_to_seq"),
+    ({"type": "ack", "up_to_seq": True}, "bad_field", "up_to_seq"),
+    ({"type": "approval", "request_id": "r", "decision": "maybe"}, "bad_field", "decision"),
+    ({"type": "answer", "text": "x"}, "missing_field", "prompt_id"),
+    ({"type": "hello", "token": "t", "protocol": 1}, "missing_field", "conversation"),
+    ({"type": "hello", "token": "t", "protocol": "1", "conversation": "a"}, "bad_field",
+     "protocol"),
+    ({"type": "hello", "token": "t", "protocol": 1, "conversation": "a\nb"}, "bad_field",
+     "conversation"),
+])
+def test_a_refused_field_is_named(frame: dict, code: str, field: str) -> None:
+    error = refused(frame)
+    assert (error.code, error.field) == (code, field)
+    assert field in error.reason
+
+
+def test_an_error_carries_the_frames_id_so_the_client_can_match_it() -> None:
+    assert refused({"type": "message", "id": "m9", "text": None}).frame_id == "m9"
+
+
+def test_the_token_is_read_before_any_other_field() -> None:
+    assert peek_hello_token('{"type": "hello", "token": "abc"}', max_frame_bytes=LIMIT) == "abc"
+    assert peek_hello_token('{"type": "message", "token": "abc"}', max_frame_bytes=LIMIT) is None
+    assert peek_hello_token("nope", max_frame_bytes=LIMIT) is None
+
+
+def test_server_frames_encode_deliveries_and_errors() -> None:
+    outbound = Outbound(session_id="s1", delivery_id="d1", kind="notice",
+                        blocks=(TextBlock("hi"),), text="hi", seq=4,
+                        metadata={"command": "help"})
+    assert delivery_frame(outbound) == {
+        "type": "delivery", "session_id": "s1", "seq": 4, "delivery_id": "d1",
+        "kind": "notice", "text": "hi", "blocks": [{"type": "text", "text": "hi"}],
+        "command": "help"}
+    image = MediaBlock(type="image", location="/srv/secret/a.png", source_kind="path",
+                       name="a.png", fallback="a.png")
+    frame = delivery_frame(Outbound(session_id="s1", delivery_id="d2", kind="message",
+                                    blocks=(image,), text="a.png", seq=5))
+    assert "location" not in frame["blocks"][0]  # a server path means nothing to a client
+    assert json.loads(encode(error_frame("bad_json", "no", field="f", ref="m1"))) == {
+        "type": "error", "code": "bad_json", "message": "no", "field": "f", "ref": "m1"}
