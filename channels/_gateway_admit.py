@@ -11,8 +11,9 @@ rows up to ``after_seq`` still ``sending`` / ``unknown`` become ``sent`` before 
 is sent. After ``welcome``, message and notice rows after it that are ``sending``,
 ``unknown`` or ``sent`` are written straight to this connection in seq order; ``unrouted``
 ones (left while no gateway of this process had the session bound) are re-queued and come
-through the lane; ``queued`` ones come through the lane anyway. If the client names an older session of the conversation, the current one is then
-replayed from its start. Progress rows are never replayed.
+through the lane; ``queued`` ones come through the lane anyway. If the client names an older
+session of the conversation, the current one is then replayed from its start. Progress rows
+are never replayed.
 """
 
 from __future__ import annotations
