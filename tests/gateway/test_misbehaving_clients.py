@@ -1,0 +1,140 @@
+"""Bad frames get an error frame and persist nothing; floods, silent clients and clients
+that do not read are closed with a clear code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import trio
+import trio.testing
+from trio_websocket import ConnectionClosed
+
+from tidings.channels import GatewayConfig
+from tidings.channels._directory import Conversation
+from tidings.channels._gateway_client import open_transport
+from tidings.channels._gateway_conn import Connection
+
+
+async def _counts(rt) -> tuple[int, int, int, int]:
+    def read(conn) -> tuple[int, int, int, int]:
+        return tuple(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                     for table in ("outbox", "messages", "client_messages", "turns"))
+    return await rt.store.read(read)
+
+
+async def test_bad_frames_get_error_frames_and_nothing_is_persisted(rt, serve_gateway,
+                                                                    connect) -> None:
+    async with serve_gateway(rt, max_frame_bytes=1024) as (_gateway, url), \
+            connect(url, "alpha") as client:
+        before = await _counts(rt)
+        bad: list[tuple[str | bytes, str]] = [
+            ("{not json", "bad_json"),
+            (b"\xc3\x28 invalid utf-8", "bad_utf8"),
+            ("[]", "not_an_object"),
+            (json.dumps({"type": "shout"}), "unknown_type"),
+            (json.dumps({"type": "message", "text": "hi"}), "missing_field"),
+            (json.dumps({"type": "message", "text": ["hi"], "id": "m1"}), "bad_field"),
+            (json.dumps({"type": "message", "text": "x" * 2000, "id": "m2"}), "frame_too_big"),
+            (json.dumps({"type": "hello", "token": "t", "conversation": "a", "protocol": 1}),
+             "duplicate_hello"),
+            (json.dumps({"type": "answer", "prompt_id": "nope", "text": "x"}),
+             "unknown_prompt"),
+        ]
+        with trio.fail_after(10):
+            for raw, code in bad:
+                await client.ws.send_message(raw)
+                frame = await client.receive()
+                assert (frame["type"], frame["code"]) == ("error", code), raw
+                assert frame["message"]
+        assert await _counts(rt) == before
+        with trio.fail_after(10):  # the connection still works
+            await client.send({"type": "ping"})
+            assert await client.receive() == {"type": "pong"}
+
+
+async def test_a_frame_far_over_the_limit_closes_the_connection(rt, serve_gateway,
+                                                                connect) -> None:
+    async with serve_gateway(rt, max_frame_bytes=1024) as (_gateway, url), \
+            connect(url, "alpha") as client:
+        await client.ws.send_message("x" * 5000)
+        with trio.fail_after(10), pytest.raises(ConnectionClosed) as caught:
+            await client.ws.get_message()
+        assert caught.value.reason.code == 1009
+
+
+async def _ping_until_closed(ws) -> None:
+    for _ in range(50):
+        await ws.send_message(json.dumps({"type": "ping"}))
+    while True:
+        await ws.get_message()
+
+
+async def test_a_flooding_client_is_closed_4029(rt, serve_gateway, connect) -> None:
+    async with serve_gateway(rt, rate=1.0, burst=5) as (_gateway, url), \
+            connect(url, "alpha") as client:
+        with trio.fail_after(10), pytest.raises(ConnectionClosed) as caught:
+            await _ping_until_closed(client.ws)
+        assert caught.value.reason.code == 4029
+        assert "flooding" in caught.value.reason.reason
+
+
+async def test_a_silent_client_is_pinged_then_dropped(rt, serve_gateway) -> None:
+    async with serve_gateway(rt, heartbeat_s=0.05) as (_gateway, url), \
+            open_transport(url) as ws:
+        await ws.send_message(json.dumps({"type": "hello", "token": "gateway-test-token",
+                                          "conversation": "alpha", "protocol": 1}))
+        with trio.fail_after(10):
+            assert json.loads(await ws.get_message())["type"] == "welcome"
+            assert json.loads(await ws.get_message()) == {"type": "ping"}
+            with pytest.raises(ConnectionClosed) as caught:  # it never answers
+                await ws.get_message()
+        assert caught.value.reason.code == 4008
+
+
+async def test_a_client_that_answers_pings_stays(rt, serve_gateway, connect) -> None:
+    async with serve_gateway(rt, heartbeat_s=0.05) as (_gateway, url), \
+            connect(url, "alpha") as client:
+        session_id = client.welcome["session_id"]
+        with trio.fail_after(10):
+            for _ in range(3):  # receive() answers the pings it meets
+                raw = json.loads(await client.ws.get_message())
+                assert raw == {"type": "ping"}
+                await client.send({"type": "pong"})
+            handle = await rt.notify(session_id, "still here")
+            frame = await client.receive()
+        assert frame["delivery_id"] == handle.delivery_id
+
+
+class _StuckSocket:
+    """A websocket whose peer never reads: every send blocks."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def send_message(self, message: str) -> None:
+        await trio.sleep_forever()
+
+    async def get_message(self) -> str:
+        await trio.sleep_forever()
+        raise AssertionError
+
+
+async def test_a_client_that_does_not_read_is_closed_4009_without_blocking_anyone() -> None:
+    settings = GatewayConfig(token="t" * 16, max_backlog=16)
+    conn = Connection(_StuckSocket(), settings, conversation=Conversation("k", "alpha"),
+                      client="c", session_id="s")
+
+    async def no_replay(_conn: Connection) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def ignore(_conn: Connection, _frame: object) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.run, {"type": "welcome"}, no_replay, ignore)
+        await trio.testing.wait_all_tasks_blocked()
+        for i in range(17):  # push never blocks: the 17th finds the queue full
+            conn.push({"type": "delivery", "seq": i})
+    assert conn.close_code == 4009
+    assert "after_seq" in conn.close_reason
