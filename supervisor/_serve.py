@@ -36,6 +36,9 @@ __all__ = ["ServeFailed", "ServeInfo", "serve"]
 
 log = logging.getLogger("tidings.serve")
 
+_DRAIN_MIN = 1.0
+"""Seconds the connected clients get to ack what is still on its way, even after the grace."""
+
 
 @attrs.frozen
 class ServeInfo:
@@ -119,12 +122,21 @@ async def _run_until_stopped(rt: Any, gateway: GatewayChannel, control: StopCont
         nursery.start_soon(_hurry, rt, control, nursery.cancel_scope)
         await control.graceful.wait()
         gateway.stop_accepting()
+        deadline = trio.current_time() + grace
         log.info("event=stopping grace=%g turns_running=%d", grace, len(rt.tasks))
-        with trio.move_on_after(grace) as waited:
+        with trio.move_on_at(deadline) as waited:
             await gateway.wait_idle()
-            await gateway.drain()
         if waited.cancelled_caught:
-            log.warning("event=grace_expired grace=%g turns_running=%d", grace, len(rt.tasks))
+            log.warning("event=grace_expired grace=%g turns_cancelled=%d", grace,
+                        len(rt.tasks))
+        # Cancel what still runs now (reason shutdown), while its clients can still hear it.
+        rt.tasks.grace = 0.0
+        await rt.tasks.stop()
+        with trio.move_on_at(max(deadline, trio.current_time() + _DRAIN_MIN)) as drained:
+            await gateway.drain()
+        if drained.cancelled_caught:
+            log.warning("event=drain_incomplete detail=%s",
+                        _quoted("unacked rows become unknown, queued rows stay queued"))
         nursery.cancel_scope.cancel(reason="stopping")
 
 
@@ -142,6 +154,10 @@ async def _close(rt: Any, gateway: GatewayChannel, *, immediate: bool) -> None:
     if immediate:
         rt.dispatcher.grace = 0.0
     await gateway.aclose()
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', "'") + '"'
 
 
 def _cause(exc: BaseException) -> str:
