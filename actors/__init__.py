@@ -16,13 +16,13 @@ from tidings.actors._blocks import TextBlock as TextBlock
 from tidings.actors._handle import DeliveryHandle as DeliveryHandle
 from tidings.actors._lanes import DispatchStatistics as DispatchStatistics
 from tidings.actors._policy import POLICIES as POLICIES
+from tidings.actors._reconcile import RECONCILE_ANSWERS as RECONCILE_ANSWERS
+from tidings.actors._reconcile import ReconcileAnswer as ReconcileAnswer
 from tidings.actors._records import ApprovalDecision as ApprovalDecision
 from tidings.actors._records import ApprovalRequest as ApprovalRequest
 from tidings.actors._records import Outbound as Outbound
 from tidings.actors._records import Prompt as Prompt
 from tidings.actors._records import PromptAnswer as PromptAnswer
-from tidings.actors._recovery import RECONCILE_ANSWERS as RECONCILE_ANSWERS
-from tidings.actors._recovery import ReconcileAnswer as ReconcileAnswer
 from tidings.actors._recovery import RecoveryReport as RecoveryReport
 from tidings.actors._recovery import RecoveryScanner as RecoveryScanner
 from tidings.actors._router import BindToken as BindToken

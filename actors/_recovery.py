@@ -10,14 +10,8 @@ its lane kicked: they are dispatched in per-session order, alongside new traffic
 
 Then the actor runs every ``scan_interval`` seconds of trio's clock: it re-kicks sessions whose
 first ``queued`` row has waited longer than ``stranded_after`` (wall seconds), fails stale
-progress, and reconciles. A route may offer ``async reconcile(delivery_ids)``; for the session's
-``unknown`` rows it answers a mapping ``delivery_id -> "sent" | "missing" | None``:
-
-* ``"sent"``: the platform has it; the row becomes ``sent``.
-* ``"missing"``: the platform provably does not have it; the row goes back to ``queued`` and is
-  delivered again (a new attempt). Answer it only with proof.
-* ``None``, a missing key, a timeout or an error: undecided; the row stays ``unknown``, visible
-  to the operator, and is asked about again on the next pass.
+progress, and reconciles ``unknown`` rows with routes that offer ``reconcile(delivery_ids)``
+(answers ``"sent"`` / ``"missing"`` / ``None``: see :mod:`tidings.actors._reconcile`).
 
 Routes bound after recovery are asked at once (a bind wakes the actor). Every pass works in
 pages of ``batch`` rows (no row cap), logs its progress as ``key=value`` lines on the
@@ -29,12 +23,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 import trio
 
+from tidings.actors._reconcile import reconcile_session, reconciler_of
 from tidings.errors import TidingsError, ValidationError
 from tidings.store import Store, recovery, transition
 from tidings.supervisor import ChildContext, ChildSpec, Mailbox
@@ -43,13 +38,9 @@ if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
     from tidings.actors._router import SessionInteractionRouter
 
-__all__ = ["RECONCILE_ANSWERS", "ReconcileAnswer", "RecoveryReport", "RecoveryScanner"]
+__all__ = ["RecoveryReport", "RecoveryScanner"]
 
 log = logging.getLogger("tidings.recovery")
-
-ReconcileAnswer = Literal["sent", "missing"] | None
-"""What a route's ``reconcile`` says about one ``unknown`` delivery (see the module docs)."""
-RECONCILE_ANSWERS = ("sent", "missing")
 
 _DEAD_CLAIM = "claimed by a process that stopped before recording the platform result"
 
@@ -236,81 +227,23 @@ class RecoveryScanner:
             after = page[-1]
             found += [sid for sid in page if self._reconciler(sid) is not None]
 
-    # --- reconcile -----------------------------------------------------------------------------
+    # --- reconcile (see _reconcile.py) ---------------------------------------------------------
 
-    def _reconciler(self, session_id: str) -> Callable[[list[str]], Awaitable[Any]] | None:
-        binding = self._router.binding(session_id)
-        ask = getattr(binding.route, "reconcile", None) if binding is not None else None
-        return ask if callable(ask) else None
+    def _reconciler(self, session_id: str) -> object | None:
+        return reconciler_of(self._router, session_id)
 
     async def _reconcile(self, session_ids: Iterable[str]) -> RecoveryReport:
         report = RecoveryReport()
         for session_id in session_ids:
-            report += await self._reconcile_session(session_id)
+            done = await reconcile_session(self._store, self._router, self._dispatcher,
+                                           session_id, batch=self.batch,
+                                           ask_timeout=self.reconcile_timeout)
+            report += RecoveryReport(reconciled_sent=done.sent, requeued=done.requeued,
+                                     undecided=done.undecided)
         if report != RecoveryReport():
             log.info("event=recovery_reconciled sent=%d requeued=%d undecided=%d",
                      report.reconciled_sent, report.requeued, report.undecided)
         return report
-
-    async def _reconcile_session(self, session_id: str) -> RecoveryReport:
-        sent = requeued = undecided = 0
-        after = 0
-        while True:
-            ask = self._reconciler(session_id)  # looked up per page: the route may change
-            if ask is None:
-                break
-            rows = await self._store.read(recovery.unknown_rows, session_id, after, self.batch)
-            if not rows:
-                break
-            after = rows[-1][1]
-            ids = [delivery_id for delivery_id, _ in rows]
-            answers = await self._ask(ask, session_id, ids)
-            now = self._store.clock()
-            moves = []
-            for delivery_id in ids:
-                answer = answers.get(delivery_id)
-                if answer not in RECONCILE_ANSWERS:
-                    if answer is not None:
-                        log.warning("event=reconcile_bad_answer session=%s delivery=%s "
-                                    "answer=%r", session_id, delivery_id, answer)
-                    undecided += 1
-                    continue
-                to = "sent" if answer == "sent" else "queued"
-                moves.append(transition(delivery_id, to, now=now, only_from=("unknown",),
-                                        extra_events=[("delivery.reconciled",
-                                                       {"answer": answer})]))
-            if not moves:
-                continue
-            results = await self._store.commit(moves)
-            for move, result in zip(moves, results, strict=True):
-                if result.applied and move.to == "sent":
-                    sent += 1
-                elif result.applied:
-                    requeued += 1
-        if requeued:
-            self._dispatcher.kick(session_id)
-        return RecoveryReport(reconciled_sent=sent, requeued=requeued, undecided=undecided)
-
-    async def _ask(self, ask: Callable[[list[str]], Awaitable[Any]], session_id: str,
-                   ids: list[str]) -> Mapping[str, Any]:
-        """The route's answers; ``{}`` (all undecided) when it fails, stalls or talks nonsense."""
-        answer: Any = None
-        with trio.move_on_after(self.reconcile_timeout) as scope:
-            try:
-                answer = await ask(list(ids))
-            except Exception as exc:  # noqa: BLE001 - a failing route leaves its rows unknown
-                log.warning("event=reconcile_failed session=%s rows=%d error=%r", session_id,
-                            len(ids), exc)
-                return {}
-        if scope.cancelled_caught:
-            log.warning("event=reconcile_timeout session=%s rows=%d timeout=%s", session_id,
-                        len(ids), self.reconcile_timeout)
-            return {}
-        if not isinstance(answer, Mapping):
-            log.warning("event=reconcile_bad_answer session=%s answer_type=%s", session_id,
-                        type(answer).__name__)
-            return {}
-        return answer
 
     # --- the actor -----------------------------------------------------------------------------
 

@@ -1,0 +1,120 @@
+"""Reconcile: ask a route whose platform knows what it received about ``unknown`` rows.
+
+A route may offer ``async reconcile(delivery_ids) -> Mapping[str, ReconcileAnswer]``. For each id
+it was asked about it answers:
+
+* ``"sent"``: the platform has it; the row becomes ``sent``.
+* ``"missing"``: the platform provably does not have it; the row goes back to ``queued`` and is
+  delivered again (a new attempt, in its old place in the session's order). Only with proof.
+* ``None``, or no key for it: undecided; the row stays ``unknown``.
+
+A ``reconcile`` that raises, times out or answers something that is not a mapping leaves every
+row it was asked about ``unknown`` (logged); an answer that is not one of the above counts as
+undecided (logged). Each move is a transition that applies only from ``unknown``, and records
+``delivery.reconciled`` (with the answer) after its own event.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+import trio
+
+from tidings.store import Store, recovery, transition
+
+if TYPE_CHECKING:
+    from tidings.actors._lanes import Dispatcher
+    from tidings.actors._router import SessionInteractionRouter
+
+__all__ = ["RECONCILE_ANSWERS", "ReconcileAnswer", "Reconciled", "reconcile_session",
+           "reconciler_of"]
+
+log = logging.getLogger("tidings.recovery")
+
+ReconcileAnswer = Literal["sent", "missing"] | None
+"""What a route's ``reconcile`` says about one ``unknown`` delivery (see the module docs)."""
+RECONCILE_ANSWERS = ("sent", "missing")
+
+Ask = Callable[[list[str]], Awaitable[Any]]
+
+
+@attrs.frozen
+class Reconciled:
+    """What reconciling one session did: rows now ``sent``, re-queued, and left ``unknown``."""
+
+    sent: int = 0
+    requeued: int = 0
+    undecided: int = 0
+
+
+def reconciler_of(router: SessionInteractionRouter, session_id: str) -> Ask | None:
+    """The bound route's ``reconcile`` for *session_id*, or None."""
+    binding = router.binding(session_id)
+    ask = getattr(binding.route, "reconcile", None) if binding is not None else None
+    return ask if callable(ask) else None
+
+
+async def reconcile_session(store: Store, router: SessionInteractionRouter,
+                            dispatcher: Dispatcher, session_id: str, *, batch: int,
+                            ask_timeout: float) -> Reconciled:
+    """Ask *session_id*'s route about its ``unknown`` rows, a page of *batch* at a time (each
+    ask bounded by *ask_timeout* seconds), and apply the answers; kick the session's lane if
+    any row went back to ``queued``."""
+    sent = requeued = undecided = 0
+    after = 0
+    while (ask := reconciler_of(router, session_id)) is not None:  # the route may change
+        rows = await store.read(recovery.unknown_rows, session_id, after, batch)
+        if not rows:
+            break
+        after = rows[-1][1]
+        ids = [delivery_id for delivery_id, _ in rows]
+        answers = await _ask(ask, session_id, ids, ask_timeout)
+        now = store.clock()
+        moves = []
+        for delivery_id in ids:
+            answer = answers.get(delivery_id)
+            if answer not in RECONCILE_ANSWERS:
+                if answer is not None:
+                    log.warning("event=reconcile_bad_answer session=%s delivery=%s answer=%r",
+                                session_id, delivery_id, answer)
+                undecided += 1
+                continue
+            moves.append(transition(
+                delivery_id, "sent" if answer == "sent" else "queued", now=now,
+                only_from=("unknown",), extra_events=[("delivery.reconciled",
+                                                       {"answer": answer})]))
+        if not moves:
+            continue
+        results = await store.commit(moves)
+        for move, result in zip(moves, results, strict=True):
+            if result.applied and move.to == "sent":
+                sent += 1
+            elif result.applied:
+                requeued += 1
+    if requeued:
+        dispatcher.kick(session_id)
+    return Reconciled(sent, requeued, undecided)
+
+
+async def _ask(ask: Ask, session_id: str, ids: list[str], ask_timeout: float) -> Mapping[str, Any]:
+    """The route's answers; ``{}`` (all undecided) when it fails, stalls or talks nonsense."""
+    answer: Any = None
+    with trio.move_on_after(ask_timeout) as scope:
+        try:
+            answer = await ask(list(ids))
+        except Exception as exc:  # noqa: BLE001 - a failing route leaves its rows unknown
+            log.warning("event=reconcile_failed session=%s rows=%d error=%r", session_id,
+                        len(ids), exc)
+            return {}
+    if scope.cancelled_caught:
+        log.warning("event=reconcile_timeout session=%s rows=%d timeout=%s", session_id,
+                    len(ids), ask_timeout)
+        return {}
+    if not isinstance(answer, Mapping):
+        log.warning("event=reconcile_bad_answer session=%s answer_type=%s", session_id,
+                    type(answer).__name__)
+        return {}
+    return answer
