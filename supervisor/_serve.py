@@ -27,7 +27,14 @@ import trio
 import tidings
 from tidings.channels import EchoAgent, GatewayChannel, load_agent
 from tidings.errors import ChildStartError, RestartIntensityExceeded
-from tidings.supervisor import ChildContext, ChildSpec, FaultPlan, Intensity, open_supervisor
+from tidings.supervisor import (
+    ChildContext,
+    ChildSpec,
+    FaultPlan,
+    Intensity,
+    Supervisor,
+    open_supervisor,
+)
 from tidings.supervisor._config import ServeConfig
 from tidings.supervisor._signals import StopControl
 from tidings.supervisor._token import TokenSource, resolve_token
@@ -48,6 +55,9 @@ class ServeInfo:
     port: int
     db: pathlib.Path
     token_file: pathlib.Path | None
+    gateway: GatewayChannel = attrs.field(repr=False, eq=False)
+    supervisor: Supervisor = attrs.field(repr=False, eq=False)
+    """The ``serve`` supervisor (its ``statistics()``, the gateway child's mailbox)."""
 
 
 class ServeFailed(Exception):
@@ -75,7 +85,8 @@ async def serve(config: ServeConfig, control: StopControl, *,
                 task_status: trio.TaskStatus[ServeInfo] = trio.TASK_STATUS_IGNORED) -> None:
     """Run until *control* asks to stop; returns after a clean stop.
 
-    Reports a :class:`ServeInfo` through ``task_status`` once listening. Raises
+    Reports a :class:`ServeInfo` through ``task_status`` once listening. ``fault_plan`` is
+    the ``serve`` supervisor's (tests crash the gateway child with it). Raises
     :class:`ServeFailed` (the gateway could not listen, or kept crashing beyond the restart
     intensity) and :class:`~tidings.errors.ConfigError` (bad agent or token file).
     """
@@ -87,17 +98,18 @@ async def serve(config: ServeConfig, control: StopControl, *,
     settings = config.gateway_config(source.token)
     db = config.db.absolute()
     async with tidings.open_runtime(db, workspace=config.workspace, core_id=config.core_id,
-                                    grace=config.grace, fault_plan=fault_plan) as rt:
+                                    grace=config.grace) as rt:
         gateway = GatewayChannel(rt, settings, config.channel, agent)
         spec = ChildSpec("gateway", functools.partial(_gateway_child, gateway),
                          restart="permanent", shutdown_timeout=config.grace + 5.0,
                          start_timeout=30.0, mailbox_size=1)
         try:
             async with open_supervisor([spec], name="serve", fault_plan=fault_plan,
-                                       intensity=Intensity(config.max_restarts, config.period)):
+                                       intensity=Intensity(config.max_restarts,
+                                                           config.period)) as sup:
                 port = gateway.port
                 assert port is not None
-                info = ServeInfo(_url(settings.host, port), port, db, source.path)
+                info = ServeInfo(_url(settings.host, port), port, db, source.path, gateway, sup)
                 log.info("event=serving url=%s db=%s token_file=%s agent=%s pid=%d version=%s",
                          info.url, db, source.path or "(given)", type(agent).__name__,
                          os.getpid(), tidings.__version__)

@@ -1,0 +1,86 @@
+"""tidings serve configuration: defaults, the TOML file, flags over the file, and refusals
+that name the dotted key."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from tidings.errors import ConfigError
+from tidings.supervisor._config import load_config
+
+EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tidings.example.toml"
+
+
+def write(tmp_path: pathlib.Path, text: str) -> pathlib.Path:
+    path = tmp_path / "tidings.toml"
+    path.write_text(text)
+    return path
+
+
+def test_no_configuration_at_all_is_a_working_default() -> None:
+    config = load_config()
+    assert config.db == pathlib.Path("tidings.db")
+    assert config.agent is None
+    assert config.channel.name == "gateway"
+    settings = config.gateway_config("x" * 16)
+    assert (settings.host, settings.port, settings.ack_window) == ("127.0.0.1", 8765, 32)
+
+
+def test_the_example_file_is_valid_and_documents_every_key() -> None:
+    config = load_config(EXAMPLE)
+    text = EXAMPLE.read_text()
+    from tidings.channels._gateway_config import GATEWAY_KEYS
+    for key in (*GATEWAY_KEYS, "token_file", "db", "workspace", "core_id", "agent", "grace",
+                "level", "json", "max_restarts", "period", "dispatch_mode", "turn_timeout"):
+        assert f"{key} =" in text, key
+    assert config.gateway_config("x" * 16).port == 8765
+
+
+def test_flags_override_the_file(tmp_path) -> None:
+    path = write(tmp_path, '[serve]\ndb = "from-file.db"\ngrace = 3\n'
+                           '[gateway]\nport = 9000\nheartbeat_s = 5\n'
+                           '[channels.gateway]\ndispatch_mode = "followup"\n'
+                           '[logging]\nlevel = "debug"\n')
+    config = load_config(path, db="flag.db", port=9100, log_json=True)
+    assert config.db == pathlib.Path("flag.db")
+    assert config.grace == 3.0
+    settings = config.gateway_config("x" * 16)
+    assert (settings.port, settings.heartbeat_s) == (9100, 5)
+    assert config.channel.dispatch_mode == "followup"
+    assert (config.log_level, config.log_json) == ("debug", True)
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("[gateway]\nport = -1\n", "gateway.port"),
+    ("[gateway]\nack_window = 0\n", "gateway.ack_window"),
+    ("[gateway]\nportt = 1\n", "gateway.portt"),
+    ("[gateway]\ntoken = \"short\"\n", "gateway.token"),
+    ("[serve]\ngrace = -1\n", "serve.grace"),
+    ("[serve]\nagent = \"not an import path\"\n", "serve.agent"),
+    ("[serve]\nspeed = 1\n", "serve.speed"),
+    ("[logging]\nlevel = \"loud\"\n", "logging.level"),
+    ("[logging]\njson = \"yes\"\n", "logging.json"),
+    ("[supervisor]\nmax_restarts = -2\n", "supervisor.max_restarts"),
+    ("[channels.gateway]\ndispatch_mode = \"shout\"\n", "channels.gateway.dispatch_mode"),
+    ("[extras]\nx = 1\n", "extras"),
+    ("gateway = 3\n", "gateway"),
+])
+def test_invalid_config_is_refused_naming_the_key(tmp_path, text: str, field: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert caught.value.field == field
+
+
+def test_unreadable_or_invalid_toml_is_refused(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.toml")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(write(tmp_path, "[gateway\n"))
+
+
+def test_a_bad_flag_is_refused_like_the_file(tmp_path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(port=70000)
+    assert caught.value.field == "gateway.port"

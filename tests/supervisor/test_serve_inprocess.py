@@ -1,0 +1,88 @@
+"""tidings serve in process: a crashed gateway is restarted and logged, too many crashes end
+it with a clear message, a port in use is a clear failure, a stop is clean."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import socket
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from tidings.channels import GatewayClient
+from tidings.supervisor import FaultPlan, FaultRule, Seam
+from tidings.supervisor._config import load_config
+from tidings.supervisor._serve import ServeFailed, serve
+from tidings.supervisor._signals import StopControl
+
+TOKEN = "serve-test-token"
+
+
+def _config(tmp_path, **flags):
+    flags = {"db": str(tmp_path / "serve.db"), "port": 0, "token": TOKEN,
+             "workspace": str(tmp_path), **flags}
+    return load_config(**flags)
+
+
+async def test_a_crashed_gateway_is_restarted_and_logged(tmp_path, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="tidings")
+    plan = FaultPlan([FaultRule(Seam.BEFORE_MESSAGE, child="gateway", times=1)])
+    control = StopControl()
+    async with trio.open_nursery() as nursery:
+        info = await nursery.start(functools.partial(serve, _config(tmp_path), control,
+                                                     fault_plan=plan))
+        info.supervisor.mailbox("gateway").send_nowait("crash, please")
+        with trio.fail_after(10):
+            while info.supervisor.statistics().restarts < 1:
+                await trio.testing.wait_all_tasks_blocked()
+        port = info.gateway.port
+        async with GatewayClient.connect(f"ws://127.0.0.1:{port}", token=TOKEN,
+                                         conversation="alpha") as client:
+            assert client.welcome["type"] == "welcome"
+        control.request("test")
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("event=child_restarted" in m and "child=gateway" in m for m in messages)
+    assert any("event=gateway_listening" in m and "incarnation=2" in m for m in messages)
+
+
+async def test_restart_intensity_exceeded_ends_serve_with_a_clear_message(tmp_path) -> None:
+    plan = FaultPlan([FaultRule(Seam.BEFORE_MESSAGE, child="gateway"),
+                      FaultRule(Seam.CHILD_START, child="gateway", nth=2)])
+    control = StopControl()
+    config = attrs.evolve(_config(tmp_path), max_restarts=1)
+
+    async def crash_it() -> None:
+        async with trio.open_nursery() as nursery:
+            info = await nursery.start(functools.partial(serve, config, control,
+                                                         fault_plan=plan))
+            info.supervisor.mailbox("gateway").send_nowait("crash")
+
+    with pytest.raises(ExceptionGroup) as caught:
+        await crash_it()
+    assert caught.group_contains(ServeFailed, match=r"kept crashing: more than 1 restarts")
+
+
+async def test_a_port_in_use_is_a_clear_failure(tmp_path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ServeFailed, match=f"cannot listen on ws://127.0.0.1:{port}"):
+            await serve(_config(tmp_path, port=port), StopControl())
+
+
+async def test_a_stop_request_ends_serve_cleanly(tmp_path) -> None:
+    control = StopControl()
+    async with trio.open_nursery() as nursery:
+        info = await nursery.start(serve, _config(tmp_path), control)
+        async with GatewayClient.connect(info.url, token=TOKEN, conversation="a") as client:
+            await client.message("hello")
+            with trio.fail_after(10):
+                frames = await client.receive_until(
+                    lambda frame: frame["type"] == "delivery")
+            assert frames[-1]["text"] == "hello"
+        control.request("test")
+    assert info.gateway.closed

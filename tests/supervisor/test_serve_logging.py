@@ -1,0 +1,46 @@
+"""Logs: one line per event, key=value or JSON lines."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+from tidings.supervisor._logging import JsonLinesFormatter, KeyValueFormatter, parse_fields
+
+
+def _record(message: str, *args: object) -> logging.LogRecord:
+    return logging.LogRecord("tidings.gateway", logging.INFO, __file__, 1, message, args, None)
+
+
+def test_key_value_messages_parse_into_fields() -> None:
+    assert parse_fields('event=x a=1 b="two words" c=') == {"event": "x", "a": "1",
+                                                             "b": "two words", "c": ""}
+    assert parse_fields("just prose") is None
+
+
+def test_key_value_lines_lead_with_time_level_and_logger() -> None:
+    line = KeyValueFormatter().format(_record("event=serving url=%s", "ws://h:1"))
+    assert line.startswith("ts=")
+    assert " level=info logger=tidings.gateway event=serving url=ws://h:1" in line
+    prose = KeyValueFormatter().format(_record("plain words"))
+    assert prose.endswith('message="plain words"')
+
+
+def test_json_lines_carry_the_fields() -> None:
+    entry = json.loads(JsonLinesFormatter().format(_record('event=stopped db="/a b"')))
+    assert entry["event"] == "stopped"
+    assert entry["db"] == "/a b"
+    assert (entry["level"], entry["logger"]) == ("info", "tidings.gateway")
+    assert json.loads(JsonLinesFormatter().format(_record("prose")))["message"] == "prose"
+
+
+def test_configure_logging_writes_to_the_stream() -> None:
+    from tidings.supervisor._logging import configure_logging
+    stream = io.StringIO()
+    handler = configure_logging("info", json_lines=True, stream=stream)
+    try:
+        logging.getLogger("tidings.test").info("event=hello n=%d", 3)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert json.loads(stream.getvalue())["n"] == "3"

@@ -1,0 +1,44 @@
+"""The client token: generated once, 0600 beside the database, reused after."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from tidings.errors import ConfigError
+from tidings.supervisor._token import resolve_token, token_path
+
+
+def test_a_token_is_generated_once_and_reused(tmp_path) -> None:
+    db = tmp_path / "state" / "tidings.db"
+    first = resolve_token(None, None, db)
+    assert first.created
+    assert first.path == token_path(db) == tmp_path / "state" / "tidings.db.token"
+    assert stat.S_IMODE(os.stat(first.path).st_mode) == 0o600
+    assert len(first.token) >= 32
+    again = resolve_token(None, None, db)
+    assert (again.token, again.created) == (first.token, False)
+
+
+def test_a_given_token_is_used_as_it_is(tmp_path) -> None:
+    source = resolve_token("given-token", None, tmp_path / "tidings.db")
+    assert (source.token, source.path) == ("given-token", None)
+    assert not token_path(tmp_path / "tidings.db").exists()
+
+
+def test_a_token_file_others_can_read_is_tightened(tmp_path) -> None:
+    path = tmp_path / "custom.token"
+    path.write_text("a-long-enough-token\n")
+    path.chmod(0o644)
+    assert resolve_token(None, path, tmp_path / "x.db").token == "a-long-enough-token"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_a_token_file_that_holds_no_token_is_refused(tmp_path) -> None:
+    path = tmp_path / "empty.token"
+    path.write_text("\n")
+    with pytest.raises(ConfigError) as caught:
+        resolve_token(None, path, tmp_path / "x.db")
+    assert caught.value.field == "gateway.token_file"
