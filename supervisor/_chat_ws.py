@@ -11,10 +11,11 @@ everything is in: a deterministic transcript.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import pathlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, TextIO
 
 import attrs
@@ -138,14 +139,15 @@ async def _answer(client: GatewayClient, question: dict[str, Any], line: str) ->
                            "decision": decision})
 
 
-async def _settle(client: GatewayClient, state: _State, message_id: str) -> None:
-    """Piped mode: wait until the line's turn or command answer has been delivered."""
+async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool:
+    """Piped mode: wait until the line's turn or command answer has been delivered. False
+    when the turn asks a question first (the next line answers it; settle again after)."""
     await state.wait_for(lambda: message_id in state.accepted)
     if state.accepted[message_id] in ("started", "queued", "merged"):
         await state.wait_for(lambda: message_id in state.finished
                              or state.question is not None)
-        if state.question is not None:
-            return  # the next line answers it
+        if message_id not in state.finished:
+            return False
     state.synced = None
     await client.sync(state.session_id)
     await state.wait_for(lambda: state.synced is not None)
@@ -153,35 +155,42 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> None
     [(session_id, last_seq)] = state.synced.items()
     floor = client.welcome["last_seq"] if session_id == client.session_id else 0
     await state.wait_for(lambda: max(state.seen.get(session_id, 0), floor) >= last_seq)
+    return True
 
 
-async def _pump(lines: AsyncIterator[str], send: trio.MemorySendChannel[str]) -> None:
+async def _pump(lines: AsyncGenerator[str, None], send: trio.MemorySendChannel[str]) -> None:
     """Read *lines* into *send* for as long as the chat lasts (reconnects included)."""
     try:
-        async for line in lines:
-            await send.send(line)
+        async with contextlib.aclosing(lines):
+            async for line in lines:
+                await send.send(line)
     finally:
         send.close()
 
 
 async def _send(client: GatewayClient, state: _State, lines: trio.MemoryReceiveChannel[str],
                 options: ChatOptions) -> None:
+    waiting: str | None = None  # piped mode: the message whose answer is not in yet
     async for raw in lines:
         line = raw.rstrip("\n")
         question = state.question
         if question is not None:
             state.question = None
             await _answer(client, question, line)
-            continue
-        if not line.strip():
-            continue
-        message_id = await client.message(line)
-        if not options.interactive:
+        elif line.strip():
+            waiting = await client.message(line)
+        if waiting is not None and not options.interactive:
+            settled: bool | None = None  # None: gave up waiting
             with trio.move_on_after(_SETTLE):
-                await _settle(client, state, message_id)
+                settled = await _settle(client, state, waiting)
+            if settled is not False:
+                waiting = None
+    if waiting is not None:
+        with trio.move_on_after(_SETTLE):
+            await _settle(client, state, waiting)
 
 
-async def chat_over_websocket(options: ChatOptions, lines: AsyncIterator[str], *,
+async def chat_over_websocket(options: ChatOptions, lines: AsyncGenerator[str, None], *,
                               out: TextIO, err: TextIO) -> int:
     """Chat until *lines* end (0), or the server refuses or cannot be reached (1)."""
     send, receive = trio.open_memory_channel[str](0)

@@ -1,0 +1,52 @@
+"""The terminal client (tidings chat without --local) driven by piped lines."""
+
+from __future__ import annotations
+
+import io
+
+import trio
+
+from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
+
+
+class Asker:
+    """``ask:Q`` prompts and replies with the answer; anything else is echoed."""
+
+    async def run(self, turn) -> None:
+        if turn.text.startswith("ask:"):
+            answer = await turn.prompt_user(turn.text[4:], timeout=60)
+            await turn.send_chunk(f"answer: {answer}")
+        else:
+            await turn.send_chunk(turn.prompt)
+
+
+async def _lines(*lines: str):
+    for line in lines:
+        await trio.lowlevel.checkpoint()
+        yield line + "\n"
+
+
+async def test_a_piped_chat_is_a_deterministic_transcript(rt, serve_gateway) -> None:
+    async with serve_gateway(rt, agent=Asker()) as (_gateway, url):
+        out, err = io.StringIO(), io.StringIO()
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="pipe",
+                              interactive=False)
+        with trio.fail_after(20):
+            code = await chat_over_websocket(
+                options, _lines("first line", "tool: x", "/cancel", "ask:your name?", "Ada"),
+                out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().splitlines() == [
+        "first line", "tool: x", "* Nothing to cancel.", "? your name?", "answer: Ada"]
+
+
+async def test_a_bad_token_ends_the_chat_with_the_reason(rt, serve_gateway) -> None:
+    async with serve_gateway(rt) as (_gateway, url):
+        err = io.StringIO()
+        options = ChatOptions(url=url, token="wrong-token-value", conversation="pipe",
+                              interactive=False)
+        with trio.fail_after(20):
+            code = await chat_over_websocket(options, _lines("hi"), out=io.StringIO(),
+                                             err=err)
+    assert code == 1
+    assert "unauthorized: bad token" in err.getvalue()
