@@ -25,6 +25,7 @@ from tidings.actors._records import Prompt as Prompt
 from tidings.actors._records import PromptAnswer as PromptAnswer
 from tidings.actors._recovery import RecoveryReport as RecoveryReport
 from tidings.actors._recovery import RecoveryScanner as RecoveryScanner
+from tidings.actors._recovery import ScannerStatistics as ScannerStatistics
 from tidings.actors._router import BindToken as BindToken
 from tidings.actors._router import SessionInteractionRouter as SessionInteractionRouter
 from tidings.actors._runtime import Runtime as Runtime
@@ -65,6 +66,7 @@ __all__ = [
     "Runtime",
     "RuntimeEvent",
     "RuntimeStatistics",
+    "ScannerStatistics",
     "SessionInteractionRouter",
     "SessionRecord",
     "StoredDelivery",

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
     from tidings.actors._router import SessionInteractionRouter
 
-__all__ = ["RecoveryReport", "RecoveryScanner"]
+__all__ = ["RecoveryReport", "RecoveryScanner", "ScannerStatistics"]
 
 log = logging.getLogger("tidings.recovery")
 
@@ -67,6 +67,17 @@ class RecoveryReport:
     def __add__(self, other: RecoveryReport) -> RecoveryReport:
         return RecoveryReport(*(a + b for a, b in zip(attrs.astuple(self),
                                                        attrs.astuple(other), strict=True)))
+
+
+@attrs.frozen
+class ScannerStatistics:
+    """A snapshot of the scanner: whether its period runs, how many scans it made, what all its
+    passes did together and what the last scan did."""
+
+    armed: bool
+    scans: int
+    totals: RecoveryReport
+    last_scan: RecoveryReport
 
 
 class RecoveryScanner:
@@ -104,6 +115,9 @@ class RecoveryScanner:
         self._bound: set[str] = set()
         self._mailbox: Mailbox | None = None
         router.add_bind_listener(self._on_bind)
+
+    def statistics(self) -> ScannerStatistics:
+        return ScannerStatistics(self.armed, self.scans, self.totals, self.last_scan)
 
     # --- the passes ----------------------------------------------------------------------------
 

@@ -69,7 +69,9 @@ async def test_no_scan_runs_before_a_manual_recover(db_path, workspace, leftover
         mock_clock.jump(5.0)
         await rt.scanner.wait_scan()
     assert route.texts() == ["m0"]
-    assert rt.scanner.scans == 1
+    stats = rt.scanner.statistics()
+    assert (stats.armed, stats.scans) == (True, 1)
+    assert stats.totals.queued_sessions == 1
 
 
 async def test_a_crashed_scanner_is_restarted_and_keeps_its_state(db_path, workspace,
