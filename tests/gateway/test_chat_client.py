@@ -50,3 +50,15 @@ async def test_a_bad_token_ends_the_chat_with_the_reason(rt, serve_gateway) -> N
                                              err=err)
     assert code == 1
     assert "unauthorized: bad token" in err.getvalue()
+
+
+def test_chat_web_prints_the_path_of_the_browser_client(capsys) -> None:
+    import argparse
+    import pathlib
+
+    from tidings.supervisor import _chat_ws
+
+    assert _chat_ws.run(argparse.Namespace(web=True)) == 0
+    page = pathlib.Path(capsys.readouterr().out.strip())
+    assert page.name == "chat.html"
+    assert 'type: "hello"' in page.read_text()
