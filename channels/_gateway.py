@@ -54,7 +54,7 @@ from tidings.channels._gateway_inbound import on_ack, on_message
 from tidings.channels._gateway_interact import Interactions
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
-from tidings.errors import DeliveryNotFoundError, SessionNotFoundError
+from tidings.errors import DeliveryNotFoundError, SessionNotFoundError, TidingsError
 
 __all__ = ["GatewayChannel"]
 
@@ -259,29 +259,33 @@ class GatewayChannel(ChannelBase):
     # --- one connection ----------------------------------------------------------------------
 
     async def _handle(self, request: WebSocketRequest) -> None:
+        remote = _remote(request)
         ws = await request.accept()
         code, reason = 1000, ""
         conn: Connection | None = None
         try:
             admission = await admit(self, ws)
-            conn = self._join(ws, admission)
+            conn = self._join(ws, admission, remote)
             welcome = self._welcome(admission)
             await conn.run(welcome, lambda c: replay(self, c, admission.plan), self._on_frame)
             code, reason = (conn.close_code or 1000), conn.close_reason
         except Refused as refused:
             code, reason = refused.code, refused.reason
             log.info("event=connection_refused remote=%s code=%d reason=%s",
-                     _remote(ws), code, _quote(reason))
+                     remote, code, _quote(reason))
         except Exception:
-            log.exception("event=connection_failed remote=%s", _remote(ws))
+            log.exception("event=connection_failed remote=%s", remote)
             code, reason = CLOSE_INTERNAL, "internal error"
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_WAIT):
                 if conn is not None:
-                    await self._leave(conn)
+                    try:
+                        await self._leave(conn)
+                    except TidingsError as exc:  # e.g. the store closed under us: logged
+                        log.warning("event=leave_failed connection=%d error=%r", conn.id, exc)
                 await ws.aclose(code, reason)
 
-    def _join(self, ws: WebSocketConnection, admission: Admission) -> Connection:
+    def _join(self, ws: WebSocketConnection, admission: Admission, remote: str) -> Connection:
         conversation = admission.conversation
         conn = Connection(ws, self.settings, conversation=conversation,
                           client=admission.hello.client or "client",
@@ -293,7 +297,7 @@ class GatewayChannel(ChannelBase):
         for frame in self.interactions.waiting_in(conversation.key):
             conn.push(frame)
         log.info("event=connection_opened connection=%d remote=%s conversation=%s session=%s "
-                 "after_seq=%s", conn.id, _remote(ws), conversation.key, admission.session_id,
+                 "after_seq=%s", conn.id, remote, conversation.key, admission.session_id,
                  admission.hello.after_seq)
         return conn
 
@@ -364,8 +368,12 @@ class GatewayChannel(ChannelBase):
         self._progress = trio.Event()
 
 
-def _remote(ws: WebSocketConnection) -> str:
-    remote = ws.remote
+def _remote(request: WebSocketRequest) -> str:
+    """The peer's address for the log (never raises: the socket may be gone)."""
+    try:
+        remote = request.remote
+    except OSError:
+        return "unknown"
     return f"{remote.address}:{remote.port}" if hasattr(remote, "port") else str(remote)
 
 

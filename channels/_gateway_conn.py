@@ -127,24 +127,26 @@ class Connection:
                 return
             try:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._writer, welcome, replay)
+                    nursery.start_soon(self._writer, welcome, replay, nursery.cancel_scope)
                     nursery.start_soon(self._heartbeat)
                     await self._reader(handle)
                     nursery.cancel_scope.cancel(reason="the client closed the connection")
-            except ConnectionClosed:
-                pass  # the peer went away while we wrote: the reader will see it too
             finally:
                 self._send.close()
 
-    async def _writer(self, welcome: dict[str, Any], replay: Replay) -> None:
-        await self.write(welcome)
-        await replay(self)
-        async for text, delivery_id in self._receive:
-            if delivery_id is not None and delivery_id in self.replayed:
-                self.replayed.discard(delivery_id)  # replayed already: never twice
-                continue
-            await self.ws.send_message(text)
-            self.written += 1
+    async def _writer(self, welcome: dict[str, Any], replay: Replay,
+                      scope: trio.CancelScope) -> None:
+        try:
+            await self.write(welcome)
+            await replay(self)
+            async for text, delivery_id in self._receive:
+                if delivery_id is not None and delivery_id in self.replayed:
+                    self.replayed.discard(delivery_id)  # replayed already: never twice
+                    continue
+                await self.ws.send_message(text)
+                self.written += 1
+        except ConnectionClosed:  # the peer went away while we wrote: the connection is over
+            scope.cancel(reason="the client closed the connection")
 
     async def write(self, frame: dict[str, Any]) -> None:
         """Write *frame* now, ahead of the queue (the writer task only: welcome, replay)."""

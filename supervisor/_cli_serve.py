@@ -84,10 +84,16 @@ def run(args: argparse.Namespace) -> int:
 
 async def _main(config: ServeConfig) -> None:
     control = StopControl()
+    failure: Exception | None = None
     async with trio.open_nursery() as nursery:
         await nursery.start(watch_signals, control)
-        await serve(config, control)
+        try:
+            await serve(config, control)
+        except (ServeFailed, ConfigError) as exc:  # raised below, not wrapped in a group
+            failure = exc
         nursery.cancel_scope.cancel(reason="served")
+    if failure is not None:
+        raise failure
 
 
 def _quoted(text: str) -> str:

@@ -173,8 +173,14 @@ def _quoted(text: str) -> str:
 
 
 def _cause(exc: BaseException) -> str:
-    cause = exc.__cause__ or exc
-    while cause.__cause__ is not None and cause.__cause__ is not cause:
-        cause = cause.__cause__
+    """The root error behind *exc*: its causes followed, groups opened (first leaf)."""
+    cause = exc
+    for _ in range(50):
+        if isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+            cause = cause.exceptions[0]
+        elif cause.__cause__ is not None and cause.__cause__ is not cause:
+            cause = cause.__cause__
+        else:
+            break
     text = str(cause)
     return f"{type(cause).__name__}: {text}" if text else type(cause).__name__

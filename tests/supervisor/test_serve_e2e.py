@@ -250,3 +250,19 @@ async def test_serve_refuses_a_bad_config_naming_the_key(tmp_path) -> None:
     assert result.returncode == 2
     assert "gateway.port" in result.stderr.decode()
     assert not (tmp_path / "x.db").exists()
+
+
+async def test_a_port_in_use_exits_1_with_the_reason(tmp_path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = await trio.run_process(
+            tidings_command("serve", "--db", str(tmp_path / "p.db"), "--port", str(port)),
+            capture_stderr=True, check=False, env=environment(), stdin=subprocess.DEVNULL)
+    err = result.stderr.decode()
+    assert result.returncode == 1
+    assert f"tidings serve: cannot listen on ws://127.0.0.1:{port}: OSError" in err
+    assert "Traceback" not in err
