@@ -209,7 +209,8 @@ class LaneWorker:
         if not lane.unflushed:
             return []
         now = self.store.clock()
-        moves = [(item, transition(item.delivery_id, "sent", now=now)) for item in lane.unflushed]
+        moves = [(item, transition(item.delivery_id, "sent", now=now, only_from=("sending",)))
+                 for item in lane.unflushed]
         lane.unflushed = []
         return moves
 

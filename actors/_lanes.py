@@ -101,7 +101,7 @@ class Dispatcher:
     """Schedules committed deliveries onto lanes (see the module docstring)."""
 
     def __init__(self, store: Store, router: SessionInteractionRouter,
-                 registry: HandleRegistry, *, mailbox_size: int = 64, refill_batch: int = 256,
+                 registry: HandleRegistry, *, mailbox_size: int = 64, refill_batch: int = 32,
                  lease: float = 300.0, grace: float = 2.0, linger: float = 5.0) -> None:
         self.store = store
         self.router = router
