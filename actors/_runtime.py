@@ -295,7 +295,7 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
         # No timeouts: starting is opening a local file, stopping is committing what is left,
         # both in a worker thread that a cancel could not interrupt anyway.
         ChildSpec("writer", writer, restart="permanent", shutdown_timeout=None,
-                  start_timeout=None, mailbox_size=4096),
+                  start_timeout=None, mailbox_size=4096, dead_letter=store.writer.dead_letter),
         ChildSpec("routes", routes, restart="permanent", shutdown_timeout=grace,
                   mailbox_size=1),
         runtime.scanner.child_spec(),

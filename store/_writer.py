@@ -127,6 +127,14 @@ class StoreWriter:
     def remove_listener(self, listener: Callable[[], None]) -> None:
         self._listeners.remove(listener)
 
+    def dead_letter(self, request: object, error: BaseException) -> None:
+        """A request the writer will never see (a fault took it from the mailbox, or the
+        mailbox closed with it inside): answer it with :class:`StoreError`, not committed.
+        Sync; a supervisor calls it (``ChildSpec(dead_letter=...)``)."""
+        if isinstance(request, WriteRequest):
+            request.finish(None, StoreError(f"the writer lost this write before committing it "
+                                            f"({type(error).__name__}: {error})"))
+
     def statistics(self) -> WriterStatistics:
         return WriterStatistics(self._batches, self._requests, self._statements,
                                 self._isolated, self._largest)

@@ -40,7 +40,8 @@ class ChildSlot:
 
     def __init__(self, spec: ChildSpec, plan: FaultPlan | None) -> None:
         self.spec = spec
-        self.mailbox = Mailbox(spec.name, spec.mailbox_size, plan, self.cancel_fault)
+        self.mailbox = Mailbox(spec.name, spec.mailbox_size, plan, self.cancel_fault,
+                               spec.dead_letter)
         self.state: ChildState = "starting"
         self.incarnation = 0
         self.restarts = 0

@@ -9,6 +9,7 @@ receive end that the kernel closes when the incarnation ends.
 
 from __future__ import annotations
 
+import logging
 from typing import final
 
 import attrs
@@ -16,8 +17,20 @@ import trio
 
 from tidings.errors import MailboxClosedError
 from tidings.supervisor._faults import CancelFault, FaultPlan, Seam, act_at, injected_fault
+from tidings.supervisor._log import log_event
+from tidings.supervisor._spec import DeadLetter
 
-__all__ = ["Mailbox", "MailboxReceiver", "MailboxStatistics"]
+__all__ = ["Mailbox", "MailboxReceiver", "MailboxStatistics", "tell_dead_letter"]
+
+
+def tell_dead_letter(hook: DeadLetter, name: str, message: object,
+                     error: BaseException) -> None:
+    """Call a child's dead-letter hook; never raises (a failure is logged)."""
+    try:
+        hook(message, error)
+    except Exception as exc:  # noqa: BLE001 - a hook's failure must not hide the fault
+        log_event(logging.ERROR, "dead_letter_failed", child=name, error_type=type(exc).__name__,
+                  error=str(exc))
 
 @final
 @attrs.frozen
@@ -41,13 +54,14 @@ class Mailbox:
     supervisor has stopped, every send raises :class:`~tidings.errors.MailboxClosedError`.
     """
 
-    __slots__ = ("_cancel_fault", "_name", "_plan", "_receive", "_send")
+    __slots__ = ("_cancel_fault", "_dead_letter", "_name", "_plan", "_receive", "_send")
 
     def __init__(self, name: str, size: int, plan: FaultPlan | None,
-                 cancel_fault: CancelFault) -> None:
+                 cancel_fault: CancelFault, dead_letter: DeadLetter | None = None) -> None:
         self._name = name
         self._plan = plan
         self._cancel_fault = cancel_fault
+        self._dead_letter = dead_letter
         self._send, self._receive = trio.open_memory_channel[object](size)
 
     def __repr__(self) -> str:
@@ -101,13 +115,23 @@ class Mailbox:
     # --- kernel side ---------------------------------------------------------------------------
 
     def _open_receiver(self, cancel_fault: CancelFault) -> MailboxReceiver:
-        return MailboxReceiver(self._name, self._receive.clone(), self._plan, cancel_fault)
+        return MailboxReceiver(self._name, self._receive.clone(), self._plan, cancel_fault,
+                               self._dead_letter)
 
     def _close_send(self) -> None:
         self._send.close()
 
     def _close(self) -> None:
+        """Close for good: what is still buffered goes to the dead-letter hook."""
         self._send.close()
+        if self._dead_letter is not None:
+            error = self._closed_error()
+            while True:
+                try:
+                    message = self._receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                tell_dead_letter(self._dead_letter, self._name, message, error)
         self._receive.close()
 
 
@@ -121,12 +145,14 @@ class MailboxReceiver:
     child asks for the next one, or leaves its function, after handling one).
     """
 
-    __slots__ = ("_cancel_fault", "_closing", "_handling", "_name", "_plan", "_receive",
-                 "_shutdown_fault", "_waiting")
+    __slots__ = ("_cancel_fault", "_closing", "_dead_letter", "_handling", "_name", "_plan",
+                 "_receive", "_shutdown_fault", "_waiting")
 
     def __init__(self, name: str, receive: trio.MemoryReceiveChannel[object],
-                 plan: FaultPlan | None, cancel_fault: CancelFault) -> None:
+                 plan: FaultPlan | None, cancel_fault: CancelFault,
+                 dead_letter: DeadLetter | None = None) -> None:
         self._name = name
+        self._dead_letter = dead_letter
         self._receive = receive
         self._plan = plan
         self._cancel_fault = cancel_fault
@@ -172,11 +198,16 @@ class MailboxReceiver:
             finally:
                 self._waiting = False
         if plan is not None:
-            cancel = act_at(plan, self._name, Seam.RECEIVE, self._cancel_fault)
-            cancel = act_at(plan, self._name, Seam.BEFORE_MESSAGE, self._cancel_fault) or cancel
-            self._handling = True
-            if cancel:
-                await trio.lowlevel.checkpoint()
+            try:
+                cancel = act_at(plan, self._name, Seam.RECEIVE, self._cancel_fault)
+                cancel = act_at(plan, self._name, Seam.BEFORE_MESSAGE,
+                                self._cancel_fault) or cancel
+                self._handling = True
+                if cancel:
+                    await trio.lowlevel.checkpoint()
+            except BaseException as exc:  # the fault took it: its sender is told, then re-raise
+                self._lost(message, exc)
+                raise
         return message
 
     def receive_nowait(self) -> object:
@@ -190,10 +221,18 @@ class MailboxReceiver:
             act_at(plan, self._name, Seam.AFTER_MESSAGE, self._cancel_fault)
         message = self._take_nowait(ending=self._closing)
         if plan is not None:
-            act_at(plan, self._name, Seam.RECEIVE, self._cancel_fault)
-            act_at(plan, self._name, Seam.BEFORE_MESSAGE, self._cancel_fault)
+            try:
+                act_at(plan, self._name, Seam.RECEIVE, self._cancel_fault)
+                act_at(plan, self._name, Seam.BEFORE_MESSAGE, self._cancel_fault)
+            except BaseException as exc:  # the fault took it: its sender is told, then re-raise
+                self._lost(message, exc)
+                raise
             self._handling = True
         return message
+
+    def _lost(self, message: object, error: BaseException) -> None:
+        if self._dead_letter is not None:
+            tell_dead_letter(self._dead_letter, self._name, message, error)
 
     def _take_nowait(self, *, ending: bool) -> object:
         try:

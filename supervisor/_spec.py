@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from tidings.supervisor._mailbox import MailboxReceiver
     from tidings.supervisor._supervisor import Supervisor
 
-__all__ = ["RESTART_TYPES", "STRATEGIES", "ChildContext", "ChildFunction", "ChildSpec", "Restart",
-           "Strategy", "check_unique_names"]
+__all__ = ["RESTART_TYPES", "STRATEGIES", "ChildContext", "ChildFunction", "ChildSpec",
+           "DeadLetter", "Restart", "Strategy", "check_unique_names"]
 
 Restart = Literal["permanent", "transient", "temporary"]
 """``permanent``: restarted whenever it ends; ``transient``: only when it ends with an exception;
@@ -30,6 +30,9 @@ STRATEGIES: tuple[Strategy, ...] = ("one_for_one", "one_for_all", "rest_for_one"
 
 ChildFunction = Callable[..., Awaitable[object]]
 """``async def fn(ctx: ChildContext, *, task_status=trio.TASK_STATUS_IGNORED) -> None``."""
+
+DeadLetter = Callable[[object, BaseException], object]
+"""``dead_letter(message, error)``: told of a message its child will never get (sync)."""
 
 
 def _timeout(name: str, field: str, value: object, *, zero_ok: bool) -> None:
@@ -53,6 +56,12 @@ class ChildSpec:
     ladder waits after closing the mailbox before it cancels the child (``None``: no limit, the
     right choice for a nested supervisor; ``0``: cancel at once). ``mailbox_size`` bounds the
     mailbox (``0``: a rendezvous). ``backoff`` delays restarts after failures.
+
+    ``dead_letter(message, error)`` (sync; optional) is told of every message the child will
+    never get: one a fault plan took at the ``receive`` / ``before_message`` seams, and what is
+    still buffered when the mailbox is closed for good. A request/reply child (the store
+    writer) answers its sender there, so nobody waits forever for a lost message. It must not
+    block; what it raises is logged and dropped.
     """
 
     name: str
@@ -62,6 +71,7 @@ class ChildSpec:
     start_timeout: float | None = 10.0
     mailbox_size: int = 64
     backoff: Backoff | None = None
+    dead_letter: DeadLetter | None = attrs.field(default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
         name = self.name
@@ -79,6 +89,9 @@ class ChildSpec:
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValidationError("mailbox_size", f"child {name!r}: must be an int >= 0, "
                                                   f"got {size!r}")
+        if self.dead_letter is not None and not callable(self.dead_letter):
+            raise ValidationError("dead_letter", f"child {name!r}: must be callable or None, "
+                                                 f"got {self.dead_letter!r}")
         if self.backoff is not None and not isinstance(self.backoff, Backoff):
             raise ValidationError("backoff", f"child {name!r}: must be a Backoff or None, "
                                              f"got {self.backoff!r}")

@@ -320,6 +320,9 @@ class Supervisor:
         failure.__cause__ = error
         self._failure = failure
         self._state = "stopping"
+        # It will never run again: its senders fail now (and what is buffered goes to its
+        # dead-letter hook) instead of waiting for it, maybe shielded, while the others stop.
+        slot.mailbox._close()
         log_event(logging.ERROR, "restart_intensity_exceeded", supervisor=self._name,
                   child=name, restarts=len(self._window), period=limit.period,
                   max_restarts=limit.max_restarts)
