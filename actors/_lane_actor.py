@@ -19,7 +19,7 @@ from tidings.actors._handle import DeliveryItem, describe_error, outcome_of
 from tidings.actors._outbound import adapt_blocks, build_outbound, item_from_row
 from tidings.actors._router import Binding
 from tidings.store import Transition, queries, transition
-from tidings.supervisor import ChildContext, MailboxReceiver
+from tidings.supervisor import ChildContext, MailboxReceiver, Seam
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher, Lane
@@ -147,6 +147,9 @@ class LaneWorker:
             binding, attempt = claimed
         outbound, _ = build_outbound(item, binding.capabilities, attempt=attempt)
         lane.delivering = True
+        sup = self.dispatcher.supervisor
+        if sup is not None and sup.fault_plan is not None and lane.name is not None:
+            sup.fault_point(lane.name, Seam.DELIVER)  # claimed: a crash here leaves it unknown
         try:
             await binding.deliver(outbound)
         except Exception as exc:  # noqa: BLE001 - any error from a route is that delivery's failure

@@ -43,6 +43,10 @@ class Seam(enum.StrEnum):
     """When a message is taken from the mailbox."""
     SHUTDOWN = "shutdown"
     """When the shutdown ladder begins for the child."""
+    DELIVER = "deliver"
+    """Not consulted by the kernel: an actor consults it with :meth:`Supervisor.fault_point`
+    around its platform I/O (the runtime's session lanes, right before a route's
+    ``deliver()``, once the row's claim is durable)."""
 
 
 def _to_seam(value: Seam | str) -> Seam:

@@ -18,7 +18,7 @@ from tidings.errors import (
 )
 from tidings.supervisor._backoff import BackoffTimer
 from tidings.supervisor._child import ChildSlot, Ending, StartResult, run_child
-from tidings.supervisor._faults import FaultPlan, Seam
+from tidings.supervisor._faults import FaultPlan, Seam, _to_seam, act_at
 from tidings.supervisor._intensity import Intensity, RestartWindow
 from tidings.supervisor._ladder import run_ladder
 from tidings.supervisor._log import describe, log_event, logger
@@ -200,6 +200,22 @@ class Supervisor:
           SupervisorError: no child has that name.
         """
         return self._slot(name).cancel_fault(seam)
+
+    def fault_point(self, name: str, seam: Seam | str) -> None:
+        """Consult the fault plan at ``seam`` for child ``name``, from that child's own task.
+
+        For ``"raise"`` it raises :class:`~tidings.errors.InjectedFault` here; for
+        ``"cancel"`` it cancels the child's fault scope, so the child crashes at its next
+        checkpoint. Without a plan (or a rule that fires) it does nothing. Never blocks; never
+        a checkpoint. This is how an actor adds a seam of its own (e.g. ``Seam.DELIVER``).
+
+        Raises:
+          InjectedFault: the plan injects ``"raise"``.
+          SupervisorError: no child has that name.
+        """
+        if self._plan is None:
+            return
+        act_at(self._plan, name, _to_seam(seam), self._slot(name).cancel_fault)
 
     def _slot(self, name: str) -> ChildSlot:
         try:

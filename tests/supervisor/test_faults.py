@@ -37,7 +37,7 @@ async def _settle(sup, name: str, message: object) -> None:
 
 def test_seams_are_string_values():
     assert [seam.value for seam in Seam] == ["child_start", "before_message", "after_message",
-                                              "send", "receive", "shutdown"]
+                                              "send", "receive", "shutdown", "deliver"]
     assert FaultRule("send").seam is Seam.SEND
 
 
