@@ -15,6 +15,7 @@ import contextlib
 import json
 import math
 import pathlib
+import sys
 from collections.abc import AsyncGenerator
 from typing import Any, TextIO
 
@@ -24,8 +25,12 @@ from trio_websocket import HandshakeError
 
 from tidings.channels import GatewayClient, GatewayClosed
 from tidings.channels._sanitize import sanitize_line, sanitize_text
+from tidings.channels._terminal import stdin_is_a_terminal, stdin_lines
+from tidings.errors import ConfigError
+from tidings.supervisor._token import read_token_file
 
-__all__ = ["ChatOptions", "chat_over_websocket"]
+__all__ = ["DEFAULT_URL", "ChatOptions", "add_arguments", "chat_over_websocket",
+           "default_token_file", "run", "web_page"]
 
 _RECONNECTS = 5
 _SETTLE = 30.0
@@ -267,12 +272,6 @@ def web_page() -> pathlib.Path:
 
 def run(args: Any) -> int:
     """``tidings chat`` without ``--local``: the websocket client. Returns the exit code."""
-    import sys
-
-    from tidings.channels._terminal import stdin_is_a_terminal, stdin_lines
-    from tidings.errors import ConfigError
-    from tidings.supervisor._token import read_token_file
-
     if args.web:
         page = web_page()
         print(page if page.exists() else f"tidings chat: {page} is missing",
