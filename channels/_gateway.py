@@ -56,11 +56,15 @@ from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.errors import DeliveryNotFoundError, SessionNotFoundError, TidingsError
 
-__all__ = ["GatewayChannel"]
+__all__ = ["GatewayChannel", "StaleProgress"]
 
 log = logging.getLogger("tidings.gateway")
 
 _CLOSE_WAIT = 2.0
+
+
+class StaleProgress(TidingsError):
+    """A progress note for a conversation nobody is connected to: worth nothing later."""
 
 
 class GatewayChannel(ChannelBase):
@@ -132,7 +136,9 @@ class GatewayChannel(ChannelBase):
 
     async def deliver(self, outbound: Outbound) -> None:
         """Queue the delivery on every connection of its conversation; while none is
-        connected, wait for one (the row stays ``sending``; later rows stay ``queued``)."""
+        connected, wait for one (the row stays ``sending``; later rows stay ``queued``). A
+        progress note with nobody connected is not kept: :class:`StaleProgress` (``failed``,
+        as recovery fails stale progress)."""
         await trio.lowlevel.checkpoint()
         if outbound.session_id is None:  # a command answer with no session: not stored
             hub = self.hubs.get(str(outbound.metadata.get("conversation_key")))
@@ -145,6 +151,8 @@ class GatewayChannel(ChannelBase):
             raise LookupError(f"the gateway does not know session {outbound.session_id!r}")
         hub = self.hub(conversation)
         self.session_keys[outbound.session_id] = conversation.key
+        if outbound.kind == "progress" and not hub.connections:
+            raise StaleProgress("stale_progress: no client connected")
         self._delivering += 1
         self._quiet = trio.Event() if self._quiet.is_set() else self._quiet
         try:

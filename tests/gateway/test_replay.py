@@ -198,3 +198,18 @@ async def test_a_client_that_stops_reading_delays_no_one_else(rt, serve_gateway,
 async def test_the_gateway_route_declares_its_ack_window(rt) -> None:
     gateway = GatewayChannel(rt, GatewayConfig(token="t" * 16, ack_window=7))
     assert gateway.ack_window == 7
+
+
+async def test_progress_for_nobody_is_not_kept_and_never_replayed(rt, serve_gateway, connect,
+                                                                  wait_status) -> None:
+    async with serve_gateway(rt) as (_gateway, url):
+        async with connect(url, "alpha") as client:
+            session_id = client.welcome["session_id"]
+        progress = await rt.notify(session_id, "50% done", kind="progress")
+        with trio.fail_after(10):
+            await wait_status(rt, progress.delivery_id, "failed")
+        assert "stale_progress" in (await rt.delivery_status(progress.delivery_id)).last_error
+        await rt.notify(session_id, "done")
+        async with connect(url, "alpha", after_seq=0) as back:
+            [frame] = await _deliveries(back, 1)
+            assert (frame["text"], frame["seq"]) == ("done", 2)
