@@ -90,11 +90,11 @@ async def serve(config: ServeConfig, control: StopControl, *,
     :class:`ServeFailed` (the gateway could not listen, or kept crashing beyond the restart
     intensity) and :class:`~tidings.errors.ConfigError` (bad agent or token file).
     """
+    agent = load_agent(config.agent, field="serve.agent") if config.agent else EchoAgent()
     source: TokenSource = await trio.to_thread.run_sync(
         resolve_token, config.token, config.token_file, config.db)
     if source.created:
         log.info("event=token_created path=%s mode=0600", source.path)
-    agent = load_agent(config.agent, field="serve.agent") if config.agent else EchoAgent()
     settings = config.gateway_config(source.token)
     db = config.db.absolute()
     async with tidings.open_runtime(db, workspace=config.workspace, core_id=config.core_id,
