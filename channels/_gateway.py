@@ -23,7 +23,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
-from trio_websocket import WebSocketConnection, WebSocketRequest, serve_websocket
+from trio_websocket import (
+    ConnectionClosed,
+    WebSocketConnection,
+    WebSocketRequest,
+    serve_websocket,
+)
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt, PromptAnswer
 from tidings.channels._agents import Agent
@@ -37,20 +42,10 @@ from tidings.channels._gateway_frames import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL,
     PROTOCOL_VERSION,
-    Ack,
-    Answer,
-    Approval,
-    ClientFrame,
-    FrameError,
-    Hello,
-    Message,
-    Ping,
-    Sync,
     delivery_frame,
-    error_frame,
 )
 from tidings.channels._gateway_hub import Hub, lifecycle_frame
-from tidings.channels._gateway_inbound import on_ack, on_message
+from tidings.channels._gateway_inbound import on_frame
 from tidings.channels._gateway_interact import Interactions
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
@@ -160,7 +155,7 @@ class GatewayChannel(ChannelBase):
                 await hub.wait_arrival()
             if hub.broadcast(delivery_frame(outbound), delivery_id=outbound.delivery_id):
                 self.sent[outbound.delivery_id] = conversation.key
-                self._progressed()
+                self.progressed()
         finally:
             self._delivering -= 1
             if not self._delivering:
@@ -268,14 +263,19 @@ class GatewayChannel(ChannelBase):
 
     async def _handle(self, request: WebSocketRequest) -> None:
         remote = _remote(request)
-        ws = await request.accept()
+        try:
+            ws = await request.accept()
+        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
+            log.info("event=connection_lost remote=%s stage=handshake", remote)
+            return
         code, reason = 1000, ""
         conn: Connection | None = None
         try:
             admission = await admit(self, ws)
             conn = self._join(ws, admission, remote)
             welcome = self._welcome(admission)
-            await conn.run(welcome, lambda c: replay(self, c, admission.plan), self._on_frame)
+            await conn.run(welcome, lambda c: replay(self, c, admission.plan),
+                           lambda c, frame: on_frame(self, c, frame))
             code, reason = (conn.close_code or 1000), conn.close_reason
         except Refused as refused:
             code, reason = refused.code, refused.reason
@@ -333,45 +333,8 @@ class GatewayChannel(ChannelBase):
         for delivery_id in await self.runtime.abandon_unacked(session_id):
             self.sent.pop(delivery_id, None)
 
-    async def _on_frame(self, conn: Connection, frame: ClientFrame) -> None:
-        try:
-            if isinstance(frame, Message):
-                if conn.charge():
-                    await on_message(self, conn, frame)
-            elif isinstance(frame, Ack):
-                await on_ack(self, conn, frame)
-                self._progressed()
-            elif isinstance(frame, Answer | Approval):
-                if conn.charge():
-                    self._settle(conn, frame)
-            elif isinstance(frame, Sync):
-                if conn.charge():
-                    await self._sync(conn, frame)
-            elif isinstance(frame, Hello):
-                if conn.charge():
-                    conn.push(error_frame("duplicate_hello", "hello is only the first frame"))
-            elif conn.charge() and isinstance(frame, Ping):
-                conn.push({"type": "pong"})
-        except FrameError as exc:
-            conn.push(error_frame(exc.code, exc.reason, field=exc.field, ref=exc.frame_id))
-
-    async def _sync(self, conn: Connection, frame: Sync) -> None:
-        conversation = conn.conversation
-        session_id = frame.session_id or self.directory.cached(conversation) or conn.session_id
-        if frame.session_id is not None and not await self.owns(conversation, session_id):
-            raise FrameError("unknown_delivery", "sync.session_id: not a session of this "
-                                                 "conversation", field="session_id")
-        conn.push({"type": "synced", "session_id": session_id,
-                   "last_seq": await self.runtime.last_seq(session_id)})
-
-    def _settle(self, conn: Connection, frame: Answer | Approval) -> None:
-        key = conn.conversation.key
-        if isinstance(frame, Answer):
-            self.interactions.settle("prompt", frame.prompt_id, key, frame.text)
-        else:
-            self.interactions.settle("approval", frame.request_id, key, frame.decision)
-
-    def _progressed(self) -> None:
+    def progressed(self) -> None:
+        """Something was delivered or acked: wake :meth:`drain`."""
         self._progress.set()
         self._progress = trio.Event()
 

@@ -1,4 +1,4 @@
-"""What the gateway does with a client's ``message`` and ``ack`` frames.
+"""What the gateway does with a client's frames after the hello (:func:`on_frame`).
 
 A message is refused while the server stops (``shutting_down``). Its client ``id`` is looked
 up in the conversation's durable record first: a known id is answered ``accepted`` with
@@ -16,7 +16,18 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from tidings.channels._gateway_frames import Ack, FrameError, Message, error_frame
+from tidings.channels._gateway_frames import (
+    Ack,
+    Answer,
+    Approval,
+    ClientFrame,
+    FrameError,
+    Hello,
+    Message,
+    Ping,
+    Sync,
+    error_frame,
+)
 from tidings.channels._inbound import Inbound
 from tidings.errors import RuntimeClosedError, TidingsError
 
@@ -24,9 +35,52 @@ if TYPE_CHECKING:
     from tidings.channels._gateway import GatewayChannel
     from tidings.channels._gateway_conn import Connection
 
-__all__ = ["on_ack", "on_message"]
+__all__ = ["on_ack", "on_frame", "on_message"]
 
 log = logging.getLogger("tidings.gateway")
+
+
+async def on_frame(gateway: GatewayChannel, conn: Connection, frame: ClientFrame) -> None:
+    """Handle one parsed frame; a refusal becomes an ``error`` frame. Everything but a
+    well-formed ack is charged to the client's rate."""
+    try:
+        if isinstance(frame, Message):
+            if conn.charge():
+                await on_message(gateway, conn, frame)
+        elif isinstance(frame, Ack):
+            await on_ack(gateway, conn, frame)
+            gateway.progressed()
+        elif isinstance(frame, Answer | Approval):
+            if conn.charge():
+                _settle(gateway, conn, frame)
+        elif isinstance(frame, Sync):
+            if conn.charge():
+                await _sync(gateway, conn, frame)
+        elif isinstance(frame, Hello):
+            if conn.charge():
+                conn.push(error_frame("duplicate_hello", "hello is only the first frame"))
+        elif conn.charge() and isinstance(frame, Ping):
+            conn.push({"type": "pong"})
+    except FrameError as exc:
+        conn.push(error_frame(exc.code, exc.reason, field=exc.field, ref=exc.frame_id))
+
+
+async def _sync(gateway: GatewayChannel, conn: Connection, frame: Sync) -> None:
+    conversation = conn.conversation
+    session_id = frame.session_id or gateway.directory.cached(conversation) or conn.session_id
+    if frame.session_id is not None and not await gateway.owns(conversation, session_id):
+        raise FrameError("unknown_delivery", "sync.session_id: not a session of this "
+                                             "conversation", field="session_id")
+    conn.push({"type": "synced", "session_id": session_id,
+               "last_seq": await gateway.runtime.last_seq(session_id)})
+
+
+def _settle(gateway: GatewayChannel, conn: Connection, frame: Answer | Approval) -> None:
+    key = conn.conversation.key
+    if isinstance(frame, Answer):
+        gateway.interactions.settle("prompt", frame.prompt_id, key, frame.text)
+    else:
+        gateway.interactions.settle("approval", frame.request_id, key, frame.decision)
 
 
 async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) -> None:
