@@ -56,6 +56,7 @@ __all__ = ["GatewayChannel", "StaleProgress"]
 log = logging.getLogger("tidings.gateway")
 
 _CLOSE_WAIT = 2.0
+_HANDSHAKE_WAIT = 10.0  # the websocket (HTTP) handshake, before the hello's own timeout
 
 
 class StaleProgress(TidingsError):
@@ -212,7 +213,7 @@ class GatewayChannel(ChannelBase):
             await serve_websocket(self._handle, self.settings.host, self.settings.port, None,
                                   handler_nursery=handlers, message_queue_size=4,
                                   max_message_size=4 * self.settings.max_frame_bytes,
-                                  connect_timeout=self.settings.hello_timeout,
+                                  connect_timeout=_HANDSHAKE_WAIT,
                                   disconnect_timeout=_CLOSE_WAIT, task_status=task_status)
 
     def stop_accepting(self) -> None:
