@@ -92,15 +92,18 @@ class LaneWorker:
                 await self._process(lane, message)
 
     async def _park(self, lane: Lane, mailbox: MailboxReceiver) -> object:
-        """Wait for the next message (nothing to do until then)."""
+        """Wait for the next message (nothing to do until then); ``None`` when the wait was
+        nudged (a post to this lane failed) or the mailbox closed: look at the lane again."""
         lane.idle_since = trio.current_time()
-        try:
-            return await mailbox.receive()
-        except trio.EndOfChannel:  # the shutdown ladder closed the mailbox
-            self.dispatcher.stopping = True
-            return None
-        finally:
-            lane.idle_since = None
+        with trio.CancelScope() as parked:
+            lane.parked = parked
+            try:
+                return await mailbox.receive()
+            except trio.EndOfChannel:  # the shutdown ladder closed the mailbox
+                self.dispatcher.stopping = True
+            finally:
+                lane.idle_since = lane.parked = None
+        return None
 
     def _next_nowait(self, lane: Lane, mailbox: MailboxReceiver) -> DeliveryItem | None:
         while True:

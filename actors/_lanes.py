@@ -26,7 +26,7 @@ import trio
 from tidings.actors._handle import DeliveryItem, HandleRegistry, describe_error, outcome_of
 from tidings.actors._lane_actor import RETIRE, WAKE, LaneWorker
 from tidings.actors._router import SessionInteractionRouter
-from tidings.errors import MailboxClosedError
+from tidings.errors import MailboxClosedError, TidingsError
 from tidings.store import Store, transition
 from tidings.supervisor import ChildSpec, Supervisor
 
@@ -39,8 +39,8 @@ class Lane:
     """The dispatch state of one session; it outlives crashes of its actor."""
 
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering", "held",
-                 "idle_since", "max_seen", "name", "overflow", "reread", "reserved", "rewind",
-                 "scope", "session_id", "unacked", "unflushed", "waiting", "window")
+                 "idle_since", "max_seen", "name", "overflow", "parked", "reread", "reserved",
+                 "rewind", "scope", "session_id", "unacked", "unflushed", "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -60,6 +60,7 @@ class Lane:
         self.scope: trio.CancelScope | None = None  # the running incarnation's scope
         self.delivering = False               # inside a route's deliver()
         self.idle_since: float | None = None  # parked waiting for work since (trio clock)
+        self.parked: trio.CancelScope | None = None  # around that wait: cancel it to nudge
         self.unacked: dict[str, DeliveryItem] = {}  # delivered to an acking route, not acked
         self.window = trio.Event()            # set when an ack frees room in the window
         self.waiting = False                  # waiting for room in the ack window
@@ -222,6 +223,12 @@ class Dispatcher:
         try:
             self._sup.mailbox(lane.name).send_nowait(message)
         except (trio.WouldBlock, MailboxClosedError):
+            return False
+        except TidingsError as exc:  # any other failed send (a fault plan): the outbox has it
+            log.warning("event=lane_post_failed session=%s lane=%s error=%r", lane.session_id,
+                        lane.name, exc)
+            if lane.parked is not None:  # it may be waiting for this very message: nudge it
+                lane.parked.cancel(reason="a post to this lane failed")
             return False
         return True
 

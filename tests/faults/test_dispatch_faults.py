@@ -1,0 +1,53 @@
+"""Faults on the way from a commit to a session lane never strand a delivery."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+import tidings
+from tidings.testing import FaultPlan, FaultRule, MemoryRoute, Seam
+
+
+async def test_a_failed_post_to_a_lane_falls_back_to_the_outbox(db_path, workspace) -> None:
+    # hit 1 wakes the lane for m0 (written claimed); hit 2 would post m1: it fails.
+    plan = FaultPlan([FaultRule(Seam.SEND, child="route:*", nth=2)])
+    route = MemoryRoute()
+    route.stall()
+    with trio.fail_after(20):  # a watchdog: the bug this pins is a delivery that never ends
+        async with tidings.open_runtime(db_path, workspace=workspace, fault_plan=plan) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                first = await ctx.output.send_text("m0")
+                await route.wait_attempted(1)
+                second = await ctx.output.send_text("m1")
+                third = await ctx.output.send_text("m2")
+            route.release()
+            outcomes = [await h.wait() for h in (first, second, third)]
+    assert [(r.child, r.seam) for r in plan.injected] == [(route_name(plan), "send")]
+    assert outcomes == ["delivered"] * 3
+    assert route.texts() == ["m0", "m1", "m2"]
+
+
+def route_name(plan: FaultPlan) -> str:
+    return plan.injected[0].child
+
+
+async def test_a_lost_wake_up_does_not_leave_an_idle_lane_parked(db_path, workspace) -> None:
+    # m0 is written claimed and its lane woken (hit 1); the lane delivers it and parks, idle.
+    # m1 is written claimed too: its wake-up (hit 2) fails.
+    plan = FaultPlan([FaultRule(Seam.SEND, child="route:*", nth=2)])
+    route = MemoryRoute()
+    with trio.fail_after(20):  # a watchdog: the bug this pins is a delivery that never ends
+        async with tidings.open_runtime(db_path, workspace=workspace, fault_plan=plan) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                assert await (await ctx.output.send_text("m0")).wait() == "delivered"
+                await trio.testing.wait_all_tasks_blocked()  # the lane is parked
+                second = await ctx.output.send_text("m1")
+                await trio.testing.wait_all_tasks_blocked()  # no timer has fired since
+                assert route.texts() == ["m0", "m1"]
+            assert await second.wait() == "delivered"
+    assert len(plan.injected) == 1
