@@ -20,8 +20,8 @@ from tidings.actors._pipeline import new_id
 from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_mode_allows
 from tidings.actors._records import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
 from tidings.actors._sdk import OutputSDK
-from tidings.errors import RuntimeClosedError, ValidationError
-from tidings.store import begin_turn, end_turn
+from tidings.errors import RuntimeClosedError, StoreClosedError, ValidationError
+from tidings.store import Op, Store, begin_turn, end_turn
 
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
@@ -134,8 +134,25 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
     finally:
         ctx.closed = True
         with trio.CancelScope(shield=True):  # the writer answers every request, even stopping
-            try:
-                await store.commit(end_turn(ctx.turn_id, status=status, now=store.clock(),
-                                            reason=ctx.reason, error=error))
-            except Exception as exc:  # noqa: BLE001 - the turn's own outcome matters more
-                log.warning("event=turn_end_not_recorded turn=%s error=%s", ctx.turn_id, exc)
+            await _record_end(store, ctx.turn_id, end_turn(
+                ctx.turn_id, status=status, now=store.clock(), reason=ctx.reason, error=error))
+
+
+_END_ATTEMPTS = 3
+
+
+async def _record_end(store: Store, turn_id: str, ops: list[Op]) -> None:
+    """Write a turn's end. A write the writer lost (it crashed; it restarts) is written again,
+    up to ``_END_ATTEMPTS`` times in all; ``end_turn`` changes nothing the second time. Never
+    raises an ``Exception``: the turn's own outcome matters more."""
+    for attempt in range(1, _END_ATTEMPTS + 1):
+        try:
+            await store.commit(ops)
+            return
+        except StoreClosedError as exc:  # the writer is gone for good
+            error: Exception = exc
+            break
+        except Exception as exc:  # noqa: BLE001 - logged, then written again
+            error = exc
+            log.info("event=turn_end_retry turn=%s attempt=%d error=%r", turn_id, attempt, exc)
+    log.warning("event=turn_end_not_recorded turn=%s error=%s", turn_id, error)
