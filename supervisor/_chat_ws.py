@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import pathlib
 import sys
 from collections.abc import AsyncGenerator
@@ -294,3 +295,10 @@ def run(args: Any) -> int:
                                                     out=sys.stdout, err=sys.stderr))
     except KeyboardInterrupt:
         return 130
+    except BaseExceptionGroup as group:  # `tidings chat | head`: the reader left
+        if group.subgroup(BrokenPipeError) is None or group.subgroup(
+                lambda exc: not isinstance(exc, BrokenPipeError | BaseExceptionGroup)):
+            raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
