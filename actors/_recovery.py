@@ -4,7 +4,8 @@ At open (both recover modes) a ``sending`` row claimed by another process epoch 
 ``unknown`` at once, its attempt count and error kept: that process was handing it to a platform
 when it died, so whether the platform has it is unknown, and it is never replayed on its own.
 ``queued`` progress rows of earlier processes become ``failed`` (``stale_progress``): a progress
-note is worth nothing late. Then, with ``recover="at_open"`` at once, with ``"manual"`` when
+note is worth nothing late. Turns an earlier process left ``running`` (it stopped before it could
+record their end) become ``failed``, so every turn has exactly one terminal state. Then, with ``recover="at_open"`` at once, with ``"manual"`` when
 the host calls ``rt.recover()`` after binding its routes, every session with ``queued`` rows has
 its lane kicked: they are dispatched in per-session order, alongside new traffic.
 
@@ -31,7 +32,7 @@ import trio
 
 from tidings.actors._reconcile import reconcile_session, reconciler_of
 from tidings.errors import TidingsError, ValidationError
-from tidings.store import Store, recovery, transition
+from tidings.store import Store, end_turn, recovery, transition
 from tidings.supervisor import ChildContext, ChildSpec, Mailbox
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ __all__ = ["RecoveryReport", "RecoveryScanner", "ScannerStatistics"]
 
 log = logging.getLogger("tidings.recovery")
 
+_DEAD_TURN = "the process stopped before it recorded how this turn ended"
 _DEAD_CLAIM = "claimed by a process that stopped before recording the platform result"
 
 
@@ -63,6 +65,8 @@ class RecoveryReport:
     """``unknown`` rows a route proved missing: back to ``queued``."""
     undecided: int = 0
     """``unknown`` rows a reconciling route was asked about and left ``unknown``."""
+    dead_turns: int = 0
+    """Turns an earlier process left ``running``: now ``failed``."""
 
     def __add__(self, other: RecoveryReport) -> RecoveryReport:
         return RecoveryReport(*(a + b for a, b in zip(attrs.astuple(self),
@@ -129,6 +133,7 @@ class RecoveryScanner:
             return await self.recover()
         async with self._lock:
             report = await self._dead_claims() + await self._stale_progress()
+            report += await self._dead_turns()
         return self._count(report)
 
     async def recover(self) -> RecoveryReport:
@@ -140,6 +145,7 @@ class RecoveryScanner:
         """
         async with self._lock:
             report = await self._dead_claims() + await self._stale_progress()
+            report += await self._dead_turns()
             report += await self._reconcile(await self._unknown_sessions())
             report += await self._kick_queued(stranded_only=False)
         self.armed = True
@@ -191,6 +197,20 @@ class RecoveryScanner:
             if not progress.batch(len(ids), sum(result.applied for result in results)):
                 break
         return RecoveryReport(unknown=progress.done())
+
+    async def _dead_turns(self) -> RecoveryReport:
+        store = self._store
+        progress = _Progress("recovery_dead_turns")
+        while True:
+            ids = await store.read(recovery.dead_turns, store.started_at, self.batch)
+            if not ids:
+                break
+            now = store.clock()
+            results = await store.commit([op for turn_id in ids for op in end_turn(
+                turn_id, status="failed", now=now, error=_DEAD_TURN)])
+            if not progress.batch(len(ids), sum(len(result) for result in results)):
+                break
+        return RecoveryReport(dead_turns=progress.done())
 
     async def _stale_progress(self) -> RecoveryReport:
         store = self._store

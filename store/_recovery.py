@@ -16,6 +16,7 @@ import attrs
 __all__ = [
     "SessionHead",
     "dead_claims",
+    "dead_turns",
     "queued_heads",
     "stale_progress",
     "unknown_rows",
@@ -40,6 +41,14 @@ def dead_claims(conn: sqlite3.Connection, claimant: str, limit: int) -> list[str
     return [row[0] for row in conn.execute(
         "SELECT delivery_id FROM outbox INDEXED BY outbox_status_updated "
         "WHERE status = 'sending' AND claimant IS NOT ? LIMIT ?", (claimant, limit))]
+
+
+def dead_turns(conn: sqlite3.Connection, before: float, limit: int) -> list[str]:
+    """Ids of turns still ``running`` that started before *before* (an earlier process's:
+    it stopped before it could record how they ended)."""
+    return [row[0] for row in conn.execute(
+        "SELECT turn_id FROM turns INDEXED BY turns_running "
+        "WHERE status = 'running' AND started_at < ? LIMIT ?", (before, limit))]
 
 
 def stale_progress(conn: sqlite3.Connection, before: float, limit: int) -> list[str]:

@@ -210,7 +210,12 @@ CREATE TABLE client_messages (
 """v2: the client message ids a channel has accepted, per conversation, so a client that
 repeats a message (a retry after a reconnect) is not processed twice, across restarts too."""
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
+_V3 = """
+CREATE INDEX turns_running ON turns(started_at) WHERE status = 'running';
+"""
+"""v3: the turns still ``running``, for the recovery of turns a stopped process left open."""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
 """Ordered ``(version, script)`` pairs; append, never edit a released one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
