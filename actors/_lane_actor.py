@@ -247,10 +247,11 @@ class LaneWorker:
         return attempts
 
     async def _settle(self, lane: Lane) -> None:
-        """Close what a crashed incarnation left (see the module docstring)."""
+        """Close what a crashed incarnation left (see the module docstring). It stays in the
+        lane until that is durable: if this write fails too, the next incarnation settles it."""
         now = self.store.clock()
-        moves = self._take_unflushed(lane)
-        current, lane.current = lane.current, None
+        moves = []
+        current = lane.current
         if current is not None:
             if lane.claimed:
                 moves.append((current, transition(
@@ -260,8 +261,10 @@ class LaneWorker:
                 moves.append((current, transition(
                     current.delivery_id, "failed", now=now,
                     error="the session route crashed before delivering")))
-        if moves:
-            await self._commit(lane, [], moves)
+        flushed = self._take_unflushed(lane)
+        if flushed or moves:
+            await self._commit(lane, flushed, moves)  # on failure, flushed is put back
+        lane.current = None
 
 
 def _drain(mailbox: MailboxReceiver) -> None:

@@ -5,9 +5,10 @@ At open (both recover modes) a ``sending`` row claimed by another process epoch 
 when it died, so whether the platform has it is unknown, and it is never replayed on its own.
 ``queued`` progress rows of earlier processes become ``failed`` (``stale_progress``): a progress
 note is worth nothing late. Turns an earlier process left ``running`` (it stopped before it could
-record their end) become ``failed``, so every turn has exactly one terminal state. Then, with ``recover="at_open"`` at once, with ``"manual"`` when
-the host calls ``rt.recover()`` after binding its routes, every session with ``queued`` rows has
-its lane kicked: they are dispatched in per-session order, alongside new traffic.
+record their end) become ``failed``, so every turn has exactly one terminal state. Then, with
+``recover="at_open"`` at once, with ``"manual"`` when the host calls ``rt.recover()`` after
+binding its routes, every session with ``queued`` rows has its lane kicked: they are dispatched
+in per-session order, alongside new traffic.
 
 Then the actor runs every ``scan_interval`` seconds of trio's clock: it re-kicks sessions whose
 first ``queued`` row has waited longer than ``stranded_after`` (wall seconds), fails stale
