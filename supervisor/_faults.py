@@ -183,11 +183,15 @@ CancelFault = Callable[[Seam], bool]
 
 def act_at(plan: FaultPlan, child: str, seam: Seam, cancel_fault: CancelFault) -> bool:
     """Consult ``plan`` at ``seam``: raise for ``"raise"``; for ``"cancel"``, cancel the child's
-    fault scope and return True (the caller then checkpoints, if it can, to deliver it)."""
+    fault scope and return True (the caller then checkpoints, if it can, to deliver it). A
+    cancel that finds no incarnation running (the child is starting, restarting or gone) has
+    nothing to land in: it is logged as ``fault_missed``."""
     action = plan.consult(child, seam)
     if action == "raise":
         raise injected_fault(child, seam, "raise")
     if action == "cancel":
-        cancel_fault(seam)
+        if not cancel_fault(seam):
+            log_event(logging.INFO, "fault_missed", child=child, seam=seam,
+                      reason="no incarnation is running")
         return True
     return False
