@@ -98,6 +98,9 @@ async def serve_process(db: pathlib.Path, *args: str) -> AsyncIterator[ServerPro
                 process.send_signal(signal.SIGTERM)
             with trio.fail_after(30):
                 await process.wait()
+    except BaseException:
+        print("tidings serve log (last lines):", *server.lines[-60:], sep="\n")  # for pytest
+        raise
     finally:
         if process.returncode is None:
             process.kill()
