@@ -13,6 +13,7 @@ import pathlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 
 from tidings.actors._artifacts import ArtifactRef, ResolvedSource, check_source_type, resolve_source
@@ -38,16 +39,16 @@ __all__ = ["OutputSDK"]
 Source = str | os.PathLike[str] | ArtifactRef
 
 
+@attrs.define(slots=True)
 class _Media:
     """A media block before its path is resolved."""
 
-    __slots__ = ("artifact_metadata", "caption", "media_type", "source", "summary", "type")
-
-    def __init__(self, type: str, source: Any, caption: str | None, media_type: str | None,
-                 summary: str | None, artifact_metadata: Mapping[str, Any] | None) -> None:
-        self.type, self.source, self.caption = type, source, caption
-        self.media_type, self.summary, self.artifact_metadata = media_type, summary, \
-            artifact_metadata
+    type: str
+    source: Any
+    caption: str | None
+    media_type: str | None
+    summary: str | None
+    artifact_metadata: Mapping[str, Any] | None
 
 
 class OutputSDK:
