@@ -1,113 +1,63 @@
-"""Test doubles and fault injection for tidings, shipped for hosts that embed it too.
+"""Test doubles, fault injection and invariant checks for tidings, shipped for hosts too.
 
-Published as ``tidings.testing``. Everything here is a real implementation of a seam (a route,
-a fault plan), not a mock: tests drive the runtime through it the way a platform would.
+Published as ``tidings.testing``. Everything here is a real implementation of a seam, not a
+mock: tests drive the runtime through it the way a platform (or a crash) would.
+
+* Routes: :class:`MemoryRoute` (latency, stalls, failures), :class:`ReconcilingMemoryRoute`.
+* Faults: :class:`FaultPlan` / :class:`FaultRule` at the kernel's :class:`Seam`\\ s (and
+  ``Seam.DELIVER`` around a route's ``deliver``), :func:`random_fault_plan`, and
+  :class:`CheckpointInjector`, a trio instrument that cancels an actor at scheduler step N.
+* Invariants: :class:`InvariantChecker` (with :class:`FaultLedger`, :class:`TaskCensus`,
+  :class:`ChannelCensus`, :func:`database_violations`, :func:`route_violations`) and
+  :func:`run_chaos`, a seeded fault run over the whole runtime.
+* Timing without sleeps: :func:`writer_gate` holds the store's writer so writes queue.
+* pytest: :func:`runtime_fixture` (pytest is imported only when it is called).
 """
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Callable, Iterable
-from typing import Any
+from tidings.supervisor import FaultPlan, FaultRule, InjectionRecord, Seam
+from tidings.supervisor._testing_census import ChannelCensus, TaskCensus, live_tasks
+from tidings.supervisor._testing_chaos import ACTORS, ChaosReport, random_fault_plan, run_chaos
+from tidings.supervisor._testing_fixture import runtime_fixture
+from tidings.supervisor._testing_gate import WriterGate, writer_gate
+from tidings.supervisor._testing_instrument import CheckpointInjector
+from tidings.supervisor._testing_invariants import (
+    InvariantChecker,
+    InvariantViolation,
+    Violation,
+    database_violations,
+    escalation_violations,
+    route_violations,
+)
+from tidings.supervisor._testing_ledger import FaultLedger, LedgerEntry, parse_log_line
+from tidings.supervisor._testing_route import MemoryRoute, ReconcilingMemoryRoute
 
-import trio
-
-from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt
-from tidings.supervisor import FaultPlan, FaultRule, Seam
-
-__all__ = ["FaultPlan", "FaultRule", "MemoryRoute", "Seam"]
-
-
-class MemoryRoute:
-    """An in-memory route with controllable latency, stalls and failures.
-
-    ``delivered`` lists what it accepted, in order. ``stall()`` makes ``deliver`` block until
-    ``release()``; ``latency`` (trio seconds) delays each delivery; ``fail`` is an exception
-    (class or instance) raised by every delivery, or a predicate ``fail(outbound) -> exception
-    | None``. Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered`.
-    """
-
-    def __init__(self, *, capabilities: Iterable[str] | None = None, latency: float = 0.0,
-                 fail: BaseException | type[BaseException] | Callable[[Outbound], Any] | None
-                 = None, ack_window: int | None = None) -> None:
-        if capabilities is not None:
-            self.capabilities = frozenset(capabilities)
-        if ack_window is not None:
-            self.ack_window = ack_window
-        self.latency = latency
-        self.fail = fail
-        self.delivered: list[Outbound] = []
-        self.attempted: list[Outbound] = []
-        self.prompts: list[Prompt] = []
-        self.approvals: list[ApprovalRequest] = []
-        self.answers: collections.deque[str | None] = collections.deque()
-        self.decisions: collections.deque[bool | str | ApprovalDecision] = collections.deque()
-        self._gate: trio.Event | None = None
-        self._changed = trio.Event()
-
-    def stall(self) -> None:
-        """Make every delivery block until :meth:`release`."""
-        if self._gate is None:
-            self._gate = trio.Event()
-
-    def release(self) -> None:
-        if self._gate is not None:
-            self._gate.set()
-            self._gate = None
-
-    async def wait_attempted(self, n: int) -> list[Outbound]:
-        """Block until *n* deliveries have started; return them."""
-        while len(self.attempted) < n:
-            await self._changed.wait()
-        return self.attempted[:n]
-
-    async def wait_delivered(self, n: int) -> list[Outbound]:
-        """Block until *n* deliveries have been accepted; return them."""
-        while len(self.delivered) < n:
-            await self._changed.wait()
-        return self.delivered[:n]
-
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
-
-    async def deliver(self, outbound: Outbound) -> None:
-        self.attempted.append(outbound)
-        self._notify()
-        gate = self._gate
-        if gate is not None:
-            await gate.wait()
-        if self.latency:
-            await trio.sleep(self.latency)
-        error = self._failure(outbound)
-        if error is not None:
-            raise error
-        await trio.lowlevel.checkpoint()
-        self.delivered.append(outbound)
-        self._notify()
-
-    def _failure(self, outbound: Outbound) -> BaseException | None:
-        fail = self.fail
-        if fail is None:
-            return None
-        if isinstance(fail, BaseException):
-            return fail
-        if isinstance(fail, type) and issubclass(fail, BaseException):
-            return fail(f"delivery {outbound.delivery_id} refused")
-        result = fail(outbound)
-        if isinstance(result, type) and issubclass(result, BaseException):
-            return result(f"delivery {outbound.delivery_id} refused")
-        return result
-
-    async def prompt_user(self, prompt: Prompt) -> str | None:
-        self.prompts.append(prompt)
-        await trio.lowlevel.checkpoint()
-        return self.answers.popleft() if self.answers else None
-
-    async def request_approval(self, request: ApprovalRequest) -> bool | str | ApprovalDecision:
-        self.approvals.append(request)
-        await trio.lowlevel.checkpoint()
-        return self.decisions.popleft() if self.decisions else False
-
-    def texts(self) -> list[str]:
-        return [outbound.text for outbound in self.delivered]
+__all__ = [
+    "ACTORS",
+    "ChannelCensus",
+    "ChaosReport",
+    "CheckpointInjector",
+    "FaultLedger",
+    "FaultPlan",
+    "FaultRule",
+    "InjectionRecord",
+    "InvariantChecker",
+    "InvariantViolation",
+    "LedgerEntry",
+    "MemoryRoute",
+    "ReconcilingMemoryRoute",
+    "Seam",
+    "TaskCensus",
+    "Violation",
+    "WriterGate",
+    "database_violations",
+    "escalation_violations",
+    "live_tasks",
+    "parse_log_line",
+    "random_fault_plan",
+    "route_violations",
+    "run_chaos",
+    "runtime_fixture",
+    "writer_gate",
+]

@@ -1,0 +1,286 @@
+"""The invariant checker: what must hold after every injected fault and at the end of a run.
+
+Each check returns a list of :class:`Violation` (empty: it holds); :class:`InvariantChecker`
+gathers them over a run and :meth:`InvariantChecker.assert_ok` raises one
+:class:`InvariantViolation` that lists them all. The checks read only what a user can see:
+the database (read-only, after the runtime has stopped), what routes were handed, the task
+tree, live memory channels, and the supervision kernel's log (``tidings.supervisor``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import attrs
+
+from tidings.errors import RestartIntensityExceeded
+from tidings.store import TERMINAL_STATUSES
+from tidings.supervisor._testing_census import ChannelCensus, TaskCensus
+from tidings.supervisor._testing_ledger import FaultLedger
+from tidings.supervisor._testing_route import MemoryRoute
+
+__all__ = ["InvariantChecker", "InvariantViolation", "Violation", "database_violations",
+           "escalation_violations", "route_violations"]
+
+# outbox status -> the work item status that goes with it
+_WORK_STATUS = {"queued": "pending", "sending": "claimed", "sent": "completed",
+                "failed": "failed", "unknown": "abandoned", "unrouted": "completed"}
+
+
+@attrs.frozen
+class Violation:
+    """One broken invariant: which (a short name) and what exactly."""
+
+    invariant: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.invariant}: {self.detail}"
+
+
+class InvariantViolation(AssertionError):
+    """Raised by :meth:`InvariantChecker.assert_ok`; ``violations`` lists them all."""
+
+    def __init__(self, violations: Iterable[Violation]) -> None:
+        self.violations = tuple(violations)
+        lines = "\n".join(f"  - {violation}" for violation in self.violations[:50])
+        more = len(self.violations) - 50
+        tail = f"\n  ... and {more} more" if more > 0 else ""
+        super().__init__(f"{len(self.violations)} invariant violation(s):\n{lines}{tail}")
+
+
+# --- the database ------------------------------------------------------------------------------
+
+
+def database_violations(db_path: Any, *, allow_open: bool = False,
+                        check_turns: bool = True) -> list[Violation]:
+    """What the database says about the durable state machines (read-only; run it while no
+    runtime writes, e.g. after the runtime stopped and recovery ran).
+
+    * every delivery intent is terminal (``sent``, ``failed``, ``unknown``, ``unrouted``);
+      with ``allow_open`` ``queued`` / ``sending`` rows pass (a live actor still owns them);
+    * its ``delivery.send`` work item agrees with it, and its history row exists when it
+      names one (one transaction wrote them);
+    * its events: exactly one ``delivery.queued``, at most one ``delivery.sent``, and the
+      event of its final status;
+    * per-session ``seq`` runs 1, 2, 3, ... with no gap or repeat;
+    * with ``check_turns``, no turn is left ``running``.
+    """
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return _database_violations(conn, allow_open=allow_open, check_turns=check_turns)
+    finally:
+        conn.close()
+
+
+def _database_violations(conn: sqlite3.Connection, *, allow_open: bool,
+                         check_turns: bool) -> list[Violation]:
+    found: list[Violation] = []
+    rows = conn.execute(
+        "SELECT o.delivery_id, o.session_id, o.seq, o.status, o.history_message_id, "
+        "w.status, w.kind, m.message_id FROM outbox o "
+        "LEFT JOIN work_items w ON w.work_id = o.work_id "
+        "LEFT JOIN messages m ON m.message_id = o.history_message_id "
+        "ORDER BY o.session_id, o.seq").fetchall()
+    events: dict[str, Counter[str]] = {}
+    for delivery_id, kind in conn.execute(
+            "SELECT delivery_id, type FROM events WHERE delivery_id IS NOT NULL"):
+        events.setdefault(delivery_id, Counter())[kind] += 1
+    seqs: dict[str, list[int]] = {}
+    for delivery_id, session_id, seq, status, history_id, work, work_kind, message in rows:
+        seqs.setdefault(session_id, []).append(seq)
+        if status not in TERMINAL_STATUSES and not (allow_open and status in ("queued",
+                                                                             "sending")):
+            found.append(Violation("terminal", f"delivery {delivery_id} of {session_id} "
+                                               f"(seq {seq}) is still {status}"))
+        if work_kind != "delivery.send" or work != _WORK_STATUS.get(status):
+            found.append(Violation("work_item", f"delivery {delivery_id} is {status} but its "
+                                                f"work item is {work_kind}/{work}"))
+        if history_id is not None and message is None:
+            found.append(Violation("atomic_write", f"delivery {delivery_id} names history "
+                                                   f"{history_id}, which does not exist"))
+        kinds = events.get(delivery_id, Counter())
+        if kinds["delivery.queued"] != 1:
+            found.append(Violation("events", f"delivery {delivery_id} has "
+                                             f"{kinds['delivery.queued']} delivery.queued events"))
+        if kinds["delivery.sent"] > 1:
+            found.append(Violation("duplicate", f"delivery {delivery_id} was recorded sent "
+                                                f"{kinds['delivery.sent']} times"))
+        if status != "queued" and kinds[f"delivery.{status}"] < 1:
+            found.append(Violation("events", f"delivery {delivery_id} is {status} without a "
+                                             f"delivery.{status} event"))
+    for session_id, numbers in seqs.items():
+        if numbers != list(range(1, len(numbers) + 1)):
+            found.append(Violation("seq", f"session {session_id} has seqs {numbers[:20]}"))
+    if check_turns:
+        for turn_id, session_id in conn.execute(
+                "SELECT turn_id, session_id FROM turns WHERE status = 'running'"):
+            found.append(Violation("turn_terminal", f"turn {turn_id} of {session_id} was "
+                                                    f"left running"))
+    return found
+
+
+def requeued_deliveries(db_path: Any) -> set[str]:
+    """Deliveries that went back to ``queued`` (reconciled as missing, or unrouted then
+    re-queued): they may legitimately reach a route twice and out of order."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return {delivery_id for (delivery_id,) in conn.execute(
+            "SELECT DISTINCT delivery_id FROM events WHERE type = 'delivery.requeued'")}
+    finally:
+        conn.close()
+
+
+def _statuses(db_path: Any) -> dict[str, tuple[str, int]]:
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return {delivery_id: (status, visible) for delivery_id, status, visible in conn.execute(
+            "SELECT delivery_id, status, visible FROM outbox")}
+    finally:
+        conn.close()
+
+
+# --- routes --------------------------------------------------------------------------------------
+
+
+def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
+                     requeued: Iterable[str] = ()) -> list[Violation]:
+    """What the routes were handed (``routes`` maps a session id to its route).
+
+    * no delivery reached a route twice (unless it was re-queued);
+    * per session, ``seq`` strictly increases over what the route was handed (re-queued
+      deliveries aside: they keep their old ``seq``);
+    * every outbound went to the route of its own session;
+    * with ``db_path``: whatever a route accepted is ``sent`` or ``unknown`` in the outbox,
+      and every visible ``sent`` row was accepted by its route.
+    """
+    found: list[Violation] = []
+    again = set(requeued)
+    if db_path is not None:
+        again |= requeued_deliveries(db_path)
+    accepted: dict[str, str] = {}
+    for session_id, route in routes.items():
+        seen = Counter(outbound.delivery_id for outbound in route.attempted)
+        for delivery_id, count in seen.items():
+            if count > 1 and delivery_id not in again:
+                found.append(Violation("duplicate", f"delivery {delivery_id} reached the route "
+                                                    f"of {session_id} {count} times"))
+        last = 0
+        for outbound in route.attempted:
+            if outbound.session_id != session_id:
+                found.append(Violation("routing", f"delivery {outbound.delivery_id} of "
+                                                  f"{outbound.session_id} reached the route "
+                                                  f"of {session_id}"))
+            if outbound.delivery_id in again:
+                continue
+            if outbound.seq <= last:
+                found.append(Violation("order", f"session {session_id}: seq {outbound.seq} "
+                                                f"({outbound.delivery_id}) after seq {last}"))
+            last = max(last, outbound.seq)
+        for outbound in route.delivered:
+            accepted[outbound.delivery_id] = session_id
+    if db_path is not None:
+        statuses = _statuses(db_path)
+        for delivery_id, session_id in accepted.items():
+            status = statuses.get(delivery_id, ("missing", 1))[0]
+            if status not in ("sent", "unknown"):
+                found.append(Violation("outcome", f"the route of {session_id} accepted "
+                                                  f"{delivery_id}, but the outbox says {status}"))
+        for delivery_id, (status, visible) in statuses.items():
+            if status == "sent" and visible and delivery_id not in accepted:
+                found.append(Violation("outcome", f"delivery {delivery_id} is sent, but no "
+                                                  f"route accepted it"))
+    return found
+
+
+# --- how the run ended -------------------------------------------------------------------------
+
+
+def escalation_violations(error: BaseException | None) -> list[Violation]:
+    """A run ends normally, or with one clear :class:`RestartIntensityExceeded` (never an
+    ``ExceptionGroup``, never a bare ``Cancelled``)."""
+    if error is None or isinstance(error, RestartIntensityExceeded):
+        return []
+    if isinstance(error, BaseExceptionGroup):
+        return [Violation("escalation", f"an ExceptionGroup escaped: {error!r}")]
+    return [Violation("escalation", f"the runtime ended with {type(error).__name__}: {error}")]
+
+
+class InvariantChecker:
+    """Gathers violations over a run: tasks, memory channels, faults, database, routes.
+
+    ::
+
+        checker = InvariantChecker()
+        with checker.watch():                      # censuses + the fault ledger
+            try:
+                async with tidings.open_runtime(db, fault_plan=plan) as rt:
+                    ...
+            except RestartIntensityExceeded as exc:
+                checker.ended(exc)
+        checker.check_database(db)                 # after recovery, when nothing writes
+        checker.check_routes(routes, db_path=db)
+        checker.assert_ok()
+
+    ``ledger`` (a :class:`FaultLedger`) accounts for every injected fault; code that catches
+    an :class:`~tidings.errors.InjectedFault` of its own (a sender, a turn) reports it with
+    :meth:`surfaced`.
+    """
+
+    def __init__(self) -> None:
+        self.violations: list[Violation] = []
+        self.ledger = FaultLedger()
+        self.escalations = 0
+        self._tasks: TaskCensus | None = None
+        self._channels: ChannelCensus | None = None
+
+    @contextmanager
+    def watch(self) -> Iterator[InvariantChecker]:
+        """Take the task and channel censuses and record the kernel's log while inside; on
+        leaving, report tasks and channels the run left behind and faults nobody saw."""
+        self._tasks = TaskCensus.take()
+        self._channels = ChannelCensus.take()
+        with self.ledger.recording():
+            yield self
+        self.check_leaks()
+        self.violations += [Violation("masked_fault", text) for text in self.ledger.unaccounted()]
+
+    def surfaced(self, error: BaseException) -> None:
+        """An :class:`InjectedFault` reached code outside the kernel (a send's caller)."""
+        self.ledger.surfaced(error)
+
+    def ended(self, error: BaseException | None) -> None:
+        """How the runtime's ``async with`` ended (``None``: normally)."""
+        if isinstance(error, RestartIntensityExceeded):
+            self.escalations += 1
+        self.violations += escalation_violations(error)
+
+    def check_running(self, rt: Any) -> None:
+        """The runtime is up: its root supervisor runs and no child is stuck stopped."""
+        stats = rt.supervisor.statistics()
+        if stats.state != "running":
+            self.violations.append(Violation("up", f"the root supervisor is {stats.state}"))
+
+    def check_leaks(self) -> None:
+        """Tasks and open memory channels created since :meth:`watch` began and still alive."""
+        if self._tasks is not None:
+            self.violations += [Violation("leaked_task", repr(task))
+                                for task in self._tasks.leaked()]
+        if self._channels is not None:
+            self.violations += [Violation("leaked_channel", text)
+                                for text in self._channels.leaked()]
+
+    def check_database(self, db_path: Any, **options: Any) -> None:
+        self.violations += database_violations(db_path, **options)
+
+    def check_routes(self, routes: Mapping[str, MemoryRoute], **options: Any) -> None:
+        self.violations += route_violations(routes, **options)
+
+    def assert_ok(self) -> None:
+        if self.violations:
+            raise InvariantViolation(self.violations)
+

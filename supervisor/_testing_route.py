@@ -1,0 +1,148 @@
+"""In-memory routes: what a platform adapter looks like to the runtime, with knobs for tests.
+
+:class:`MemoryRoute` records what it is handed and can be slowed, stalled or made to fail;
+:class:`ReconcilingMemoryRoute` also answers the recovery scanner's ``reconcile`` truthfully
+from what it accepted (the way a platform with message ids can).
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import trio
+
+from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt
+
+__all__ = ["MemoryRoute", "ReconcilingMemoryRoute"]
+
+Failure = BaseException | type[BaseException] | Callable[[Outbound], Any] | None
+
+
+class MemoryRoute:
+    """An in-memory route with controllable latency, stalls and failures.
+
+    ``attempted`` lists every outbound ``deliver`` was called with and ``delivered`` what it
+    accepted, both in order; ``delivered_at`` maps a delivery id to the trio time it was
+    accepted. ``stall()`` makes ``deliver`` block until ``release()``; ``latency`` (trio
+    seconds) delays each delivery; ``fail`` is an exception (class or instance) raised by every
+    delivery, or a predicate ``fail(outbound) -> exception | None``. Tests wait with
+    :meth:`wait_attempted` / :meth:`wait_delivered` instead of sleeping.
+    """
+
+    def __init__(self, *, capabilities: Iterable[str] | None = None, latency: float = 0.0,
+                 fail: Failure = None, ack_window: int | None = None) -> None:
+        if capabilities is not None:
+            self.capabilities = frozenset(capabilities)
+        if ack_window is not None:
+            self.ack_window = ack_window
+        self.latency = latency
+        self.fail = fail
+        self.delivered: list[Outbound] = []
+        self.attempted: list[Outbound] = []
+        self.delivered_at: dict[str, float] = {}
+        self.prompts: list[Prompt] = []
+        self.approvals: list[ApprovalRequest] = []
+        self.answers: collections.deque[str | None] = collections.deque()
+        self.decisions: collections.deque[bool | str | ApprovalDecision] = collections.deque()
+        self._gate: trio.Event | None = None
+        self._changed = trio.Event()
+
+    @property
+    def stalled(self) -> bool:
+        return self._gate is not None
+
+    def stall(self) -> None:
+        """Make every delivery block until :meth:`release`."""
+        if self._gate is None:
+            self._gate = trio.Event()
+
+    def release(self) -> None:
+        """Let stalled deliveries go on (and later ones run without blocking)."""
+        if self._gate is not None:
+            self._gate.set()
+            self._gate = None
+
+    async def wait_attempted(self, n: int) -> list[Outbound]:
+        """Block until *n* deliveries have started; return them."""
+        while len(self.attempted) < n:
+            await self._changed.wait()
+        await trio.lowlevel.checkpoint()
+        return self.attempted[:n]
+
+    async def wait_delivered(self, n: int) -> list[Outbound]:
+        """Block until *n* deliveries have been accepted; return them."""
+        while len(self.delivered) < n:
+            await self._changed.wait()
+        await trio.lowlevel.checkpoint()
+        return self.delivered[:n]
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def deliver(self, outbound: Outbound) -> None:
+        self.attempted.append(outbound)
+        self._notify()
+        gate = self._gate
+        if gate is not None:
+            await gate.wait()
+        if self.latency:
+            await trio.sleep(self.latency)
+        error = self._failure(outbound)
+        if error is not None:
+            raise error
+        await trio.lowlevel.checkpoint()
+        self.delivered.append(outbound)
+        self.delivered_at[outbound.delivery_id] = trio.current_time()
+        self._notify()
+
+    def _failure(self, outbound: Outbound) -> BaseException | None:
+        fail = self.fail
+        if fail is None:
+            return None
+        if isinstance(fail, BaseException):
+            return fail
+        if isinstance(fail, type) and issubclass(fail, BaseException):
+            return fail(f"delivery {outbound.delivery_id} refused")
+        result = fail(outbound)
+        if isinstance(result, type) and issubclass(result, BaseException):
+            return result(f"delivery {outbound.delivery_id} refused")
+        return result
+
+    async def prompt_user(self, prompt: Prompt) -> str | None:
+        self.prompts.append(prompt)
+        await trio.lowlevel.checkpoint()
+        return self.answers.popleft() if self.answers else None
+
+    async def request_approval(self, request: ApprovalRequest) -> bool | str | ApprovalDecision:
+        self.approvals.append(request)
+        await trio.lowlevel.checkpoint()
+        return self.decisions.popleft() if self.decisions else False
+
+    def texts(self) -> list[str]:
+        return [outbound.text for outbound in self.delivered]
+
+
+class ReconcilingMemoryRoute(MemoryRoute):
+    """A :class:`MemoryRoute` that can reconcile ``unknown`` rows, truthfully.
+
+    For each id it answers ``"sent"`` when it accepted that delivery, ``"missing"`` when
+    ``deliver`` was never called with it (the platform provably does not have it), and
+    ``None`` (undecided) when a call started but did not finish. ``reconciled`` lists the ids
+    it was asked about, in order.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reconciled: list[str] = []
+
+    async def reconcile(self, delivery_ids: list[str]) -> Mapping[str, str | None]:
+        await trio.lowlevel.checkpoint()
+        self.reconciled.extend(delivery_ids)
+        accepted = {outbound.delivery_id for outbound in self.delivered}
+        started = {outbound.delivery_id for outbound in self.attempted}
+        return {delivery_id: "sent" if delivery_id in accepted
+                else None if delivery_id in started else "missing"
+                for delivery_id in delivery_ids}

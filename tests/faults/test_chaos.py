@@ -1,0 +1,54 @@
+"""Seeded random fault runs over the whole runtime: every invariant holds at every rate.
+
+The default suite runs a few short seeds per rate; ``pytest --slow`` runs many more, with more
+sessions and messages (or use ``bench/faults.py`` for figures). A failing run prints its seed:
+``run_chaos(..., seed=<seed>, rate=<rate>)`` replays the same plan and workload.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tidings.testing import random_fault_plan, run_chaos
+
+RATES = [0.002, 0.005, 0.01]
+
+
+@pytest.mark.parametrize("rate", RATES)
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_a_seeded_fault_run_keeps_every_invariant(tmp_path, workspace, seed: int,
+                                                        rate: float) -> None:
+    report = await run_chaos(tmp_path / "state" / "chaos.db", workspace, seed=seed, rate=rate)
+    assert report.violations == [], report.summary()
+    assert report.stranded == 0, report.summary()
+    assert report.injected > 0
+    assert sum(report.outcomes.values()) == report.sends
+
+
+async def test_without_faults_every_send_is_delivered_or_failed_by_its_route(tmp_path,
+                                                                           workspace) -> None:
+    report = await run_chaos(tmp_path / "state" / "chaos.db", workspace, seed=3, rate=0.0)
+    assert (report.violations, report.injected, report.restarts) == ([], 0, 0)
+    assert report.sends == 6 * 3 * 4
+    assert set(report.outcomes) <= {"sent", "failed"}
+
+
+def test_a_plan_is_reproducible_from_its_seed() -> None:
+    def fired(seed: int) -> list[tuple[str, str]]:
+        plan = random_fault_plan(seed, 0.1)
+        return [(child, seam) for child in ("writer", "route:s:1") for seam in ("send", "receive")
+                for _ in range(20) if plan.consult(child, seam)]
+
+    assert fired(7) == fired(7)
+    assert fired(7) != fired(8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rate", [0.001, *RATES, 0.02])
+@pytest.mark.parametrize("seed", range(100, 120))
+async def test_long_seeded_fault_runs_keep_every_invariant(tmp_path, workspace, seed: int,
+                                                           rate: float) -> None:
+    report = await run_chaos(tmp_path / "state" / "chaos.db", workspace, seed=seed, rate=rate,
+                             sessions=12, turns=4, messages=6)
+    assert report.violations == [], report.summary()
+    assert report.stranded == 0, report.summary()

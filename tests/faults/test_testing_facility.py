@@ -1,0 +1,249 @@
+"""tidings.testing itself: the instrument, the ledger, the censuses, the checks, the fixture."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+import trio
+import trio.testing
+
+import tidings
+from tidings.actors import Outbound
+from tidings.errors import InjectedFault
+from tidings.supervisor import ChildSpec, Intensity, open_supervisor
+from tidings.testing import (
+    ChannelCensus,
+    CheckpointInjector,
+    FaultLedger,
+    FaultPlan,
+    FaultRule,
+    InvariantChecker,
+    InvariantViolation,
+    MemoryRoute,
+    Seam,
+    TaskCensus,
+    Violation,
+    database_violations,
+    route_violations,
+    runtime_fixture,
+    writer_gate,
+)
+from tidings.testing import (
+    parse_log_line as parse,
+)
+
+rt = runtime_fixture()
+
+
+def test_importing_tidings_does_not_import_pytest() -> None:
+    code = "import sys, tidings, tidings.testing; print('pytest' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+async def test_the_runtime_fixture_yields_a_running_runtime(rt) -> None:
+    route = MemoryRoute()
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("hello")
+    assert await handle.wait() == "delivered"
+    assert rt.supervisor.statistics().state == "running"
+
+
+# --- the checkpoint instrument -----------------------------------------------------------------
+
+
+async def _ticker(ctx, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    task_status.started()
+    async for _ in ctx.mailbox:
+        await trio.lowlevel.checkpoint()
+
+
+async def _feed(sup, n: int) -> None:
+    for i in range(n):
+        await sup.mailbox("a").send(i)
+        await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_the_instrument_counts_the_steps_of_one_child_only() -> None:
+    async with open_supervisor([ChildSpec("a", _ticker), ChildSpec("b", _ticker)]) as sup:
+        counter = CheckpointInjector(sup, "a")
+        with counter.installed():
+            await _feed(sup, 3)
+            for i in range(3):
+                await sup.mailbox("b").send(i)
+            await trio.testing.wait_all_tasks_blocked()
+    assert counter.steps == 6  # per message: woken by the send, then its checkpoint
+    assert counter.injected == []
+    assert sup.restart_log == ()
+
+
+@pytest.mark.parametrize("at", [1, 2, 5])
+async def test_the_instrument_cancels_the_child_at_step_n(at: int) -> None:
+    ledger = FaultLedger()
+    with ledger.recording():
+        async with open_supervisor([ChildSpec("a", _ticker)],
+                                   intensity=Intensity(max_restarts=10, period=1)) as sup:
+            injector = CheckpointInjector(sup, "a", at=at, ledger=ledger)
+            with injector.installed():
+                await _feed(sup, 3)
+    [(step, child)] = injector.injected
+    assert (step, child) == (at, "a")
+    [record] = sup.restart_log
+    assert (record.error_type, record.error) == ("InjectedFault", "injected cancel of a")
+    assert ledger.unaccounted() == []
+    assert injector.errors == []
+
+
+async def test_every_n_injects_repeatedly_and_times_caps_it() -> None:
+    async with open_supervisor([ChildSpec("a", _ticker)],
+                               intensity=Intensity(max_restarts=10, period=1)) as sup:
+        injector = CheckpointInjector(sup, "a", every=2, times=2)
+        with injector.installed():
+            await _feed(sup, 6)
+    assert [step for step, _ in injector.injected] == [2, 4]
+    assert len(sup.restart_log) == 2
+
+
+async def test_the_instrument_never_raises_from_a_hook() -> None:
+    def broken():
+        raise RuntimeError("no supervisor today")
+
+    async with open_supervisor([ChildSpec("a", _ticker)]) as sup:
+        injector = CheckpointInjector(broken, "a", at=1)
+        with injector.installed():
+            await _feed(sup, 1)
+    assert injector.steps == 0
+    assert [type(e) for e in injector.errors][:1] == [RuntimeError]
+    assert sup.restart_log == ()
+
+
+# --- the fault ledger --------------------------------------------------------------------------
+
+
+def test_log_lines_parse_into_fields() -> None:
+    assert parse('event=child_failed child=a action=escalate error="injected fault at send of '
+                 'writer" error_type=InjectedFault') == {
+        "event": "child_failed", "child": "a", "action": "escalate",
+        "error": "injected fault at send of writer", "error_type": "InjectedFault"}
+
+
+async def test_a_fault_nobody_saw_is_a_masked_fault_and_a_surfaced_one_is_not() -> None:
+    plan = FaultPlan([FaultRule(Seam.SEND, child="a", times=2)])
+    for report in (False, True):
+        checker = InvariantChecker()
+        with checker.watch():
+            async with open_supervisor([ChildSpec("a", _ticker)], fault_plan=plan) as sup:
+                try:
+                    await sup.mailbox("a").send("x")
+                except InjectedFault as exc:
+                    if report:
+                        checker.surfaced(exc)
+        masked = [v for v in checker.violations if v.invariant == "masked_fault"]
+        assert len(masked) == (0 if report else 1)
+
+
+# --- censuses ------------------------------------------------------------------------------------
+
+
+async def test_the_task_census_finds_a_task_left_running() -> None:
+    async with trio.open_nursery() as nursery:
+        census = TaskCensus.take()
+        assert census.leaked() == []
+        nursery.start_soon(trio.sleep_forever, name="left-behind")
+        await trio.testing.wait_all_tasks_blocked()
+        assert [task.name for task in census.leaked()] == ["left-behind"]
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_channel_census_finds_an_open_channel_still_referenced() -> None:
+    census = ChannelCensus.take()
+    send, receive = trio.open_memory_channel[int](1)
+    assert len(census.leaked()) == 1
+    send.close()
+    assert len(census.leaked()) == 1  # its receive end is still open
+    receive.close()
+    assert census.leaked() == []
+
+
+# --- the database and route checks ---------------------------------------------------------------
+
+
+async def test_the_database_check_passes_a_clean_run_and_flags_an_open_row(db_path,
+                                                                          workspace) -> None:
+    route = MemoryRoute()
+    route.stall()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0.01) as runtime:
+        session_id = await runtime.create_session(channel="web")
+        runtime.router.bind(session_id, route)
+        async with runtime.open_turn(session_id) as ctx:
+            await ctx.output.send_text("stuck")
+            await ctx.output.send_text("queued behind it")
+        await route.wait_attempted(1)
+    found = database_violations(db_path)
+    assert sorted(v.detail.split()[-1] for v in found if v.invariant == "terminal") == [
+        "queued", "sending"]
+    assert database_violations(db_path, allow_open=True) == []
+
+
+def test_the_database_check_flags_a_work_item_out_of_step(db_path, workspace) -> None:
+    async def one_delivery() -> None:
+        async with tidings.open_runtime(db_path, workspace=workspace) as runtime:
+            session_id = await runtime.create_session(channel="web")
+            runtime.router.bind(session_id, MemoryRoute())
+            async with runtime.open_turn(session_id) as ctx:
+                await (await ctx.output.send_text("x")).wait()
+
+    trio.run(one_delivery)
+    assert database_violations(db_path) == []
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE work_items SET status = 'pending'")
+    conn.commit()
+    conn.close()
+    assert [v.invariant for v in database_violations(db_path)] == ["work_item"]
+
+
+def _outbound(session_id: str, delivery_id: str, seq: int) -> Outbound:
+    return Outbound(session_id=session_id, delivery_id=delivery_id, kind="message", blocks=(),
+                    text=delivery_id, seq=seq)
+
+
+def test_the_route_check_flags_duplicates_order_and_misrouting() -> None:
+    route = MemoryRoute()
+    route.attempted = [_outbound("s1", "d1", 1), _outbound("s1", "d3", 3),
+                       _outbound("s1", "d2", 2), _outbound("s1", "d3", 3),
+                       _outbound("s2", "d9", 1)]
+    found = route_violations({"s1": route})
+    assert sorted(v.invariant for v in found) == ["duplicate", "order", "order", "order",
+                                                  "routing"]
+    assert route_violations({"s1": route}, requeued={"d3", "d9"}) == [
+        Violation("routing", "delivery d9 of s2 reached the route of s1")]
+
+
+def test_the_checker_raises_one_error_listing_every_violation() -> None:
+    checker = InvariantChecker()
+    checker.violations += [Violation("order", "a"), Violation("duplicate", "b")]
+    with pytest.raises(InvariantViolation, match="2 invariant violation") as raised:
+        checker.assert_ok()
+    assert [v.invariant for v in raised.value.violations] == ["order", "duplicate"]
+
+
+# --- the writer gate -----------------------------------------------------------------------------
+
+
+async def test_the_writer_gate_holds_writes_until_released(rt) -> None:
+    created: list[str] = []
+    async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
+        async def create() -> None:
+            created.append(await rt.create_session(channel="web"))
+
+        nursery.start_soon(create)
+        await trio.testing.wait_all_tasks_blocked()
+        assert created == []
+        gate.release()
+    assert len(created) == 1
