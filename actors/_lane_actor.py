@@ -18,7 +18,7 @@ import trio
 from tidings.actors._handle import DeliveryItem, describe_error, outcome_of
 from tidings.actors._outbound import adapt_blocks, build_outbound, item_from_row
 from tidings.actors._router import Binding
-from tidings.store import Transition, queries, transition
+from tidings.store import TERMINAL_STATUSES, Transition, queries, transition
 from tidings.supervisor import ChildContext, MailboxReceiver, Seam
 
 if TYPE_CHECKING:
@@ -237,14 +237,27 @@ class LaneWorker:
         finally:
             lane.committing -= 1
         attempts = []
+        moved_on = []
         for index, ((item, move), result) in enumerate(zip(pairs, results, strict=True)):
             if not result.applied:
+                if move.to in TERMINAL_STATUSES:
+                    moved_on.append(item)
                 continue
             if index >= len(before):
                 attempts.append(result.attempts)
-            if move.to in ("sent", "failed", "unrouted", "unknown"):
+            if move.to in TERMINAL_STATUSES:
                 self.dispatcher.resolve(item, outcome_of(move.to))
+        if moved_on:
+            await self._resolve_durable(moved_on)
         return attempts
+
+    async def _resolve_durable(self, items: list[DeliveryItem]) -> None:
+        """Rows a terminal move found moved on already (say, a write whose answer a crash cut
+        off committed after all): resolve their items with the durable terminal state."""
+        for item in items:
+            found = await self.store.read(queries.delivery, item.delivery_id)
+            if found is not None and found.outbox_status in TERMINAL_STATUSES:
+                self.dispatcher.resolve(item, outcome_of(found.outbox_status))
 
     async def _settle(self, lane: Lane) -> None:
         """Close what a crashed incarnation left (see the module docstring). It stays in the

@@ -7,7 +7,7 @@ import trio
 import trio.testing
 
 import tidings
-from tidings.testing import FaultPlan, FaultRule, MemoryRoute, Seam
+from tidings.testing import FaultPlan, FaultRule, MemoryRoute, Seam, writer_gate
 
 
 async def crash_mid_delivery(db_path, workspace, plan: FaultPlan) -> tuple[int, list[str]]:
@@ -40,3 +40,31 @@ async def test_a_failed_settle_write_is_settled_by_the_next_incarnation(tmp_path
     _, outcomes = await crash_mid_delivery(tmp_path / "run.db", workspace, plan)
     assert len(plan.injected) == 1
     assert outcomes == ["unknown", "delivered"]
+
+
+
+async def test_a_lane_cancelled_while_its_sent_write_waits_still_resolves_it(
+        db_path, workspace) -> None:
+    """The lane crashes while its write recording ``sent`` waits for the writer: the write
+    commits all the same, and the next incarnation must resolve the delivery from what is
+    durable instead of waiting for a move that can no longer apply."""
+    route = MemoryRoute()
+    route.stall()
+    with trio.fail_after(20):  # a watchdog: the bug this pins is a delivery that never ends
+        async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                handle = await ctx.output.send_text("m0")
+            await route.wait_attempted(1)
+            async with writer_gate(rt.store) as gate:
+                route.release()
+                await trio.testing.wait_all_tasks_blocked()  # its sent write waits at the gate
+                lane = rt.dispatcher.lane(session_id)
+                assert (route.texts(), lane.committing) == (["m0"], 1)
+                assert rt.dispatcher.supervisor.inject_cancel(lane.name)
+                await trio.testing.wait_all_tasks_blocked()  # restarted: settling, at the gate
+                gate.release()
+            assert await handle.wait() == "delivered"
+            status = await rt.delivery_status(handle.delivery_id)
+    assert status.status == "sent"
