@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from tidings.actors._handle import DeliveryItem, describe_error, outcome_of
+from tidings.actors._handle import TERMINAL, DeliveryItem, describe_error, outcome_of
 from tidings.actors._outbound import adapt_blocks, build_outbound, item_from_row
 from tidings.actors._router import Binding
 from tidings.store import TERMINAL_STATUSES, Transition, queries, transition
@@ -248,7 +248,13 @@ class LaneWorker:
             if move.to in TERMINAL_STATUSES:
                 self.dispatcher.resolve(item, outcome_of(move.to))
         if moved_on:
-            await self._resolve_durable(moved_on)
+            try:
+                await self._resolve_durable(moved_on)
+            except BaseException:  # delivered rows not resolved yet stay the lane's to settle
+                done = {id(item) for item in moved_on if item.status in TERMINAL}
+                lane.unflushed[:0] = [item for item, _ in before
+                                      if id(item) not in done and item in moved_on]
+                raise
         return attempts
 
     async def _resolve_durable(self, items: list[DeliveryItem]) -> None:
