@@ -32,7 +32,7 @@ import attrs
 import trio
 
 from tidings.actors._reconcile import reconcile_session, reconciler_of
-from tidings.errors import TidingsError, ValidationError
+from tidings.errors import MailboxClosedError, TidingsError, ValidationError
 from tidings.store import Store, end_turn, recovery, transition
 from tidings.supervisor import ChildContext, ChildSpec, Mailbox
 
@@ -328,8 +328,10 @@ class RecoveryScanner:
             mailbox.send_nowait("wake")
         except trio.WouldBlock:
             pass  # a wake is already waiting
-        except TidingsError as exc:  # closed (stopping) or a fault plan: the period covers it
+        except MailboxClosedError as exc:  # stopping: nothing to wake
             log.debug("event=recovery_poke_dropped error=%r", exc)
+        except TidingsError as exc:  # anything else (a fault plan) is worth a line: the
+            log.info("event=recovery_poke_dropped error=%r", exc)  # period covers it
 
 
 class _Progress:
