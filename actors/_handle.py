@@ -145,6 +145,11 @@ class HandleRegistry:
     def add(self, item: DeliveryItem) -> None:
         self._items[item.delivery_id] = item
 
+    def discard(self, item: DeliveryItem) -> None:
+        """Forget *item* (a send whose write failed), unless another item took its id."""
+        if self._items.get(item.delivery_id) is item:
+            del self._items[item.delivery_id]
+
     def get(self, delivery_id: str) -> DeliveryItem | None:
         return self._items.get(delivery_id)
 

@@ -128,7 +128,11 @@ class LaneWorker:
         registry = self.dispatcher.registry
         for row in rows:
             live = registry.get(row.delivery_id)
-            lane.backlog.append(live if live is not None else item_from_row(row))
+            if live is None:
+                live = item_from_row(row)
+            elif not live.seq:  # its send has not heard of its commit yet: same delivery
+                live.seq = row.seq
+            lane.backlog.append(live)
         if not rows:
             lane.cursor = max(lane.cursor, target)
             if lane.cursor >= lane.max_seen:

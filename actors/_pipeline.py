@@ -20,7 +20,13 @@ from typing import Any
 import attrs
 
 from tidings.actors._blocks import ContentBlock
-from tidings.actors._handle import DeliveryHandle, DeliveryItem, HandleRegistry, outcome_of
+from tidings.actors._handle import (
+    TERMINAL,
+    DeliveryHandle,
+    DeliveryItem,
+    HandleRegistry,
+    outcome_of,
+)
 from tidings.actors._lanes import Dispatcher
 from tidings.actors._outbound import adapt_blocks
 from tidings.actors._router import Binding, SessionInteractionRouter
@@ -123,6 +129,8 @@ class DeliveryPipeline:
                 return existing
         session_id = request.session_id
         item, ops = self._build(request)
+        if request.visible:  # before the commit: a lane may read the row before on_commit runs
+            self._registry.add(item)
         if key is not None:
             self._pending_keys[(session_id, key)] = item
         self._writing[session_id] += 1
@@ -145,6 +153,7 @@ class DeliveryPipeline:
             return existing
         finally:
             if not committed:
+                self._registry.discard(item)
                 self._written(session_id)
                 if item.binding is not None:
                     self._dispatcher.release(session_id)
@@ -165,8 +174,11 @@ class DeliveryPipeline:
             item.status = "scheduled"
             item.resolve("delivered")
             return
-        item.status = "scheduled"
-        self._registry.add(item)
+        if item.status in TERMINAL:  # a lane found the row first and settled it already
+            return
+        if item.status == "pending":
+            item.status = "scheduled"
+        self._registry.add(item)  # again: a caller cancelled before the commit discarded it
         self._dispatcher.schedule(item)
 
     async def _existing(self, session_id: str, key: str) -> DeliveryHandle | None:
