@@ -9,7 +9,8 @@ mock: tests drive the runtime through it the way a platform (or a crash) would.
   :class:`CheckpointInjector`, a trio instrument that cancels an actor at scheduler step N.
 * Invariants: :class:`InvariantChecker` (with :class:`FaultLedger`, :class:`TaskCensus`,
   :class:`ChannelCensus`, :func:`database_violations`, :func:`route_violations`) and
-  :func:`run_chaos`, a seeded fault run over the whole runtime.
+  :func:`run_chaos`, a seeded fault run over the whole runtime, and
+  :func:`sweep_delivery_path`, a cancel at every scheduler step of one actor in turn.
 * Timing without sleeps: :func:`writer_gate` holds the store's writer so writes queue.
 * pytest: :func:`runtime_fixture` (pytest is imported only when it is called).
 """
@@ -32,6 +33,7 @@ from tidings.supervisor._testing_invariants import (
 )
 from tidings.supervisor._testing_ledger import FaultLedger, LedgerEntry, parse_log_line
 from tidings.supervisor._testing_route import MemoryRoute, ReconcilingMemoryRoute
+from tidings.supervisor._testing_sweep import SweepRun, delivery_path_run, sweep_delivery_path
 
 __all__ = [
     "ACTORS",
@@ -48,10 +50,12 @@ __all__ = [
     "MemoryRoute",
     "ReconcilingMemoryRoute",
     "Seam",
+    "SweepRun",
     "TaskCensus",
     "Violation",
     "WriterGate",
     "database_violations",
+    "delivery_path_run",
     "escalation_violations",
     "live_tasks",
     "parse_log_line",
@@ -59,5 +63,6 @@ __all__ = [
     "route_violations",
     "run_chaos",
     "runtime_fixture",
+    "sweep_delivery_path",
     "writer_gate",
 ]
