@@ -12,7 +12,8 @@ mock: tests drive the runtime through it the way a platform (or a crash) would.
   :func:`run_chaos`, a seeded fault run over the whole runtime, and
   :func:`sweep_delivery_path`, a cancel at every scheduler step of one actor in turn.
 * Timing without sleeps: :func:`writer_gate` holds the store's writer so writes queue.
-* pytest: :func:`runtime_fixture` (pytest is imported only when it is called).
+* pytest: :func:`runtime_fixture` (pytest is imported only when it is called), and
+  :class:`RuntimeThread`, one runtime in a trio thread for many hypothesis examples.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tidings.supervisor._testing_invariants import (
 from tidings.supervisor._testing_ledger import FaultLedger, LedgerEntry, parse_log_line
 from tidings.supervisor._testing_route import MemoryRoute, ReconcilingMemoryRoute
 from tidings.supervisor._testing_sweep import SweepRun, delivery_path_run, sweep_delivery_path
+from tidings.supervisor._testing_thread import RuntimeThread
 
 __all__ = [
     "ACTORS",
@@ -49,6 +51,7 @@ __all__ = [
     "LedgerEntry",
     "MemoryRoute",
     "ReconcilingMemoryRoute",
+    "RuntimeThread",
     "Seam",
     "SweepRun",
     "TaskCensus",
