@@ -187,6 +187,8 @@ def _decode(raw: str | bytes, max_frame_bytes: int) -> dict[str, Any]:
         data = json.loads(raw, parse_constant=_refuse_constant)
     except ValueError as exc:
         raise FrameError("bad_json", f"not JSON: {exc}") from None
+    except RecursionError:  # arrays or objects nested deeper than the parser's stack
+        raise FrameError("bad_json", "not JSON we take: nested too deeply") from None
     if not isinstance(data, dict):
         raise FrameError("not_an_object", f"a frame is a JSON object, got {type(data).__name__}")
     return data
