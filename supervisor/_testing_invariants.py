@@ -24,7 +24,7 @@ from tidings.supervisor._testing_ledger import FaultLedger
 from tidings.supervisor._testing_route import MemoryRoute
 
 __all__ = ["InvariantChecker", "InvariantViolation", "Violation", "database_violations",
-           "escalation_violations", "route_violations"]
+           "escalation_violations", "lifecycle_violations", "route_violations"]
 
 # outbox status -> the work item status that goes with it
 _WORK_STATUS = {"queued": "pending", "sending": "claimed", "sent": "completed",
@@ -197,6 +197,35 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
     return found
 
 
+# --- turn lifecycles ------------------------------------------------------------------------------
+
+
+def lifecycle_violations(events: Iterable[Any], *, finished: bool = True) -> list[Violation]:
+    """Task lifecycle events (a channel's ``on_task_lifecycle``), per session in order: each
+    ``started`` is followed by exactly one terminal event (``completed``, ``cancelled`` or
+    ``failed``) before the next ``started``; nothing but a ``started`` follows a terminal one.
+    With ``finished``, every turn has ended (check it once the channel is idle)."""
+    found: list[Violation] = []
+    open_turns: dict[str, bool] = {}
+    for event in events:
+        session_id = event.session_id
+        running = open_turns.get(session_id, False)
+        if event.type == "started":
+            if running:
+                found.append(Violation("lifecycle", f"session {session_id}: a turn started "
+                                                    f"before the last one ended"))
+            open_turns[session_id] = True
+        elif not running:
+            found.append(Violation("lifecycle", f"session {session_id}: {event.type} outside "
+                                                f"a turn (a second terminal event?)"))
+        elif event.terminal:
+            open_turns[session_id] = False
+    if finished:
+        found += [Violation("lifecycle", f"session {session_id}: a turn never ended")
+                  for session_id, running in open_turns.items() if running]
+    return found
+
+
 # --- how the run ended -------------------------------------------------------------------------
 
 
@@ -279,6 +308,9 @@ class InvariantChecker:
 
     def check_routes(self, routes: Mapping[str, MemoryRoute], **options: Any) -> None:
         self.violations += route_violations(routes, **options)
+
+    def check_lifecycles(self, events: Iterable[Any], **options: Any) -> None:
+        self.violations += lifecycle_violations(events, **options)
 
     def assert_ok(self) -> None:
         if self.violations:

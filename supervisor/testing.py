@@ -3,7 +3,8 @@
 Published as ``tidings.testing``. Everything here is a real implementation of a seam, not a
 mock: tests drive the runtime through it the way a platform (or a crash) would.
 
-* Routes: :class:`MemoryRoute` (latency, stalls, failures), :class:`ReconcilingMemoryRoute`.
+* Routes: :class:`MemoryRoute` (latency, stalls, failures), :class:`ReconcilingMemoryRoute`;
+  a channel adapter: :class:`MemoryChannel` (a real ``ChannelBase`` over a memory route).
 * Faults: :class:`FaultPlan` / :class:`FaultRule` at the kernel's :class:`Seam`\\ s (and
   ``Seam.DELIVER`` around a route's ``deliver``), :func:`random_fault_plan`, and
   :class:`CheckpointInjector`, a trio instrument that cancels an actor at scheduler step N.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from tidings.supervisor import FaultPlan, FaultRule, InjectionRecord, Seam
 from tidings.supervisor._testing_census import ChannelCensus, TaskCensus, live_tasks
+from tidings.supervisor._testing_channel import MemoryChannel
 from tidings.supervisor._testing_chaos import ACTORS, ChaosReport, random_fault_plan, run_chaos
 from tidings.supervisor._testing_fixture import runtime_fixture
 from tidings.supervisor._testing_gate import WriterGate, writer_gate
@@ -30,6 +32,7 @@ from tidings.supervisor._testing_invariants import (
     Violation,
     database_violations,
     escalation_violations,
+    lifecycle_violations,
     route_violations,
 )
 from tidings.supervisor._testing_ledger import FaultLedger, LedgerEntry, parse_log_line
@@ -49,6 +52,7 @@ __all__ = [
     "InvariantChecker",
     "InvariantViolation",
     "LedgerEntry",
+    "MemoryChannel",
     "MemoryRoute",
     "ReconcilingMemoryRoute",
     "RuntimeThread",
@@ -60,6 +64,7 @@ __all__ = [
     "database_violations",
     "delivery_path_run",
     "escalation_violations",
+    "lifecycle_violations",
     "live_tasks",
     "parse_log_line",
     "random_fault_plan",
