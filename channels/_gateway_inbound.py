@@ -29,7 +29,7 @@ from tidings.channels._gateway_frames import (
     error_frame,
 )
 from tidings.channels._inbound import Inbound
-from tidings.errors import RuntimeClosedError, TidingsError
+from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 
 if TYPE_CHECKING:
     from tidings.channels._gateway import GatewayChannel
@@ -109,6 +109,9 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
     except RuntimeClosedError:
         conn.push(error_frame("shutting_down", "the server is stopping; send it again later",
                               ref=frame.id))
+        return
+    except ValidationError as exc:  # the message itself is bad (say, text that is no Unicode)
+        conn.push(error_frame("bad_field", f"message.{exc}", field=exc.field, ref=frame.id))
         return
     except TidingsError as exc:
         log.warning("event=message_failed connection=%d conversation=%s error=%r", conn.id,

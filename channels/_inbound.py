@@ -13,26 +13,37 @@ from tidings.errors import ValidationError
 __all__ = ["Inbound", "inbound_conversation_key"]
 
 
+def _unicode(field: str, value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(field, f"is not valid Unicode (lone surrogate at index "
+                                     f"{exc.start})") from None
+    return value
+
+
 def _required_id(field: str):  # type: ignore[no-untyped-def]
     def convert(value: object) -> str:
         if value is None or isinstance(value, bool | bytes) or str(value) == "":
             raise ValidationError(field, f"must be a non-empty id, got {value!r}")
-        return str(value)
+        return _unicode(field, str(value))
     return convert
 
 
-def _optional_id(value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool | bytes):
-        raise ValidationError("id", f"must be text or a number, got {value!r}")
-    return str(value)
+def _optional_id(field: str):  # type: ignore[no-untyped-def]
+    def convert(value: object) -> str | None:
+        if value is None or value == "":
+            return None
+        if isinstance(value, bool | bytes):
+            raise ValidationError(field, f"must be text or a number, got {value!r}")
+        return _unicode(field, str(value))
+    return convert
 
 
 def _text(value: object) -> str:
     if not isinstance(value, str):
         raise ValidationError("text", f"must be a string, not {type(value).__name__}")
-    return value
+    return _unicode("text", value)
 
 
 @final
@@ -43,14 +54,15 @@ class Inbound:
 
     Raises:
       ValidationError: naming ``chat_id`` / ``sender_id`` when empty or None, ``text`` when it
-        is not a string.
+        is not a string, any of them when it is not valid Unicode (a lone surrogate: it could
+        be neither stored nor sent).
     """
 
     chat_id: str = attrs.field(converter=_required_id("chat_id"))
     sender_id: str = attrs.field(converter=_required_id("sender_id"))
     text: str = attrs.field(converter=_text)
-    message_id: str | None = attrs.field(default=None, converter=_optional_id)
-    thread_id: str | None = attrs.field(default=None, converter=_optional_id)
+    message_id: str | None = attrs.field(default=None, converter=_optional_id("message_id"))
+    thread_id: str | None = attrs.field(default=None, converter=_optional_id("thread_id"))
 
 
 def inbound_conversation_key(config: ChannelConfig, inbound: Inbound) -> str:

@@ -15,6 +15,7 @@ from trio_websocket import ConnectionClosed
 
 from tidings.channels import GatewayChannel, GatewayClient, GatewayClosed, GatewayConfig
 from tidings.channels._gateway_client import open_transport
+from tidings.channels._gateway_frames import ERROR_CODES
 from tidings.testing import RuntimeThread, database_violations
 
 TOKEN = "hostile-frames-token"
@@ -134,7 +135,8 @@ def test_hostile_frames_get_an_error_and_write_nothing(db_path, workspace) -> No
             elif errors:
                 seen["error"] = seen.get("error", 0) + 1
                 for error in errors:
-                    assert isinstance(error.get("code"), str), error
+                    assert error.get("code") in ERROR_CODES, error
+                    assert error["code"] != "internal", error  # a clear error, not a failure
                     assert error.get("message"), error
                 assert outcome.after == outcome.before, outcome  # refused: nothing written
             else:
@@ -192,3 +194,14 @@ def test_a_hostile_first_frame_is_refused_without_an_internal_error(db_path,
             assert thread.run(still_serving, url)
 
         check()
+
+
+def test_a_message_that_is_not_unicode_is_a_field_error(db_path, workspace) -> None:
+    with RuntimeThread(db_path, workspace) as thread:
+        port = thread.enter(GatewayChannel(thread.rt, GatewayConfig(token=TOKEN,
+                                                                    port=0)).serving())
+        outcome = thread.run(send_one, db_path, f"ws://127.0.0.1:{port}", "s",
+                             '{"type": "message", "text": "a\\ud800", "id": "m1"}')
+    [error] = outcome.frames
+    assert (error["code"], error["field"], error["ref"]) == ("bad_field", "text", "m1")
+    assert outcome.after == outcome.before
