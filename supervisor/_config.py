@@ -19,6 +19,7 @@ starts then (``tidings serve`` exits 2).
 from __future__ import annotations
 
 import math
+import os
 import pathlib
 import tomllib
 from collections.abc import Mapping
@@ -81,6 +82,13 @@ def _text(field: str, value: Any) -> str:
     return value
 
 
+def _path(field: str, value: Any) -> pathlib.Path:
+    """A path from the file (a string) or a flag (a string or a path): not a number."""
+    if not isinstance(value, str | os.PathLike):
+        raise ConfigError(field, f"must be a path (a string), got {value!r}")
+    return pathlib.Path(_text(field, os.fspath(value))).expanduser()
+
+
 def _seconds(field: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) \
             or not math.isfinite(value) or value < 0:
@@ -97,6 +105,9 @@ def read_file(path: pathlib.Path) -> dict[str, Any]:
         raise ConfigError("config", f"cannot read {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("config", f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8
+        raise ConfigError("config", f"{path} is not UTF-8 text (byte {exc.start}): TOML files "
+                                    "are UTF-8") from None
 
 
 def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
@@ -158,9 +169,8 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     # Validate the gateway settings now (a placeholder token: the real one is resolved later).
     GatewayConfig.from_mapping(gateway, token=token or "x" * 8)
     return ServeConfig(
-        db=pathlib.Path(_text("serve.db", str(serve.get("db", DEFAULT_DB)))).expanduser(),
-        workspace=pathlib.Path(_text("serve.workspace", str(serve.get("workspace", "."))))
-        .expanduser(),
+        db=_path("serve.db", serve.get("db", DEFAULT_DB)),
+        workspace=_path("serve.workspace", serve.get("workspace", ".")),
         core_id=_text("serve.core_id", serve.get("core_id", "default")),
         agent=agent,
         grace=_seconds("serve.grace", serve.get("grace", 10.0)),
