@@ -110,7 +110,8 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                  active: ActiveTurn) -> None:
     rt, config, emitter = channel.runtime, channel.config, active.emitter
     try:
-        await emitter.started()
+        with trio.CancelScope(shield=True):  # cancelled as it begins, it still began: the
+            await emitter.started()  # terminal event never comes alone
         first = not await rt.session_has_turns(state.session_id)
         prompt = compose_first_prompt(config, pending.text, first_in_session=first,
                                       steered=pending.steered)
