@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ActiveTurn", "run_turn"]
 
+_STARTED_GRACE = 5.0
+
 
 class ActiveTurn:
     """The running turn of a session, as commands and steer see it."""
@@ -110,8 +112,10 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                  active: ActiveTurn) -> None:
     rt, config, emitter = channel.runtime, channel.config, active.emitter
     try:
-        with trio.CancelScope(shield=True):  # cancelled as it begins, it still began: the
-            await emitter.started()  # terminal event never comes alone
+        # Cancelled as it begins, it still began (the terminal event never comes alone); a
+        # hook that hangs on it cannot hold the turn past the grace terminal events get.
+        with trio.CancelScope(shield=True), trio.move_on_after(_STARTED_GRACE):
+            await emitter.started()
         first = not await rt.session_has_turns(state.session_id)
         prompt = compose_first_prompt(config, pending.text, first_in_session=first,
                                       steered=pending.steered)
