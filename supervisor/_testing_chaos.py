@@ -2,10 +2,12 @@
 
 :func:`random_fault_plan` builds a plan that injects a raise or a cancel with one probability
 at every seam of the runtime's actors. :func:`run_chaos` runs a workload under such a plan
-(phase 1: sessions, turns, sends, routes that sometimes fail), then reopens the database with
-no faults, binds the same routes, recovers and waits until nothing is left open (phase 2),
-and checks the invariants (:class:`~tidings.testing.InvariantChecker`). The same seed gives the
-same plan and the same workload; the interleaving may still differ (worker threads).
+(phase 1: sessions, turns, sends, routes that sometimes fail; with ``chats``, also a channel
+adapter whose agent streams and sometimes fails, its turns running as tasks of the runtime),
+then reopens the database with no faults, binds the same routes, recovers and waits until
+nothing is left open (phase 2), and checks the invariants
+(:class:`~tidings.testing.InvariantChecker`). The same seed gives the same plan and the same
+workload; the interleaving may still differ (worker threads).
 """
 
 from __future__ import annotations
@@ -21,20 +23,24 @@ import attrs
 import trio
 
 from tidings.actors import DeliveryHandle, Runtime, open_runtime
+from tidings.channels import EchoAgent
 from tidings.errors import InjectedFault, RestartIntensityExceeded, TidingsError
 from tidings.store import queries
 from tidings.supervisor import FaultPlan, FaultRule, Intensity, Seam
+from tidings.supervisor._testing_channel import MemoryChannel
 from tidings.supervisor._testing_invariants import InvariantChecker, Violation
 from tidings.supervisor._testing_route import ReconcilingMemoryRoute
 
 __all__ = ["ACTORS", "ChaosReport", "random_fault_plan", "run_chaos"]
 
-ACTORS = ("writer", "routes", "recovery", "tasks", "route:*")
-"""The runtime's actors, as fault-plan child patterns (``route:*``: every session lane)."""
+ACTORS = ("writer", "routes", "recovery", "tasks", "route:*", "task:*")
+"""The runtime's actors, as fault-plan child patterns (``route:*``: every session lane;
+``task:*``: every channel turn)."""
 
 _RUNTIME_SEAMS = (Seam.BEFORE_MESSAGE, Seam.AFTER_MESSAGE, Seam.SEND, Seam.RECEIVE,
                   Seam.SHUTDOWN)
 _LANE_SEAMS = (*_RUNTIME_SEAMS, Seam.CHILD_START, Seam.DELIVER)
+_TASK_SEAMS = (Seam.CHILD_START, Seam.SHUTDOWN)  # a turn task has no mailbox
 
 
 def random_fault_plan(seed: int, rate: float, *, children: Sequence[str] = ACTORS,
@@ -47,7 +53,8 @@ def random_fault_plan(seed: int, rate: float, *, children: Sequence[str] = ACTOR
     """
     rules = []
     for child in children:
-        seams = _LANE_SEAMS if child.startswith("route") else _RUNTIME_SEAMS
+        seams = (_LANE_SEAMS if child.startswith("route")
+                 else _TASK_SEAMS if child.startswith("task") else _RUNTIME_SEAMS)
         for seam in seams:
             for action in actions:
                 rules.append(FaultRule(seam, child=child, action=action,  # type: ignore[arg-type]
@@ -63,6 +70,8 @@ class ChaosReport:
     rate: float
     sessions: int = 0
     sends: int = 0
+    inbound: int = 0
+    turns: collections.Counter[str] = attrs.Factory(collections.Counter)
     send_errors: collections.Counter[str] = attrs.Factory(collections.Counter)
     outcomes: collections.Counter[str] = attrs.Factory(collections.Counter)
     injected: int = 0
@@ -74,8 +83,10 @@ class ChaosReport:
     def summary(self) -> str:
         outcomes = " ".join(f"{k}={v}" for k, v in sorted(self.outcomes.items()))
         errors = sum(self.send_errors.values())
+        turns = " ".join(f"turns_{k}={v}" for k, v in sorted(self.turns.items()))
         return (f"seed={self.seed} rate={self.rate} sessions={self.sessions} "
-                f"sends={self.sends} send_errors={errors} injected={self.injected} "
+                f"sends={self.sends} inbound={self.inbound} {turns} "
+                f"send_errors={errors} injected={self.injected} "
                 f"restarts={self.restarts} escalations={self.escalations} "
                 f"stranded={self.stranded} {outcomes} violations={len(self.violations)}")
 
@@ -104,12 +115,12 @@ class _Workload:
                 except TidingsError as exc:
                     self.failed(exc)
                     continue
-                route = ReconcilingMemoryRoute(fail=self._flaky(fail_rate))
+                route = ReconcilingMemoryRoute(fail=self.flaky(fail_rate))
                 self.routes[session_id] = route
                 self.rt.router.bind(session_id, route)
                 break
 
-    def _flaky(self, fail_rate: float) -> Any:
+    def flaky(self, fail_rate: float) -> Any:
         rng = random.Random(self.rng.random())
 
         def fail(outbound: Any) -> type[BaseException] | None:
@@ -149,6 +160,40 @@ class _Workload:
                                    for h in self.handles)
 
 
+@attrs.define
+class _SessionView:
+    """What one session's share of a channel's platform saw (for the route checks)."""
+
+    attempted: list[Any] = attrs.Factory(list)
+    delivered: list[Any] = attrs.Factory(list)
+
+
+class FlakyAgent:
+    """An echo agent that streams its reply in small chunks and fails a turn with
+    probability ``fail_rate`` (seeded)."""
+
+    def __init__(self, seed: object, fail_rate: float) -> None:
+        self.echo = EchoAgent(chunk_size=8)
+        self.rng = random.Random(f"agent {seed}")
+        self.fail_rate = fail_rate
+
+    async def run(self, turn: Any) -> None:
+        if self.rng.random() < self.fail_rate:
+            await trio.lowlevel.checkpoint()
+            raise RuntimeError("the agent failed on purpose")
+        await self.echo.run(turn)
+
+
+async def _chat(channel: MemoryChannel, workload: _Workload, chat: int, messages: int) -> None:
+    for n in range(messages):
+        try:
+            await channel.say(f"chat {chat} says {n}", chat_id=f"chat-{chat}",
+                              message_id=f"{chat}-{n}")
+            workload.report.inbound += 1
+        except TidingsError as exc:  # the runtime is failing or stopping: nothing accepted
+            workload.failed(exc)
+
+
 async def _drain(rt: Runtime, deadline: float) -> int:
     """Wait until no outbox row is ``queued`` or ``sending``; return how many still are."""
     with trio.move_on_after(deadline):
@@ -165,13 +210,17 @@ async def _drain(rt: Runtime, deadline: float) -> int:
 
 async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLike[str], *,
                     seed: int = 0, rate: float = 0.02, sessions: int = 6, turns: int = 3,
-                    messages: int = 4, plan: FaultPlan | None = None, fail_rate: float = 0.05,
+                    messages: int = 4, chats: int = 3, chat_messages: int = 3,
+                    plan: FaultPlan | None = None, fail_rate: float = 0.05,
                     intensity: Intensity | None = None, grace: float = 0.2,
                     settle: float = 10.0, drain: float = 30.0) -> ChaosReport:
     """Run the workload under ``plan`` (default: :func:`random_fault_plan(seed, rate)`), then
     recover with no faults and check every invariant. Returns the report; its
-    ``violations`` are empty when everything held. ``settle`` and ``drain`` are watchdogs
-    (seconds of trio's clock) that only a hang reaches; a run takes well under a second.
+    ``violations`` are empty when everything held. ``sessions`` x ``turns`` x ``messages``
+    sends go straight through the output SDK; ``chats`` x ``chat_messages`` messages go
+    through a :class:`MemoryChannel` (steer mode: a message cancels the turn before it).
+    ``settle`` and ``drain`` are watchdogs (seconds of trio's clock) that only a hang
+    reaches; a run takes well under a second.
     """
     report = ChaosReport(seed=seed, rate=rate)
     plan = random_fault_plan(seed, rate) if plan is None else plan
@@ -179,26 +228,42 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
     rng = random.Random(seed)
     routes: dict[str, ReconcilingMemoryRoute] = {}
     workload: _Workload | None = None
+    channel: MemoryChannel | None = None
     with checker.watch():
         error: BaseException | None = None
         try:
             async with open_runtime(db_path, workspace=workspace, fault_plan=plan,
                                     intensity=intensity, grace=grace) as rt:
                 workload = _Workload(rt, report, checker, rng, routes)
+                channel = MemoryChannel(rt, agent=FlakyAgent(seed, fail_rate))
+                channel.platform = ReconcilingMemoryRoute(fail=workload.flaky(fail_rate))
                 await workload.create_sessions(sessions, fail_rate)
                 async with trio.open_nursery() as nursery:
                     for session_id in list(routes):
                         nursery.start_soon(workload.session, session_id, turns, messages)
+                    for chat in range(chats):
+                        nursery.start_soon(_chat, channel, workload, chat, chat_messages)
+                with trio.move_on_after(settle):
+                    await channel.wait_idle()
                 await workload.settle(settle)
                 if rt.supervisor is not None:
                     checker.check_running(rt)
         except RestartIntensityExceeded as exc:
             error = exc
         checker.ended(error)
+        for event in channel.events if channel is not None else ():
+            if event.type == "failed" and "InjectedFault" in event.error:
+                # a turn that failed on a send fault reported it (before the ledger closes)
+                checker.ledger.reported(event.error, f"the failed event of {event.session_id}")
+    chat_sessions: list[str] = []
+    if channel is not None:
+        checker.check_lifecycles(channel.events)
+        report.turns.update(event.type for event in channel.events if event.terminal)
+        chat_sessions = channel.directory.sessions()
     report.injected = len(checker.ledger.entries)
     report.restarts = checker.ledger.restarts
     report.escalations = checker.escalations
-    report.sessions = len(routes)
+    report.sessions = len(routes) + len(chat_sessions)
     # Phase 2: no faults; the same routes (the platform remembers); recover; drain.
     recovery = InvariantChecker()
     with recovery.watch():
@@ -207,6 +272,10 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
             for session_id, route in routes.items():
                 route.fail = None
                 rt.router.bind(session_id, route)
+            if channel is not None:  # its platform remembers what it was sent
+                channel.platform.fail = None
+                for session_id in chat_sessions:
+                    rt.router.bind(session_id, channel.platform)
             await rt.recover()
             left = await _drain(rt, drain)
             if left:
@@ -221,7 +290,17 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
     checker.violations += [Violation("half_written", f"a send that raised was written: {t!r}")
                            for t in written]
     checker.check_database(db_path)
-    checker.check_routes(routes, db_path=db_path)
+    seen: dict[str, Any] = dict(routes)
+    if channel is not None:  # the channel's platform, split by session
+        views = {session_id: _SessionView() for session_id in chat_sessions}
+        for outbound in channel.platform.attempted:
+            if outbound.session_id is not None:
+                views.setdefault(outbound.session_id, _SessionView()).attempted.append(outbound)
+        for outbound in channel.platform.delivered:
+            if outbound.session_id is not None:
+                views.setdefault(outbound.session_id, _SessionView()).delivered.append(outbound)
+        seen.update(views)
+    checker.check_routes(seen, db_path=db_path)
     report.violations = checker.violations
     return report
 

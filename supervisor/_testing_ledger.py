@@ -136,6 +136,10 @@ class FaultLedger(logging.Handler):
         if isinstance(error, InjectedFault):
             self._account(error.child or "", str(error), f"surfaced as {type(error).__name__}")
 
+    def reported(self, text: str, by: str) -> None:
+        """A send fault was reported in words (a turn's ``failed`` lifecycle event, say)."""
+        self._account("", text, by)
+
     def _account(self, crashed: str, error: str, by: str) -> None:
         match = _INJECTED.search(error)
         if match is not None and match.group(2) == "send":
