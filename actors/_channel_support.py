@@ -59,14 +59,16 @@ class ChannelSupport:
     # --- tasks ---------------------------------------------------------------------------------
 
     def start_task(self, name: str, async_fn: Callable[..., Awaitable[object]],
-                   *args: Any) -> str:
+                   *args: Any, on_abandon: Callable[[], object] | None = None) -> str:
         """Run ``async_fn(*args)`` in the runtime's supervision tree (a temporary child of the
         ``tasks`` supervisor); return its unique child name. Never blocks.
 
         At runtime exit a running task gets ``grace`` seconds, then is cancelled with the trio
-        reason ``shutdown``. Raises :class:`RuntimeClosedError` when the runtime is stopping.
+        reason ``shutdown``. If the task ends without ever calling ``async_fn`` (it failed at
+        child start), ``on_abandon()`` is called instead. Raises :class:`RuntimeClosedError`
+        when the runtime is stopping.
         """
-        return self.tasks.start(name, async_fn, *args)
+        return self.tasks.start(name, async_fn, *args, on_abandon=on_abandon)
 
     # --- writing into a session without a turn -------------------------------------------------
 

@@ -75,11 +75,14 @@ class TaskRunner:
         if self._stopping or self._sup is None:
             raise RuntimeClosedError("the runtime is stopping; no new turns are accepted")
 
-    def start(self, name: str, async_fn: Callable[..., Awaitable[object]], *args: Any) -> str:
+    def start(self, name: str, async_fn: Callable[..., Awaitable[object]], *args: Any,
+              on_abandon: Callable[[], object] | None = None) -> str:
         """Run ``async_fn(*args)`` as a temporary child; return the child's unique name.
 
         Never blocks. The task is never restarted; an exception it raises is logged by the
-        supervisor and forgotten (so a task should handle its own errors).
+        supervisor and forgotten (so a task should handle its own errors). If the task ends
+        without ever calling ``async_fn`` (it failed at child start), ``on_abandon()`` is
+        called instead (sync), so the caller can undo what it set up for it.
 
         Raises:
           ValidationError: ``name`` is not a non-empty string or ``async_fn`` not callable.
@@ -95,7 +98,8 @@ class TaskRunner:
         scope = trio.CancelScope()
         spec = ChildSpec(child, functools.partial(self._run, child, scope, async_fn, args),
                          restart="temporary", shutdown_timeout=0, start_timeout=None,
-                         mailbox_size=0)
+                         mailbox_size=0,
+                         on_exit=functools.partial(self._exited, child, on_abandon))
         self._scopes[child] = scope
         if self._idle.is_set():
             self._idle = trio.Event()
@@ -139,6 +143,16 @@ class TaskRunner:
                 await async_fn(*args)
         finally:
             self._finished(child)
+
+    def _exited(self, child: str, on_abandon: Callable[[], object] | None) -> None:
+        """The child's task ended (the kernel's on_exit): if its function never ran, it is
+        not waited for, and whoever started it is told."""
+        if child not in self._scopes:
+            return  # it ran, and _run's finally has forgotten it
+        self._finished(child)
+        log.warning("event=task_abandoned task=%s reason=\"ended before it ran\"", child)
+        if on_abandon is not None:
+            on_abandon()
 
     def _finished(self, child: str) -> None:
         self._scopes.pop(child, None)

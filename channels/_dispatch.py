@@ -141,7 +141,8 @@ class Dispatch:
             self._idle = trio.Event()
         name = f"{self._channel.config.name}:{state.session_id}"
         try:
-            self._channel.runtime.start_task(name, self._work, state)
+            self._channel.runtime.start_task(name, self._work, state,
+                                             on_abandon=lambda: self._worker_ended(state))
         except BaseException:
             state.working = False
             if outcome != "merged":
@@ -158,13 +159,17 @@ class Dispatch:
                         and state.pending):
                     state.pending[0].steered = True
         finally:
-            state.working = False
-            if state.pending:
-                log.warning("event=turns_dropped channel=%s session=%s count=%d "
-                            "reason=worker_ended", self._channel.config.name,
-                            state.session_id, len(state.pending))
-                state.pending.clear()
-            self._forget_if_idle(state)
+            self._worker_ended(state)
+
+    def _worker_ended(self, state: SessionState) -> None:
+        """The session's worker ended (or never ran: its task failed before it began)."""
+        state.working = False
+        if state.pending:
+            log.warning("event=turns_dropped channel=%s session=%s count=%d "
+                        "reason=worker_ended", self._channel.config.name,
+                        state.session_id, len(state.pending))
+            state.pending.clear()
+        self._forget_if_idle(state)
 
     def _forget_if_idle(self, state: SessionState) -> None:
         if (state.working or state.pending or state.active is not None

@@ -210,5 +210,11 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
     finally:
         slot.task = None
         done.set()
+        if slot.spec.on_exit is not None:
+            try:
+                slot.spec.on_exit()
+            except Exception as exc:  # noqa: BLE001 - a hook's failure is logged, not raised
+                log_event(logging.ERROR, "on_exit_failed", supervisor=sup.name,
+                          child=slot.spec.name, error_type=type(exc).__name__, error=str(exc))
     if starter is not None:  # stopped (no-op if it had been ready)
         starter.tell(StartResult(stopped=True))

@@ -57,6 +57,10 @@ class ChildSpec:
     right choice for a nested supervisor; ``0``: cancel at once). ``mailbox_size`` bounds the
     mailbox (``0``: a rendezvous). ``backoff`` delays restarts after failures.
 
+    ``on_exit()`` (sync; optional) is called once the child's task has ended for good: it
+    returned or crashed and is not restarted, or it was stopped, also when its function never
+    ran (a failure at child start, or stopped before it began). What it raises is logged.
+
     ``dead_letter(message, error)`` (sync; optional) is told of every message the child will
     never get: one a fault plan took at the ``receive`` / ``before_message`` seams, and what is
     still buffered when the mailbox is closed for good. A request/reply child (the store
@@ -72,6 +76,7 @@ class ChildSpec:
     mailbox_size: int = 64
     backoff: Backoff | None = None
     dead_letter: DeadLetter | None = attrs.field(default=None, repr=False)
+    on_exit: Callable[[], object] | None = attrs.field(default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
         name = self.name
@@ -89,6 +94,9 @@ class ChildSpec:
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValidationError("mailbox_size", f"child {name!r}: must be an int >= 0, "
                                                   f"got {size!r}")
+        if self.on_exit is not None and not callable(self.on_exit):
+            raise ValidationError("on_exit", f"child {name!r}: must be callable or None, "
+                                             f"got {self.on_exit!r}")
         if self.dead_letter is not None and not callable(self.dead_letter):
             raise ValidationError("dead_letter", f"child {name!r}: must be callable or None, "
                                                  f"got {self.dead_letter!r}")
