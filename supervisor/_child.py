@@ -165,9 +165,12 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
     except Exception as exc:  # noqa: BLE001 -- the child boundary: any failure is a crash
         error = exc
     finally:
+        shutdown_fault = receiver._shutdown_fault  # injected, but never read: it still lands
         receiver._detach()
         slot.receiver = slot.fault_scope = None
     final_error: BaseException | None = error
+    if error is None and shutdown_fault:
+        final_error = error = injected_fault(spec.name, Seam.SHUTDOWN, "raise")
     if fault_scope.cancelled_caught or (fault_scope.cancel_called and error is None):
         final_error = injected_fault(spec.name, slot.fault_seam, "cancel")
     elif start_scope.cancelled_caught:  # (it may have called started() just too late)

@@ -47,6 +47,9 @@ async def run_ladder(slot: ChildSlot, plan: FaultPlan | None, *, supervisor: str
     else:
         if slot.receiver is not None:
             slot.receiver._begin_shutdown(fault=fault == "raise")
+        elif fault == "raise":  # no incarnation is running: nothing to land in
+            log_event(logging.INFO, "fault_missed", child=name, seam=Seam.SHUTDOWN,
+                      reason="no incarnation is running")
         timeout = slot.spec.shutdown_timeout
         with trio.move_on_after(math.inf if timeout is None else timeout):
             await done.wait()

@@ -1,0 +1,33 @@
+"""A fault the plan injects at the shutdown seam is never lost: a child that ends without
+reading its mailbox again still ends with it."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from tidings.supervisor import ChildSpec, FaultPlan, FaultRule, Seam, open_supervisor
+from tidings.testing import InvariantChecker
+
+
+async def test_a_shutdown_fault_reaches_a_child_that_never_reads_again() -> None:
+    stop = trio.Event()
+
+    async def reads_once(ctx, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        with trio.move_on_after(0):  # it looks at its mailbox once, then only at its own event
+            await ctx.mailbox.receive()
+        await stop.wait()
+
+    plan = FaultPlan([FaultRule(Seam.SHUTDOWN, child="a", action="raise")])
+    checker = InvariantChecker()
+    with checker.watch():
+        async with open_supervisor([ChildSpec("a", reads_once, shutdown_timeout=None)],
+                                   fault_plan=plan) as sup:
+            await trio.testing.wait_all_tasks_blocked()
+            trio.lowlevel.current_trio_token().run_sync_soon(stop.set)
+    [record] = sup.restart_log
+    assert (record.action, record.error_type) == ("shutdown_error", "InjectedFault")
+    assert "shutdown" in record.error
+    assert checker.violations == []
+
