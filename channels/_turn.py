@@ -14,6 +14,7 @@ a turn whose reply is durable is ``completed``.
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from tidings.channels._dispatch import PendingTurn, SessionState
 
 __all__ = ["ActiveTurn", "run_turn"]
+
+log = logging.getLogger("tidings.channels")
 
 _STARTED_GRACE = 5.0
 
@@ -147,6 +150,9 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
         if not isinstance(exc, Exception):
             raise
         if active.cancel_reason is not None:  # it failed because it was being cancelled
+            # (or something else failed meanwhile: not lost, but not the turn's outcome)
+            log.info("event=turn_error_while_cancelled session=%s reason=%s error=%r",
+                     state.session_id, active.cancel_reason, exc)
             await emitter.cancelled()
         else:
             await emitter.failed(exc)
