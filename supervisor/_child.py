@@ -164,6 +164,9 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
                 await trio.lowlevel.checkpoint()
     except Exception as exc:  # noqa: BLE001 -- the child boundary: any failure is a crash
         error = exc
+    except BaseException:  # a cancellation from outside: it propagates, and is no fault...
+        _record_superseded(sup, slot, receiver, fault_scope)  # ...but a fault it cut short
+        raise  # still leaves its record
     finally:
         shutdown_fault = receiver._shutdown_fault  # injected, but never read: it still lands
         receiver._detach()
@@ -180,6 +183,20 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
         ready.started()  # it returned without started(): it started, then exited
     ran_for = trio.current_time() - slot.ready_at if ready.called else 0.0
     return Ending(final_error, ready.called, ran_for)
+
+
+def _record_superseded(sup: Supervisor, slot: ChildSlot, receiver: MailboxReceiver,
+                       fault_scope: trio.CancelScope) -> None:
+    """An injected fault that an outer cancellation overtook (the child was being stopped
+    or its supervisor cancelled) is recorded, as an error while stopping: never masked."""
+    if receiver._shutdown_fault:
+        receiver._shutdown_fault = False
+        fault = injected_fault(slot.spec.name, Seam.SHUTDOWN, "raise")
+    elif fault_scope.cancel_called:
+        fault = injected_fault(slot.spec.name, slot.fault_seam, "cancel")
+    else:
+        return
+    sup._record(slot, fault, "shutdown_error")
 
 
 async def run_child(sup: Supervisor, slot: ChildSlot, *,

@@ -31,3 +31,22 @@ async def test_a_shutdown_fault_reaches_a_child_that_never_reads_again() -> None
     assert "shutdown" in record.error
     assert checker.violations == []
 
+
+
+async def test_a_shutdown_fault_overtaken_by_the_kill_is_still_recorded() -> None:
+    """The child ignores its mailbox, so the ladder kills it (shutdown timeout 0): the fault
+    injected at its shutdown is overtaken by that cancellation, and still recorded."""
+
+    async def deaf(ctx, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        await trio.sleep_forever()
+
+    plan = FaultPlan([FaultRule(Seam.SHUTDOWN, child="a", action="raise")])
+    checker = InvariantChecker()
+    with checker.watch():
+        async with open_supervisor([ChildSpec("a", deaf, shutdown_timeout=0)],
+                                   fault_plan=plan) as sup:
+            pass
+    [record] = sup.restart_log
+    assert (record.action, record.error_type) == ("shutdown_error", "InjectedFault")
+    assert checker.violations == []
