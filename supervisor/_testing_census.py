@@ -3,7 +3,7 @@
 Take one before the run; after it, :meth:`leaked` lists what was created since and is still
 there. Tasks are counted from ``trio.lowlevel.current_root_task()`` down through every
 nursery; channels are found with the garbage collector (only channels something still
-references, and that are not closed on both ends, count).
+references, that are still open at both ends or have a waiting task, count).
 """
 
 from __future__ import annotations
@@ -62,7 +62,9 @@ class ChannelCensus:
         return cls({id(endpoint) for endpoint in endpoints}, list(endpoints))
 
     def leaked(self) -> list[str]:
-        """Endpoints created since, still referenced, whose channel is not closed."""
+        """Channels created since, still referenced, that are still a live pipe (a send end
+        and a receive end open) or have a task waiting on them. (One side closed is harmless:
+        the other gets ``EndOfChannel`` or ``BrokenResourceError`` at once.)"""
         gc.collect()
         found = []
         states: set[int] = set()
@@ -72,7 +74,8 @@ class ChannelCensus:
                 continue
             states.add(state)
             stats = endpoint.statistics()
-            if stats.open_send_channels or stats.open_receive_channels:
+            live = stats.open_send_channels and stats.open_receive_channels
+            if live or stats.tasks_waiting_send or stats.tasks_waiting_receive:
                 found.append(f"{type(endpoint).__name__} (buffer {stats.current_buffer_used}/"
                              f"{stats.max_buffer_size}, {stats.open_send_channels} send and "
                              f"{stats.open_receive_channels} receive ends open)")

@@ -251,10 +251,6 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
         except RestartIntensityExceeded as exc:
             error = exc
         checker.ended(error)
-        for event in channel.events if channel is not None else ():
-            if event.type == "failed" and "InjectedFault" in event.error:
-                # a turn that failed on a send fault reported it (before the ledger closes)
-                checker.ledger.reported(event.error, f"the failed event of {event.session_id}")
     chat_sessions: list[str] = []
     if channel is not None:
         checker.check_lifecycles(channel.events)

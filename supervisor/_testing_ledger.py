@@ -92,12 +92,14 @@ class FaultLedger(logging.Handler):
     def handled(self, record: logging.LogRecord) -> None:
         """A line of another ``tidings`` logger: does it report a send fault it handled?"""
         error = record.exc_info[1] if record.exc_info else None
-        text = str(error) if isinstance(error, InjectedFault) else record.getMessage()
-        match = _INJECTED.search(text)
-        if match is not None and match.group(2) == "send":
-            pending = self._sends.get(match.group(3))
-            if pending:
-                pending.pop(0).accounted_by = f"handled ({record.name}: {record.getMessage()})"
+        texts = [str(fault) for fault in _faults_in(error)] or [record.getMessage()]
+        for text in texts:
+            match = _INJECTED.search(text)
+            if match is not None and match.group(2) == "send":
+                pending = self._sends.get(match.group(3))
+                if pending:
+                    pending.pop(0).accounted_by = (f"handled ({record.name}: "
+                                                   f"{record.getMessage()})")
 
     def note(self, line: str) -> None:
         """Account for one kernel log line."""
@@ -159,3 +161,16 @@ class FaultLedger(logging.Handler):
         return {"injected": len(self.entries), "restarts": self.restarts,
                 "escalations": self.escalations, "crashes": self.crashes,
                 "masked": len(self.unaccounted())}
+
+
+def _faults_in(error: BaseException | None, depth: int = 0) -> list[InjectedFault]:
+    """The InjectedFaults in *error*: itself, the leaves of a group, its cause or context."""
+    if error is None or depth > 20:
+        return []
+    if isinstance(error, InjectedFault):
+        return [error]
+    found: list[InjectedFault] = []
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found += _faults_in(inner, depth + 1)
+    return found or _faults_in(error.__cause__ or error.__context__, depth + 1)
