@@ -174,6 +174,13 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
     final_error: BaseException | None = error
     if error is None and shutdown_fault:
         final_error = error = injected_fault(spec.name, Seam.SHUTDOWN, "raise")
+    elif shutdown_fault or (fault_scope.cancel_called and not fault_scope.cancelled_caught
+                            and error is not None):
+        # it crashed with another error while the injected fault was on its way: the record
+        # is that error; the fault is not lost, it is logged as overtaken by it
+        log_event(logging.INFO, "fault_superseded", supervisor=sup.name, child=spec.name,
+                  seam=Seam.SHUTDOWN if shutdown_fault else slot.fault_seam,
+                  error_type=type(error).__name__)
     if fault_scope.cancelled_caught or (fault_scope.cancel_called and error is None):
         final_error = injected_fault(spec.name, slot.fault_seam, "cancel")
     elif start_scope.cancelled_caught:  # (it may have called started() just too late)

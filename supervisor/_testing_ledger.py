@@ -111,6 +111,9 @@ class FaultLedger(logging.Handler):
             pending = self._open.get(fields["child"])
             if pending:
                 pending.pop().accounted_by = "missed: no incarnation was running"
+        elif event == "fault_superseded":  # the child crashed otherwise while it was coming
+            for entry in self._open.pop(fields["child"], []):
+                entry.accounted_by = f"overtaken by {fields.get('error_type')}"
         elif event in _RECORDS:
             action = fields.get("action", "restart")
             if action == "restart":

@@ -50,3 +50,27 @@ async def test_a_shutdown_fault_overtaken_by_the_kill_is_still_recorded() -> Non
     [record] = sup.restart_log
     assert (record.action, record.error_type) == ("shutdown_error", "InjectedFault")
     assert checker.violations == []
+
+
+async def test_a_fault_overtaken_by_a_real_crash_is_logged_not_lost() -> None:
+    """An injected cancel is on its way (it lands at the next checkpoint) when the child
+    crashes with an error of its own: the record is that error, and the fault is logged as
+    overtaken by it, so the ledger does not count it as masked."""
+
+    async def crashes(ctx, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        if ctx.incarnation == 1:
+            ctx.supervisor.fault_point(ctx.name, Seam.DELIVER)  # a cancel, not delivered yet
+            raise RuntimeError("a crash of its own")
+        async for _ in ctx.mailbox:
+            pass
+
+    plan = FaultPlan([FaultRule(Seam.DELIVER, child="a", action="cancel", times=1)])
+    checker = InvariantChecker()
+    with checker.watch():
+        async with open_supervisor([ChildSpec("a", crashes)], fault_plan=plan) as sup:
+            await trio.testing.wait_all_tasks_blocked()
+    assert [r.error_type for r in sup.restart_log] == ["RuntimeError"]
+    [entry] = checker.ledger.entries
+    assert entry.accounted_by == "overtaken by RuntimeError"
+    assert checker.violations == []
