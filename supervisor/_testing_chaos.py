@@ -53,8 +53,8 @@ def random_fault_plan(seed: int, rate: float, *, children: Sequence[str] = ACTOR
     """
     rules = []
     for child in children:
-        seams = (_LANE_SEAMS if child.startswith("route")
-                 else _TASK_SEAMS if child.startswith("task") else _RUNTIME_SEAMS)
+        seams = (_LANE_SEAMS if child.startswith("route:")
+                 else _TASK_SEAMS if child.startswith("task:") else _RUNTIME_SEAMS)
         for seam in seams:
             for action in actions:
                 rules.append(FaultRule(seam, child=child, action=action,  # type: ignore[arg-type]
