@@ -163,7 +163,7 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
                     and act_at(plan, spec.name, Seam.AFTER_MESSAGE, slot.cancel_fault)):
                 await trio.lowlevel.checkpoint()
     except Exception as exc:  # noqa: BLE001 -- the child boundary: any failure is a crash
-        error = exc
+        error = _one_error(exc)
     except BaseException:  # a cancellation from outside: it propagates, and is no fault...
         _record_superseded(sup, slot, receiver, fault_scope)  # ...but a fault it cut short
         raise  # still leaves its record
@@ -190,6 +190,25 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
         ready.started()  # it returned without started(): it started, then exited
     ran_for = trio.current_time() - slot.ready_at if ready.called else 0.0
     return Ending(final_error, ready.called, ran_for)
+
+
+def _one_error(error: Exception) -> Exception:
+    """A group that holds one error (and maybe cancellations) is that error: a child's nursery
+    wraps what it raises, and the record should say what failed, not ``ExceptionGroup``."""
+    if not isinstance(error, BaseExceptionGroup):
+        return error
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [error]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, BaseExceptionGroup):
+            stack.extend(current.exceptions)
+        else:
+            leaves.append(current)
+    errors = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
+    if len(errors) == 1 and isinstance(errors[0], Exception):
+        return errors[0]
+    return error
 
 
 def _record_superseded(sup: Supervisor, slot: ChildSlot, receiver: MailboxReceiver,

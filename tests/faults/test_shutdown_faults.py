@@ -74,3 +74,26 @@ async def test_a_fault_overtaken_by_a_real_crash_is_logged_not_lost() -> None:
     [entry] = checker.ledger.entries
     assert entry.accounted_by == "overtaken by RuntimeError"
     assert checker.violations == []
+
+
+async def test_a_child_error_wrapped_by_its_own_nursery_is_recorded_as_itself() -> None:
+    """A child whose mailbox loop runs inside a nursery of its own (the runtime's routes
+    child does) gets the injected shutdown fault wrapped in an ExceptionGroup: its record
+    names the fault, not the group."""
+
+    async def with_a_nursery(ctx, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep_forever)
+            task_status.started()
+            async for _ in ctx.mailbox:
+                pass
+            nursery.cancel_scope.cancel()
+
+    plan = FaultPlan([FaultRule(Seam.SHUTDOWN, child="a", action="raise")])
+    checker = InvariantChecker()
+    with checker.watch():
+        async with open_supervisor([ChildSpec("a", with_a_nursery)], fault_plan=plan) as sup:
+            pass
+    [record] = sup.restart_log
+    assert (record.action, record.error_type) == ("shutdown_error", "InjectedFault")
+    assert checker.violations == []
