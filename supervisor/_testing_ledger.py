@@ -95,7 +95,7 @@ class FaultLedger(logging.Handler):
         texts = [str(fault) for fault in _faults_in(error)] or [record.getMessage()]
         for text in texts:
             match = _INJECTED.search(text)
-            if match is not None and match.group(2) == "send":
+            if match is not None and match.group(1) == "fault" and match.group(2) == "send":
                 pending = self._sends.get(match.group(3))
                 if pending:
                     pending.pop(0).accounted_by = (f"handled ({record.name}: "
@@ -147,7 +147,7 @@ class FaultLedger(logging.Handler):
 
     def _account(self, crashed: str, error: str, by: str) -> None:
         match = _INJECTED.search(error)
-        if match is not None and match.group(2) == "send":
+        if match is not None and match.group(1) == "fault" and match.group(2) == "send":
             pending = self._sends.get(match.group(3))
             if pending:
                 pending.pop(0).accounted_by = by

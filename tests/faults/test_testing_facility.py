@@ -247,3 +247,15 @@ async def test_the_writer_gate_holds_writes_until_released(rt) -> None:
         assert created == []
         gate.release()
     assert len(created) == 1
+
+
+def test_the_ledger_tells_a_cancel_at_send_from_a_raise_at_send() -> None:
+    """A raise at ``send`` lands in the sender; a cancel at ``send`` in the target: the target's
+    crash accounts for the cancel, never for a raise some sender still owes a report of."""
+    ledger = FaultLedger()
+    ledger.note("event=fault_injected child=writer seam=send action=raise hit=1")
+    ledger.note("event=fault_injected child=writer seam=send action=cancel hit=2")
+    ledger.note('event=child_restarted supervisor=tidings child=writer incarnation=1 '
+                'error_type=InjectedFault error="injected cancel at send of writer"')
+    assert [str(e) for e in ledger.entries if e.accounted_by is None] == [
+        "raise at send of writer"]
