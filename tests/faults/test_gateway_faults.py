@@ -95,3 +95,26 @@ async def test_the_gateway_under_random_faults_keeps_every_invariant(tmp_path, w
     checker.check_database(db_path)
     checker.assert_ok()
     assert seen.get("accepted", 0) + seen.get("error", 0) > 0, seen
+
+
+async def test_closing_the_gateway_survives_a_writer_crash_on_the_way(tmp_path,
+                                                                      workspace) -> None:
+    """aclose() turns what clients left unacked unknown; if the writer loses that write
+    (it crashed just then, and restarts), closing goes on: the rows stay sending, and become
+    unknown at the next start, as after any crash."""
+    db_path = tmp_path / "state" / "gateway.db"
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        gateway = RecordingGateway(rt, GatewayConfig(token=TOKEN, port=0, ack_window=4))
+        async with gateway.serving() as port:  # noqa: SIM117 - the client needs the port
+            async with GatewayClient.connect(f"ws://127.0.0.1:{port}", token=TOKEN,
+                                             conversation="c") as conn:
+                await conn.message("hello", message_id="m1")
+                while (await conn.receive()).get("type") != "delivery":
+                    pass  # received, never acked
+                rt.store.attach(None)  # the writer is unreachable for a moment
+                await gateway.aclose()
+                rt.store.attach(rt.supervisor.mailbox("writer").send,
+                                rt.supervisor.mailbox("writer").send_nowait)
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        statuses = {d.status for d in await rt.deliveries()}
+    assert "sending" not in statuses
