@@ -40,6 +40,11 @@ def plan_segments(requests: Sequence[Sequence[Op]]) -> list[Segment]:
     existing group only if no op placed in a later group has already written one of its rows;
     an op that cannot name its rows acts as a barrier. Otherwise a new segment starts.
     """
+    fast = _single_segment(requests)
+    return fast if fast is not None else _plan_general(requests)
+
+
+def _plan_general(requests: Sequence[Sequence[Op]]) -> list[Segment]:
     segments: list[Segment] = []
     state = _SegmentState()
     for r, ops in enumerate(requests):
@@ -55,6 +60,32 @@ def plan_segments(requests: Sequence[Sequence[Op]]) -> list[Segment]:
     if state.groups:
         segments.append(state.groups)
     return segments
+
+
+def _single_segment(requests: Sequence[Sequence[Op]]) -> list[Segment] | None:
+    """The common case in one cheap pass: every op can name its rows and no row is written by
+    two different groups. Then nothing can conflict, and the plan is one segment with groups in
+    order of first appearance (what the general planner yields too). ``None``: not that case.
+    """
+    groups: Segment = {}
+    index: dict[Hashable, int] = {}
+    owner: dict[tuple[str, Any], int] = {}
+    for r, ops in enumerate(requests):
+        for i, op in enumerate(ops):
+            key = op.group_key()
+            footprint = op.footprint()
+            if key is None or footprint is None:
+                return None
+            position = index.get(key)
+            if position is None:
+                position = index[key] = len(index)
+                groups[key] = [(r, i)]
+            else:
+                groups[key].append((r, i))
+            for row in footprint:
+                if owner.setdefault(row, position) != position:
+                    return None
+    return [groups] if groups else []
 
 
 Placement = list[tuple[Hashable, int, list[tuple[str, Any]] | None]]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tidings.errors import ConflictError
 from tidings.store import Execute, InsertRows, UpdateRows, plan_segments
-from tidings.store._batch import execute_batch
+from tidings.store._batch import _plan_general, _single_segment, execute_batch
 
 KEYS = st.sampled_from(["a", "b", "c", "d"])
 VALUES = st.sampled_from(["queued", "sending", "sent"])
@@ -82,3 +82,13 @@ def test_a_claim_after_a_later_insert_of_the_same_row_splits_the_batch() -> None
     outcome = execute_batch(conn, batch)
     assert [r for r in outcome.results] == [[set()], [None], [{"a"}]]
     assert _state(conn)[0] == [("a", "sending", 0)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(requests)
+def test_the_one_pass_plan_is_the_general_plan_when_it_applies(batch) -> None:
+    """The fast path is conservative (it may decline a batch the general planner keeps whole)
+    but never disagrees with it."""
+    fast = _single_segment(batch)
+    if fast is not None:
+        assert fast == _plan_general(batch)
