@@ -95,6 +95,17 @@ class LaneWorker:
         """Wait for the next message (nothing to do until then); ``None`` when the wait was
         nudged (a post to this lane failed) or the mailbox closed: look at the lane again."""
         lane.idle_since = trio.current_time()
+        sup = self.dispatcher.supervisor
+        if sup is None or sup.fault_plan is None:
+            # Only a fault plan makes a post fail in a way that needs a nudge: without one,
+            # park with no cancel scope (one fewer scope per delivery on the hot path).
+            try:
+                return await mailbox.receive()
+            except trio.EndOfChannel:  # the shutdown ladder closed the mailbox
+                self.dispatcher.stopping = True
+                return None
+            finally:
+                lane.idle_since = None
         with trio.CancelScope() as parked:
             lane.parked = parked
             try:
