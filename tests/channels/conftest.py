@@ -167,18 +167,6 @@ class GatedAgent:
 
 
 @pytest.fixture
-def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
-    ws = tmp_path / "workspace"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def db_path(tmp_path: pathlib.Path) -> pathlib.Path:
-    return tmp_path / "state" / "tidings.db"
-
-
-@pytest.fixture
 async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Runtime]:
     async with tidings.open_runtime(db_path, workspace=workspace, grace=0.5) as runtime:
         yield runtime

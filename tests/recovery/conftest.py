@@ -18,18 +18,6 @@ from tidings.store import InsertRows, OutboxInsert
 from tidings.testing import MemoryRoute
 
 
-@pytest.fixture
-def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
-    ws = tmp_path / "workspace"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-def db_path(tmp_path: pathlib.Path) -> pathlib.Path:
-    return tmp_path / "state" / "tidings.db"
-
-
 class ReconcilingRoute(MemoryRoute):
     """A :class:`MemoryRoute` whose platform can be asked what it has (``reconcile``).
 

@@ -29,13 +29,6 @@ from tidings.testing import MemoryRoute
 
 
 @pytest.fixture
-def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
-    ws = tmp_path / "workspace"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
 def db(tmp_path: pathlib.Path) -> pathlib.Path:
     return tmp_path / "state" / "tidings.db"
 
