@@ -14,7 +14,8 @@ import trio
 
 import tidings
 from tidings.actors import Outbound, Runtime
-from tidings.channels import AgentTurn, ChannelBase, Inbound, TaskLifecycleEvent, ToolCall
+from tidings.channels import AgentTurn, ToolCall
+from tidings.testing import MemoryChannel
 
 
 @attrs.define
@@ -73,32 +74,9 @@ def fake_turn() -> Callable[..., FakeTurn]:
 # --- the channel base over a real runtime ------------------------------------------------------
 
 
-class RecordingChannel(ChannelBase):
-    """A channel that records what it is handed: deliveries (``outbounds``) and lifecycle
-    events (``events``). Tests wait with :meth:`wait_for` instead of sleeping."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.outbounds: list[Outbound] = []
-        self.events: list[TaskLifecycleEvent] = []
-        self._changed = trio.Event()
-
-    async def deliver(self, outbound: Outbound) -> None:
-        await trio.lowlevel.checkpoint()
-        self.outbounds.append(outbound)
-        self._notify()
-
-    def on_task_lifecycle(self, event: TaskLifecycleEvent) -> None:
-        self.events.append(event)
-        self._notify()
-
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
-
-    async def wait_for(self, predicate: Callable[[], object]) -> None:
-        while not predicate():
-            await self._changed.wait()
+class RecordingChannel(MemoryChannel):
+    """``tidings.testing.MemoryChannel`` with the waits and views these tests use, and the
+    ids ``c1`` / ``u1`` as the default chat and sender."""
 
     async def wait_events(self, *types: str) -> None:
         """Block until the event types seen so far end with *types* (in order)."""
@@ -112,16 +90,15 @@ class RecordingChannel(ChannelBase):
         return [event.type for event in self.events]
 
     def messages(self) -> list[str]:
-        return [o.text for o in self.outbounds if o.kind == "message"]
+        return self.texts("message")
 
     def notices(self) -> list[str]:
-        return [o.text for o in self.outbounds if o.kind == "notice"]
+        return self.texts("notice")
 
     async def say(self, text: str, *, chat_id: str = "c1", sender_id: str = "u1",
-                  message_id: str | None = None, thread_id: str | None = None) -> str:
-        return await self.handle_inbound(Inbound(chat_id=chat_id, sender_id=sender_id,
-                                                 text=text, message_id=message_id,
-                                                 thread_id=thread_id))
+                  message_id: str | None = None, thread_id: str | None = None) -> Any:
+        return await super().say(text, chat_id=chat_id, sender_id=sender_id,
+                                 message_id=message_id, thread_id=thread_id)
 
 
 class GatedAgent:
