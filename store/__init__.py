@@ -53,6 +53,7 @@ from tidings.store._status import status_report as status_report
 from tidings.store._store import Store as Store
 from tidings.store._store import open_store as open_store
 from tidings.store._store import prepare_store as prepare_store
+from tidings.store._writer import Executor as Executor
 from tidings.store._writer import StoreWriter as StoreWriter
 from tidings.store._writer import WriteRequest as WriteRequest
 from tidings.store._writer import WriterStatistics as WriterStatistics
@@ -70,6 +71,7 @@ __all__ = [
     "DeliveryStatus",
     "EnqueuedDelivery",
     "Execute",
+    "Executor",
     "HistoryMessage",
     "InsertRows",
     "Op",

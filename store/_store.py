@@ -17,7 +17,7 @@ from tidings.store._groups import collapse
 from tidings.store._ops import Op
 from tidings.store._reader import ReadPool
 from tidings.store._schema import migrate
-from tidings.store._writer import StoreWriter, WriteRequest, WriterStatistics
+from tidings.store._writer import Executor, StoreWriter, WriteRequest, WriterStatistics
 
 __all__ = ["Store", "open_store", "prepare_store"]
 
@@ -102,17 +102,23 @@ def _closed(request: WriteRequest) -> None:
 
 
 async def prepare_store(path: str | os.PathLike[str], *, synchronous: Synchronous = "FULL",
-                        readers: int = 4, max_batch: int = 512,
+                        readers: int = 4, max_batch: int = 512, writer: Executor = "thread",
                         clock: Callable[[], float] = time.time) -> Store:
     """Create or migrate the database at *path* and register this process's epoch.
+
+    *writer* says where batches commit: ``"thread"`` (a worker thread of this process) or
+    ``"process"`` (a child process, so the SQLite work runs beside the event loop instead of
+    taking turns with it for the GIL; see ``_writer_process``).
 
     The returned store's writer is not running: run ``store.writer.serve(mailbox)`` and
     ``store.attach(send)``, or use :func:`open_store`, which does both.
     """
+    if writer not in ("thread", "process"):
+        raise ValueError(f"writer: expected 'thread' or 'process', got {writer!r}")
     db = await trio.to_thread.run_sync(prepare_path, path)
     epoch = await trio.to_thread.run_sync(_register_epoch, db, synchronous, clock())
     return Store(db, epoch=epoch, writer=StoreWriter(db, synchronous=synchronous,
-                                                     max_batch=max_batch),
+                                                     max_batch=max_batch, executor=writer),
                  readers=ReadPool(db, size=readers), clock=clock)
 
 
@@ -133,13 +139,14 @@ def _register_epoch(db: os.PathLike[str], synchronous: Synchronous, now: float) 
 @asynccontextmanager
 async def open_store(path: str | os.PathLike[str], *, synchronous: Synchronous = "FULL",
                      readers: int = 4, max_batch: int = 512, mailbox_size: int = 1024,
+                     writer: Executor = "thread",
                      clock: Callable[[], float] = time.time) -> AsyncIterator[Store]:
     """Open the store with its writer running in a nursery of its own.
 
     On exit the writer commits what is already in its mailbox, then closes.
     """
     store = await prepare_store(path, synchronous=synchronous, readers=readers,
-                                max_batch=max_batch, clock=clock)
+                                max_batch=max_batch, writer=writer, clock=clock)
     send, receive = trio.open_memory_channel[WriteRequest](mailbox_size)
     try:
         async with trio.open_nursery() as nursery:

@@ -14,18 +14,31 @@ from __future__ import annotations
 
 import logging
 import pathlib
+import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 import trio
 
-from tidings.store._batch import execute_batch
+from tidings.store._batch import BatchOutcome, execute_batch
 from tidings.store._connect import Synchronous, connect_writer
 from tidings.store._errors import StoreError
 from tidings.store._ops import Op
+from tidings.store._writer_process import (
+    ANSWER_GRACE,
+    SPLIT_AT,
+    Answers,
+    encode_batch,
+    open_child,
+    unknown_outcome,
+)
 
-__all__ = ["StoreWriter", "WriteRequest", "WriterStatistics"]
+__all__ = ["Executor", "StoreWriter", "WriteRequest", "WriterStatistics"]
+
+Executor = Literal["thread", "process"]
+"""Where batches commit: a worker thread of this process, or a child writer process
+(``_writer_process``: the SQLite work then runs beside the event loop, not under its GIL)."""
 
 log = logging.getLogger("tidings.store")
 
@@ -109,16 +122,25 @@ class StoreWriter:
     """Owns the write connection; run :meth:`serve` as a (supervised) task."""
 
     def __init__(self, path: pathlib.Path, *, synchronous: Synchronous = "FULL",
-                 max_batch: int = 512) -> None:
+                 max_batch: int = 512, executor: Executor = "thread") -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch: must be at least 1, got {max_batch}")
+        if executor not in ("thread", "process"):
+            raise ValueError(f"executor: expected 'thread' or 'process', got {executor!r}")
         self.path = path
+        self.executor: Executor = executor
         self.synchronous: Synchronous = synchronous
         self.max_batch = max_batch
         self._limiter = trio.CapacityLimiter(1)
+        self._child_pid: int | None = None
         self._listeners: list[Callable[[], None]] = []
         self._batches = self._requests = self._statements = self._isolated = 0
         self._largest = 0
+
+    @property
+    def process_id(self) -> int | None:
+        """The writer process's pid while one runs (``executor="process"``), else ``None``."""
+        return self._child_pid
 
     def add_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` (sync) after every committed batch, e.g. to wake event readers."""
@@ -135,6 +157,119 @@ class StoreWriter:
             request.finish(None, StoreError(f"the writer lost this write before committing it "
                                             f"({type(error).__name__}: {error})"))
 
+    def _drain(self, mailbox: Receiver, into: list[WriteRequest]) -> None:
+        """Add what is already waiting in *mailbox* to *into*, up to ``max_batch`` (sync)."""
+        while len(into) < self.max_batch:
+            try:
+                into.append(mailbox.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                return
+
+    def _record(self, batch: list[WriteRequest], outcome: BatchOutcome) -> None:
+        """Count a committed batch, answer its requests and tell the listeners (sync)."""
+        self._batches += 1
+        self._requests += len(batch)
+        self._statements += outcome.statements
+        self._isolated += not outcome.merged
+        self._largest = max(self._largest, len(batch))
+        for request, result, error in zip(batch, outcome.results, outcome.errors, strict=True):
+            request.finish(result, error)
+        for listener in self._listeners:
+            listener()
+
+    async def _serve_thread(self, mailbox: Receiver, conn: sqlite3.Connection,
+                            task_status: trio.TaskStatus[None]) -> None:
+        in_flight: list[WriteRequest] = []
+        try:
+            task_status.started()
+            while True:
+                try:
+                    in_flight.append(await mailbox.receive())
+                except trio.EndOfChannel:
+                    break
+                # One scheduler round for tasks woken by the last commit (they tend to write
+                # again at once): fewer, larger batches for the same latency.
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                self._drain(mailbox, in_flight)
+                outcome = await trio.to_thread.run_sync(
+                    execute_batch, conn, [request.ops for request in in_flight],
+                    limiter=self._limiter)
+                batch, in_flight = in_flight, []
+                self._record(batch, outcome)
+        finally:
+            _not_committed(in_flight)
+
+    async def _serve_process(self, mailbox: Receiver, conn: sqlite3.Connection,
+                             task_status: trio.TaskStatus[None]) -> None:
+        child = await open_child(self.path, self.synchronous)
+        answers = Answers(child.stdout)  # type: ignore[arg-type]
+        taken: list[WriteRequest] = []
+        try:
+            self._child_pid = await answers.wait_ready()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._record_answers, answers)
+                task_status.started()
+                while True:
+                    try:
+                        taken.append(await mailbox.receive())
+                    except trio.EndOfChannel:
+                        break
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    self._drain(mailbox, taken)
+                    await self._dispatch(taken, answers, child, conn)
+                await answers.wait_idle()
+                nursery.cancel_scope.cancel(reason="the writer's mailbox ended")
+        finally:
+            _not_committed(taken)
+            # Batches the child has may commit whatever happens here: wait for their answers
+            # (bounded). Then the child holds no transaction, and stopping it loses nothing.
+            with trio.move_on_after(ANSWER_GRACE, shield=True):
+                await self._record_remaining(answers)
+            answers.fail_pending(unknown_outcome)
+            _stop_child(child)
+            with trio.CancelScope(shield=True):  # prompt: the child has been killed
+                await child.wait()
+            self._child_pid = None
+
+    async def _dispatch(self, taken: list[WriteRequest], answers: Answers,
+                        child: trio.Process, conn: sqlite3.Connection) -> None:
+        """Send *taken* to the child (in two halves if it was idle), or commit it here when an
+        op cannot cross the pipe. Empties *taken* once every request is sent or answered."""
+        halves = [taken[:]]
+        if not answers.pending and len(taken) >= SPLIT_AT:
+            middle = (len(taken) + 1) // 2
+            halves = [taken[:middle], taken[middle:]]
+        frames = [encode_batch(half) for half in halves]
+        if any(frame is None for frame in frames):
+            await answers.wait_idle()  # transactions stay in the order of their batches
+            outcome = await trio.to_thread.run_sync(
+                execute_batch, conn, [request.ops for request in taken], limiter=self._limiter)
+            batch = taken[:]
+            taken.clear()
+            self._record(batch, outcome)
+            return
+        for half, frame in zip(halves, frames, strict=True):
+            assert frame is not None
+            assert child.stdin is not None
+            # Shielded: a frame cut short would leave the child reading garbage.
+            with trio.CancelScope(shield=True):
+                await child.stdin.send_all(frame)
+            answers.sent(half)
+            del taken[:len(half)]
+
+    async def _record_answers(self, answers: Answers) -> None:
+        while True:
+            batch, outcome = await answers.next()
+            self._record(batch, outcome)
+
+    async def _record_remaining(self, answers: Answers) -> None:
+        try:
+            while answers.pending:
+                batch, outcome = await answers.next()
+                self._record(batch, outcome)
+        except StoreError:  # the child is gone: fail_pending answers the rest
+            return
+
     def statistics(self) -> WriterStatistics:
         return WriterStatistics(self._batches, self._requests, self._statements,
                                 self._isolated, self._largest)
@@ -148,40 +283,25 @@ class StoreWriter:
         """
         conn = await trio.to_thread.run_sync(connect_writer, self.path, self.synchronous,
                                              limiter=self._limiter)
-        in_flight: list[WriteRequest] = []
         try:
-            task_status.started()
-            while True:
-                try:
-                    in_flight.append(await mailbox.receive())
-                except trio.EndOfChannel:
-                    break
-                # One scheduler round for tasks woken by the last commit (they tend to write
-                # again at once): fewer, larger batches for the same latency.
-                await trio.lowlevel.cancel_shielded_checkpoint()
-                while len(in_flight) < self.max_batch:
-                    try:
-                        in_flight.append(mailbox.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                outcome = await trio.to_thread.run_sync(
-                    execute_batch, conn, [request.ops for request in in_flight],
-                    limiter=self._limiter)
-                batch, in_flight = in_flight, []
-                self._batches += 1
-                self._requests += len(batch)
-                self._statements += outcome.statements
-                self._isolated += not outcome.merged
-                self._largest = max(self._largest, len(batch))
-                for request, result, error in zip(batch, outcome.results, outcome.errors,
-                                                  strict=True):
-                    request.finish(result, error)
-                for listener in self._listeners:
-                    listener()
+            if self.executor == "process":
+                await self._serve_process(mailbox, conn, task_status)
+            else:
+                await self._serve_thread(mailbox, conn, task_status)
         except BaseException:
             conn.close()
             raise
-        finally:
-            for request in in_flight:
-                request.finish(None, StoreError("the writer stopped before this write committed"))
         await trio.to_thread.run_sync(conn.close, limiter=self._limiter)
+
+
+def _not_committed(requests: list[WriteRequest]) -> None:
+    for request in requests:
+        request.finish(None, StoreError("the writer stopped before this write committed"))
+
+
+def _stop_child(child: trio.Process) -> None:
+    for stream in (child.stdin, child.stdout):
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    child.kill()

@@ -81,12 +81,15 @@ class FileRoute:
         await trio.to_thread.run_sync(self._record, outbound.delivery_id)  # type: ignore[attr-defined]
 
 
-async def child_main(db: str, sent_file: str, sessions: int, seed: int) -> None:
+async def child_main(db: str, sent_file: str, sessions: int, seed: int, writer: str) -> None:
     import tidings
 
     rng = random.Random(seed)
     route = FileRoute(sent_file, rng)
-    async with tidings.open_runtime(db, workspace=pathlib.Path(db).parent) as rt:
+    async with tidings.open_runtime(db, workspace=pathlib.Path(db).parent,
+                                    writer=writer) as rt:  # type: ignore[arg-type]
+        if rt.store.writer.process_id is not None:
+            sys.stdout.write(f"writer {rt.store.writer.process_id}\n")
         session_ids = [await rt.create_session(channel="crash") for _ in range(sessions)]
         for session_id in session_ids[1:]:
             rt.router.bind(session_id, route)
@@ -110,13 +113,18 @@ async def child_main(db: str, sent_file: str, sessions: int, seed: int) -> None:
 
 
 async def _run_child_until(db: pathlib.Path, sent_file: pathlib.Path, sessions: int, seed: int,
-                           kill_after: int) -> list[str]:
-    """Start the child, SIGKILL it once *kill_after* sends were acknowledged; return those."""
+                           kill_after: int, writer: str) -> list[str]:
+    """Start the child, SIGKILL it once *kill_after* sends were acknowledged; return those.
+
+    With ``writer="process"`` the kill is of the host; its writer process dies with it (the
+    kernel kills it when its parent dies), and the snapshot waits until it is gone too.
+    """
     process = await trio.lowlevel.open_process(
-        [sys.executable, __file__, "child", str(db), str(sent_file), str(sessions), str(seed)],
-        stdout=-1)
+        [sys.executable, __file__, "child", str(db), str(sent_file), str(sessions), str(seed),
+         writer], stdout=-1)
     assert process.stdout is not None
     acknowledged: list[str] = []
+    writer_pidfd: int | None = None
     buffer = b""
     try:
         while len(acknowledged) < kill_after:
@@ -128,12 +136,20 @@ async def _run_child_until(db: pathlib.Path, sent_file: pathlib.Path, sessions: 
             *lines, buffer = buffer.split(b"\n")
             acknowledged += [line.split()[1].decode() for line in lines
                              if line.startswith(b"sent ")]
+            for line in lines:
+                if line.startswith(b"writer ") and writer_pidfd is None:
+                    writer_pidfd = os.pidfd_open(int(line.split()[1]))
         process.send_signal(signal.SIGKILL)
     finally:
         process.kill()
         with trio.CancelScope(shield=True):
             await process.wait()
             await process.stdout.aclose()
+            if writer_pidfd is not None:  # readable once the writer process has exited
+                await trio.lowlevel.wait_readable(writer_pidfd)
+                os.close(writer_pidfd)
+    if writer == "process" and writer_pidfd is None:
+        raise CrashFinding(f"seed {seed}: the child never said its writer process id")
     if process.returncode != -signal.SIGKILL:
         raise CrashFinding(f"seed {seed}: the child ended with {process.returncode}, not SIGKILL")
     return acknowledged
@@ -212,14 +228,14 @@ def _final_state(db: pathlib.Path) -> tuple[dict[str, tuple[str, str, str | None
 
 
 async def run_kill_point(workdir: pathlib.Path, seed: int, *, sessions: int = 4,
-                         max_kill_after: int = 80) -> KillPointResult:
+                         max_kill_after: int = 80, writer: str = "thread") -> KillPointResult:
     """Run one kill point (see the module docstring); raise :class:`CrashFinding` on a broken
     promise, return what was found otherwise."""
     rng = random.Random(seed)
     kill_after = rng.randint(1, max_kill_after)
     await trio.Path(workdir).mkdir(parents=True, exist_ok=True)
     db, sent_file = workdir / "crash.db", workdir / "platform.log"
-    acknowledged = await _run_child_until(db, sent_file, sessions, seed, kill_after)
+    acknowledged = await _run_child_until(db, sent_file, sessions, seed, kill_after, writer)
     at_kill, killed_epoch = _snapshot(db)
     recorded = _recorded(sent_file)
     redelivered, counts = await _restart_and_recover(db)
@@ -269,5 +285,6 @@ async def run_kill_point(workdir: pathlib.Path, seed: int, *, sessions: int = 4,
         unrouted=statuses["unrouted"], stale_progress=len(stale))
 
 
-if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "child":
-    trio.run(child_main, sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+if __name__ == "__main__" and len(sys.argv) == 7 and sys.argv[1] == "child":
+    trio.run(child_main, sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+             sys.argv[6])

@@ -19,16 +19,19 @@ _SPEC.loader.exec_module(harness)
 log = logging.getLogger(__name__)
 
 
+@pytest.mark.parametrize("writer", ["thread", "process"])
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 async def test_a_kill_at_a_random_moment_loses_nothing_and_sends_nothing_twice(
-        tmp_path, seed) -> None:
-    result = await harness.run_kill_point(tmp_path, seed)
+        tmp_path, seed, writer) -> None:
+    result = await harness.run_kill_point(tmp_path, seed, writer=writer)
     log.info("kill point %s", result)
     assert result.acknowledged >= result.kill_after
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("writer", ["thread", "process"])
 @pytest.mark.parametrize("seed", range(100, 160))
-async def test_many_kill_points(tmp_path, seed) -> None:
-    result = await harness.run_kill_point(tmp_path, seed, sessions=6, max_kill_after=400)
+async def test_many_kill_points(tmp_path, seed, writer) -> None:
+    result = await harness.run_kill_point(tmp_path, seed, sessions=6, max_kill_after=400,
+                                          writer=writer)
     log.info("kill point %s", result)

@@ -7,14 +7,15 @@ import sqlite3
 import sys
 import textwrap
 
+import pytest
 import trio
 
 CHILD = textwrap.dedent("""
     import sys, trio
     from tidings.store import Call, InsertRows, open_store
 
-    async def main(path):
-        async with open_store(path) as store:
+    async def main(path, writer):
+        async with open_store(path, writer=writer) as store:
             await store.commit([Call(lambda c: c.execute(
                 "CREATE TABLE IF NOT EXISTS kv (k INTEGER PRIMARY KEY, v TEXT)"))])
             i = 0
@@ -23,13 +24,13 @@ CHILD = textwrap.dedent("""
                 await store.commit([InsertRows("kv", ("k", "v"), ((i, "x" * 100),))])
                 print(i, flush=True)
 
-    trio.run(main, sys.argv[1])
+    trio.run(main, sys.argv[1], sys.argv[2])
 """)
 
 
-async def _run_and_kill(db, kill_after: int) -> int:
+async def _run_and_kill(db, kill_after: int, writer: str) -> int:
     process = await trio.lowlevel.open_process(
-        [sys.executable, "-c", CHILD, str(db)], stdout=-1)
+        [sys.executable, "-c", CHILD, str(db), writer], stdout=-1)
     assert process.stdout is not None
     buffer = b""
     last = 0
@@ -49,10 +50,11 @@ async def _run_and_kill(db, kill_after: int) -> int:
     return last
 
 
-async def test_acknowledged_writes_survive_sigkill(tmp_path) -> None:
+@pytest.mark.parametrize("writer", ["thread", "process"])
+async def test_acknowledged_writes_survive_sigkill(tmp_path, writer) -> None:
     db = tmp_path / "crash.db"
     for kill_after in (1, 17, 60):
-        acknowledged = await _run_and_kill(db, kill_after)
+        acknowledged = await _run_and_kill(db, kill_after, writer)
         conn = sqlite3.connect(db)
         keys = {k for (k,) in conn.execute("SELECT k FROM kv")}
         conn.execute("DROP TABLE kv")

@@ -1,0 +1,122 @@
+"""The writer process: runs group-commit batches on its own connection, outside the host's GIL.
+
+Started by ``_writer_process`` with the database path and ``FULL`` or ``NORMAL``, it opens its
+connection, says it is ready, then reads batches from stdin and answers each on stdout, in
+order. A frame is a 4-byte big-endian length and a pickle. A batch is a list of requests, each a
+list of ops; the answer is ``(results, errors, merged, statements)``, with each error encoded by
+:func:`encode_error`. It runs :func:`execute_batch`, the same code the in-process writer runs,
+so both writers commit the same transactions.
+
+The process stops at end of input, when the host closes the pipe. If the host dies, the child
+dies with it at once (Linux: ``PR_SET_PDEATHSIG``), so it never commits a batch after its host is
+gone: a kill of the host leaves the database exactly as a kill of an in-process writer would
+(a commit either reached the disk before the kill or it did not). Elsewhere the child exits at
+end of input, after the batch in hand.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pathlib
+import pickle
+import signal
+import sys
+from typing import Any, BinaryIO
+
+from tidings.store._batch import execute_batch
+from tidings.store._connect import connect_writer
+from tidings.store._errors import ConflictError, StoreError
+
+__all__ = ["decode_error", "encode_error", "main", "read_frame", "write_frame"]
+
+_HEADER = 4
+
+
+def encode_error(error: BaseException | None) -> tuple[str, str] | None:
+    """``(kind, message)``: the writer's errors cross the pipe as their class and text."""
+    if error is None:
+        return None
+    if isinstance(error, ConflictError):
+        return ("conflict", str(error))
+    if isinstance(error, StoreError):
+        return ("store", str(error))
+    return ("store", f"{type(error).__name__}: {error}")
+
+
+def decode_error(encoded: tuple[str, str] | None) -> BaseException | None:
+    if encoded is None:
+        return None
+    kind, message = encoded
+    return ConflictError(message) if kind == "conflict" else StoreError(message)
+
+
+def read_frame(stream: BinaryIO) -> bytes | None:
+    """The next frame's payload, or ``None`` at end of input."""
+    header = _read_exact(stream, _HEADER)
+    if header is None:
+        return None
+    payload = _read_exact(stream, int.from_bytes(header, "big"))
+    if payload is None:
+        raise EOFError("the writer pipe ended inside a frame")
+    return payload
+
+
+def write_frame(stream: BinaryIO, payload: bytes) -> None:
+    stream.write(len(payload).to_bytes(_HEADER, "big") + payload)
+    stream.flush()
+
+
+def _read_exact(stream: BinaryIO, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = stream.read(n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def serve(path: pathlib.Path, synchronous: Any, requests_in: BinaryIO,
+          answers_out: BinaryIO) -> None:
+    """Answer batches from *requests_in* until it ends (blocking)."""
+    conn = connect_writer(path, synchronous)
+    try:
+        write_frame(answers_out, pickle.dumps(("ready", os.getpid())))
+        while (payload := read_frame(requests_in)) is not None:
+            outcome = execute_batch(conn, pickle.loads(payload))
+            errors = [encode_error(error) for error in outcome.errors]
+            write_frame(answers_out, pickle.dumps(
+                (outcome.results, errors, outcome.merged, outcome.statements),
+                protocol=pickle.HIGHEST_PROTOCOL))
+    finally:
+        conn.close()
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel to kill this process when its parent dies (Linux); if the parent is
+    already gone, exit now."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def main(argv: list[str]) -> int:
+    path, synchronous, parent_pid = argv
+    die_with_parent(int(parent_pid))
+    # The protocol owns the real stdout; anything printed goes to stderr instead.
+    answers_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    try:
+        serve(pathlib.Path(path), synchronous, sys.stdin.buffer, answers_out)
+    except BrokenPipeError:  # the host closed its end first: nobody is left to answer
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

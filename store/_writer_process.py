@@ -1,0 +1,149 @@
+"""The writer's process backend: batches commit in a child process, beside the event loop.
+
+With the thread backend the loop and the writer thread share one GIL, so they take turns: every
+return from SQLite into Python waits for the loop to let go. Here the SQLite work runs in a
+child (``_writer_child``) with its own interpreter, and the loop only pickles ops and unpickles
+answers. Batches are sent as soon as the writer has them, without waiting for the previous
+answer, so the child commits one batch while the loop prepares the next. When the child is idle
+and many requests arrive at once (closed-loop senders woken by one commit), the first batch is
+split in two: the first half's answer then comes back while the second half commits, and the
+two halves keep alternating instead of moving in one wave.
+
+Requests whose ops cannot cross a pipe (a :class:`Call` holds a function) run in-process on the
+writer's own connection, after every batch sent before them has been answered, so the order of
+transactions is the order of batches either way.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from tidings.store._batch import BatchOutcome
+from tidings.store._errors import StoreError
+from tidings.store._ops import Call
+from tidings.store._writer_child import decode_error
+
+if TYPE_CHECKING:
+    import pathlib
+
+    from tidings.store._writer import WriteRequest
+
+__all__ = ["ANSWER_GRACE", "SPLIT_AT", "Answers", "child_command", "encode_batch", "open_child",
+           "unknown_outcome"]
+
+SPLIT_AT = 8
+"""An idle child's first batch of at least this many requests is sent as two halves."""
+
+ANSWER_GRACE = 10.0
+"""Seconds a stopping writer waits for the answers of batches the child already has."""
+
+_HEADER = 4
+
+
+def child_command(path: pathlib.Path, synchronous: str) -> tuple[list[str], dict[str, str]]:
+    """The child's argv and environment: this interpreter, this ``sys.path``."""
+    paths = [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    boot = "import sys; from tidings.store._writer_child import main; sys.exit(main(sys.argv[1:]))"
+    return [sys.executable, "-c", boot, str(path), synchronous, str(os.getpid())], env
+
+
+async def open_child(path: pathlib.Path, synchronous: str) -> trio.Process:
+    argv, env = child_command(path, synchronous)
+    return await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            env=env)
+
+
+def encode_batch(requests: Sequence[WriteRequest]) -> bytes | None:
+    """The frame for *requests*, or ``None`` if an op cannot cross the pipe."""
+    ops = [request.ops for request in requests]
+    if any(isinstance(op, Call) for request_ops in ops for op in request_ops):
+        return None
+    try:
+        payload = pickle.dumps(ops, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+    return len(payload).to_bytes(_HEADER, "big") + payload
+
+
+class Answers:
+    """Reads the child's answers, in the order the batches were sent."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buffer = bytearray()
+        self.pending: collections.deque[list[WriteRequest]] = collections.deque()
+        self._idle = trio.Event()
+        self._idle.set()
+
+    def sent(self, batch: list[WriteRequest]) -> None:
+        self.pending.append(batch)
+        if self._idle.is_set():
+            self._idle = trio.Event()
+
+    async def wait_idle(self) -> None:
+        """Until every sent batch has been answered."""
+        await self._idle.wait()
+
+    async def wait_ready(self) -> int:
+        """Until the child has opened its connection; returns its pid. Raises
+        :class:`StoreError` if it exits first (its stderr says why)."""
+        frame = await self._next_frame()
+        kind, pid = pickle.loads(frame)
+        if kind != "ready":
+            raise StoreError(f"the writer process said {kind!r} instead of 'ready'")
+        return int(pid)
+
+    async def next(self) -> tuple[list[WriteRequest], BatchOutcome]:
+        """The oldest pending batch and its outcome. Raises :class:`StoreError` if the child's
+        output ends first (it died: the batch may or may not have committed)."""
+        frame = await self._next_frame()
+        batch = self.pending.popleft()
+        results, errors, merged, statements = pickle.loads(frame)
+        if not self.pending:
+            self._idle.set()
+        return batch, BatchOutcome(results, [decode_error(e) for e in errors], merged=merged,
+                                   statements=statements)
+
+    async def _next_frame(self) -> bytes:
+        while True:
+            frame = self._take_frame()
+            if frame is not None:
+                return frame
+            chunk = await self._stream.receive_some(1 << 16)
+            if not chunk:
+                raise StoreError(f"the writer process exited with {len(self.pending)} "
+                                 "batch(es) unanswered")
+            self._buffer += chunk
+
+    def _take_frame(self) -> bytes | None:
+        buffer = self._buffer
+        if len(buffer) < _HEADER:
+            return None
+        size = int.from_bytes(buffer[:_HEADER], "big")
+        if len(buffer) < _HEADER + size:
+            return None
+        frame = bytes(buffer[_HEADER:_HEADER + size])
+        del buffer[:_HEADER + size]
+        return frame
+
+    def fail_pending(self, make_error: Callable[[], BaseException]) -> None:
+        """Answer every unanswered batch with an error (the child is gone)."""
+        while self.pending:
+            for request in self.pending.popleft():
+                request.finish(None, make_error())
+        self._idle.set()
+
+
+def unknown_outcome() -> StoreError:
+    return StoreError("the writer process stopped before answering; this write may or may "
+                      "not have committed")
