@@ -57,6 +57,9 @@ class EnqueuedDelivery:
 
     seq: int
 
+    def __reduce__(self) -> tuple[Any, ...]:  # answers cross the writer process's pipe
+        return (EnqueuedDelivery, (self.seq,))
+
 
 @attrs.frozen
 class OutboxInsert(Op):
@@ -73,6 +76,9 @@ class OutboxInsert(Op):
 
     values: Mapping[str, Any]
     extra_events: tuple[tuple[str, str], ...] = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:  # see InsertRows.__reduce__
+        return (OutboxInsert, (self.values, self.extra_events))
 
     def group_key(self) -> Hashable:
         return ("outbox_insert", tuple(self.values))
@@ -119,6 +125,9 @@ class AppliedTransition:
     applied: bool
     attempts: int = 0
 
+    def __reduce__(self) -> tuple[Any, ...]:  # answers cross the writer process's pipe
+        return (AppliedTransition, (self.applied, self.attempts))
+
 
 @attrs.frozen
 class Transition(Op):
@@ -140,6 +149,10 @@ class Transition(Op):
     lease_expires_at: float | None = None
     extra_events: tuple[tuple[str, str], ...] = ()
     only_from: tuple[str, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:  # see InsertRows.__reduce__
+        return (Transition, (self.delivery_id, self.to, self.now, self.error, self.claimant,
+                             self.lease_expires_at, self.extra_events, self.only_from))
 
     def group_key(self) -> Hashable:
         return ("transition", self.to, self.only_from)

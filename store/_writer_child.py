@@ -4,8 +4,9 @@ Started by ``_writer_process`` with the database path and ``FULL`` or ``NORMAL``
 connection, says it is ready, then reads batches from stdin and answers each on stdout, in
 order. A frame is a 4-byte big-endian length and a pickle. A batch is a list of requests, each a
 list of ops; the answer is ``(results, errors, merged, statements)``, with each error encoded by
-:func:`encode_error`. It runs :func:`execute_batch`, the same code the in-process writer runs,
-so both writers commit the same transactions.
+:func:`encode_error` (``errors`` is ``None`` when every request succeeded). It runs
+:func:`execute_batch`, the same code the in-process writer runs, so both writers commit the same
+transactions.
 
 The process stops at end of input, when the host closes the pipe. If the host dies, the child
 dies with it at once (Linux: ``PR_SET_PDEATHSIG``), so it never commits a batch after its host is
@@ -86,7 +87,8 @@ def serve(path: pathlib.Path, synchronous: Any, requests_in: BinaryIO,
         write_frame(answers_out, pickle.dumps(("ready", os.getpid())))
         while (payload := read_frame(requests_in)) is not None:
             outcome = execute_batch(conn, pickle.loads(payload))
-            errors = [encode_error(error) for error in outcome.errors]
+            errors = ([encode_error(error) for error in outcome.errors]
+                      if any(error is not None for error in outcome.errors) else None)
             write_frame(answers_out, pickle.dumps(
                 (outcome.results, errors, outcome.merged, outcome.statements),
                 protocol=pickle.HIGHEST_PROTOCOL))

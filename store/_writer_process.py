@@ -111,8 +111,9 @@ class Answers:
         results, errors, merged, statements = pickle.loads(frame)
         if not self.pending:
             self._idle.set()
-        return batch, BatchOutcome(results, [decode_error(e) for e in errors], merged=merged,
-                                   statements=statements)
+        decoded = ([None] * len(batch) if errors is None
+                   else [decode_error(error) for error in errors])
+        return batch, BatchOutcome(results, decoded, merged=merged, statements=statements)
 
     async def _next_frame(self) -> bytes:
         while True:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import sqlite3
 
@@ -12,9 +13,12 @@ import trio
 import tidings
 from tidings.errors import ConflictError, StoreError, ValidationError
 from tidings.store import (
+    AppliedTransition,
     Call,
+    EnqueuedDelivery,
     Execute,
     InsertRows,
+    OutboxInsert,
     WriteRequest,
     open_store,
     prepare_store,
@@ -176,3 +180,16 @@ async def test_the_writer_must_be_thread_or_process(tmp_path, db_path, workspace
             pass
     with pytest.raises(ValueError, match="writer"):
         await prepare_store(tmp_path / "a.db", writer="fork")
+
+
+@pytest.mark.parametrize("value", [
+    InsertRows("kv", ("k", "v"), (("a", "b"), ("c", None)), "OR IGNORE", None),
+    OutboxInsert({"delivery_id": "d", "status": "queued"}, (("delivery.degraded", "{}"),)),
+    transition("d", "sending", now=1.5, claimant="epoch:1", lease_expires_at=2.5, error="e",
+               extra_events=[("delivery.degraded", {"missing": ["image"]})],
+               only_from=["queued"]),
+    AppliedTransition(True, 3),
+    EnqueuedDelivery(7),
+])
+def test_what_crosses_the_pipe_comes_back_equal(value) -> None:
+    assert pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)) == value
