@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RETIRE", "WAKE", "LaneWorker"]
 
+_SENDING = ("sending",)
+
 WAKE = object()
 """Mailbox signal: a delivery written already claimed is held for the lane."""
 
@@ -224,7 +226,8 @@ class LaneWorker:
         if not lane.unflushed:
             return []
         now = self.store.clock()
-        moves = [(item, transition(item.delivery_id, "sent", now=now, only_from=("sending",)))
+        # Built directly: the one move a lane records after a delivery, legal by construction.
+        moves = [(item, Transition(item.delivery_id, "sent", now, only_from=_SENDING))
                  for item in lane.unflushed]
         lane.unflushed = []
         return moves

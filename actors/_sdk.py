@@ -193,11 +193,12 @@ class OutputSDK:
                                 default=self._default, visible=visible)
         if kind == "message":
             check_mode_allows(policy, turn.mode)
-        for value, field in ((history_text, "history_text"),
-                             (failure_history_text, "failure_history_text"),
-                             (idempotency_key, "idempotency_key")):
-            if value is not None:
-                _check_str(value, field)
+        if history_text is not None:
+            _check_str(history_text, "history_text")
+        if failure_history_text is not None:
+            _check_str(failure_history_text, "failure_history_text")
+        if idempotency_key is not None:
+            _check_str(idempotency_key, "idempotency_key")
         media = [part for part in parts if isinstance(part, _Media) or part.type in MEDIA_TYPES]
         if media and policy != "transient" and history_text is None:
             raise ValidationError("history_text", "a non-text send that writes history must "
@@ -212,9 +213,12 @@ class OutputSDK:
                         _check_str(value, field)
         turn.check_open()
         # 3. paths
-        blocks, artifacts = await self._resolve(parts, history_text)
+        if media:
+            blocks, artifacts = await self._resolve(parts, history_text)
+            history_kind = next((b.type for b in blocks if b.type in MEDIA_TYPES), "text")
+        else:  # no path to resolve: the common case, without a coroutine
+            blocks, artifacts, history_kind = tuple(parts), [], "text"  # type: ignore[arg-type]
         text = fallback_text(blocks)
-        history_kind = next((b.type for b in blocks if b.type in MEDIA_TYPES), "text")
         request = DeliveryRequest(
             session_id=turn.session_id, turn_id=turn.turn_id, kind=kind, blocks=blocks,
             text=text, channel=turn.channel, policy=policy, visible=visible,
