@@ -2,7 +2,8 @@
 
 A delivery is ``send_text`` (persist) until ``sent`` is recorded, through an in-memory route.
 Prints, each the median of three interleaved rounds:
-  - tidings deliveries/s with 1 and 100 concurrent senders (one session each; a sender sends one
+  - tidings deliveries/s, with each writer (``open_runtime(writer="thread")``, the default, and
+    ``writer="process"``), with 1 and 100 concurrent senders (one session each; a sender sends one
     message and waits until it is recorded sent before the next, so 100 deliveries are in
     flight), and the p50/p99 latency of ``send_text`` (until the intent is durable); also a
     saturation run where 100 senders send back to back without waiting (its latency is
@@ -56,16 +57,18 @@ class AcceptingRoute:
 
 
 async def runtime_run(path: pathlib.Path, deliveries: int, senders: int,
-                      extra_bound: int = 0, *, pipelined: bool = False
+                      extra_bound: int = 0, *, pipelined: bool = False, writer: str = "thread"
                       ) -> tuple[float, list[float]]:
     """Return (deliveries/s, send_text latencies in seconds).
 
     Each sender sends one message and waits until it is recorded ``sent`` before the next, so
     ``senders`` deliveries are in flight; ``pipelined=True`` sends back to back instead and
-    waits for all at the end (a saturation test: latency then measures the queue).
+    waits for all at the end (a saturation test: latency then measures the queue). *writer* is
+    ``open_runtime(writer=...)``: ``"thread"`` or ``"process"``.
     """
     latencies: list[float] = []
-    async with tidings.open_runtime(path, workspace=path.parent) as rt:
+    async with tidings.open_runtime(path, workspace=path.parent,
+                                    writer=writer) as rt:  # type: ignore[arg-type]
         sessions = [await rt.create_session(channel="bench") for _ in range(senders)]
         for session_id in sessions:
             rt.router.bind(session_id, AcceptingRoute())
@@ -207,6 +210,13 @@ def _prefill(session_id: str, rows: int, conn) -> None:
         ((f"old_{i}", session_id, TEXT, now, now) for i in range(rows)))
 
 
+WRITERS = ("thread", "process")
+
+
+def _variant(writer: str, senders: int, pipelined: bool) -> str:
+    return f"{writer}, {senders} sender{'s' * (senders > 1)}{' pipelined' * pipelined}"
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -224,14 +234,15 @@ def main() -> None:
         base = pathlib.Path(tmp)
         for r in range(args.rounds):
             results.setdefault("a", []).append(per_delivery_commit(base / f"a{r}.db", n // 5))
-            for name, senders, count, pipelined in (("1", 1, n // 5, False),
-                                                    ("100", 100, n, False),
-                                                    ("100 pipelined", 100, n, True)):
-                rate, latencies = trio.run(functools.partial(
-                    runtime_run, base / f"t{senders}{pipelined}-{r}.db", count, senders,
-                    pipelined=pipelined))
-                results.setdefault(name, []).append(rate)
-                lat.setdefault(name, []).extend(latencies)
+            for writer in WRITERS:
+                for senders, count, pipelined in ((1, n // 5, False), (100, n, False),
+                                                  (100, n, True)):
+                    name = _variant(writer, senders, pipelined)
+                    rate, latencies = trio.run(functools.partial(
+                        runtime_run, base / f"{name}-{r}.db".replace(" ", "_"), count,
+                        senders, pipelined=pipelined, writer=writer))
+                    results.setdefault(name, []).append(rate)
+                    lat.setdefault(name, []).extend(latencies)
             results.setdefault("c", []).append(raw_batched(base / f"c{r}.db", n))
             # Long enough that the host's noise (+-10% over a 3,000-delivery run) does not
             # pass for a cost of the routing table.
@@ -246,14 +257,19 @@ def main() -> None:
     a, c = med["a"], med["c"]
     print(f"(a) per-delivery commits, plain sqlite3     {a:8.0f} deliveries/s")
     print(f"(c) raw batched lifecycle, 64 per tx         {c:8.0f} deliveries/s")
-    for name in ("1", "100", "100 pipelined"):
-        t = med[name]
-        p50, p99 = _pct(lat[name], 0.5) * 1000, _pct(lat[name], 0.99) * 1000
-        print(f"tidings, {name:>13} sender(s)        {t:8.0f} deliveries/s  vs a = "
-              f"{t / a:4.1f}x  vs c = {t / c:4.2f}  send_text p50 {p50:5.1f} ms  p99 {p99:5.1f} ms")
-    t100, p99 = med["100"], _pct(lat["100"], 0.99) * 1000
-    verdict = "met" if t100 >= 5 * a and t100 >= 0.5 * c and p99 <= 10 else "NOT met"
-    print(f"target at 100 senders (>= 5x a, >= 0.5 c, p99 <= 10 ms): {verdict}")
+    for writer in WRITERS:
+        for senders, pipelined in ((1, False), (100, False), (100, True)):
+            name = _variant(writer, senders, pipelined)
+            t = med[name]
+            p50, p99 = _pct(lat[name], 0.5) * 1000, _pct(lat[name], 0.99) * 1000
+            print(f"tidings, {name:>25}  {t:8.0f} deliveries/s  vs a = {t / a:4.1f}x  "
+                  f"vs c = {t / c:4.2f}  send_text p50 {p50:5.1f} ms  p99 {p99:5.1f} ms")
+    for writer in WRITERS:
+        name = _variant(writer, 100, False)
+        t100, p99 = med[name], _pct(lat[name], 0.99) * 1000
+        verdict = "met" if t100 >= 5 * a and t100 >= 0.5 * c and p99 <= 10 else "NOT met"
+        print(f"target at 100 senders, writer={writer} "
+              f"(>= 5x a, >= 0.5 c, p99 <= 10 ms): {verdict}")
     print(f"deliveries/s with 20,000 routes bound / with 100 bound: {med['bound_ratio']:.2f}")
     print(f"send_text time in a session with 100,000 history rows / with none: "
           f"{med['history_ratio']:.2f}")
