@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -76,7 +76,9 @@ class LaneWorker:
                 await self._process(lane, item)
                 continue
             if lane.unflushed:
-                await self._flush(lane)
+                if lane.reflush or dispatcher.stopping or not self._flush_behind(lane):
+                    lane.reflush = False
+                    await self._flush(lane)
                 continue
             if lane.overflow and not dispatcher.stopping:
                 await self._refill(lane)
@@ -198,6 +200,8 @@ class LaneWorker:
     async def _claim(self, lane: Lane, item: DeliveryItem) -> tuple[Binding, int] | None:
         """Claim *item* (``sending``, durable) for its session's route, with the previous
         delivery's ``sent`` in the same transaction. None: unrouted, or moved on already."""
+        while lane.flushing is not None:  # a flush in the background: the claim comes after
+            await lane.flushing.wait()
         binding = self.router.binding(item.session_id)
         now = self.store.clock()
         flushed = self._take_unflushed(lane)
@@ -221,6 +225,50 @@ class LaneWorker:
 
     async def _flush(self, lane: Lane) -> None:
         await self._commit(lane, self._take_unflushed(lane), [])
+
+    def _flush_behind(self, lane: Lane) -> bool:
+        """Record ``sent`` for the delivered rows without waiting: the lane has nothing else
+        to do, and its sender waits for the commit, not for the lane. Sync.
+
+        The lane claims nothing more until the write has ended (:meth:`_claim` waits for
+        ``lane.flushing``), so a session still has at most one ``sending`` row. If the write
+        fails, or a row had moved on, the rows go back to ``unflushed`` and the lane is woken
+        to flush them in the foreground. False (nothing taken) when the writer's mailbox is
+        full.
+        """
+        moves = self._take_unflushed(lane)
+        ended = trio.Event()
+        dispatcher = self.dispatcher
+
+        def settle(back: list[DeliveryItem]) -> None:
+            lane.committing -= 1
+            lane.flushing = None
+            ended.set()
+            if back:
+                lane.unflushed[:0] = back
+                lane.reflush = True
+                dispatcher.wake(lane)
+
+        def committed(results: list[Any]) -> None:
+            back = []
+            for (item, _), result in zip(moves, results, strict=True):
+                if result.applied:
+                    dispatcher.resolve(item, "delivered")
+                else:  # moved on: the foreground flush reads what it became
+                    back.append(item)
+            settle(back)
+
+        try:
+            self.store.commit_nowait([move for _, move in moves], on_commit=committed,
+                                     on_error=lambda _: settle([item for item, _ in moves]))
+        except BaseException as exc:
+            lane.unflushed[:0] = [item for item, _ in moves]
+            if isinstance(exc, trio.WouldBlock):
+                return False
+            raise
+        lane.committing += 1
+        lane.flushing = ended
+        return True
 
     def _take_unflushed(self, lane: Lane) -> list[tuple[DeliveryItem, Transition]]:
         if not lane.unflushed:

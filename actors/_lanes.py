@@ -38,9 +38,10 @@ log = logging.getLogger("tidings.dispatch")
 class Lane:
     """The dispatch state of one session; it outlives crashes of its actor."""
 
-    __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering", "held",
-                 "idle_since", "max_seen", "name", "overflow", "parked", "reread", "reserved",
-                 "rewind", "scope", "session_id", "unacked", "unflushed", "waiting", "window")
+    __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering",
+                 "flushing", "held", "idle_since", "max_seen", "name", "overflow", "parked",
+                 "reflush", "reread", "reserved", "rewind", "scope", "session_id", "unacked",
+                 "unflushed", "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -57,6 +58,8 @@ class Lane:
         self.reserved = False                 # a delivery is being written already claimed
         self.held: DeliveryItem | None = None  # that delivery, committed, waiting for the lane
         self.committing = 0                   # lane writes in flight
+        self.flushing: trio.Event | None = None  # set when a flush in the background ends
+        self.reflush = False                  # that flush failed: flush in the foreground
         self.scope: trio.CancelScope | None = None  # the running incarnation's scope
         self.delivering = False               # inside a route's deliver()
         self.idle_since: float | None = None  # parked waiting for work since (trio clock)
@@ -80,7 +83,8 @@ class Lane:
 
     def has_work(self) -> bool:
         return bool(self.overflow or self.backlog or self.current or self.unflushed
-                    or self.reserved or self.held or self.unacked)
+                    or self.reserved or self.held or self.unacked
+                    or self.flushing is not None)
 
     def room(self) -> None:
         """Wake a lane waiting for its ack window."""
@@ -196,6 +200,12 @@ class Dispatcher:
         lane = self.lanes.get(session_id)
         if lane is not None:
             lane.reserved = False
+
+    def wake(self, lane: Lane) -> None:
+        """Make *lane* look at its state again (running it if it is not). Sync."""
+        if self._sup is not None and not self.stopping:
+            self._ensure_running(lane)
+        self._post(lane, WAKE)
 
     def kick(self, session_id: str) -> None:
         """Make the session's lane read its ``queued`` rows from the store (recovery, rebinds).

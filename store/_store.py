@@ -81,6 +81,21 @@ class Store:
             raise StoreClosedError("the store's writer is closed") from exc
         return await request.wait()
 
+    def commit_nowait(self, ops: Sequence[Op], *, on_commit: Callable[[list[Any]], None],
+                      on_error: Callable[[BaseException], None]) -> None:
+        """Hand *ops* to the writer without waiting; exactly one of the callbacks runs later,
+        in the writer's task: ``on_commit(results)`` once the transaction is durable, or
+        ``on_error(error)`` if it failed (nothing of it was written).
+
+        Sync. Raises ``trio.WouldBlock`` when the writer's mailbox is full (then nothing was
+        handed over: use :meth:`commit`), :class:`StoreClosedError` when no writer is attached.
+        """
+        try:
+            self._submit_nowait(WriteRequest(ops, on_commit, on_error))
+        except (trio.ClosedResourceError, trio.BrokenResourceError,
+                MailboxClosedError) as exc:
+            raise StoreClosedError("the store's writer is closed") from exc
+
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` on a read-only connection in a worker thread."""
         return await self.readers.run(fn, *args)

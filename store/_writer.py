@@ -53,18 +53,22 @@ class WriteRequest:
 
     ``on_commit(results)`` runs in the writer task right after the commit, whether or not the
     caller is still waiting: it is how work that must follow a durable write (dispatching a
-    queued delivery, say) never depends on the caller surviving cancellation.
+    queued delivery, say) never depends on the caller surviving cancellation. ``on_error(error)``
+    runs instead when the request fails (it was not committed), so a caller that does not wait
+    (:meth:`Store.commit_nowait`) still hears of it.
 
     Waiting parks the caller with ``trio.lowlevel`` directly (no Event, no parking lot): this is
     the hottest object in tidings, one per write.
     """
 
-    __slots__ = ("_done", "_waiter", "error", "on_commit", "ops", "result")
+    __slots__ = ("_done", "_waiter", "error", "on_commit", "on_error", "ops", "result")
 
     def __init__(self, ops: Sequence[Op],
-                 on_commit: Callable[[list[Any]], None] | None = None) -> None:
+                 on_commit: Callable[[list[Any]], None] | None = None,
+                 on_error: Callable[[BaseException], None] | None = None) -> None:
         self.ops = ops
         self.on_commit = on_commit
+        self.on_error = on_error
         self.result: list[Any] | None = None
         self.error: BaseException | None = None
         self._done = False
@@ -83,6 +87,11 @@ class WriteRequest:
                 self.on_commit(result or [])
             except Exception:
                 log.exception("event=on_commit_failed")
+        elif error is not None and self.on_error is not None:
+            try:
+                self.on_error(error)
+            except Exception:
+                log.exception("event=on_error_failed")
 
     async def wait(self) -> list[Any]:
         """Block until committed; return one result per op or raise the request's error.

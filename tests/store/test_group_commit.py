@@ -166,3 +166,29 @@ async def test_requests_taken_by_a_crashing_writer_fail_and_the_rest_survive(tmp
     async with open_store(tmp_path / "a.db") as reopened:
         assert await _keys(reopened) == ["c", "d"]
     store.close()
+
+
+async def test_commit_nowait_reports_through_exactly_one_callback(tmp_path) -> None:
+    async with open_store(tmp_path / "a.db") as store:
+        await _make_table(store)
+        outcomes: list[tuple[str, object]] = []
+        done = trio.Event()
+
+        def record(kind: str):
+            def callback(value: object) -> None:
+                outcomes.append((kind, value))
+                if len(outcomes) == 2:
+                    done.set()
+            return callback
+
+        store.commit_nowait([_row("a")], on_commit=record("committed"),
+                            on_error=record("failed"))
+        store.commit_nowait([_row("a", "clash")], on_commit=record("committed"),
+                            on_error=record("failed"))
+        assert outcomes == []  # nothing runs before the writer has committed
+        await done.wait()
+        assert outcomes[0] == ("committed", [None])
+        assert outcomes[1][0] == "failed"
+        assert isinstance(outcomes[1][1], ConflictError)
+        assert await _keys(store) == ["a"]
+        assert await store.read(lambda c: c.execute("SELECT v FROM kv").fetchone()[0]) == "v"
