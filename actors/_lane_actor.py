@@ -261,10 +261,11 @@ class LaneWorker:
         try:
             self.store.commit_nowait([move for _, move in moves], on_commit=committed,
                                      on_error=lambda _: settle([item for item, _ in moves]))
-        except BaseException as exc:
+        except trio.WouldBlock:
             lane.unflushed[:0] = [item for item, _ in moves]
-            if isinstance(exc, trio.WouldBlock):
-                return False
+            return False
+        except BaseException:  # a fault at the mailbox: the rows stay the lane's to record
+            lane.unflushed[:0] = [item for item, _ in moves]
             raise
         lane.committing += 1
         lane.flushing = ended

@@ -76,8 +76,7 @@ class Store:
             except trio.WouldBlock:
                 assert self._submit is not None
                 await self._submit(request)
-        except (trio.ClosedResourceError, trio.BrokenResourceError,
-                MailboxClosedError) as exc:
+        except _WRITER_CLOSED as exc:
             raise StoreClosedError("the store's writer is closed") from exc
         return await request.wait()
 
@@ -92,8 +91,7 @@ class Store:
         """
         try:
             self._submit_nowait(WriteRequest(ops, on_commit, on_error))
-        except (trio.ClosedResourceError, trio.BrokenResourceError,
-                MailboxClosedError) as exc:
+        except _WRITER_CLOSED as exc:
             raise StoreClosedError("the store's writer is closed") from exc
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
@@ -106,6 +104,11 @@ class Store:
     def close(self) -> None:
         self.attach(None)
         self.readers.close()
+
+
+_WRITER_CLOSED = (trio.ClosedResourceError, trio.BrokenResourceError, MailboxClosedError)
+"""What a closed writer mailbox raises; :meth:`Store.commit` and ``commit_nowait`` turn it into
+:class:`StoreClosedError`."""
 
 
 def _always_would_block(request: WriteRequest) -> None:

@@ -166,6 +166,19 @@ class StoreWriter:
             request.finish(None, StoreError(f"the writer lost this write before committing it "
                                             f"({type(error).__name__}: {error})"))
 
+    async def _take_batch(self, mailbox: Receiver, into: list[WriteRequest]) -> bool:
+        """Wait for a request, then take what else is waiting (up to ``max_batch``) into
+        *into*. False when the mailbox has ended."""
+        try:
+            into.append(await mailbox.receive())
+        except trio.EndOfChannel:
+            return False
+        # One scheduler round for tasks woken by the last commit (they tend to write again at
+        # once): fewer, larger batches for the same latency.
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        self._drain(mailbox, into)
+        return True
+
     def _drain(self, mailbox: Receiver, into: list[WriteRequest]) -> None:
         """Add what is already waiting in *mailbox* to *into*, up to ``max_batch`` (sync)."""
         while len(into) < self.max_batch:
@@ -191,15 +204,7 @@ class StoreWriter:
         in_flight: list[WriteRequest] = []
         try:
             task_status.started()
-            while True:
-                try:
-                    in_flight.append(await mailbox.receive())
-                except trio.EndOfChannel:
-                    break
-                # One scheduler round for tasks woken by the last commit (they tend to write
-                # again at once): fewer, larger batches for the same latency.
-                await trio.lowlevel.cancel_shielded_checkpoint()
-                self._drain(mailbox, in_flight)
+            while await self._take_batch(mailbox, in_flight):
                 outcome = await trio.to_thread.run_sync(
                     execute_batch, conn, [request.ops for request in in_flight],
                     limiter=self._limiter)
@@ -218,13 +223,7 @@ class StoreWriter:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._record_answers, answers)
                 task_status.started()
-                while True:
-                    try:
-                        taken.append(await mailbox.receive())
-                    except trio.EndOfChannel:
-                        break
-                    await trio.lowlevel.cancel_shielded_checkpoint()
-                    self._drain(mailbox, taken)
+                while await self._take_batch(mailbox, taken):
                     await self._dispatch(taken, answers, child, conn)
                 await answers.wait_idle()
                 nursery.cancel_scope.cancel(reason="the writer's mailbox ended")

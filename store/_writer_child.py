@@ -29,9 +29,11 @@ from tidings.store._batch import execute_batch
 from tidings.store._connect import connect_writer
 from tidings.store._errors import ConflictError, StoreError
 
-__all__ = ["decode_error", "encode_error", "main", "read_frame", "write_frame"]
+__all__ = ["HEADER", "decode_error", "encode_error", "frame", "main", "read_frame",
+           "write_frame"]
 
-_HEADER = 4
+HEADER = 4
+"""Bytes of a frame's big-endian length prefix."""
 
 
 def encode_error(error: BaseException | None) -> tuple[str, str] | None:
@@ -54,7 +56,7 @@ def decode_error(encoded: tuple[str, str] | None) -> BaseException | None:
 
 def read_frame(stream: BinaryIO) -> bytes | None:
     """The next frame's payload, or ``None`` at end of input."""
-    header = _read_exact(stream, _HEADER)
+    header = _read_exact(stream, HEADER)
     if header is None:
         return None
     payload = _read_exact(stream, int.from_bytes(header, "big"))
@@ -63,8 +65,13 @@ def read_frame(stream: BinaryIO) -> bytes | None:
     return payload
 
 
+def frame(payload: bytes) -> bytes:
+    """*payload* with its length prefix: what one frame is on the pipe, either way."""
+    return len(payload).to_bytes(HEADER, "big") + payload
+
+
 def write_frame(stream: BinaryIO, payload: bytes) -> None:
-    stream.write(len(payload).to_bytes(_HEADER, "big") + payload)
+    stream.write(frame(payload))
     stream.flush()
 
 

@@ -29,7 +29,7 @@ import trio
 from tidings.store._batch import BatchOutcome
 from tidings.store._errors import StoreError
 from tidings.store._ops import Call
-from tidings.store._writer_child import decode_error
+from tidings.store._writer_child import HEADER, decode_error, frame
 
 if TYPE_CHECKING:
     import pathlib
@@ -44,9 +44,6 @@ SPLIT_AT = 8
 
 ANSWER_GRACE = 10.0
 """Seconds a stopping writer waits for the answers of batches the child already has."""
-
-_HEADER = 4
-
 
 def child_command(path: pathlib.Path, synchronous: str) -> tuple[list[str], dict[str, str]]:
     """The child's argv and environment: this interpreter, this ``sys.path``."""
@@ -72,7 +69,7 @@ def encode_batch(requests: Sequence[WriteRequest]) -> bytes | None:
         payload = pickle.dumps(ops, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError):
         return None
-    return len(payload).to_bytes(_HEADER, "big") + payload
+    return frame(payload)
 
 
 class Answers:
@@ -97,8 +94,8 @@ class Answers:
     async def wait_ready(self) -> int:
         """Until the child has opened its connection; returns its pid. Raises
         :class:`StoreError` if it exits first (its stderr says why)."""
-        frame = await self._next_frame()
-        kind, pid = pickle.loads(frame)
+        payload = await self._next_frame()
+        kind, pid = pickle.loads(payload)
         if kind != "ready":
             raise StoreError(f"the writer process said {kind!r} instead of 'ready'")
         return int(pid)
@@ -106,9 +103,9 @@ class Answers:
     async def next(self) -> tuple[list[WriteRequest], BatchOutcome]:
         """The oldest pending batch and its outcome. Raises :class:`StoreError` if the child's
         output ends first (it died: the batch may or may not have committed)."""
-        frame = await self._next_frame()
+        payload = await self._next_frame()
         batch = self.pending.popleft()
-        results, errors, merged, statements = pickle.loads(frame)
+        results, errors, merged, statements = pickle.loads(payload)
         if not self.pending:
             self._idle.set()
         decoded = ([None] * len(batch) if errors is None
@@ -117,9 +114,9 @@ class Answers:
 
     async def _next_frame(self) -> bytes:
         while True:
-            frame = self._take_frame()
-            if frame is not None:
-                return frame
+            payload = self._take_frame()
+            if payload is not None:
+                return payload
             chunk = await self._stream.receive_some(1 << 16)
             if not chunk:
                 raise StoreError(f"the writer process exited with {len(self.pending)} "
@@ -128,14 +125,14 @@ class Answers:
 
     def _take_frame(self) -> bytes | None:
         buffer = self._buffer
-        if len(buffer) < _HEADER:
+        if len(buffer) < HEADER:
             return None
-        size = int.from_bytes(buffer[:_HEADER], "big")
-        if len(buffer) < _HEADER + size:
+        end = HEADER + int.from_bytes(buffer[:HEADER], "big")
+        if len(buffer) < end:
             return None
-        frame = bytes(buffer[_HEADER:_HEADER + size])
-        del buffer[:_HEADER + size]
-        return frame
+        payload = bytes(buffer[HEADER:end])
+        del buffer[:end]
+        return payload
 
     def fail_pending(self, make_error: Callable[[], BaseException]) -> None:
         """Answer every unanswered batch with an error (the child is gone)."""
