@@ -1,9 +1,10 @@
 """``tidings serve``: run the supervision tree, the websocket gateway and an agent.
 
 ``tidings serve [--config FILE] [--db PATH] [--host H] [--port N] [--token T | --token-file F]
-[--agent pkg.mod:Name] [--workspace DIR] [--core-id ID] [--grace S] [--log-level L]
-[--log-json]``. Flags override the TOML file; with neither it serves ``./tidings.db`` with the
-built-in ``EchoAgent`` on 127.0.0.1:8765 and a token generated beside the database.
+[--agent pkg.mod:Name] [--workspace DIR] [--core-id ID] [--grace S] [--writer W]
+[--log-level L] [--log-json]``. Flags override the TOML file; with neither it serves
+``./tidings.db`` with the built-in ``EchoAgent`` on 127.0.0.1:8765 and a token generated beside
+the database.
 
 Exit codes: 0 after a clean stop (SIGTERM / SIGINT); 1 it could not listen, or the gateway
 kept crashing beyond the restart intensity; 2 bad usage or configuration.
@@ -12,6 +13,7 @@ kept crashing beyond the restart intensity; 2 bad usage or configuration.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import pathlib
 import sys
@@ -53,6 +55,9 @@ def register(commands: Any) -> None:
     parser.add_argument("--core-id", metavar="ID", help="this host's core id (default: default)")
     parser.add_argument("--grace", type=float, metavar="SECONDS",
                         help="how long a stop waits for running turns (default: 10)")
+    parser.add_argument("--writer", choices=("thread", "process"),
+                        help="where commits run: a worker thread (default) or a writer process "
+                             "beside the event loop (more deliveries/s under load)")
     parser.add_argument("--log-level", choices=LEVELS, help="default: info")
     parser.add_argument("--log-json", action="store_true", default=None,
                         help="log JSON lines instead of key=value lines")
@@ -65,11 +70,17 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config, db=args.db, host=args.host, port=args.port,
                              token=args.token, token_file=args.token_file, agent=args.agent,
                              workspace=args.workspace, core_id=args.core_id, grace=args.grace,
+                             writer=args.writer,
                              log_level=args.log_level, log_json=args.log_json)
     except ConfigError as exc:
         print(f"tidings serve: invalid configuration: {exc}", file=sys.stderr)
         return 2
     configure_logging(config.log_level, json_lines=config.log_json)
+    # This process lives as long as the server: move what importing and configuring made
+    # (modules, classes, functions; nearly all of the heap now) out of the collector's
+    # generations, so full collections walk only what serving allocates. Measured with
+    # bench/delivery.py at 100 senders: send_text p99 about halved.
+    gc.freeze()
     try:
         trio.run(_main, config)
     except ConfigError as exc:

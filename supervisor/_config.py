@@ -4,7 +4,7 @@ Every key is optional; with none at all ``tidings serve`` runs ``./tidings.db``,
 ``EchoAgent`` and the gateway on 127.0.0.1:8765. The file's tables (``docs/tidings.example.toml``
 shows them all)::
 
-    [serve]           db, workspace, core_id, agent, grace
+    [serve]           db, workspace, core_id, agent, grace, writer
     [gateway]         host, port, token, token_file, ack_window, heartbeat_s, max_frame_bytes,
                       max_backlog, rate, burst, hello_timeout, prompt_timeout, replay_page
     [channels.gateway] the gateway channel's ChannelConfig (instructions, identity,
@@ -38,7 +38,8 @@ __all__ = ["DEFAULT_DB", "ServeConfig", "load_config"]
 DEFAULT_DB = "tidings.db"
 
 _TABLES = ("serve", "gateway", "channels", "logging", "supervisor")
-_SERVE_KEYS = ("db", "workspace", "core_id", "agent", "grace")
+_SERVE_KEYS = ("db", "workspace", "core_id", "agent", "grace", "writer")
+_WRITERS = ("thread", "process")
 _LOGGING_KEYS = ("level", "json")
 _SUPERVISOR_KEYS = ("max_restarts", "period")
 
@@ -53,6 +54,7 @@ class ServeConfig:
     core_id: str = "default"
     agent: str | None = None
     grace: float = 10.0
+    writer: str = "thread"
     token: str | None = attrs.field(default=None, repr=False)
     token_file: pathlib.Path | None = None
     gateway: Mapping[str, Any] = attrs.field(factory=dict)
@@ -113,7 +115,7 @@ def read_file(path: pathlib.Path) -> dict[str, Any]:
 def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     """Read the file at *path* (if any), apply *flags* (None means "not given"), validate.
 
-    *flags* may be ``db``, ``workspace``, ``core_id``, ``agent``, ``grace``, ``host``,
+    *flags* may be ``db``, ``workspace``, ``core_id``, ``agent``, ``grace``, ``writer``, ``host``,
     ``port``, ``token``, ``token_file``, ``log_level``, ``log_json``. Raises
     :class:`ConfigError` naming the dotted key.
     """
@@ -147,6 +149,9 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     agent = serve.get("agent")
     if agent is not None:
         split_import_path(agent, field="serve.agent")
+    writer = serve.get("writer", "thread")
+    if writer not in _WRITERS:
+        raise ConfigError("serve.writer", f"must be one of {', '.join(_WRITERS)}, got {writer!r}")
     level = logging_.get("level", "info")
     if level not in LEVELS:
         raise ConfigError("logging.level", f"must be one of {', '.join(LEVELS)}, got {level!r}")
@@ -173,7 +178,7 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
         workspace=_path("serve.workspace", serve.get("workspace", ".")),
         core_id=_text("serve.core_id", serve.get("core_id", "default")),
         agent=agent,
-        grace=_seconds("serve.grace", serve.get("grace", 10.0)),
+        grace=_seconds("serve.grace", serve.get("grace", 10.0)), writer=writer,
         token=token, token_file=token_file, gateway=gateway,
         channel=ChannelConfig.from_mapping("gateway", channel_table),
         log_level=level, log_json=as_json, max_restarts=max_restarts, period=period)

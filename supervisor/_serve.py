@@ -98,7 +98,8 @@ async def serve(config: ServeConfig, control: StopControl, *,
     settings = config.gateway_config(source.token)
     db = config.db.absolute()
     async with tidings.open_runtime(db, workspace=config.workspace, core_id=config.core_id,
-                                    grace=config.grace) as rt:
+                                    grace=config.grace,
+                                    writer=config.writer) as rt:  # type: ignore[arg-type]
         gateway = GatewayChannel(rt, settings, config.channel, agent)
         spec = ChildSpec("gateway", functools.partial(_gateway_child, gateway),
                          restart="permanent", shutdown_timeout=config.grace + 5.0,
@@ -110,9 +111,9 @@ async def serve(config: ServeConfig, control: StopControl, *,
                 port = gateway.port
                 assert port is not None
                 info = ServeInfo(_url(settings.host, port), port, db, source.path, gateway, sup)
-                log.info("event=serving url=%s db=%s token_file=%s agent=%s pid=%d version=%s",
-                         info.url, db, source.path or "(given)", type(agent).__name__,
-                         os.getpid(), tidings.__version__)
+                log.info("event=serving url=%s db=%s token_file=%s agent=%s writer=%s pid=%d "
+                         "version=%s", info.url, db, source.path or "(given)",
+                         type(agent).__name__, config.writer, os.getpid(), tidings.__version__)
                 task_status.started(info)
                 await _run_until_stopped(rt, gateway, control, config.grace)
         except ChildStartError as exc:

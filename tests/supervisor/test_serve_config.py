@@ -23,6 +23,7 @@ def test_no_configuration_at_all_is_a_working_default() -> None:
     config = load_config()
     assert config.db == pathlib.Path("tidings.db")
     assert config.agent is None
+    assert config.writer == "thread"
     assert config.channel.name == "gateway"
     settings = config.gateway_config("x" * 16)
     assert (settings.host, settings.port, settings.ack_window) == ("127.0.0.1", 8765, 32)
@@ -33,19 +34,22 @@ def test_the_example_file_is_valid_and_documents_every_key() -> None:
     text = EXAMPLE.read_text()
     from tidings.channels._gateway_config import GATEWAY_KEYS
     for key in (*GATEWAY_KEYS, "token_file", "db", "workspace", "core_id", "agent", "grace",
-                "level", "json", "max_restarts", "period", "dispatch_mode", "turn_timeout"):
+                "writer", "level", "json", "max_restarts", "period", "dispatch_mode",
+                "turn_timeout"):
         assert f"{key} =" in text, key
     assert config.gateway_config("x" * 16).port == 8765
 
 
 def test_flags_override_the_file(tmp_path) -> None:
-    path = write(tmp_path, '[serve]\ndb = "from-file.db"\ngrace = 3\n'
+    path = write(tmp_path, '[serve]\ndb = "from-file.db"\ngrace = 3\nwriter = "process"\n'
                            '[gateway]\nport = 9000\nheartbeat_s = 5\n'
                            '[channels.gateway]\ndispatch_mode = "followup"\n'
                            '[logging]\nlevel = "debug"\n')
     config = load_config(path, db="flag.db", port=9100, log_json=True)
     assert config.db == pathlib.Path("flag.db")
     assert config.grace == 3.0
+    assert config.writer == "process"
+    assert load_config(path, writer="thread").writer == "thread"
     settings = config.gateway_config("x" * 16)
     assert (settings.port, settings.heartbeat_s) == (9100, 5)
     assert config.channel.dispatch_mode == "followup"
@@ -60,6 +64,8 @@ def test_flags_override_the_file(tmp_path) -> None:
     ("[serve]\ngrace = -1\n", "serve.grace"),
     ("[serve]\nagent = \"not an import path\"\n", "serve.agent"),
     ("[serve]\nspeed = 1\n", "serve.speed"),
+    ("[serve]\nwriter = \"fork\"\n", "serve.writer"),
+    ("[serve]\nwriter = 1\n", "serve.writer"),
     ("[logging]\nlevel = \"loud\"\n", "logging.level"),
     ("[logging]\njson = \"yes\"\n", "logging.json"),
     ("[supervisor]\nmax_restarts = -2\n", "supervisor.max_restarts"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import signal
 import stat
 import subprocess
@@ -238,6 +239,40 @@ async def test_a_second_signal_stops_at_once_and_still_exits_cleanly(tmp_path) -
         with trio.fail_after(TIMEOUT):
             assert await server.process.wait() == 0
     counts = await _counts(db)
+    assert counts["queued"] == counts["sending"] == 0
+
+
+def _writer_children(pid: int) -> list[int]:
+    """*pid*'s child processes that run the writer (each thread keeps its own list of
+    children: trio starts processes from a worker thread). Sync: /proc reads do not block."""
+    tasks = pathlib.Path(f"/proc/{pid}/task")
+    children = [int(child) for task in tasks.iterdir()
+                for child in (task / "children").read_text().split()]
+    return [child for child in children
+            if b"_writer_child" in pathlib.Path(f"/proc/{child}/cmdline").read_bytes()]
+
+
+def _pids() -> set[int]:
+    return {int(entry.name) for entry in pathlib.Path("/proc").iterdir() if entry.name.isdigit()}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
+async def test_serve_with_the_process_writer_commits_in_a_child_and_stops_it(tmp_path) -> None:
+    db = tmp_path / "proc.db"
+    async with serve_process(db, "--writer", "process") as server, \
+            GatewayClient.connect(server.url, token=server.token, conversation="a") as client:
+        line = await server.wait_line(lambda text: "event=serving" in text)
+        assert " writer=process " in line
+        writers = _writer_children(server.process.pid)
+        assert len(writers) == 1
+        _, frames = await Recorder(client).say("hello", is_frame("delivery", kind="message"))
+        assert frames[-1]["text"] == "hello"
+        server.signal(signal.SIGTERM)
+        with trio.fail_after(TIMEOUT):
+            assert await server.process.wait() == 0
+    assert writers[0] not in _pids()  # stopped and reaped by its host
+    counts = await _counts(db)
+    assert counts["sent"] >= 1
     assert counts["queued"] == counts["sending"] == 0
 
 
