@@ -256,7 +256,8 @@ def _pids() -> set[int]:
     return {int(entry.name) for entry in pathlib.Path("/proc").iterdir() if entry.name.isdigit()}
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
+@pytest.mark.skipif(not os.path.exists(f"/proc/self/task/{os.getpid()}/children"),
+                    reason="reads /proc/PID/task/TID/children (Linux)")
 async def test_serve_with_the_process_writer_commits_in_a_child_and_stops_it(tmp_path) -> None:
     db = tmp_path / "proc.db"
     async with serve_process(db, "--writer", "process") as server, \
