@@ -45,6 +45,7 @@ from tidings.store import (
     Store,
     Synchronous,
     WriterStatistics,
+    check_executor,
     create_session,
     prepare_store,
     queries,
@@ -252,8 +253,7 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     the SQLite work then runs beside the event loop rather than taking turns with it for the
     GIL (higher throughput under many concurrent senders; one more process per runtime).
     """
-    if writer not in ("thread", "process"):
-        raise ValidationError("writer", f"must be 'thread' or 'process', got {writer!r}")
+    check_executor(writer, "writer")
     if recover not in ("at_open", "manual"):
         raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")
     if not isinstance(core_id, str) or not core_id:

@@ -35,7 +35,7 @@ import time
 import trio
 
 import tidings
-from tidings.store import Call
+from tidings.store import EXECUTORS, Call
 from tidings.store._connect import connect_writer
 from tidings.store._schema import migrate
 
@@ -212,7 +212,7 @@ def _prefill(session_id: str, rows: int, conn) -> None:
         ((f"old_{i}", session_id, TEXT, now, now) for i in range(rows)))
 
 
-WRITERS = ("thread", "process")
+WRITERS = EXECUTORS
 SERVED = "served, 100 senders"
 """The variant run as ``tidings serve`` runs: ``writer="process"`` and ``gc.freeze()`` first."""
 
@@ -270,17 +270,13 @@ def main() -> None:
     a, c = med["a"], med["c"]
     print(f"(a) per-delivery commits, plain sqlite3     {a:8.0f} deliveries/s")
     print(f"(c) raw batched lifecycle, 64 per tx         {c:8.0f} deliveries/s")
-    for writer in WRITERS:
-        for senders, pipelined in ((1, False), (100, False), (100, True)):
-            name = _variant(writer, senders, pipelined)
-            t = med[name]
-            p50, p99 = _pct(lat[name], 0.5) * 1000, _pct(lat[name], 0.99) * 1000
-            print(f"tidings, {name:>25}  {t:8.0f} deliveries/s  vs a = {t / a:4.1f}x  "
-                  f"vs c = {t / c:4.2f}  send_text p50 {p50:5.1f} ms  p99 {p99:5.1f} ms")
-    t = med[SERVED]
-    p50, p99 = _pct(lat[SERVED], 0.5) * 1000, _pct(lat[SERVED], 0.99) * 1000
-    print(f"tidings, {SERVED:>25}  {t:8.0f} deliveries/s  vs a = {t / a:4.1f}x  "
-          f"vs c = {t / c:4.2f}  send_text p50 {p50:5.1f} ms  p99 {p99:5.1f} ms")
+    names = [_variant(writer, senders, pipelined) for writer in WRITERS
+             for senders, pipelined in ((1, False), (100, False), (100, True))]
+    for name in [*names, SERVED]:
+        t = med[name]
+        p50, p99 = _pct(lat[name], 0.5) * 1000, _pct(lat[name], 0.99) * 1000
+        print(f"tidings, {name:>25}  {t:8.0f} deliveries/s  vs a = {t / a:4.1f}x  "
+              f"vs c = {t / c:4.2f}  send_text p50 {p50:5.1f} ms  p99 {p99:5.1f} ms")
     for writer, name in [*((w, _variant(w, 100, False)) for w in WRITERS),
                          ("process + gc.freeze()", SERVED)]:
         t100, p99 = med[name], _pct(lat[name], 0.99) * 1000

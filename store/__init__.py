@@ -53,12 +53,15 @@ from tidings.store._status import status_report as status_report
 from tidings.store._store import Store as Store
 from tidings.store._store import open_store as open_store
 from tidings.store._store import prepare_store as prepare_store
+from tidings.store._writer import EXECUTORS as EXECUTORS
 from tidings.store._writer import Executor as Executor
 from tidings.store._writer import StoreWriter as StoreWriter
 from tidings.store._writer import WriteRequest as WriteRequest
 from tidings.store._writer import WriterStatistics as WriterStatistics
+from tidings.store._writer import check_executor as check_executor
 
 __all__ = [
+    "EXECUTORS",
     "OUTBOX_STATUSES",
     "RECENT_FIELDS",
     "SCHEMA_VERSION",
@@ -94,6 +97,7 @@ __all__ = [
     "append_user_message",
     "begin_turn",
     "bind_conversation",
+    "check_executor",
     "create_session",
     "delivery_report",
     "end_turn",

@@ -17,7 +17,13 @@ from tidings.store._groups import collapse
 from tidings.store._ops import Op
 from tidings.store._reader import ReadPool
 from tidings.store._schema import migrate
-from tidings.store._writer import Executor, StoreWriter, WriteRequest, WriterStatistics
+from tidings.store._writer import (
+    Executor,
+    StoreWriter,
+    WriteRequest,
+    WriterStatistics,
+    check_executor,
+)
 
 __all__ = ["Store", "open_store", "prepare_store"]
 
@@ -131,8 +137,7 @@ async def prepare_store(path: str | os.PathLike[str], *, synchronous: Synchronou
     The returned store's writer is not running: run ``store.writer.serve(mailbox)`` and
     ``store.attach(send)``, or use :func:`open_store`, which does both.
     """
-    if writer not in ("thread", "process"):
-        raise ValueError(f"writer: expected 'thread' or 'process', got {writer!r}")
+    check_executor(writer, "writer")
     db = await trio.to_thread.run_sync(prepare_path, path)
     epoch = await trio.to_thread.run_sync(_register_epoch, db, synchronous, clock())
     return Store(db, epoch=epoch, writer=StoreWriter(db, synchronous=synchronous,

@@ -16,14 +16,14 @@ import logging
 import pathlib
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 import attrs
 import trio
 
 from tidings.store._batch import BatchOutcome, execute_batch
 from tidings.store._connect import Synchronous, connect_writer
-from tidings.store._errors import StoreError
+from tidings.store._errors import StoreError, ValidationError
 from tidings.store._ops import Op
 from tidings.store._writer_process import (
     ANSWER_GRACE,
@@ -34,9 +34,21 @@ from tidings.store._writer_process import (
     unknown_outcome,
 )
 
-__all__ = ["Executor", "StoreWriter", "WriteRequest", "WriterStatistics"]
+__all__ = ["EXECUTORS", "Executor", "StoreWriter", "WriteRequest", "WriterStatistics",
+           "check_executor"]
 
 Executor = Literal["thread", "process"]
+EXECUTORS: tuple[Executor, ...] = get_args(Executor)
+"""Where a writer can commit: in a worker thread or in a child writer process."""
+
+
+def check_executor(value: object, field: str) -> Executor:
+    """*value* if it names one of :data:`EXECUTORS`; else :class:`ValidationError` on *field*
+    (each public entry point that takes one checks it before it writes anything)."""
+    if value not in EXECUTORS:
+        raise ValidationError(field, f"must be {' or '.join(map(repr, EXECUTORS))}, "
+                                     f"got {value!r}")
+    return value  # type: ignore[return-value]
 """Where batches commit: a worker thread of this process, or a child writer process
 (``_writer_process``: the SQLite work then runs beside the event loop, not under its GIL)."""
 
@@ -134,10 +146,8 @@ class StoreWriter:
                  max_batch: int = 512, executor: Executor = "thread") -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch: must be at least 1, got {max_batch}")
-        if executor not in ("thread", "process"):
-            raise ValueError(f"executor: expected 'thread' or 'process', got {executor!r}")
         self.path = path
-        self.executor: Executor = executor
+        self.executor = check_executor(executor, "executor")
         self.synchronous: Synchronous = synchronous
         self.max_batch = max_batch
         self._limiter = trio.CapacityLimiter(1)

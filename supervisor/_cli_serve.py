@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from tidings.errors import ConfigError
+from tidings.store import EXECUTORS
 from tidings.supervisor._config import DEFAULT_DB, ServeConfig, load_config
 from tidings.supervisor._logging import LEVELS, configure_logging
 from tidings.supervisor._serve import ServeFailed, serve
@@ -55,7 +56,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--core-id", metavar="ID", help="this host's core id (default: default)")
     parser.add_argument("--grace", type=float, metavar="SECONDS",
                         help="how long a stop waits for running turns (default: 10)")
-    parser.add_argument("--writer", choices=("thread", "process"),
+    parser.add_argument("--writer", choices=EXECUTORS,
                         help="where commits run: a worker thread (default) or a writer process "
                              "beside the event loop (more deliveries/s under load)")
     parser.add_argument("--log-level", choices=LEVELS, help="default: info")

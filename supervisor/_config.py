@@ -31,6 +31,7 @@ from tidings.channels import ChannelConfig, GatewayConfig
 from tidings.channels._gateway_config import GATEWAY_KEYS
 from tidings.channels._loader import split_import_path
 from tidings.errors import ConfigError
+from tidings.store import EXECUTORS, Executor
 from tidings.supervisor._logging import LEVELS
 
 __all__ = ["DEFAULT_DB", "ServeConfig", "load_config"]
@@ -39,7 +40,6 @@ DEFAULT_DB = "tidings.db"
 
 _TABLES = ("serve", "gateway", "channels", "logging", "supervisor")
 _SERVE_KEYS = ("db", "workspace", "core_id", "agent", "grace", "writer")
-_WRITERS = ("thread", "process")
 _LOGGING_KEYS = ("level", "json")
 _SUPERVISOR_KEYS = ("max_restarts", "period")
 
@@ -54,7 +54,7 @@ class ServeConfig:
     core_id: str = "default"
     agent: str | None = None
     grace: float = 10.0
-    writer: str = "thread"
+    writer: Executor = "thread"
     token: str | None = attrs.field(default=None, repr=False)
     token_file: pathlib.Path | None = None
     gateway: Mapping[str, Any] = attrs.field(factory=dict)
@@ -150,8 +150,9 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     if agent is not None:
         split_import_path(agent, field="serve.agent")
     writer = serve.get("writer", "thread")
-    if writer not in _WRITERS:
-        raise ConfigError("serve.writer", f"must be one of {', '.join(_WRITERS)}, got {writer!r}")
+    if writer not in EXECUTORS:
+        raise ConfigError("serve.writer", f"must be one of {', '.join(EXECUTORS)}, "
+                                          f"got {writer!r}")
     level = logging_.get("level", "info")
     if level not in LEVELS:
         raise ConfigError("logging.level", f"must be one of {', '.join(LEVELS)}, got {level!r}")

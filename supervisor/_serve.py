@@ -98,8 +98,7 @@ async def serve(config: ServeConfig, control: StopControl, *,
     settings = config.gateway_config(source.token)
     db = config.db.absolute()
     async with tidings.open_runtime(db, workspace=config.workspace, core_id=config.core_id,
-                                    grace=config.grace,
-                                    writer=config.writer) as rt:  # type: ignore[arg-type]
+                                    grace=config.grace, writer=config.writer) as rt:
         gateway = GatewayChannel(rt, settings, config.channel, agent)
         spec = ChildSpec("gateway", functools.partial(_gateway_child, gateway),
                          restart="permanent", shutdown_timeout=config.grace + 5.0,
