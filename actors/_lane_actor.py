@@ -100,6 +100,7 @@ class LaneWorker:
         """Wait for the next message (nothing to do until then); ``None`` when the wait was
         nudged (a post to this lane failed) or the mailbox closed: look at the lane again."""
         lane.idle_since = trio.current_time()
+        self.dispatcher.lane_parked()
         # Only a fault plan makes a post fail in a way that needs a nudge: without one, park
         # with no cancel scope (one fewer scope per delivery on the hot path).
         sup = self.dispatcher.supervisor

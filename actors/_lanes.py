@@ -124,6 +124,7 @@ class Dispatcher:
         self._running = 0
         self._idle = trio.Event()
         self._idle.set()
+        self._janitor_wake: trio.Event | None = None  # set while the janitor waits for a park
         self._worker = LaneWorker(self)
 
     # --- wiring --------------------------------------------------------------------------------
@@ -151,13 +152,30 @@ class Dispatcher:
         self._idle.set()
 
     async def janitor(self) -> None:
-        """Retire lanes idle for ``linger`` seconds (run it in the ``routes`` child)."""
+        """Retire lanes idle for ``linger`` seconds (run it in the ``routes`` child).
+
+        Every ``linger`` seconds while some lane is parked, so a lane lingers between one and
+        two ``linger`` periods; while none is, it waits for :meth:`lane_parked` instead of
+        ticking, so an idle runtime does not wake up for nothing.
+        """
         while True:
+            if not any(lane.idle_since is not None for lane in self.lanes.values()):
+                self._janitor_wake = wake = trio.Event()
+                try:
+                    await wake.wait()
+                finally:
+                    self._janitor_wake = None
             await trio.sleep(self.linger)
             now = trio.current_time()
             for lane in list(self.lanes.values()):
                 if lane.idle_since is not None and now - lane.idle_since >= self.linger:
                     self._post(lane, RETIRE)
+
+    def lane_parked(self) -> None:
+        """A lane began waiting for work: make sure the janitor is counting. Sync."""
+        wake = self._janitor_wake
+        if wake is not None:
+            wake.set()
 
     # --- scheduling (sync: called from the writer's on_commit) ---------------------------------
 
