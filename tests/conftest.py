@@ -12,6 +12,7 @@ import pathlib
 from collections.abc import AsyncIterator
 
 import pytest
+import trio.testing
 
 import tidings
 from tidings.actors import Runtime
@@ -47,3 +48,18 @@ def db_path(tmp_path: pathlib.Path) -> pathlib.Path:
 async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Runtime]:
     async with tidings.open_runtime(db_path, workspace=workspace) as runtime:
         yield runtime
+
+
+IO_AUTOJUMP_THRESHOLD = 0.05
+"""Real seconds the run loop must sit idle before the autojump clock jumps, for tests that do
+real I/O (SQLite in worker threads, a writer process, pipes).
+
+With trio's default of 0 for ``autojump_clock``, time jumps whenever every task is blocked —
+also while a write is in flight in a thread — and, with no timer pending, the loop spins at
+full speed polling for that thread, taking the CPU (and the GIL) from it. trio's advice for
+tests with I/O in flight is the smallest threshold that avoids such false alarms."""
+
+
+@pytest.fixture
+def autojump_clock() -> trio.testing.MockClock:
+    return trio.testing.MockClock(autojump_threshold=IO_AUTOJUMP_THRESHOLD)

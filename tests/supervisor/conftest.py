@@ -7,6 +7,7 @@ from collections.abc import Callable
 import attrs
 import pytest
 import trio
+import trio.testing
 
 from tidings.supervisor import ChildContext
 
@@ -78,6 +79,13 @@ class Journal:
                 raise
 
         return work
+
+
+@pytest.fixture
+def autojump_clock() -> trio.testing.MockClock:
+    """Jump the moment every task is blocked: the kernel's tests do no I/O, so an idle loop
+    always means waiting for a timer (the root conftest waits a little, for tests with I/O)."""
+    return trio.testing.MockClock(autojump_threshold=0)
 
 
 WATCHDOG_SECONDS = 100_000.0
