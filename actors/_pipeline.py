@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+import trio
 
 from tidings.actors._blocks import ContentBlock
 from tidings.actors._handle import (
@@ -104,6 +105,25 @@ class DeliveryRequest:
     artifacts: Sequence[ArtifactRecord] = ()
 
 
+class _KeyedSend:
+    """A send with an idempotency key whose write is in flight. Later sends of the key wait
+    until it is decided, and share its delivery if it committed."""
+
+    __slots__ = ("committed", "decided", "item", "key")
+
+    def __init__(self, item: DeliveryItem, key: str) -> None:
+        self.item = item
+        self.key = key
+        self.committed = False
+        self.decided = trio.Event()
+
+    def decide(self, *, committed: bool) -> None:
+        """Record the outcome once (sync); the first decision wins."""
+        if not self.decided.is_set():
+            self.committed = committed
+            self.decided.set()
+
+
 class DeliveryPipeline:
     """Writes delivery intents and schedules them once durable.
 
@@ -119,7 +139,7 @@ class DeliveryPipeline:
         self._dispatcher = dispatcher
         self._registry = registry
         self._router = router
-        self._pending_keys: dict[tuple[str, str], DeliveryItem] = {}
+        self._pending_keys: dict[tuple[str, str], _KeyedSend] = {}
         self._writing: collections.Counter[str] = collections.Counter()
 
     async def enqueue(self, request: DeliveryRequest) -> DeliveryHandle:
@@ -129,16 +149,19 @@ class DeliveryPipeline:
         and write nothing. Raises :class:`StoreError` subclasses if the write fails.
         """
         key = request.idempotency_key
+        session_id = request.session_id
         if key is not None:
-            existing = await self._existing(request.session_id, key)
+            existing = await self._existing(session_id, key)
             if existing is not None:
                 return existing
-        session_id = request.session_id
+        # No checkpoint from here to the registration of the key: a concurrent send of the
+        # same key finds this one pending and waits for it instead of writing a second row.
         item, ops = self._build(request)
         if request.visible:  # before the commit: a lane may read the row before on_commit runs
             self._registry.add(item)
+        keyed = None
         if key is not None:
-            self._pending_keys[(session_id, key)] = item
+            keyed = self._pending_keys[(session_id, key)] = _KeyedSend(item, key)
         self._writing[session_id] += 1
         committed = False
 
@@ -147,13 +170,16 @@ class DeliveryPipeline:
             committed = True
             self._written(session_id)
             self._committed(item, request.visible, results[0])
+            if keyed is not None:
+                keyed.decide(committed=True)
 
         try:
             await self._store.commit(ops, on_commit=on_commit)
         except ConflictError:
-            if key is None:
+            if keyed is None:
                 raise
-            existing = await self._existing(session_id, key)
+            self._forget(session_id, keyed)  # the key is someone else's: never answer with this
+            existing = await self._existing(session_id, keyed.key)
             if existing is None:
                 raise
             return existing
@@ -163,9 +189,17 @@ class DeliveryPipeline:
                 self._written(session_id)
                 if item.binding is not None:
                     self._dispatcher.release(session_id)
-            if key is not None:
-                self._pending_keys.pop((session_id, key), None)
+            if keyed is not None:
+                self._forget(session_id, keyed)
         return DeliveryHandle(item)
+
+    def _forget(self, session_id: str, keyed: _KeyedSend) -> None:
+        """The keyed send is over (committed, failed, or its caller gone): decide it for its
+        waiters and drop it from the pending keys. Sync, idempotent."""
+        keyed.decide(committed=False)  # no-op once committed
+        entry = (session_id, keyed.key)
+        if self._pending_keys.get(entry) is keyed:
+            del self._pending_keys[entry]
 
     def _written(self, session_id: str) -> None:
         left = self._writing[session_id] - 1
@@ -189,12 +223,25 @@ class DeliveryPipeline:
         self._dispatcher.schedule(item)
 
     async def _existing(self, session_id: str, key: str) -> DeliveryHandle | None:
-        pending = self._pending_keys.get((session_id, key))
-        if pending is not None:
-            return DeliveryHandle(pending)
-        found = await self._store.read(queries.find_idempotent, session_id, key)
-        if found is None:
-            return None
+        """The delivery that already holds *key* in the session, or None.
+
+        A send of the key still being written is waited for: its delivery if it commits, else
+        look again (a send whose caller was cancelled may still commit; then the later write
+        conflicts and its fallback finds the row).
+        """
+        while True:
+            keyed = self._pending_keys.get((session_id, key))
+            if keyed is not None:
+                await keyed.decided.wait()
+                if keyed.committed:
+                    return DeliveryHandle(keyed.item)
+                continue
+            found = await self._store.read(queries.find_idempotent, session_id, key)
+            if found is not None:
+                break
+            if (session_id, key) not in self._pending_keys:
+                return None
+            # A send of the key began while this one read: wait for it instead.
         live = self._registry.get(found.delivery_id)
         if live is not None:
             return DeliveryHandle(live)

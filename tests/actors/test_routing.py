@@ -9,8 +9,10 @@ import pytest
 import trio
 import trio.testing
 
+import tidings
 from tidings.actors import ApprovalDecision
 from tidings.errors import SessionNotFoundError, ValidationError
+from tidings.store import OutboxInsert, queries
 from tidings.testing import MemoryRoute
 
 
@@ -220,3 +222,154 @@ async def test_an_idle_lane_lingers_then_exits_and_a_new_one_starts_on_demand(
     assert rt.dispatcher.lane(session_id) is None
     assert await (await _send(rt, session_id, "second")).wait() == "delivered"
     assert route.texts() == ["first", "second"]
+
+
+async def test_an_idempotency_key_of_a_failed_delivery_never_sends_it_again(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute(fail=lambda o: ConnectionError("down") if o.text == "x" else None)
+    rt.router.bind(session_id, route)
+    with trio.fail_after(30):  # hang guard: a lost or re-queued row would leave wait() hanging
+        async with rt.open_turn(session_id) as ctx:
+            first = await ctx.output.send_text("x", idempotency_key="k")
+            assert await first.wait() == "failed"
+            again = await ctx.output.send_text("x, retried", idempotency_key="k")
+            assert again.delivery_id == first.delivery_id
+            assert await again.wait() == "failed"
+            # Per-session order: anything the repeat scheduled would be attempted before this.
+            after = await ctx.output.send_text("after")
+            assert await after.wait() == "delivered"
+    assert [o.delivery_id for o in route.attempted] == [first.delivery_id, after.delivery_id]
+    status = await rt.delivery_status(first.delivery_id)
+    assert (status.status, status.outbox_status, status.attempts) == ("failed", "failed", 1)
+    assert [d.delivery_id for d in await rt.deliveries(session_id=session_id)] == [
+        first.delivery_id, after.delivery_id]
+
+
+@pytest.mark.parametrize(("fail", "outcome", "status"), [
+    (None, "delivered", "sent"), (ConnectionError("down"), "failed", "failed")])
+async def test_an_idempotency_key_holds_across_a_restart(db_path, workspace, fail, outcome,
+                                                         status) -> None:
+    route = MemoryRoute(fail=fail)
+    with trio.fail_after(30):  # hang guard: a handle that is never resolved would hang wait()
+        async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                first = await ctx.output.send_text("once", idempotency_key="k")
+            assert await first.wait() == outcome
+        async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+            async with rt.open_turn(session_id) as ctx:  # no route bound: a resend is unrouted
+                again = await ctx.output.send_text("once, after the restart",
+                                                   idempotency_key="k")
+            assert again.delivery_id == first.delivery_id
+            assert await again.wait() == outcome
+            [delivery] = await rt.deliveries(session_id=session_id)
+            [message] = await rt.history(session_id)
+    assert (delivery.delivery_id, delivery.status, delivery.attempts) == (
+        first.delivery_id, status, 1)
+    assert (message.text, message.delivery_id) == ("once", first.delivery_id)
+    assert [o.text for o in route.attempted] == ["once"]
+
+
+async def test_concurrent_sends_with_one_idempotency_key_share_one_delivery(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    rt.router.bind(session_id, route)
+    # Concurrent senders reach this interleaving on their own now and then; the wrappers make
+    # it certain. Each key lookup is held until both have read (nothing there yet) ...
+    real_read, real_commit = rt.store.read, rt.store.commit
+    looked_up, sends = 0, 0
+    both_looked, loser_settled = trio.Event(), trio.Event()
+
+    async def read(fn, *args):
+        nonlocal looked_up
+        result = await real_read(fn, *args)
+        if fn is queries.find_idempotent:
+            looked_up += 1
+            if looked_up == 2:
+                both_looked.set()
+            await both_looked.wait()
+        return result
+
+    # ... and the first send to commit leaves enqueue() only once the other has settled.
+    async def commit(ops, **kwargs):
+        nonlocal sends
+        if not any(isinstance(op, OutboxInsert) for op in ops):
+            return await real_commit(ops, **kwargs)
+        sends += 1
+        if sends > 1:
+            try:
+                return await real_commit(ops, **kwargs)
+            finally:
+                loser_settled.set()
+        results = await real_commit(ops, **kwargs)
+        await loser_settled.wait()
+        return results
+
+    rt.store.read, rt.store.commit = read, commit
+    handles = []
+    with trio.fail_after(30):  # hang guard
+        async with rt.open_turn(session_id) as ctx:
+
+            async def send(text: str) -> None:
+                try:
+                    handles.append(await ctx.output.send_text(text, idempotency_key="k"))
+                finally:
+                    loser_settled.set()  # also when a send never commits at all
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send, "a")
+                nursery.start_soon(send, "b")
+        [delivery] = await rt.deliveries(session_id=session_id)
+        assert [h.delivery_id for h in handles] == [delivery.delivery_id] * 2
+        assert [await h.wait() for h in handles] == ["delivered"] * 2
+    assert len(route.delivered) == 1
+
+
+async def test_a_send_that_loses_the_key_to_a_finished_send_returns_that_delivery(rt) -> None:
+    """The other order: the first send of the key has finished (its pending entry is gone)
+    when the second, whose lookup ran before that commit, writes: its write conflicts, and it
+    must answer with the first delivery, never with its own unwritten one."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    rt.router.bind(session_id, route)
+    real_read = rt.store.read
+    lookups = 0
+    first_looked, second_looked, first_done = trio.Event(), trio.Event(), trio.Event()
+
+    async def read(fn, *args):
+        nonlocal lookups
+        if fn is not queries.find_idempotent:
+            return await real_read(fn, *args)
+        lookups += 1
+        mine = lookups
+        result = await real_read(fn, *args)
+        if mine == 1:  # the second send's lookup runs before the first writes ...
+            first_looked.set()
+            await second_looked.wait()
+        elif mine == 2:  # ... and returns (nothing found) only once the first is done
+            second_looked.set()
+            await first_done.wait()
+        return result
+
+    rt.store.read = read
+    handles = {}
+    with trio.fail_after(30):  # hang guard
+        async with rt.open_turn(session_id) as ctx:
+
+            async def first() -> None:
+                handles["first"] = await ctx.output.send_text("a", idempotency_key="k")
+                first_done.set()
+
+            async def second() -> None:
+                handles["second"] = await ctx.output.send_text("b", idempotency_key="k")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(first)
+                await first_looked.wait()
+                nursery.start_soon(second)
+        [delivery] = await rt.deliveries(session_id=session_id)
+        assert handles["second"].delivery_id == handles["first"].delivery_id == (
+            delivery.delivery_id)
+        assert await handles["second"].wait() == "delivered"
+    assert route.texts() == ["a"]
