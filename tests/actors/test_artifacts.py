@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
+import trio
 
+import tidings
 from tidings import ArtifactRef
 from tidings.errors import ArtifactError, ValidationError
 from tidings.testing import MemoryRoute
@@ -156,3 +158,134 @@ async def test_send_accepts_blocks_strings_mappings_and_lists(rt, bound) -> None
 
 async def _mkdir(path) -> None:
     os.makedirs(path, exist_ok=True)
+
+
+async def test_a_repeated_media_send_with_an_idempotency_key_records_one_artifact(
+        rt, bound, db_path) -> None:
+    session_id, route = bound
+    with trio.fail_after(30):  # hang guard
+        async with rt.open_turn(session_id) as ctx:
+            first = await ctx.output.send_image("chart.png", history_text="Sent a chart.",
+                                                idempotency_key="chart")
+            again = await ctx.output.send_image("chart.png", history_text="Sent a chart.",
+                                                idempotency_key="chart")
+            assert await first.wait() == "delivered"
+            later = await ctx.output.send_image("chart.png", history_text="Sent a chart.",
+                                                idempotency_key="chart")
+    assert first.delivery_id == again.delivery_id == later.delivery_id
+    assert rows(db_path, "SELECT delivery_id FROM artifacts") == [(first.delivery_id,)]
+    assert [d.delivery_id for d in await rt.deliveries(session_id=session_id)] == [
+        first.delivery_id]
+    assert len(await rt.history(session_id)) == 1
+    assert [o.delivery_id for o in route.delivered] == [first.delivery_id]
+
+
+@pytest.fixture
+async def rooted(db_path, workspace, tmp_path):
+    """A runtime with ``artifact_root`` set, a session, and a file in the session's root."""
+    custom = tmp_path / "custom_artifacts"
+    async with tidings.open_runtime(db_path, workspace=workspace,
+                                    artifact_root=custom) as runtime:
+        session_id = await runtime.create_session(channel="web")
+        route = MemoryRoute(capabilities={"text", "file"})
+        runtime.router.bind(session_id, route)
+        yield runtime, session_id, route, custom
+
+
+async def test_a_file_in_the_configured_artifact_root_is_accepted(rooted, db_path) -> None:
+    rt, session_id, route, custom = rooted
+    root = rt.artifact_root_for(session_id)
+    assert root == custom.resolve() / session_id
+    await _mkdir(root)
+    (root / "report.pdf").write_bytes(b"%PDF")
+    with trio.fail_after(30):  # hang guard
+        async with rt.open_turn(session_id) as ctx:
+            handle = await ctx.output.send_file(str(root / "report.pdf"),
+                                                history_policy="transient")
+        assert await handle.wait() == "delivered"
+    [outbound] = route.delivered
+    assert outbound.blocks[0].location == str(root / "report.pdf")
+    assert rows(db_path, "SELECT location FROM artifacts") == [(str(root / "report.pdf"),)]
+
+
+async def test_with_a_configured_root_the_default_root_is_refused(rooted, db_path,
+                                                                  workspace) -> None:
+    rt, session_id, _, _ = rooted
+    default = db_path.parent / "artifacts" / session_id
+    assert not default.resolve().is_relative_to(workspace.resolve())
+    await _mkdir(default)
+    (default / "old.pdf").write_bytes(b"%PDF")
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send_file(str(default / "old.pdf"), history_policy="transient")
+    assert caught.value.field == "source"
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+    assert rows(db_path, "SELECT count(*) FROM artifacts") == [(0,)]
+
+
+async def test_another_sessions_artifact_root_is_refused(rooted, db_path) -> None:
+    rt, session_id, _, _ = rooted
+    other = await rt.create_session(channel="web")
+    theirs = rt.artifact_root_for(other)
+    await _mkdir(theirs)
+    (theirs / "private.pdf").write_bytes(b"%PDF")
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send_file(str(theirs / "private.pdf"),
+                                       history_policy="transient")
+        assert caught.value.field == "source"
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send_file(ArtifactRef(path=str(theirs / "private.pdf")),
+                                       history_policy="transient")
+        assert caught.value.field == "source.path"
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+    assert rows(db_path, "SELECT count(*) FROM artifacts") == [(0,)]
+
+
+async def test_a_symlink_in_the_session_root_pointing_outside_is_refused(rooted, db_path,
+                                                                         tmp_path) -> None:
+    rt, session_id, _, _ = rooted
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    root = rt.artifact_root_for(session_id)
+    await _mkdir(root)
+    (root / "innocent.txt").symlink_to(outside)
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send_file(str(root / "innocent.txt"), history_policy="transient")
+    assert caught.value.field == "source"
+    assert "outside" in str(caught.value)
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+    assert rows(db_path, "SELECT count(*) FROM artifacts") == [(0,)]
+
+
+async def test_policy_and_visibility_are_checked_before_paths(rt, bound, db_path) -> None:
+    session_id, _ = bound
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send_file("../escape.txt", history_policy="bogus")
+        assert not isinstance(caught.value, ArtifactError)
+        assert caught.value.field == "history_policy"
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send_file("../escape.txt", history_policy="transient",
+                                       visible=False)
+        assert not isinstance(caught.value, ArtifactError)
+        assert caught.value.field == "visible"
+        with pytest.raises(ValidationError) as caught:  # persist needs history_text first
+            await ctx.output.send_file("../escape.txt")
+        assert not isinstance(caught.value, ArtifactError)
+        assert caught.value.field == "history_text"
+        with pytest.raises(ArtifactError) as caught:  # and only then the path
+            await ctx.output.send_file("../escape.txt", history_policy="transient")
+        assert caught.value.field == "source"
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+
+
+async def test_a_raw_dict_source_is_a_type_error_before_a_bad_policy(rt, bound) -> None:
+    session_id, _ = bound
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(TypeError, match="raw artifact dict"):
+            await ctx.output.send_file({"path": "../escape.txt"}, history_policy="bogus")
+        with pytest.raises(TypeError, match=r"blocks\[0\]\.source: a raw artifact dict"):
+            await ctx.output.send([{"type": "file", "source": {"path": "chart.png"}}],
+                                  history_policy="bogus", visible=False)
