@@ -8,9 +8,9 @@ import pytest
 import trio
 import trio.testing
 
-from tidings.errors import DeliveryNotFoundError, RouteMismatchError
+from tidings.errors import DeliveryNotFoundError, RouteMismatchError, ValidationError
 from tidings.store import Call
-from tidings.testing import MemoryRoute
+from tidings.testing import MemoryRoute, writer_gate
 
 from .conftest import rows
 
@@ -171,3 +171,156 @@ async def test_a_send_whose_caller_is_cancelled_after_commit_is_still_delivered(
 async def _cancel_soon(scope: trio.CancelScope) -> None:
     await trio.testing.wait_all_tasks_blocked()
     scope.cancel()
+
+
+async def test_wait_does_not_return_before_sent_is_committed(rt) -> None:
+    session_id, route = await _session_with_route(rt)
+    route.stall()
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("held at the writer")
+    returned = trio.Event()
+    outcome: list[str] = []
+
+    async def waiter() -> None:
+        outcome.append(await handle.wait())
+        returned.set()
+
+    with trio.fail_after(30):  # hang guard
+        await route.wait_attempted(1)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            async with writer_gate(rt.store) as gate:
+                route.release()  # the route accepts it; its ``sent`` queues behind the gate
+                await route.wait_delivered(1)
+                # Quiescence: the writer thread is held inside the gate, so every task waiting
+                # on a write (the lane's ``sent``, the waiter) is blocked, not running.
+                await trio.testing.wait_all_tasks_blocked()
+                assert not returned.is_set()
+                assert handle.status == "scheduled"
+                assert (await rt.delivery_status(handle.delivery_id)).outbox_status == "sending"
+                gate.release()
+            await returned.wait()
+    assert outcome == ["delivered"]
+    assert (await rt.delivery_status(handle.delivery_id)).outbox_status == "sent"
+
+
+async def _send_then_cancel_the_turn(rt, session_id: str, route: MemoryRoute) -> list:
+    async with rt.open_turn(session_id) as ctx:
+        handles = [await ctx.output.send_text("in flight"),
+                   await ctx.output.send_text("queued behind it")]
+        await route.wait_attempted(1)
+        assert ctx.cancel("cancel_command")
+        await trio.sleep_forever()  # cancelled at once by the turn's scope
+    return handles
+
+
+async def test_cancelling_the_turn_does_not_cancel_its_deliveries(rt, db_path) -> None:
+    session_id, route = await _session_with_route(rt)
+    route.stall()
+    with trio.fail_after(30):  # hang guard
+        handles = await _send_then_cancel_the_turn(rt, session_id, route)
+        [(turn_status,)] = rows(db_path, "SELECT status FROM turns WHERE session_id = ?",
+                                session_id)
+        assert turn_status == "cancelled"
+        route.release()
+        assert [await h.wait() for h in handles] == ["delivered", "delivered"]
+    assert route.texts() == ["in flight", "queued behind it"]
+    for handle in handles:
+        status = await rt.delivery_status(handle.delivery_id)
+        assert (status.status, status.outbox_status, status.attempts) == ("sent", "sent", 1)
+
+
+class _AgentCrashed(Exception):
+    pass
+
+
+async def _send_then_raise(rt, session_id: str, route: MemoryRoute, handles: list) -> None:
+    async with rt.open_turn(session_id) as ctx:
+        handles.append(await ctx.output.send_text("in flight"))
+        handles.append(await ctx.output.send_text("queued behind it"))
+        await route.wait_attempted(1)
+        raise _AgentCrashed("the agent crashed")
+
+
+async def test_a_turn_that_raises_does_not_cancel_its_deliveries(rt, db_path) -> None:
+    session_id, route = await _session_with_route(rt)
+    route.stall()
+    handles: list = []
+    with trio.fail_after(30):  # hang guard
+        with pytest.raises(_AgentCrashed):
+            await _send_then_raise(rt, session_id, route, handles)
+        [(turn_status,)] = rows(db_path, "SELECT status FROM turns WHERE session_id = ?",
+                                session_id)
+        assert turn_status == "failed"
+        route.release()
+        assert [await h.wait() for h in handles] == ["delivered", "delivered"]
+    assert route.texts() == ["in flight", "queued behind it"]
+    for handle in handles:
+        status = await rt.delivery_status(handle.delivery_id)
+        assert (status.status, status.outbox_status, status.attempts) == ("sent", "sent", 1)
+
+
+async def test_handle_status_is_the_terminal_outcome_after_wait(rt) -> None:
+    failing, _ = await _session_with_route(rt, fail=ConnectionError("platform down"))
+    lonely = await rt.create_session(channel="web")
+    async with rt.open_turn(failing) as ctx:
+        failed = await ctx.output.send_text("x")
+    async with rt.open_turn(lonely) as ctx:
+        unrouted = await ctx.output.send_text("y")
+    with trio.fail_after(30):  # hang guard
+        assert await failed.wait() == "failed"
+        assert await unrouted.wait() == "unrouted"
+    assert failed.status == "failed"
+    assert unrouted.status == "unrouted"
+
+
+async def test_invisible_delivery_needs_no_route(rt) -> None:
+    session_id = await rt.create_session(channel="web")  # no route is ever bound
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("remembered, not shown", visible=False)
+    with trio.fail_after(30):  # hang guard
+        assert await handle.wait() == "delivered"
+    assert handle.status == "delivered"
+    status = await rt.delivery_status(handle.delivery_id)
+    assert (status.status, status.outbox_status, status.attempts) == ("sent", "sent", 0)
+    [message] = await rt.history(session_id)
+    assert (message.text, message.delivery_id, message.visible, message.policy) == (
+        "remembered, not shown", handle.delivery_id, False, "persist")
+
+
+async def test_invisible_progress_is_rejected_on_the_visible_field(rt, db_path) -> None:
+    session_id, route = await _session_with_route(rt)
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.progress("x", visible=False)
+    assert caught.value.field == "visible"
+    assert isinstance(caught.value, ValueError)
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+    assert route.attempted == []
+
+
+async def test_a_route_error_is_seen_live_as_delivery_failed(rt) -> None:
+    session_id, _ = await _session_with_route(rt, fail=ConnectionError("platform down"))
+    seen: list = []
+
+    async def follow(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        feed = rt.events(after_seq=0)  # from the start: nothing can be missed
+        task_status.started()
+        async for event in feed:
+            if event.session_id == session_id and event.type.startswith("delivery."):
+                seen.append(event)
+                if event.type not in ("delivery.queued", "delivery.sending"):
+                    return
+
+    with trio.fail_after(30):  # hang guard
+        async with trio.open_nursery() as nursery:
+            await nursery.start(follow)
+            await trio.testing.wait_all_tasks_blocked()  # the follower waits for a commit
+            async with rt.open_turn(session_id) as ctx:
+                handle = await ctx.output.send_text("x")
+            assert await handle.wait() == "failed"
+    assert [(e.type, e.delivery_id) for e in seen] == [
+        ("delivery.queued", handle.delivery_id), ("delivery.sending", handle.delivery_id),
+        ("delivery.failed", handle.delivery_id)]
+    assert seen[-1].data["error"] == "ConnectionError: platform down"
+    assert seen[-1].data["attempt"] == 1

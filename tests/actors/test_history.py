@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import trio
+import trio.testing
 
 from tidings.errors import HistoryPolicyError, ValidationError
-from tidings.testing import MemoryRoute
+from tidings.testing import MemoryRoute, writer_gate
 
 from .conftest import rows
 
@@ -163,3 +165,36 @@ async def test_progress_and_notice_refuse_history_controls(rt) -> None:
         with pytest.raises(ValidationError) as caught:
             await ctx.output.send("x", kind="shout")
         assert caught.value.field == "kind"
+
+
+async def test_failure_history_text_is_in_history_when_wait_returns_failed(rt) -> None:
+    session_id, route = await _bound(rt, fail=ConnectionError("down"))
+    route.stall()
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("the report",
+                                            failure_history_text="(not delivered)")
+    returned = trio.Event()
+    seen: list[tuple[str, list[str]]] = []
+
+    async def waiter() -> None:
+        outcome = await handle.wait()
+        # read right away: the rewrite must already be durable when wait() returns
+        seen.append((outcome, [m.text for m in await rt.history(session_id)]))
+        returned.set()
+
+    with trio.fail_after(30):  # hang guard
+        await route.wait_attempted(1)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            async with writer_gate(rt.store) as gate:
+                route.release()  # the route raises; ``failed`` queues behind the gate
+                # Quiescence: the writer thread is held inside the gate, so the lane and the
+                # waiter are both blocked on it.
+                await trio.testing.wait_all_tasks_blocked()
+                assert not returned.is_set()
+                assert handle.status == "scheduled"
+                assert [m.text for m in await rt.history(session_id)] == ["the report"]
+                gate.release()
+            await returned.wait()
+    assert seen == [("failed", ["(not delivered)"])]
+    assert (await rt.delivery_status(handle.delivery_id)).outbox_status == "failed"
