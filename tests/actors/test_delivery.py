@@ -155,7 +155,8 @@ async def test_a_send_whose_caller_is_cancelled_after_commit_is_still_delivered(
     release = threading.Event()
     async with rt.open_turn(session_id) as ctx, trio.open_nursery() as nursery:
         # Hold the writer so the send is queued but not yet committed when we cancel it.
-        nursery.start_soon(rt.store.commit, [Call(lambda conn: release.wait())])
+        # (Bounded, so a failing test cannot leave the writer thread blocked for ever.)
+        nursery.start_soon(rt.store.commit, [Call(lambda conn: release.wait(timeout=30))])
         await trio.testing.wait_all_tasks_blocked()
         with trio.CancelScope() as scope:
             nursery.start_soon(_cancel_soon, scope)
