@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import pytest
@@ -205,54 +206,34 @@ async def test_wait_does_not_return_before_sent_is_committed(rt) -> None:
     assert (await rt.delivery_status(handle.delivery_id)).outbox_status == "sent"
 
 
-async def _send_then_cancel_the_turn(rt, session_id: str, route: MemoryRoute) -> list:
-    async with rt.open_turn(session_id) as ctx:
-        handles = [await ctx.output.send_text("in flight"),
-                   await ctx.output.send_text("queued behind it")]
-        await route.wait_attempted(1)
-        assert ctx.cancel("cancel_command")
-        await trio.sleep_forever()  # cancelled at once by the turn's scope
-    return handles
-
-
-async def test_cancelling_the_turn_does_not_cancel_its_deliveries(rt, db_path) -> None:
-    session_id, route = await _session_with_route(rt)
-    route.stall()
-    with trio.fail_after(30):  # hang guard
-        handles = await _send_then_cancel_the_turn(rt, session_id, route)
-        [(turn_status,)] = rows(db_path, "SELECT status FROM turns WHERE session_id = ?",
-                                session_id)
-        assert turn_status == "cancelled"
-        route.release()
-        assert [await h.wait() for h in handles] == ["delivered", "delivered"]
-    assert route.texts() == ["in flight", "queued behind it"]
-    for handle in handles:
-        status = await rt.delivery_status(handle.delivery_id)
-        assert (status.status, status.outbox_status, status.attempts) == ("sent", "sent", 1)
-
-
 class _AgentCrashed(Exception):
     pass
 
 
-async def _send_then_raise(rt, session_id: str, route: MemoryRoute, handles: list) -> None:
+async def _send_two_then_end_the_turn(rt, session_id: str, route: MemoryRoute, ending: str,
+                                      handles: list) -> None:
     async with rt.open_turn(session_id) as ctx:
         handles.append(await ctx.output.send_text("in flight"))
         handles.append(await ctx.output.send_text("queued behind it"))
         await route.wait_attempted(1)
-        raise _AgentCrashed("the agent crashed")
+        if ending == "raise":
+            raise _AgentCrashed("the agent crashed")
+        assert ctx.cancel("cancel_command")
+        await trio.sleep_forever()  # cancelled at once by the turn's scope
 
 
-async def test_a_turn_that_raises_does_not_cancel_its_deliveries(rt, db_path) -> None:
+@pytest.mark.parametrize(("ending", "turn_status"), [("cancel", "cancelled"),
+                                                     ("raise", "failed")])
+async def test_a_turn_that_does_not_complete_does_not_cancel_its_deliveries(
+        rt, db_path, ending: str, turn_status: str) -> None:
     session_id, route = await _session_with_route(rt)
     route.stall()
     handles: list = []
     with trio.fail_after(30):  # hang guard
-        with pytest.raises(_AgentCrashed):
-            await _send_then_raise(rt, session_id, route, handles)
-        [(turn_status,)] = rows(db_path, "SELECT status FROM turns WHERE session_id = ?",
-                                session_id)
-        assert turn_status == "failed"
+        with pytest.raises(_AgentCrashed) if ending == "raise" else contextlib.nullcontext():
+            await _send_two_then_end_the_turn(rt, session_id, route, ending, handles)
+        assert rows(db_path, "SELECT status FROM turns WHERE session_id = ?",
+                    session_id) == [(turn_status,)]
         route.release()
         assert [await h.wait() for h in handles] == ["delivered", "delivered"]
     assert route.texts() == ["in flight", "queued behind it"]
