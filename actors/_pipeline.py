@@ -45,6 +45,9 @@ _ARTIFACT_COLUMNS = ("artifact_id", "session_id", "owner_turn_id", "delivery_id"
                      "created_at")
 
 
+_ENDED = frozenset({"sent", "failed", "unrouted", "unknown"})
+"""Outbox statuses a handle reports as its outcome (see ``outcome_of``)."""
+
 _PROCESS_TAG = os.urandom(5).hex()
 _SERIAL = itertools.count()
 
@@ -163,40 +166,38 @@ class DeliveryPipeline:
         if key is not None:
             keyed = self._pending_keys[(session_id, key)] = _KeyedSend(item, key)
         self._writing[session_id] += 1
-        committed = False
 
+        # The write's outcome settles the session's bookkeeping, not the caller's: a caller
+        # cancelled while the write is in flight leaves it to commit (and be delivered) or fail.
         def on_commit(results: list[Any]) -> None:
-            nonlocal committed
-            committed = True
             self._written(session_id)
             self._committed(item, request.visible, results[0])
             if keyed is not None:
-                keyed.decide(committed=True)
+                self._decide(session_id, keyed, committed=True)
+
+        def on_error(error: BaseException) -> None:
+            self._registry.discard(item)
+            self._written(session_id)
+            if item.binding is not None:
+                self._dispatcher.release(session_id)
+            if keyed is not None:  # before a conflict's fallback looks the key up
+                self._decide(session_id, keyed, committed=False)
 
         try:
-            await self._store.commit(ops, on_commit=on_commit)
+            await self._store.commit(ops, on_commit=on_commit, on_error=on_error)
         except ConflictError:
             if keyed is None:
                 raise
-            self._forget(session_id, keyed)  # the key is someone else's: never answer with this
             existing = await self._existing(session_id, keyed.key)
             if existing is None:
                 raise
             return existing
-        finally:
-            if not committed:
-                self._registry.discard(item)
-                self._written(session_id)
-                if item.binding is not None:
-                    self._dispatcher.release(session_id)
-            if keyed is not None:
-                self._forget(session_id, keyed)
         return DeliveryHandle(item)
 
-    def _forget(self, session_id: str, keyed: _KeyedSend) -> None:
-        """The keyed send is over (committed, failed, or its caller gone): decide it for its
-        waiters and drop it from the pending keys. Sync, idempotent."""
-        keyed.decide(committed=False)  # no-op once committed
+    def _decide(self, session_id: str, keyed: _KeyedSend, *, committed: bool) -> None:
+        """The keyed send's write is decided: tell its waiters and drop it from the pending
+        keys. Sync."""
+        keyed.decide(committed=committed)
         entry = (session_id, keyed.key)
         if self._pending_keys.get(entry) is keyed:
             del self._pending_keys[entry]
@@ -248,10 +249,14 @@ class DeliveryPipeline:
         item = DeliveryItem(delivery_id=found.delivery_id, session_id=session_id,
                             kind=found.kind, blocks=(), text=found.text, channel=found.channel,
                             metadata={}, seq=found.seq, status="scheduled")
-        if found.outbox_status in ("sent", "failed", "unrouted", "unknown"):
+        if found.outbox_status in _ENDED:
             item.resolve(outcome_of(found.outbox_status))
-        else:
-            self._registry.add(item)
+            return DeliveryHandle(item)
+        self._registry.add(item)  # from now on, the lane that ends the row resolves it too
+        # It may have ended between the read and the registration: look once more.
+        again = await self._store.read(queries.find_idempotent, session_id, key)
+        if again is not None and again.outbox_status in _ENDED:
+            item.resolve(outcome_of(again.outbox_status))
         return DeliveryHandle(item)
 
     def _build(self, request: DeliveryRequest) -> tuple[DeliveryItem, list[Op]]:

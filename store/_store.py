@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import trio
 
 from tidings.store._connect import Synchronous, connect_writer, prepare_path
-from tidings.store._errors import MailboxClosedError, StoreClosedError
+from tidings.store._errors import MailboxClosedError, StoreClosedError, StoreError
 from tidings.store._groups import collapse
 from tidings.store._ops import Op
 from tidings.store._reader import ReadPool
@@ -66,24 +66,33 @@ class Store:
             self._submit_nowait = submit_nowait or _always_would_block
 
     async def commit(self, ops: Sequence[Op], *,
-                     on_commit: Callable[[list[Any]], None] | None = None) -> list[Any]:
+                     on_commit: Callable[[list[Any]], None] | None = None,
+                     on_error: Callable[[BaseException], None] | None = None) -> list[Any]:
         """Write *ops* in one transaction (group-committed with others); return per-op results.
 
         Returns only once the transaction is durable. If the caller is cancelled while waiting,
-        the write may still commit, and *on_commit* still runs. Raises
+        the write may still commit. Whatever happens to the caller, exactly one callback runs
+        (sync): ``on_commit(results)`` once the transaction is durable, or ``on_error(error)``
+        when it will not commit (it failed, or never reached the writer). Raises
         :class:`StoreClosedError` when no writer is attached, :class:`ConflictError` on an
         integrity violation (nothing of this request is written), :class:`StoreError` otherwise.
         """
-        await trio.lowlevel.checkpoint_if_cancelled()
-        request = WriteRequest(ops, on_commit)
+        request = WriteRequest(ops, on_commit, on_error)
         try:
+            await trio.lowlevel.checkpoint_if_cancelled()
             try:
                 self._submit_nowait(request)
             except trio.WouldBlock:
                 assert self._submit is not None
                 await self._submit(request)
         except _WRITER_CLOSED as exc:
-            raise StoreClosedError("the store's writer is closed") from exc
+            error = StoreClosedError("the store's writer is closed")
+            request.finish(None, error)
+            raise error from exc
+        except BaseException as exc:  # cancelled, or closed, before the writer had it
+            request.finish(None, exc if isinstance(exc, StoreError) else StoreError(
+                "this write never reached the writer"))
+            raise
         return await request.wait()
 
     def commit_nowait(self, ops: Sequence[Op], *, on_commit: Callable[[list[Any]], None],
