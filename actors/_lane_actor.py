@@ -138,8 +138,9 @@ class LaneWorker:
         registry = self.dispatcher.registry
         for row in rows:
             live = registry.get(row.delivery_id)
-            if live is None:
+            if live is None:  # registered: a repeated key or an ack finds this very item
                 live = item_from_row(row)
+                registry.add(live)
             elif not live.seq:  # its send has not heard of its commit yet: same delivery
                 live.seq = row.seq
             lane.backlog.append(live)
@@ -157,8 +158,14 @@ class LaneWorker:
             if lane.unflushed:
                 await self._flush(lane)
         else:
-            await self._wait_for_window(lane, item)
-            claimed = await self._claim(lane, item)
+            # Taken but not yet claimed: the lane is not idle, so no send is written claimed
+            # past this one (or past the ack window) while it waits.
+            lane.taking = True
+            try:
+                await self._wait_for_window(lane, item)
+                claimed = await self._claim(lane, item)
+            finally:
+                lane.taking = False
             if claimed is None:
                 return
             binding, attempt = claimed
@@ -179,7 +186,8 @@ class LaneWorker:
         lane.delivering = False
         lane.current = None
         if binding.ack_window:  # stays ``sending`` until the client acks (Runtime.confirm)
-            lane.unacked[item.delivery_id] = item
+            if item.status not in TERMINAL:  # not acked already, while deliver() ran
+                lane.unacked[item.delivery_id] = item
         else:
             lane.unflushed.append(item)
 

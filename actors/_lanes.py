@@ -19,6 +19,7 @@ import functools
 import itertools
 import logging
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 import trio
@@ -40,8 +41,8 @@ class Lane:
 
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering",
                  "flushing", "held", "idle_since", "max_seen", "name", "overflow", "parked",
-                 "reflush", "reread", "reserved", "rewind", "scope", "session_id", "unacked",
-                 "unflushed", "waiting", "window")
+                 "reflush", "reread", "reserved", "rewind", "scope", "session_id", "taking",
+                 "unacked", "unflushed", "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -51,6 +52,7 @@ class Lane:
         self.overflow = False                 # some queued rows are only in the store
         self.backlog: collections.deque[DeliveryItem] = collections.deque()
         self.current: DeliveryItem | None = None
+        self.taking = False                   # a delivery taken, waiting to be claimed
         self.claimed = False
         self.unflushed: list[DeliveryItem] = []  # delivered; ``sent`` not yet committed
         self.reread = False                   # mailbox contents are suspect: read the store
@@ -78,8 +80,9 @@ class Lane:
 
     def idle(self) -> bool:
         """Nothing of this session is queued, claimed, delivered-but-unrecorded or reserved."""
-        return not (self.reserved or self.held or self.current or self.unflushed
-                    or self.overflow or self.backlog or self.committing or self.unacked)
+        return not (self.reserved or self.held or self.current or self.taking
+                    or self.unflushed or self.overflow or self.backlog or self.committing
+                    or self.unacked)
 
     def has_work(self) -> bool:
         return bool(self.overflow or self.backlog or self.current or self.unflushed
@@ -322,12 +325,16 @@ class Dispatcher:
             await trio.lowlevel.checkpoint()
             return []
         now = self.store.clock()
-        results = await self.store.commit([transition(
+        moved: list[str] = []
+
+        def on_commit(results: list[Any]) -> None:  # also when the caller has gone
+            moved.extend(delivery_id for delivery_id, result in zip(ids, results, strict=True)
+                         if result.applied)
+            self._settle_unacked(moved, "delivered")
+
+        await self.store.commit([transition(
             delivery_id, "sent", now=now, only_from=("sending", "unknown"))
-            for delivery_id in ids])
-        moved = [delivery_id for delivery_id, result in zip(ids, results, strict=True)
-                 if result.applied]
-        self._settle_unacked(moved, "delivered")
+            for delivery_id in ids], on_commit=on_commit)
         return moved
 
     async def abandon_unacked(self, session_id: str) -> list[str]:
@@ -340,12 +347,16 @@ class Dispatcher:
             await trio.lowlevel.checkpoint()
             return []
         now = self.store.clock()
-        results = await self.store.commit([transition(
+        moved: list[str] = []
+
+        def on_commit(results: list[Any]) -> None:  # also when the caller has gone
+            moved.extend(delivery_id for delivery_id, result in zip(ids, results, strict=True)
+                         if result.applied)
+            self._settle_unacked(ids, "unknown", moved=set(moved))
+
+        await self.store.commit([transition(
             delivery_id, "unknown", now=now, error="the client disconnected before acking")
-            for delivery_id in ids])
-        moved = [delivery_id for delivery_id, result in zip(ids, results, strict=True)
-                 if result.applied]
-        self._settle_unacked(ids, "unknown", moved=set(moved))
+            for delivery_id in ids], on_commit=on_commit)
         return moved
 
     def _settle_unacked(self, ids: list[str], status: str, *,
@@ -371,4 +382,7 @@ class Dispatcher:
 
     def resolve(self, item: DeliveryItem, status: str) -> None:
         item.resolve(status)
+        live = self.registry.get(item.delivery_id)
+        if live is not None and live is not item:  # a handle built from the row meanwhile
+            live.resolve(status)
         self.counts[status] += 1
