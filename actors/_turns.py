@@ -115,10 +115,12 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                       channel=session.channel, slot=slot, mode=mode,
                       output_policy=output_policy, input_policy=input_policy)
     store = runtime.store
-    await store.commit(begin_turn(ctx.turn_id, session_id=session_id, slot=slot, mode=mode,
-                                  now=store.clock(), message_id=message_id))
     status, error = "completed", None
     try:
+        # Inside the try: a caller cancelled while the begin is in flight leaves it to commit,
+        # and the end (queued behind it, shielded) still closes the row.
+        await store.commit(begin_turn(ctx.turn_id, session_id=session_id, slot=slot,
+                                      mode=mode, now=store.clock(), message_id=message_id))
         with ctx.cancel_scope:
             yield ctx
         if ctx.cancel_scope.cancelled_caught:
