@@ -228,6 +228,7 @@ class LaneWorker:
         applied = await self._commit(lane, flushed, [(item, claim)])
         if not applied:  # someone else already moved this row on
             lane.current = None
+            await self._resolve_durable([item])  # its handle reports where the row ended
             return None
         lane.claimed = True
         return binding, applied[0]

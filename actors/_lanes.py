@@ -221,6 +221,8 @@ class Dispatcher:
         lane = self.lanes.get(session_id)
         if lane is not None:
             lane.reserved = False
+            if lane.name is None and not lane.has_work():  # reserve() made it: forget it
+                del self.lanes[session_id]
 
     def wake(self, lane: Lane) -> None:
         """Make *lane* look at its state again (running it if it is not). Sync."""
