@@ -17,7 +17,7 @@ import pathlib
 import trio
 
 import tidings
-from tidings.store import InsertRows, OutboxInsert, Transition, queries
+from tidings.store import InsertRows, OutboxInsert, Transition, queries, transition
 from tidings.testing import MemoryRoute, writer_gate
 
 from .conftest import rows
@@ -313,3 +313,22 @@ async def test_a_turn_cancelled_while_its_begin_is_written_records_an_end(rt, db
         await rt.create_session()  # a later write: the begin has committed
     assert rows(db_path, "SELECT status FROM turns WHERE turn_id = ?", "turn_cancelled") in (
         [], [("cancelled",)])
+
+
+async def test_a_claim_that_finds_its_row_moved_on_reports_where_it_ended(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.stall()
+    rt.router.bind(session_id, route)
+    with trio.fail_after(30):  # hang guard: an unresolved handle would wait for ever
+        async with rt.open_turn(session_id) as ctx:
+            await ctx.output.send_text("a")
+            await route.wait_attempted(1)
+            queued = await ctx.output.send_text("b")  # queued behind a, not yet claimed
+            # Something else (an operator, another process) ends the row first.
+            [moved] = await rt.store.commit([transition(
+                queued.delivery_id, "failed", now=rt.store.clock(), error="cancelled by hand")])
+            assert moved.applied
+            route.release()
+            assert await queued.wait() == "failed"
+    assert route.texts() == ["a"]
