@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -74,14 +74,16 @@ class AckingSupport:
         if not ids:
             return []
         now = self.store.clock()
+
+        def on_commit(results: list[Any]) -> None:  # also when the caller has gone
+            if any(result.applied for result in results):
+                self.dispatcher.kick(session_id)
+
         results = await self.store.commit([
             transition(delivery_id, "queued", now=now, only_from=("unknown", "unrouted"))
-            for delivery_id in ids])
-        moved = [delivery_id for delivery_id, result in zip(ids, results, strict=True)
-                 if result.applied]
-        if moved:
-            self.dispatcher.kick(session_id)
-        return moved
+            for delivery_id in ids], on_commit=on_commit)
+        return [delivery_id for delivery_id, result in zip(ids, results, strict=True)
+                if result.applied]
 
     async def stored_deliveries(self, session_id: str, *, after_seq: int = 0,
                                 limit: int = 256,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 import trio
 
-from tidings.store import Store, recovery, transition
+from tidings.store import Store, Transition, recovery, transition
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
@@ -88,14 +88,18 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
                                                        {"answer": answer})]))
         if not moves:
             continue
-        results = await store.commit(moves)
+        def on_commit(results: list[Any], moves: list[Transition] = moves) -> None:
+            # The lane is kicked by the write, also when the caller has gone meanwhile.
+            if any(result.applied and move.to == "queued"
+                   for move, result in zip(moves, results, strict=True)):
+                dispatcher.kick(session_id)
+
+        results = await store.commit(moves, on_commit=on_commit)
         for move, result in zip(moves, results, strict=True):
             if result.applied and move.to == "sent":
                 sent += 1
             elif result.applied:
                 requeued += 1
-    if requeued:
-        dispatcher.kick(session_id)
     return Reconciled(sent, requeued, undecided)
 
 

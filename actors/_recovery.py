@@ -316,7 +316,9 @@ class RecoveryScanner:
 
     def _on_bind(self, session_id: str) -> None:
         """Router bind listener (sync): a reconciling route was bound; ask it soon."""
-        if self.armed and self._reconciler(session_id) is not None:
+        # Also while a pass holds the lock: it may have chosen its sessions before this bind.
+        if ((self.armed or self._lock.locked())
+                and self._reconciler(session_id) is not None):
             self._bound.add(session_id)
             self._poke()
 
