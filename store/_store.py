@@ -195,7 +195,22 @@ async def open_store(path: str | os.PathLike[str], *, synchronous: Synchronous =
         error = None
     finally:
         send.close()
+        _dead_letter_buffered(store, receive)
         receive.close()
         store.close()
     if error is not None:
         raise error
+
+
+def _dead_letter_buffered(store: Store, receive: trio.MemoryReceiveChannel[WriteRequest]
+                          ) -> None:
+    """Answer requests still buffered when the writer is gone (it died, or was cancelled):
+    each hears :class:`StoreError`, so every caller and callback learns its write did not
+    happen. Sync."""
+    error = StoreClosedError("the store's writer stopped before taking this write")
+    while True:
+        try:
+            request = receive.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            return
+        store.writer.dead_letter(request, error)

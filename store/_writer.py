@@ -207,7 +207,10 @@ class StoreWriter:
         for request, result, error in zip(batch, outcome.results, outcome.errors, strict=True):
             request.finish(result, error)
         for listener in self._listeners:
-            listener()
+            try:
+                listener()
+            except Exception:  # a listener's bug must not stop the writer
+                log.exception("event=writer_listener_failed")
 
     async def _serve_thread(self, mailbox: Receiver, conn: sqlite3.Connection,
                             task_status: trio.TaskStatus[None]) -> None:
@@ -231,7 +234,7 @@ class StoreWriter:
         try:
             self._child_pid = await answers.wait_ready()
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._record_answers, answers)
+                nursery.start_soon(self._record_answers, answers, conn)
                 task_status.started()
                 while await self._take_batch(mailbox, taken):
                     await self._dispatch(taken, answers, child, conn)
@@ -239,15 +242,18 @@ class StoreWriter:
                 nursery.cancel_scope.cancel(reason="the writer's mailbox ended")
         finally:
             _not_committed(taken)
-            # Batches the child has may commit whatever happens here: wait for their answers
-            # (bounded). Then the child holds no transaction, and stopping it loses nothing.
-            with trio.move_on_after(ANSWER_GRACE, shield=True):
-                await self._record_remaining(answers)
-            answers.fail_pending(unknown_outcome)
-            _stop_child(child)
-            with trio.CancelScope(shield=True):  # prompt: the child has been killed
-                await child.wait()
-            self._child_pid = None
+            try:
+                # Batches the child has may commit whatever happens here: wait for their
+                # answers (bounded). Then the child holds no transaction, and stopping it loses
+                # nothing.
+                with trio.move_on_after(ANSWER_GRACE, shield=True):
+                    await self._record_remaining(answers, conn)
+            finally:
+                answers.fail_pending(unknown_outcome)
+                _stop_child(child)
+                with trio.CancelScope(shield=True):  # prompt: the child has been killed
+                    await child.wait()
+                self._child_pid = None
 
     async def _dispatch(self, taken: list[WriteRequest], answers: Answers,
                         child: trio.Process, conn: sqlite3.Connection) -> None:
@@ -275,18 +281,24 @@ class StoreWriter:
             answers.sent(half)
             del taken[:len(half)]
 
-    async def _record_answers(self, answers: Answers) -> None:
+    async def _record_answers(self, answers: Answers, conn: sqlite3.Connection) -> None:
         while True:
-            batch, outcome = await answers.next()
-            self._record(batch, outcome)
+            await self._record_next(answers, conn)
 
-    async def _record_remaining(self, answers: Answers) -> None:
+    async def _record_remaining(self, answers: Answers, conn: sqlite3.Connection) -> None:
         try:
             while answers.pending:
-                batch, outcome = await answers.next()
-                self._record(batch, outcome)
+                await self._record_next(answers, conn)
         except StoreError:  # the child is gone: fail_pending answers the rest
             return
+
+    async def _record_next(self, answers: Answers, conn: sqlite3.Connection) -> None:
+        """Record the next answer; a batch the child could not read commits here instead."""
+        batch, outcome = await answers.next()
+        if outcome is None:
+            outcome = await trio.to_thread.run_sync(
+                execute_batch, conn, [request.ops for request in batch], limiter=self._limiter)
+        self._record(batch, outcome)
 
     def statistics(self) -> WriterStatistics:
         return WriterStatistics(self._batches, self._requests, self._statements,

@@ -29,11 +29,15 @@ from tidings.store._batch import execute_batch
 from tidings.store._connect import connect_writer
 from tidings.store._errors import ConflictError, StoreError
 
-__all__ = ["HEADER", "decode_error", "encode_error", "frame", "main", "read_frame",
+__all__ = ["HEADER", "UNREADABLE", "decode_error", "encode_error", "frame", "main", "read_frame",
            "write_frame"]
 
 HEADER = 4
 """Bytes of a frame's big-endian length prefix."""
+
+UNREADABLE = "unreadable"
+"""First item of the answer to a batch the child could not unpickle (nothing of it ran); the
+host then commits that batch on its own connection, where a bad request fails alone."""
 
 
 def encode_error(error: BaseException | None) -> tuple[str, str] | None:
@@ -93,7 +97,12 @@ def serve(path: pathlib.Path, synchronous: Any, requests_in: BinaryIO,
     try:
         write_frame(answers_out, pickle.dumps(("ready", os.getpid())))
         while (payload := read_frame(requests_in)) is not None:
-            outcome = execute_batch(conn, pickle.loads(payload))
+            try:
+                requests = pickle.loads(payload)
+            except Exception as exc:  # noqa: BLE001 - a value that will not load: the host runs it
+                write_frame(answers_out, pickle.dumps((UNREADABLE, f"{type(exc).__name__}: {exc}")))
+                continue
+            outcome = execute_batch(conn, requests)
             errors = ([encode_error(error) for error in outcome.errors]
                       if any(error is not None for error in outcome.errors) else None)
             write_frame(answers_out, pickle.dumps(

@@ -29,7 +29,7 @@ import trio
 from tidings.store._batch import BatchOutcome
 from tidings.store._errors import StoreError
 from tidings.store._ops import Call
-from tidings.store._writer_child import HEADER, decode_error, frame
+from tidings.store._writer_child import HEADER, UNREADABLE, decode_error, frame
 
 if TYPE_CHECKING:
     import pathlib
@@ -67,7 +67,7 @@ def encode_batch(requests: Sequence[WriteRequest]) -> bytes | None:
         return None
     try:
         payload = pickle.dumps(ops, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError):
+    except Exception:  # noqa: BLE001 - any value that will not pickle: commit it in-process
         return None
     return frame(payload)
 
@@ -100,14 +100,18 @@ class Answers:
             raise StoreError(f"the writer process said {kind!r} instead of 'ready'")
         return int(pid)
 
-    async def next(self) -> tuple[list[WriteRequest], BatchOutcome]:
-        """The oldest pending batch and its outcome. Raises :class:`StoreError` if the child's
-        output ends first (it died: the batch may or may not have committed)."""
+    async def next(self) -> tuple[list[WriteRequest], BatchOutcome | None]:
+        """The oldest pending batch and its outcome; ``None`` when the child could not read
+        the batch (nothing of it ran: commit it in-process). Raises :class:`StoreError` if the
+        child's output ends first (it died: the batch may or may not have committed)."""
         payload = await self._next_frame()
         batch = self.pending.popleft()
-        results, errors, merged, statements = pickle.loads(payload)
+        answer = pickle.loads(payload)
         if not self.pending:
             self._idle.set()
+        if answer[0] == UNREADABLE:
+            return batch, None
+        results, errors, merged, statements = answer
         decoded = ([None] * len(batch) if errors is None
                    else [decode_error(error) for error in errors])
         return batch, BatchOutcome(results, decoded, merged=merged, statements=statements)
