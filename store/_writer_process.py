@@ -9,9 +9,11 @@ and many requests arrive at once (closed-loop senders woken by one commit), the 
 split in two: the first half's answer then comes back while the second half commits, and the
 two halves keep alternating instead of moving in one wave.
 
-Requests whose ops cannot cross a pipe (a :class:`Call` holds a function) run in-process on the
-writer's own connection, after every batch sent before them has been answered, so the order of
-transactions is the order of batches either way.
+Requests whose ops cannot cross a pipe (a :class:`Call` holds a function, or a value will not
+pickle) run in-process on the writer's own connection, after every batch sent before them has
+been answered, so the order of transactions is the order of batches either way. A batch the
+child cannot unpickle is answered ``unreadable`` (nothing of it ran) and committed in-process
+too, where a bad request fails alone.
 """
 
 from __future__ import annotations
