@@ -3,7 +3,6 @@ writer's cleanup must answer every request and stop its child whatever went wron
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -11,17 +10,11 @@ import trio
 
 from tidings.store import Call, Execute, InsertRows, open_store
 
+from .conftest import alive
+
 
 def _row(key: str, value: object = "v") -> InsertRows:
     return InsertRows("kv", ("k", "v"), ((key, value),))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 class _RefusesPickle:
@@ -113,7 +106,7 @@ async def test_a_failing_listener_neither_stops_the_writer_nor_loses_a_write(
     assert sorted(outcomes.heard) == [f"k{i}" for i in range(10)]
     assert all(heard[0][0] == "committed" for heard in outcomes.heard.values())
     assert "event=writer_listener_failed" in caplog.text
-    assert not _alive(pids[0]), "the writer child still runs after its store closed"
+    assert not alive(pids[0]), "the writer child still runs after its store closed"
 
 
 class _Crash(BaseException):

@@ -26,6 +26,8 @@ from tidings.store import (
 )
 from tidings.testing import MemoryRoute
 
+from .conftest import alive
+
 
 def _row(key: str, value: str = "v") -> InsertRows:
     return InsertRows("kv", ("k", "v"), ((key, value),))
@@ -37,20 +39,12 @@ def _create_table(path) -> None:
     conn.close()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 async def test_the_writer_process_commits_and_answers_like_the_thread_writer(tmp_path) -> None:
     async with open_store(tmp_path / "a.db", writer="process") as store:
         pid = store.writer.process_id
         assert isinstance(pid, int)
         assert pid != os.getpid()
-        assert _alive(pid)
+        assert alive(pid)
         await store.commit([Call(lambda c: c.execute(
             "CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)"))])  # a function: runs here
         async with trio.open_nursery() as nursery:
@@ -64,7 +58,7 @@ async def test_the_writer_process_commits_and_answers_like_the_thread_writer(tmp
         assert count == [50]
         assert store.statistics().requests >= 53
     assert store.writer.process_id is None
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 async def test_a_failing_request_fails_alone_in_the_writer_process(tmp_path) -> None:
@@ -131,7 +125,7 @@ async def test_a_runtime_restarts_a_writer_process_that_died(db_path, workspace)
                     await trio.lowlevel.checkpoint()
             assert await handle.wait() == "delivered"
         assert rt.store.writer.process_id not in (None, first)
-        assert not _alive(first)
+        assert not alive(first)
         assert [o.text for o in route.delivered] == ["after the restart"]
         status = await rt.delivery_status(handle.delivery_id)
         assert status.outbox_status == "sent"
