@@ -32,7 +32,15 @@ from tidings.actors._lanes import Dispatcher
 from tidings.actors._outbound import adapt_blocks
 from tidings.actors._router import Binding, SessionInteractionRouter
 from tidings.errors import ConflictError
-from tidings.store import EnqueuedDelivery, InsertRows, Op, OutboxInsert, Store, queries
+from tidings.store import (
+    TERMINAL_STATUSES,
+    EnqueuedDelivery,
+    InsertRows,
+    Op,
+    OutboxInsert,
+    Store,
+    queries,
+)
 
 __all__ = ["ArtifactRecord", "DeliveryPipeline", "DeliveryRequest", "new_id"]
 
@@ -44,9 +52,6 @@ _ARTIFACT_COLUMNS = ("artifact_id", "session_id", "owner_turn_id", "delivery_id"
                      "source_kind", "location", "name", "media_type", "summary", "metadata",
                      "created_at")
 
-
-_ENDED = frozenset({"sent", "failed", "unrouted", "unknown"})
-"""Outbox statuses a handle reports as its outcome (see ``outcome_of``)."""
 
 _PROCESS_TAG = os.urandom(5).hex()
 _SERIAL = itertools.count()
@@ -249,13 +254,13 @@ class DeliveryPipeline:
         item = DeliveryItem(delivery_id=found.delivery_id, session_id=session_id,
                             kind=found.kind, blocks=(), text=found.text, channel=found.channel,
                             metadata={}, seq=found.seq, status="scheduled")
-        if found.outbox_status in _ENDED:
+        if found.outbox_status in TERMINAL_STATUSES:
             item.resolve(outcome_of(found.outbox_status))
             return DeliveryHandle(item)
         self._registry.add(item)  # from now on, the lane that ends the row resolves it too
         # It may have ended between the read and the registration: look once more.
         again = await self._store.read(queries.find_idempotent, session_id, key)
-        if again is not None and again.outbox_status in _ENDED:
+        if again is not None and again.outbox_status in TERMINAL_STATUSES:
             item.resolve(outcome_of(again.outbox_status))
         return DeliveryHandle(item)
 
