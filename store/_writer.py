@@ -38,8 +38,11 @@ __all__ = ["EXECUTORS", "Executor", "StoreWriter", "WriteRequest", "WriterStatis
            "check_executor"]
 
 Executor = Literal["thread", "process"]
+"""Where batches commit: a worker thread of this process, or a child writer process
+(``_writer_process``: the SQLite work then runs beside the event loop, not under its GIL)."""
+
 EXECUTORS: tuple[Executor, ...] = get_args(Executor)
-"""Where a writer can commit: in a worker thread or in a child writer process."""
+"""Every :data:`Executor`, in the order the options list them."""
 
 
 def check_executor(value: object, field: str) -> Executor:
@@ -49,8 +52,6 @@ def check_executor(value: object, field: str) -> Executor:
         raise ValidationError(field, f"must be {' or '.join(map(repr, EXECUTORS))}, "
                                      f"got {value!r}")
     return value  # type: ignore[return-value]
-"""Where batches commit: a worker thread of this process, or a child writer process
-(``_writer_process``: the SQLite work then runs beside the event loop, not under its GIL)."""
 
 log = logging.getLogger("tidings.store")
 
@@ -218,9 +219,7 @@ class StoreWriter:
         try:
             task_status.started()
             while await self._take_batch(mailbox, in_flight):
-                outcome = await trio.to_thread.run_sync(
-                    execute_batch, conn, [request.ops for request in in_flight],
-                    limiter=self._limiter)
+                outcome = await self._execute_here(conn, in_flight)
                 batch, in_flight = in_flight, []
                 self._record(batch, outcome)
         finally:
@@ -266,8 +265,7 @@ class StoreWriter:
         frames = [encode_batch(half) for half in halves]
         if any(frame is None for frame in frames):
             await answers.wait_idle()  # transactions stay in the order of their batches
-            outcome = await trio.to_thread.run_sync(
-                execute_batch, conn, [request.ops for request in taken], limiter=self._limiter)
+            outcome = await self._execute_here(conn, taken)
             batch = taken[:]
             taken.clear()
             self._record(batch, outcome)
@@ -296,9 +294,14 @@ class StoreWriter:
         """Record the next answer; a batch the child could not read commits here instead."""
         batch, outcome = await answers.next()
         if outcome is None:
-            outcome = await trio.to_thread.run_sync(
-                execute_batch, conn, [request.ops for request in batch], limiter=self._limiter)
+            outcome = await self._execute_here(conn, batch)
         self._record(batch, outcome)
+
+    async def _execute_here(self, conn: sqlite3.Connection,
+                            batch: list[WriteRequest]) -> BatchOutcome:
+        """Run *batch* in one transaction on this process's connection, in a worker thread."""
+        return await trio.to_thread.run_sync(
+            execute_batch, conn, [request.ops for request in batch], limiter=self._limiter)
 
     def statistics(self) -> WriterStatistics:
         return WriterStatistics(self._batches, self._requests, self._statements,
