@@ -52,6 +52,10 @@ async def open_supervisor(children: Iterable[ChildSpec] = (), *,
     On entry the children start in order, each under its ``start_timeout`` and ready before
     the next starts. On exit (normal or by an exception) they stop in reverse order, each with
     the shutdown ladder. Blocks on entry until all are ready and on exit until all have ended.
+    An outer cancellation that cuts the graceful stop short (or skips it) cancels the children
+    instead; their mailboxes are still closed for good (blocked senders get
+    MailboxClosedError, buffered messages go to the dead-letter hooks) and every child is
+    reported ``stopped``.
 
     Raises:
       ValidationError: bad arguments (duplicate names, unknown strategy, ...).
@@ -83,6 +87,11 @@ async def open_supervisor(children: Iterable[ChildSpec] = (), *,
             await sup._shutdown(failed=failure is not None)
     except BaseExceptionGroup as group:
         escaped = _collapse(group, name)
+    finally:
+        # Every child task has ended here, however the nursery exited. A cancellation of the
+        # body or of the graceful stop skipped (part of) _shutdown: close what it left open.
+        sup._finish(failed=failure is not None or (
+            escaped is not None and not isinstance(escaped, trio.Cancelled)))
     if escaped is not None and not (failure is not None and isinstance(escaped, trio.Cancelled)):
         raise escaped
     if failure is not None:  # a real error is never lost to a cancellation of the cleanup

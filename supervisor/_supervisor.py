@@ -369,16 +369,51 @@ class Supervisor:
         return self._failure
 
     async def _shutdown(self, *, failed: bool) -> None:
-        """Stop every child in reverse start order, each with its shutdown ladder."""
+        """Stop every child in reverse start order, each with its shutdown ladder.
+
+        An outer cancellation (or a ``KeyboardInterrupt``) can cut this short in the middle of
+        a ladder. The children not stopped yet then end by the nursery's cancellation, and
+        :meth:`_finish` closes their mailboxes and marks them stopped once they have ended;
+        here the ``finally`` only closes them for senders at once, so nobody keeps waiting
+        (or buffering) for a child that will not run again.
+        """
         if self._state in LIVE:
             self._state = "stopping"
         self._requests.close()
         if not self._serving_restarts:
             self._request_queue.close()
-        async with self._lock:
-            for slot in reversed(list(self._children.values())):
-                await run_ladder(slot, self._plan, supervisor=self._name, final=True)
-                slot.mailbox._close()
-                slot.state = "stopped"
+        remaining = list(reversed(self._children.values()))
+        try:
+            async with self._lock:
+                remaining = list(reversed(self._children.values()))
+                while remaining:
+                    slot = remaining[0]
+                    await run_ladder(slot, self._plan, supervisor=self._name, final=True)
+                    remaining.pop(0)
+                    slot.mailbox._close()
+                    slot.state = "stopped"
+        finally:
+            for slot in remaining:  # sync: this may run with a cancellation on its way
+                slot.mailbox._close_send()
+        self._finish(failed=failed)
+
+    def _finish(self, *, failed: bool) -> None:
+        """Close every mailbox for good and record that the supervisor has stopped.
+
+        Called once all children have ended: after a full :meth:`_shutdown`, and by
+        ``open_supervisor`` after its nursery has exited however it exited, because a
+        cancellation of the body or of the ladder skips (part of) the graceful stop. What is
+        still buffered goes to the dead-letter hooks, blocked senders get MailboxClosedError,
+        and no child's state stays ``running`` or ``stopping``. Sync (it runs in cleanup) and
+        idempotent; it logs ``supervisor_stopped`` once.
+        """
+        self._requests.close()
+        if not self._serving_restarts:  # else the restart helper owns (and closed) it
+            self._request_queue.close()
+        for slot in self._children.values():
+            slot.mailbox._close()
+            slot.state = "stopped"
+        if self._state in ("stopped", "failed"):
+            return
         self._state = "failed" if failed or self._failure is not None else "stopped"
         log_event(logging.INFO, "supervisor_stopped", supervisor=self._name, state=self._state)

@@ -1,0 +1,121 @@
+"""A graceful stop cut short by an outer cancellation: strategy x where the cancellation lands.
+
+Whether the deadline hits while the body runs (the graceful stop never starts) or while the
+shutdown ladder waits for a slow child (it stops half way), once ``open_supervisor`` has
+exited every mailbox must be closed for good: a sender blocked on a full one is released with
+MailboxClosedError, what was buffered goes to the dead-letter hook, later sends fail, and the
+statistics say every child (and the supervisor) stopped.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from tidings.errors import MailboxClosedError
+from tidings.supervisor import ChildSpec, open_supervisor
+
+STRATEGIES = ("one_for_one", "one_for_all", "rest_for_one")
+WHERE = ("body", "ladder", "ladder_after_body_error")
+NAMES = ("deaf", "mid", "slow")
+
+
+async def _deaf(ctx, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """A child that never reads its mailbox, so a sender can be left blocked on it."""
+    task_status.started()
+    await trio.sleep_forever()
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+async def test_a_stop_cut_short_still_closes_every_mailbox_and_reports_stopped(
+        journal, autojump_clock, live_tasks, strategy, where) -> None:
+    before = live_tasks()
+    dead: list[tuple[str, object, str]] = []
+
+    def hook(name: str):
+        return lambda message, error: dead.append((name, message, type(error).__name__))
+
+    specs = [ChildSpec("deaf", _deaf, mailbox_size=1, shutdown_timeout=1.0,
+                       dead_letter=hook("deaf")),
+             ChildSpec("mid", journal.worker(), dead_letter=hook("mid")),
+             # stopped first (reverse order) and never ends by itself: the ladder waits
+             ChildSpec("slow", journal.worker(stuck_at_shutdown=True), shutdown_timeout=None,
+                       dead_letter=hook("slow"))]
+    released: list[str] = []
+
+    async def blocked_send(mailbox) -> None:
+        try:
+            await mailbox.send("blocked")
+        except MailboxClosedError as exc:
+            released.append(exc.child)
+
+    body_error = ValueError("from the body")
+    raised: list[ValueError] = []
+    async with trio.open_nursery() as senders:  # outside the supervisor: nobody cancels them
+        with trio.move_on_after(5.0) as deadline:
+            try:
+                async with open_supervisor(specs, strategy=strategy) as sup:
+                    mailboxes = {name: sup.mailbox(name) for name in NAMES}
+                    mailboxes["deaf"].send_nowait("buffered")  # now full
+                    senders.start_soon(blocked_send, mailboxes["deaf"])
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert mailboxes["deaf"].statistics().senders_waiting == 1
+                    if where == "body":
+                        await trio.sleep_forever()
+                    if where == "ladder_after_body_error":
+                        raise body_error
+            except ValueError as exc:
+                raised.append(exc)
+        # a body error is never lost to the cancellation of the stop
+        assert raised == ([body_error] if where == "ladder_after_body_error" else [])
+        assert trio.current_time() == 5.0
+        assert deadline.cancelled_caught == (where != "ladder_after_body_error")
+        if where != "body":  # the ladder had begun: "slow" left its loop, then was stuck
+            assert [event[:2] for event in journal.of("stop")] == [("stop", "slow")]
+        await trio.testing.wait_all_tasks_blocked()
+        assert released == ["deaf"], "a sender is still blocked on a mailbox nobody reads"
+        senders.cancel_scope.cancel()  # (so a failure above cannot hang the test)
+
+    assert dead == [("deaf", "buffered", "MailboxClosedError")]
+    for name, mailbox in mailboxes.items():
+        assert mailbox.statistics().closed, name
+        with pytest.raises(MailboxClosedError):
+            mailbox.send_nowait("late")
+    stats = sup.statistics()
+    assert {child.name: child.state for child in stats.children} == dict.fromkeys(
+        NAMES, "stopped")
+    assert stats.state == ("failed" if where == "ladder_after_body_error" else "stopped")
+    assert sup.restart_log == ()  # an outer cancellation is no crash
+    assert live_tasks() == before
+
+
+async def test_a_sender_is_released_when_the_stop_is_cut_short_not_after_slow_cleanups(
+        journal, autojump_clock) -> None:
+    async def deaf_with_slow_cleanup(ctx, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):  # e.g. a flush that must finish
+                await trio.sleep(2.0)
+
+    specs = [ChildSpec("deaf", deaf_with_slow_cleanup, mailbox_size=0),
+             ChildSpec("slow", journal.worker(stuck_at_shutdown=True), shutdown_timeout=None)]
+    released_at: list[float] = []
+
+    async def blocked_send(mailbox) -> None:
+        try:
+            await mailbox.send("blocked")
+        except MailboxClosedError:
+            released_at.append(trio.current_time())
+
+    async with trio.open_nursery() as senders:
+        with trio.move_on_after(5.0):
+            async with open_supervisor(specs) as sup:
+                senders.start_soon(blocked_send, sup.mailbox("deaf"))
+                await trio.testing.wait_all_tasks_blocked()
+            # the ladder of "slow" waits until the deadline; "deaf" was never reached
+        assert trio.current_time() == 7.0  # the supervisor waited for deaf's cleanup
+    assert released_at == [5.0]  # but its sender was told at once, when the stop was cut short
