@@ -245,8 +245,11 @@ class StoreWriter:
                 # Batches the child has may commit whatever happens here: wait for their
                 # answers (bounded). Then the child holds no transaction, and stopping it loses
                 # nothing.
-                with trio.move_on_after(ANSWER_GRACE, shield=True):
+                with trio.move_on_after(ANSWER_GRACE, shield=True) as grace:
                     await self._record_remaining(answers, conn)
+                if grace.cancelled_caught:  # a stuck child (a lock, a disk): say which one
+                    log.warning("event=writer_process_unanswered batches=%d grace=%s pid=%s",
+                                len(answers.pending), ANSWER_GRACE, self._child_pid)
             finally:
                 answers.fail_pending(unknown_outcome)
                 _stop_child(child)
@@ -257,7 +260,10 @@ class StoreWriter:
     async def _dispatch(self, taken: list[WriteRequest], answers: Answers,
                         child: trio.Process, conn: sqlite3.Connection) -> None:
         """Send *taken* to the child (in two halves if it was idle), or commit it here when an
-        op cannot cross the pipe. Empties *taken* once every request is sent or answered."""
+        op cannot cross the pipe. Empties *taken* once every request is sent or answered.
+
+        Blocks while the child's stdin pipe is full, and can be cancelled there: the requests
+        not yet sent whole then stay in *taken*, for the caller to answer not committed."""
         halves = [taken[:]]
         if not answers.pending and len(taken) >= SPLIT_AT:
             middle = (len(taken) + 1) // 2
@@ -273,10 +279,14 @@ class StoreWriter:
         for half, frame in zip(halves, frames, strict=True):
             assert frame is not None
             assert child.stdin is not None
-            # Shielded: a frame cut short would leave the child reading garbage.
-            with trio.CancelScope(shield=True):
-                await child.stdin.send_all(frame)
-            answers.sent(half)
+            # Not shielded: a child that stopped reading (a lock, a stuck disk) fills the pipe,
+            # and the writer must still stop when cancelled. A frame cut short is harmless:
+            # nothing is ever sent after it (the cancel leaves _serve_process, which stops the
+            # child), so the child never reads it whole and never runs it, and its requests,
+            # still in *taken*, are answered not committed. The pipe's send_all only raises
+            # before its last byte is written (test_writer_stuck_child pins this).
+            await child.stdin.send_all(frame)
+            answers.sent(half)  # no checkpoint since the last byte: a whole frame is owed
             del taken[:len(half)]
 
     async def _record_answers(self, answers: Answers, conn: sqlite3.Connection) -> None:

@@ -8,11 +8,12 @@ list of ops; the answer is ``(results, errors, merged, statements)``, with each 
 :func:`execute_batch`, the same code the in-process writer runs, so both writers commit the same
 transactions.
 
-The process stops at end of input, when the host closes the pipe. If the host dies, the child
-dies with it at once (Linux: ``PR_SET_PDEATHSIG``), so it never commits a batch after its host is
-gone: a kill of the host leaves the database exactly as a kill of an in-process writer would
-(a commit either reached the disk before the kill or it did not). Elsewhere the child exits at
-end of input, after the batch in hand.
+The process stops at end of input, when the host closes the pipe; input that ends inside a frame
+(the host was cancelled while sending it) stops it too, and that frame never runs. If the host
+dies, the child dies with it at once (Linux: ``PR_SET_PDEATHSIG``), so it never commits a batch
+after its host is gone: a kill of the host leaves the database exactly as a kill of an
+in-process writer would (a commit either reached the disk before the kill or it did not).
+Elsewhere the child exits at end of input, after the batch in hand.
 """
 
 from __future__ import annotations
@@ -132,6 +133,8 @@ def main(argv: list[str]) -> int:
     try:
         serve(pathlib.Path(path), synchronous, sys.stdin.buffer, answers_out)
     except BrokenPipeError:  # the host closed its end first: nobody is left to answer
+        return 1
+    except EOFError:  # input ended inside a frame: the host was cancelled mid-send
         return 1
     return 0
 
