@@ -8,10 +8,18 @@ it was asked about it answers:
   delivered again (a new attempt, in its old place in the session's order). Only with proof.
 * ``None``, or no key for it: undecided; the row stays ``unknown``.
 
-A ``reconcile`` that raises, times out or answers something that is not a mapping leaves every
-row it was asked about ``unknown`` (logged); an answer that is not one of the above counts as
-undecided (logged). Each move is a transition that applies only from ``unknown``, and records
-``delivery.reconciled`` (with the answer) after its own event.
+A ``reconcile`` that raises, times out, answers something that is not a mapping or a mapping
+that raises when read leaves every row it was asked about ``unknown`` (logged); an answer that
+is not one of the above counts as undecided (logged). Each move is a transition that applies
+only from ``unknown``, and records ``delivery.reconciled`` (with the answer) after its own event.
+
+An answer is applied even when the session was re-bound to another route while this one was
+asked: it is a fact about the platform the asked route speaks for, and nothing else moves an
+``unknown`` row meanwhile. A ``"sent"`` stays true (dropping it, the new route, whose platform
+never saw the row, could answer ``"missing"`` and the person would get it twice); a re-queued
+row is delivered through whatever route is live then, as after any re-queue. Later pages are
+asked of the live route, and the re-bind itself wakes the scanner to ask the new route about
+whatever is still ``unknown``.
 """
 
 from __future__ import annotations
@@ -121,4 +129,12 @@ async def _ask(ask: Ask, session_id: str, ids: list[str], ask_timeout: float) ->
         log.warning("event=reconcile_bad_answer session=%s answer_type=%s", session_id,
                     type(answer).__name__)
         return {}
-    return answer
+    # Read the route's mapping here, under the same rule: a mapping that fails when read is a
+    # route bug that leaves its rows unknown, not a scanner crash (a crash puts the session
+    # back to be asked again at once, so a route that always fails would crash it in a loop).
+    try:
+        return {delivery_id: answer.get(delivery_id) for delivery_id in ids}
+    except Exception as exc:  # noqa: BLE001 - a failing route leaves its rows unknown
+        log.warning("event=reconcile_bad_answer session=%s rows=%d error=%r", session_id,
+                    len(ids), exc)
+        return {}

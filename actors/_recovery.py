@@ -15,7 +15,10 @@ first ``queued`` row has waited longer than ``stranded_after`` (wall seconds), f
 progress, and reconciles ``unknown`` rows with routes that offer ``reconcile(delivery_ids)``
 (answers ``"sent"`` / ``"missing"`` / ``None``: see :mod:`tidings.actors._reconcile`).
 
-Routes bound after recovery are asked at once (a bind wakes the actor). Every pass works in
+Routes bound after recovery are asked at once (a bind wakes the actor). A bind stays pending
+until its reconcile finished: one bound while a ``recover()`` pass runs waits for that pass to
+arm the scanner, and one whose reconcile raised or was cancelled (a store error, an injected
+fault) is asked again by the restarted actor as soon as it starts. Every pass works in
 pages of ``batch`` rows (no row cap), logs its progress as ``key=value`` lines on the
 ``tidings.recovery`` logger, and is idempotent: each move is a guarded transition that records
 its event only when it applied, so repeating a pass (or a start-up) records nothing twice.
@@ -296,23 +299,44 @@ class RecoveryScanner:
         self._mailbox = ctx.supervisor.mailbox(ctx.name)
         task_status.started()
         deadline = trio.current_time() + self.scan_interval if self.armed else math.inf
+        # Binds an earlier incarnation did not finish (it crashed handling them, or a fault
+        # took their wake): nobody pokes for them again, so they go first.
+        pending = bool(self._bound)
         while True:
-            woken = False
-            with trio.move_on_at(deadline):
-                try:
-                    await ctx.mailbox.receive()
-                except trio.EndOfChannel:
-                    return
-                woken = True
-            if not woken:
-                await self.scan()
-                deadline = trio.current_time() + self.scan_interval
-                continue
+            if not pending:
+                woken = False
+                with trio.move_on_at(deadline):
+                    try:
+                        await ctx.mailbox.receive()
+                    except trio.EndOfChannel:
+                        return
+                    woken = True
+                if not woken:
+                    await self.scan()
+                    deadline = trio.current_time() + self.scan_interval
+                    continue
+            pending = False
             if self.armed and deadline == math.inf:
                 deadline = trio.current_time() + self.scan_interval
-            bound, self._bound = self._bound, set()
-            if bound and self.armed:
-                await self.reconcile(bound)
+            await self._reconcile_bound()
+
+    async def _reconcile_bound(self) -> None:
+        """Reconcile the sessions bound since the last time, keeping them until that is done.
+
+        Before the scanner is armed they wait: a ``recover()`` pass holds the lock and may have
+        chosen its sessions before the bind, and it pokes once it arms. If the reconcile raises
+        or is cancelled (a store error, an injected fault), they are put back before the error
+        goes on, so the restarted incarnation asks them at once, not a ``scan_interval`` later.
+        Asking a session twice is harmless: only rows still ``unknown`` are asked about.
+        """
+        if not self.armed or not self._bound:
+            return
+        bound, self._bound = self._bound, set()  # binds from now on wait for the next wake
+        try:
+            await self.reconcile(bound)
+        except BaseException:
+            self._bound |= bound
+            raise
 
     def _on_bind(self, session_id: str) -> None:
         """Router bind listener (sync): a reconciling route was bound; ask it soon."""

@@ -23,7 +23,9 @@ class ReconcilingRoute(MemoryRoute):
 
     ``answers`` maps delivery ids to ``"sent"`` / ``"missing"`` / anything else; ids it does not
     name are left out of the answer. ``error`` makes ``reconcile`` raise, ``hang`` block
-    forever. ``asked`` lists the id lists it was asked about.
+    forever; after :meth:`hold` an ask waits (already recorded) until :meth:`let_answer`, so a
+    test can act while the platform is being asked. ``asked`` lists the id lists it was asked
+    about.
     """
 
     def __init__(self, answers: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
@@ -32,7 +34,18 @@ class ReconcilingRoute(MemoryRoute):
         self.asked: list[list[str]] = []
         self.error: BaseException | None = None
         self.hang = False
+        self._held: trio.Event | None = None
         self._asked_changed = trio.Event()
+
+    def hold(self) -> None:
+        """Make the next asks wait, once recorded, until :meth:`let_answer`."""
+        self._held = trio.Event()
+
+    def let_answer(self) -> None:
+        """Let the held asks (and later ones) answer."""
+        if self._held is not None:
+            self._held.set()
+            self._held = None
 
     async def reconcile(self, delivery_ids: list[str]) -> Mapping[str, Any]:
         self.asked.append(list(delivery_ids))
@@ -40,6 +53,8 @@ class ReconcilingRoute(MemoryRoute):
         self._asked_changed = trio.Event()
         if self.hang:
             await trio.sleep_forever()
+        if self._held is not None:
+            await self._held.wait()
         await trio.lowlevel.checkpoint()
         if self.error is not None:
             raise self.error
