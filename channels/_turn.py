@@ -8,8 +8,11 @@ terminal event: ``completed``, ``cancelled`` with the first recorded reason, or 
 Why a turn was cancelled is recorded before its scope is cancelled: commands and steer go
 through :meth:`ActiveTurn.cancel`; a deadline that fired is recorded as ``timeout`` the moment
 anyone looks (first recorded wins, by time); a cancellation from outside the turn (the runtime's
-task tree stopping) is ``shutdown``. Once the final reply is being written, cancels are refused:
-a turn whose reply is durable is ``completed``.
+task tree stopping) is ``shutdown``. Once the outcome is decided, cancels are refused: a turn
+whose final reply is being written is ``completed``, and one whose agent failed (no cancel
+recorded first) is ``failed``, even while its end is still being written. An agent that fails
+*because* it is being cancelled (it turns ``Cancelled`` into an error, or its own nursery does)
+is ``cancelled``, in the turns table as in the lifecycle.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class ActiveTurn:
         self.ctx: TurnContext | None = None
         self.deadline = math.inf
         self.finishing = False
+        """The outcome is decided (the reply is being written, or the agent failed): a
+        cancel that comes now is refused, and a deadline that passes now is not a timeout."""
 
     @property
     def cancel_reason(self) -> CancelReason | None:
@@ -54,7 +59,7 @@ class ActiveTurn:
         """Record *reason* and cancel the turn's scope. Never blocks.
 
         False when an earlier reason stands (a deadline that already fired counts), or the
-        turn is writing its final reply or has ended.
+        turn's outcome is decided (it is writing its final reply, it failed, it has ended).
         """
         if self.finishing:
             return False
@@ -136,6 +141,17 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
             except BaseException as exc:
                 cancelled = _as_cancelled(exc)
                 if cancelled is None:
+                    # Decide now, not after the end is written: a cancel that comes while
+                    # it is must not turn this failure into a cancellation.
+                    if not _failed_while_cancelled(exc, active):
+                        active.finishing = True
+                        raise
+                    log.info("event=turn_error_while_cancelled session=%s reason=%s "
+                             "error=%r", state.session_id, active.cancel_reason, exc)
+                    active.note_trio_cancel()
+                    # The turn's scope (or one around it) is cancelled, so this raises
+                    # Cancelled: the turn ends cancelled, in the turns table too.
+                    await trio.lowlevel.checkpoint()
                     raise
                 active.note_trio_cancel()
                 # An agent's nursery wraps Cancelled in a group: the turn (and the turns
@@ -171,6 +187,19 @@ def _as_cancelled(exc: BaseException) -> trio.Cancelled | None:
         if leaves and all(leaf is not None for leaf in leaves):
             return leaves[0]
     return None
+
+
+def _failed_while_cancelled(exc: BaseException, active: ActiveTurn) -> bool:
+    """Whether *exc* (no ``Cancelled`` alone) is how the agent reacted to being cancelled: a
+    cancel was recorded, or a scope around the turn is cancelled (shutdown), and *exc* holds
+    only errors and ``Cancelled`` (never a ``KeyboardInterrupt`` or the like)."""
+    if isinstance(exc, BaseExceptionGroup):
+        if exc.split((trio.Cancelled, Exception))[1] is not None:
+            return False
+    elif not isinstance(exc, Exception):
+        return False
+    return (active.cancel_reason is not None
+            or trio.current_effective_deadline() <= trio.current_time())
 
 
 async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn) -> None:

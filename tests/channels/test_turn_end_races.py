@@ -1,0 +1,107 @@
+"""Causes that race a turn's end: a cancel or steer that arrives while a failed turn's end is
+being written, an agent that fails because it is being cancelled, and a shutdown that meets
+an agent whose own nursery fails. Each interleaving is forced with the writer gate or events,
+never with sleeps."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+import tidings
+from tidings.channels import STEER_NOTE, ChannelConfig
+from tidings.testing import writer_gate
+
+from .conftest import RecordingChannel, rows
+
+
+def terminals(channel: RecordingChannel) -> list[str]:
+    return [event.type for event in channel.events if event.terminal]
+
+
+class FailOnSignal:
+    """Streams a chunk, then raises once the test says so (later turns just answer)."""
+
+    def __init__(self) -> None:
+        self.entered = trio.Event()
+        self.fail = trio.Event()
+        self.prompts: list[str] = []
+
+    async def run(self, turn) -> None:
+        self.prompts.append(turn.prompt)
+        if len(self.prompts) > 1:
+            await turn.send_chunk("ok")
+            return
+        await turn.send_chunk("working")
+        self.entered.set()
+        await self.fail.wait()
+        raise RuntimeError("agent broke")
+
+
+@pytest.mark.parametrize("late", ["/cancel", "steer"])
+async def test_a_cancel_that_arrives_while_a_failed_turn_ends_leaves_it_failed(
+        rt, db_path, late) -> None:
+    agent = FailOnSignal()
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
+    await channel.say("first")
+    await agent.entered.wait()
+    async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
+        agent.fail.set()  # the agent raises; the turn's end now waits behind the gate
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(channel.say, "/cancel" if late == "/cancel" else "second")
+        await trio.testing.wait_all_tasks_blocked()
+        gate.release()
+    await channel.wait_idle()
+    expected = ["failed"] if late == "/cancel" else ["failed", "completed"]
+    assert terminals(channel) == expected
+    assert rows(db_path, "SELECT status FROM turns ORDER BY started_at")[0] == ("failed",)
+    if late == "/cancel":
+        await channel.wait_for(lambda: channel.notices())
+        assert channel.notices() == ["Nothing to cancel."]
+    else:
+        assert STEER_NOTE not in agent.prompts[1]  # nothing was steered away
+
+
+async def test_an_agent_that_fails_while_being_cancelled_is_cancelled_in_the_turns_table(
+        rt, db_path) -> None:
+    class Wrapping:
+        async def run(self, turn) -> None:
+            await turn.send_chunk("waiting")
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                raise RuntimeError("interrupted") from None  # what a careless agent does
+
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=Wrapping())
+    await channel.say("go")
+    await channel.wait_events("text_chunk")
+    await channel.say("/cancel")
+    await channel.wait_idle()
+    assert terminals(channel) == ["cancelled"]
+    assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
+
+
+async def test_shutdown_meets_an_agent_whose_nursery_fails_and_the_turn_is_cancelled(
+        db_path, workspace) -> None:
+    class Careless:
+        async def run(self, turn) -> None:
+            async def helper() -> None:
+                try:
+                    await trio.sleep_forever()
+                except trio.Cancelled:
+                    raise RuntimeError("helper interrupted") from None
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(helper)
+                await turn.send_chunk("waiting")
+                await trio.sleep_forever()
+
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=Careless())
+        await channel.say("go")
+        await channel.wait_events("text_chunk")
+    assert terminals(channel) == ["cancelled"]
+    assert [event.reason for event in channel.events if event.type == "cancelled"] == [
+        "shutdown"]
+    assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "shutdown")]
