@@ -20,6 +20,7 @@ from tidings.actors._pipeline import new_id
 from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_mode_allows
 from tidings.actors._records import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
 from tidings.actors._sdk import OutputSDK
+from tidings.actors._tasks import SHUTDOWN_REASON
 from tidings.errors import RuntimeClosedError, StoreClosedError, ValidationError
 from tidings.store import Op, Store, begin_turn, end_turn
 
@@ -125,10 +126,13 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
             yield ctx
         if ctx.cancel_scope.cancelled_caught:
             status = "cancelled"
-    except trio.Cancelled:
+    except trio.Cancelled as exc:
         status = "cancelled"
         if ctx.reason is None:
-            ctx.reason = "shutdown" if runtime.closing else "cancelled"
+            # A runtime task is cancelled at exit (reason ``shutdown``) before the runtime is
+            # marked closing: trio's reason says so.
+            stopping = runtime.closing or exc.reason == SHUTDOWN_REASON
+            ctx.reason = "shutdown" if stopping else "cancelled"
         raise
     except BaseException as exc:
         status, error = "failed", describe_error(exc)

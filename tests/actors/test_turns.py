@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import trio
 
+import tidings
 from tidings.errors import ValidationError
 
 from .conftest import rows
@@ -68,3 +69,23 @@ async def test_a_turn_cannot_send_after_it_ended(rt) -> None:
         pass
     with pytest.raises(RuntimeError, match="has ended"):
         await ctx.output.send_text("late")
+
+
+async def test_a_turn_in_a_runtime_task_stopped_at_exit_records_shutdown(db_path,
+                                                                        workspace) -> None:
+    """``start_task`` cancels what still runs at exit with the reason ``shutdown`` before the
+    runtime is marked closing; a turn it runs must record that reason, not a generic one."""
+    opened = trio.Event()
+    turn_ids: list[str] = []
+
+    async def work(session_id: str) -> None:
+        async with rt.open_turn(session_id) as ctx:
+            turn_ids.append(ctx.turn_id)
+            opened.set()
+            await trio.sleep_forever()
+
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.start_task("turn", work, session_id)
+        await opened.wait()
+    assert await _turn_row(db_path, turn_ids[0]) == ("cancelled", "shutdown", None)
