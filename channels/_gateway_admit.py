@@ -149,7 +149,11 @@ async def replay(gateway: GatewayChannel, conn: Connection,
                 if row.status == "unrouted":
                     requeue.append(outbound.delivery_id)
                     continue
-                if row.status == "sending":  # the lane may still hand it over live
+                # ``sending``: the lane may still hand it over live. Any status: it may be
+                # queued live already (say, ``sent`` by another device's ack since).
+                queued = conn.queued_in_replay
+                if row.status == "sending" or (queued is not None
+                                               and outbound.delivery_id in queued):
                     conn.replayed.add(outbound.delivery_id)
                 if row.status in ("sending", "unknown"):
                     gateway.sent[outbound.delivery_id] = key

@@ -81,6 +81,9 @@ class Connection:
         self.close_code: int | None = None
         self.close_reason = ""
         self.replayed: set[str] = set()  # replayed rows that may still arrive live
+        # Delivery ids queued while the replay runs (None after it): a row the replay reads
+        # and writes may already wait in the queue, whatever status the replay read.
+        self.queued_in_replay: set[str] | None = set()
         self.written = 0
         self._send, self._receive = trio.open_memory_channel[tuple[str, str | None]](
             settings.max_backlog)
@@ -101,6 +104,8 @@ class Connection:
             return
         try:
             self._send.send_nowait((encode(frame), delivery_id))
+            if delivery_id is not None and self.queued_in_replay is not None:
+                self.queued_in_replay.add(delivery_id)
         except trio.WouldBlock:
             self.kill(CLOSE_TOO_SLOW, f"too slow: {self.settings.max_backlog} frames unread; "
                                       "reconnect with after_seq to catch up")
@@ -139,6 +144,7 @@ class Connection:
         try:
             await self.write(welcome)
             await replay(self)
+            self.queued_in_replay = None
             async for text, delivery_id in self._receive:
                 if delivery_id is not None and delivery_id in self.replayed:
                     self.replayed.discard(delivery_id)  # replayed already: never twice
