@@ -1,9 +1,10 @@
 """Running one channel turn: the agent inside the runtime turn's cancel scope, and its lifecycle.
 
-Order, always: ``started``; the user's message into history; the agent, whose chunks and tool
-calls are emitted as they happen; the joined chunks sent as one persisted ``message`` (none if
-the agent streamed nothing); ``completed`` once that reply's intent is durable. Exactly one
-terminal event: ``completed``, ``cancelled`` with the first recorded reason, or ``failed``.
+Order, always: ``started``; the user's message into history (even if the turn is cancelled
+while it opens); the agent, whose chunks and tool calls are emitted as they happen; the joined
+chunks sent as one persisted ``message`` (none if the agent streamed nothing); ``completed``
+once that reply's intent is durable. Exactly one terminal event: ``completed``, ``cancelled``
+with the first recorded reason, or ``failed``.
 
 Why a turn was cancelled is recorded before its scope is cancelled: commands and steer go
 through :meth:`ActiveTurn.cancel`; a deadline that fired is recorded as ``timeout`` the moment
@@ -130,9 +131,14 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
         async with rt.open_turn(state.session_id, message_id=pending.message_id) as ctx:
             active.attach(ctx)
             try:
-                for inbound in pending.inbounds:
-                    await rt.record_user_message(state.session_id, inbound.text,
-                                                 turn_id=ctx.turn_id)
+                # What the user said is history whatever happens to the turn: a cancel or
+                # steer that came while it opened must not drop it (or half of a merged
+                # turn). Bounded: the writer answers every request.
+                with trio.CancelScope(shield=True):
+                    for inbound in pending.inbounds:
+                        await rt.record_user_message(state.session_id, inbound.text,
+                                                     turn_id=ctx.turn_id)
+                await trio.lowlevel.checkpoint()  # cancelled meanwhile: the agent never runs
                 bridge = BridgeTurn(ctx, emitter, prompt=prompt, text=pending.text,
                                     message_id=pending.message_id)
                 active.start_deadline(config.turn_timeout)

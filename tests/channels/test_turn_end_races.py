@@ -13,7 +13,7 @@ import tidings
 from tidings.channels import STEER_NOTE, ChannelConfig
 from tidings.testing import writer_gate
 
-from .conftest import RecordingChannel, rows
+from .conftest import GatedAgent, RecordingChannel, rows
 
 
 def terminals(channel: RecordingChannel) -> list[str]:
@@ -105,3 +105,25 @@ async def test_shutdown_meets_an_agent_whose_nursery_fails_and_the_turn_is_cance
     assert [event.reason for event in channel.events if event.type == "cancelled"] == [
         "shutdown"]
     assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "shutdown")]
+
+
+@pytest.mark.parametrize("late", ["/cancel", "steer"])
+async def test_a_message_whose_turn_is_cancelled_while_it_opens_is_still_in_history(
+        rt, late) -> None:
+    agent = GatedAgent()
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
+    await channel.say("/new")  # the session exists: nothing below resolves through the store
+    [session_id] = channel.directory.sessions()
+    async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
+        assert await channel.say("first") == "started"
+        await channel.wait_events("started")  # the turn is opening; its begin waits
+        nursery.start_soon(channel.say, "/cancel" if late == "/cancel" else "second")
+        await trio.testing.wait_all_tasks_blocked()
+        gate.release()
+    if late == "steer":
+        await agent.wait_turns(1)
+        agent.release()
+    await channel.wait_idle()
+    history = await rt.history(session_id, model_context=True)
+    users = [m.text for m in history if m.role == "user"]
+    assert users == (["first"] if late == "/cancel" else ["first", "second"])
