@@ -11,7 +11,7 @@ dispatch.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
@@ -129,13 +129,15 @@ class SessionDirectory:
 
     async def new(self, conversation: Conversation) -> str:
         """``/new``: a fresh session for the conversation, bound as its live route."""
-        session_id = await self._rt.new_conversation_session(self._name, conversation.key)
+        with self._uncached_unless_done(conversation):
+            session_id = await self._rt.new_conversation_session(self._name, conversation.key)
         self._switch(conversation, session_id)
         return session_id
 
     async def resume(self, conversation: Conversation, session_id: str) -> None:
         """``/resume``: rebind durably (ownership is checked by the runtime), then live."""
-        await self._rt.resume_conversation(self._name, conversation.key, session_id)
+        with self._uncached_unless_done(conversation):
+            await self._rt.resume_conversation(self._name, conversation.key, session_id)
         self._switch(conversation, session_id)
 
     def attach(self, conversation: Conversation, session_id: str) -> None:
@@ -159,6 +161,17 @@ class SessionDirectory:
         for token in self._tokens.values():
             self._rt.router.unbind(token)
         self._tokens.clear()
+
+    @contextlib.contextmanager
+    def _uncached_unless_done(self, conversation: Conversation) -> Iterator[None]:
+        """Around a durable rebind: if it raises (the caller was cancelled while the write was
+        in flight, or it failed), the rebind may still have committed, so the cached session
+        is dropped and the next step reads the store instead of acting on a stale one."""
+        try:
+            yield
+        except BaseException:
+            self._current.pop(conversation.key, None)
+            raise
 
     def _switch(self, conversation: Conversation, session_id: str) -> None:
         self._current[conversation.key] = session_id
