@@ -157,6 +157,7 @@ async def replay(gateway: GatewayChannel, conn: Connection,
                     conn.replayed.add(outbound.delivery_id)
                 if row.status in ("sending", "unknown"):
                     gateway.sent[outbound.delivery_id] = key
+                conn.expect_ack(outbound.delivery_id, session_id, outbound.seq)
                 await conn.write(delivery_frame(outbound))
                 replayed += 1
             if len(rows) < page:

@@ -12,6 +12,7 @@ client that has been silent for ``heartbeat_s`` and drops it (``4008``) after tw
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -40,6 +41,10 @@ __all__ = ["Connection", "TokenBucket"]
 log = logging.getLogger("tidings.gateway")
 
 _ids = itertools.count(1)
+
+_ACKS_KEPT = 8192
+"""Delivery ids a connection remembers as sent to it and not acked by it (the oldest go
+first): enough for a catch-up replay to be acked one frame at a time as it is read."""
 
 Replay = Callable[["Connection"], Awaitable[None]]
 """Writes the catch-up frames (with :meth:`Connection.write`) after ``welcome``, before the
@@ -84,6 +89,10 @@ class Connection:
         # Delivery ids queued while the replay runs (None after it): a row the replay reads
         # and writes may already wait in the queue, whatever status the replay read.
         self.queued_in_replay: set[str] | None = set()
+        # What this client was sent and has not acked yet: acking it is free (once).
+        self._unacked: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._sent_through: dict[str, int] = {}  # session -> highest seq sent here
+        self._acked_through: dict[str, int] = {}  # session -> highest seq acked by seq here
         self.written = 0
         self._send, self._receive = trio.open_memory_channel[tuple[str, str | None]](
             settings.max_backlog)
@@ -104,13 +113,37 @@ class Connection:
             return
         try:
             self._send.send_nowait((encode(frame), delivery_id))
-            if delivery_id is not None and self.queued_in_replay is not None:
-                self.queued_in_replay.add(delivery_id)
+            if delivery_id is not None:
+                self.expect_ack(delivery_id, frame["session_id"], frame["seq"])
+                if self.queued_in_replay is not None:
+                    self.queued_in_replay.add(delivery_id)
         except trio.WouldBlock:
             self.kill(CLOSE_TOO_SLOW, f"too slow: {self.settings.max_backlog} frames unread; "
                                       "reconnect with after_seq to catch up")
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
+
+    def expect_ack(self, delivery_id: str, session_id: str, seq: int) -> None:
+        """Note a delivery queued or written to this client: its ack will be free."""
+        self._unacked[delivery_id] = None
+        self._unacked.move_to_end(delivery_id)
+        while len(self._unacked) > _ACKS_KEPT:
+            self._unacked.popitem(last=False)
+        self._sent_through[session_id] = max(self._sent_through.get(session_id, 0), seq)
+
+    def take_ack(self, delivery_id: str) -> bool:
+        """Whether *delivery_id* was sent to this client and not acked by it yet (from now on
+        it counts as acked here: a repeat is not free)."""
+        return self._unacked.pop(delivery_id, False) is None
+
+    def take_ack_through(self, session_id: str, seq: int) -> bool:
+        """Whether an ack of *session_id* up to *seq* covers a seq sent to this client above
+        what it acked by seq before (from now on those count as acked here)."""
+        covered = min(seq, self._sent_through.get(session_id, 0))
+        if covered <= self._acked_through.get(session_id, 0):
+            return False
+        self._acked_through[session_id] = covered
+        return True
 
     def kill(self, code: int, reason: str) -> None:
         """Close the connection with *code* / *reason* (the first one given wins)."""

@@ -6,9 +6,11 @@ up in the conversation's durable record first: a known id is answered ``accepted
 two connections is caught in memory. A new message goes through ``handle_inbound`` (commands
 included); once it was accepted its id is recorded, then the client gets ``accepted``.
 
-An ack confirms only deliveries of the connection's own conversation: ids this gateway sent
-there are confirmed at once, others are checked against the store (and charged to the
-client's rate), and foreign or unknown ids get ``unknown_delivery``.
+An ack confirms only deliveries of the connection's own conversation: ids this connection
+was sent (once each) or this gateway sent there are confirmed at once, for free; others are
+charged to the client's rate and checked against the store, and foreign or unknown ids get
+``unknown_delivery``. An ack by ``up_to_seq`` is free when it covers a seq this connection
+was sent and had not acked by seq; any other is charged.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ log = logging.getLogger("tidings.gateway")
 
 
 async def on_frame(gateway: GatewayChannel, conn: Connection, frame: ClientFrame) -> None:
-    """Handle one parsed frame; a refusal becomes an ``error`` frame. Everything but a
-    well-formed ack is charged to the client's rate."""
+    """Handle one parsed frame; a refusal becomes an ``error`` frame. Everything but an ack
+    of what this connection was sent is charged to the client's rate (see :func:`on_ack`)."""
     try:
         if isinstance(frame, Message):
             if conn.charge():
@@ -127,20 +129,29 @@ async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
     conversation = conn.conversation
     rt = gateway.runtime
     if frame.delivery_ids is None:
+        assert frame.up_to_seq is not None
         session_id = frame.session_id or gateway.directory.cached(conversation) \
             or conn.session_id
-        if frame.session_id is not None:
+        # Free only when it acks what this connection was sent (then the session is one of
+        # its conversation's); otherwise it is a store read like any other frame's work.
+        if not conn.take_ack_through(session_id, frame.up_to_seq):
             if not conn.charge():
                 return
-            if not await gateway.owns(conversation, frame.session_id):
+            if frame.session_id is not None and not await gateway.owns(conversation,
+                                                                        frame.session_id):
                 raise FrameError("unknown_delivery", "ack.session_id: not a session of this "
                                                      "conversation", field="session_id")
-        assert frame.up_to_seq is not None
         for delivery_id in await rt.confirm_through(session_id, frame.up_to_seq):
             gateway.sent.pop(delivery_id, None)
         return
-    ours = [i for i in frame.delivery_ids if gateway.sent.get(i) == conversation.key]
-    others = [i for i in frame.delivery_ids if gateway.sent.get(i) != conversation.key]
+    # Free: what this connection was sent (also rows another device acked first) and what
+    # the gateway sent this conversation; anything else is charged, then looked up.
+    ours, others = [], []
+    for delivery_id in frame.delivery_ids:
+        if conn.take_ack(delivery_id) or gateway.sent.get(delivery_id) == conversation.key:
+            ours.append(delivery_id)
+        else:
+            others.append(delivery_id)
     if others:
         if not conn.charge(len(others)):
             return

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
+
+from tidings.channels import GatewayClosed
 
 
 async def _next_delivery(client: Any) -> dict[str, Any]:
@@ -24,6 +27,11 @@ async def _nothing_more(client: Any) -> None:
     with trio.fail_after(10):
         while (frame := await client.receive())["type"] != "synced":
             assert frame["type"] != "delivery", f"delivered again: {frame}"
+
+
+async def _read_until(client: Any, frame_type: str) -> None:
+    while (await client.receive())["type"] != frame_type:
+        pass
 
 
 def _gate_replay_reads(rt: Any) -> tuple[trio.Event, trio.Event]:
@@ -64,3 +72,56 @@ async def test_a_row_another_device_acks_during_a_replay_is_not_written_twice(
             assert frame["delivery_id"] == handle.delivery_id
             await laptop.ack(handle.delivery_id)
             await _nothing_more(laptop)
+
+
+async def _deliveries(client: Any, n: int, *, ack: bool) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    while len(found) < n:
+        found.append(frame := await _next_delivery(client))
+        if ack:
+            await client.ack(frame["delivery_id"])
+    return found
+
+
+async def test_a_device_catching_up_on_what_another_device_acked_may_ack_it_all(
+        rt, serve_gateway, connect, wait_status, mock_clock) -> None:
+    """Acks of the deliveries a connection was sent are free (README), also of rows another
+    device acked first: a device that catches up on a backlog and acks every delivery, one
+    frame each, is not closed as flooding. (The clock stands still: no token comes back.)"""
+    async with serve_gateway(rt, rate=1, burst=5) as (_gateway, url):
+        async with connect(url, "alpha") as phone:
+            session_id = phone.session_id
+            handles = [await rt.notify(session_id, f"n{i}") for i in range(12)]
+            await _deliveries(phone, 12, ack=True)
+            with trio.fail_after(10):
+                await wait_status(rt, handles[-1].delivery_id, "sent")
+        async with connect(url, "alpha", session_id=session_id, after_seq=0) as laptop:
+            frames = await _deliveries(laptop, 12, ack=True)  # all ``sent``: by the phone
+            assert [f["text"] for f in frames] == [f"n{i}" for i in range(12)]
+            await _nothing_more(laptop)  # still connected: no 4029
+            live = await rt.notify(session_id, "live")
+            frame = await _next_delivery(laptop)
+            assert frame["delivery_id"] == live.delivery_id
+            await laptop.ack(frame["delivery_id"])
+            with trio.fail_after(10):
+                await wait_status(rt, live.delivery_id, "sent")
+
+
+async def test_acks_by_seq_that_ack_nothing_sent_here_are_charged(
+        rt, serve_gateway, connect, mock_clock) -> None:
+    """Every ``ack`` by ``up_to_seq`` costs a store read (and maybe a write): only one that
+    acks deliveries this connection was sent is free, so a flood of empty ones is closed
+    ``4029`` like any other flood."""
+    async with serve_gateway(rt, rate=1, burst=5) as (_gateway, url), \
+            connect(url, "alpha") as client:
+        session_id = client.session_id
+        handle = await rt.notify(session_id, "one")
+        frame = await _next_delivery(client)
+        await client.ack_up_to(frame["seq"])  # acks what it was sent: free
+        for _ in range(10):
+            await client.ack_up_to(frame["seq"])  # nothing of its own left to ack
+        await client.sync()  # answered only if the flood was let through
+        with pytest.raises(GatewayClosed) as closed:
+            await _read_until(client, "synced")
+        assert closed.value.code == 4029
+        assert (await rt.delivery_status(handle.delivery_id)).status == "sent"
