@@ -87,6 +87,7 @@ ERROR_CODES = {
 
 _ID_LIMIT = 200
 _MAX_ACK_IDS = 1000
+_COUNT_LIMIT = 2 ** 63 - 1  # the largest integer SQLite stores: a seq beyond it is no seq
 
 
 class FrameError(ProtocolError):
@@ -231,6 +232,8 @@ class _Fields:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise self._error("bad_field", name, f"must be an integer >= 0, got {value!r}")
+        if value > _COUNT_LIMIT:
+            raise self._error("bad_field", name, f"must be at most {_COUNT_LIMIT}")
         return value
 
 

@@ -125,3 +125,27 @@ async def test_acks_by_seq_that_ack_nothing_sent_here_are_charged(
             await _read_until(client, "synced")
         assert closed.value.code == 4029
         assert (await rt.delivery_status(handle.delivery_id)).status == "sent"
+
+
+async def test_a_seq_too_big_for_the_store_is_a_bad_field_not_an_internal_error(
+        rt, serve_gateway, connect) -> None:
+    """A seq the store cannot hold (SQLite integers are 64-bit) is refused by name: an ack
+    gets ``bad_field`` naming ``up_to_seq`` and the connection goes on; a hello is closed
+    ``4000`` naming ``after_seq``. Nothing is confirmed."""
+    huge = 2 ** 63
+    async with serve_gateway(rt) as (_gateway, url):
+        async with connect(url, "alpha") as client:
+            handle = await rt.notify(client.session_id, "one")
+            await _next_delivery(client)
+            await client.ack_up_to(huge)
+            with trio.fail_after(10):
+                error = await client.receive()
+            assert (error["type"], error["code"], error["field"]) == (
+                "error", "bad_field", "up_to_seq")
+            await _nothing_more(client)  # still connected
+            assert (await rt.delivery_status(handle.delivery_id)).status == "sending"
+        with pytest.raises(GatewayClosed) as closed:
+            async with connect(url, "alpha", after_seq=huge):
+                pass
+        assert closed.value.code == 4000
+        assert "after_seq" in (closed.value.reason or "")

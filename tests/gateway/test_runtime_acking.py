@@ -34,6 +34,16 @@ async def test_confirm_through_settles_sending_and_unknown_rows_up_to_the_seq(rt
         await rt.confirm_through(session_id, -1)
 
 
+@pytest.mark.parametrize("seq", [-1, 2 ** 63])
+async def test_a_seq_the_store_cannot_hold_is_a_validation_error(rt, seq: int) -> None:
+    session_id = await rt.create_session(channel="gateway")
+    with pytest.raises(ValidationError) as confirm:
+        await rt.confirm_through(session_id, seq)
+    with pytest.raises(ValidationError) as read:
+        await rt.stored_deliveries(session_id, after_seq=seq)
+    assert (confirm.value.field, read.value.field) == ("seq", "after_seq")
+
+
 async def test_stored_deliveries_reads_rows_after_a_seq_by_kind_and_status(rt) -> None:
     session_id = await rt.create_session(channel="gateway")
     async with rt.open_turn(session_id) as ctx:
