@@ -4,7 +4,9 @@ The first frame must be a ``hello`` whose token matches (compared in constant ti
 anything else is looked at; otherwise the connection is closed with ``4001`` and a reason,
 and nothing was read or written. Then the protocol version, then the other fields (``4000``
 naming the field). The conversation NAME resolves (or creates) its session under the
-directory's lock, which also binds the gateway as its route.
+directory's lock, which also binds the gateway as its route. A session this gateway was not
+the route of until then has its ``unrouted`` rows (left while no gateway had it) handed back
+to its lane at once, so they come in seq order before anything newer, whatever the hello says.
 
 Replay (``after_seq`` given): for the session the client names (default: the current one),
 rows up to ``after_seq`` still ``sending`` / ``unknown`` become ``sent`` before ``welcome``
@@ -108,7 +110,10 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
     conversation = gateway.conversation_named(hello.conversation)
     try:
         async with gateway.directory.lock(conversation):
+            cached = gateway.directory.cached(conversation)
+            bound = cached is not None and _bound_here(gateway, cached)
             session_id, _ = await gateway.directory.resolve(conversation)
+            rebound = [] if bound and session_id == cached else [session_id]
             plan: list[tuple[str, int]] = []
             if hello.after_seq is not None:
                 plan.append((session_id, hello.after_seq))
@@ -116,9 +121,13 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
                 if not await gateway.owns(conversation, hello.session_id):
                     raise Refused(CLOSE_BAD_HELLO, "bad hello: hello.session_id: not a session "
                                                    "of this conversation")
+                if not _bound_here(gateway, hello.session_id):
+                    rebound.append(hello.session_id)
                 gateway.directory.attach(conversation, hello.session_id)
                 if hello.after_seq is not None:
                     plan = [(hello.session_id, hello.after_seq), (session_id, 0)]
+            for bound_now in rebound:  # before anything newer can be delivered there
+                await _requeue_unrouted(gateway, bound_now)
             last_seq = await gateway.runtime.last_seq(session_id)
         for replayed_session, after_seq in plan:  # settled before welcome is sent
             for delivery_id in await gateway.runtime.confirm_through(replayed_session,
@@ -127,6 +136,31 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
     except RuntimeClosedError:
         raise Refused(CLOSE_GOING_AWAY, "server shutting down") from None
     return Admission(hello, conversation, session_id, last_seq, tuple(plan))
+
+
+def _bound_here(gateway: GatewayChannel, session_id: str) -> bool:
+    """Whether *session_id*'s live route is this gateway now."""
+    binding = gateway.runtime.router.binding(session_id)
+    return binding is not None and binding.route is gateway
+
+
+async def _requeue_unrouted(gateway: GatewayChannel, session_id: str) -> None:
+    """Hand the session's ``unrouted`` message and notice rows (left while no gateway had it
+    bound) back to its lane, now that this gateway is its route: they are delivered in seq
+    order, before any row written from now on. Were they left for a replay instead, a row
+    delivered meanwhile (to a client without ``after_seq``) would go before them, and a
+    client that then acks or says ``after_seq`` by the higher seq would confirm rows it
+    never got."""
+    rt = gateway.runtime
+    cursor = 0
+    while True:
+        rows = await rt.stored_deliveries(session_id, after_seq=cursor,
+                                          limit=gateway.settings.replay_page,
+                                          kinds=("message", "notice"), statuses=("unrouted",))
+        if not rows:
+            return
+        cursor = rows[-1].outbound.seq
+        await rt.requeue(session_id, [row.outbound.delivery_id for row in rows])
 
 
 async def replay(gateway: GatewayChannel, conn: Connection,

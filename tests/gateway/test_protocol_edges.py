@@ -149,3 +149,39 @@ async def test_a_seq_too_big_for_the_store_is_a_bad_field_not_an_internal_error(
                 pass
         assert closed.value.code == 4000
         assert "after_seq" in (closed.value.reason or "")
+
+
+async def test_rows_unrouted_while_no_gateway_ran_go_before_anything_newer(
+        rt, serve_gateway, connect, wait_status) -> None:
+    """A row left ``unrouted`` (no gateway had the session) must not come after a newer row:
+    a client that gets them out of order and comes back with the higher seq as ``after_seq``
+    has the lower one confirmed ``sent`` although it never got it."""
+    async with serve_gateway(rt) as (_gateway, url), connect(url, "alpha") as phone:
+        session_id = phone.session_id
+        one = await rt.notify(session_id, "one")
+        await _deliveries(phone, 1, ack=True)
+        with trio.fail_after(10):
+            await wait_status(rt, one.delivery_id, "sent")
+    two = await rt.notify(session_id, "two")  # no gateway has the session: unrouted
+    with trio.fail_after(10):
+        await wait_status(rt, two.delivery_id, "unrouted")
+    async with serve_gateway(rt) as (_gateway, url):
+        async with connect(url, "alpha") as laptop:  # another device, no after_seq
+            three = await rt.notify(session_id, "three")
+            while (await _deliveries(laptop, 1, ack=True))[0]["text"] != "three":
+                pass
+            with trio.fail_after(10):
+                await wait_status(rt, three.delivery_id, "sent")
+        async with connect(url, "alpha", session_id=session_id, after_seq=1) as back:
+            first = await _next_delivery(back)  # the connection breaks after this one
+        got = [(first["seq"], first["text"])]
+        async with connect(url, "alpha", session_id=session_id,
+                           after_seq=first["seq"]) as again:
+            await again.sync()
+            with trio.fail_after(10):
+                while (frame := await again.receive())["type"] != "synced":
+                    if frame["type"] == "delivery":
+                        got.append((frame["seq"], frame["text"]))
+                        await again.ack(frame["delivery_id"])
+        assert got == [(2, "two"), (3, "three")]
+        assert (await rt.delivery_status(two.delivery_id)).status == "sent"
