@@ -6,7 +6,7 @@ method is a thin front for :mod:`._conversations`, :mod:`._tasks` or :mod:`._ses
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tidings.actors import _conversations, _session_io
@@ -86,9 +86,12 @@ class ChannelSupport:
         return await _session_io.record_user_message(self._rt, session_id, text,
                                                      turn_id=turn_id)
 
-    async def session_has_turns(self, session_id: str) -> bool:
-        """Whether a turn was ever begun in the session (durable across restarts)."""
-        return await _session_io.has_turns(self._rt, session_id)
+    async def session_has_turns(self, session_id: str, *,
+                                excluding: Iterable[str] = ()) -> bool:
+        """Whether a turn other than those in *excluding* was ever begun in the session (read
+        from the database, so it holds across restarts). A channel excludes the turns it
+        began whose agent never ran: their rows cannot tell that apart."""
+        return await _session_io.has_turns(self._rt, session_id, excluding=excluding)
 
     @property
     def _rt(self) -> Runtime:

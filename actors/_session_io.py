@@ -9,7 +9,7 @@ history rows (later model context sees them); assistant history is untouched.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tidings.actors._blocks import TextBlock
@@ -81,6 +81,7 @@ async def record_user_message(rt: Runtime, session_id: str, text: str, *,
     return message_id
 
 
-async def has_turns(rt: Runtime, session_id: str) -> bool:
-    """Whether a turn was ever begun in the session (durable: it survives restarts)."""
-    return await rt.store.read(session_has_turns, session_id)
+async def has_turns(rt: Runtime, session_id: str, *, excluding: Iterable[str] = ()) -> bool:
+    """Whether a turn other than those in *excluding* was ever begun in the session (read
+    from the database: it survives restarts). *excluding* is copied before the read."""
+    return await rt.store.read(session_has_turns, session_id, frozenset(excluding))

@@ -19,7 +19,9 @@ BLOCK_SEPARATOR = "\n\n"
 
 STEER_NOTE = ("[The user sent a new message while you were working. "
               "Their previous request has been cancelled.]")
-"""Prefixed to the user's text of a turn that replaced a cancelled one (dispatch mode steer)."""
+"""Prefixed to the user's text of a turn that replaced a cancelled one (dispatch mode steer),
+only when the agent had been given the cancelled request: a turn steered away before its agent
+ran was never worked on."""
 
 _FIELD_LIMIT = 200
 
@@ -48,11 +50,15 @@ def compose_first_prompt(config: ChannelConfig, user_text: str, *, first_in_sess
                    steered: bool = False) -> str:
     """What the agent sees for ``user_text``.
 
-    On the first turn of a session: the instructions (when not blank), then the boundary note
-    (only when identity or memory scope is configured), then the text, joined by
-    :data:`BLOCK_SEPARATOR`. Later turns get the text alone. ``steered`` puts
-    :data:`STEER_NOTE` right before the text. A channel with none of these gets ``user_text``
-    unchanged.
+    With ``first_in_session``: the instructions (when not blank), then the boundary note (only
+    when identity or memory scope is configured), then the text, joined by
+    :data:`BLOCK_SEPARATOR`. Otherwise the text alone. ``steered`` puts :data:`STEER_NOTE`
+    right before the text. A channel with none of these gets ``user_text`` unchanged.
+
+    The caller decides both flags from what the agent has seen, not from the turn rows alone:
+    ``first_in_session`` is true until a prompt of the session has reached the agent (a turn
+    cancelled while it opened does not count), and ``steered`` only when the agent had been
+    given the request that was steered away. A pure function: the same flags, the same prompt.
     """
     blocks: list[str] = []
     if first_in_session:

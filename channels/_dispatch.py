@@ -4,8 +4,10 @@ Each session with work has one worker, a task in the runtime's supervision tree 
 session's turns one after another, so two turns of one session never run at once.
 
 - ``steer`` (default): cancel the active turn (reason ``steer``), then run the new message
-  after it, with the steer note prefixed when the active turn really ended ``cancelled(steer)``.
-  Messages that arrive while one is already waiting join it (nothing the user said is lost).
+  after it, with the steer note prefixed when the active turn really ended ``cancelled(steer)``
+  after its agent ran (an agent that never saw a request is not told it was cancelled; a steer
+  note such a turn carried passes on to the next). Messages that arrive while one is already
+  waiting join it (nothing the user said is lost).
 - ``followup``: per-session FIFO; each message is its own turn.
 - ``collect``: messages that arrive during a turn are buffered and sent as one turn after it.
 """
@@ -45,6 +47,8 @@ class PendingTurn:
 
     inbounds: list[Inbound]
     steered: bool = False
+    """Its prompt gets the steer note: a turn whose agent was working was steered away for
+    it (or such a note went to a turn whose agent then never ran)."""
 
     @property
     def text(self) -> str:
@@ -59,14 +63,25 @@ class PendingTurn:
 class SessionState:
     """One session's turns in this channel: the active one and those waiting."""
 
-    __slots__ = ("active", "conversation", "pending", "session_id", "working")
+    __slots__ = ("active", "conversation", "pending", "session_id", "unseen_turns", "working")
 
-    def __init__(self, session_id: str, conversation: Conversation) -> None:
+    def __init__(self, session_id: str, conversation: Conversation,
+                 unseen_turns: set[str] | None = None) -> None:
         self.session_id = session_id
         self.conversation = conversation
         self.active: ActiveTurn | None = None
         self.pending: collections.deque[PendingTurn] = collections.deque()
         self.working = False
+        self.unseen_turns: set[str] = set() if unseen_turns is None else unseen_turns
+        """Turns this process began in the session whose agent has not run (the active one
+        while it opens; those cancelled or failed while they opened), until an agent runs in
+        the session: then all are cleared. Whether a prompt is the session's first leaves them
+        out, since the agent never saw their prompts.
+
+        Held in memory only (no column records that an agent ran): such a turn begun by an
+        earlier process counts as seen, so a session whose only turns are ones a stopped
+        process never got to run (a stop or crash right after a cancel-while-opening) gets no
+        instructions. Kept by :class:`Dispatch` while the session is idle."""
 
 
 class Dispatch:
@@ -75,6 +90,10 @@ class Dispatch:
     def __init__(self, channel: ChannelBase) -> None:
         self._channel = channel
         self._states: dict[str, SessionState] = {}
+        self._unseen_turns: dict[str, set[str]] = {}
+        """:attr:`SessionState.unseen_turns` of idle sessions (their state is forgotten), for
+        the session's next state; only non-empty sets: one small entry per session whose
+        agent has not run since a turn was cancelled while it opened."""
         self._idle = trio.Event()
         self._idle.set()
 
@@ -99,7 +118,8 @@ class Dispatch:
         mode = self._channel.config.dispatch_mode
         state = self._states.get(session_id)
         if state is None:
-            state = self._states[session_id] = SessionState(session_id, conversation)
+            state = self._states[session_id] = SessionState(
+                session_id, conversation, self._unseen_turns.pop(session_id, None))
         busy = state.active is not None or bool(state.pending)
         if mode in ("steer", "collect") and state.pending:
             state.pending[-1].inbounds.append(inbound)
@@ -154,9 +174,9 @@ class Dispatch:
         tasks = self._channel.runtime.tasks
         try:
             while state.pending and not tasks.stopping:
-                emitter = await run_turn(self._channel, state, state.pending.popleft())
-                if (emitter.outcome == "cancelled" and emitter.cancel_reason == "steer"
-                        and state.pending):
+                pending = state.pending.popleft()
+                turn = await run_turn(self._channel, state, pending)
+                if state.pending and _owes_steer_note(pending, turn):
                     state.pending[0].steered = True
         finally:
             self._worker_ended(state)
@@ -176,5 +196,16 @@ class Dispatch:
                 or self._states.get(state.session_id) is not state):
             return
         del self._states[state.session_id]
+        if state.unseen_turns:
+            self._unseen_turns[state.session_id] = state.unseen_turns
         if not self._states:
             self._idle.set()
+
+
+def _owes_steer_note(pending: PendingTurn, turn: ActiveTurn) -> bool:
+    """Whether the turn after *turn* (which ran *pending*) gets the steer note: *turn* was
+    steered away while its agent worked on it, or its agent never ran and *pending* carried a
+    note (the request that note is about was never said to be cancelled)."""
+    if not turn.agent_ran:
+        return pending.steered
+    return turn.emitter.outcome == "cancelled" and turn.emitter.cancel_reason == "steer"

@@ -6,6 +6,12 @@ chunks sent as one persisted ``message`` (none if the agent streamed nothing); `
 once that reply's intent is durable. Exactly one terminal event: ``completed``, ``cancelled``
 with the first recorded reason, or ``failed``.
 
+A turn cancelled while it opens has a turn row but its agent never runs, so the agent never
+sees its prompt. The session remembers such turns (:attr:`SessionState.unseen_turns`) until an
+agent runs in it: the first-prompt check does not count them, so the instructions and boundary
+note go to the first prompt the agent really gets, and :attr:`ActiveTurn.agent_ran` tells the
+dispatcher that no steer note is owed for such a turn.
+
 Why a turn was cancelled is recorded before its scope is cancelled: commands and steer go
 through :meth:`ActiveTurn.cancel`; a deadline that fired is recorded as ``timeout`` the moment
 anyone looks (first recorded wins, by time); a cancellation from outside the turn (the runtime's
@@ -50,6 +56,9 @@ class ActiveTurn:
         self.finishing = False
         """The outcome is decided (the reply is being written, or the agent failed): a
         cancel that comes now is refused, and a deadline that passes now is not a timeout."""
+        self.agent_ran = False
+        """The agent was called with this turn's prompt. False for a turn cancelled (or
+        failed) while it opened: whatever its prompt said, the agent never saw it."""
 
     @property
     def cancel_reason(self) -> CancelReason | None:
@@ -99,8 +108,9 @@ class ActiveTurn:
 
 
 async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTurn
-                   ) -> LifecycleEmitter:
-    """Run *pending* as the active turn of *state*; return its emitter (outcome, reason).
+                   ) -> ActiveTurn:
+    """Run *pending* as the active turn of *state*; return it as it ended: its ``emitter``
+    (outcome, reason) and whether its agent ran (``agent_ran``).
 
     Never raises for an agent's failure (that is ``failed``); re-raises ``trio.Cancelled``
     after emitting ``cancelled`` (reason ``shutdown`` unless an earlier one was recorded).
@@ -114,7 +124,7 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
         await _drive(channel, state, pending, active)
     finally:
         state.active = None
-    return emitter
+    return active
 
 
 async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn,
@@ -125,10 +135,15 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
         # hook that hangs on it cannot hold the turn past the grace terminal events get.
         with trio.CancelScope(shield=True), trio.move_on_after(_STARTED_GRACE):
             await emitter.started()
-        first = not await rt.session_has_turns(state.session_id)
+        # First as the agent sees it: no turn of the session but those whose agent never
+        # ran (turns are serial: each of those has ended). Known only for the turns this
+        # process began; see SessionState.unseen_turns.
+        first = not await rt.session_has_turns(state.session_id,
+                                               excluding=state.unseen_turns)
         prompt = compose_first_prompt(config, pending.text, first_in_session=first,
                                       steered=pending.steered)
         async with rt.open_turn(state.session_id, message_id=pending.message_id) as ctx:
+            state.unseen_turns.add(ctx.turn_id)  # until its agent runs, below
             active.attach(ctx)
             try:
                 # What the user said is history whatever happens to the turn: a cancel or
@@ -142,6 +157,10 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                 bridge = BridgeTurn(ctx, emitter, prompt=prompt, text=pending.text,
                                     message_id=pending.message_id)
                 active.start_deadline(config.turn_timeout)
+                # The agent gets the prompt now: a first prompt has been given, and every
+                # turn of the session counts from here on.
+                active.agent_ran = True
+                state.unseen_turns.clear()
                 await channel.agent.run(bridge)
                 await _finish(ctx, active, bridge)
             except BaseException as exc:

@@ -2,13 +2,15 @@
 
 A user's message becomes a ``user`` history row (``persist``: later model context sees it);
 resuming a session is an ownership check and a rebind in one transaction, so a session cannot
-change hands between the check and the bind; and whether a session has had a turn decides,
-durably, whether a prompt is the first of its session.
+change hands between the check and the bind; and whether a session has had a turn (other than
+those its caller knows never reached the agent) decides whether a prompt is the first of its
+session.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Collection
 from typing import Literal
 
 from tidings.store._ops import Call, InsertRows, Op
@@ -57,7 +59,19 @@ def resume_conversation(core_id: str, channel: str, conversation_key: str, sessi
     return Call(run)
 
 
-def session_has_turns(conn: sqlite3.Connection, session_id: str) -> bool:
-    """Whether any turn was ever begun in the session (a read, for ``Store.read``)."""
-    return conn.execute("SELECT 1 FROM turns WHERE session_id = ? LIMIT 1",
-                        (session_id,)).fetchone() is not None
+def session_has_turns(conn: sqlite3.Connection, session_id: str,
+                      excluding: Collection[str] = ()) -> bool:
+    """Whether any turn but those in *excluding* was ever begun in the session (a read, for
+    ``Store.read``).
+
+    *excluding* is what the caller knows about turns no row can tell apart: a channel passes
+    the turns it began whose agent never ran (cancelled while they opened), so a session whose
+    only turns are those still counts as having none. At most ``len(excluding) + 1`` rows are
+    read (by the ``turns_session`` index); the ids are not SQL parameters, so their number is
+    not bounded by SQLite's variable limit.
+    """
+    excluded = frozenset(excluding)
+    # Any len(excluded) + 1 rows hold one not excluded, if there is one.
+    rows = conn.execute("SELECT turn_id FROM turns WHERE session_id = ? LIMIT ?",
+                        (session_id, len(excluded) + 1)).fetchall()
+    return any(turn_id not in excluded for (turn_id,) in rows)
