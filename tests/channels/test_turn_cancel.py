@@ -192,7 +192,7 @@ async def test_a_cancelled_agent_inside_its_own_nursery_is_still_cancelled(rt, d
     assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
 
 
-async def test_an_agent_that_fails_while_being_cancelled_is_cancelled(rt) -> None:
+async def test_an_agent_that_fails_while_being_cancelled_is_cancelled(rt, db_path) -> None:
     class Wrapping:
         async def run(self, turn) -> None:
             await turn.send_chunk("waiting")
@@ -208,6 +208,8 @@ async def test_an_agent_that_fails_while_being_cancelled_is_cancelled(rt) -> Non
     await channel.wait_idle()
     assert terminals(channel) == ["cancelled"]
     assert cancels(channel) == ["cancel_command"]
+    # the turns table agrees with the lifecycle: not ``failed``
+    assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
 
 
 async def test_cancel_reaches_a_turn_left_running_in_the_previous_session(rt) -> None:

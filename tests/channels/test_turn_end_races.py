@@ -63,25 +63,6 @@ async def test_a_cancel_that_arrives_while_a_failed_turn_ends_leaves_it_failed(
         assert STEER_NOTE not in agent.prompts[1]  # nothing was steered away
 
 
-async def test_an_agent_that_fails_while_being_cancelled_is_cancelled_in_the_turns_table(
-        rt, db_path) -> None:
-    class Wrapping:
-        async def run(self, turn) -> None:
-            await turn.send_chunk("waiting")
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                raise RuntimeError("interrupted") from None  # what a careless agent does
-
-    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=Wrapping())
-    await channel.say("go")
-    await channel.wait_events("text_chunk")
-    await channel.say("/cancel")
-    await channel.wait_idle()
-    assert terminals(channel) == ["cancelled"]
-    assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
-
-
 async def test_shutdown_meets_an_agent_whose_nursery_fails_and_the_turn_is_cancelled(
         db_path, workspace) -> None:
     class Careless:

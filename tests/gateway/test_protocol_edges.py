@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from tidings.channels import GatewayClosed
+from tidings.testing import WriterGate, writer_gate
 
 
 async def _next_delivery(client: Any) -> dict[str, Any]:
@@ -185,3 +187,64 @@ async def test_rows_unrouted_while_no_gateway_ran_go_before_anything_newer(
                         await again.ack(frame["delivery_id"])
         assert got == [(2, "two"), (3, "three")]
         assert (await rt.delivery_status(two.delivery_id)).status == "sent"
+
+
+async def test_a_client_back_while_its_rows_are_abandoned_loses_no_ack_and_gets_nothing_twice(
+        rt, serve_gateway, connect, wait_status) -> None:
+    """When the last connection of a conversation leaves, the gateway turns that session's
+    unacked rows ``unknown``. The set of rows is taken synchronously when the abandon starts,
+    while no connection is in the hub, so rows handed to a client that returns while that
+    commit is in flight are never in it; a row the returning client gets by replay and acks
+    is ``sent`` whichever commit lands first (``unknown`` only leaves ``sending``; an ack takes
+    ``unknown`` to ``sent``)."""
+    opened = trio.Event()
+
+    async def hold_the_writer(*, task_status: trio.TaskStatus[WriterGate]) -> None:
+        async with writer_gate(rt.store) as gate:
+            task_status.started(gate)
+            await opened.wait()
+
+    async def status(delivery_id: str) -> str:
+        return (await rt.delivery_status(delivery_id)).status
+
+    async with serve_gateway(rt) as (gateway, url), trio.open_nursery() as nursery:
+        async with connect(url, "alpha") as first:
+            session_id = first.session_id
+            old = await rt.notify(session_id, "old")
+            assert (await _next_delivery(first))["delivery_id"] == old.delivery_id  # no ack
+            gate = await nursery.start(hold_the_writer)  # every write now queues behind it
+        # the last connection left: its abandon is in flight, held at the writer's gate
+        await trio.testing.wait_all_tasks_blocked()
+        assert not gateway.hub(gateway.conversation_named("alpha")).connections
+        assert await status(old.delivery_id) == "sending"
+
+        async with connect(url, "alpha", after_seq=0) as second:
+            replayed = await _next_delivery(second)  # still ``sending``: replayed to it
+            assert replayed["delivery_id"] == old.delivery_id
+            await second.ack(old.delivery_id)  # its commit queues behind the abandon's
+            fresh: list[Any] = []
+
+            async def notify_fresh() -> None:
+                fresh.append(await rt.notify(session_id, "fresh"))
+
+            nursery.start_soon(notify_fresh)  # written (and claimed) after the gate opens
+            await trio.testing.wait_all_tasks_blocked()
+            gate.release()
+            opened.set()
+
+            frame = await _next_delivery(second)
+            [handle] = fresh
+            assert (frame["delivery_id"], frame["text"]) == (handle.delivery_id, "fresh")
+            with trio.fail_after(10):
+                await wait_status(rt, old.delivery_id, "sent")  # the ack was not lost
+            # the fresh row was handed to a live client: the abandon did not touch it
+            assert await status(handle.delivery_id) == "sending"
+            await second.ack(handle.delivery_id)
+            await _nothing_more(second)
+            assert await status(handle.delivery_id) == "sent"
+            seen = second.seen[session_id]
+
+        async with connect(url, "alpha", after_seq=seen) as third:  # nothing to replay
+            await _nothing_more(third)
+        assert [await status(d) for d in (old.delivery_id, handle.delivery_id)] == [
+            "sent", "sent"]
