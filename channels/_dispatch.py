@@ -10,11 +10,18 @@ session's turns one after another, so two turns of one session never run at once
   waiting join it (nothing the user said is lost).
 - ``followup``: per-session FIFO; each message is its own turn.
 - ``collect``: messages that arrive during a turn are buffered and sent as one turn after it.
+
+A message that was accepted but whose turn never ran (the runtime stopped while it waited, or
+its worker's task was cancelled or abandoned) is not dropped silently: the session gets one
+notice per such turn through the outbox (:func:`unanswered_notice`), so the user learns it was
+not answered and can send it again, even after a restart. ``/clear`` drops waiting turns too,
+but at the user's own request: nothing is said about those.
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 from typing import TYPE_CHECKING, Literal
 
@@ -23,18 +30,31 @@ import trio
 
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
+from tidings.channels._sanitize import sanitize_line
 from tidings.channels._turn import ActiveTurn, run_turn
+from tidings.errors import RuntimeClosedError, StoreClosedError
 
 if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
     from tidings.channels._lifecycle import CancelReason
 
-__all__ = ["COLLECT_SEPARATOR", "Dispatch", "PendingTurn", "SessionState", "Submitted"]
+__all__ = [
+    "COLLECT_SEPARATOR",
+    "UNANSWERED_EXCERPT",
+    "Dispatch",
+    "PendingTurn",
+    "SessionState",
+    "Submitted",
+    "unanswered_notice",
+]
 
 log = logging.getLogger("tidings.channels")
 
 COLLECT_SEPARATOR = "\n\n"
 """Between the texts of messages merged into one turn."""
+
+UNANSWERED_EXCERPT = 80
+"""Characters of a dropped message quoted in its notice (one line, ellipsis included)."""
 
 Submitted = Literal["started", "queued", "merged"]
 """``started``: the session was idle, the turn starts now; ``queued``: it runs after the turn(s)
@@ -58,6 +78,17 @@ class PendingTurn:
     def message_id(self) -> str | None:
         """The newest message's id (the one the turn answers last)."""
         return self.inbounds[-1].message_id
+
+
+def unanswered_notice(pending: PendingTurn) -> str:
+    """The notice for a turn that was accepted but never ran: it says the message was not
+    answered because the server stopped and asks for it again, quoting its start (merged
+    messages as one text) on one sanitized line of at most :data:`UNANSWERED_EXCERPT`
+    characters, so the user can tell which message it means and no control or bidi character
+    of theirs can reshape the notice."""
+    excerpt = sanitize_line(pending.text, limit=UNANSWERED_EXCERPT)
+    return ("Your message was not answered because the server stopped before it got to it. "
+            f'Please send it again: "{excerpt}"')
 
 
 class SessionState:
@@ -94,6 +125,9 @@ class Dispatch:
         """:attr:`SessionState.unseen_turns` of idle sessions (their state is forgotten), for
         the session's next state; only non-empty sets: one small entry per session whose
         agent has not run since a turn was cancelled while it opened."""
+        self._telling = 0
+        """Notices about dropped turns being written (:meth:`_tell_unanswered`): the
+        channel is not idle until they are durable."""
         self._idle = trio.Event()
         self._idle.set()
 
@@ -142,7 +176,10 @@ class Dispatch:
         return cancelled
 
     def drop_pending(self, conversation: Conversation) -> int:
-        """Drop the turns still waiting in *conversation*'s sessions; how many were dropped."""
+        """Drop the turns still waiting in *conversation*'s sessions; how many were dropped.
+
+        ``/clear``: the user asked for it, so no notice is sent about them (unlike turns a
+        worker leaves behind when it ends, see :meth:`_tell_unanswered`)."""
         dropped = 0
         for state in self.states_of(conversation):
             dropped += len(state.pending)
@@ -150,7 +187,8 @@ class Dispatch:
         return dropped
 
     async def wait_idle(self) -> None:
-        """Block until no session of this channel has an active or waiting turn."""
+        """Block until no session of this channel has an active or waiting turn, and every
+        notice about a turn that was dropped unanswered is durable."""
         while not self._idle.is_set():
             await self._idle.wait()
         await trio.lowlevel.checkpoint()
@@ -162,7 +200,7 @@ class Dispatch:
         name = f"{self._channel.config.name}:{state.session_id}"
         try:
             self._channel.runtime.start_task(name, self._work, state,
-                                             on_abandon=lambda: self._worker_ended(state))
+                                             on_abandon=lambda: self._abandoned(state))
         except BaseException:
             state.working = False
             if outcome != "merged":
@@ -179,17 +217,100 @@ class Dispatch:
                 if state.pending and _owes_steer_note(pending, turn):
                     state.pending[0].steered = True
         finally:
-            self._worker_ended(state)
+            dropped = self._worker_ended(state)
+            if dropped:
+                # Often reached through a cancellation (the runtime's stop after the grace):
+                # shielded so the notices are written while the store's writer still runs,
+                # and bounded, as the writer answers every request.
+                with trio.CancelScope(shield=True):
+                    await self._tell_unanswered(state.session_id, dropped)
 
-    def _worker_ended(self, state: SessionState) -> None:
-        """The session's worker ended (or never ran: its task failed before it began)."""
+    def _worker_ended(self, state: SessionState) -> list[PendingTurn]:
+        """The session's worker ended (or never ran: its task failed before it began).
+
+        Returns the turns still waiting, now taken from the session: they will never run, and
+        whoever ends the worker must tell the user about them (:meth:`_tell_unanswered`,
+        which also lets :meth:`wait_idle` return). The session is idle at once, so a message
+        that comes meanwhile starts a new worker.
+        """
         state.working = False
-        if state.pending:
-            log.warning("event=turns_dropped channel=%s session=%s count=%d "
-                        "reason=worker_ended", self._channel.config.name,
-                        state.session_id, len(state.pending))
-            state.pending.clear()
+        dropped = list(state.pending)
+        state.pending.clear()
+        if dropped:
+            self._telling += 1  # until _told(): the channel is not idle before they are
+            if self._idle.is_set():
+                self._idle = trio.Event()
         self._forget_if_idle(state)
+        return dropped
+
+    def _abandoned(self, state: SessionState) -> None:
+        """The worker's task ended before it ran (sync, from the supervisor): its waiting
+        turns are told about by a task of their own, since nothing can be awaited here."""
+        dropped = self._worker_ended(state)
+        if not dropped:
+            return
+        name = f"{self._channel.config.name}:{state.session_id}:unanswered"
+        not_told = functools.partial(self._not_told, state.session_id, len(dropped))
+
+        def abandoned(why: str) -> None:
+            not_told(0, why)
+            self._told()
+
+        try:
+            self._channel.runtime.start_task(
+                name, self._tell_unanswered_shielded, state.session_id, dropped,
+                on_abandon=lambda: abandoned("the notice task was abandoned"))
+        except Exception as exc:  # noqa: BLE001 -- a sync callback: logged, never raised
+            abandoned(f"no task could write the notices: {exc!r}")
+
+    async def _tell_unanswered_shielded(self, session_id: str,
+                                        dropped: list[PendingTurn]) -> None:
+        """:meth:`_tell_unanswered` as a task of its own, which the runtime's stop must not
+        cut short: the notices are the only trace of those messages."""
+        with trio.CancelScope(shield=True):  # bounded: the writer answers every request
+            await self._tell_unanswered(session_id, dropped)
+
+    async def _tell_unanswered(self, session_id: str, dropped: list[PendingTurn]) -> None:
+        """Tell the user, in the session, about each turn in *dropped* (accepted, never run):
+        one notice through the runtime's outbox per turn, so it reaches the platform whenever
+        the session has a route again (after a restart too). Never raises for a failed write:
+        the runtime may already be closed; then the drop is only logged.
+
+        The dropped text does not become a ``user`` history row: history is what the model
+        saw and answered, and a question left there unanswered would be taken up later, out
+        of context, or answered twice once the user sends it again (as asked).
+        """
+        rt = self._channel.runtime
+        told = 0
+        try:
+            for pending in dropped:
+                ids = [inbound.message_id for inbound in pending.inbounds
+                       if inbound.message_id is not None]
+                await rt.notify(session_id, unanswered_notice(pending),
+                                metadata={"unanswered": True, "message_ids": ids})
+                told += 1
+        except (RuntimeClosedError, StoreClosedError) as exc:
+            self._not_told(session_id, len(dropped), told, f"the runtime is closed: {exc}")
+        except Exception as exc:  # noqa: BLE001 -- cleanup: logged, never raised over a cancel
+            self._not_told(session_id, len(dropped), told, f"the notice failed: {exc!r}")
+        else:
+            log.warning("event=turns_dropped channel=%s session=%s count=%d "
+                        "reason=worker_ended notices=%d", self._channel.config.name,
+                        session_id, len(dropped), told)
+        finally:
+            self._told()
+
+    def _told(self) -> None:
+        """One :meth:`_worker_ended` with dropped turns has been dealt with (told or
+        logged)."""
+        self._telling -= 1
+        self._set_idle_if_idle()
+
+    def _not_told(self, session_id: str, count: int, told: int, why: str) -> None:
+        log.error("event=turns_dropped channel=%s session=%s count=%d reason=worker_ended "
+                  "notices=%d note=%s", self._channel.config.name, session_id, count, told,
+                  _quoted(f"{count - told} accepted message(s) were not answered and the "
+                          f"sender was not told: {why}"))
 
     def _forget_if_idle(self, state: SessionState) -> None:
         if (state.working or state.pending or state.active is not None
@@ -198,7 +319,10 @@ class Dispatch:
         del self._states[state.session_id]
         if state.unseen_turns:
             self._unseen_turns[state.session_id] = state.unseen_turns
-        if not self._states:
+        self._set_idle_if_idle()
+
+    def _set_idle_if_idle(self) -> None:
+        if not self._states and not self._telling:
             self._idle.set()
 
 
@@ -209,3 +333,7 @@ def _owes_steer_note(pending: PendingTurn, turn: ActiveTurn) -> bool:
     if not turn.agent_ran:
         return pending.steered
     return turn.emitter.outcome == "cancelled" and turn.emitter.cancel_reason == "steer"
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', "'") + '"'
