@@ -52,7 +52,7 @@ class LaneWorker:
             lane.forget_memory()
         if lane.reread:
             _drain(ctx.mailbox)
-            lane.reread = False
+            lane.reread, lane.posted = False, 0
         with trio.CancelScope() as scope:
             lane.scope = scope
             try:
@@ -88,7 +88,7 @@ class LaneWorker:
             message = await self._park(lane, mailbox)
             if message is RETIRE:
                 try:
-                    message = mailbox.receive_nowait()
+                    message = _taken(lane, mailbox.receive_nowait())
                 except (trio.WouldBlock, trio.EndOfChannel):
                     if not lane.has_work():
                         return
@@ -108,7 +108,7 @@ class LaneWorker:
         with trio.CancelScope() if nudgeable else contextlib.nullcontext() as parked:
             lane.parked = parked
             try:
-                return await mailbox.receive()
+                return _taken(lane, await mailbox.receive())
             except trio.EndOfChannel:  # the shutdown ladder closed the mailbox
                 self.dispatcher.stopping = True
             finally:
@@ -118,7 +118,7 @@ class LaneWorker:
     def _next_nowait(self, lane: Lane, mailbox: MailboxReceiver) -> DeliveryItem | None:
         while True:
             try:
-                message = mailbox.receive_nowait()
+                message = _taken(lane, mailbox.receive_nowait())
             except trio.WouldBlock:
                 break
             except trio.EndOfChannel:  # the shutdown ladder closed the mailbox
@@ -355,6 +355,14 @@ class LaneWorker:
         if flushed or moves:
             await self._commit(lane, flushed, moves)  # on failure, flushed is put back
         lane.current = None
+
+
+def _taken(lane: Lane, message: object) -> object:
+    """*message*, just taken from *lane*'s mailbox: a delivery is the lane's now (sync, so no
+    send is written claimed between the take and :meth:`LaneWorker._process`)."""
+    if isinstance(message, DeliveryItem) and lane.posted:
+        lane.posted -= 1
+    return message
 
 
 def _drain(mailbox: MailboxReceiver) -> None:

@@ -41,8 +41,8 @@ class Lane:
 
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering",
                  "flushing", "held", "idle_since", "max_seen", "name", "overflow", "parked",
-                 "reflush", "reread", "reserved", "rewind", "scope", "session_id", "taking",
-                 "unacked", "unflushed", "waiting", "window")
+                 "posted", "reflush", "reread", "reserved", "rewind", "scope", "session_id",
+                 "taking", "unacked", "unflushed", "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -51,6 +51,7 @@ class Lane:
         self.max_seen = 0                     # highest seq that arrived while overflowing
         self.overflow = False                 # some queued rows are only in the store
         self.backlog: collections.deque[DeliveryItem] = collections.deque()
+        self.posted = 0                       # deliveries put in the mailbox, not yet taken
         self.current: DeliveryItem | None = None
         self.taking = False                   # a delivery taken, waiting to be claimed
         self.claimed = False
@@ -76,13 +77,14 @@ class Lane:
         self.reread = True
         self.overflow = True
         self.cursor = 0
+        self.posted = 0  # the mailbox is drained: those rows are re-read too
         self.backlog.clear()
 
     def idle(self) -> bool:
         """Nothing of this session is queued, claimed, delivered-but-unrecorded or reserved."""
         return not (self.reserved or self.held or self.current or self.taking
-                    or self.unflushed or self.overflow or self.backlog or self.committing
-                    or self.unacked)
+                    or self.posted or self.unflushed or self.overflow or self.backlog
+                    or self.committing or self.unacked)
 
     def has_work(self) -> bool:
         return bool(self.overflow or self.backlog or self.current or self.unflushed
@@ -263,6 +265,11 @@ class Dispatcher:
             if lane.parked is not None:  # it may be waiting for this very message: nudge it
                 lane.parked.cancel(reason="a post to this lane failed")
             return False
+        if isinstance(message, DeliveryItem):
+            # Until the lane takes it, the lane is not idle, although its mailbox may look
+            # empty: trio hands a message straight to a parked receiver, which runs later (a
+            # fault may even take it then). A send written claimed meanwhile would overtake it.
+            lane.posted += 1
         return True
 
     def _ensure_running(self, lane: Lane) -> None:
