@@ -18,7 +18,7 @@ import attrs
 from tidings.actors._outbound import build_outbound, item_from_row
 from tidings.actors._records import Outbound
 from tidings.errors import SessionNotFoundError, ValidationError
-from tidings.store import acking, transition
+from tidings.store import MAX_INTEGER, acking, transition
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
@@ -31,8 +31,6 @@ REPLAYABLE_STATUSES = ("sending", "unknown", "sent", "unrouted", "queued")
 """Every outbox status but ``failed``: what :meth:`AckingSupport.stored_deliveries` reads."""
 
 _PAGE = 1000
-_SEQ_LIMIT = 2 ** 63 - 1
-"""The largest integer SQLite stores: a seq beyond it can name no row."""
 
 
 @attrs.frozen
@@ -47,8 +45,8 @@ class StoredDelivery:
 def _seq(field: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValidationError(field, f"must be an int >= 0, got {value!r}")
-    if value > _SEQ_LIMIT:  # (its repr may be too long to build)
-        raise ValidationError(field, f"must be at most {_SEQ_LIMIT}")
+    if value > MAX_INTEGER:  # (its repr may be too long to build)
+        raise ValidationError(field, f"must be at most {MAX_INTEGER}")
     return value
 
 

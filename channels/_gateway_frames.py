@@ -18,6 +18,7 @@ import attrs
 
 from tidings.actors import ContentBlock, Outbound
 from tidings.errors import ProtocolError
+from tidings.store import MAX_INTEGER
 
 __all__ = [
     "CLOSE_BAD_HELLO",
@@ -87,7 +88,6 @@ ERROR_CODES = {
 
 _ID_LIMIT = 200
 _MAX_ACK_IDS = 1000
-_COUNT_LIMIT = 2 ** 63 - 1  # the largest integer SQLite stores: a seq beyond it is no seq
 
 
 class FrameError(ProtocolError):
@@ -232,8 +232,8 @@ class _Fields:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise self._error("bad_field", name, f"must be an integer >= 0, got {value!r}")
-        if value > _COUNT_LIMIT:
-            raise self._error("bad_field", name, f"must be at most {_COUNT_LIMIT}")
+        if value > MAX_INTEGER:  # a seq beyond what SQLite stores is no seq
+            raise self._error("bad_field", name, f"must be at most {MAX_INTEGER}")
         return value
 
 

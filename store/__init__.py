@@ -35,6 +35,7 @@ from tidings.store._records import OutboxRow as OutboxRow
 from tidings.store._records import RuntimeEvent as RuntimeEvent
 from tidings.store._records import SessionRecord as SessionRecord
 from tidings.store._recovery import SessionHead as SessionHead
+from tidings.store._schema import MAX_INTEGER as MAX_INTEGER
 from tidings.store._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from tidings.store._sessions import begin_turn as begin_turn
 from tidings.store._sessions import bind_conversation as bind_conversation
@@ -62,6 +63,7 @@ from tidings.store._writer import check_executor as check_executor
 
 __all__ = [
     "EXECUTORS",
+    "MAX_INTEGER",
     "OUTBOX_STATUSES",
     "RECENT_FIELDS",
     "SCHEMA_VERSION",

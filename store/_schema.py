@@ -19,7 +19,11 @@ import sqlite3
 
 from tidings.store._errors import SchemaVersionError
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "schema_version"]
+__all__ = ["MAX_INTEGER", "MIGRATIONS", "SCHEMA_VERSION", "migrate", "schema_version"]
+
+MAX_INTEGER = 2 ** 63 - 1
+"""The largest integer SQLite stores: a seq (or count) beyond it names no row, and SQLite
+refuses it as a parameter (``OverflowError``)."""
 
 _V1 = """
 CREATE TABLE process_epochs (
