@@ -33,6 +33,7 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._sanitize import sanitize_line
 from tidings.channels._turn import ActiveTurn, run_turn
 from tidings.errors import RuntimeClosedError, StoreClosedError
+from tidings.supervisor._log import quoted
 
 if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
@@ -309,7 +310,7 @@ class Dispatch:
     def _not_told(self, session_id: str, count: int, told: int, why: str) -> None:
         log.error("event=turns_dropped channel=%s session=%s count=%d reason=worker_ended "
                   "notices=%d note=%s", self._channel.config.name, session_id, count, told,
-                  _quoted(f"{count - told} accepted message(s) were not answered and the "
+                  quoted(f"{count - told} accepted message(s) were not answered and the "
                           f"sender was not told: {why}"))
 
     def _forget_if_idle(self, state: SessionState) -> None:
@@ -333,7 +334,3 @@ def _owes_steer_note(pending: PendingTurn, turn: ActiveTurn) -> bool:
     if not turn.agent_ran:
         return pending.steered
     return turn.emitter.outcome == "cancelled" and turn.emitter.cancel_reason == "steer"
-
-
-def _quoted(text: str) -> str:
-    return '"' + text.replace('"', "'") + '"'

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-__all__ = ["describe", "log_event", "logger"]
+__all__ = ["describe", "log_event", "logger", "quoted"]
 
 logger = logging.getLogger("tidings.supervisor")
 
@@ -15,6 +15,12 @@ def _field(value: object) -> str:
     if not text or any(ch.isspace() or ch in '"=' for ch in text):
         return json.dumps(text, ensure_ascii=False)
     return text
+
+
+def quoted(text: str) -> str:
+    """*text* as one double-quoted log field for lines formatted by hand (its own double
+    quotes become single ones), so a reader splitting on spaces keeps a sentence whole."""
+    return '"' + text.replace('"', "'") + '"'
 
 
 def log_event(level: int, event: str, **fields: object) -> None:

@@ -36,6 +36,7 @@ from tidings.supervisor import (
     open_supervisor,
 )
 from tidings.supervisor._config import ServeConfig
+from tidings.supervisor._log import quoted
 from tidings.supervisor._signals import StopControl
 from tidings.supervisor._token import TokenSource, resolve_token
 
@@ -148,7 +149,7 @@ async def _run_until_stopped(rt: Any, gateway: GatewayChannel, control: StopCont
             await gateway.drain()
         if drained.cancelled_caught:
             log.warning("event=drain_incomplete detail=%s",
-                        _quoted("unacked rows become unknown, queued rows stay queued"))
+                        quoted("unacked rows become unknown, queued rows stay queued"))
         nursery.cancel_scope.cancel(reason="stopping")
 
 
@@ -166,10 +167,6 @@ async def _close(rt: Any, gateway: GatewayChannel, *, immediate: bool) -> None:
     if immediate:
         rt.dispatcher.grace = 0.0
     await gateway.aclose()
-
-
-def _quoted(text: str) -> str:
-    return '"' + text.replace('"', "'") + '"'
 
 
 def _cause(exc: BaseException) -> str:
