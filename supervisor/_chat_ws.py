@@ -34,6 +34,8 @@ __all__ = ["DEFAULT_URL", "ChatOptions", "add_arguments", "chat_over_websocket",
            "default_token_file", "run", "web_page"]
 
 _RECONNECTS = 5
+_BACKOFF = 0.25
+"""Seconds before a reconnect: doubled on each attempt (the first waits twice this), 8 at most."""
 _SETTLE = 30.0
 """Seconds a piped line waits for its answer before the next one is sent anyway."""
 
@@ -207,6 +209,25 @@ async def chat_over_websocket(options: ChatOptions, lines: AsyncGenerator[str, N
     return code
 
 
+async def _talk(client: GatewayClient, state: _State, printer: _Printer,
+                lines: trio.MemoryReceiveChannel[str], options: ChatOptions) -> None:
+    """Receive and send on one connection until the end of input. A dropped connection is
+    raised as the bare :class:`GatewayClosed` (not in the nursery's group), so that
+    :func:`_connect` sees it and reconnects."""
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_receive, client, state, printer)
+            await _send(client, state, lines, options)
+            nursery.cancel_scope.cancel(reason="end of input")
+    except BaseExceptionGroup as group:
+        closed, rest = group.split(GatewayClosed)
+        if closed is None or rest is not None:
+            raise
+        while isinstance(closed, BaseExceptionGroup):
+            closed = closed.exceptions[0]
+        raise closed from None
+
+
 async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], *,
                    out: TextIO, err: TextIO) -> int:
     state = _State()
@@ -229,10 +250,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                     print(f"tidings chat: {options.url}, conversation "
                           f"{options.conversation}; /help for commands; end of input (Ctrl-D) "
                           "quits.", file=err, flush=True)
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_receive, client, state, printer)
-                    await _send(client, state, lines, options)
-                    nursery.cancel_scope.cancel(reason="end of input")
+                await _talk(client, state, printer, lines, options)
                 await client.aclose()
                 return 0
         except GatewayClosed as exc:
@@ -245,7 +263,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                 print(f"tidings chat: cannot connect to {options.url}: {exc}", file=err)
                 return 1
         attempts += 1
-        await trio.sleep(min(8.0, 0.25 * math.pow(2, attempts)))
+        await trio.sleep(min(8.0, _BACKOFF * math.pow(2, attempts)))
 
 
 def default_token_file() -> pathlib.Path:
