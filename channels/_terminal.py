@@ -122,10 +122,15 @@ class TerminalChannel(ChannelBase):
             return None
         answered: trio.Event = trio.Event()
         slot: list[str | None] = []
-        self._questions.append((answered, slot))
+        question = (answered, slot)
+        self._questions.append(question)
         self._asked.set()
         self._asked = trio.Event()
-        await answered.wait()
+        try:
+            await answered.wait()
+        finally:  # expired or cancelled unanswered: the next line is a message again
+            if not answered.is_set():
+                self._questions.remove(question)
         return slot[0] if slot else None
 
     def _answer(self, text: str | None) -> bool:
