@@ -3,7 +3,8 @@
 Every state change appends a runtime event in the same transaction as the change. A follower
 reads events after the last ``seq`` it has seen, and when it has caught up, sleeps until the
 writer commits another batch. It never misses or reorders an event, however slow it is, and a
-slow follower costs memory for one page only.
+slow follower costs memory for one page only. When the runtime has closed, a follower reads
+what is left straight from the database file and its iteration ends.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from tidings.store import RuntimeEvent, Store, queries
+from tidings.store import RuntimeEvent, Store, queries, read_database
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 __all__ = ["EventBus", "EventFeed"]
 
@@ -28,6 +32,7 @@ class EventBus:
     def __init__(self, store: Store) -> None:
         self._store = store
         self.version = 0
+        self.closed = False
         self._changed = trio.Event()
         self._listener: Callable[[], None] = self._notify
         store.writer.add_listener(self._listener)
@@ -38,14 +43,19 @@ class EventBus:
         self._changed = trio.Event()
 
     async def wait_past(self, version: int) -> None:
-        """Block until a batch commits after *version* was read (returns at once if one has)."""
-        while self.version <= version:
+        """Block until a batch commits after *version* was read (returns at once if one has),
+        or the bus is closed (no batch will commit any more)."""
+        while self.version <= version and not self.closed:
             await self._changed.wait()
 
     def follow(self, after_seq: int | None = None, *, page: int = 500) -> EventFeed:
         return EventFeed(self._store, self, after_seq, page)
 
     def close(self) -> None:
+        """The writer has stopped: wake every follower (each reads what is left, then ends)."""
+        if self.closed:
+            return
+        self.closed = True
         self._store.writer.remove_listener(self._listener)
         self._changed.set()
 
@@ -54,7 +64,8 @@ class EventFeed:
     """An async iterator of :class:`RuntimeEvent`, in ``seq`` order, forever.
 
     With ``after_seq=None`` it starts after the newest event at the time of the first
-    ``__anext__``.
+    ``__anext__``. Once the runtime has closed, it yields the events it has not read yet (read
+    from the database file, as :func:`~tidings.store.read_database` does) and then ends.
     """
 
     def __init__(self, store: Store, bus: EventBus, after_seq: int | None, page: int) -> None:
@@ -69,16 +80,26 @@ class EventFeed:
 
     async def __anext__(self) -> RuntimeEvent:
         if self._after is None:
-            self._after = await self._store.read(_newest_seq)
+            self._after = await self._read(_newest_seq)
         while not self._buffer:
             version = self._bus.version  # before the read: a commit during it is not missed
-            events = await self._store.read(queries.events_after, self._after, self._page)
+            closed = self._bus.closed  # likewise: a read after the close has read everything
+            events = await self._read(queries.events_after, self._after, self._page)
             if events:
                 self._buffer.extend(events)
                 self._after = events[-1].seq
+            elif closed:
+                raise StopAsyncIteration
             else:
                 await self._bus.wait_past(version)
         return self._buffer.popleft()
+
+    async def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        # The bus closes right before the store, with no checkpoint between: while it is open,
+        # so is the store's read pool.
+        if self._bus.closed:
+            return await trio.to_thread.run_sync(read_database, self._store.path, fn, *args)
+        return await self._store.read(fn, *args)
 
 
 def _newest_seq(conn: sqlite3.Connection) -> int:

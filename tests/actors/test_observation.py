@@ -1,0 +1,48 @@
+"""The runtime's observation APIs: the live event feed, the lifecycle view, history and
+sessions, and how they answer bad input."""
+
+from __future__ import annotations
+
+import time
+
+import trio
+import trio.testing
+
+import tidings
+from tidings.testing import MemoryRoute
+
+from .conftest import rows
+
+
+async def test_a_follower_that_outlives_its_runtime_reads_the_rest_and_ends(
+        db_path, workspace) -> None:
+    seen: list[int] = []
+    ended = trio.Event()
+    cpu = 0.0
+
+    async def follow(rt, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        feed = rt.events(after_seq=0)
+        task_status.started()
+        async for event in feed:
+            seen.append(event.seq)
+        ended.set()
+
+    with trio.fail_after(30):  # hang guard
+        async with trio.open_nursery() as nursery:
+            async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+                session_id = await rt.create_session(channel="web")
+                rt.router.bind(session_id, MemoryRoute())
+                await nursery.start(follow, rt)
+                await trio.testing.wait_all_tasks_blocked()
+                async with rt.open_turn(session_id) as ctx:
+                    handle = await ctx.output.send_text("last words")
+                assert await handle.wait() == "delivered"
+            # The runtime is closed: the feed must end, not spin on a bus nobody rings.
+            start = time.process_time()
+            with trio.move_on_after(5):
+                await ended.wait()
+            cpu = time.process_time() - start
+            nursery.cancel_scope.cancel()
+    assert ended.is_set(), f"the feed did not end (spent {cpu:.2f} s of CPU waiting)"
+    assert seen == [seq for (seq,) in rows(db_path, "SELECT event_seq FROM events "
+                                                    "ORDER BY event_seq")]
