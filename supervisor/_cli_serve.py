@@ -6,8 +6,8 @@
 ``./tidings.db`` with the built-in ``EchoAgent`` on 127.0.0.1:8765 and a token generated beside
 the database.
 
-Exit codes: 0 after a clean stop (SIGTERM / SIGINT); 1 it could not listen, or the gateway
-kept crashing beyond the restart intensity; 2 bad usage or configuration.
+Exit codes: 0 after a clean stop (SIGTERM / SIGINT); 1 it could not open its database or
+listen, or the gateway kept crashing beyond the restart intensity; 2 bad usage or configuration.
 """
 
 from __future__ import annotations

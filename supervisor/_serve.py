@@ -15,10 +15,12 @@ writer commits what it holds. A second request skips the waiting: turns are canc
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import pathlib
+import sqlite3
 from typing import Any
 
 import attrs
@@ -26,7 +28,13 @@ import trio
 
 import tidings
 from tidings.channels import EchoAgent, GatewayChannel, load_agent
-from tidings.errors import ChildStartError, RestartIntensityExceeded
+from tidings.errors import (
+    ChildStartError,
+    ConfigError,
+    RestartIntensityExceeded,
+    TidingsError,
+    ValidationError,
+)
 from tidings.supervisor import (
     ChildContext,
     ChildSpec,
@@ -88,8 +96,9 @@ async def serve(config: ServeConfig, control: StopControl, *,
 
     Reports a :class:`ServeInfo` through ``task_status`` once listening. ``fault_plan`` is
     the ``serve`` supervisor's (tests crash the gateway child with it). Raises
-    :class:`ServeFailed` (the gateway could not listen, or kept crashing beyond the restart
-    intensity) and :class:`~tidings.errors.ConfigError` (bad agent or token file).
+    :class:`ServeFailed` (the database could not be opened, the gateway could not listen, or
+    kept crashing beyond the restart intensity) and :class:`~tidings.errors.ConfigError` (bad
+    agent, token file or workspace).
     """
     agent = load_agent(config.agent, field="serve.agent") if config.agent else EchoAgent()
     source: TokenSource = await trio.to_thread.run_sync(
@@ -98,8 +107,8 @@ async def serve(config: ServeConfig, control: StopControl, *,
         log.info("event=token_created path=%s mode=0600", source.path)
     settings = config.gateway_config(source.token)
     db = config.db.absolute()
-    async with tidings.open_runtime(db, workspace=config.workspace, core_id=config.core_id,
-                                    grace=config.grace, writer=config.writer) as rt:
+    async with contextlib.AsyncExitStack() as stack:
+        rt = await _open_runtime(stack, config, db, source)
         gateway = GatewayChannel(rt, settings, config.channel, agent)
         spec = ChildSpec("gateway", functools.partial(_gateway_child, gateway),
                          restart="permanent", shutdown_timeout=config.grace + 5.0,
@@ -127,6 +136,23 @@ async def serve(config: ServeConfig, control: StopControl, *,
             with trio.CancelScope(shield=True):
                 await _close(rt, gateway, immediate=control.immediate.is_set())
     log.info("event=stopped db=%s", db)
+
+
+async def _open_runtime(stack: contextlib.AsyncExitStack, config: ServeConfig,
+                        db: pathlib.Path, source: TokenSource) -> Any:
+    """The runtime, entered on *stack*. A database or workspace it cannot open is refused
+    by name (not a traceback), and a token file this start just created is removed again:
+    a start that did not happen leaves nothing behind."""
+    try:
+        return await stack.enter_async_context(tidings.open_runtime(
+            db, workspace=config.workspace, core_id=config.core_id, grace=config.grace,
+            writer=config.writer))
+    except (TidingsError, sqlite3.Error, OSError) as exc:
+        if source.created and source.path is not None:
+            source.path.unlink(missing_ok=True)
+        if isinstance(exc, ValidationError):
+            raise ConfigError(f"serve.{exc.field}", exc.reason) from exc
+        raise ServeFailed(f"cannot open the database {db} (serve.db): {_cause(exc)}") from exc
 
 
 async def _run_until_stopped(rt: Any, gateway: GatewayChannel, control: StopControl,

@@ -302,3 +302,16 @@ async def test_a_port_in_use_exits_1_with_the_reason(tmp_path) -> None:
     assert result.returncode == 1
     assert f"tidings serve: cannot listen on ws://127.0.0.1:{port}: OSError" in err
     assert "Traceback" not in err
+
+
+async def test_a_file_that_is_not_a_database_exits_1_with_the_reason(tmp_path) -> None:
+    db = tmp_path / "notes.db"
+    db.write_text("these are notes, not a database\n" * 10)
+    result = await trio.run_process(
+        tidings_command("serve", "--db", str(db), "--port", "0"),
+        capture_stderr=True, check=False, env=environment(), stdin=subprocess.DEVNULL)
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    assert f"tidings serve: cannot open the database {db} (serve.db): DatabaseError" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "notes.db.token").exists()

@@ -86,3 +86,22 @@ async def test_a_stop_request_ends_serve_cleanly(tmp_path) -> None:
             assert frames[-1]["text"] == "hello"
         control.request("test")
     assert info.gateway.closed
+
+
+async def test_a_database_it_cannot_open_is_a_clear_failure_and_leaves_no_token(
+        tmp_path) -> None:
+    (tmp_path / "serve.db").mkdir()  # a directory where the database should be
+    config = _config(tmp_path, token=None)
+    with pytest.raises(ServeFailed, match=r"cannot open the database .*serve\.db.*directory"):
+        await serve(config, StopControl())
+    assert not (tmp_path / "serve.db.token").exists()
+
+
+async def test_a_missing_workspace_is_refused_by_name_and_leaves_nothing(tmp_path) -> None:
+    from tidings.errors import ConfigError
+
+    config = _config(tmp_path, token=None, workspace=str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match=r"^serve\.workspace: ") as caught:
+        await serve(config, StopControl())
+    assert caught.value.field == "serve.workspace"
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
