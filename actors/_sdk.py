@@ -41,7 +41,8 @@ Source = str | os.PathLike[str] | ArtifactRef
 
 @attrs.define(slots=True)
 class _Media:
-    """A media block before its path is resolved."""
+    """A media block before its path is resolved; ``field`` names its source in errors
+    (``source`` for ``send_image(...)``, ``blocks[i].source`` for ``send([...])``)."""
 
     type: str
     source: Any
@@ -49,6 +50,7 @@ class _Media:
     media_type: str | None
     summary: str | None
     artifact_metadata: Mapping[str, Any] | None
+    field: str = "source"
 
 
 class OutputSDK:
@@ -206,11 +208,7 @@ class OutputSDK:
         metadata = _check_metadata(delivery_metadata, "delivery_metadata")
         for part in parts:
             if isinstance(part, _Media):
-                _check_metadata(part.artifact_metadata, "artifact_metadata")
-                for value, field in ((part.caption, "caption"), (part.summary, "summary"),
-                                     (part.media_type, "media_type")):
-                    if value is not None:
-                        _check_str(value, field)
+                _check_media(part)
         turn.check_open()
         # 3. paths
         if media:
@@ -269,6 +267,25 @@ def _resolve_all(sources: list[Any], workspace: pathlib.Path,
             for index, source in enumerate(sources)]
 
 
+def _check_media(part: _Media) -> None:
+    """The presentation of one media part, its ``ArtifactRef``'s included: what is written
+    with the delivery must be strings and JSON, refused here by field rather than failing
+    half-way through building the write."""
+    prefix = part.field.removesuffix("source")
+    _check_metadata(part.artifact_metadata, prefix + "artifact_metadata")
+    for value, name in ((part.caption, "caption"), (part.summary, "summary"),
+                        (part.media_type, "media_type")):
+        if value is not None:
+            _check_str(value, prefix + name)
+    ref = part.source
+    if isinstance(ref, ArtifactRef):
+        for value, name in ((ref.name, "name"), (ref.summary, "summary"),
+                            (ref.media_type, "media_type")):
+            if value is not None:
+                _check_str(value, f"{part.field}.{name}")
+        _check_metadata(ref.metadata, f"{part.field}.metadata")
+
+
 def _check_str(value: object, field: str) -> None:
     if not isinstance(value, str):
         raise TypeError(f"{field}: expected str, got {type(value).__name__}")
@@ -296,7 +313,14 @@ def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:
 def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
     if isinstance(block, str):
         return TextBlock(block)
-    if isinstance(block, TextBlock | ControlBlock | MediaBlock):
+    if isinstance(block, TextBlock):
+        _check_str(block.text, f"{field}.text")
+        return block
+    if isinstance(block, ControlBlock):  # the same checks as a control mapping
+        _check_str(block.action, f"{field}.action")
+        _check_metadata(block.data, f"{field}.data")
+        return block
+    if isinstance(block, MediaBlock):
         return block
     if not isinstance(block, Mapping):
         raise TypeError(f"{field}: expected a content block, a string or a block-shaped "
@@ -321,4 +345,4 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
         raise ValidationError(f"{field}.source", f"a {kind} block needs a source")
     check_source_type(source, f"{field}.source")
     return _Media(kind, source, block.get("caption"), block.get("media_type"),
-                  block.get("summary"), block.get("artifact_metadata"))
+                  block.get("summary"), block.get("artifact_metadata"), f"{field}.source")

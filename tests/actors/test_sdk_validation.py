@@ -1,0 +1,82 @@
+"""Bad send arguments are refused by field before anything is written or reserved
+(DESIGN.md "Quality bar"): presentation fields of sources and ready-made blocks included."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from tidings import ArtifactRef
+from tidings.actors import ControlBlock
+from tidings.errors import ValidationError
+from tidings.testing import MemoryRoute
+
+from .conftest import rows
+
+
+@pytest.fixture
+async def bound(rt, workspace):
+    (workspace / "chart.png").write_bytes(b"\x89PNG")
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute(capabilities={"text", "image", "file", "control"})
+    rt.router.bind(session_id, route)
+    return session_id, route
+
+
+async def _refused_then_next_send_is_claimed(rt, session_id, route, db_path, send,
+                                             error, field) -> None:
+    """*send* fails with *error* naming *field*; nothing is written, the idle session's lane
+    is not left reserved, and the next send is written claimed and delivered."""
+    with trio.fail_after(30):  # hang guard
+        async with rt.open_turn(session_id) as ctx:
+            with pytest.raises(error) as caught:
+                await send(ctx.output)
+            if isinstance(caught.value, ValidationError):
+                assert caught.value.field == field
+            else:
+                assert str(caught.value).startswith(f"{field}:")
+            assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+            assert rows(db_path, "SELECT count(*) FROM artifacts") == [(0,)]
+            assert rt.dispatcher.lane(session_id) is None  # no reservation left behind
+            handle = await ctx.output.send_text("next")
+        assert await handle.wait() == "delivered"
+    assert [o.text for o in route.delivered] == ["next"]
+
+
+@pytest.mark.parametrize(("ref", "error", "field"), [
+    (ArtifactRef(path="chart.png", metadata={"when": object()}), ValidationError,
+     "source.metadata"),
+    (ArtifactRef(path="chart.png", metadata="w=10"), ValidationError, "source.metadata"),
+    (ArtifactRef(path="chart.png", summary=12), TypeError, "source.summary"),
+    (ArtifactRef(path="chart.png", name=b"chart"), TypeError, "source.name"),
+    (ArtifactRef(path="chart.png", media_type=1), TypeError, "source.media_type"),
+])
+async def test_an_artifact_refs_bad_presentation_is_refused_by_field(rt, bound, db_path, ref,
+                                                                     error, field) -> None:
+    session_id, route = bound
+    await _refused_then_next_send_is_claimed(
+        rt, session_id, route, db_path,
+        lambda output: output.send_file(ref, history_policy="transient"), error, field)
+
+
+async def test_an_artifact_ref_in_a_block_list_is_named_by_its_block(rt, bound,
+                                                                     db_path) -> None:
+    session_id, route = bound
+    ref = ArtifactRef(path="chart.png", metadata={"when": object()})
+    await _refused_then_next_send_is_claimed(
+        rt, session_id, route, db_path,
+        lambda output: output.send(["see:", {"type": "file", "source": ref}],
+                                   history_policy="transient"),
+        ValidationError, "blocks[1].source.metadata")
+
+
+@pytest.mark.parametrize(("block", "error", "field"), [
+    (ControlBlock("typing", {"until": object()}), ValidationError, "blocks[0].data"),
+    (ControlBlock(7), TypeError, "blocks[0].action"),
+])
+async def test_a_ready_made_control_block_is_checked_like_a_mapping(rt, bound, db_path, block,
+                                                                   error, field) -> None:
+    session_id, route = bound
+    await _refused_then_next_send_is_claimed(
+        rt, session_id, route, db_path,
+        lambda output: output.send(block, history_policy="transient"), error, field)
