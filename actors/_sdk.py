@@ -232,7 +232,7 @@ class OutputSDK:
         turn = self._turn
         workspace = turn.runtime.workspace
         root = turn.runtime.artifact_root_for(turn.session_id)
-        sources = [part.source for part in parts if isinstance(part, _Media)]
+        sources = [(part.source, part.field) for part in parts if isinstance(part, _Media)]
         resolved: list[ResolvedSource] = await trio.to_thread.run_sync(
             _resolve_all, sources, workspace, root)
         blocks: list[ContentBlock] = []
@@ -260,11 +260,12 @@ class OutputSDK:
         return tuple(blocks), artifacts
 
 
-def _resolve_all(sources: list[Any], workspace: pathlib.Path,
+def _resolve_all(sources: list[tuple[Any, str]], workspace: pathlib.Path,
                  root: pathlib.Path) -> list[ResolvedSource]:
-    return [resolve_source(source, workspace=workspace, artifact_root=root,
-                           field="source" if len(sources) == 1 else f"blocks[{index}].source")
-            for index, source in enumerate(sources)]
+    """Resolve each ``(source, field)``; an error names the field of the source that failed
+    (its block's index in a block list, not its rank among the media blocks)."""
+    return [resolve_source(source, workspace=workspace, artifact_root=root, field=field)
+            for source, field in sources]
 
 
 def _check_media(part: _Media) -> None:

@@ -8,7 +8,7 @@ import trio
 
 from tidings import ArtifactRef
 from tidings.actors import ControlBlock
-from tidings.errors import ValidationError
+from tidings.errors import ArtifactError, ValidationError
 from tidings.testing import MemoryRoute
 
 from .conftest import rows
@@ -80,3 +80,19 @@ async def test_a_ready_made_control_block_is_checked_like_a_mapping(rt, bound, d
     await _refused_then_next_send_is_claimed(
         rt, session_id, route, db_path,
         lambda output: output.send(block, history_policy="transient"), error, field)
+
+
+@pytest.mark.parametrize(("blocks", "field"), [
+    (["see:", {"type": "file", "source": "../chart.png"}], "blocks[1].source"),
+    ([{"type": "file", "source": "missing.png"}], "blocks[0].source"),
+    (["a", {"type": "image", "source": "chart.png"}, "b",
+      {"type": "file", "source": ArtifactRef(path="missing.pdf")}], "blocks[3].source.path"),
+])
+async def test_a_bad_source_in_a_block_list_is_named_by_its_block(rt, bound, db_path, blocks,
+                                                                  field) -> None:
+    session_id, _ = bound
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send(blocks, history_policy="transient")
+    assert caught.value.field == field
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
