@@ -8,7 +8,8 @@ shows them all)::
     [gateway]         host, port, token, token_file, ack_window, heartbeat_s, max_frame_bytes,
                       max_backlog, rate, burst, hello_timeout, prompt_timeout, replay_page
     [channels.gateway] the gateway channel's ChannelConfig (instructions, identity,
-                      memory_scope, dispatch_mode, turn_timeout, access)
+                      memory_scope, dispatch_mode, turn_timeout, access, agent: used
+                      when serve.agent is not given)
     [logging]         level, json
     [supervisor]      max_restarts, period
 

@@ -100,7 +100,7 @@ async def serve(config: ServeConfig, control: StopControl, *,
     kept crashing beyond the restart intensity) and :class:`~tidings.errors.ConfigError` (bad
     agent, token file or workspace).
     """
-    agent = load_agent(config.agent, field="serve.agent") if config.agent else EchoAgent()
+    agent = _agent(config)
     source: TokenSource = await trio.to_thread.run_sync(
         resolve_token, config.token, config.token_file, config.db)
     if source.created:
@@ -136,6 +136,16 @@ async def serve(config: ServeConfig, control: StopControl, *,
             with trio.CancelScope(shield=True):
                 await _close(rt, gateway, immediate=control.immediate.is_set())
     log.info("event=stopped db=%s", db)
+
+
+def _agent(config: ServeConfig) -> Any:
+    """``serve.agent`` (``--agent``), else the gateway channel's own ``agent`` key, else
+    :class:`EchoAgent`; loaded before anything is created, so a bad one leaves nothing."""
+    if config.agent is not None:
+        return load_agent(config.agent, field="serve.agent")
+    if config.channel.agent is not None:
+        return load_agent(config.channel.agent, field=f"channels.{config.channel.name}.agent")
+    return EchoAgent()
 
 
 async def _open_runtime(stack: contextlib.AsyncExitStack, config: ServeConfig,

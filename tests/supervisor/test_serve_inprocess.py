@@ -105,3 +105,31 @@ async def test_a_missing_workspace_is_refused_by_name_and_leaves_nothing(tmp_pat
         await serve(config, StopControl())
     assert caught.value.field == "serve.workspace"
     assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
+async def test_the_gateway_channel_agent_key_is_used_and_a_bad_one_refused(
+        tmp_path, monkeypatch) -> None:
+    from tidings.errors import ConfigError
+
+    (tmp_path / "channel_agent_mod.py").write_text(
+        "class Named:\n    async def run(self, turn):\n        await turn.send_chunk('named')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toml = tmp_path / "serve.toml"
+    toml.write_text('[channels.gateway]\nagent = "channel_agent_mod:Named"\n')
+    control = StopControl()
+    async with trio.open_nursery() as nursery:
+        info = await nursery.start(serve, _config(tmp_path, path=toml), control)
+        assert type(info.gateway.agent).__name__ == "Named"
+        control.request("test")
+    # --agent (serve.agent) still wins over the channel's key.
+    async with trio.open_nursery() as nursery:
+        config = _config(tmp_path, path=toml, agent="tidings.channels:EchoAgent")
+        info = await nursery.start(serve, config, control := StopControl())
+        assert type(info.gateway.agent).__name__ == "EchoAgent"
+        control.request("test")
+    toml.write_text('[channels.gateway]\nagent = "no_such_module_here:Agent"\n')
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError, match=r"^channels\.gateway\.agent: cannot import"):
+        await serve(_config(empty, path=toml, token=None), StopControl())
+    assert list(empty.iterdir()) == []
