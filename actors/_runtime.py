@@ -171,7 +171,9 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
     async def deliveries(self, session_id: str | None = None, status: str | None = None, *,
                          since: float | None = None,
                          limit: int | None = None) -> list[DeliveryStatus]:
-        """Deliveries (lifecycle view), in per-session order, filtered as asked."""
+        """Deliveries (lifecycle view), in per-session order, filtered as asked (``status`` is
+        an effective status of ``OUTBOX_STATUSES``). Bad filters raise
+        :class:`ValidationError` naming them."""
         return await self.store.read(functools.partial(
             queries.deliveries, session_id=session_id, status=status, since=since, limit=limit))
 

@@ -16,6 +16,7 @@ from tidings.store._records import (
     RuntimeEvent,
     SessionRecord,
 )
+from tidings.store._status import check_filters
 
 __all__ = [
     "count_by_status",
@@ -40,7 +41,12 @@ def delivery(conn: sqlite3.Connection, delivery_id: str) -> DeliveryStatus | Non
 def deliveries(conn: sqlite3.Connection, *, session_id: str | None = None,
                status: str | None = None, since: float | None = None,
                limit: int | None = None, newest_first: bool = False) -> list[DeliveryStatus]:
-    """Deliveries filtered by session, effective status and ``updated_at >= since``."""
+    """Deliveries filtered by session, effective status and ``updated_at >= since``.
+
+    Raises :class:`~tidings.errors.ValidationError` naming a bad ``status``, ``since`` or
+    ``limit`` (an unknown status would otherwise match nothing, silently).
+    """
+    check_filters(status=status, since=since, limit=limit)
     where, params = _filters(session_id, status, since)
     order = "updated_at DESC, delivery_id" if newest_first else "session_id, seq"
     sql = f"SELECT {DeliveryStatus.COLUMNS} FROM delivery_lifecycle{where} ORDER BY {order}"

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import trio
 import trio.testing
 
 import tidings
+from tidings.errors import ValidationError
+from tidings.store import OUTBOX_STATUSES
 from tidings.testing import MemoryRoute
 
 from .conftest import rows
@@ -46,3 +49,27 @@ async def test_a_follower_that_outlives_its_runtime_reads_the_rest_and_ends(
     assert ended.is_set(), f"the feed did not end (spent {cpu:.2f} s of CPU waiting)"
     assert seen == [seq for (seq,) in rows(db_path, "SELECT event_seq FROM events "
                                                     "ORDER BY event_seq")]
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [({"status": "Sent"}, "status"),
+                                               ({"status": "delivered"}, "status"),
+                                               ({"since": "1h"}, "since"),
+                                               ({"limit": -1}, "limit"),
+                                               ({"limit": "10"}, "limit")])
+async def test_deliveries_refuse_bad_filters_naming_the_field(rt, kwargs, field) -> None:
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        assert await (await ctx.output.send_text("x")).wait() == "unrouted"
+    with pytest.raises(ValidationError) as caught:
+        await rt.deliveries(**kwargs)
+    assert caught.value.field == field
+
+
+async def test_deliveries_filter_by_every_status(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("x")
+    assert await handle.wait() == "unrouted"
+    for status in OUTBOX_STATUSES:
+        found = [d.delivery_id for d in await rt.deliveries(status=status)]
+        assert found == ([handle.delivery_id] if status == "unrouted" else [])
