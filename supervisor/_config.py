@@ -172,7 +172,7 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
         _text("gateway.token", token)
     token_file = gateway.pop("token_file", None)
     if token_file is not None:
-        token_file = pathlib.Path(_text("gateway.token_file", str(token_file))).expanduser()
+        token_file = _path("gateway.token_file", token_file)
     # Validate the gateway settings now (a placeholder token: the real one is resolved later).
     GatewayConfig.from_mapping(gateway, token=token or "x" * 8)
     return ServeConfig(

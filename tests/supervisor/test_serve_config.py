@@ -61,6 +61,8 @@ def test_flags_override_the_file(tmp_path) -> None:
     ("[gateway]\nack_window = 0\n", "gateway.ack_window"),
     ("[gateway]\nportt = 1\n", "gateway.portt"),
     ("[gateway]\ntoken = \"short\"\n", "gateway.token"),
+    ("[gateway]\ntoken_file = 5\n", "gateway.token_file"),
+    ("[gateway]\ntoken_file = [\"a.token\"]\n", "gateway.token_file"),
     ("[serve]\ngrace = -1\n", "serve.grace"),
     ("[serve]\nagent = \"not an import path\"\n", "serve.agent"),
     ("[serve]\nspeed = 1\n", "serve.speed"),
