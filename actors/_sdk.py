@@ -41,8 +41,10 @@ Source = str | os.PathLike[str] | ArtifactRef
 
 @attrs.define(slots=True)
 class _Media:
-    """A media block before its path is resolved; ``field`` names its source in errors
-    (``source`` for ``send_image(...)``, ``blocks[i].source`` for ``send([...])``)."""
+    """A media block before its path is resolved. ``field`` names its source in errors
+    (``source`` for ``send_image(...)``, ``blocks[i].source`` for ``send([...])``) and
+    ``prefix`` its other fields (``""`` or ``blocks[i].``); ``name`` is a ready-made block's
+    name, kept over the file's own."""
 
     type: str
     source: Any
@@ -51,6 +53,8 @@ class _Media:
     summary: str | None
     artifact_metadata: Mapping[str, Any] | None
     field: str = "source"
+    prefix: str = ""
+    name: str | None = None
 
 
 class OutputSDK:
@@ -243,6 +247,8 @@ class OutputSDK:
                 blocks.append(part)
                 continue
             source = next(found)
+            if part.name:
+                source = attrs.evolve(source, name=part.name)
             ref = source.ref
             summary = part.summary if part.summary is not None else (ref.summary if ref else None)
             media_type = part.media_type or (ref.media_type if ref else None)
@@ -272,7 +278,7 @@ def _check_media(part: _Media) -> None:
     """The presentation of one media part, its ``ArtifactRef``'s included: what is written
     with the delivery must be strings and JSON, refused here by field rather than failing
     half-way through building the write."""
-    prefix = part.field.removesuffix("source")
+    prefix = part.prefix
     _check_metadata(part.artifact_metadata, prefix + "artifact_metadata")
     for value, name in ((part.caption, "caption"), (part.summary, "summary"),
                         (part.media_type, "media_type")):
@@ -322,7 +328,7 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
         _check_metadata(block.data, f"{field}.data")
         return block
     if isinstance(block, MediaBlock):
-        return block
+        return _ready_made_media(block, field)
     if not isinstance(block, Mapping):
         raise TypeError(f"{field}: expected a content block, a string or a block-shaped "
                         f"mapping, got {type(block).__name__}")
@@ -346,4 +352,20 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
         raise ValidationError(f"{field}.source", f"a {kind} block needs a source")
     check_source_type(source, f"{field}.source")
     return _Media(kind, source, block.get("caption"), block.get("media_type"),
-                  block.get("summary"), block.get("artifact_metadata"), f"{field}.source")
+                  block.get("summary"), block.get("artifact_metadata"), f"{field}.source",
+                  f"{field}.")
+
+
+def _ready_made_media(block: MediaBlock, field: str) -> _Media:
+    """A ready-made :class:`MediaBlock` is a source like any other: its ``location`` obeys the
+    same root rules and gets its own artifact record (its ``fallback``, ``source_kind`` and
+    ``artifact_id`` are worked out again, never trusted), so a block cannot carry a path out
+    of the workspace or the artifact root."""
+    if block.type not in MEDIA_TYPES:
+        raise ValidationError(f"{field}.type", f"must be one of {', '.join(MEDIA_TYPES)}, "
+                                               f"got {block.type!r}")
+    _check_str(block.location, f"{field}.location")
+    if block.name is not None:
+        _check_str(block.name, f"{field}.name")
+    return _Media(block.type, block.location, block.caption, block.media_type, block.summary,
+                  None, f"{field}.location", f"{field}.", block.name or None)

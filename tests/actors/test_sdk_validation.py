@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 import trio
 
 from tidings import ArtifactRef
-from tidings.actors import ControlBlock
+from tidings.actors import ControlBlock, MediaBlock
 from tidings.errors import ArtifactError, ValidationError
 from tidings.testing import MemoryRoute
 
@@ -96,3 +97,30 @@ async def test_a_bad_source_in_a_block_list_is_named_by_its_block(rt, bound, db_
             await ctx.output.send(blocks, history_policy="transient")
     assert caught.value.field == field
     assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+
+
+async def test_a_ready_made_media_block_obeys_the_roots(rt, bound, db_path, tmp_path,
+                                                       workspace) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    session_id, route = bound
+    escape = MediaBlock(type="file", location=str(outside), source_kind="path",
+                        name="notes.txt", fallback="notes")
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send(["here:", escape], history_policy="transient")
+        assert caught.value.field == "blocks[1].location"
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send(attrs.evolve(escape, type="text"),
+                                  history_policy="transient")
+        assert caught.value.field == "blocks[0].type"
+        assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+        inside = attrs.evolve(escape, location=str(workspace / "chart.png"),
+                              artifact_id="art_forged")
+        handle = await ctx.output.send(inside, history_policy="transient")
+    assert await handle.wait() == "delivered"
+    [block] = route.delivered[0].blocks
+    assert (block.location, block.name) == (str(workspace / "chart.png"), "notes.txt")
+    assert rows(db_path, "SELECT artifact_id, location, name FROM artifacts") == [
+        (block.artifact_id, str(workspace / "chart.png"), "notes.txt")]
+    assert block.artifact_id != "art_forged"
