@@ -142,6 +142,12 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     for key in ("host", "port", "token", "token_file"):
         if key in given:
             gateway[key] = given[key]
+    # --token and --token-file are two ways to give the one token: either flag replaces both
+    # keys of the file (the file's token would otherwise win over --token-file).
+    if "token" in given:
+        gateway.pop("token_file", None)
+    elif "token_file" in given:
+        gateway.pop("token", None)
     if "log_level" in given:
         logging_["level"] = given["log_level"]
     if given.get("log_json"):

@@ -92,3 +92,13 @@ def test_a_bad_flag_is_refused_like_the_file(tmp_path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(port=70000)
     assert caught.value.field == "gateway.port"
+
+
+def test_a_token_flag_overrides_the_files_token_either_way(tmp_path) -> None:
+    path = write(tmp_path, '[gateway]\ntoken = "from-the-file"\n')
+    config = load_config(path, token_file=tmp_path / "flag.token")
+    assert config.token is None  # the flag's file, not the file's token
+    assert config.token_file == tmp_path / "flag.token"
+    path = write(tmp_path, '[gateway]\ntoken_file = "file.token"\n')
+    config = load_config(path, token="from-the-flag")
+    assert (config.token, config.token_file) == ("from-the-flag", None)
