@@ -28,7 +28,7 @@ from tidings.actors._lanes import Dispatcher, DispatchStatistics
 from tidings.actors._pipeline import DeliveryPipeline, new_id
 from tidings.actors._recovery import RecoveryReport, RecoveryScanner
 from tidings.actors._router import SessionInteractionRouter
-from tidings.actors._status import StatusViews
+from tidings.actors._status import StatusViews, check_id
 from tidings.actors._tasks import TaskRunner
 from tidings.actors._turns import TurnContext, open_turn
 from tidings.errors import (
@@ -163,7 +163,7 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
 
     async def delivery_status(self, delivery_id: str) -> DeliveryStatus:
         """The lifecycle view of one delivery. Raises :class:`DeliveryNotFoundError`."""
-        found = await self.store.read(queries.delivery, delivery_id)
+        found = await self.store.read(queries.delivery, check_id("delivery_id", delivery_id))
         if found is None:
             raise DeliveryNotFoundError(f"no delivery {delivery_id!r}")
         return found
@@ -174,6 +174,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         """Deliveries (lifecycle view), in per-session order, filtered as asked (``status`` is
         an effective status of ``OUTBOX_STATUSES``). Bad filters raise
         :class:`ValidationError` naming them."""
+        if session_id is not None:
+            check_id("session_id", session_id)
         return await self.store.read(functools.partial(
             queries.deliveries, session_id=session_id, status=status, since=since, limit=limit))
 
@@ -181,7 +183,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
                       ) -> list[HistoryMessage]:
         """Every history row of the session (``model_context=True``: what a model may see)."""
         return await self.store.read(functools.partial(queries.history,
-                                                       model_context=model_context), session_id)
+                                                       model_context=model_context),
+                                     check_id("session_id", session_id))
 
     def events(self, after_seq: int | None = None) -> EventFeed:
         """Follow runtime events live (``async for event in rt.events(): ...``)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from tidings.errors import DeliveryNotFoundError
+from tidings.errors import DeliveryNotFoundError, ValidationError
 from tidings.store import (
     DeliveryReport,
     DeliveryStatus,
@@ -17,7 +17,15 @@ from tidings.store import (
     status_report,
 )
 
-__all__ = ["StatusViews"]
+__all__ = ["StatusViews", "check_id"]
+
+
+def check_id(field: str, value: object) -> str:
+    """*value* as an id to look up, or :class:`ValidationError` naming *field*: an id that is
+    not a non-empty string is a mistake, not an id that happens to be unknown."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError(field, f"must be a non-empty string, got {value!r}")
+    return value
 
 
 class StatusViews:
@@ -50,7 +58,7 @@ class StatusViews:
 
     async def delivery_report(self, delivery_id: str) -> DeliveryReport:
         """One delivery and its events. Raises :class:`DeliveryNotFoundError`."""
-        report = await self.store.read(delivery_report, delivery_id)
+        report = await self.store.read(delivery_report, check_id("delivery_id", delivery_id))
         if report is None:
             raise DeliveryNotFoundError(f"no delivery {delivery_id!r}")
         return report

@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 import tidings
-from tidings.errors import ValidationError
+from tidings.errors import DeliveryNotFoundError, ValidationError
 from tidings.store import OUTBOX_STATUSES
 from tidings.testing import MemoryRoute
 
@@ -73,3 +73,23 @@ async def test_deliveries_filter_by_every_status(rt) -> None:
     for status in OUTBOX_STATUSES:
         found = [d.delivery_id for d in await rt.deliveries(status=status)]
         assert found == ([handle.delivery_id] if status == "unrouted" else [])
+
+
+@pytest.mark.parametrize("bad", ["", 123, None, ["dlv_x"]])
+async def test_a_delivery_id_that_is_not_a_non_empty_string_is_refused_by_name(rt, bad) -> None:
+    for read in (rt.delivery_status, rt.delivery_report, rt.delivery_events):
+        with pytest.raises(ValidationError) as caught:
+            await read(bad)
+        assert caught.value.field == "delivery_id"
+    with pytest.raises(DeliveryNotFoundError):
+        await rt.delivery_status("dlv_nope")
+
+
+@pytest.mark.parametrize("bad", ["", 123, ["session_x"]])
+async def test_a_session_id_that_is_not_a_non_empty_string_is_refused_by_name(rt, bad) -> None:
+    with pytest.raises(ValidationError) as caught:
+        await rt.history(bad)
+    assert caught.value.field == "session_id"
+    with pytest.raises(ValidationError) as caught:
+        await rt.deliveries(session_id=bad)
+    assert caught.value.field == "session_id"
