@@ -181,10 +181,14 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
 
     async def history(self, session_id: str, model_context: bool = False
                       ) -> list[HistoryMessage]:
-        """Every history row of the session (``model_context=True``: what a model may see)."""
-        return await self.store.read(functools.partial(queries.history,
-                                                       model_context=model_context),
-                                     check_id("session_id", session_id))
+        """Every history row of the session (``model_context=True``: what a model may see).
+        Raises :class:`SessionNotFoundError` (a ``LookupError``) for an unknown session."""
+        found = await self.store.read(functools.partial(queries.history,
+                                                        model_context=model_context),
+                                      check_id("session_id", session_id))
+        if found is None:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        return found
 
     def events(self, after_seq: int | None = None) -> EventFeed:
         """Follow runtime events live (``async for event in rt.events(): ...``)."""

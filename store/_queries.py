@@ -93,7 +93,12 @@ def events_after(conn: sqlite3.Connection, after_seq: int, limit: int) -> list[R
 
 
 def history(conn: sqlite3.Connection, session_id: str, *,
-            model_context: bool = False) -> list[HistoryMessage]:
+            model_context: bool = False) -> list[HistoryMessage] | None:
+    """The session's history rows in order (``model_context``: only model-visible ones), or
+    None when there is no such session (an empty history is ``[]``)."""
+    if conn.execute("SELECT 1 FROM sessions WHERE session_id = ?",
+                    (session_id,)).fetchone() is None:
+        return None
     sql = f"SELECT {HistoryMessage.COLUMNS} FROM messages WHERE session_id = ?"
     if model_context:
         sql += " AND model_visible = 1"

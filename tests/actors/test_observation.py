@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 import tidings
-from tidings.errors import DeliveryNotFoundError, ValidationError
+from tidings.errors import DeliveryNotFoundError, SessionNotFoundError, ValidationError
 from tidings.store import OUTBOX_STATUSES
 from tidings.testing import MemoryRoute
 
@@ -93,3 +93,12 @@ async def test_a_session_id_that_is_not_a_non_empty_string_is_refused_by_name(rt
     with pytest.raises(ValidationError) as caught:
         await rt.deliveries(session_id=bad)
     assert caught.value.field == "session_id"
+
+
+async def test_history_of_an_unknown_session_is_a_lookup_error_not_an_empty_history(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    assert await rt.history(session_id) == []
+    assert await rt.history(session_id, model_context=True) == []
+    for model_context in (False, True):
+        with pytest.raises(SessionNotFoundError):
+            await rt.history(session_id + "x", model_context=model_context)
