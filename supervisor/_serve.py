@@ -45,6 +45,7 @@ from tidings.supervisor import (
 )
 from tidings.supervisor._config import ServeConfig
 from tidings.supervisor._log import quoted
+from tidings.supervisor._logging import field
 from tidings.supervisor._signals import StopControl
 from tidings.supervisor._token import TokenSource, resolve_token
 
@@ -104,7 +105,7 @@ async def serve(config: ServeConfig, control: StopControl, *,
     source: TokenSource = await trio.to_thread.run_sync(
         resolve_token, config.token, config.token_file, config.db)
     if source.created:
-        log.info("event=token_created path=%s mode=0600", source.path)
+        log.info("event=token_created path=%s mode=0600", field(source.path))
     settings = config.gateway_config(source.token)
     db = config.db.absolute()
     async with contextlib.AsyncExitStack() as stack:
@@ -121,7 +122,7 @@ async def serve(config: ServeConfig, control: StopControl, *,
                 assert port is not None
                 info = ServeInfo(_url(settings.host, port), port, db, source.path, gateway, sup)
                 log.info("event=serving url=%s db=%s token_file=%s agent=%s writer=%s pid=%d "
-                         "version=%s", info.url, db, source.path or "(given)",
+                         "version=%s", info.url, field(db), field(source.path or "(given)"),
                          type(agent).__name__, config.writer, os.getpid(), tidings.__version__)
                 task_status.started(info)
                 await _run_until_stopped(rt, gateway, control, config.grace)
@@ -135,7 +136,7 @@ async def serve(config: ServeConfig, control: StopControl, *,
         finally:
             with trio.CancelScope(shield=True):
                 await _close(rt, gateway, immediate=control.immediate.is_set())
-    log.info("event=stopped db=%s", db)
+    log.info("event=stopped db=%s", field(db))
 
 
 def _agent(config: ServeConfig) -> Any:

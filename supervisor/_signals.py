@@ -12,6 +12,8 @@ import signal
 
 import trio
 
+from tidings.supervisor._logging import field
+
 __all__ = ["StopControl", "watch_signals"]
 
 log = logging.getLogger("tidings.serve")
@@ -29,10 +31,10 @@ class StopControl:
         """Ask to stop; a second request asks to stop at once. Never blocks."""
         self.requests += 1
         if self.requests == 1:
-            log.info("event=stop_requested signal=%s mode=graceful", why)
+            log.info("event=stop_requested signal=%s mode=graceful", field(why))
             self.graceful.set()
         else:
-            log.warning("event=stop_requested signal=%s mode=immediate", why)
+            log.warning("event=stop_requested signal=%s mode=immediate", field(why))
             self.graceful.set()
             self.immediate.set()
 

@@ -17,6 +17,7 @@ import stat
 import attrs
 
 from tidings.errors import ConfigError
+from tidings.supervisor._logging import field
 
 __all__ = ["MIN_TOKEN_LENGTH", "TokenSource", "read_token_file", "resolve_token", "token_path"]
 
@@ -87,6 +88,7 @@ def _tighten(path: pathlib.Path) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
         if mode & 0o077:
             path.chmod(0o600)
-            log.warning("event=token_file_permissions path=%s was=%o now=600", path, mode)
+            log.warning("event=token_file_permissions path=%s was=%o now=600", field(path), mode)
     except OSError as exc:
-        log.warning("event=token_file_permissions path=%s error=%r", path, exc)
+        log.warning("event=token_file_permissions path=%s error=%s", field(path),
+                    field(repr(exc)))

@@ -133,3 +133,27 @@ async def test_the_gateway_channel_agent_key_is_used_and_a_bad_one_refused(
     with pytest.raises(ConfigError, match=r"^channels\.gateway\.agent: cannot import"):
         await serve(_config(empty, path=toml, token=None), StopControl())
     assert list(empty.iterdir()) == []
+
+
+async def test_log_lines_stay_key_value_when_a_path_has_a_space(tmp_path, caplog) -> None:
+    from tidings.supervisor._logging import parse_fields
+
+    caplog.set_level(logging.INFO, logger="tidings")
+    where = tmp_path / "my data"
+    where.mkdir()
+    control = StopControl()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve, _config(where, token=None), control)
+        control.request("a test with spaces")
+    lines = {}
+    for record in caplog.records:
+        if record.name == "tidings.serve":
+            fields = parse_fields(record.getMessage())
+            assert fields is not None, record.getMessage()
+            lines[fields["event"]] = fields
+    db = str(where / "serve.db")
+    assert lines["token_created"]["path"] == db + ".token"
+    assert lines["serving"]["db"] == db
+    assert lines["serving"]["token_file"] == db + ".token"
+    assert lines["stop_requested"]["signal"] == "a test with spaces"
+    assert lines["stopped"]["db"] == db
