@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import logging
 import pathlib
+import sqlite3
 import sys
-import tomllib
 from typing import Any
 
 import trio
@@ -34,6 +34,7 @@ from tidings.channels._terminal import (
 )
 from tidings.errors import ConfigError, TidingsError
 from tidings.supervisor import _chat_ws
+from tidings.supervisor._config import read_file
 
 __all__ = ["DEFAULT_DB", "load_channel_config", "register", "run"]
 
@@ -78,13 +79,7 @@ def load_channel_config(name: str, path: pathlib.Path | None) -> ChannelConfig:
     """
     if path is None:
         return ChannelConfig(name)
-    try:
-        with path.open("rb") as file:
-            data = tomllib.load(file)
-    except OSError as exc:
-        raise ConfigError("config", f"cannot read {path.name}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("config", f"{path.name} is not valid TOML: {exc}") from None
+    data = read_file(path)  # the reading `tidings serve` does: unreadable, not TOML, not UTF-8
     channels = data.get("channels", {})
     if not isinstance(channels, dict):
         raise ConfigError("channels", "must be a table of channel tables")
@@ -110,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
         trio.run(_chat_local, args, config, agent)
     except TidingsError as exc:
         print(f"tidings chat: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as exc:  # e.g. not a database: SQLite's own error
+        print(f"tidings chat: cannot open the database {args.db}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -1,0 +1,36 @@
+"""``tidings chat --local`` refuses a config file or a database it cannot use with one line on
+stderr and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+
+def chat(tmp_path: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--local",
+         "--workspace", str(tmp_path), *args],
+        input="hello\n", capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
+
+
+def test_a_config_file_that_is_not_utf8_is_refused(tmp_path: pathlib.Path) -> None:
+    config = tmp_path / "tidings.toml"
+    config.write_bytes(b"[channels.terminal]\ninstructions = \"\xff\xfe\"\n")
+    result = chat(tmp_path, "--db", str(tmp_path / "chat.db"), "--config", str(config))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "tidings chat: config: " in result.stderr
+    assert "UTF-8" in result.stderr
+    assert not (tmp_path / "chat.db").exists()
+
+
+def test_a_file_that_is_not_a_database_is_refused(tmp_path: pathlib.Path) -> None:
+    db = tmp_path / "notes.db"
+    db.write_text("these are notes, not a database\n" * 10)
+    result = chat(tmp_path, "--db", str(db))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"tidings chat: cannot open the database {db}: file is not a database" \
+        in result.stderr
