@@ -102,3 +102,17 @@ async def test_history_of_an_unknown_session_is_a_lookup_error_not_an_empty_hist
     for model_context in (False, True):
         with pytest.raises(SessionNotFoundError):
             await rt.history(session_id + "x", model_context=model_context)
+
+
+async def _first_event(rt, after_seq):
+    feed = rt.events(after_seq=after_seq)
+    with trio.fail_after(5):  # a string after_seq matched nothing, for ever
+        return await feed.__anext__()
+
+
+@pytest.mark.parametrize("bad", ["3", 2.5, True, -1, 2**63, "10**5000"])
+async def test_events_refuse_an_after_seq_that_is_not_a_seq(rt, bad) -> None:
+    bad = 10**5000 if bad == "10**5000" else bad  # (pytest cannot name it)
+    with pytest.raises(ValidationError) as caught:
+        await _first_event(rt, bad)
+    assert caught.value.field == "after_seq"
