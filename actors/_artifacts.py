@@ -62,7 +62,8 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
     """Check *source* against the roots and return where it really is (blocking: stats files).
 
     Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
-    symlinks), a ``..`` component, a missing or non-regular file, or a non-http(s) URL.
+    symlinks), a ``..`` component, a missing or non-regular file, a non-http(s) URL, or one
+    that is not valid UTF-8.
     """
     check_source_type(source, field)
     if isinstance(source, ArtifactRef):
@@ -85,6 +86,7 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
         raise ArtifactError(field, f"only http(s) URLs are allowed, got a {parsed.scheme!r} URL")
     if not parsed.hostname:
         raise ArtifactError(field, "the URL has no host")
+    _check_utf8(text, field)
     name = pathlib.PurePosixPath(urllib.parse.unquote(parsed.path)).name or parsed.hostname
     return ResolvedSource("url", text, name)
 
@@ -109,4 +111,16 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
                                    "artifact root")
     if not resolved.is_file():
         raise ArtifactError(field, f"not a regular file: {text}")
-    return ResolvedSource("path", str(resolved), resolved.name)
+    location = str(resolved)
+    _check_utf8(location, field)
+    return ResolvedSource("path", location, resolved.name)
+
+
+def _check_utf8(location: str, field: str) -> None:
+    """A path or URL is written as UTF-8 text: a name made of non-UTF-8 bytes (decoded with
+    surrogates) cannot be, so it is refused here rather than by SQLite in the writer."""
+    if not location.isascii():
+        try:
+            location.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ArtifactError(field, "the path or URL is not valid UTF-8 text") from None

@@ -24,11 +24,30 @@ __all__ = [
     "MediaBlock",
     "TextBlock",
     "block_from_dict",
+    "check_text",
     "fallback_text",
 ]
 
 MEDIA_TYPES = ("image", "audio", "video", "file")
 BLOCK_TYPES = ("text", *MEDIA_TYPES, "control")
+
+
+def check_text(value: object, field: str) -> str:
+    """*value*, if it is text a UTF-8 column can hold.
+
+    Raises ``TypeError`` for a non-string, and :class:`ValidationError` naming *field* for a
+    string with a lone surrogate (what ``os.fsdecode`` makes of non-UTF-8 bytes): SQLite would
+    refuse it only in the writer, with an error that names nothing.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{field}: expected str, got {type(value).__name__}")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValidationError(field, f"is not valid Unicode (lone surrogate at index "
+                                         f"{exc.start})") from None
+    return value
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -24,6 +24,7 @@ from tidings.actors._blocks import (
     ControlBlock,
     MediaBlock,
     TextBlock,
+    check_text,
     fallback_text,
 )
 from tidings.actors._handle import DeliveryHandle
@@ -294,8 +295,7 @@ def _check_media(part: _Media) -> None:
 
 
 def _check_str(value: object, field: str) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"{field}: expected str, got {type(value).__name__}")
+    check_text(value, field)
 
 
 def _check_metadata(value: Mapping[str, Any] | None, field: str) -> Mapping[str, Any]:
@@ -319,7 +319,7 @@ def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:
 
 def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
     if isinstance(block, str):
-        return TextBlock(block)
+        return TextBlock(check_text(block, f"{field}.text"))
     if isinstance(block, TextBlock):
         _check_str(block.text, f"{field}.text")
         return block

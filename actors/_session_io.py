@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tidings.actors._blocks import TextBlock
+from tidings.actors._blocks import TextBlock, check_text
 from tidings.actors._handle import DeliveryHandle
 from tidings.actors._pipeline import DeliveryRequest, new_id
 from tidings.errors import ValidationError
@@ -27,9 +27,7 @@ _NOTICE_KINDS = ("notice", "progress")
 
 
 def _check_text(text: object) -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"text: expected str, got {type(text).__name__}")
-    return text
+    return check_text(text, "text")
 
 
 def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -51,7 +49,7 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
 
     Raises:
       TypeError: *text* is not a string.
-      ValidationError: ``kind`` or ``metadata`` is bad.
+      ValidationError: ``kind`` or ``metadata`` is bad, or *text* is not valid Unicode.
       SessionNotFoundError: no such session.
       RuntimeClosedError: the runtime is stopping.
     """

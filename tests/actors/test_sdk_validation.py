@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 import attrs
 import pytest
 import trio
@@ -124,3 +126,56 @@ async def test_a_ready_made_media_block_obeys_the_roots(rt, bound, db_path, tmp_
     assert rows(db_path, "SELECT artifact_id, location, name FROM artifacts") == [
         (block.artifact_id, str(workspace / "chart.png"), "notes.txt")]
     assert block.artifact_id != "art_forged"
+
+
+_LONE_SURROGATE = "caf\udce9"
+"""What ``os.fsdecode`` gives for a non-UTF-8 name: a ``str`` that no UTF-8 column can hold."""
+
+
+@pytest.mark.parametrize(("send", "field"), [
+    (lambda output: output.send_text(_LONE_SURROGATE), "text"),
+    (lambda output: output.send_text("ok", history_text=_LONE_SURROGATE), "history_text"),
+    (lambda output: output.progress(_LONE_SURROGATE), "text"),
+    (lambda output: output.send(["ok", _LONE_SURROGATE]), "blocks[1].text"),
+    (lambda output: output.send_file("chart.png", caption=_LONE_SURROGATE,
+                                     history_policy="transient"), "caption"),
+    (lambda output: output.send_text("ok", idempotency_key=_LONE_SURROGATE),
+     "idempotency_key"),
+])
+async def test_text_that_utf8_cannot_hold_is_refused_by_field(rt, bound, db_path, send,
+                                                             field) -> None:
+    session_id, _ = bound
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ValidationError) as caught:
+            await send(ctx.output)
+    assert caught.value.field == field
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+
+
+async def test_a_file_whose_name_is_not_utf8_is_refused_by_field(rt, bound, db_path,
+                                                                workspace) -> None:
+    name = os.fsdecode(b"caf\xe9.png")
+    (workspace / name).write_bytes(b"\x89PNG")
+    session_id, _ = bound
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send_file(name, history_policy="transient")
+        assert caught.value.field == "source"
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send_file(ArtifactRef(path=name), history_policy="transient")
+        assert caught.value.field == "source.path"
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+    assert rows(db_path, "SELECT count(*) FROM artifacts") == [(0,)]
+
+
+async def test_notices_and_user_messages_refuse_text_utf8_cannot_hold(rt, bound,
+                                                                     db_path) -> None:
+    session_id, _ = bound
+    with pytest.raises(ValidationError) as caught:
+        await rt.notify(session_id, _LONE_SURROGATE)
+    assert caught.value.field == "text"
+    with pytest.raises(ValidationError) as caught:
+        await rt.record_user_message(session_id, _LONE_SURROGATE)
+    assert caught.value.field == "text"
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+    assert rows(db_path, "SELECT count(*) FROM messages") == [(0,)]
