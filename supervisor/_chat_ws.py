@@ -17,6 +17,7 @@ import math
 import os
 import pathlib
 import sys
+import urllib.parse
 from collections.abc import AsyncGenerator
 from typing import Any, TextIO
 
@@ -30,7 +31,7 @@ from tidings.channels._terminal import stdin_is_a_terminal, stdin_lines
 from tidings.errors import ConfigError
 from tidings.supervisor._token import read_token_file
 
-__all__ = ["DEFAULT_URL", "ChatOptions", "add_arguments", "chat_over_websocket",
+__all__ = ["DEFAULT_URL", "ChatOptions", "add_arguments", "chat_over_websocket", "check_url",
            "default_token_file", "run", "web_page"]
 
 _RECONNECTS = 5
@@ -260,10 +261,37 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
             print(f"tidings chat: {exc}; reconnecting", file=err, flush=True)
         except (OSError, HandshakeError) as exc:
             if attempts >= _RECONNECTS or state.session_id is None:
-                print(f"tidings chat: cannot connect to {options.url}: {exc}", file=err)
+                print(f"tidings chat: cannot connect to {options.url}: {_reason(exc)}",
+                      file=err)
                 return 1
         attempts += 1
         await trio.sleep(min(8.0, _BACKOFF * math.pow(2, attempts)))
+
+
+def _reason(exc: BaseException) -> str:
+    """What went wrong, for the operator: trio-websocket's ``HandshakeError`` has no text of
+    its own, its cause (``all attempts to connect ... failed``) says it."""
+    for _ in range(10):
+        if str(exc) or exc.__cause__ is None:
+            break
+        exc = exc.__cause__
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def check_url(url: str) -> str:
+    """*url* if it is a ``ws://`` or ``wss://`` URL with a host and a valid port. Raises
+    :class:`ConfigError` naming ``--url``."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError("--url", f"{exc}, got {url!r}") from None
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise ConfigError("--url", f"must look like ws://HOST:PORT (or wss://), got {url!r}")
+    if port == 0:
+        raise ConfigError("--url", f"port 0 is not a port to connect to, got {url!r}")
+    return url
 
 
 def default_token_file() -> pathlib.Path:
@@ -296,6 +324,11 @@ def run(args: Any) -> int:
         print(page if page.exists() else f"tidings chat: {page} is missing",
               file=sys.stdout if page.exists() else sys.stderr)
         return 0 if page.exists() else 1
+    try:
+        url = check_url(args.url or DEFAULT_URL)
+    except ConfigError as exc:
+        print(f"tidings chat: {exc}", file=sys.stderr)
+        return 2
     token = args.token
     if token is None:
         path = args.token_file or default_token_file()
@@ -305,7 +338,7 @@ def run(args: Any) -> int:
             print(f"tidings chat: {exc}; give --token, or --token-file (tidings serve keeps "
                   "it in <database>.token)", file=sys.stderr)
             return 2
-    options = ChatOptions(url=args.url or DEFAULT_URL, token=token,
+    options = ChatOptions(url=url, token=token,
                           conversation=args.conversation, interactive=stdin_is_a_terminal(),
                           show_chunks=args.chunks)
     try:

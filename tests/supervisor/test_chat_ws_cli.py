@@ -1,0 +1,37 @@
+"""``tidings chat --url``: a URL it cannot use, or a server it cannot reach, is one clear line on
+stderr (never a traceback, never an empty reason)."""
+
+from __future__ import annotations
+
+import pathlib
+import socket
+import subprocess
+import sys
+
+import pytest
+
+
+def chat(tmp_path: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--token", "chat-test-token",
+         *args], input="hello\n", capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        check=False)
+
+
+@pytest.mark.parametrize("url", ["notaurl", "http://127.0.0.1:8765", "ws://127.0.0.1:99999",
+                                 "ws://:8765"])
+def test_a_url_it_cannot_use_is_refused_by_name(tmp_path: pathlib.Path, url: str) -> None:
+    result = chat(tmp_path, "--url", url)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("tidings chat: --url: "), result.stderr
+
+
+def test_a_server_it_cannot_reach_says_why(tmp_path: pathlib.Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = chat(tmp_path, "--url", f"ws://127.0.0.1:{port}")
+    assert result.returncode == 1, result.stderr
+    assert f"tidings chat: cannot connect to ws://127.0.0.1:{port}: " in result.stderr
+    assert f"all attempts to connect to 127.0.0.1:{port} failed" in result.stderr
