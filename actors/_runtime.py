@@ -9,6 +9,7 @@ taking work, lets running deliveries finish up to a grace period, drains the wri
 from __future__ import annotations
 
 import functools
+import json
 import os
 import pathlib
 import time
@@ -116,12 +117,13 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         if channel is not None and (not isinstance(channel, str) or not channel):
             raise ValidationError("channel", f"must be a non-empty string or None, "
                                              f"got {channel!r}")
+        if session_id is not None:
+            check_id("session_id", session_id)
+        metadata = _check_metadata(metadata)
         if parent_session_id is not None:
-            await self.session(parent_session_id)
+            await self.session(check_id("parent_session_id", parent_session_id))
         if session_id is None:
             session_id = new_id("session_child" if parent_session_id else "session")
-        elif not isinstance(session_id, str) or not session_id:
-            raise ValidationError("session_id", f"must be a non-empty string, got {session_id!r}")
         await self.store.commit(create_session(
             session_id, core_id=self.core_id, channel=channel, now=self.store.clock(),
             parent_session_id=parent_session_id, metadata=metadata))
@@ -228,6 +230,19 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
     def check_open(self) -> None:
         if self.closing:
             raise RuntimeClosedError("the runtime is stopping; no new work is accepted")
+
+
+def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A session's metadata as stored (a JSON object), or :class:`ValidationError`."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ValidationError("metadata", f"must be a mapping, got {type(metadata).__name__}")
+    try:
+        json.dumps(dict(metadata))
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("metadata", f"must be JSON-serializable: {exc}") from None
+    return dict(metadata)
 
 
 def _resolve_roots(workspace: str | os.PathLike[str],

@@ -116,3 +116,29 @@ async def test_events_refuse_an_after_seq_that_is_not_a_seq(rt, bad) -> None:
     with pytest.raises(ValidationError) as caught:
         await _first_event(rt, bad)
     assert caught.value.field == "after_seq"
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"metadata": {"when": object()}}, "metadata"),
+    ({"metadata": [("a", 1)]}, "metadata"),
+    ({"parent_session_id": 5}, "parent_session_id"),
+    ({"parent_session_id": ""}, "parent_session_id"),
+])
+async def test_create_session_refuses_bad_arguments_by_name_and_writes_nothing(
+        rt, db_path, kwargs, field) -> None:
+    before = rows(db_path, "SELECT count(*) FROM sessions")
+    with pytest.raises(ValidationError) as caught:
+        await rt.create_session(channel="web", **kwargs)
+    assert caught.value.field == field
+    assert rows(db_path, "SELECT count(*) FROM sessions") == before
+
+
+async def test_child_sessions_nest_and_an_unknown_parent_is_a_lookup_error(rt) -> None:
+    parent = await rt.create_session(channel="web")
+    child = await rt.create_session(channel="web", parent_session_id=parent)
+    grandchild = await rt.create_session(parent_session_id=child)
+    assert child.startswith("session_child_")
+    assert grandchild.startswith("session_child_")
+    assert (await rt.session(grandchild)).parent_session_id == child
+    with pytest.raises(SessionNotFoundError):
+        await rt.create_session(parent_session_id="session_nope")
