@@ -2,7 +2,9 @@
 
 A source is a path inside the resolved workspace or the session's artifact root (symlinks
 resolved; ``..`` components and escapes rejected, also through :class:`ArtifactRef`), an http(s)
-URL, or an :class:`ArtifactRef`. A raw dict is refused with a message that says what to use.
+URL, or an :class:`ArtifactRef`. A plain string with a scheme (``https:...``) is a URL; an
+``ArtifactRef``'s ``path=`` is always a path and its ``url=`` always a URL. A raw dict is
+refused with a message that says what to use.
 """
 
 from __future__ import annotations
@@ -69,10 +71,18 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
     if isinstance(source, ArtifactRef):
         if (source.path is None) == (source.url is None):
             raise ArtifactError(field, "an ArtifactRef needs exactly one of path= or url=")
-        inner = source.url if source.url is not None else source.path
-        assert inner is not None
-        resolved = resolve_source(inner, workspace=workspace, artifact_root=artifact_root,
-                                  field=f"{field}.{'url' if source.url is not None else 'path'}")
+        # path= is always a path (a file may be named ``notes:v2.txt``) and url= always a URL.
+        if source.url is not None:
+            if not isinstance(source.url, str):
+                raise TypeError(f"{field}.url: expected str, got {type(source.url).__name__}")
+            resolved = _resolve_url(source.url, f"{field}.url")
+        else:
+            assert source.path is not None
+            check_source_type(source.path, f"{field}.path")
+            if isinstance(source.path, ArtifactRef):
+                raise TypeError(f"{field}.path: expected a path, got an ArtifactRef")
+            resolved = _resolve_path(os.fspath(source.path), workspace, artifact_root,
+                                     f"{field}.path")
         return attrs.evolve(resolved, name=source.name or resolved.name, ref=source)
     text = os.fspath(source)
     if isinstance(source, str) and _SCHEME.match(text) and not os.path.isabs(text):

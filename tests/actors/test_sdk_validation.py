@@ -179,3 +179,23 @@ async def test_notices_and_user_messages_refuse_text_utf8_cannot_hold(rt, bound,
     assert caught.value.field == "text"
     assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
     assert rows(db_path, "SELECT count(*) FROM messages") == [(0,)]
+
+
+async def test_an_artifact_ref_path_is_a_path_and_its_url_a_url(rt, bound, db_path,
+                                                               workspace) -> None:
+    (workspace / "notes:v2.txt").write_text("v2")
+    session_id, route = bound
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_file(ArtifactRef(path="notes:v2.txt"),
+                                            history_policy="transient")
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send_file(ArtifactRef(url="chart.png"), history_policy="transient")
+        assert caught.value.field == "source.url"
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send_file(ArtifactRef(path="https://example.com/a.png"),
+                                       history_policy="transient")
+        assert caught.value.field == "source.path"
+    assert await handle.wait() == "delivered"
+    [block] = route.delivered[0].blocks
+    assert (block.source_kind, block.location) == ("path", str(workspace / "notes:v2.txt"))
+    assert rows(db_path, "SELECT count(*) FROM artifacts") == [(1,)]
