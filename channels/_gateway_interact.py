@@ -5,6 +5,11 @@ that connects while it waits). The first valid answer settles it; a repeated ans
 after expiry, or one from another conversation is refused with an ``error`` frame and never
 applied. When a question is settled the other connections get ``prompt_closed``. Without a
 connected client the agent gets the runtime's fail-closed answer (``no_interactive_route``).
+
+Questions are kept per conversation: the same id asked in two conversations is two questions,
+and an id of another conversation is ``unknown_prompt`` whatever became of it there. An id
+already waiting in its conversation is refused (:class:`ValidationError`), so no question
+replaces another one that can then never be answered.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import trio
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
 from tidings.channels._gateway_frames import FrameError, approval_request_frame
+from tidings.errors import ValidationError
 
 __all__ = ["Interactions", "Question"]
 
@@ -48,8 +54,9 @@ class Interactions:
     def __init__(self, *, timeout: float, clock: Callable[[], float] = time.time) -> None:
         self.timeout = timeout
         self.clock = clock
-        self.pending: dict[str, Question] = {}
-        self.closed: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self.pending: dict[tuple[str, str], Question] = {}  # (conversation, id) -> question
+        # (conversation, id) -> "answered" | "expired", for refusing late answers by name
+        self.closed: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
 
     async def prompt(self, prompt: Prompt, key: str, broadcast: Broadcast) -> PromptAnswer:
         expires_at = self._expiry(prompt.expires_at)
@@ -79,8 +86,12 @@ class Interactions:
 
     async def _ask(self, kind: Kind, question_id: str, key: str, frame: dict[str, Any],
                    expires_at: float, broadcast: Broadcast) -> Any:
+        if (key, question_id) in self.pending:
+            field = "prompt_id" if kind == "prompt" else "request_id"
+            raise ValidationError(field, f"{question_id[:80]!r} is already waiting for an "
+                                         "answer in this conversation")
         question = Question(kind, question_id, key, frame, expires_at)
-        self.pending[question_id] = question
+        self.pending[key, question_id] = question
         broadcast(frame)
         try:
             with trio.move_on_after(max(0.0, expires_at - self.clock())):
@@ -88,18 +99,18 @@ class Interactions:
                 return question.answer
             return None
         finally:
-            self.pending.pop(question_id, None)
+            del self.pending[key, question_id]
             reason = "answered" if question.settled else "expired"
             question.settled = True
-            self._remember(question_id, reason)
+            self._remember((key, question_id), reason)
             broadcast({"type": "prompt_closed", "id": question_id, "reason": reason})
 
     def settle(self, kind: Kind, question_id: str, key: str, answer: Any) -> None:
         """Apply a client's answer. Raises :class:`FrameError` (``unknown_prompt``,
         ``already_answered``, ``expired``) when it must be refused."""
-        question = self.pending.get(question_id)
-        if question is None or question.key != key or question.kind != kind:
-            reason = self.closed.get(question_id) if question is None else None
+        question = self.pending.get((key, question_id))
+        if question is None or question.kind != kind:
+            reason = self.closed.get((key, question_id)) if question is None else None
             if reason == "answered":
                 raise FrameError("already_answered", f"{question_id} was answered already")
             if reason == "expired":
@@ -118,7 +129,8 @@ class Interactions:
         """The frames of questions still waiting in conversation *key* (for a new client)."""
         return [q.frame for q in self.pending.values() if q.key == key and not q.settled]
 
-    def _remember(self, question_id: str, reason: str) -> None:
-        self.closed[question_id] = reason
+    def _remember(self, pair: tuple[str, str], reason: str) -> None:
+        self.closed[pair] = reason
+        self.closed.move_to_end(pair)
         while len(self.closed) > _CLOSED_KEPT:
             self.closed.popitem(last=False)
