@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 from tidings.errors import DatabaseNotFoundError, StoreError, ValidationError
 from tidings.store import (
+    MAX_INTEGER,
     OUTBOX_STATUSES,
     DeliveryReport,
     StatusReport,
@@ -65,22 +66,25 @@ def register(commands: Any) -> None:
 
 
 def parse_since(text: str, *, now: Callable[[], float] = time.time) -> float:
-    """``--since`` as unix seconds. Raises ``argparse.ArgumentTypeError`` naming the forms."""
+    """``--since`` as unix seconds. Raises ``argparse.ArgumentTypeError`` naming the forms
+    (also for a time that is not finite or out of range: ``nan``, ``1e400``, year 1)."""
     value = text.strip()
     relative = _RELATIVE.fullmatch(value)
-    if relative:
-        return now() - float(relative.group(1)) * _UNITS[relative.group(2)]
     try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.datetime.fromisoformat(value)
-    except ValueError:
+        if relative:
+            since = now() - float(relative.group(1)) * _UNITS[relative.group(2)]
+        else:
+            try:
+                since = float(value)
+            except ValueError:
+                since = datetime.datetime.fromisoformat(value).timestamp()
+        # The row times are shown as local times: the bound must be one too.
+        datetime.datetime.fromtimestamp(since)
+    except (ValueError, OverflowError, OSError):
         raise argparse.ArgumentTypeError(
             f"expected unix seconds, an ISO 8601 time or an age like 15m, "
             f"got {text!r}") from None
-    return moment.timestamp()
+    return since
 
 
 def _limit(text: str) -> int:
@@ -88,8 +92,9 @@ def _limit(text: str) -> int:
         value = int(text)
     except ValueError:
         value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    if not 0 <= value <= MAX_INTEGER:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to {MAX_INTEGER}, "
+                                         f"got {text!r}")
     return value
 
 

@@ -160,3 +160,14 @@ async def test_the_module_runs_as_a_script_and_writes_nothing(db) -> None:
 def test_no_command_prints_usage_and_exits_2(capsys) -> None:
     assert main([]) == 2
     assert "status" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--limit", "100000000000000000000000"], ["--since", "nan"],
+                                  ["--since", "inf"], ["--since", "1e400"],
+                                  ["--since", "0001-01-01"]])
+async def test_out_of_range_arguments_exit_2_naming_the_option(db, capsys, argv) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["status", "--db", str(db["path"]), *argv])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {argv[0]}: expected " in err
