@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from tidings.actors._outbound import build_outbound, item_from_row
+from tidings.actors._policy import KINDS
 from tidings.actors._records import Outbound
 from tidings.errors import SessionNotFoundError, ValidationError
-from tidings.store import MAX_INTEGER, acking, transition
+from tidings.store import MAX_INTEGER, OUTBOX_STATUSES, acking, transition
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
@@ -48,6 +49,20 @@ def _seq(field: str, value: object) -> int:
     if value > MAX_INTEGER:  # (its repr may be too long to build)
         raise ValidationError(field, f"must be at most {MAX_INTEGER}")
     return value
+
+
+def _names(field: str, values: Iterable[str], allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """*values* as a tuple of names from *allowed*, at least one (a lone string is refused:
+    it would be read as its characters)."""
+    if isinstance(values, str | bytes):
+        raise ValidationError(field, f"must be a list of names, not the string {values!r}")
+    names = tuple(values)
+    if not names:
+        raise ValidationError(field, f"must name at least one of {', '.join(allowed)}")
+    for name in names:
+        if name not in allowed:
+            raise ValidationError(field, f"must be among {', '.join(allowed)}, got {name!r}")
+    return names
 
 
 class AckingSupport:
@@ -93,12 +108,17 @@ class AckingSupport:
                                 statuses: Iterable[str] = REPLAYABLE_STATUSES,
                                 ) -> list[StoredDelivery]:
         """Rows of *session_id* with ``seq > after_seq`` of *kinds* in *statuses*, in seq
-        order, at most *limit* (page on with the last ``outbound.seq``)."""
+        order, at most *limit* (page on with the last ``outbound.seq``). Raises
+        :class:`ValidationError` naming a bad ``after_seq``, ``limit``, ``kinds`` (of
+        ``message``, ``progress``, ``notice``) or ``statuses`` (outbox statuses)."""
         after_seq = _seq("after_seq", after_seq)
+        limit = _seq("limit", limit)
+        kinds = _names("kinds", kinds, KINDS)
+        statuses = _names("statuses", statuses, OUTBOX_STATUSES)
         binding = self.router.binding(session_id)
         capabilities = binding.capabilities if binding is not None else frozenset({"text"})
         rows = await self.store.read(functools.partial(
-            acking.rows_after, kinds=tuple(kinds), statuses=tuple(statuses)),
+            acking.rows_after, kinds=kinds, statuses=statuses),
             session_id, after_seq, limit)
         return [StoredDelivery(row.status, build_outbound(item_from_row(row), capabilities,
                                                           attempt=row.attempts)[0])

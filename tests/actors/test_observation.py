@@ -142,3 +142,23 @@ async def test_child_sessions_nest_and_an_unknown_parent_is_a_lookup_error(rt) -
     assert (await rt.session(grandchild)).parent_session_id == child
     with pytest.raises(SessionNotFoundError):
         await rt.create_session(parent_session_id="session_nope")
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"statuses": "queued"}, "statuses"),  # a string is not a list of statuses
+    ({"statuses": ()}, "statuses"),
+    ({"statuses": ("delivered",)}, "statuses"),
+    ({"kinds": "message"}, "kinds"),
+    ({"kinds": []}, "kinds"),
+    ({"kinds": ("text",)}, "kinds"),
+    ({"limit": -1}, "limit"),
+    ({"limit": "10"}, "limit"),
+])
+async def test_stored_deliveries_refuse_bad_filters_by_name(rt, kwargs, field) -> None:
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        assert await (await ctx.output.send_text("x")).wait() == "unrouted"
+    assert len(await rt.stored_deliveries(session_id, statuses=("unrouted",))) == 1
+    with pytest.raises(ValidationError) as caught:
+        await rt.stored_deliveries(session_id, **kwargs)
+    assert caught.value.field == field
