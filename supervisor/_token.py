@@ -65,8 +65,9 @@ def resolve_token(given: str | None, token_file: pathlib.Path | None,
         return TokenSource(given, None)
     path = token_file or token_path(db_path)
     if path.exists():
+        token = read_token_file(path)  # first: a path refused (a directory...) is left as it is
         _tighten(path)
-        return TokenSource(read_token_file(path), path)
+        return TokenSource(token, path)
     token = secrets.token_urlsafe(32)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

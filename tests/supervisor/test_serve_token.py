@@ -42,3 +42,18 @@ def test_a_token_file_that_holds_no_token_is_refused(tmp_path) -> None:
     with pytest.raises(ConfigError) as caught:
         resolve_token(None, path, tmp_path / "x.db")
     assert caught.value.field == "gateway.token_file"
+
+
+def test_a_token_file_that_is_refused_keeps_its_mode(tmp_path) -> None:
+    folder = tmp_path / "tokens"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    with pytest.raises(ConfigError, match=r"gateway\.token_file"):
+        resolve_token(None, folder, tmp_path / "x.db")
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755  # a directory is not chmod-ed 0600
+    empty = tmp_path / "empty.token"
+    empty.write_text("\n")
+    empty.chmod(0o644)
+    with pytest.raises(ConfigError, match="does not hold a token"):
+        resolve_token(None, empty, tmp_path / "x.db")
+    assert stat.S_IMODE(empty.stat().st_mode) == 0o644
