@@ -20,7 +20,8 @@ import attrs
 
 from tidings.errors import ArtifactError
 
-__all__ = ["ArtifactRef", "ResolvedSource", "check_source_type", "resolve_source"]
+__all__ = ["ArtifactRef", "ResolvedSource", "check_source_type", "names_own_directory",
+           "resolve_source"]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
@@ -59,9 +60,19 @@ def check_source_type(source: object, field: str = "source") -> None:
                         f"got {type(source).__name__}")
 
 
+def names_own_directory(session_id: str) -> bool:
+    """Whether ``<artifacts>/<session_id>`` is a directory of the session's own: one plain path
+    component. ``..``, ``/``, ``.`` or ``a/b`` would make it the database directory, the
+    filesystem root, every session's artifacts or inside another session's; such a session
+    has no artifact root (its files must be in the workspace)."""
+    return (bool(session_id) and session_id not in (".", "..") and "\x00" not in session_id
+            and not any(sep and sep in session_id for sep in (os.sep, os.altsep)))
+
+
 def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: pathlib.Path,
-                   artifact_root: pathlib.Path, field: str = "source") -> ResolvedSource:
+                   artifact_root: pathlib.Path | None, field: str = "source") -> ResolvedSource:
     """Check *source* against the roots and return where it really is (blocking: stats files).
+    *artifact_root* is None for a session with none (see :func:`names_own_directory`).
 
     Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
     symlinks), a ``..`` component, a missing or non-regular file, a non-http(s) URL, or one
@@ -101,7 +112,7 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
     return ResolvedSource("url", text, name)
 
 
-def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Path,
+def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Path | None,
                   field: str) -> ResolvedSource:
     if not text or "\x00" in text:
         raise ArtifactError(field, "the path is empty or contains a NUL character")
@@ -115,7 +126,9 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
         raise ArtifactError(field, f"no such file: {text}") from None
     except (OSError, RuntimeError) as exc:  # loops, permissions
         raise ArtifactError(field, f"cannot resolve {text}: {exc}") from None
-    roots = [workspace.resolve(), artifact_root.resolve()]
+    roots = [workspace.resolve()]
+    if artifact_root is not None:
+        roots.append(artifact_root.resolve())
     if not any(resolved.is_relative_to(root) for root in roots):
         raise ArtifactError(field, "the path resolves outside the workspace and the session's "
                                    "artifact root")

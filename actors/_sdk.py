@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from tidings.actors._artifacts import ArtifactRef, ResolvedSource, check_source_type, resolve_source
+from tidings.actors._artifacts import (
+    ArtifactRef,
+    ResolvedSource,
+    check_source_type,
+    names_own_directory,
+    resolve_source,
+)
 from tidings.actors._blocks import (
     BLOCK_TYPES,
     MEDIA_TYPES,
@@ -236,7 +242,8 @@ class OutputSDK:
             return tuple(parts), []  # type: ignore[arg-type]
         turn = self._turn
         workspace = turn.runtime.workspace
-        root = turn.runtime.artifact_root_for(turn.session_id)
+        root = (turn.runtime.artifact_root_for(turn.session_id)
+                if names_own_directory(turn.session_id) else None)
         sources = [(part.source, part.field) for part in parts if isinstance(part, _Media)]
         resolved: list[ResolvedSource] = await trio.to_thread.run_sync(
             _resolve_all, sources, workspace, root)
@@ -268,7 +275,7 @@ class OutputSDK:
 
 
 def _resolve_all(sources: list[tuple[Any, str]], workspace: pathlib.Path,
-                 root: pathlib.Path) -> list[ResolvedSource]:
+                 root: pathlib.Path | None) -> list[ResolvedSource]:
     """Resolve each ``(source, field)``; an error names the field of the source that failed
     (its block's index in a block list, not its rank among the media blocks)."""
     return [resolve_source(source, workspace=workspace, artifact_root=root, field=field)

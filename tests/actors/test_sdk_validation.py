@@ -199,3 +199,22 @@ async def test_an_artifact_ref_path_is_a_path_and_its_url_a_url(rt, bound, db_pa
     [block] = route.delivered[0].blocks
     assert (block.source_kind, block.location) == ("path", str(workspace / "notes:v2.txt"))
     assert rows(db_path, "SELECT count(*) FROM artifacts") == [(1,)]
+
+
+@pytest.mark.parametrize("session_id", ["..", "/", "a/../..", ".", "parent/child"])
+async def test_a_session_id_that_is_not_one_plain_name_gives_no_artifact_root(
+        rt, db_path, workspace, session_id) -> None:
+    (workspace / "chart.png").write_bytes(b"\x89PNG")
+    other = await rt.create_session(channel="web", session_id="parent")
+    theirs = rt.artifact_root_for(other) / "child"
+    os.makedirs(theirs)
+    (theirs / "private.pdf").write_bytes(b"%PDF")
+    await rt.create_session(channel="web", session_id=session_id)
+    async with rt.open_turn(session_id) as ctx:
+        for secret in (db_path, theirs / "private.pdf"):
+            with pytest.raises(ArtifactError) as caught:
+                await ctx.output.send_file(str(secret), history_policy="transient")
+            assert caught.value.field == "source"
+        handle = await ctx.output.send_file("chart.png", history_policy="transient")
+    assert await handle.wait() == "unrouted"
+    assert rows(db_path, "SELECT location FROM artifacts") == [(str(workspace / "chart.png"),)]
