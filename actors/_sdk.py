@@ -305,16 +305,19 @@ def _check_str(value: object, field: str) -> None:
     check_text(value, field)
 
 
-def _check_metadata(value: Mapping[str, Any] | None, field: str) -> Mapping[str, Any]:
+def _check_metadata(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
+    """*value* as the JSON written with the delivery will hold it (string keys, lists, a copy
+    of nested objects): a route then sees the same metadata live as read back from the outbox,
+    whatever the caller does with its own objects after the send."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise ValidationError(field, f"must be a mapping, got {type(value).__name__}")
     try:
-        json.dumps(dict(value))
+        encoded = json.dumps(dict(value))
     except (TypeError, ValueError) as exc:
         raise ValidationError(field, f"must be JSON-serializable: {exc}") from None
-    return dict(value)
+    return json.loads(encoded)
 
 
 def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:

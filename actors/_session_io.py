@@ -36,10 +36,10 @@ def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(metadata, Mapping):
         raise ValidationError("metadata", f"must be a mapping, got {type(metadata).__name__}")
     try:
-        json.dumps(dict(metadata))
+        encoded = json.dumps(dict(metadata))
     except (TypeError, ValueError) as exc:
         raise ValidationError("metadata", f"must be JSON-serializable: {exc}") from None
-    return dict(metadata)
+    return json.loads(encoded)  # as the row holds it (see _sdk._check_metadata)
 
 
 async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import attrs
@@ -218,3 +219,30 @@ async def test_a_session_id_that_is_not_one_plain_name_gives_no_artifact_root(
         handle = await ctx.output.send_file("chart.png", history_policy="transient")
     assert await handle.wait() == "unrouted"
     assert rows(db_path, "SELECT location FROM artifacts") == [(str(workspace / "chart.png"),)]
+
+
+async def test_a_route_gets_the_metadata_that_was_written_not_the_callers_objects(
+        rt, db_path) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute(capabilities={"text", "control"})
+    route.stall()
+    rt.router.bind(session_id, route)
+    options = {"silent": False}
+    with trio.fail_after(30):  # hang guard
+        async with rt.open_turn(session_id) as ctx:
+            await ctx.output.send_text("first")
+            await route.wait_attempted(1)  # the lane is busy: the next one waits in it
+            handle = await ctx.output.send_text(
+                "second", delivery_metadata={"options": options, "ids": (1, 2), 7: "seven"})
+            control = await ctx.output.send({"type": "control", "action": "typing",
+                                             "data": {"options": options}})
+        options["silent"] = True  # the caller reuses its objects once send returned
+        route.release()
+        assert await handle.wait() == "delivered"
+        assert await control.wait() == "delivered"
+    written = {"options": {"silent": False}, "ids": [1, 2], "7": "seven"}
+    assert rows(db_path, "SELECT metadata FROM outbox WHERE delivery_id = ?",
+                handle.delivery_id) == [(json.dumps(written),)]
+    second, third = route.delivered[1:]
+    assert dict(second.metadata) == written
+    assert dict(third.blocks[0].data) == {"options": {"silent": False}}
