@@ -213,7 +213,9 @@ class OutputSDK:
         if idempotency_key is not None:
             _check_str(idempotency_key, "idempotency_key")
         media = [part for part in parts if isinstance(part, _Media) or part.type in MEDIA_TYPES]
-        if media and policy != "transient" and history_text is None:
+        # Non-text: any media, or no text at all (a control-only send would write "" history).
+        non_text = bool(media) or not any(isinstance(part, TextBlock) for part in parts)
+        if non_text and policy != "transient" and history_text is None:
             raise ValidationError("history_text", "a non-text send that writes history must "
                                                   "give history_text (the host never invents it)")
         metadata = _check_metadata(delivery_metadata, "delivery_metadata")

@@ -235,7 +235,8 @@ async def test_a_route_gets_the_metadata_that_was_written_not_the_callers_object
             handle = await ctx.output.send_text(
                 "second", delivery_metadata={"options": options, "ids": (1, 2), 7: "seven"})
             control = await ctx.output.send({"type": "control", "action": "typing",
-                                             "data": {"options": options}})
+                                             "data": {"options": options}},
+                                            history_policy="transient")
         options["silent"] = True  # the caller reuses its objects once send returned
         route.release()
         assert await handle.wait() == "delivered"
@@ -246,3 +247,18 @@ async def test_a_route_gets_the_metadata_that_was_written_not_the_callers_object
     second, third = route.delivered[1:]
     assert dict(second.metadata) == written
     assert dict(third.blocks[0].data) == {"options": {"silent": False}}
+
+
+async def test_a_control_only_send_that_writes_history_needs_history_text(rt, db_path) -> None:
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:  # serial output turn: persist by default
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send({"type": "control", "action": "typing"})
+        assert caught.value.field == "history_text"
+        assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+        await ctx.output.send({"type": "control", "action": "typing"},
+                              history_policy="transient")
+        await ctx.output.send({"type": "control", "action": "pin"}, history_text="Pinned it.")
+        await ctx.output.send(["ok", {"type": "control", "action": "typing"}])
+    assert [m.text for m in await rt.history(session_id, model_context=True)] == [
+        "Pinned it.", "ok"]
