@@ -63,6 +63,7 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
         await channel.answer(conversation, session_id, CANCELLED if done else NOTHING_TO_CANCEL,
                              command=name)
         return
+    refusal = None
     async with directory.lock(conversation):
         if name == "clear":
             dispatch.cancel(conversation, "clear")
@@ -73,16 +74,22 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
             session_id = await directory.new(conversation)
             await channel.answer(conversation, session_id, NEW_SESSION, command=name)
         else:
-            await _resume(channel, conversation, command)
+            refusal = await _resume(channel, conversation, command)
+    if refusal is None:
+        return
+    # A refused /resume changed nothing; its answer goes to the current session, looked up
+    # outside the lock (a lookup that reads the store takes it).
+    current = await directory.lookup(conversation)
+    await channel.answer(conversation, current, refusal, command="resume")
 
 
-async def _resume(channel: ChannelBase, conversation: Conversation, command: Command) -> None:
+async def _resume(channel: ChannelBase, conversation: Conversation,
+                  command: Command) -> str | None:
+    """Resume (under the conversation's lock) and answer; the refusal to send, if refused."""
     target = command.argument or ""
     try:
         await channel.directory.resume(conversation, target)
     except SessionNotFoundError as exc:
-        current = await channel.directory.lookup(conversation)
-        text = CLEARED_SESSION if isinstance(exc, SessionClosedError) else NO_SUCH_SESSION
-        await channel.answer(conversation, current, text, command="resume")
-        return
+        return CLEARED_SESSION if isinstance(exc, SessionClosedError) else NO_SUCH_SESSION
     await channel.answer(conversation, target, f"Resumed session {target}.", command="resume")
+    return None

@@ -118,12 +118,21 @@ class SessionDirectory:
         return session_id, created
 
     async def lookup(self, conversation: Conversation) -> str | None:
-        """The conversation's session, or None; never creates one (``/who``, ``/status``)."""
+        """The conversation's session, or None; never creates one (``/who``, ``/status``).
+
+        When nothing is cached, the store is read under the conversation's lock (so the
+        caller must not hold it): a ``/new``, ``/resume`` or ``/clear`` committing meanwhile
+        would otherwise be overwritten in the cache by the older session read before it.
+        """
         session_id = self._current.get(conversation.key)
         if session_id is None:
-            session_id = await self._rt.conversation_session(self._name, conversation.key)
-            if session_id is None:
-                return None
+            async with self.lock(conversation):
+                session_id = self._current.get(conversation.key)
+                if session_id is None:
+                    session_id = await self._rt.conversation_session(self._name,
+                                                                     conversation.key)
+                    if session_id is None:
+                        return None
         self._switch(conversation, session_id)
         return session_id
 
