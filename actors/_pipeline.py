@@ -272,50 +272,55 @@ class DeliveryPipeline:
         status = "queued" if request.visible else "sent"
         claimant, lease, attempts, extra = None, None, 0, ()
         binding = self._claimable(request)
-        if binding is not None:
-            status, claimant, attempts = "sending", self._store.claimant, 1
-            lease = now + self._dispatcher.lease
-            _, degraded = adapt_blocks(request.blocks, binding.capabilities)
-            if degraded:
-                extra = (("delivery.degraded", json.dumps(
-                    {"missing": degraded, "route": type(binding.route).__name__})),)
-        values = {
-            "delivery_id": delivery_id, "session_id": request.session_id,
-            "owner_turn_id": request.turn_id, "work_id": work_id, "kind": request.kind,
-            "channel": request.channel, "text": request.text,
-            "blocks": _blocks_json(request.blocks),
-            "metadata": json.dumps(dict(request.metadata)) if request.metadata else "{}",
-            "visible": int(request.visible),
-            "history_message_id": message_id,
-            "failure_history_text": request.failure_history_text,
-            "idempotency_key": request.idempotency_key, "status": status,
-            "claimant": claimant, "lease_expires_at": lease, "attempts": attempts,
-            "created_at": now, "updated_at": now,
-        }
-        work_status = {"queued": "pending", "sent": "completed", "sending": "claimed"}[status]
-        ops: list[Op] = [
-            OutboxInsert(values, extra),
-            InsertRows("work_items", _WORK_COLUMNS, ((
-                work_id, "delivery.send", delivery_id, None, work_status, claimant, lease,
-                attempts, now, now),)),
-        ]
-        if writes_history:
-            text = request.history_text if request.history_text is not None else request.text
-            ops.append(InsertRows("messages", _MESSAGE_COLUMNS, ((
-                message_id, request.session_id, request.turn_id, delivery_id, "assistant",
-                request.history_kind, text, request.policy, int(request.visible),
-                int(request.policy == "persist"), now, now),)))
-        if request.artifacts:
-            ops.append(InsertRows("artifacts", _ARTIFACT_COLUMNS, tuple(
-                (a.artifact_id, request.session_id, request.turn_id, delivery_id, a.block_type,
-                 a.source_kind, a.location, a.name, a.media_type, a.summary,
-                 json.dumps(dict(a.metadata)), now) for a in request.artifacts)))
-        item = DeliveryItem(delivery_id=delivery_id, session_id=request.session_id,
-                            kind=request.kind, blocks=request.blocks, text=request.text,
-                            channel=request.channel, metadata=request.metadata,
-                            turn_id=request.turn_id)
-        item.binding = binding
-        return item, ops
+        try:
+            if binding is not None:
+                status, claimant, attempts = "sending", self._store.claimant, 1
+                lease = now + self._dispatcher.lease
+                _, degraded = adapt_blocks(request.blocks, binding.capabilities)
+                if degraded:
+                    extra = (("delivery.degraded", json.dumps(
+                        {"missing": degraded, "route": type(binding.route).__name__})),)
+            values = {
+                "delivery_id": delivery_id, "session_id": request.session_id,
+                "owner_turn_id": request.turn_id, "work_id": work_id, "kind": request.kind,
+                "channel": request.channel, "text": request.text,
+                "blocks": _blocks_json(request.blocks),
+                "metadata": json.dumps(dict(request.metadata)) if request.metadata else "{}",
+                "visible": int(request.visible),
+                "history_message_id": message_id,
+                "failure_history_text": request.failure_history_text,
+                "idempotency_key": request.idempotency_key, "status": status,
+                "claimant": claimant, "lease_expires_at": lease, "attempts": attempts,
+                "created_at": now, "updated_at": now,
+            }
+            work_status = {"queued": "pending", "sent": "completed", "sending": "claimed"}[status]
+            ops: list[Op] = [
+                OutboxInsert(values, extra),
+                InsertRows("work_items", _WORK_COLUMNS, ((
+                    work_id, "delivery.send", delivery_id, None, work_status, claimant, lease,
+                    attempts, now, now),)),
+            ]
+            if writes_history:
+                text = request.history_text if request.history_text is not None else request.text
+                ops.append(InsertRows("messages", _MESSAGE_COLUMNS, ((
+                    message_id, request.session_id, request.turn_id, delivery_id, "assistant",
+                    request.history_kind, text, request.policy, int(request.visible),
+                    int(request.policy == "persist"), now, now),)))
+            if request.artifacts:
+                ops.append(InsertRows("artifacts", _ARTIFACT_COLUMNS, tuple(
+                    (a.artifact_id, request.session_id, request.turn_id, delivery_id, a.block_type,
+                     a.source_kind, a.location, a.name, a.media_type, a.summary,
+                     json.dumps(dict(a.metadata)), now) for a in request.artifacts)))
+            item = DeliveryItem(delivery_id=delivery_id, session_id=request.session_id,
+                                kind=request.kind, blocks=request.blocks, text=request.text,
+                                channel=request.channel, metadata=request.metadata,
+                                turn_id=request.turn_id)
+            item.binding = binding
+            return item, ops
+        except BaseException:  # nothing is written: give the lane's reservation back
+            if binding is not None:
+                self._dispatcher.release(request.session_id)
+            raise
 
     def _claimable(self, request: DeliveryRequest) -> Binding | None:
         """The bound route, if this delivery may be claimed as it is written (and reserve the

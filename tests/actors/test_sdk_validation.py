@@ -262,3 +262,23 @@ async def test_a_control_only_send_that_writes_history_needs_history_text(rt, db
         await ctx.output.send(["ok", {"type": "control", "action": "typing"}])
     assert [m.text for m in await rt.history(session_id, model_context=True)] == [
         "Pinned it.", "ok"]
+
+
+async def test_a_write_that_cannot_be_encoded_gives_the_lanes_reservation_back(
+        rt, bound, db_path, monkeypatch) -> None:
+    """Whatever fails while the pipeline builds a write after reserving the idle session's lane
+    (here the blocks' JSON, which the SDK's checks should make impossible), the reservation is
+    given back: the session's next send is still written claimed and delivered."""
+    session_id, route = bound
+    from tidings.actors import _pipeline
+
+    real = _pipeline._blocks_json
+
+    def fail_once(blocks):
+        monkeypatch.setattr(_pipeline, "_blocks_json", real)
+        raise TypeError("blocks: not JSON serialisable")
+
+    monkeypatch.setattr(_pipeline, "_blocks_json", fail_once)
+    await _refused_then_next_send_is_claimed(
+        rt, session_id, route, db_path, lambda out: out.send_text("first"), TypeError,
+        "blocks")
