@@ -94,14 +94,19 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
                               ref=frame.id))
         return
     marker = (conversation.key, frame.id)
-    known = None if marker in gateway.inflight_ids else await rt.client_message_outcome(
-        channel, conversation.key, frame.id)
-    if marker in gateway.inflight_ids or known is not None:
-        conn.push({"type": "accepted", "id": frame.id, "outcome": known or "pending",
+    if marker in gateway.inflight_ids:
+        conn.push({"type": "accepted", "id": frame.id, "outcome": "pending",
                    "duplicate": True})
         return
+    # In flight from before the durable look-up: a twin whose look-up overlaps this one's
+    # whole run (and so misses its record) still finds the marker.
     gateway.inflight_ids.add(marker)
     try:
+        known = await rt.client_message_outcome(channel, conversation.key, frame.id)
+        if known is not None:
+            conn.push({"type": "accepted", "id": frame.id, "outcome": known,
+                       "duplicate": True})
+            return
         inbound = Inbound(chat_id=conversation.chat_id, sender_id=conn.client, text=frame.text,
                           message_id=frame.id)
         outcome = await gateway.handle_inbound(inbound)
