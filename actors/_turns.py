@@ -8,6 +8,7 @@ turn never waits for its deliveries: they belong to the runtime.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -71,20 +72,65 @@ class TurnContext:
             raise RuntimeClosedError("the runtime is stopping; no new deliveries are accepted")
 
     async def prompt_user(self, text: str, *, expires_in: float | None = None) -> PromptAnswer:
-        """Ask the person on this session's route; fails closed without one."""
-        prompt = Prompt(self.session_id, text, new_id("prompt"), self.turn_id,
-                        self._expiry(expires_in))
+        """Ask the person on this session's route; fails closed without one.
+
+        Raises:
+          ValidationError: *text* is not a string, or *expires_in* is not None or a number
+            of seconds >= 0 (the field is named); nothing is asked.
+          RuntimeClosedError: the turn has ended.
+        """
+        if not isinstance(text, str):
+            raise ValidationError("text", f"must be a string, got {type(text).__name__}")
+        expires_at = self._expiry(expires_in)
+        self._check_not_ended()
+        prompt = Prompt(self.session_id, text, new_id("prompt"), self.turn_id, expires_at)
         return await self.runtime.router.prompt_user(prompt)
 
     async def request_approval(self, action: str, *, details: Mapping[str, Any] | None = None,
                                expires_in: float | None = None) -> ApprovalDecision:
-        """Ask for approval on this session's route; fails closed (denied) without one."""
-        request = ApprovalRequest(self.session_id, action, new_id("approval"), details or {},
-                                  self.turn_id, self._expiry(expires_in))
+        """Ask for approval on this session's route; fails closed (denied) without one.
+
+        Raises:
+          ValidationError: *action* is not a non-empty string, *details* not a JSON-ready
+            mapping, or *expires_in* not None or a number of seconds >= 0 (the field is
+            named); nothing is asked.
+          RuntimeClosedError: the turn has ended.
+        """
+        if not isinstance(action, str) or not action:
+            raise ValidationError("action", f"must be a non-empty string, got {action!r:.80}")
+        details = _check_details(details)
+        expires_at = self._expiry(expires_in)
+        self._check_not_ended()
+        request = ApprovalRequest(self.session_id, action, new_id("approval"), details,
+                                  self.turn_id, expires_at)
         return await self.runtime.router.request_approval(request)
 
+    def _check_not_ended(self) -> None:
+        if self.closed:  # nobody could act on the answer: the question would be a lie
+            raise RuntimeClosedError(f"turn {self.turn_id} has ended; it cannot ask")
+
     def _expiry(self, expires_in: float | None) -> float | None:
-        return None if expires_in is None else self.runtime.store.clock() + expires_in
+        if expires_in is None:
+            return None
+        if (isinstance(expires_in, bool) or not isinstance(expires_in, int | float)
+                or not expires_in >= 0):  # NaN too
+            raise ValidationError("expires_in", f"must be None or seconds >= 0, got "
+                                                f"{expires_in!r:.80}")
+        return self.runtime.store.clock() + expires_in
+
+
+def _check_details(details: Mapping[str, Any] | None) -> dict[str, Any]:
+    """*details* as a plain dict, refused by name unless it is a JSON-ready mapping (it is
+    shown to a person, over the wire for remote channels)."""
+    if details is None:
+        return {}
+    if not isinstance(details, Mapping):
+        raise ValidationError("details", f"must be a mapping, got {type(details).__name__}")
+    try:
+        json.dumps(dict(details), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("details", f"must be JSON-serializable: {exc}") from None
+    return dict(details)
 
 
 def turn_policies(slot: str, mode: str, history_policy: str | None

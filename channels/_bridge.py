@@ -8,13 +8,15 @@ session-aware router, the agent's ``timeout`` becoming the runtime's ``expires_i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, final
 
 import trio
 
 from tidings.actors import ApprovalDecision, OutputSDK, TurnContext
 from tidings.channels._lifecycle import LifecycleEmitter, ToolCall
+from tidings.errors import ValidationError
 
 __all__ = ["BridgeTurn"]
 
@@ -101,7 +103,8 @@ class BridgeTurn:
                           timeout: float | None = None) -> str | None:  # noqa: ASYNC109
         """Ask the person on this session's route; the answer, or None when there is none
         (no interactive route, declined, or not answered within *timeout* seconds)."""
-        answer = await self._ctx.prompt_user(text, expires_in=timeout)
+        with _timeout_named():
+            answer = await self._ctx.prompt_user(text, expires_in=timeout)
         return answer.text
 
     async def request_approval(self, action: str, *, details: Mapping[str, Any] | None = None,
@@ -109,4 +112,18 @@ class BridgeTurn:
                                ) -> ApprovalDecision:
         """Ask to approve *action*; the runtime's decision (fails closed: ``allowed`` is
         False without an interactive route, on expiry after *timeout* seconds, or on deny)."""
-        return await self._ctx.request_approval(action, details=details, expires_in=timeout)
+        with _timeout_named():
+            return await self._ctx.request_approval(action, details=details,
+                                                    expires_in=timeout)
+
+
+@contextmanager
+def _timeout_named() -> Iterator[None]:
+    """A bad *timeout* is refused under the name the agent gave it, not the runtime's
+    ``expires_in``."""
+    try:
+        yield
+    except ValidationError as exc:
+        if exc.field != "expires_in":
+            raise
+        raise ValidationError("timeout", exc.reason) from None

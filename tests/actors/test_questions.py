@@ -1,0 +1,74 @@
+"""``ctx.prompt_user`` / ``ctx.request_approval`` (and an agent's ``turn.prompt_user`` /
+``turn.request_approval``): bad input is refused by name before anything is asked, and a turn
+that ended asks nothing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tidings.channels import ChannelBase, ChannelConfig, Inbound
+from tidings.errors import RuntimeClosedError, ValidationError
+from tidings.testing import MemoryRoute
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda ctx: ctx.prompt_user(42), "text"),
+    (lambda ctx: ctx.prompt_user("q?", expires_in=math.nan), "expires_in"),
+    (lambda ctx: ctx.prompt_user("q?", expires_in=-1), "expires_in"),
+    (lambda ctx: ctx.prompt_user("q?", expires_in="5"), "expires_in"),
+    (lambda ctx: ctx.request_approval(""), "action"),
+    (lambda ctx: ctx.request_approval(None), "action"),
+    (lambda ctx: ctx.request_approval("deploy", details="prod"), "details"),
+    (lambda ctx: ctx.request_approval("deploy", details=[("env", "prod")]), "details"),
+    (lambda ctx: ctx.request_approval("deploy", details={"when": object()}), "details"),
+    (lambda ctx: ctx.request_approval("deploy", expires_in=math.inf * 0), "expires_in"),
+])
+async def test_bad_questions_are_refused_by_name_and_nothing_is_asked(rt, call, field) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ValidationError) as caught:
+            await call(ctx)
+    assert caught.value.field == field
+    assert (route.prompts, route.approvals) == ([], [])
+
+
+async def test_a_turn_that_ended_asks_nothing(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.answers.append("late")
+    route.decisions.append("allow")
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        pass
+    with pytest.raises(RuntimeClosedError):
+        await ctx.prompt_user("still there?")
+    with pytest.raises(RuntimeClosedError):
+        await ctx.request_approval("deploy")
+    assert (route.prompts, route.approvals) == ([], [])
+
+
+async def test_an_agent_s_bad_timeout_is_refused_under_its_own_name(rt) -> None:
+    errors: list[ValidationError] = []
+
+    class Asking:
+        async def run(self, turn) -> None:
+            for ask in (lambda: turn.prompt_user("q?", timeout=-1),
+                        lambda: turn.request_approval("deploy", timeout=math.nan)):
+                try:
+                    await ask()
+                except ValidationError as exc:
+                    errors.append(exc)
+
+    class Quiet(ChannelBase):
+        async def deliver(self, outbound) -> None:
+            pass
+
+    channel = Quiet(rt, ChannelConfig(name="ops"), agent=Asking())
+    await channel.handle_inbound(Inbound(chat_id="c1", sender_id="u1", text="go",
+                                         message_id="m1"))
+    await channel.wait_idle()
+    assert [exc.field for exc in errors] == ["timeout", "timeout"]
