@@ -9,7 +9,9 @@ connected client the agent gets the runtime's fail-closed answer (``no_interacti
 Questions are kept per conversation: the same id asked in two conversations is two questions,
 and an id of another conversation is ``unknown_prompt`` whatever became of it there. An id
 already waiting in its conversation is refused (:class:`ValidationError`), so no question
-replaces another one that can then never be answered.
+replaces another one that can then never be answered. An answer is late once the wait's
+deadline on trio's clock has passed (its own expiry, or a nearer bound of the asker such as the
+router's or the turn's), even before the waiting task has run: accepted, it would be dropped.
 """
 
 from __future__ import annotations
@@ -37,12 +39,15 @@ class Question:
     """One pending prompt or approval request."""
 
     def __init__(self, kind: Kind, question_id: str, key: str, frame: dict[str, Any],
-                 expires_at: float) -> None:
+                 expires_at: float, deadline: float) -> None:
         self.kind = kind
         self.id = question_id
         self.key = key  # the conversation it was asked in
         self.frame = frame
         self.expires_at = expires_at
+        # On trio's clock: when the wait ends (its own expiry, or the asker's nearer bound,
+        # such as the router's or the turn's). An answer from then on would be dropped.
+        self.deadline = deadline
         self.answer: Any = None
         self.settled = False
         self.done = trio.Event()
@@ -90,11 +95,13 @@ class Interactions:
             field = "prompt_id" if kind == "prompt" else "request_id"
             raise ValidationError(field, f"{question_id[:80]!r} is already waiting for an "
                                          "answer in this conversation")
-        question = Question(kind, question_id, key, frame, expires_at)
+        deadline = min(trio.current_time() + max(0.0, expires_at - self.clock()),
+                       trio.current_effective_deadline())
+        question = Question(kind, question_id, key, frame, expires_at, deadline)
         self.pending[key, question_id] = question
         broadcast(frame)
         try:
-            with trio.move_on_after(max(0.0, expires_at - self.clock())):
+            with trio.move_on_at(deadline):
                 await question.done.wait()
                 return question.answer
             return None
@@ -119,7 +126,9 @@ class Interactions:
                                                "conversation")
         if question.settled:
             raise FrameError("already_answered", f"{question_id} was answered already")
-        if self.clock() > question.expires_at:
+        # Past the deadline the wait's cancel is on its way (perhaps not run yet): an answer
+        # taken now would be dropped, so it is refused, whatever the wall clock says.
+        if self.clock() > question.expires_at or trio.current_time() >= question.deadline:
             raise FrameError("expired", f"{question_id} expired; the answer was not applied")
         question.answer = answer
         question.settled = True

@@ -75,3 +75,40 @@ async def test_an_id_already_waiting_in_the_conversation_is_refused(autojump_clo
         interactions.settle("prompt", "p1", A, "one")
     assert answers == [PromptAnswer("one")]
     assert [f["type"] for f in frames] == ["prompt", "prompt_closed"]
+
+
+@pytest.mark.parametrize("router_deadline", [False, True])
+async def test_an_answer_at_the_expiry_is_refused_or_applied_never_lost(
+        mock_clock, router_deadline) -> None:
+    """The expiry reached the waiting question (its cancel is on its way) but the question has
+    not run yet; the wall clock lags trio's a little. An answer now is either refused
+    ``expired`` or is the answer; never accepted and then dropped. Repeated, since which of
+    the two runs first after the deadline is up to trio's scheduler."""
+    for _ in range(32):
+        interactions = Interactions(timeout=300, clock=lambda: 1000.0)  # wall lags
+        results: list[PromptAnswer] = []
+
+        async def ask(interactions=interactions, results=results) -> None:
+            if router_deadline:  # the router's own bound, as for a prompt with expires_at
+                with trio.move_on_after(300):
+                    results.append(await interactions.prompt(
+                        Prompt("session_a", "q?", "p1", expires_at=1300.0), A, _sink()[1]))
+                if not results:
+                    results.append(PromptAnswer(None, "expired"))
+            else:
+                results.append(await interactions.prompt(Prompt("session_a", "q?", "p1"), A,
+                                                         _sink()[1]))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask)
+            await trio.testing.wait_all_tasks_blocked()
+            mock_clock.jump(300)
+            await trio.lowlevel.checkpoint()  # the deadline is seen; who runs next is random
+            refused = None
+            try:
+                interactions.settle("prompt", "p1", A, "yes")
+            except FrameError as exc:
+                refused = exc.code
+        assert refused in (None, "expired")
+        accepted = refused is None
+        assert results == [PromptAnswer("yes") if accepted else PromptAnswer(None, "expired")]
