@@ -13,7 +13,6 @@ import json
 import os
 import pathlib
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
@@ -65,8 +64,6 @@ __all__ = ["Runtime", "RuntimeStatistics", "open_runtime"]
 
 Recover = Literal["at_open", "manual"]
 
-_SESSION_CACHE = 10_000
-
 
 @attrs.frozen
 class RuntimeStatistics:
@@ -100,7 +97,6 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         self.tasks = TaskRunner(grace=grace)
         self.closing = False
         self.supervisor: Supervisor | None = None
-        self._sessions: OrderedDict[str, SessionRecord] = OrderedDict()
 
     # --- sessions and turns --------------------------------------------------------------------
 
@@ -130,17 +126,11 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         return session_id
 
     async def session(self, session_id: str) -> SessionRecord:
-        """The session record. Raises :class:`SessionNotFoundError` (a ``LookupError``)."""
-        cached = self._sessions.get(session_id)
-        if cached is not None:
-            await trio.lowlevel.checkpoint()
-            return cached
+        """The session record as stored now (``state`` and ``last_seq`` change, so it is read
+        every time). Raises :class:`SessionNotFoundError` (a ``LookupError``)."""
         record = await self.store.read(queries.session, session_id)
         if record is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
-        self._sessions[session_id] = record
-        if len(self._sessions) > _SESSION_CACHE:
-            self._sessions.popitem(last=False)
         return record
 
     def open_turn(self, session_id: str, *, slot: str = "output", mode: str = "serial",

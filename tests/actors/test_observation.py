@@ -162,3 +162,21 @@ async def test_stored_deliveries_refuse_bad_filters_by_name(rt, kwargs, field) -
     with pytest.raises(ValidationError) as caught:
         await rt.stored_deliveries(session_id, **kwargs)
     assert caught.value.field == field
+
+
+async def test_the_session_record_is_read_as_it_is_now_not_as_first_read(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    assert (await rt.session(session_id)).last_seq == 0
+    async with rt.open_turn(session_id) as ctx:
+        await ctx.output.send_text("a")
+        handle = await ctx.output.send_text("b")
+    assert await handle.wait() == "unrouted"
+    assert (await rt.session(session_id)).last_seq == 2 == await rt.last_seq(session_id)
+
+
+async def test_a_forgotten_conversations_session_reads_closed(rt) -> None:
+    session_id, created = await rt.resolve_conversation("web", "web:dm:1")
+    assert created
+    assert (await rt.session(session_id)).state == "active"
+    assert await rt.forget_conversation("web", "web:dm:1") == session_id
+    assert (await rt.session(session_id)).state == "closed"
