@@ -129,14 +129,19 @@ class SessionInteractionRouter:
         """Ask the person on *prompt*'s session route and wait for the answer.
 
         Fails closed: without an interactive route the answer is empty with
-        ``reason="no_interactive_route"``; past ``prompt.expires_at`` it is ``expired``.
+        ``reason="no_interactive_route"``; past ``prompt.expires_at`` it is ``expired`` (a
+        prompt already past it is not shown to anyone).
         """
         binding = self._routes.get(prompt.session_id)
         ask = getattr(binding.route, "prompt_user", None) if binding else None
         if ask is None:
             await trio.lowlevel.checkpoint()
             return PromptAnswer(None, "no_interactive_route")
-        with trio.move_on_after(self._remaining(prompt.expires_at)):
+        remaining = self._remaining(prompt.expires_at)
+        if remaining <= 0:
+            await trio.lowlevel.checkpoint()
+            return PromptAnswer(None, "expired")
+        with trio.move_on_after(remaining):
             answer = await ask(prompt)
             if isinstance(answer, PromptAnswer):
                 return answer
@@ -147,14 +152,19 @@ class SessionInteractionRouter:
         """Ask for approval on *request*'s session route and wait for the decision.
 
         Fails closed: no interactive route is a denial with ``reason="no_interactive_route"``;
-        no decision by ``request.expires_at`` is ``expired``; anything but allow is ``denied``.
+        no decision by ``request.expires_at`` is ``expired`` (a request already past it is not
+        shown to anyone); anything but allow is ``denied``.
         """
         binding = self._routes.get(request.session_id)
         ask = getattr(binding.route, "request_approval", None) if binding else None
         if ask is None:
             await trio.lowlevel.checkpoint()
             return ApprovalDecision(False, "no_interactive_route")
-        with trio.move_on_after(self._remaining(request.expires_at)):
+        remaining = self._remaining(request.expires_at)
+        if remaining <= 0:
+            await trio.lowlevel.checkpoint()
+            return ApprovalDecision(False, "expired")
+        with trio.move_on_after(remaining):
             return _decision(await ask(request))
         return ApprovalDecision(False, "expired")
 

@@ -72,3 +72,17 @@ async def test_an_agent_s_bad_timeout_is_refused_under_its_own_name(rt) -> None:
                                          message_id="m1"))
     await channel.wait_idle()
     assert [exc.field for exc in errors] == ["timeout", "timeout"]
+
+
+async def test_a_question_already_expired_is_not_asked(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.answers.append("too late")
+    route.decisions.append("allow")
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        answer = await ctx.prompt_user("q?", expires_in=0)
+        decision = await ctx.request_approval("deploy", expires_in=0)
+    assert (answer.text, answer.reason) == (None, "expired")
+    assert (decision.allowed, decision.reason) == (False, "expired")
+    assert (route.prompts, route.approvals) == ([], [])  # nobody was shown a void question
