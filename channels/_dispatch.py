@@ -33,7 +33,7 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._sanitize import sanitize_line
 from tidings.channels._turn import ActiveTurn, run_turn
 from tidings.errors import RuntimeClosedError, StoreClosedError
-from tidings.supervisor._log import quoted
+from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
@@ -310,7 +310,7 @@ class Dispatch:
     def _not_told(self, session_id: str, count: int, told: int, why: str) -> None:
         log.error("event=turns_dropped channel=%s session=%s count=%d reason=worker_ended "
                   "notices=%d note=%s", self._channel.config.name, session_id, count, told,
-                  quoted(f"{count - told} accepted message(s) were not answered and the "
+                  field(f"{count - told} accepted message(s) were not answered and the "
                           f"sender was not told: {why}"))
 
     def _forget_if_idle(self, state: SessionState) -> None:

@@ -24,7 +24,7 @@ import trio
 from tidings.errors import ConfigError
 from tidings.store import EXECUTORS
 from tidings.supervisor._config import DEFAULT_DB, ServeConfig, load_config
-from tidings.supervisor._log import quoted
+from tidings.supervisor._log import field
 from tidings.supervisor._logging import LEVELS, configure_logging
 from tidings.supervisor._serve import ServeFailed, serve
 from tidings.supervisor._signals import StopControl, watch_signals
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tidings serve: invalid configuration: {exc}", file=sys.stderr)
         return 2
     except ServeFailed as exc:
-        log.error("event=serve_failed reason=%s", quoted(str(exc)))  # noqa: TRY400 - said
+        log.error("event=serve_failed reason=%s", field(str(exc)))  # noqa: TRY400 - said
         print(f"tidings serve: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -5,22 +5,21 @@ from __future__ import annotations
 import json
 import logging
 
-__all__ = ["describe", "log_event", "logger", "quoted"]
+__all__ = ["describe", "field", "log_event", "logger"]
 
 logger = logging.getLogger("tidings.supervisor")
 
 
-def _field(value: object) -> str:
+def field(value: object) -> str:
+    """*value* as the value of a ``key=value`` log field: as it is when it is one plain word,
+    else JSON-quoted (a path or a reason with a space, a quote or ``=``), so that a reader
+    splitting on spaces (and :func:`~tidings.supervisor._logging.parse_fields`, and so the JSON
+    lines) reads it back whole. :func:`log_event` formats every field so; lines formatted by
+    hand call it for each value that may hold a space."""
     text = value if isinstance(value, str) else str(value)
     if not text or any(ch.isspace() or ch in '"=' for ch in text):
         return json.dumps(text, ensure_ascii=False)
     return text
-
-
-def quoted(text: str) -> str:
-    """*text* as one double-quoted log field for lines formatted by hand (its own double
-    quotes become single ones), so a reader splitting on spaces keeps a sentence whole."""
-    return '"' + text.replace('"', "'") + '"'
 
 
 def log_event(level: int, event: str, **fields: object) -> None:
@@ -31,7 +30,7 @@ def log_event(level: int, event: str, **fields: object) -> None:
     if not logger.isEnabledFor(level):
         return
     parts = [f"event={event}"]
-    parts.extend(f"{key}={_field(value)}" for key, value in fields.items() if value is not None)
+    parts.extend(f"{key}={field(value)}" for key, value in fields.items() if value is not None)
     logger.log(level, " ".join(parts))
 
 

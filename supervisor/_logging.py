@@ -15,22 +15,12 @@ import re
 import sys
 from typing import Any, TextIO
 
-__all__ = ["LEVELS", "JsonLinesFormatter", "KeyValueFormatter", "configure_logging", "field",
+__all__ = ["LEVELS", "JsonLinesFormatter", "KeyValueFormatter", "configure_logging",
            "parse_fields"]
 
 LEVELS = ("debug", "info", "warning", "error")
 
 _FIELD = re.compile(r'\s*([A-Za-z_][\w.]*)=("(?:[^"\\]|\\.)*"|\S*)')
-
-
-def field(value: object) -> str:
-    """*value* as the value of a hand-formatted ``key=%s`` field: as it is when it is one
-    plain word, else JSON-quoted (a path or a reason with a space, a quote or ``=``), so that
-    :func:`parse_fields` (and the JSON lines) read it back whole."""
-    text = value if isinstance(value, str) else str(value)
-    if not text or any(ch.isspace() or ch in '"=' for ch in text):
-        return json.dumps(text, ensure_ascii=False)
-    return text
 
 
 def parse_fields(message: str) -> dict[str, Any] | None:

@@ -44,8 +44,7 @@ from tidings.supervisor import (
     open_supervisor,
 )
 from tidings.supervisor._config import ServeConfig
-from tidings.supervisor._log import quoted
-from tidings.supervisor._logging import field
+from tidings.supervisor._log import field
 from tidings.supervisor._signals import StopControl
 from tidings.supervisor._token import TokenSource, resolve_token
 
@@ -186,7 +185,7 @@ async def _run_until_stopped(rt: Any, gateway: GatewayChannel, control: StopCont
             await gateway.drain()
         if drained.cancelled_caught:
             log.warning("event=drain_incomplete detail=%s",
-                        quoted("unacked rows become unknown, queued rows stay queued"))
+                        field("unacked rows become unknown, queued rows stay queued"))
         nursery.cancel_scope.cancel(reason="stopping")
 
 

@@ -12,7 +12,7 @@ import signal
 
 import trio
 
-from tidings.supervisor._logging import field
+from tidings.supervisor._log import field
 
 __all__ = ["StopControl", "watch_signals"]
 

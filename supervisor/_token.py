@@ -17,7 +17,7 @@ import stat
 import attrs
 
 from tidings.errors import ConfigError
-from tidings.supervisor._logging import field
+from tidings.supervisor._log import field
 
 __all__ = ["MIN_TOKEN_LENGTH", "TokenSource", "read_token_file", "resolve_token", "token_path"]
 
