@@ -8,6 +8,7 @@ block type still gets something to show.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -24,6 +25,7 @@ __all__ = [
     "MediaBlock",
     "TextBlock",
     "block_from_dict",
+    "check_json_object",
     "check_text",
     "fallback_text",
 ]
@@ -48,6 +50,26 @@ def check_text(value: object, field: str) -> str:
             raise ValidationError(field, f"is not valid Unicode (lone surrogate at index "
                                          f"{exc.start})") from None
     return value
+
+
+def check_json_object(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
+    """*value* as the JSON object written for it will hold it (string keys, lists, a copy of
+    nested objects; ``None`` is ``{}``), or :class:`ValidationError` naming *field* for what is
+    not a mapping or not standard JSON (NaN and infinities included).
+
+    Returning the round trip, not the caller's objects, makes what a route or reader sees live
+    the same as what is read back after a restart, whatever the caller does after the call.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, f"must be a mapping, got {type(value).__name__}")
+    try:
+        encoded = json.dumps(dict(value), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(field, f"must be JSON-serializable: {exc}") from None
+    result: dict[str, Any] = json.loads(encoded)
+    return result
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:

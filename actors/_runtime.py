@@ -9,7 +9,6 @@ taking work, lets running deliveries finish up to a grace period, drains the wri
 from __future__ import annotations
 
 import functools
-import json
 import os
 import pathlib
 import time
@@ -21,6 +20,7 @@ import attrs
 import trio
 
 from tidings.actors._acking import AckingSupport
+from tidings.actors._blocks import check_json_object
 from tidings.actors._channel_support import ChannelSupport
 from tidings.actors._events import EventBus, EventFeed
 from tidings.actors._handle import HandleRegistry
@@ -115,7 +115,7 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
                                              f"got {channel!r}")
         if session_id is not None:
             check_id("session_id", session_id)
-        metadata = _check_metadata(metadata)
+        metadata = check_json_object(metadata, "metadata")
         if parent_session_id is not None:
             await self.session(check_id("parent_session_id", parent_session_id))
         if session_id is None:
@@ -220,19 +220,6 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
     def check_open(self) -> None:
         if self.closing:
             raise RuntimeClosedError("the runtime is stopping; no new work is accepted")
-
-
-def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A session's metadata as stored (a JSON object), or :class:`ValidationError`."""
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise ValidationError("metadata", f"must be a mapping, got {type(metadata).__name__}")
-    try:
-        json.dumps(dict(metadata))
-    except (TypeError, ValueError) as exc:
-        raise ValidationError("metadata", f"must be JSON-serializable: {exc}") from None
-    return dict(metadata)
 
 
 def _resolve_roots(workspace: str | os.PathLike[str],

@@ -7,7 +7,6 @@ artifact dict is a ``TypeError`` before any history rule), then policy and visib
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from tidings.actors._blocks import (
     ControlBlock,
     MediaBlock,
     TextBlock,
+    check_json_object,
     check_text,
     fallback_text,
 )
@@ -85,7 +85,7 @@ class OutputSDK:
                         delivery_metadata: Mapping[str, Any] | None = None, *,
                         idempotency_key: str | None = None) -> DeliveryHandle:
         """Send a text message; returns once the intent is durable."""
-        _check_str(text, "text")
+        check_text(text, "text")
         return await self._submit([TextBlock(text)], kind="message", write_history=write_history,
                                   history_policy=history_policy, visible=visible,
                                   history_text=history_text,
@@ -130,14 +130,14 @@ class OutputSDK:
                        delivery_metadata: Mapping[str, Any] | None = None, *,
                        idempotency_key: str | None = None) -> DeliveryHandle:
         """Send progress: always transient (no history); ``visible=False`` is an error."""
-        _check_str(text, "text")
+        check_text(text, "text")
         return await self._status("progress", text, visible, delivery_metadata, idempotency_key)
 
     async def notice(self, text: str, visible: bool = True,
                      delivery_metadata: Mapping[str, Any] | None = None, *,
                      idempotency_key: str | None = None) -> DeliveryHandle:
         """Send a notice: always transient (no history); ``visible=False`` is an error."""
-        _check_str(text, "text")
+        check_text(text, "text")
         return await self._status("notice", text, visible, delivery_metadata, idempotency_key)
 
     async def send(self, blocks: Any, kind: str = "message", write_history: bool | None = None,
@@ -207,18 +207,18 @@ class OutputSDK:
         if kind == "message":
             check_mode_allows(policy, turn.mode)
         if history_text is not None:
-            _check_str(history_text, "history_text")
+            check_text(history_text, "history_text")
         if failure_history_text is not None:
-            _check_str(failure_history_text, "failure_history_text")
+            check_text(failure_history_text, "failure_history_text")
         if idempotency_key is not None:
-            _check_str(idempotency_key, "idempotency_key")
+            check_text(idempotency_key, "idempotency_key")
         media = [part for part in parts if isinstance(part, _Media) or part.type in MEDIA_TYPES]
         # Non-text: any media, or no text at all (a control-only send would write "" history).
         non_text = bool(media) or not any(isinstance(part, TextBlock) for part in parts)
         if non_text and policy != "transient" and history_text is None:
             raise ValidationError("history_text", "a non-text send that writes history must "
                                                   "give history_text (the host never invents it)")
-        metadata = _check_metadata(delivery_metadata, "delivery_metadata")
+        metadata = check_json_object(delivery_metadata, "delivery_metadata")
         for part in parts:
             if isinstance(part, _Media):
                 _check_media(part)
@@ -289,37 +289,18 @@ def _check_media(part: _Media) -> None:
     with the delivery must be strings and JSON, refused here by field rather than failing
     half-way through building the write."""
     prefix = part.prefix
-    _check_metadata(part.artifact_metadata, prefix + "artifact_metadata")
+    check_json_object(part.artifact_metadata, prefix + "artifact_metadata")
     for value, name in ((part.caption, "caption"), (part.summary, "summary"),
                         (part.media_type, "media_type")):
         if value is not None:
-            _check_str(value, prefix + name)
+            check_text(value, prefix + name)
     ref = part.source
     if isinstance(ref, ArtifactRef):
         for value, name in ((ref.name, "name"), (ref.summary, "summary"),
                             (ref.media_type, "media_type")):
             if value is not None:
-                _check_str(value, f"{part.field}.{name}")
-        _check_metadata(ref.metadata, f"{part.field}.metadata")
-
-
-def _check_str(value: object, field: str) -> None:
-    check_text(value, field)
-
-
-def _check_metadata(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
-    """*value* as the JSON written with the delivery will hold it (string keys, lists, a copy
-    of nested objects): a route then sees the same metadata live as read back from the outbox,
-    whatever the caller does with its own objects after the send."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError(field, f"must be a mapping, got {type(value).__name__}")
-    try:
-        encoded = json.dumps(dict(value))
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(field, f"must be JSON-serializable: {exc}") from None
-    return json.loads(encoded)
+                check_text(value, f"{part.field}.{name}")
+        check_json_object(ref.metadata, f"{part.field}.metadata")
 
 
 def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:
@@ -333,11 +314,11 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
     if isinstance(block, str):
         return TextBlock(check_text(block, f"{field}.text"))
     if isinstance(block, TextBlock):
-        _check_str(block.text, f"{field}.text")
+        check_text(block.text, f"{field}.text")
         return block
     if isinstance(block, ControlBlock):  # the same checks as a control mapping
-        _check_str(block.action, f"{field}.action")
-        _check_metadata(block.data, f"{field}.data")
+        check_text(block.action, f"{field}.action")
+        check_json_object(block.data, f"{field}.data")
         return block
     if isinstance(block, MediaBlock):
         return _ready_made_media(block, field)
@@ -354,11 +335,11 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
     if extra:
         raise ValidationError(f"{field}.{sorted(extra)[0]}", f"not a field of a {kind} block")
     if kind == "text":
-        _check_str(block.get("text"), f"{field}.text")
+        check_text(block.get("text"), f"{field}.text")
         return TextBlock(block["text"])
     if kind == "control":
-        _check_str(block.get("action"), f"{field}.action")
-        return ControlBlock(block["action"], _check_metadata(block.get("data"), f"{field}.data"))
+        check_text(block.get("action"), f"{field}.action")
+        return ControlBlock(block["action"], check_json_object(block.get("data"), f"{field}.data"))
     source = block.get("source")
     if source is None:
         raise ValidationError(f"{field}.source", f"a {kind} block needs a source")
@@ -376,8 +357,8 @@ def _ready_made_media(block: MediaBlock, field: str) -> _Media:
     if block.type not in MEDIA_TYPES:
         raise ValidationError(f"{field}.type", f"must be one of {', '.join(MEDIA_TYPES)}, "
                                                f"got {block.type!r}")
-    _check_str(block.location, f"{field}.location")
+    check_text(block.location, f"{field}.location")
     if block.name is not None:
-        _check_str(block.name, f"{field}.name")
+        check_text(block.name, f"{field}.name")
     return _Media(block.type, block.location, block.caption, block.media_type, block.summary,
                   None, f"{field}.location", f"{field}.", block.name or None)

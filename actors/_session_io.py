@@ -8,11 +8,10 @@ history rows (later model context sees them); assistant history is untouched.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tidings.actors._blocks import TextBlock, check_text
+from tidings.actors._blocks import TextBlock, check_json_object, check_text
 from tidings.actors._handle import DeliveryHandle
 from tidings.actors._pipeline import DeliveryRequest, new_id
 from tidings.errors import ValidationError
@@ -30,18 +29,6 @@ def _check_text(text: object) -> str:
     return check_text(text, "text")
 
 
-def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise ValidationError("metadata", f"must be a mapping, got {type(metadata).__name__}")
-    try:
-        encoded = json.dumps(dict(metadata))
-    except (TypeError, ValueError) as exc:
-        raise ValidationError("metadata", f"must be JSON-serializable: {exc}") from None
-    return json.loads(encoded)  # as the row holds it (see _sdk._check_metadata)
-
-
 async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice",
                  metadata: Mapping[str, Any] | None = None) -> DeliveryHandle:
     """Send *text* into the session as a transient ``notice`` (or ``progress``) owned by no
@@ -56,7 +43,7 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
     _check_text(text)
     if kind not in _NOTICE_KINDS:
         raise ValidationError("kind", f"must be one of {', '.join(_NOTICE_KINDS)}, got {kind!r}")
-    extra = _check_metadata(metadata)
+    extra = check_json_object(metadata, "metadata")
     session = await rt.session(session_id)
     rt.check_open()
     request = DeliveryRequest(

@@ -8,7 +8,6 @@ turn never waits for its deliveries: they belong to the runtime.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from tidings.actors._blocks import check_json_object
 from tidings.actors._handle import describe_error
 from tidings.actors._pipeline import new_id
 from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_mode_allows
@@ -98,7 +98,7 @@ class TurnContext:
         """
         if not isinstance(action, str) or not action:
             raise ValidationError("action", f"must be a non-empty string, got {action!r:.80}")
-        details = _check_details(details)
+        details = check_json_object(details, "details")
         expires_at = self._expiry(expires_in)
         self._check_not_ended()
         request = ApprovalRequest(self.session_id, action, new_id("approval"), details,
@@ -117,20 +117,6 @@ class TurnContext:
             raise ValidationError("expires_in", f"must be None or seconds >= 0, got "
                                                 f"{expires_in!r:.80}")
         return self.runtime.store.clock() + expires_in
-
-
-def _check_details(details: Mapping[str, Any] | None) -> dict[str, Any]:
-    """*details* as a plain dict, refused by name unless it is a JSON-ready mapping (it is
-    shown to a person, over the wire for remote channels)."""
-    if details is None:
-        return {}
-    if not isinstance(details, Mapping):
-        raise ValidationError("details", f"must be a mapping, got {type(details).__name__}")
-    try:
-        json.dumps(dict(details), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError("details", f"must be JSON-serializable: {exc}") from None
-    return dict(details)
 
 
 def turn_policies(slot: str, mode: str, history_policy: str | None

@@ -6,6 +6,7 @@ from typing import final
 
 import attrs
 
+from tidings.actors._blocks import check_text
 from tidings.channels._config import ChannelConfig
 from tidings.channels._keys import conversation_key
 from tidings.errors import ValidationError
@@ -13,20 +14,11 @@ from tidings.errors import ValidationError
 __all__ = ["Inbound", "inbound_conversation_key"]
 
 
-def _unicode(field: str, value: str) -> str:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValidationError(field, f"is not valid Unicode (lone surrogate at index "
-                                     f"{exc.start})") from None
-    return value
-
-
 def _required_id(field: str):  # type: ignore[no-untyped-def]
     def convert(value: object) -> str:
         if value is None or isinstance(value, bool | bytes) or str(value) == "":
             raise ValidationError(field, f"must be a non-empty id, got {value!r}")
-        return _unicode(field, str(value))
+        return check_text(str(value), field)
     return convert
 
 
@@ -36,14 +28,14 @@ def _optional_id(field: str):  # type: ignore[no-untyped-def]
             return None
         if isinstance(value, bool | bytes):
             raise ValidationError(field, f"must be text or a number, got {value!r}")
-        return _unicode(field, str(value))
+        return check_text(str(value), field)
     return convert
 
 
 def _text(value: object) -> str:
     if not isinstance(value, str):
         raise ValidationError("text", f"must be a string, not {type(value).__name__}")
-    return _unicode("text", value)
+    return check_text(value, "text")
 
 
 @final

@@ -282,3 +282,20 @@ async def test_a_write_that_cannot_be_encoded_gives_the_lanes_reservation_back(
     await _refused_then_next_send_is_claimed(
         rt, session_id, route, db_path, lambda out: out.send_text("first"), TypeError,
         "blocks")
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+async def test_metadata_that_standard_json_cannot_hold_is_refused_by_field(rt, bound, db_path,
+                                                                            number) -> None:
+    """NaN and the infinities are not JSON: a delivery's, an artifact's or a session's metadata
+    holding one is refused naming its field, and nothing is written (a client reading the row
+    as JSON would otherwise fail on it)."""
+    session_id, route = bound
+    await _refused_then_next_send_is_claimed(
+        rt, session_id, route, db_path,
+        lambda out: out.send_text("x", delivery_metadata={"score": number}), ValidationError,
+        "delivery_metadata")
+    with pytest.raises(ValidationError) as caught:
+        await rt.create_session(channel="web", metadata={"limits": [1, number]})
+    assert caught.value.field == "metadata"
+    assert rows(db_path, "SELECT count(*) FROM sessions") == [(1,)]
