@@ -96,7 +96,8 @@ class _Printer:
             self.line(f"? approve {sanitize_line(str(frame.get('action', '')), limit=500)} "
                       f"{sanitize_line(details, limit=500)} [y/N]")
         elif kind == "error":
-            self.line(f"! {frame.get('code')}: {sanitize_line(str(frame.get('message')), 500)}")
+            self.line(f"! {sanitize_line(str(frame.get('code')), limit=100)}: "
+                      f"{sanitize_line(str(frame.get('message')), limit=500)}")
 
     def _lifecycle(self, frame: dict[str, Any]) -> None:
         event = frame.get("event")
