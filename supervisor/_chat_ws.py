@@ -245,6 +245,10 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                                              conversation=options.conversation,
                                              client="tidings-chat", **hello) as client:
                 attempts = 0
+                # A question from before may have closed while we were away (answered on
+                # another device, expired, the server restarted) with no prompt_closed for us:
+                # the server sends again what still waits, so the next line answers only that.
+                state.question = None
                 if state.session_id is None:
                     welcome = client.welcome
                     state.session_id = welcome["session_id"]

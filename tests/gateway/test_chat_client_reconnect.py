@@ -1,0 +1,93 @@
+"""The terminal client (tidings chat without --local) across reconnects: a question that closed
+while it was away does not take the next line."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from tidings.channels import GatewayClient
+from tidings.supervisor import _chat_ws
+from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
+
+
+class Asker:
+    """``ask:Q`` prompts and replies with the answer; anything else is echoed."""
+
+    async def run(self, turn) -> None:
+        if turn.text.startswith("ask:"):
+            answer = await turn.prompt_user(turn.text[4:], timeout=60)
+            await turn.send_chunk(f"answer: {answer}")
+        else:
+            await turn.send_chunk(turn.prompt)
+
+
+class Transcript(io.StringIO):
+    """What the client printed, with a wait for a line to show up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = trio.Event()
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        self.changed.set()
+        self.changed = trio.Event()
+        return written
+
+    async def wait_for(self, found: Callable[[str], bool]) -> None:
+        while not any(found(line) for line in self.getvalue().splitlines()):
+            await self.changed.wait()
+
+
+class GatedClient:
+    """``GatewayClient`` whose reconnects (every connect after the first) wait for ``back``."""
+
+    def __init__(self) -> None:
+        self.back = trio.Event()
+        self.connects = 0
+
+    @asynccontextmanager
+    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[GatewayClient]:
+        self.connects += 1
+        if self.connects > 1:
+            await self.back.wait()
+        async with GatewayClient.connect(*args, **kwargs) as client:
+            yield client
+
+
+async def test_a_question_closed_while_disconnected_does_not_take_the_next_line(
+        rt, serve_gateway, connect, monkeypatch) -> None:
+    gated = GatedClient()
+    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
+    monkeypatch.setattr(_chat_ws, "GatewayClient", gated)
+    out, err = Transcript(), Transcript()
+    async with serve_gateway(rt, agent=Asker()) as (gateway, url):
+        async def lines() -> AsyncIterator[str]:
+            yield "ask:your name?\n"
+            await out.wait_for(lambda line: line == "? your name?")
+            [conn] = gateway.hubs[gateway.conversation_named("away").key].connections
+            conn.kill(4009, "too slow")  # this client is away (reconnecting, held at the gate)
+            await err.wait_for(lambda line: line.endswith("reconnecting"))
+            async with connect(url, "away") as other:  # another device answers meanwhile
+                *_, prompt = await other.receive_until(
+                    lambda frame: frame.get("type") == "prompt")
+                await other.send({"type": "answer", "prompt_id": prompt["prompt_id"],
+                                  "text": "Ada"})
+                await other.receive_until(lambda frame: frame.get("text") == "answer: Ada")
+            gated.back.set()
+            await out.wait_for(lambda line: line == "answer: Ada")  # back, caught up
+            yield "hello\n"  # a message: the question it saw closed while it was away
+            await out.wait_for(lambda line: line == "hello" or line.startswith("!"))
+
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="away",
+                              interactive=True)
+        with trio.fail_after(20):
+            code = await chat_over_websocket(options, lines(), out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().splitlines() == ["? your name?", "answer: Ada", "hello"]
+
