@@ -119,3 +119,17 @@ def test_server_frames_encode_deliveries_and_errors() -> None:
     assert "location" not in frame["blocks"][0]  # a server path means nothing to a client
     assert json.loads(encode(error_frame("bad_json", "no", field="f", ref="m1"))) == {
         "type": "error", "code": "bad_json", "message": "no", "field": "f", "ref": "m1"}
+
+
+@pytest.mark.parametrize(("frame", "field"), [
+    ({"type": "sync", "session_id": "\ud800"}, "session_id"),
+    ({"type": "ack", "delivery_ids": ["\udc80"]}, "delivery_ids"),
+    ({"type": "answer", "prompt_id": "p\ud800", "text": "x"}, "prompt_id"),
+    ({"type": "hello", "token": "t", "protocol": 1, "conversation": "a", "client": "\ud800"},
+     "client"),
+])
+def test_a_lone_surrogate_is_a_bad_field_and_never_the_errors_ref(frame: dict,
+                                                                  field: str) -> None:
+    error = refused({**frame, "id": "\ud800"})
+    assert (error.code, error.field) == ("bad_field", field)
+    assert error.frame_id is None  # an error frame carrying it could not be sent

@@ -138,3 +138,42 @@ async def test_a_client_that_does_not_read_is_closed_4009_without_blocking_anyon
             conn.push({"type": "delivery", "seq": i})
     assert conn.close_code == 4009
     assert "after_seq" in conn.close_reason
+
+
+@pytest.mark.parametrize(("frame", "field"), [
+    ({"type": "sync", "session_id": "\ud800"}, "session_id"),
+    ({"type": "ack", "delivery_ids": ["d\ud800"]}, "delivery_ids"),
+    ({"type": "ack", "up_to_seq": 1, "session_id": "\ud800"}, "session_id"),
+    ({"type": "message", "text": "hi", "id": "m\ud800"}, "id"),
+    ({"type": "message", "text": "hi \udfff", "id": "m1"}, "text"),
+])
+async def test_a_field_with_a_lone_surrogate_is_refused_by_name(rt, serve_gateway, connect,
+                                                                frame, field) -> None:
+    """JSON may spell a lone surrogate (``"\\ud800"``): such an id can be neither looked up
+    in SQLite nor sent back as UTF-8. It is a ``bad_field`` naming the field, the connection
+    goes on and nothing is persisted (it was a 1011 with a traceback, the store's
+    ``UnicodeEncodeError``, or the error frame's own ``ref`` breaking the writer)."""
+    async with serve_gateway(rt) as (_gateway, url), connect(url, "alpha") as client:
+        before = await _counts(rt)
+        await client.ws.send_message(json.dumps(frame))
+        with trio.fail_after(10):
+            error = await client.receive()
+        assert (error["type"], error["code"], error["field"]) == ("error", "bad_field", field)
+        assert "lone surrogate" in error["message"] or "Unicode" in error["message"]
+        with trio.fail_after(10):  # the connection still works
+            await client.send({"type": "ping"})
+            assert await client.receive() == {"type": "pong"}
+        assert await _counts(rt) == before
+
+
+@pytest.mark.parametrize("field", ["session_id", "client"])
+async def test_a_hello_field_with_a_lone_surrogate_is_closed_4000_naming_it(
+        rt, serve_gateway, field) -> None:
+    async with serve_gateway(rt) as (_gateway, url), open_transport(url) as ws:
+        await ws.send_message(json.dumps({"type": "hello", "token": "gateway-test-token",
+                                          "conversation": "alpha", "protocol": 1,
+                                          field: "x\ud800"}))
+        with trio.fail_after(10), pytest.raises(ConnectionClosed) as caught:
+            await ws.get_message()
+    assert caught.value.reason.code == 4000
+    assert f"hello.{field}" in caught.value.reason.reason
