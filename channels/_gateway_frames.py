@@ -343,8 +343,15 @@ _PARSERS = {"hello": _hello, "message": _message, "ack": _ack, "answer": _answer
 
 
 def encode(frame: Mapping[str, Any]) -> str:
-    """One frame as the text of a websocket message (compact JSON, UTF-8 kept)."""
-    return json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=str)
+    """One frame as the text of a websocket message (compact JSON, UTF-8 kept).
+
+    Text with a lone surrogate (say, an agent's text chunk) cannot be sent as UTF-8: such a
+    frame is written with JSON escapes instead (``\\ud800``), so it never breaks the
+    connection's writer."""
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=str)
+    if not text.isascii() and _lone_surrogate(text) is not None:
+        text = json.dumps(frame, ensure_ascii=True, separators=(",", ":"), default=str)
+    return text
 
 
 def _block(block: ContentBlock) -> dict[str, Any]:

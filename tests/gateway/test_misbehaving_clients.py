@@ -177,3 +177,29 @@ async def test_a_hello_field_with_a_lone_surrogate_is_closed_4000_naming_it(
             await ws.get_message()
     assert caught.value.reason.code == 4000
     assert f"hello.{field}" in caught.value.reason.reason
+
+
+class _SurrogateChunkAgent:
+    """Streams a chunk with a lone surrogate (its reply is then refused by the output SDK)."""
+
+    async def run(self, turn) -> None:
+        await turn.send_chunk("half a pair: \ud83d")
+        await turn.send_chunk(" and on")
+
+
+async def test_a_server_frame_with_a_lone_surrogate_does_not_break_the_connection(
+        rt, serve_gateway, connect) -> None:
+    """An agent's text chunk with a lone surrogate cannot be sent as UTF-8: the lifecycle
+    frame goes out with a JSON escape, and every connection of the conversation stays (the
+    writer's ``UnicodeEncodeError`` closed them all 1011)."""
+    async with serve_gateway(rt, agent=_SurrogateChunkAgent()) as (_gateway, url), \
+            connect(url, "alpha") as client:
+        await client.message("go")
+        with trio.fail_after(10):
+            frames = await client.receive_until(
+                lambda frame: frame.get("event") in ("completed", "failed"))
+        chunks = [frame["chunk"] for frame in frames if frame.get("event") == "text_chunk"]
+        assert chunks == ["half a pair: \ud83d", " and on"]
+        with trio.fail_after(10):  # still connected
+            await client.send({"type": "ping"})
+            assert await client.receive() == {"type": "pong"}
