@@ -4,9 +4,10 @@ Each line typed is a ``message`` (slash commands pass through); while a prompt o
 request is open the next line answers it (``y`` / ``yes`` / ``allow`` approves). Deliveries,
 progress, notices and lifecycle events are printed as they arrive, and every delivery is acked
 once printed. If the connection drops it reconnects with ``session_id`` and ``after_seq``, so
-nothing is missed or shown twice. With stdin a pipe each line waits for its turn (or command
-answer) to be delivered before the next is sent, and the end of input ends the chat once
-everything is in: a deterministic transcript.
+nothing is missed or shown twice: :data:`_RECONNECTS` times in a row at most, the count starting
+afresh once a connection has stayed up :data:`_STABLE` seconds. With stdin a pipe each line
+waits for its turn (or command answer) to be delivered before the next is sent, and the end of
+input ends the chat once everything is in: a deterministic transcript.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ __all__ = ["DEFAULT_URL", "ChatOptions", "add_arguments", "chat_over_websocket",
            "default_token_file", "run", "web_page"]
 
 _RECONNECTS = 5
+"""Reconnects in a row before the chat gives up (exit 1)."""
+_STABLE = 10.0
+"""Seconds a connection must stay up after ``welcome`` before its drop starts a fresh count of
+reconnects: a server that welcomes and then drops the client at once is not retried forever."""
 _BACKOFF = 0.25
 """Seconds before a reconnect: doubled on each attempt (the first waits twice this), 8 at most."""
 _SETTLE = 30.0
@@ -240,11 +245,12 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
         if state.session_id is not None:
             hello = {"session_id": state.session_id,
                      "after_seq": state.seen.get(state.session_id, 0)}
+        welcomed: float | None = None
         try:
             async with GatewayClient.connect(options.url, token=options.token,
                                              conversation=options.conversation,
                                              client="tidings-chat", **hello) as client:
-                attempts = 0
+                welcomed = trio.current_time()
                 # A question from before may have closed while we were away (answered on
                 # another device, expired, the server restarted) with no prompt_closed for us:
                 # the server sends again what still waits, so the next line answers only that.
@@ -260,17 +266,29 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                 await client.aclose()
                 return 0
         except GatewayClosed as exc:
-            if exc.code in (4000, 4001, 4002) or attempts >= _RECONNECTS:
+            attempts = 0 if _stayed_up(welcomed) else attempts
+            if exc.code in (4000, 4001, 4002):
                 print(f"tidings chat: {exc}", file=err, flush=True)
+                return 1
+            if attempts >= _RECONNECTS:
+                print(f"tidings chat: {exc}; gave up after {_RECONNECTS} reconnects",
+                      file=err, flush=True)
                 return 1
             print(f"tidings chat: {exc}; reconnecting", file=err, flush=True)
         except (OSError, HandshakeError) as exc:
+            attempts = 0 if _stayed_up(welcomed) else attempts
             if attempts >= _RECONNECTS or state.session_id is None:
                 print(f"tidings chat: cannot connect to {options.url}: {_reason(exc)}",
                       file=err)
                 return 1
         attempts += 1
         await trio.sleep(min(8.0, _BACKOFF * math.pow(2, attempts)))
+
+
+def _stayed_up(welcomed: float | None) -> bool:
+    """Whether a connection welcomed at *welcomed* (trio's clock) worked long enough that its
+    drop starts a fresh count of reconnects (see :data:`_STABLE`)."""
+    return welcomed is not None and trio.current_time() - welcomed >= _STABLE
 
 
 def _reason(exc: BaseException) -> str:

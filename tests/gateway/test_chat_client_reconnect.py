@@ -1,5 +1,6 @@
 """The terminal client (tidings chat without --local) across reconnects: a question that closed
-while it was away does not take the next line."""
+while it was away does not take the next line, and a server that keeps dropping it right after
+``welcome`` is not retried forever."""
 
 from __future__ import annotations
 
@@ -91,3 +92,31 @@ async def test_a_question_closed_while_disconnected_does_not_take_the_next_line(
     assert code == 0, err.getvalue()
     assert out.getvalue().splitlines() == ["? your name?", "answer: Ada", "hello"]
 
+
+async def test_a_server_that_drops_every_connection_after_welcome_is_given_up(
+        rt, serve_gateway, monkeypatch) -> None:
+    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
+    from tidings.channels import _gateway
+
+    replay = _gateway.replay
+
+    async def replay_and_drop(gateway: Any, conn: Any, plan: Any) -> None:
+        await replay(gateway, conn, plan)  # after welcome: closed at once
+        conn.kill(1011, "internal error")
+
+    monkeypatch.setattr(_gateway, "replay", replay_and_drop)
+    async with serve_gateway(rt) as (_gateway_channel, url):
+        err = Transcript()
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="flap",
+                              interactive=False)
+
+        async def never_ends() -> AsyncIterator[str]:
+            await trio.sleep_forever()
+            yield ""
+
+        with trio.fail_after(20):
+            code = await chat_over_websocket(options, never_ends(), out=io.StringIO(),
+                                             err=err)
+    assert code == 1
+    assert err.getvalue().count("reconnecting") == _chat_ws._RECONNECTS
+    assert f"gave up after {_chat_ws._RECONNECTS} reconnects" in err.getvalue()
