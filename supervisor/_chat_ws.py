@@ -134,6 +134,10 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
                 state.finished.add(str(frame.get("message_id")))
         elif kind == "accepted":
             state.accepted[frame["id"]] = frame.get("outcome", "")
+        elif kind == "error" and isinstance(frame.get("ref"), str):
+            # A refused message (shutting_down, bad_field...) gets no accepted: piped mode
+            # would wait for it until _SETTLE gave up.
+            state.accepted.setdefault(frame["ref"], "refused")
         elif kind == "synced":
             state.synced = {frame["session_id"]: frame["last_seq"]}
         elif kind in ("prompt", "approval_request"):

@@ -49,3 +49,24 @@ async def test_a_refused_message_is_printed_and_the_chat_goes_on(rt, serve_gatew
     assert code == 0, err.getvalue()
     assert out.getvalue().splitlines() == [
         "one", "! shutting_down: the server is stopping; send it again later", "three"]
+
+
+async def test_a_refused_piped_line_does_not_hold_up_the_next_one(rt, serve_gateway) -> None:
+    out, err = Transcript(), io.StringIO()
+    async with serve_gateway(rt) as (gateway, url):
+        async def lines() -> AsyncIterator[str]:
+            yield "one\n"
+            await out.wait_for(lambda line: line == "one")
+            gateway.accepting = False
+            yield "two\n"
+            await out.wait_for(lambda line: line.startswith("!"))
+            gateway.accepting = True
+            yield "three\n"
+
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="refused",
+                              interactive=False)
+        with trio.fail_after(20):  # a refused line used to wait 30 s for an answer
+            code = await chat_over_websocket(options, lines(), out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().splitlines() == [
+        "one", "! shutting_down: the server is stopping; send it again later", "three"]
