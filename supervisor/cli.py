@@ -17,6 +17,8 @@ from tidings.supervisor import _cli_chat, _cli_serve, _cli_status
 __all__ = ["build_parser", "main"]
 
 _COMMANDS = (_cli_serve, _cli_status, _cli_chat)
+_AGENT_COMMANDS = ("serve", "chat")
+"""The commands that may load an agent by import path."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +31,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _importable_here() -> None:
+    """Let ``--agent module:Name`` (and a config's ``agent``) name a module in the current
+    directory, as ``python -m`` and ``uvicorn main:app`` do: the installed script has its own
+    directory first on ``sys.path``, not this one. Appended, so it never shadows the standard
+    library or an installed package."""
+    try:
+        here = os.getcwd()
+    except OSError:  # the directory was removed under us: nothing to add
+        return
+    if "" not in sys.path and here not in sys.path:
+        sys.path.append(here)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (argparse exits 2 on bad usage)."""
     parser = build_parser()
@@ -36,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    if args.command in _AGENT_COMMANDS:
+        _importable_here()
     try:
         code = int(args.run(args))
         sys.stdout.flush()
