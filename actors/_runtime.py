@@ -14,7 +14,7 @@ import pathlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import attrs
 import trio
@@ -230,7 +230,45 @@ def _resolve_roots(workspace: str | os.PathLike[str],
         raise ValidationError("workspace", f"not a directory: {workspace}")
     if artifact_root is None:
         return root, None
-    return root, pathlib.Path(artifact_root).expanduser().resolve()
+    artifacts = pathlib.Path(artifact_root).expanduser().resolve()
+    if artifacts.exists() and not artifacts.is_dir():  # missing is fine: the host may fill it
+        raise ValidationError("artifact_root", f"not a directory: {artifact_root}")
+    return root, artifacts
+
+
+def _check_seconds(field: str, value: object, *, positive: bool = False) -> None:
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0
+            or (positive and value == 0)):  # NaN too
+        bound = "> 0" if positive else ">= 0"
+        raise ValidationError(field, f"must be seconds {bound}, got {value!r:.80}")
+
+
+def _check_arguments(*, writer: object, recover: object, core_id: object,
+                     synchronous: object, grace: object, lease: object,
+                     scan_interval: object, stranded_after: object, intensity: object,
+                     fault_plan: object, clock: object) -> None:
+    """Refuse bad ``open_runtime`` arguments by name, before the database (or its directory)
+    is created or this process registered in it."""
+    check_executor(writer, "writer")
+    if recover not in ("at_open", "manual"):
+        raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")
+    if not isinstance(core_id, str) or not core_id:
+        raise ValidationError("core_id", f"must be a non-empty string, got {core_id!r}")
+    if synchronous not in get_args(Synchronous):
+        raise ValidationError("synchronous", f"must be 'FULL' or 'NORMAL', got "
+                                             f"{synchronous!r:.80}")
+    for field, value in (("grace", grace), ("lease", lease),
+                         ("stranded_after", stranded_after)):
+        _check_seconds(field, value)
+    _check_seconds("scan_interval", scan_interval, positive=True)
+    if intensity is not None and not isinstance(intensity, Intensity):
+        raise ValidationError("intensity", f"must be an Intensity or None, got {intensity!r:.80}")
+    if fault_plan is not None and not isinstance(fault_plan, FaultPlan):
+        raise ValidationError("fault_plan", f"must be a FaultPlan or None, got "
+                                            f"{fault_plan!r:.80}")
+    if not callable(clock):
+        raise ValidationError("clock", f"must be a callable returning unix seconds, got "
+                                       f"{clock!r:.80}")
 
 
 @asynccontextmanager
@@ -253,12 +291,13 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     exit. ``writer="process"`` commits in a child writer process instead of a worker thread:
     the SQLite work then runs beside the event loop rather than taking turns with it for the
     GIL (higher throughput under many concurrent senders; one more process per runtime).
+
+    Bad arguments raise :class:`ValidationError` naming them before anything is created.
     """
-    check_executor(writer, "writer")
-    if recover not in ("at_open", "manual"):
-        raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")
-    if not isinstance(core_id, str) or not core_id:
-        raise ValidationError("core_id", f"must be a non-empty string, got {core_id!r}")
+    _check_arguments(writer=writer, recover=recover, core_id=core_id, synchronous=synchronous,
+                     grace=grace, lease=lease, scan_interval=scan_interval,
+                     stranded_after=stranded_after, intensity=intensity,
+                     fault_plan=fault_plan, clock=clock)
     root, artifacts = await trio.to_thread.run_sync(_resolve_roots, workspace, artifact_root)
     store = await prepare_store(db_path, synchronous=synchronous, writer=writer, clock=clock)
     runtime = Runtime(store, core_id=core_id, workspace=root, artifact_root=artifacts,
