@@ -83,6 +83,8 @@ class GatewayChannel(ChannelBase):
         self.interactions = Interactions(timeout=settings.prompt_timeout,
                                          clock=runtime.store.clock)
         self.accepting = True
+        self.in_service = False  # serving() runs and is not leaving: a hello may join
+        self.hello_waits: set[trio.CancelScope] = set()  # connections waiting for a hello
         self.closed = False
         self.sent: dict[str, str] = {}  # delivery id -> conversation key, until acked
         self.session_keys: dict[str, str] = {}  # session -> conversation key, served here
@@ -199,10 +201,13 @@ class GatewayChannel(ChannelBase):
             server = await nursery.start(self._listen, listener, nursery)
             self._listener = listener
             port = self.port = int(server.listeners[0].port)
+            self.in_service = True
             try:
                 yield port
             finally:
+                self.in_service = False  # a hello admitted from now on is refused (1001)
                 listener.cancel(reason="the gateway is stopping")
+                self._end_hello_waits()
                 for hub in self.hubs.values():
                     for conn in list(hub.connections):
                         conn.kill(CLOSE_GOING_AWAY, "server shutting down")
@@ -217,10 +222,18 @@ class GatewayChannel(ChannelBase):
                                   disconnect_timeout=_CLOSE_WAIT, task_status=task_status)
 
     def stop_accepting(self) -> None:
-        """Stop listening and refuse new messages (``shutting_down``); connections stay."""
+        """Stop listening and refuse new messages (``shutting_down``); admitted connections
+        stay, those still waiting for their hello are closed ``1001``."""
         self.accepting = False
         if self._listener is not None:
             self._listener.cancel(reason="the gateway stopped accepting")
+        self._end_hello_waits()
+
+    def _end_hello_waits(self) -> None:
+        """Close the connections still waiting for their hello (``1001``): none of them can
+        be admitted now, and waiting ``hello_timeout`` would hold the stop up for nothing."""
+        for scope in list(self.hello_waits):
+            scope.cancel(reason="the gateway is stopping")
 
     async def drain(self) -> None:
         """Block until no connected conversation has anything ``queued`` or unacked."""
@@ -277,6 +290,8 @@ class GatewayChannel(ChannelBase):
         conn: Connection | None = None
         try:
             admission = await admit(self, ws)
+            if not self.in_service:  # serving() is leaving: its sweep has passed already
+                raise Refused(CLOSE_GOING_AWAY, "server shutting down")
             conn = self._join(ws, admission, remote)
             welcome = self._welcome(admission)
             await conn.run(welcome, lambda c: replay(self, c, admission.plan),

@@ -75,19 +75,27 @@ class Admission:
     plan: tuple[tuple[str, int], ...]
 
 
-async def _first_frame(ws: WebSocketConnection, wait: float) -> str | bytes:
-    with trio.move_on_after(wait):
+async def _first_frame(gateway: GatewayChannel, ws: WebSocketConnection) -> str | bytes:
+    """The first frame, within ``hello_timeout``; a stop (:meth:`stop_accepting`, leaving
+    ``serving()``) ends the wait at once with ``1001``."""
+    wait = gateway.settings.hello_timeout
+    with trio.move_on_after(wait) as waiting:
+        gateway.hello_waits.add(waiting)
         try:
             return await ws.get_message()
         except ConnectionClosed:
             raise Refused(1000, "closed before hello") from None
+        finally:
+            gateway.hello_waits.discard(waiting)
+    if not (gateway.accepting and gateway.in_service):
+        raise Refused(CLOSE_GOING_AWAY, "server shutting down")
     raise Refused(CLOSE_UNAUTHORIZED, f"unauthorized: no hello within {wait:g}s")
 
 
 async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
     """Read and check the hello, resolve the session. Raises :class:`Refused`."""
     settings = gateway.settings
-    raw = await _first_frame(ws, settings.hello_timeout)
+    raw = await _first_frame(gateway, ws)
     token = peek_hello_token(raw, max_frame_bytes=settings.max_frame_bytes)
     if token is None:
         raise Refused(CLOSE_UNAUTHORIZED, "unauthorized: the first frame must be a hello "

@@ -7,9 +7,10 @@ import json
 
 import pytest
 import trio
+import trio.testing
 from trio_websocket import ConnectionClosed
 
-from tidings.channels import GatewayClosed
+from tidings.channels import GatewayChannel, GatewayClosed, GatewayConfig
 from tidings.channels._gateway_client import open_transport
 
 
@@ -110,3 +111,75 @@ async def test_two_names_are_two_sessions_and_one_name_is_one(rt, serve_gateway,
             assert b.welcome["session_id"] != a1.welcome["session_id"]
         session = await rt.session(a1.welcome["session_id"])
         assert (session.channel, session.conversation_key) == ("gateway", "gateway:conv:alpha")
+
+
+async def _read_until_closed(ws) -> None:
+    while True:
+        await ws.get_message()
+
+
+async def _held_open(url: str, closes: list[tuple[int, str]], hello: str | None = None, *,
+                     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """A raw connection (that says *hello*, if given) kept open until the server closes it."""
+    async with open_transport(url) as ws:
+        if hello is not None:
+            await ws.send_message(hello)
+        task_status.started()
+        with pytest.raises(ConnectionClosed) as caught:
+            await _read_until_closed(ws)
+        closes.append((caught.value.reason.code, caught.value.reason.reason or ""))
+
+
+async def test_leaving_serving_closes_a_connection_still_waiting_for_its_hello(rt) -> None:
+    """``serving()`` closes every connection with 1001 and waits for them: also one that has
+    not said hello yet (it waited for the hello, up to ``hello_timeout``, holding the stop
+    up, and a hello sent then was admitted after the sweep: the stop never ended)."""
+    gateway = GatewayChannel(rt, GatewayConfig(token="gateway-test-token", port=0,
+                                               hello_timeout=600))
+    closes: list[tuple[int, str]] = []
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery, gateway.serving() as port:
+            await nursery.start(_held_open, f"ws://127.0.0.1:{port}", closes)
+            await trio.testing.wait_all_tasks_blocked()
+        await gateway.aclose()
+    assert closes == [(1001, "server shutting down")]
+
+
+async def test_stop_accepting_closes_a_connection_waiting_for_its_hello(rt,
+                                                                        serve_gateway) -> None:
+    async with serve_gateway(rt, hello_timeout=600) as (gateway, url):
+        closes: list[tuple[int, str]] = []
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(_held_open, url, closes)
+                await trio.testing.wait_all_tasks_blocked()
+                gateway.stop_accepting()
+        assert closes == [(1001, "server shutting down")]
+
+
+async def test_a_hello_admitted_while_serving_is_leaving_is_refused(rt) -> None:
+    """A connection whose admission is still reading the store when ``serving()`` sweeps
+    its connections must not join after the sweep (nothing would close it)."""
+    gateway = GatewayChannel(rt, GatewayConfig(token="gateway-test-token", port=0))
+    real_last_seq = rt.last_seq
+    admitting, proceed = trio.Event(), trio.Event()
+
+    async def held_last_seq(session_id: str) -> int:
+        admitting.set()
+        await proceed.wait()
+        return await real_last_seq(session_id)
+
+    rt.last_seq = held_last_seq
+    closes: list[tuple[int, str]] = []
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery, gateway.serving() as port:
+            await nursery.start(_held_open, f"ws://127.0.0.1:{port}", closes, _hello())
+            await admitting.wait()
+            nursery.start_soon(_release_later, proceed)
+        await gateway.aclose()
+    assert closes == [(1001, "server shutting down")]
+
+
+async def _release_later(proceed: trio.Event) -> None:
+    await trio.testing.wait_all_tasks_blocked()
+    proceed.set()
