@@ -1,13 +1,14 @@
 """``tidings chat`` over the websocket gateway: a terminal client of a running ``tidings serve``.
 
 Each line typed is a ``message`` (slash commands pass through); while a prompt or an approval
-request is open the next line answers it (``y`` / ``yes`` / ``allow`` approves). Deliveries,
-progress, notices and lifecycle events are printed as they arrive, and every delivery is acked
-once printed. If the connection drops it reconnects with ``session_id`` and ``after_seq``, so
-nothing is missed or shown twice: :data:`_RECONNECTS` times in a row at most, the count starting
-afresh once a connection has stayed up :data:`_STABLE` seconds. With stdin a pipe each line
-waits for its turn (or command answer) to be delivered before the next is sent, and the end of
-input ends the chat once everything is in: a deterministic transcript.
+request is open the next line answers it (``y`` / ``yes`` / ``allow`` approves); a line over
+the server's ``max_frame_bytes`` is not sent (``! frame_too_big``; a question stays open).
+Deliveries, progress, notices and lifecycle events are printed as they arrive, and every
+delivery is acked once printed. If the connection drops it reconnects with ``session_id`` and
+``after_seq``, so nothing is missed or shown twice: :data:`_RECONNECTS` times in a row at most,
+the count starting afresh once a connection has stayed up :data:`_STABLE` seconds. With stdin a
+pipe each line waits for its turn (or command answer) to be delivered before the next is sent,
+and the end of input ends the chat once everything is in: a deterministic transcript.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import trio
 from trio_websocket import HandshakeError
 
 from tidings.channels import GatewayClient, GatewayClosed
+from tidings.channels._gateway_frames import encode
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.channels._terminal import stdin_is_a_terminal, stdin_lines
 from tidings.errors import ConfigError
@@ -149,13 +151,26 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
         state.poke()
 
 
-async def _answer(client: GatewayClient, question: dict[str, Any], line: str) -> None:
+def _answer(question: dict[str, Any], line: str) -> dict[str, Any]:
+    """The frame that answers *question* with *line*."""
     if question["type"] == "prompt":
-        await client.send({"type": "answer", "prompt_id": question["prompt_id"], "text": line})
-    else:
-        decision = "allow" if line.strip().lower() in ("y", "yes", "allow") else "deny"
-        await client.send({"type": "approval", "request_id": question["request_id"],
-                           "decision": decision})
+        return {"type": "answer", "prompt_id": question["prompt_id"], "text": line}
+    decision = "allow" if line.strip().lower() in ("y", "yes", "allow") else "deny"
+    return {"type": "approval", "request_id": question["request_id"], "decision": decision}
+
+
+def _too_big(client: GatewayClient, frame: dict[str, Any]) -> str | None:
+    """Why *frame* is not to be sent: over the server's ``max_frame_bytes`` it would be
+    refused (``frame_too_big``, with no ``ref`` to tell which line) or, over four times that,
+    close the connection (``1009``). None when it fits."""
+    limit = client.welcome.get("max_frame_bytes")
+    if not isinstance(limit, int):
+        return None
+    size = len(encode(frame).encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return None
+    return (f"the line is {size} bytes as a frame, over the server's max_frame_bytes "
+            f"({limit}); not sent")
 
 
 async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool:
@@ -187,17 +202,27 @@ async def _pump(lines: AsyncGenerator[str, None], send: trio.MemorySendChannel[s
         send.close()
 
 
-async def _send(client: GatewayClient, state: _State, lines: trio.MemoryReceiveChannel[str],
-                options: ChatOptions) -> None:
+async def _send(client: GatewayClient, state: _State, printer: _Printer,
+                lines: trio.MemoryReceiveChannel[str], options: ChatOptions) -> None:
     waiting: str | None = None  # piped mode: the message whose answer is not in yet
     async for raw in lines:
         line = raw.rstrip("\n")
         question = state.question
+        frame: dict[str, Any] | None = None
         if question is not None:
-            state.question = None
-            await _answer(client, question, line)
+            frame = _answer(question, line)
         elif line.strip():
-            waiting = await client.message(line)
+            frame = {"type": "message", "text": line, "id": client.new_id()}
+        if frame is not None:
+            refused = _too_big(client, frame)
+            if refused is not None:  # a question stays open: the next line answers it
+                printer.line(f"! frame_too_big: {refused}")
+                continue
+            if question is not None:
+                state.question = None
+            await client.send(frame)
+            if question is None:
+                waiting = frame["id"]
         if waiting is not None and not options.interactive:
             settled: bool | None = None  # None: gave up waiting
             with trio.move_on_after(_SETTLE):
@@ -228,7 +253,7 @@ async def _talk(client: GatewayClient, state: _State, printer: _Printer,
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_receive, client, state, printer)
-            await _send(client, state, lines, options)
+            await _send(client, state, printer, lines, options)
             nursery.cancel_scope.cancel(reason="end of input")
     except BaseExceptionGroup as group:
         closed, rest = group.split(GatewayClosed)

@@ -63,21 +63,3 @@ def test_chat_web_prints_the_path_of_the_browser_client(capsys) -> None:
     assert page.name == "chat.html"
     assert 'type: "hello"' in page.read_text()
 
-
-async def test_a_dropped_connection_is_reconnected_and_the_chat_goes_on(
-        rt, serve_gateway, monkeypatch) -> None:
-    from tidings.supervisor import _chat_ws
-
-    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
-    # A line over four times max_frame_bytes makes the server close the connection (1009).
-    async with serve_gateway(rt, max_frame_bytes=256) as (_gateway, url):
-        out, err = io.StringIO(), io.StringIO()
-        options = ChatOptions(url=url, token="gateway-test-token", conversation="drop",
-                              interactive=False)
-        with trio.fail_after(20):
-            code = await chat_over_websocket(options, _lines("one", "x" * 5000, "two"),
-                                             out=out, err=err)
-    assert code == 0, err.getvalue()
-    assert "(1009)" in err.getvalue()
-    assert "reconnecting" in err.getvalue()
-    assert out.getvalue().splitlines() == ["one", "two"]

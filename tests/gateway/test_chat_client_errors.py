@@ -70,3 +70,52 @@ async def test_a_refused_piped_line_does_not_hold_up_the_next_one(rt, serve_gate
     assert code == 0, err.getvalue()
     assert out.getvalue().splitlines() == [
         "one", "! shutting_down: the server is stopping; send it again later", "three"]
+
+
+async def test_a_line_over_the_servers_frame_limit_is_refused_and_the_chat_goes_on(
+        rt, serve_gateway) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    async with serve_gateway(rt, max_frame_bytes=256) as (_gateway, url):
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="long",
+                              interactive=False)
+        with trio.fail_after(20):  # over the limit: refused, never a 30 s wait
+            code = await chat_over_websocket(  # nor a dropped connection (over 4x: 1009)
+                options, _lines("one", "x" * 300, "é" * 5000, "two"), out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert "reconnecting" not in err.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "one"
+    assert lines[1].startswith("! frame_too_big: the line is ")
+    assert "over the server's max_frame_bytes (256); not sent" in lines[1]
+    assert lines[2].startswith("! frame_too_big: the line is 10")
+    assert lines[3:] == ["two"]
+
+
+class Asker:
+    """``ask:Q`` prompts and replies with the answer."""
+
+    async def run(self, turn) -> None:
+        answer = await turn.prompt_user(turn.text[4:], timeout=60)
+        await turn.send_chunk(f"answer: {answer}")
+
+
+async def test_an_answer_over_the_frame_limit_leaves_the_question_open(
+        rt, serve_gateway) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    async with serve_gateway(rt, agent=Asker(), max_frame_bytes=256) as (_gateway, url):
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="long",
+                              interactive=False)
+        with trio.fail_after(20):
+            code = await chat_over_websocket(options, _lines("ask:name?", "x" * 300, "Ada"),
+                                             out=out, err=err)
+    assert code == 0, err.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "? name?"
+    assert lines[1].startswith("! frame_too_big: ")
+    assert lines[2:] == ["answer: Ada"]
+
+
+async def _lines(*lines: str) -> AsyncIterator[str]:
+    for line in lines:
+        await trio.lowlevel.checkpoint()
+        yield line + "\n"

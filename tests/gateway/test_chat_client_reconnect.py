@@ -61,6 +61,28 @@ class GatedClient:
             yield client
 
 
+async def test_a_dropped_connection_is_reconnected_and_the_chat_goes_on(
+        rt, serve_gateway, monkeypatch) -> None:
+    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
+    out, err = Transcript(), Transcript()
+    async with serve_gateway(rt) as (gateway, url):
+        async def lines() -> AsyncIterator[str]:
+            yield "one\n"
+            await out.wait_for(lambda line: line == "one")
+            [conn] = gateway.hubs[gateway.conversation_named("drop").key].connections
+            conn.kill(4009, "too slow")
+            await err.wait_for(lambda line: line.endswith("reconnecting"))
+            yield "two\n"
+
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="drop",
+                              interactive=False)
+        with trio.fail_after(20):
+            code = await chat_over_websocket(options, lines(), out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert "(4009)" in err.getvalue()
+    assert out.getvalue().splitlines() == ["one", "two"]
+
+
 async def test_a_question_closed_while_disconnected_does_not_take_the_next_line(
         rt, serve_gateway, connect, monkeypatch) -> None:
     gated = GatedClient()
