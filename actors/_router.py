@@ -49,11 +49,8 @@ class Binding:
         self.session_id = session_id
         self.route = route
         self.serial = serial
-        caps = getattr(route, "capabilities", None)
-        self.capabilities: frozenset[str] = frozenset(caps) if caps is not None else frozenset(
-            {"text"})
-        window = getattr(route, "ack_window", None)
-        self.ack_window: int = int(window) if window else 0
+        self.capabilities = _capabilities(getattr(route, "capabilities", None))
+        self.ack_window = _ack_window(getattr(route, "ack_window", None))
 
     async def deliver(self, outbound: Outbound) -> Any:
         """Hand *outbound* to the route, after checking it belongs to this session."""
@@ -78,7 +75,9 @@ class SessionInteractionRouter:
 
         *route* needs ``async deliver(outbound)``; optionally ``async prompt_user(prompt)``,
         ``async request_approval(request)``, ``capabilities`` (block types it renders; without
-        it, text only) and ``ack_window`` (see ``Runtime.confirm``).
+        it, text only) and ``ack_window`` (an int >= 0; see ``Runtime.confirm``). A route that
+        breaks these is refused with :class:`ValidationError` naming the attribute, and the
+        live binding stays as it was.
         """
         if not isinstance(session_id, str) or not session_id:
             raise ValidationError("session_id", f"must be a non-empty string, got {session_id!r}")
@@ -173,6 +172,32 @@ class SessionInteractionRouter:
         if expires_at is None:
             return float("inf")
         return max(0.0, expires_at - self._clock())
+
+
+def _capabilities(caps: object) -> frozenset[str]:
+    """A route's block types (text only when it declares none). A string is refused: it would
+    read as its letters."""
+    if caps is None:
+        return frozenset({"text"})
+    try:
+        types = frozenset(caps) if not isinstance(caps, str | bytes) else None
+    except TypeError:
+        types = None
+    if types is None or not all(isinstance(t, str) and t for t in types):
+        raise ValidationError("capabilities", f"a route's capabilities must be block type "
+                                              f"names, got {caps!r:.80}")
+    return types
+
+
+def _ack_window(window: object) -> int:
+    """A route's ack window (0: it does not ack). Anything but None or an int >= 0 is
+    refused: a negative window would hold the session's deliveries forever."""
+    if window is None:
+        return 0
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise ValidationError("ack_window", f"a route's ack_window must be None or an int "
+                                            f">= 0, got {window!r:.80}")
+    return window
 
 
 def _decision(answer: object) -> ApprovalDecision:

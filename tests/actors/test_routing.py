@@ -373,3 +373,29 @@ async def test_a_send_that_loses_the_key_to_a_finished_send_returns_that_deliver
             delivery.delivery_id)
         assert await handles["second"].wait() == "delivered"
     assert route.texts() == ["a"]
+
+
+class _OddRoute:
+    def __init__(self, **attributes: object) -> None:
+        self.__dict__.update(attributes)
+
+    async def deliver(self, outbound) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("attributes", "field"), [({"ack_window": -1}, "ack_window"),
+                                                   ({"ack_window": 0.5}, "ack_window"),
+                                                   ({"ack_window": "8"}, "ack_window"),
+                                                   ({"capabilities": "image"}, "capabilities"),
+                                                   ({"capabilities": [1, 2]}, "capabilities")])
+async def test_bind_refuses_a_route_with_a_bad_ack_window_or_capabilities(
+        rt, attributes, field) -> None:
+    """A negative ack window would hold the session's deliveries forever, a string of
+    capabilities would read as its letters: refused by name, and the live route stays."""
+    session_id = await rt.create_session(channel="web")
+    live = MemoryRoute()
+    rt.router.bind(session_id, live)
+    with pytest.raises(ValidationError) as caught:
+        rt.router.bind(session_id, _OddRoute(**attributes))
+    assert caught.value.field == field
+    assert rt.router.binding(session_id).route is live
