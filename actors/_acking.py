@@ -108,7 +108,8 @@ class AckingSupport:
                                 statuses: Iterable[str] = REPLAYABLE_STATUSES,
                                 ) -> list[StoredDelivery]:
         """Rows of *session_id* with ``seq > after_seq`` of *kinds* in *statuses*, in seq
-        order, at most *limit* (page on with the last ``outbound.seq``). Raises
+        order, at most *limit* (page on with the last ``outbound.seq``); never a
+        ``visible=False`` row (history only: no route ever gets it). Raises
         :class:`ValidationError` naming a bad ``after_seq``, ``limit``, ``kinds`` (of
         ``message``, ``progress``, ``notice``) or ``statuses`` (outbox statuses)."""
         after_seq = _seq("after_seq", after_seq)

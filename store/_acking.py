@@ -29,13 +29,15 @@ def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
 
 def rows_after(conn: sqlite3.Connection, session_id: str, after_seq: int, limit: int, *,
                kinds: Sequence[str], statuses: Sequence[str]) -> list[OutboxRow]:
-    """The session's rows with ``seq > after_seq`` of *kinds* in *statuses*, in seq order
-    (at most *limit*; page with the last row's ``seq``)."""
+    """The session's visible rows with ``seq > after_seq`` of *kinds* in *statuses*, in seq
+    order (at most *limit*; page with the last row's ``seq``). A ``visible=False`` row (history
+    only, recorded ``sent`` without a route) is never read back: it was not for the person."""
     kind_marks = ",".join("?" * len(kinds))
     status_marks = ",".join("?" * len(statuses))
     return [OutboxRow.from_row(row) for row in conn.execute(
         f"SELECT {OutboxRow.COLUMNS} FROM outbox WHERE session_id = ? AND seq > ? "
-        f"AND kind IN ({kind_marks}) AND status IN ({status_marks}) ORDER BY seq LIMIT ?",
+        f"AND visible = 1 AND kind IN ({kind_marks}) AND status IN ({status_marks}) "
+        "ORDER BY seq LIMIT ?",
         (session_id, after_seq, *kinds, *statuses, limit))]
 
 
