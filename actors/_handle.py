@@ -1,9 +1,10 @@
 """Delivery handles: the in-memory side of one delivery.
 
 In-memory status: ``pending -> scheduled -> delivered | failed | unrouted`` (``unknown`` only
-when a crash interrupted the platform call). ``wait()`` returns only once the terminal outbox
-state is durable. Handles are kept in a weak registry: the runtime holds no memory for a
-delivery nobody is waiting on, so a large backlog lives in the outbox, not in RAM.
+when a crash interrupted the platform call, or an acking route's client went away unacked).
+``wait()`` returns only once the terminal outbox state is durable. Handles are kept in a weak
+registry: the runtime holds no memory for a delivery nobody is waiting on, so a large backlog
+lives in the outbox, not in RAM.
 """
 
 from __future__ import annotations
@@ -119,14 +120,16 @@ class DeliveryHandle:
 
     @property
     def status(self) -> str:
-        """In-memory dispatch status: pending, scheduled, delivered, failed, unrouted."""
+        """In-memory dispatch status: pending, scheduled, delivered, failed, unrouted,
+        unknown."""
         return self._item.status
 
     async def wait(self) -> str:
         """Block until the delivery's terminal state is durable; return it.
 
         Returns ``"delivered"`` (the route accepted it and ``sent`` is recorded), ``"failed"``,
-        ``"unrouted"``, or ``"unknown"`` (a crash interrupted the platform call). Raises
+        ``"unrouted"``, or ``"unknown"`` (a crash interrupted the platform call, or an acking
+        route's client went away before acking it: ``rt.abandon_unacked``). Raises
         :class:`RuntimeClosedError` if the runtime stops first. Always a checkpoint.
         """
         return await self._item.wait()
