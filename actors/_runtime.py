@@ -8,6 +8,7 @@ taking work, lets running deliveries finish up to a grace period, drains the wri
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import pathlib
@@ -35,6 +36,7 @@ from tidings.errors import (
     DeliveryNotFoundError,
     RuntimeClosedError,
     SessionNotFoundError,
+    StoreError,
     ValidationError,
 )
 from tidings.store import (
@@ -271,6 +273,43 @@ def _check_arguments(*, writer: object, recover: object, core_id: object,
                                        f"{clock!r:.80}")
 
 
+_LOCK_SUFFIX = ".runtime.lock"
+"""The runtime lock's file is ``<database>`` + this, beside the database."""
+
+
+def _lock_database(db_path: str | os.PathLike[str]) -> int:
+    """Take the database's runtime lock and return its file descriptor (blocking).
+
+    An exclusive ``flock`` on ``<database>.runtime.lock`` (created 0600, with the holder's pid
+    in it), held until the runtime has closed; the kernel drops it when its holder dies. A
+    second runtime on a live database, in this process or another, is refused: its start-up
+    would register a newer epoch and recover, taking the live runtime's claims for a dead
+    process's (``unknown``), its running turns for dead ones and its queued rows for
+    unrouted ones.
+    """
+    db = pathlib.Path(db_path).expanduser().resolve()
+    if db.is_dir():
+        raise StoreError(f"database path {str(db)!r} is a directory")
+    missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
+    for directory in reversed(missing):  # 0700, as the store creates them
+        directory.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(db.with_name(db.name + _LOCK_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        os.close(fd)
+        raise StoreError(f"database {str(db)!r} is already open in another runtime"
+                         + (f" (pid {holder})" if holder else "")) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 @asynccontextmanager
 async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.PathLike[str] = ".",
                        core_id: str = "default", *,
@@ -292,17 +331,25 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     the SQLite work then runs beside the event loop rather than taking turns with it for the
     GIL (higher throughput under many concurrent senders; one more process per runtime).
 
-    Bad arguments raise :class:`ValidationError` naming them before anything is created.
+    Bad arguments raise :class:`ValidationError` naming them before anything is created. One
+    runtime at a time may have a database open: a second one (in any process) raises
+    :class:`StoreError` while the first runs (a lock on ``<database>.runtime.lock``).
     """
     _check_arguments(writer=writer, recover=recover, core_id=core_id, synchronous=synchronous,
                      grace=grace, lease=lease, scan_interval=scan_interval,
                      stranded_after=stranded_after, intensity=intensity,
                      fault_plan=fault_plan, clock=clock)
     root, artifacts = await trio.to_thread.run_sync(_resolve_roots, workspace, artifact_root)
-    store = await prepare_store(db_path, synchronous=synchronous, writer=writer, clock=clock)
-    runtime = Runtime(store, core_id=core_id, workspace=root, artifact_root=artifacts,
-                      grace=grace, lease=lease, scan_interval=scan_interval,
-                      stranded_after=stranded_after)
+    lock = await trio.to_thread.run_sync(_lock_database, db_path)
+    try:
+        store = await prepare_store(db_path, synchronous=synchronous, writer=writer,
+                                    clock=clock)
+        runtime = Runtime(store, core_id=core_id, workspace=root, artifact_root=artifacts,
+                          grace=grace, lease=lease, scan_interval=scan_interval,
+                          stranded_after=stranded_after)
+    except BaseException:
+        os.close(lock)
+        raise
 
     async def writer(ctx: ChildContext, *,
                      task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -368,3 +415,4 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
         runtime.registry.close_all()
         runtime.bus.close()
         store.close()
+        os.close(lock)  # last: the database is free for another runtime
