@@ -63,6 +63,9 @@ class _State:
     def __init__(self) -> None:
         self.session_id: str | None = None
         self.seen: dict[str, int] = {}
+        # session -> highest seq printed: a delivery at or below it is a repeat (a hello that
+        # names an older session, after /new, has the current one replayed from its start).
+        self.printed: dict[str, int] = {}
         self.accepted: dict[str, str] = {}
         self.finished: set[str] = set()
         self.synced: dict[str, int] | None = None
@@ -120,17 +123,27 @@ class _Printer:
             self.line(f"(failed: {sanitize_line(str(frame.get('error')), limit=500)})")
 
 
+async def _delivered(client: GatewayClient, state: _State, printer: _Printer,
+                     frame: dict[str, Any]) -> None:
+    """Print a delivery (a repeat only acked: see :attr:`_State.printed`) and ack it."""
+    session_id, seq = frame["session_id"], frame["seq"]
+    if seq > state.printed.get(session_id, 0):
+        printer.frame(frame)
+        state.printed[session_id] = seq
+        state.session_id = session_id
+    state.seen[session_id] = max(state.seen.get(session_id, 0), seq)
+    await client.ack(frame["delivery_id"])
+
+
 async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> None:
     while True:
         frame = await client.receive()
         kind = frame.get("type")
-        printer.frame(frame)
         if kind == "delivery":
-            session_id = frame["session_id"]
-            state.session_id = session_id
-            state.seen[session_id] = max(state.seen.get(session_id, 0), frame["seq"])
-            await client.ack(frame["delivery_id"])
-        elif kind == "lifecycle":
+            await _delivered(client, state, printer, frame)
+        else:
+            printer.frame(frame)
+        if kind == "lifecycle":
             state.session_id = frame.get("session_id") or state.session_id
             if frame.get("event") in ("completed", "cancelled", "failed"):
                 state.finished.add(str(frame.get("message_id")))

@@ -142,3 +142,48 @@ async def test_a_server_that_drops_every_connection_after_welcome_is_given_up(
     assert code == 1
     assert err.getvalue().count("reconnecting") == _chat_ws._RECONNECTS
     assert f"gave up after {_chat_ws._RECONNECTS} reconnects" in err.getvalue()
+
+
+class Slow:
+    """``slow`` replies ``late`` once ``release`` is set; anything else is echoed."""
+
+    def __init__(self) -> None:
+        self.started = trio.Event()
+        self.release = trio.Event()
+
+    async def run(self, turn) -> None:
+        if turn.text == "slow":
+            self.started.set()
+            await self.release.wait()
+            await turn.send_chunk("late")
+        else:
+            await turn.send_chunk(turn.text)
+
+
+async def test_a_reconnect_after_new_prints_no_delivery_twice(
+        rt, serve_gateway, monkeypatch) -> None:
+    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
+    out, err = Transcript(), Transcript()
+    agent = Slow()
+    async with serve_gateway(rt, agent=agent) as (gateway, url):
+        async def lines() -> AsyncIterator[str]:
+            yield "slow\n"
+            await agent.started.wait()
+            yield "/new\n"
+            await out.wait_for(lambda line: line.startswith("* "))
+            yield "hi\n"
+            await out.wait_for(lambda line: line == "hi")
+            agent.release.set()  # the old session's reply comes after the new one's
+            await out.wait_for(lambda line: line == "late")
+            [conn] = gateway.hubs[gateway.conversation_named("new").key].connections
+            conn.kill(4009, "too slow")
+            await err.wait_for(lambda line: line.endswith("reconnecting"))
+            yield "bye\n"
+            await out.wait_for(lambda line: line == "bye")
+
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="new",
+                              interactive=True)
+        with trio.fail_after(20):
+            code = await chat_over_websocket(options, lines(), out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().splitlines() == ["* Started a new session.", "hi", "late", "bye"]
