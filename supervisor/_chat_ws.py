@@ -411,10 +411,17 @@ def run(args: Any) -> int:
                                                     out=sys.stdout, err=sys.stderr))
     except KeyboardInterrupt:
         return 130
-    except BaseExceptionGroup as group:  # `tidings chat | head`: the reader left
-        if group.subgroup(BrokenPipeError) is None or group.subgroup(
-                lambda exc: not isinstance(exc, BrokenPipeError | BaseExceptionGroup)):
+    except BaseExceptionGroup as group:
+        if _only(group, KeyboardInterrupt):  # Ctrl-C, raised in a task of a nursery
+            return 130
+        if not _only(group, BrokenPipeError):  # `tidings chat | head`: the reader left
             raise
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+
+
+def _only(group: BaseExceptionGroup, kind: type[BaseException]) -> bool:
+    """Whether every exception in *group* is a *kind*."""
+    matched, rest = group.split(kind)
+    return matched is not None and rest is None

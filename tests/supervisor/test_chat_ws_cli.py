@@ -35,3 +35,29 @@ def test_a_server_it_cannot_reach_says_why(tmp_path: pathlib.Path) -> None:
     assert result.returncode == 1, result.stderr
     assert f"tidings chat: cannot connect to ws://127.0.0.1:{port}: " in result.stderr
     assert f"all attempts to connect to 127.0.0.1:{port} failed" in result.stderr
+
+
+_INTERRUPTED = """
+import argparse, signal, sys, trio
+from tidings.supervisor import _chat_ws
+
+async def chat(options, lines, *, out, err):  # Ctrl-C lands in a task of a nursery
+    async def interrupted():
+        signal.raise_signal(signal.SIGINT)
+        await trio.sleep_forever()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(interrupted)
+        await trio.sleep_forever()
+
+_chat_ws.chat_over_websocket = chat
+sys.exit(_chat_ws.run(argparse.Namespace(
+    web=False, url="ws://127.0.0.1:8765", token="chat-test-token", token_file=None,
+    conversation="default", chunks=False)))
+"""
+
+
+def test_ctrl_c_ends_the_chat_with_130_and_no_traceback(tmp_path: pathlib.Path) -> None:
+    result = subprocess.run([sys.executable, "-c", _INTERRUPTED], input="", capture_output=True,
+                            text=True, timeout=60, cwd=tmp_path, check=False)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 130, result.stderr
