@@ -144,9 +144,10 @@ class TerminalChannel(ChannelBase):
     # --- the loop ------------------------------------------------------------------------------
 
     async def chat(self, lines: AsyncIterable[str], *, one_at_a_time: bool = False) -> None:
-        """Send every line as a message (or as the answer to a waiting question); at the end
-        of input, decline what is (or will be) asked, wait for running turns and (up to
-        :data:`DELIVERY_WAIT` seconds) for their deliveries, then return.
+        """Send every line as a message (or as the answer to a waiting question; a line that
+        is not valid UTF-8 is refused with ``! not sent: ...``); at the end of input, decline
+        what is (or will be) asked, wait for running turns and (up to :data:`DELIVERY_WAIT`
+        seconds) for their deliveries, then return.
 
         With ``one_at_a_time`` (for piped input) the next line is read only once the last
         one's turn has ended and its deliveries arrived, or when the agent asks something:
@@ -154,6 +155,12 @@ class TerminalChannel(ChannelBase):
         """
         async for line in lines:
             text = line.rstrip("\r\n")
+            try:  # a pipe that is not UTF-8 reads with surrogateescape: refused, not fatal
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                self._print("! ", f"not sent: the line is not valid UTF-8 (at index "
+                                  f"{exc.start})")
+                continue
             if not self._answer(text):
                 self._serial += 1
                 await self.handle_inbound(Inbound(chat_id=self.chat_id,

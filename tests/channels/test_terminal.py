@@ -129,3 +129,14 @@ def test_tidings_chat_rejects_bad_usage_with_exit_code_2(tmp_path: pathlib.Path)
     bad_config = chat(tmp_path, "", "--config", str(config))
     assert bad_config.returncode == 2
     assert "channels.terminal.dispatch_mode" in bad_config.stderr
+
+
+async def test_a_line_that_is_not_valid_unicode_is_refused_and_the_chat_goes_on(rt) -> None:
+    out = io.StringIO()
+    channel = TerminalChannel(rt, ChannelConfig(name="terminal"), out=out)
+    # A pipe that is not UTF-8 reads with surrogateescape: \udcff is the byte 0xff.
+    await channel.chat(lines_of("hello", "caf\udcff", "bye"), one_at_a_time=True)
+    lines = out.getvalue().splitlines()
+    assert "terminal> hello" in lines
+    assert "! not sent: the line is not valid UTF-8 (at index 3)" in lines
+    assert "terminal> bye" in lines
