@@ -2,7 +2,8 @@
 
 Each line typed is a ``message`` (slash commands pass through); while a prompt or an approval
 request is open the next line answers it (``y`` / ``yes`` / ``allow`` approves); a line over
-the server's ``max_frame_bytes`` is not sent (``! frame_too_big``; a question stays open).
+the server's ``max_frame_bytes``, or not valid UTF-8, is not sent (a ``!`` line says why; a
+question stays open).
 Deliveries, progress, notices and lifecycle events are printed as they arrive, and every
 delivery is acked once printed. If the connection drops it reconnects with ``session_id`` and
 ``after_seq``, so nothing is missed or shown twice: :data:`_RECONNECTS` times in a row at most,
@@ -220,6 +221,11 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
     waiting: str | None = None  # piped mode: the message whose answer is not in yet
     async for raw in lines:
         line = raw.rstrip("\n")
+        try:  # a pipe that is not UTF-8 reads with surrogateescape: the server would refuse it
+            line.encode("utf-8")
+        except UnicodeEncodeError as exc:  # (an answer, with no ref to tell which frame)
+            printer.line(f"! not sent: the line is not valid UTF-8 (at index {exc.start})")
+            continue
         question = state.question
         frame: dict[str, Any] | None = None
         if question is not None:

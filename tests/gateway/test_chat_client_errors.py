@@ -115,6 +115,20 @@ async def test_an_answer_over_the_frame_limit_leaves_the_question_open(
     assert lines[2:] == ["answer: Ada"]
 
 
+async def test_an_answer_that_is_not_valid_unicode_leaves_the_question_open(
+        rt, serve_gateway) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    async with serve_gateway(rt, agent=Asker()) as (_gateway, url):
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="utf8",
+                              interactive=False)
+        with trio.fail_after(20):  # \udcff: the byte 0xff of a pipe read with surrogateescape
+            code = await chat_over_websocket(options, _lines("ask:name?", "caf\udcff", "Ada"),
+                                             out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().splitlines() == [
+        "? name?", "! not sent: the line is not valid UTF-8 (at index 3)", "answer: Ada"]
+
+
 async def _lines(*lines: str) -> AsyncIterator[str]:
     for line in lines:
         await trio.lowlevel.checkpoint()
