@@ -219,7 +219,9 @@ async def stdin_lines(prompt: str = "> ") -> AsyncIterator[str]:
     """Lines from stdin until end of input, read in a worker thread.
 
     On a terminal, with line editing and history (``readline``) and *prompt*; on a pipe, no
-    prompt is printed. Cancelling abandons the blocked read.
+    prompt is printed. Cancelling abandons the blocked read. Bytes that do not decode come as
+    lone surrogates (``surrogateescape``) whatever the locale's error handler, for the chat to
+    refuse that line: a strict decoder would raise, and lose the lines read with it.
     """
     interactive = stdin_is_a_terminal()
     if interactive:
@@ -229,14 +231,25 @@ async def stdin_lines(prompt: str = "> ") -> AsyncIterator[str]:
             pass
     while True:
         try:
-            line = await trio.to_thread.run_sync(
-                input if interactive else sys.stdin.readline,
-                *((prompt,) if interactive else ()), abandon_on_cancel=True)
+            if interactive:
+                line = await trio.to_thread.run_sync(input, prompt, abandon_on_cancel=True)
+            else:
+                line = await trio.to_thread.run_sync(_read_line, abandon_on_cancel=True)
         except EOFError:
             return
+        except UnicodeDecodeError as exc:  # a terminal's strict decoder: that line only
+            line = exc.object.decode(exc.encoding, "surrogateescape")
         if not interactive and line == "":
             return
         yield line
+
+
+def _read_line() -> str:
+    """One line of piped stdin ("" at the end), undecodable bytes as lone surrogates."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # not a real file (a test's stand-in): its own decoding
+        return sys.stdin.readline()
+    return buffer.readline().decode(sys.stdin.encoding or "utf-8", "surrogateescape")
 
 
 def input_line(prompt: str) -> str:

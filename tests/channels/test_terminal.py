@@ -140,3 +140,20 @@ async def test_a_line_that_is_not_valid_unicode_is_refused_and_the_chat_goes_on(
     assert "terminal> hello" in lines
     assert "! not sent: the line is not valid UTF-8 (at index 3)" in lines
     assert "terminal> bye" in lines
+
+
+def test_tidings_chat_local_reads_a_pipe_that_is_not_utf8_in_any_locale(
+        tmp_path: pathlib.Path) -> None:
+    import os
+
+    result = subprocess.run(
+        [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--local",
+         "--db", str(tmp_path / "chat.db"), "--workspace", str(tmp_path)],
+        input=b"hello\ncaf\xff\nbye\n", capture_output=True, timeout=60, cwd=tmp_path,
+        check=False, env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"})
+    stderr = result.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in stderr
+    assert result.returncode == 0, stderr
+    lines = result.stdout.decode("utf-8").splitlines()
+    assert "! not sent: the line is not valid UTF-8 (at index 3)" in lines
+    assert "terminal> bye" in lines
