@@ -311,6 +311,8 @@ class GatewayChannel(ChannelBase):
                         await self._leave(conn)
                     except TidingsError as exc:  # e.g. the store closed under us: logged
                         log.warning("event=leave_failed connection=%d error=%r", conn.id, exc)
+                    if conn.torn:  # half a frame went out: a close frame would be garbage
+                        await conn.tear()
                 await ws.aclose(code, reason)
 
     def _join(self, ws: WebSocketConnection, admission: Admission, remote: str) -> Connection:

@@ -8,6 +8,11 @@ sends ``welcome`` first, then the catch-up replay, then the queue, so a client s
 session's deliveries in seq order. The reader parses frames, charges a token bucket (a
 client that floods is closed, ``4029``) and hands them to the gateway; the heartbeat pings a
 client that has been silent for ``heartbeat_s`` and drops it (``4008``) after twice that.
+
+A close never cuts a frame in half: a frame being written when the connection is closed is
+finished first (for at most ``_FINISH_WAIT`` seconds), so a client that reads again sees its
+frames, then the close code. One still unfinished then leaves the connection torn: its TCP
+stream is closed without a close frame (which, after half a frame, would read as garbage).
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ _ids = itertools.count(1)
 _ACKS_KEPT = 8192
 """Delivery ids a connection remembers as sent to it and not acked by it (the oldest go
 first): enough for a catch-up replay to be acked one frame at a time as it is read."""
+
+_FINISH_WAIT = 2.0
+"""Seconds a frame being written when the connection is closed may take to finish."""
 
 Replay = Callable[["Connection"], Awaitable[None]]
 """Writes the catch-up frames (with :meth:`Connection.write`) after ``welcome``, before the
@@ -94,6 +102,8 @@ class Connection:
         self._sent_through: dict[str, int] = {}  # session -> highest seq sent here
         self._acked_through: dict[str, int] = {}  # session -> highest seq acked by seq here
         self.written = 0
+        self.torn = False  # a frame was cut off: no close frame may follow (see tear())
+        self._sending: trio.CancelScope | None = None
         self._send, self._receive = trio.open_memory_channel[tuple[str, str | None]](
             settings.max_backlog)
         self._scope: trio.CancelScope | None = None
@@ -151,8 +161,15 @@ class Connection:
             self.close_code, self.close_reason = code, reason
             log.info("event=connection_closing connection=%d conversation=%s code=%d "
                      "reason=%s", self.id, self.conversation.key, code, _quote(reason))
+        self._finish_soon()
         if self._scope is not None:
             self._scope.cancel(reason=reason)
+
+    def _finish_soon(self) -> None:
+        """The frame being written (if any) gets ``_FINISH_WAIT`` seconds more, no longer."""
+        if self._sending is not None:
+            self._sending.deadline = min(self._sending.deadline,
+                                         trio.current_time() + _FINISH_WAIT)
 
     # --- the connection's tasks --------------------------------------------------------------
 
@@ -167,7 +184,10 @@ class Connection:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._writer, welcome, replay, nursery.cancel_scope)
                     nursery.start_soon(self._heartbeat)
-                    await self._reader(handle)
+                    try:
+                        await self._reader(handle)
+                    finally:  # however the reader ends (also cancelled from outside)
+                        self._finish_soon()
                     nursery.cancel_scope.cancel(reason="the client closed the connection")
             finally:
                 self._send.close()
@@ -182,15 +202,39 @@ class Connection:
                 if delivery_id is not None and delivery_id in self.replayed:
                     self.replayed.discard(delivery_id)  # replayed already: never twice
                     continue
-                await self.ws.send_message(text)
-                self.written += 1
+                await self._send_whole(text)
         except ConnectionClosed:  # the peer went away while we wrote: the connection is over
             scope.cancel(reason="the client closed the connection")
 
     async def write(self, frame: dict[str, Any]) -> None:
         """Write *frame* now, ahead of the queue (the writer task only: welcome, replay)."""
-        await self.ws.send_message(encode(frame))
+        await self._send_whole(encode(frame))
+
+    async def _send_whole(self, text: str) -> None:
+        """Write one websocket message whole, or not at all: shielded from :meth:`kill`,
+        which only bounds it (see the module docstring)."""
+        if not self.alive:  # closed: start nothing new
+            await trio.lowlevel.checkpoint()
+            return
+        # Shielded: kill() or the reader's end (however it ends: a cancel from outside
+        # reaches the reader) only bounds it.
+        with trio.CancelScope(shield=True) as sending:
+            self._sending = sending
+            try:
+                await self.ws.send_message(text)
+            finally:
+                self._sending = None
+        if sending.cancelled_caught:
+            self.torn = True
+            return
         self.written += 1
+
+    async def tear(self) -> None:
+        """Close the TCP stream under the websocket, with no close frame (after a frame cut
+        off, see the module docstring). trio-websocket has no public way to do it."""
+        stream = getattr(self.ws, "_stream", None)
+        if stream is not None:
+            await stream.aclose()
 
     async def _reader(self, handle: Callable[[Connection, ClientFrame], Awaitable[None]]
                       ) -> None:

@@ -120,7 +120,8 @@ class _StuckSocket:
         raise AssertionError
 
 
-async def test_a_client_that_does_not_read_is_closed_4009_without_blocking_anyone() -> None:
+async def test_a_client_that_does_not_read_is_closed_4009_without_blocking_anyone(
+        autojump_clock) -> None:
     settings = GatewayConfig(token="t" * 16, max_backlog=16)
     conn = Connection(_StuckSocket(), settings, conversation=Conversation("k", "alpha"),
                       client="c", session_id="s")
@@ -138,6 +139,75 @@ async def test_a_client_that_does_not_read_is_closed_4009_without_blocking_anyon
             conn.push({"type": "delivery", "seq": i})
     assert conn.close_code == 4009
     assert "after_seq" in conn.close_reason
+    assert conn.torn  # the welcome never went out whole: no close frame may follow it
+
+
+async def _fill_until_closed(rt, conn, session_id: str) -> None:
+    """Deliver big rows to a client that does not read until its backlog closes it."""
+    big = "x" * 60_000
+    with trio.fail_after(30):  # mock clock: a bound in real time only when it runs
+        for _ in range(2000):
+            if not conn.alive:
+                return
+            await rt.notify(session_id, big)
+            await trio.testing.wait_all_tasks_blocked()
+    raise AssertionError("the connection was never closed as too slow")
+
+
+async def _read_to_the_close(ws) -> tuple[int, int]:
+    """Read everything; how many frames came, and the close code."""
+    frames = 0
+    while True:
+        try:
+            await ws.get_message()
+        except ConnectionClosed as exc:
+            return frames, exc.reason.code
+        frames += 1
+
+
+async def _hello_only(ws) -> str:
+    await ws.send_message(json.dumps({"type": "hello", "token": "gateway-test-token",
+                                      "conversation": "alpha", "protocol": 1}))
+    return json.loads(await ws.get_message())["session_id"]
+
+
+async def test_a_too_slow_client_that_reads_again_gets_its_frames_then_4009(
+        rt, serve_gateway, mock_clock) -> None:
+    """The frame being written when a client is closed as too slow is finished, then the
+    close frame follows: the client that reads again gets whole frames and ``4009`` (the
+    writer was cancelled mid-frame and the close frame came after half a frame: the client
+    read garbage, a 1007 'invalid frame payload' instead of 4009)."""
+    async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
+            open_transport(url) as ws:
+        session_id = await _hello_only(ws)
+        [conn] = gateway.hub(gateway.conversation_named("alpha")).connections
+        await _fill_until_closed(rt, conn, session_id)
+        assert conn.close_code == 4009
+        frames, code = await _read_to_the_close(ws)
+        mock_clock.jump(10)  # whatever still waits for a close handshake gives up
+    assert frames >= 1
+    assert code == 4009
+    assert not conn.torn
+
+
+async def test_a_too_slow_client_that_never_reads_again_is_torn_down(
+        rt, serve_gateway, mock_clock) -> None:
+    """A frame still unfinished ``_FINISH_WAIT`` after the close is given up: the TCP stream
+    is closed with no close frame after the half frame, and the server is done with it."""
+    async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
+            open_transport(url) as ws:
+        session_id = await _hello_only(ws)
+        hub = gateway.hub(gateway.conversation_named("alpha"))
+        [conn] = hub.connections
+        await _fill_until_closed(rt, conn, session_id)
+        mock_clock.jump(3)
+        with trio.fail_after(30):
+            while hub.connections:
+                await trio.testing.wait_all_tasks_blocked()
+                await trio.lowlevel.checkpoint()
+        assert conn.torn
+        _frames, code = await _read_to_the_close(ws)
+    assert code == 1006  # cut off: abnormal closure, never a garbled frame
 
 
 @pytest.mark.parametrize(("frame", "field"), [
