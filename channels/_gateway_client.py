@@ -34,9 +34,39 @@ class GatewayClosed(TidingsError):
         self.reason = reason
 
 
+_PROTOCOL_ERROR = 1002
+
+
 def _closed(exc: ConnectionClosed) -> GatewayClosed:
     reason = exc.reason
     return GatewayClosed(getattr(reason, "code", None), getattr(reason, "reason", None))
+
+
+def _frame(raw: str | bytes) -> dict[str, Any]:
+    """One server frame: a JSON object, else :class:`GatewayClosed` (``1002``: the peer does
+    not speak the protocol, say a URL that is some other websocket server)."""
+    try:
+        frame = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # also binary that is not UTF-8
+        raise GatewayClosed(_PROTOCOL_ERROR, f"not a tidings gateway: a frame that is not "
+                                             f"JSON ({exc})") from None
+    if not isinstance(frame, dict):
+        raise GatewayClosed(_PROTOCOL_ERROR, f"not a tidings gateway: a frame that is not a "
+                                             f"JSON object ({type(frame).__name__})")
+    return frame
+
+
+def _welcome(raw: str | bytes) -> dict[str, Any]:
+    welcome = _frame(raw)
+    if welcome.get("type") != "welcome":
+        raise GatewayClosed(_PROTOCOL_ERROR, f"expected welcome, got {welcome.get('type')!r}")
+    for name in ("session_id", "last_seq"):
+        value = welcome.get(name)
+        if not (isinstance(value, str) if name == "session_id"
+                else isinstance(value, int) and not isinstance(value, bool)):
+            raise GatewayClosed(_PROTOCOL_ERROR, f"not a tidings gateway: welcome.{name} is "
+                                                 f"{value!r}")
+    return welcome
 
 
 @asynccontextmanager
@@ -75,8 +105,9 @@ class GatewayClient:
                       client: str | None = None, max_message_size: int = 1 << 22,
                       ) -> AsyncIterator[GatewayClient]:
         """Connect, say hello, yield the client once welcomed. Raises
-        :class:`GatewayClosed` if the server refuses, ``OSError`` / ``HandshakeError`` if it
-        cannot be reached."""
+        :class:`GatewayClosed` if the server refuses (or answers with anything but a
+        ``welcome``: code ``1002``), ``OSError`` / ``HandshakeError`` if it cannot be
+        reached."""
         hello: dict[str, Any] = {"type": "hello", "token": token, "conversation": conversation,
                                  "protocol": PROTOCOL_VERSION}
         if after_seq is not None:
@@ -88,12 +119,10 @@ class GatewayClient:
         async with open_transport(url, max_message_size=max_message_size) as ws:
             try:
                 await ws.send_message(encode(hello))
-                welcome = json.loads(await ws.get_message())
+                raw = await ws.get_message()
             except ConnectionClosed as exc:
                 raise _closed(exc) from None
-            if welcome.get("type") != "welcome":
-                raise GatewayClosed(None, f"expected welcome, got {welcome.get('type')!r}")
-            yield cls(ws, welcome)
+            yield cls(ws, _welcome(raw))
 
     # --- sending -------------------------------------------------------------------------------
 
@@ -132,13 +161,14 @@ class GatewayClient:
 
     async def receive(self) -> dict[str, Any]:
         """The next frame (a server ``ping`` is answered with ``pong`` and skipped).
-        Raises :class:`GatewayClosed` when the server closes."""
+        Raises :class:`GatewayClosed` when the server closes (``1002``: it sent something
+        that is not a JSON object)."""
         while True:
             try:
                 raw = await self.ws.get_message()
             except ConnectionClosed as exc:
                 raise _closed(exc) from None
-            frame: dict[str, Any] = json.loads(raw)
+            frame = _frame(raw)
             if frame.get("type") == "ping":
                 await self.send({"type": "pong"})
                 continue
