@@ -133,6 +133,15 @@ class AckingSupport:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return found
 
+    async def last_handed_seq(self, session_id: str) -> int:
+        """The highest ``seq`` of a row of the session a client is or will be handed: not a
+        ``visible=False`` or ``failed`` row (0 before any). A client that has it has caught up.
+        Raises :class:`SessionNotFoundError`."""
+        found = await self.store.read(acking.last_handed_seq, session_id)
+        if found is None:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        return found
+
     async def client_message_outcome(self, channel: str, conversation_key: str,
                                      client_id: str) -> str | None:
         """What was recorded for a client's message id in the conversation, or None if the

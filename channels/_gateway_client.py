@@ -151,7 +151,8 @@ class GatewayClient:
         await self.send(frame)
 
     async def sync(self, session_id: str | None = None) -> None:
-        """Ask for the session's highest seq (the answer is a ``synced`` frame)."""
+        """Ask for the highest seq a client gets in the session (the answer is a ``synced``
+        frame)."""
         frame: dict[str, Any] = {"type": "sync"}
         if session_id is not None:
             frame["session_id"] = session_id

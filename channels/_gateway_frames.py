@@ -158,8 +158,9 @@ class Pong:
 @final
 @attrs.frozen
 class Sync:
-    """Ask for the highest seq assigned in a session (default: the conversation's current
-    one); answered with ``synced``. A client that has received that seq has caught up."""
+    """Ask for the highest seq a client gets in a session (default: the conversation's current
+    one; not a ``visible=False`` or ``failed`` row); answered with ``synced``. A client that has
+    received that seq has caught up."""
 
     session_id: str | None = None
 

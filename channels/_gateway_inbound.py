@@ -73,8 +73,9 @@ async def _sync(gateway: GatewayChannel, conn: Connection, frame: Sync) -> None:
     if frame.session_id is not None and not await gateway.owns(conversation, session_id):
         raise FrameError("unknown_delivery", "sync.session_id: not a session of this "
                                              "conversation", field="session_id")
+    # The seq a client can reach: a history-only or failed row is never handed to it.
     conn.push({"type": "synced", "session_id": session_id,
-               "last_seq": await gateway.runtime.last_seq(session_id)})
+               "last_seq": await gateway.runtime.last_handed_seq(session_id)})
 
 
 def _settle(gateway: GatewayChannel, conn: Connection, frame: Answer | Approval) -> None:

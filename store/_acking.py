@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from tidings.store._ops import Call
 from tidings.store._records import OutboxRow
 
-__all__ = ["client_message", "ids_through", "remember_client_message", "rows_after",
-           "session_last_seq"]
+__all__ = ["client_message", "ids_through", "last_handed_seq", "remember_client_message",
+           "rows_after", "session_last_seq"]
 
 
 def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
@@ -46,6 +46,19 @@ def session_last_seq(conn: sqlite3.Connection, session_id: str) -> int | None:
     row = conn.execute("SELECT last_seq FROM sessions WHERE session_id = ?",
                        (session_id,)).fetchone()
     return None if row is None else int(row[0])
+
+
+def last_handed_seq(conn: sqlite3.Connection, session_id: str) -> int | None:
+    """The highest ``seq`` of a row of the session that a route is or will be handed (0 before
+    any), or None if the session is unknown. Not a ``visible=False`` row (history only) nor a
+    ``failed`` one (a stale progress note, a refused delivery): a client never gets those, so
+    it could never reach their seq."""
+    if session_last_seq(conn, session_id) is None:
+        return None
+    row = conn.execute(
+        "SELECT seq FROM outbox WHERE session_id = ? AND visible = 1 AND status != 'failed' "
+        "ORDER BY seq DESC LIMIT 1", (session_id,)).fetchone()
+    return 0 if row is None else int(row[0])
 
 
 def client_message(conn: sqlite3.Connection, core_id: str, channel: str,
