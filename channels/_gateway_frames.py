@@ -257,15 +257,18 @@ def parse_client_frame(raw: str | bytes, *, max_frame_bytes: int) -> ClientFrame
     """Parse one websocket message from a client. Raises :class:`FrameError`."""
     data = _decode(raw, max_frame_bytes)
     kind = data.get("type")
+    frame_id = _Fields(data, "frame").frame_id  # the client matches the error by it (ref)
     if kind is None:
-        raise FrameError("missing_field", "type: is required", field="type")
+        raise FrameError("missing_field", "type: is required", field="type",
+                         frame_id=frame_id)
     if not isinstance(kind, str):
-        raise FrameError("bad_field", "type: must be a string", field="type")
+        raise FrameError("bad_field", "type: must be a string", field="type",
+                         frame_id=frame_id)
     parse = _PARSERS.get(kind)
     if parse is None:
         raise FrameError("unknown_type", f"no frame type {kind[:40]!r} (protocol "
                                          f"{PROTOCOL_VERSION}: {', '.join(sorted(_PARSERS))})",
-                         field="type")
+                         field="type", frame_id=frame_id)
     return parse(_Fields(data, kind))
 
 

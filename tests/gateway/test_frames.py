@@ -133,3 +133,12 @@ def test_a_lone_surrogate_is_a_bad_field_and_never_the_errors_ref(frame: dict,
     error = refused({**frame, "id": "\ud800"})
     assert (error.code, error.field) == ("bad_field", field)
     assert error.frame_id is None  # an error frame carrying it could not be sent
+
+
+@pytest.mark.parametrize("frame", [
+    {"type": "subscribe", "id": "m7"},  # a newer client's frame type
+    {"id": "m7"},
+    {"type": 3, "id": "m7"},
+])
+def test_a_frame_refused_for_its_type_still_carries_its_id(frame: dict) -> None:
+    assert refused(frame).frame_id == "m7"
