@@ -99,6 +99,7 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         self.tasks = TaskRunner(grace=grace)
         self.closing = False
         self.supervisor: Supervisor | None = None
+        self.serial_turns: dict[str, trio.Lock] = {}  # session -> its serial slot (_turns)
 
     # --- sessions and turns --------------------------------------------------------------------
 
@@ -143,7 +144,10 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         ``slot`` is ``input`` or ``output``; ``mode`` is ``serial``, ``parallel`` or
         ``background``. ``ctx.output`` writes ``persist`` history by default in a serial output
         turn and ``transient`` otherwise; ``ctx.input`` is ``transient``; ``history_policy``
-        sets the turn's default (a request overrides it).
+        sets the turn's default (a request overrides it). Serial turns of one session run one
+        at a time: a second one waits until the first has ended (one opened inside another in
+        the same task raises :class:`ValidationError` on ``mode``); parallel and background
+        turns never wait.
         """
         return open_turn(self, session_id, slot=slot, mode=mode, history_policy=history_policy,
                          message_id=message_id, turn_id=turn_id)

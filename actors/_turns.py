@@ -141,39 +141,66 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                     mode: str = "serial", history_policy: str | None = None,
                     message_id: str | None = None, turn_id: str | None = None
                     ) -> AsyncIterator[TurnContext]:
+    """See :meth:`Runtime.open_turn`. A serial turn first waits for the session's running
+    serial turn, if any, to end (see :func:`_serial_slot`)."""
     output_policy, input_policy = turn_policies(slot, mode, history_policy)
     session = await runtime.session(session_id)
     runtime.check_open()
-    ctx = TurnContext(runtime, turn_id=turn_id or new_id("turn"), session_id=session_id,
-                      channel=session.channel, slot=slot, mode=mode,
-                      output_policy=output_policy, input_policy=input_policy)
-    store = runtime.store
-    status, error = "completed", None
-    try:
-        # Inside the try: a caller cancelled while the begin is in flight leaves it to commit,
-        # and the end (queued behind it, shielded) still closes the row.
-        await store.commit(begin_turn(ctx.turn_id, session_id=session_id, slot=slot,
-                                      mode=mode, now=store.clock(), message_id=message_id))
-        with ctx.cancel_scope:
-            yield ctx
-        if ctx.cancel_scope.cancelled_caught:
+    async with _serial_slot(runtime, session_id, mode):
+        runtime.check_open()  # it may have begun stopping while this turn waited
+        ctx = TurnContext(runtime, turn_id=turn_id or new_id("turn"), session_id=session_id,
+                          channel=session.channel, slot=slot, mode=mode,
+                          output_policy=output_policy, input_policy=input_policy)
+        store = runtime.store
+        status, error = "completed", None
+        try:
+            # Inside the try: a caller cancelled while the begin is in flight leaves it to commit,
+            # and the end (queued behind it, shielded) still closes the row.
+            await store.commit(begin_turn(ctx.turn_id, session_id=session_id, slot=slot,
+                                          mode=mode, now=store.clock(), message_id=message_id))
+            with ctx.cancel_scope:
+                yield ctx
+            if ctx.cancel_scope.cancelled_caught:
+                status = "cancelled"
+        except trio.Cancelled as exc:
             status = "cancelled"
-    except trio.Cancelled as exc:
-        status = "cancelled"
-        if ctx.reason is None:
-            # A runtime task is cancelled at exit (reason ``shutdown``) before the runtime is
-            # marked closing: trio's reason says so.
-            stopping = runtime.closing or exc.reason == SHUTDOWN_REASON
-            ctx.reason = "shutdown" if stopping else "cancelled"
-        raise
-    except BaseException as exc:
-        status, error = "failed", describe_error(exc)
-        raise
+            if ctx.reason is None:
+                # A runtime task is cancelled at exit (reason ``shutdown``) before the runtime is
+                # marked closing: trio's reason says so.
+                stopping = runtime.closing or exc.reason == SHUTDOWN_REASON
+                ctx.reason = "shutdown" if stopping else "cancelled"
+            raise
+        except BaseException as exc:
+            status, error = "failed", describe_error(exc)
+            raise
+        finally:
+            ctx.closed = True
+            with trio.CancelScope(shield=True):  # the writer answers every request, even stopping
+                await _record_end(store, ctx.turn_id, end_turn(
+                    ctx.turn_id, status=status, now=store.clock(), reason=ctx.reason, error=error))
+
+
+@asynccontextmanager
+async def _serial_slot(runtime: Runtime, session_id: str, mode: str) -> AsyncIterator[None]:
+    """Hold the session's serial slot (serial turns only) from before the turn begins until its
+    end is recorded: serial turns of one session run one at a time, in the order they came
+    (trio's lock is fair), so their history never interleaves. Parallel and background turns
+    do not take it. A serial turn opened inside one of its session's serial turns would wait
+    for itself: in the same task it is refused; a sub-task should open a parallel turn."""
+    if mode != "serial":
+        yield
+        return
+    slots = runtime.serial_turns
+    lock = slots.setdefault(session_id, trio.Lock())
+    if lock.statistics().owner is trio.lowlevel.current_task():
+        raise ValidationError("mode", f"a serial turn of session {session_id!r} is already "
+                                      f"open in this task; a turn inside it must be parallel")
+    try:
+        async with lock:
+            yield
     finally:
-        ctx.closed = True
-        with trio.CancelScope(shield=True):  # the writer answers every request, even stopping
-            await _record_end(store, ctx.turn_id, end_turn(
-                ctx.turn_id, status=status, now=store.clock(), reason=ctx.reason, error=error))
+        if not lock.locked() and slots.get(session_id) is lock:  # no turn holds or awaits it
+            del slots[session_id]
 
 
 _END_ATTEMPTS = 3

@@ -89,3 +89,36 @@ async def test_a_turn_in_a_runtime_task_stopped_at_exit_records_shutdown(db_path
         rt.start_task("turn", work, session_id)
         await opened.wait()
     assert await _turn_row(db_path, turn_ids[0]) == ("cancelled", "shutdown", None)
+
+
+async def test_serial_turns_of_one_session_run_one_at_a_time(rt, autojump_clock) -> None:
+    """Two serial turns opened at once in one session: the second begins only once the first
+    has ended, so their history never interleaves; a parallel turn does not wait."""
+    session_id = await rt.create_session(channel="web")
+    second_entered = trio.Event()
+
+    async def second() -> None:
+        async with rt.open_turn(session_id) as ctx:
+            second_entered.set()
+            await ctx.output.send_text("second")
+
+    with trio.fail_after(30):  # hang guard (mock clock)
+        async with trio.open_nursery() as nursery, rt.open_turn(session_id) as ctx:
+            nursery.start_soon(second)
+            await ctx.output.send_text("first, 1")
+            with trio.move_on_after(1):
+                await second_entered.wait()
+            assert not second_entered.is_set()  # still waiting for this one to end
+            async with rt.open_turn(session_id, mode="parallel"):
+                pass  # a parallel turn does not wait for the serial one
+            await ctx.output.send_text("first, 2")
+    assert [m.text for m in await rt.history(session_id)] == ["first, 1", "first, 2", "second"]
+    assert session_id not in rt.serial_turns  # no slot kept for an idle session
+
+
+async def test_a_serial_turn_inside_a_serial_turn_of_its_session_is_refused(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id):
+        with pytest.raises(ValidationError, match="already open"):
+            async with rt.open_turn(session_id):
+                pass
