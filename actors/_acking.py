@@ -18,6 +18,7 @@ import attrs
 from tidings.actors._outbound import build_outbound, item_from_row
 from tidings.actors._policy import KINDS
 from tidings.actors._records import Outbound
+from tidings.actors._status import check_id
 from tidings.errors import SessionNotFoundError, ValidationError
 from tidings.store import MAX_INTEGER, OUTBOX_STATUSES, acking, transition
 
@@ -131,6 +132,21 @@ class AckingSupport:
         found = await self.store.read(acking.session_last_seq, session_id)
         if found is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
+        return found
+
+    async def conversation_deliveries(self, channel: str, conversation_key: str,
+                                      delivery_ids: Iterable[str]) -> list[str]:
+        """Those of *delivery_ids* that are deliveries of the conversation's sessions (this
+        core's, *channel*'s, *conversation_key*'s), found in one store read: what a client
+        may ack although its connection was not sent them (a device catching up, a row sent
+        on a connection that dropped)."""
+        ids = list(dict.fromkeys(delivery_ids))
+        for delivery_id in ids:
+            check_id("delivery_ids", delivery_id)
+        found: list[str] = []
+        for start in range(0, len(ids), _PAGE):
+            found += await self.store.read(acking.conversation_deliveries, self.core_id,
+                                           channel, conversation_key, ids[start:start + _PAGE])
         return found
 
     async def last_handed_seq(self, session_id: str) -> int:

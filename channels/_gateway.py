@@ -49,7 +49,7 @@ from tidings.channels._gateway_inbound import on_frame
 from tidings.channels._gateway_interact import Interactions
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
-from tidings.errors import DeliveryNotFoundError, SessionNotFoundError, TidingsError
+from tidings.errors import SessionNotFoundError, TidingsError
 
 __all__ = ["GatewayChannel", "StaleProgress"]
 
@@ -121,14 +121,6 @@ class GatewayChannel(ChannelBase):
         except SessionNotFoundError:
             return False
         return record.channel == self.config.name and record.conversation_key == conversation.key
-
-    async def delivery_in(self, conversation: Conversation, delivery_id: str) -> bool:
-        """Whether *delivery_id* is a delivery of one of *conversation*'s sessions."""
-        try:
-            status = await self.runtime.delivery_status(delivery_id)
-        except DeliveryNotFoundError:
-            return False
-        return await self.owns(conversation, status.session_id)
 
     # --- the route ---------------------------------------------------------------------------
 

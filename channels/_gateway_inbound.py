@@ -134,6 +134,7 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
 async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
     conversation = conn.conversation
     rt = gateway.runtime
+    channel = gateway.config.name
     if frame.delivery_ids is None:
         assert frame.up_to_seq is not None
         session_id = frame.session_id or gateway.directory.cached(conversation) \
@@ -151,7 +152,9 @@ async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
             gateway.sent.pop(delivery_id, None)
         return
     # Free: what this connection was sent (also rows another device acked first) and what
-    # the gateway sent this conversation; anything else is charged, then looked up.
+    # the gateway sent this conversation. Anything else (rows sent on a connection that
+    # dropped, say) is looked up in one store read, charged as one frame's work whatever the
+    # number of ids: charging per id made an ack of more ids than ``burst`` unaffordable.
     ours, others = [], []
     for delivery_id in frame.delivery_ids:
         if conn.take_ack(delivery_id) or gateway.sent.get(delivery_id) == conversation.key:
@@ -159,14 +162,11 @@ async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
         else:
             others.append(delivery_id)
     if others:
-        if not conn.charge(len(others)):
+        if not conn.charge():
             return
-        foreign = []
-        for delivery_id in others:
-            if await gateway.delivery_in(conversation, delivery_id):
-                ours.append(delivery_id)
-            else:
-                foreign.append(delivery_id)
+        found = set(await rt.conversation_deliveries(channel, conversation.key, others))
+        foreign = [delivery_id for delivery_id in others if delivery_id not in found]
+        ours += [delivery_id for delivery_id in others if delivery_id in found]
         if foreign:
             conn.push(error_frame("unknown_delivery", f"not deliveries of this conversation: "
                                                       f"{', '.join(foreign[:5])[:300]}",

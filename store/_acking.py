@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from tidings.store._ops import Call
 from tidings.store._records import OutboxRow
 
-__all__ = ["client_message", "ids_through", "last_handed_seq", "remember_client_message",
-           "rows_after", "session_last_seq"]
+__all__ = ["client_message", "conversation_deliveries", "ids_through", "last_handed_seq",
+           "remember_client_message", "rows_after", "session_last_seq"]
 
 
 def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
@@ -25,6 +25,21 @@ def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
     return [row[0] for row in conn.execute(
         f"SELECT delivery_id FROM outbox WHERE session_id = ? AND seq <= ? "
         f"AND status IN ({marks}) ORDER BY seq", (session_id, seq, *statuses))]
+
+
+def conversation_deliveries(conn: sqlite3.Connection, core_id: str, channel: str,
+                            conversation_key: str, delivery_ids: Sequence[str]) -> list[str]:
+    """Those of *delivery_ids* that are deliveries of a session the conversation owns (same
+    core, channel and conversation key), in one read whatever their number."""
+    if not delivery_ids:
+        return []
+    values = ",".join(["(?)"] * len(delivery_ids))
+    return [row[0] for row in conn.execute(
+        f"SELECT o.delivery_id FROM (VALUES {values}) AS v "
+        "JOIN outbox AS o ON o.delivery_id = v.column1 "
+        "JOIN sessions AS s ON s.session_id = o.session_id "
+        "WHERE s.core_id = ? AND s.channel = ? AND s.conversation_key = ?",
+        (*delivery_ids, core_id, channel, conversation_key))]
 
 
 def rows_after(conn: sqlite3.Connection, session_id: str, after_seq: int, limit: int, *,

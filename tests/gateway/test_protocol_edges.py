@@ -248,3 +248,37 @@ async def test_a_client_back_while_its_rows_are_abandoned_loses_no_ack_and_gets_
             await _nothing_more(third)
         assert [await status(d) for d in (old.delivery_id, handle.delivery_id)] == [
             "sent", "sent"]
+
+
+async def test_one_ack_of_more_deliveries_than_the_burst_from_an_earlier_connection_passes(
+        rt, serve_gateway, connect, wait_status, mock_clock) -> None:
+    """A device that got deliveries on a connection that dropped before it acked them acks
+    them all in one frame on its next connection (hello without ``after_seq``). They are its
+    own conversation's deliveries, looked up in one store read: the frame is charged like any
+    frame that costs a read, never one token per id, which a frame of more ids than ``burst``
+    could never afford (it was closed ``4029`` on every reconnect, for good)."""
+    async with serve_gateway(rt, rate=1, burst=5) as (_gateway, url):
+        async with connect(url, "alpha") as phone:
+            session_id = phone.session_id
+            handles = [await rt.notify(session_id, f"n{i}") for i in range(12)]
+            frames = await _deliveries(phone, 12, ack=False)
+        with trio.fail_after(10):
+            await wait_status(rt, handles[-1].delivery_id, "unknown")  # nobody acked them
+        async with connect(url, "beta") as beta:
+            foreign = await rt.notify(beta.session_id, "not alpha's")
+            await _next_delivery(beta)
+            async with connect(url, "alpha") as again:
+                await again.ack(*[f["delivery_id"] for f in frames], foreign.delivery_id,
+                                "dlv_nowhere")
+                await again.sync()
+                with trio.fail_after(10):
+                    error = await again.receive()
+                assert error["type"] == "error"
+                assert error["code"] == "unknown_delivery"
+                assert error["field"] == "delivery_ids"
+                assert foreign.delivery_id in error["message"]
+                assert "dlv_nowhere" in error["message"]
+                await _read_until(again, "synced")  # still connected (no 4029)
+            assert (await rt.delivery_status(foreign.delivery_id)).status == "sending"
+        for handle in handles:
+            assert (await rt.delivery_status(handle.delivery_id)).status == "sent"
