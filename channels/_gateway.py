@@ -50,6 +50,7 @@ from tidings.channels._gateway_interact import Interactions
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.errors import SessionNotFoundError, TidingsError
+from tidings.supervisor._log import field
 
 __all__ = ["GatewayChannel", "StaleProgress"]
 
@@ -292,7 +293,7 @@ class GatewayChannel(ChannelBase):
         except Refused as refused:
             code, reason = refused.code, refused.reason
             log.info("event=connection_refused remote=%s code=%d reason=%s",
-                     remote, code, _quote(reason))
+                     remote, code, field(reason))
         except Exception:
             log.exception("event=connection_failed remote=%s", remote)
             code, reason = CLOSE_INTERNAL, "internal error"
@@ -360,7 +361,3 @@ def _remote(request: WebSocketRequest) -> str:
     except OSError:
         return "unknown"
     return f"{remote.address}:{remote.port}" if hasattr(remote, "port") else str(remote)
-
-
-def _quote(text: str) -> str:
-    return '"' + text.replace('"', "'") + '"'

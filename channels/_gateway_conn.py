@@ -36,6 +36,7 @@ from tidings.channels._gateway_frames import (
     error_frame,
     parse_client_frame,
 )
+from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
     from tidings.channels._directory import Conversation
@@ -160,7 +161,7 @@ class Connection:
         if self.close_code is None:
             self.close_code, self.close_reason = code, reason
             log.info("event=connection_closing connection=%d conversation=%s code=%d "
-                     "reason=%s", self.id, self.conversation.key, code, _quote(reason))
+                     "reason=%s", self.id, self.conversation.key, code, field(reason))
         self._finish_soon()
         if self._scope is not None:
             self._scope.cancel(reason=reason)
@@ -273,7 +274,3 @@ class Connection:
                 self.kill(CLOSE_HEARTBEAT, f"heartbeat timeout: nothing heard for "
                                            f"{2 * period:g}s")
                 return
-
-
-def _quote(text: str) -> str:
-    return '"' + text.replace('"', "'") + '"'
