@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -66,3 +67,33 @@ def frame_is(frame_type: str, **fields: Any) -> Callable[[dict[str, Any]], bool]
 def is_frame() -> Callable[..., Any]:
     """``is_frame("delivery", kind="message")``: a predicate for ``receive_until``."""
     return frame_is
+
+
+class Asker:
+    """An agent: ``ask:Q`` prompts the person with Q and replies ``answer: <answer>``;
+    anything else is echoed."""
+
+    async def run(self, turn) -> None:  # type: ignore[no-untyped-def]
+        if turn.text.startswith("ask:"):
+            answer = await turn.prompt_user(turn.text[4:], timeout=60)
+            await turn.send_chunk(f"answer: {answer}")
+        else:
+            await turn.send_chunk(turn.prompt)
+
+
+class Transcript(io.StringIO):
+    """What a chat client printed, with a wait for a line to show up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = trio.Event()
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        self.changed.set()
+        self.changed = trio.Event()
+        return written
+
+    async def wait_for(self, found: Callable[[str], bool]) -> None:
+        while not any(found(line) for line in self.getvalue().splitlines()):
+            await self.changed.wait()

@@ -8,16 +8,7 @@ import trio
 
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
-
-class Asker:
-    """``ask:Q`` prompts and replies with the answer; anything else is echoed."""
-
-    async def run(self, turn) -> None:
-        if turn.text.startswith("ask:"):
-            answer = await turn.prompt_user(turn.text[4:], timeout=60)
-            await turn.send_chunk(f"answer: {answer}")
-        else:
-            await turn.send_chunk(turn.prompt)
+from .conftest import Asker
 
 
 async def _lines(*lines: str):

@@ -4,29 +4,13 @@ refusal is printed as one ``!`` line and the chat goes on."""
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import trio
 
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
-
-class Transcript(io.StringIO):
-    """What the client printed, with a wait for a line to show up."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.changed = trio.Event()
-
-    def write(self, text: str) -> int:
-        written = super().write(text)
-        self.changed.set()
-        self.changed = trio.Event()
-        return written
-
-    async def wait_for(self, found: Callable[[str], bool]) -> None:
-        while not any(found(line) for line in self.getvalue().splitlines()):
-            await self.changed.wait()
+from .conftest import Asker, Transcript
 
 
 async def test_a_refused_message_is_printed_and_the_chat_goes_on(rt, serve_gateway) -> None:
@@ -89,14 +73,6 @@ async def test_a_line_over_the_servers_frame_limit_is_refused_and_the_chat_goes_
     assert "over the server's max_frame_bytes (256); not sent" in lines[1]
     assert lines[2].startswith("! frame_too_big: the line is 10")
     assert lines[3:] == ["two"]
-
-
-class Asker:
-    """``ask:Q`` prompts and replies with the answer."""
-
-    async def run(self, turn) -> None:
-        answer = await turn.prompt_user(turn.text[4:], timeout=60)
-        await turn.send_chunk(f"answer: {answer}")
 
 
 async def test_an_answer_over_the_frame_limit_leaves_the_question_open(

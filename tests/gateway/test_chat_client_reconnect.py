@@ -5,7 +5,7 @@ while it was away does not take the next line, and a server that keeps dropping 
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,34 +15,7 @@ from tidings.channels import GatewayClient
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
-
-class Asker:
-    """``ask:Q`` prompts and replies with the answer; anything else is echoed."""
-
-    async def run(self, turn) -> None:
-        if turn.text.startswith("ask:"):
-            answer = await turn.prompt_user(turn.text[4:], timeout=60)
-            await turn.send_chunk(f"answer: {answer}")
-        else:
-            await turn.send_chunk(turn.prompt)
-
-
-class Transcript(io.StringIO):
-    """What the client printed, with a wait for a line to show up."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.changed = trio.Event()
-
-    def write(self, text: str) -> int:
-        written = super().write(text)
-        self.changed.set()
-        self.changed = trio.Event()
-        return written
-
-    async def wait_for(self, found: Callable[[str], bool]) -> None:
-        while not any(found(line) for line in self.getvalue().splitlines()):
-            await self.changed.wait()
+from .conftest import Asker, Transcript
 
 
 class GatedClient:
