@@ -44,6 +44,7 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
     if kind not in _NOTICE_KINDS:
         raise ValidationError("kind", f"must be one of {', '.join(_NOTICE_KINDS)}, got {kind!r}")
     extra = check_json_object(metadata, "metadata")
+    rt.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await rt.session(session_id)
     rt.check_open()
     request = DeliveryRequest(
@@ -58,6 +59,7 @@ async def record_user_message(rt: Runtime, session_id: str, text: str, *,
     """Append the user's *text* to the session's history (role ``user``); return the history
     message id. Raises like :func:`notify`."""
     _check_text(text)
+    rt.check_open()
     await rt.session(session_id)
     rt.check_open()
     message_id = new_id("msg")

@@ -144,6 +144,7 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
     """See :meth:`Runtime.open_turn`. A serial turn first waits for the session's running
     serial turn, if any, to end (see :func:`_serial_slot`)."""
     output_policy, input_policy = turn_policies(slot, mode, history_policy)
+    runtime.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await runtime.session(session_id)
     runtime.check_open()
     async with _serial_slot(runtime, session_id, mode):

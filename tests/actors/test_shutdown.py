@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
@@ -82,3 +83,17 @@ async def _wait_status(rt, delivery_id: str, status: str) -> None:
     async for event in rt.events(after_seq=0):
         if event.delivery_id == delivery_id and event.type == f"delivery.{status}":
             return
+
+
+async def test_a_turn_or_notice_after_the_runtime_closed_is_runtime_closed(db_path,
+                                                                          workspace) -> None:
+    """After ``open_runtime`` has exited, opening a turn or sending a notice raises
+    :class:`RuntimeClosedError` (what a host catches for "stopping"), not the store's error
+    from a session read the closed runtime can no longer make."""
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+    with pytest.raises(RuntimeClosedError):
+        async with rt.open_turn(session_id):
+            pass
+    with pytest.raises(RuntimeClosedError):
+        await rt.notify(session_id, "late")
