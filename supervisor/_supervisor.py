@@ -178,6 +178,8 @@ class Supervisor:
 
         Its mailbox is closed at once (senders get MailboxClosedError); buffered messages are
         still handed to the child before its ``async for`` ends. Returns once its task ended.
+        If the caller is cancelled before that, the child is cancelled: it is forgotten
+        already, so no later stop (not even the supervisor's own) would end it.
 
         Raises:
           SupervisorError: no child has that name.
@@ -189,6 +191,8 @@ class Supervisor:
         try:
             await run_ladder(slot, self._plan, supervisor=self._name, final=True)
         finally:
+            if slot.done is not None and not slot.done.is_set() and slot.scope is not None:
+                slot.scope.cancel(reason=f"stop of {name} cut short")
             slot.mailbox._close()
             slot.state = "stopped"
 

@@ -119,3 +119,20 @@ async def test_a_sender_is_released_when_the_stop_is_cut_short_not_after_slow_cl
             # the ladder of "slow" waits until the deadline; "deaf" was never reached
         assert trio.current_time() == 7.0  # the supervisor waited for deaf's cleanup
     assert released_at == [5.0]  # but its sender was told at once, when the stop was cut short
+
+
+async def test_a_stop_child_cut_short_cancels_the_child_it_had_forgotten(
+        journal, autojump_clock, live_tasks) -> None:
+    """stop_child forgets the child before its ladder; a caller cancelled during the ladder
+    must not leave it running unsupervised (the supervisor's exit then waited forever)."""
+    before = live_tasks()
+    specs = [ChildSpec("stuck", journal.worker(stuck_at_shutdown=True), shutdown_timeout=100.0)]
+    async with open_supervisor(specs) as sup:
+        with trio.move_on_after(1.0):
+            await sup.stop_child("stuck")
+        await trio.testing.wait_all_tasks_blocked()
+        assert [event[0] for event in journal.of("stop", "cancelled")] == ["stop", "cancelled"]
+        assert journal.of("cancelled")[0][3] == "stop of stuck cut short"
+        stopped_at = trio.current_time()
+    assert trio.current_time() == stopped_at == 1.0
+    assert live_tasks() == before
