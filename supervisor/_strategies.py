@@ -61,7 +61,11 @@ async def _restart_group(sup: Supervisor, failed: ChildSlot) -> None:
                 return
             if slot.removed:
                 continue
-            result = await sup._launch(slot)
+            sup._group_launching = slot  # a shutdown stops it with the ladder (see _shutdown)
+            try:
+                result = await sup._launch(slot)
+            finally:
+                sup._group_launching = None
             if result.error is not None:
                 decision = sup._decide(slot, result.error, 0.0)
                 if decision == "escalate":

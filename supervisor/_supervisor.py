@@ -82,6 +82,7 @@ class Supervisor:
             math.inf)
         self._nursery: trio.Nursery | None = None
         self._serving_restarts = False
+        self._group_launching: ChildSlot | None = None  # a group restart is starting it
 
     def __repr__(self) -> str:
         return (f"<Supervisor {self._name!r} {self._strategy} {self._state} "
@@ -388,6 +389,12 @@ class Supervisor:
             self._request_queue.close()
         remaining = list(reversed(self._children.values()))
         try:
+            launching = self._group_launching
+            if launching is not None:
+                # A group restart holds the lock while it waits for this child's readiness
+                # (or its restart backoff): stop it first, or the stop would wait for that
+                # (a backoff in full, a start with no start_timeout forever).
+                await run_ladder(launching, self._plan, supervisor=self._name, final=False)
             async with self._lock:
                 remaining = list(reversed(self._children.values()))
                 while remaining:

@@ -259,3 +259,43 @@ async def test_a_body_error_is_not_lost_when_the_graceful_stop_is_cancelled(jour
     assert trio.current_time() == 3.0
     assert [event[3] for event in journal.of("cancelled")] == [None]  # trio's deadline
     assert live_tasks() == before
+
+
+@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
+async def test_exit_during_a_group_restart_backoff_is_immediate(journal, autojump_clock,
+                                                                strategy):
+    """The group restart waits out a backoff holding the supervisor's lock; the exit must
+    not wait for it (a child in restart backoff is stopped at once)."""
+    backoff = Backoff(min=1000.0, max=1000.0, jitter=0.0)
+    specs = [ChildSpec("a", journal.worker(), backoff=backoff), ChildSpec("b", journal.worker())]
+    async with open_supervisor(specs, strategy=strategy) as sup:
+        await sup.mailbox("a").send("crash")
+        await trio.testing.wait_all_tasks_blocked()
+        assert [c.state for c in sup.statistics().children] == ["backoff", "restarting"]
+        exited = trio.current_time()
+    assert trio.current_time() == exited
+    assert [c.state for c in sup.statistics().children] == ["stopped", "stopped"]
+    assert len(journal.of("start")) == 2  # nobody was started again
+
+
+async def test_exit_during_a_group_restart_start_uses_the_ladder(journal, autojump_clock):
+    """A child a group restart is starting is stopped by the shutdown ladder (its
+    shutdown_timeout), not waited for until it is ready (with no start_timeout: forever)."""
+
+    async def never_ready_again(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        journal.add("start", ctx)
+        if ctx.incarnation > 1:
+            await trio.sleep_forever()
+        task_status.started()
+        async for _ in ctx.mailbox:
+            pass
+
+    specs = [ChildSpec("a", journal.worker()),
+             ChildSpec("b", never_ready_again, start_timeout=None, shutdown_timeout=5.0)]
+    async with open_supervisor(specs, strategy="one_for_all") as sup:
+        await sup.mailbox("a").send("crash")
+        await trio.testing.wait_all_tasks_blocked()
+        assert [c.incarnation for c in sup.statistics().children] == [2, 2]
+        exited = trio.current_time()
+    assert trio.current_time() - exited == 5.0
+    assert [c.state for c in sup.statistics().children] == ["stopped", "stopped"]
