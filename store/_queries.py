@@ -7,7 +7,6 @@ None caps the number of rows silently: callers pass ``limit`` and page with the 
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
 from tidings.store._records import (
     DeliveryStatus,
@@ -16,7 +15,7 @@ from tidings.store._records import (
     RuntimeEvent,
     SessionRecord,
 )
-from tidings.store._status import check_filters
+from tidings.store._status import check_filters, filter_clause
 
 __all__ = [
     "count_by_status",
@@ -47,7 +46,7 @@ def deliveries(conn: sqlite3.Connection, *, session_id: str | None = None,
     ``limit`` (an unknown status would otherwise match nothing, silently).
     """
     check_filters(status=status, since=since, limit=limit)
-    where, params = _filters(session_id, status, since)
+    where, params = filter_clause(session_id, status, since)
     order = "updated_at DESC, delivery_id" if newest_first else "session_id, seq"
     sql = f"SELECT {DeliveryStatus.COLUMNS} FROM delivery_lifecycle{where} ORDER BY {order}"
     if limit is not None:
@@ -59,25 +58,10 @@ def deliveries(conn: sqlite3.Connection, *, session_id: str | None = None,
 def count_by_status(conn: sqlite3.Connection, *, session_id: str | None = None,
                     since: float | None = None) -> dict[str, int]:
     """Effective status -> number of deliveries (statuses with none are absent)."""
-    where, params = _filters(session_id, None, since)
+    where, params = filter_clause(session_id, None, since)
     return dict(conn.execute(
         f"SELECT status, count(*) FROM delivery_lifecycle{where} GROUP BY status ORDER BY status",
         params).fetchall())
-
-
-def _filters(session_id: str | None, status: str | None,
-             since: float | None) -> tuple[str, list[Any]]:
-    clauses, params = [], []
-    if session_id is not None:
-        clauses.append("session_id = ?")
-        params.append(session_id)
-    if status is not None:
-        clauses.append("status = ?")
-        params.append(status)
-    if since is not None:
-        clauses.append("updated_at >= ?")
-        params.append(since)
-    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
 def delivery_events(conn: sqlite3.Connection, delivery_id: str) -> list[RuntimeEvent]:

@@ -90,8 +90,13 @@ def check_filters(*, status: str | None = None, since: float | None = None,
         raise ValidationError("limit", f"must be an int >= 0, got {limit!r}")
 
 
-def _where(session_id: str | None, status: str | None,
-           since: float | None) -> tuple[str, list[Any]]:
+def filter_clause(session_id: str | None, status: str | None,
+                  since: float | None) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause (and its parameters) of the filters, on ``delivery_lifecycle``.
+
+    An effective status is also pinned to the outbox statuses that can read as it, so the
+    ``(status, updated_at)`` index finds the rows (the view's status is an expression).
+    """
     clauses: list[str] = []
     params: list[Any] = []
     if session_id is not None:
@@ -116,13 +121,13 @@ def status_counts(conn: sqlite3.Connection, *, session_id: str | None = None,
     a process that is not the latest) are moved across, as the view decides.
     """
     check_filters(since=since)
-    where, params = _where(session_id, None, since)
+    where, params = filter_clause(session_id, None, since)
     counts = dict.fromkeys(OUTBOX_STATUSES, 0)
     for status, n in conn.execute(
             f"SELECT status, count(*) FROM outbox{where} GROUP BY status", params):
         counts[status] = n
     if counts["sending"]:
-        where, params = _where(session_id, "unknown", since)
+        where, params = filter_clause(session_id, "unknown", since)
         moved = conn.execute(f"SELECT count(*) FROM delivery_lifecycle{where} "
                              "AND outbox_status = 'sending'", params).fetchone()[0]
         counts["sending"] -= moved
@@ -135,7 +140,7 @@ def recent_deliveries(conn: sqlite3.Connection, *, session_id: str | None = None
                       limit: int | None = 20) -> list[DeliveryStatus]:
     """Deliveries matching the filters, most recently updated first (``limit=None``: all)."""
     check_filters(status=status, since=since, limit=limit)
-    where, params = _where(session_id, status, since)
+    where, params = filter_clause(session_id, status, since)
     sql = (f"SELECT {DeliveryStatus.COLUMNS} FROM delivery_lifecycle{where} "
            "ORDER BY updated_at DESC, delivery_id")
     if limit is not None:
