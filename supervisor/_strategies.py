@@ -61,11 +61,7 @@ async def _restart_group(sup: Supervisor, failed: ChildSlot) -> None:
                 return
             if slot.removed:
                 continue
-            sup._group_launching = slot  # a shutdown stops it with the ladder (see _shutdown)
-            try:
-                result = await sup._launch(slot)
-            finally:
-                sup._group_launching = None
+            result = await sup._launch_locked(slot)
             if result.error is not None:
                 decision = sup._decide(slot, result.error, 0.0)
                 if decision == "escalate":

@@ -6,6 +6,7 @@ import logging
 import math
 from collections import deque
 from collections.abc import Iterable
+from functools import partial
 from typing import Literal, final
 
 import trio
@@ -82,7 +83,7 @@ class Supervisor:
             math.inf)
         self._nursery: trio.Nursery | None = None
         self._serving_restarts = False
-        self._group_launching: ChildSlot | None = None  # a group restart is starting it
+        self._launching: ChildSlot | None = None  # the lock holder waits for its readiness
 
     def __repr__(self) -> str:
         return (f"<Supervisor {self._name!r} {self._strategy} {self._state} "
@@ -258,6 +259,26 @@ class Supervisor:
                                                         name=self._task_name(slot))
         return result
 
+    async def _launch_locked(self, slot: ChildSlot) -> StartResult:
+        """:meth:`_launch` by the holder of the lock (the initial start, a group restart).
+
+        While it waits for the child's readiness (or its restart backoff), a shutdown or an
+        escalation stops that child with the shutdown ladder instead of waiting for it: a
+        backoff in full, or with no ``start_timeout`` forever.
+        """
+        self._launching = slot
+        try:
+            return await self._launch(slot)
+        finally:
+            self._launching = None
+
+    def _launching_unstopped(self) -> ChildSlot | None:
+        """The child the lock holder waits for, when no ladder is stopping it yet."""
+        slot = self._launching
+        if slot is None or slot.stopping or slot.done is None or slot.done.is_set():
+            return None
+        return slot
+
     def _start_error(self, slot: ChildSlot, result: StartResult) -> ChildStartError:
         name = slot.spec.name
         if result.error is None:
@@ -348,6 +369,11 @@ class Supervisor:
                   child=name, restarts=len(self._window), period=limit.period,
                   max_restarts=limit.max_restarts)
         self._body_scope.cancel(reason=f"restart intensity of supervisor {self._name} exceeded")
+        launching = self._launching_unstopped()
+        if launching is not None and self._nursery is not None:
+            self._nursery.start_soon(
+                partial(run_ladder, launching, self._plan, supervisor=self._name, final=False),
+                name=f"{self._task_name(launching)}/stop")
 
     # --- lifetime (driven by open_supervisor) --------------------------------------------------
 
@@ -363,7 +389,9 @@ class Supervisor:
                     break
                 if slot.removed:
                     continue
-                result = await self._launch(slot)
+                result = await self._launch_locked(slot)
+                if self._failure is not None:  # it escalated meanwhile (and stopped this one)
+                    break
                 if result.error is not None or (result.stopped and not slot.removed):
                     self._state = "stopping"
                     return self._start_error(slot, result)
@@ -389,11 +417,8 @@ class Supervisor:
             self._request_queue.close()
         remaining = list(reversed(self._children.values()))
         try:
-            launching = self._group_launching
-            if launching is not None:
-                # A group restart holds the lock while it waits for this child's readiness
-                # (or its restart backoff): stop it first, or the stop would wait for that
-                # (a backoff in full, a start with no start_timeout forever).
+            launching = self._launching_unstopped()
+            if launching is not None:  # the lock holder waits for it: stop it first
                 await run_ladder(launching, self._plan, supervisor=self._name, final=False)
             async with self._lock:
                 remaining = list(reversed(self._children.values()))

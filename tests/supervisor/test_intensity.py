@@ -178,3 +178,27 @@ async def test_backoff_jitter_is_reproducible_with_a_seed():
     assert first != other
     for attempt, delay in enumerate(first):
         assert 0.5 * 2**attempt <= delay <= 1.5 * 2**attempt
+
+
+@pytest.mark.parametrize("start_timeout", [None, 100.0])
+async def test_an_escalation_while_a_later_child_starts_stops_it_and_is_the_error(
+        journal, autojump_clock, start_timeout):
+    """The initial start waits for a slow child, holding the lock, when an earlier one
+    escalates: that child is stopped by its ladder (not waited for, with no start_timeout
+    forever), and the error is the escalation, not a start timeout of the waiting child."""
+
+    async def ready_then_crash(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        await trio.sleep(1.0)
+        raise ValueError("a broke")
+
+    specs = [ChildSpec("a", ready_then_crash),
+             ChildSpec("b", journal.worker(ready_after=1000.0), start_timeout=start_timeout,
+                       shutdown_timeout=5.0)]
+    with pytest.raises(RestartIntensityExceeded) as caught:
+        async with open_supervisor(specs, intensity=Intensity(max_restarts=0)):
+            raise AssertionError("the body must not run")
+    assert caught.value.child == "a"
+    assert str(caught.value.__cause__) == "a broke"
+    assert trio.current_time() == 1.0 + 5.0
+    assert journal.of("cancelled") == [("cancelled", "b", 1, "shutdown timeout of b", 6.0)]
