@@ -138,15 +138,25 @@ def status_counts(conn: sqlite3.Connection, *, session_id: str | None = None,
 def recent_deliveries(conn: sqlite3.Connection, *, session_id: str | None = None,
                       status: str | None = None, since: float | None = None,
                       limit: int | None = 20) -> list[DeliveryStatus]:
-    """Deliveries matching the filters, most recently updated first (``limit=None``: all)."""
+    """Deliveries matching the filters, most recently updated first (``limit=None``: all).
+
+    With a limit, each outbox status that can match gives its own newest *limit* rows off the
+    ``(status, updated_at)`` index and those are merged: the outbox statuses split the rows, so
+    the newest overall are among them. No index has ``updated_at`` first, so one query would
+    read, join and sort the whole outbox to show twenty rows.
+    """
     check_filters(status=status, since=since, limit=limit)
     where, params = filter_clause(session_id, status, since)
-    sql = (f"SELECT {DeliveryStatus.COLUMNS} FROM delivery_lifecycle{where} "
-           "ORDER BY updated_at DESC, delivery_id")
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(limit)
-    return [DeliveryStatus.from_row(row) for row in conn.execute(sql, params)]
+    sql = f"SELECT {DeliveryStatus.COLUMNS} FROM delivery_lifecycle{where}"
+    order = " ORDER BY updated_at DESC, delivery_id"
+    if limit is None:
+        return [DeliveryStatus.from_row(row) for row in conn.execute(sql + order, params)]
+    sql += (" AND" if where else " WHERE") + " outbox_status = ?" + order + " LIMIT ?"
+    rows = [DeliveryStatus.from_row(row)
+            for outbox_status in (_UNDERLYING[status] if status else OUTBOX_STATUSES)
+            for row in conn.execute(sql, [*params, outbox_status, limit])]
+    rows.sort(key=lambda row: (-row.updated_at, row.delivery_id))
+    return rows[:limit]
 
 
 def status_report(conn: sqlite3.Connection, *, session_id: str | None = None,

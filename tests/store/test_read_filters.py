@@ -77,3 +77,29 @@ async def test_deliveries_by_status_seek_the_status_index_instead_of_scanning(db
     every = read_database(db, queries.deliveries)
     assert found == [row for row in every if row.status == status]
     assert found == sorted(found, key=lambda row: (row.session_id, row.seq))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"since": 30.0}, {"session_id": "s2"}],
+                         ids=["unfiltered", "since", "session"])
+async def test_the_most_recent_rows_never_scan_and_sort_the_whole_outbox(db, kwargs) -> None:
+    _fill(db, 300)
+    plans = _plans(db, recent_deliveries, limit=5, **kwargs)
+    assert not _scans(plans), plans
+
+
+FILTERS = [{}, {"since": 20.0}, {"session_id": "s3"}, {"status": "unknown"},
+           {"status": "sending"}, {"status": "sent", "since": 35.0},
+           {"session_id": "s1", "status": "queued", "since": 10.0}]
+
+
+@pytest.mark.parametrize("kwargs", FILTERS)
+@pytest.mark.parametrize("limit", [0, 1, 3, 25, 1_000, None])
+async def test_the_most_recent_rows_are_the_newest_of_every_match_ties_by_id(
+        db, kwargs, limit) -> None:
+    _fill(db, 400, seed=limit or 11)
+    every = read_database(db, queries.deliveries, **kwargs)  # per-session order
+    expected = sorted(every, key=lambda row: (-row.updated_at, row.delivery_id))
+    found = read_database(db, recent_deliveries, limit=limit, **kwargs)
+    assert found == expected[:limit]
+    report = read_database(db, status_report, limit=limit, **kwargs)
+    assert list(report.recent) == expected[:limit]
