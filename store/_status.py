@@ -27,7 +27,7 @@ from tidings.store._errors import (
 )
 from tidings.store._outbox import OUTBOX_STATUSES
 from tidings.store._records import DeliveryStatus, RuntimeEvent
-from tidings.store._schema import SCHEMA_VERSION
+from tidings.store._schema import MAX_INTEGER, SCHEMA_VERSION
 
 __all__ = [
     "RECENT_FIELDS",
@@ -83,11 +83,14 @@ def check_filters(*, status: str | None = None, since: float | None = None,
     if status is not None and status not in OUTBOX_STATUSES:
         raise ValidationError("status", f"must be one of {', '.join(OUTBOX_STATUSES)}, "
                                         f"got {status!r}")
-    if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)):
+    # NaN compares as NULL (nothing would match, silently); an int SQLite cannot store would
+    # fail to bind with a bare OverflowError.
+    if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)
+                              or since != since or abs(since) > MAX_INTEGER):
         raise ValidationError("since", f"must be unix seconds, got {since!r}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                              or limit < 0):
-        raise ValidationError("limit", f"must be an int >= 0, got {limit!r}")
+                              or not 0 <= limit <= MAX_INTEGER):
+        raise ValidationError("limit", f"must be an int from 0 to {MAX_INTEGER}, got {limit!r}")
 
 
 def filter_clause(session_id: str | None, status: str | None,

@@ -103,3 +103,19 @@ async def test_the_most_recent_rows_are_the_newest_of_every_match_ties_by_id(
     assert found == expected[:limit]
     report = read_database(db, status_report, limit=limit, **kwargs)
     assert list(report.recent) == expected[:limit]
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"since": float("nan")}, "since"),  # compares as NULL: every count 0, no row, silently
+    ({"since": 10 ** 20}, "since"),  # SQLite cannot bind it: a raw OverflowError
+    ({"limit": MAX_INTEGER + 1}, "limit"),  # the same
+])
+@pytest.mark.parametrize("fn", [status_report, recent_deliveries, queries.deliveries])
+async def test_filters_that_cannot_match_or_bind_are_refused_naming_the_field(
+        db, fn, kwargs, field) -> None:
+    _fill(db, 10)
+    if "limit" in kwargs and fn is status_report:
+        read_database(db, fn, limit=MAX_INTEGER)  # the largest limit is fine
+    with pytest.raises(ValidationError) as caught:
+        read_database(db, fn, **kwargs)
+    assert caught.value.field == field
