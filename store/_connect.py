@@ -15,6 +15,7 @@ import sqlite3
 from typing import Literal
 
 from tidings.store._errors import StoreError
+from tidings.store._schema import check_database
 
 __all__ = ["Synchronous", "connect_reader", "connect_writer", "prepare_path"]
 
@@ -51,6 +52,7 @@ def connect_writer(path: pathlib.Path, synchronous: Synchronous = "FULL") -> sql
                            cached_statements=512)
     try:
         conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        check_database(conn, str(path))  # before WAL: switching mode writes the file
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode.lower() != "wal":
             raise StoreError(f"could not switch {str(path)!r} to WAL (journal_mode={mode})")

@@ -3,7 +3,8 @@
 Each migration is applied in its own ``BEGIN IMMEDIATE`` transaction together with the
 ``user_version`` bump, so a crash mid-migration leaves the previous version intact. A database
 whose version is newer than :data:`SCHEMA_VERSION` is refused with :class:`SchemaVersionError`
-rather than misread.
+rather than misread, and one with tables but no version (another program's) with
+:class:`StoreError`; both before the writer writes anything (:func:`check_database`).
 
 Timestamps are unix seconds stored as REAL everywhere. ``events.event_seq`` and
 ``messages.history_id`` are plain integer keys: rows are never deleted (events refuse it by
@@ -17,9 +18,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from tidings.store._errors import SchemaVersionError
+from tidings.store._errors import SchemaVersionError, StoreError
 
-__all__ = ["MAX_INTEGER", "MIGRATIONS", "SCHEMA_VERSION", "migrate", "schema_version"]
+__all__ = ["MAX_INTEGER", "MIGRATIONS", "SCHEMA_VERSION", "check_database", "migrate",
+           "schema_version"]
 
 MAX_INTEGER = 2 ** 63 - 1
 """The largest integer SQLite stores: a seq (or count) beyond it names no row, and SQLite
@@ -230,11 +232,13 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def migrate(conn: sqlite3.Connection, path: str = "database") -> int:
-    """Bring *conn*'s database up to :data:`SCHEMA_VERSION`; return the version found.
+def check_database(conn: sqlite3.Connection, path: str = "database") -> int:
+    """The schema version of *conn*'s database, refusing one this code must not write to.
 
-    Blocking (call from a worker thread). Raises :class:`SchemaVersionError` when the database is
-    newer than this code.
+    Raises :class:`SchemaVersionError` when it is newer than :data:`SCHEMA_VERSION`, and
+    :class:`StoreError` when it has no schema version but has tables: another program's
+    database (a mistyped path), which migrating would fill with tidings tables. Read-only, so
+    the writer asks before it switches the file to WAL.
     """
     found = schema_version(conn)
     if found > SCHEMA_VERSION:
@@ -242,6 +246,19 @@ def migrate(conn: sqlite3.Connection, path: str = "database") -> int:
             f"{path} has schema version {found}, newer than this tidings understands "
             f"({SCHEMA_VERSION}); upgrade tidings or use another database"
         )
+    if found == 0 and conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+        raise StoreError(f"{path} is not a tidings database: it has tables but no tidings "
+                         "schema version; give another path")
+    return found
+
+
+def migrate(conn: sqlite3.Connection, path: str = "database") -> int:
+    """Bring *conn*'s database up to :data:`SCHEMA_VERSION`; return the version found.
+
+    Blocking (call from a worker thread). Raises :class:`SchemaVersionError` when the database is
+    newer than this code.
+    """
+    found = check_database(conn, path)
     for version, script in MIGRATIONS:
         if version <= found:
             continue

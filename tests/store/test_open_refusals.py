@@ -1,0 +1,60 @@
+"""A database the store must not write to is refused before anything is written to it."""
+
+from __future__ import annotations
+
+import hashlib
+import pathlib
+import sqlite3
+
+import pytest
+
+from tidings.errors import SchemaVersionError, StoreError
+from tidings.store import SCHEMA_VERSION, prepare_store
+
+
+def _digests(directory: pathlib.Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.iterdir())}
+
+
+def _foreign(db: pathlib.Path, user_version: int = 0) -> None:
+    """Another program's database (rollback journal, its own table)."""
+    db.parent.mkdir(exist_ok=True)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('keep me')")
+    conn.execute(f"PRAGMA user_version = {user_version}")
+    conn.close()
+
+
+async def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path) -> None:
+    db = tmp_path / "app" / "app.db"
+    _foreign(db)
+    before = _digests(db.parent)
+    with pytest.raises(StoreError, match="not a tidings database") as caught:
+        await prepare_store(db)
+    assert str(db) in str(caught.value)
+    assert _digests(db.parent) == before  # no tidings tables, no switch to WAL, no -wal file
+
+
+async def test_a_newer_database_is_refused_before_anything_is_written(tmp_path) -> None:
+    db = tmp_path / "newer" / "tidings.db"
+    _foreign(db, user_version=SCHEMA_VERSION + 1)
+    before = _digests(db.parent)
+    with pytest.raises(SchemaVersionError, match="newer than this tidings"):
+        await prepare_store(db)
+    assert _digests(db.parent) == before
+
+
+async def test_an_empty_file_and_an_empty_database_become_tidings_databases(tmp_path) -> None:
+    empty_file = tmp_path / "zero.db"
+    empty_file.touch()
+    empty_db = tmp_path / "empty.db"
+    sqlite3.connect(empty_db).close()
+    for db in (empty_file, empty_db):
+        store = await prepare_store(db)
+        store.close()
+        conn = sqlite3.connect(db)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        conn.close()
