@@ -33,8 +33,17 @@ def outcome_of(status: str) -> str:
 
 
 def describe_error(error: BaseException, limit: int = 500) -> str:
-    """``Type: message``, capped, for ``last_error``."""
-    text = f"{type(error).__name__}: {error}"
+    """``Type: message``, capped, for ``last_error``.
+
+    Never raises for an odd error: one whose ``str()`` raises (a broken ``__str__`` in a
+    platform library) is described by its type and that failure, so the delivery it ended is
+    still recorded ``failed`` rather than crashing its session lane.
+    """
+    try:
+        message = str(error)
+    except Exception as exc:  # noqa: BLE001 - the description must not fail the recording
+        message = f"<str() raised {type(exc).__name__}>"
+    text = f"{type(error).__name__}: {message}"
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
