@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import trio
 
+from tidings.actors._handle import describe_error
 from tidings.actors._records import (
     ApprovalDecision,
     ApprovalRequest,
@@ -49,8 +50,8 @@ class Binding:
         self.session_id = session_id
         self.route = route
         self.serial = serial
-        self.capabilities = _capabilities(getattr(route, "capabilities", None))
-        self.ack_window = _ack_window(getattr(route, "ack_window", None))
+        self.capabilities = _capabilities(_attribute(route, "capabilities"))
+        self.ack_window = _ack_window(_attribute(route, "ack_window"))
 
     async def deliver(self, outbound: Outbound) -> Any:
         """Hand *outbound* to the route, after checking it belongs to this session."""
@@ -174,14 +175,24 @@ class SessionInteractionRouter:
         return max(0.0, expires_at - self._clock())
 
 
+def _attribute(route: Any, name: str) -> object:
+    """``route.<name>``, None when it has none. Read once, at bind: a property that raises
+    refuses the route by the attribute's name instead of escaping ``bind`` as it is."""
+    try:
+        return getattr(route, name, None)
+    except Exception as exc:  # any failure to read it refuses the route, by its name
+        raise ValidationError(name, f"reading a route's {name} raised "
+                                    f"{describe_error(exc, 120)}") from exc
+
+
 def _capabilities(caps: object) -> frozenset[str]:
     """A route's block types (text only when it declares none). A string is refused: it would
-    read as its letters."""
+    read as its letters; so is an iterable that fails while it is read."""
     if caps is None:
         return frozenset({"text"})
     try:
         types = frozenset(caps) if not isinstance(caps, str | bytes) else None
-    except TypeError:
+    except Exception:  # noqa: BLE001 - not iterable, or its iteration failed: refused below
         types = None
     if types is None or not all(isinstance(t, str) and t for t in types):
         raise ValidationError("capabilities", f"a route's capabilities must be block type "

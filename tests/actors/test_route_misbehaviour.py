@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 
+from tidings.errors import ValidationError
 from tidings.testing import MemoryRoute
 
 
@@ -29,3 +31,48 @@ async def test_an_error_whose_str_raises_still_makes_the_delivery_failed(rt) -> 
     status = await rt.delivery_status(handle.delivery_id)
     assert (status.status, status.attempts) == ("failed", 1)
     assert status.last_error.startswith("_Unprintable: ")
+
+
+class _RaisingAttributes:
+    """A route whose ``capabilities`` or ``ack_window`` property raises (or whose capabilities
+    iterable fails while it is read)."""
+
+    def __init__(self, broken: str) -> None:
+        self.broken = broken
+
+    @property
+    def capabilities(self):
+        if self.broken == "capabilities":
+            raise RuntimeError("the platform client is not configured")
+        if self.broken == "capabilities_iteration":
+            return _failing_iteration()
+        return None
+
+    @property
+    def ack_window(self):
+        if self.broken == "ack_window":
+            raise KeyError("ack_window")
+        return None
+
+    async def deliver(self, outbound) -> None:
+        pass
+
+
+def _failing_iteration():
+    yield "image"
+    raise ValueError("lost the platform's list")
+
+
+@pytest.mark.parametrize(("broken", "field"), [("capabilities", "capabilities"),
+                                               ("capabilities_iteration", "capabilities"),
+                                               ("ack_window", "ack_window")])
+async def test_bind_refuses_a_route_whose_attribute_raises_by_name(rt, broken, field) -> None:
+    """bind() refuses a route that breaks its attributes with ValidationError naming the
+    attribute (its docstring), whatever the attribute raised; the live route stays."""
+    session_id = await rt.create_session(channel="web")
+    live = MemoryRoute()
+    rt.router.bind(session_id, live)
+    with pytest.raises(ValidationError) as caught:
+        rt.router.bind(session_id, _RaisingAttributes(broken))
+    assert caught.value.field == field
+    assert rt.router.binding(session_id).route is live
