@@ -35,16 +35,40 @@ def outcome_of(status: str) -> str:
 def describe_error(error: BaseException, limit: int = 500) -> str:
     """``Type: message``, capped, for ``last_error``.
 
-    Never raises for an odd error: one whose ``str()`` raises (a broken ``__str__`` in a
-    platform library) is described by its type and that failure, so the delivery it ended is
-    still recorded ``failed`` rather than crashing its session lane.
+    An exception group (a route or turn that failed inside a nursery of its own) is described
+    by what it holds: its one error as that error, several after the group's own line. Never
+    raises for an odd error: one whose ``str()`` raises (a broken ``__str__`` in a platform
+    library) is described by its type and that failure, so the delivery it ended is still
+    recorded ``failed`` rather than crashing its session lane.
     """
+    leaves = _leaves(error) if isinstance(error, BaseExceptionGroup) else []
+    if len(leaves) == 1:
+        return describe_error(leaves[0], limit)
+    text = _one_line(error)
+    if leaves:  # the text is capped anyway: the first few say enough
+        text += ": " + "; ".join(_one_line(leaf)[:limit] for leaf in leaves[:10])
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _one_line(error: BaseException) -> str:
     try:
         message = str(error)
     except Exception as exc:  # noqa: BLE001 - the description must not fail the recording
         message = f"<str() raised {type(exc).__name__}>"
-    text = f"{type(error).__name__}: {message}"
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return f"{type(error).__name__}: {message}"
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The errors a group holds, however nested, without the cancellations that came along."""
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, BaseExceptionGroup):
+            stack.extend(reversed(current.exceptions))
+        elif not isinstance(current, trio.Cancelled):
+            leaves.append(current)
+    return leaves
 
 
 class DeliveryItem:

@@ -76,3 +76,37 @@ async def test_bind_refuses_a_route_whose_attribute_raises_by_name(rt, broken, f
         rt.router.bind(session_id, _RaisingAttributes(broken))
     assert caught.value.field == field
     assert rt.router.binding(session_id).route is live
+
+
+class _NurseryRoute:
+    """A route that sends through a nursery of its own: trio wraps what its tasks raise in an
+    ExceptionGroup (strict exception groups)."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = errors
+
+    async def deliver(self, outbound) -> None:
+        async def part(error: Exception) -> None:
+            raise error
+
+        async with trio.open_nursery() as nursery:
+            for error in self.errors:
+                nursery.start_soon(part, error)
+
+
+async def test_last_error_of_a_route_that_fails_in_its_own_nursery_says_what_failed(rt) -> None:
+    """A failure inside the route's own nursery arrives as an ExceptionGroup: the delivery is
+    failed, and last_error says what failed, not only 'Exceptions from Trio nursery'."""
+    one = await _bound(rt, _NurseryRoute(ConnectionError("platform down")))
+    two = await _bound(rt, _NurseryRoute(ConnectionError("upload refused"),
+                                         TimeoutError("caption timed out")))
+    handles = []
+    for session_id in (one, two):
+        async with rt.open_turn(session_id) as ctx:
+            handles.append(await ctx.output.send_text("x"))
+    with trio.fail_after(30):  # hang guard
+        assert [await handle.wait() for handle in handles] == ["failed", "failed"]
+    first, second = [await rt.delivery_status(handle.delivery_id) for handle in handles]
+    assert (first.attempts, first.last_error) == (1, "ConnectionError: platform down")
+    assert "ConnectionError: upload refused" in second.last_error
+    assert "TimeoutError: caption timed out" in second.last_error
