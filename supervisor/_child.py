@@ -253,6 +253,13 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
                     starter = None
                 if not sup._child_ended(slot, ending):
                     return
+    except BaseException:
+        # Cancelled from outside (its supervisor is going away) or interrupted: it will never
+        # run again. Its mailbox is closed now (what it buffered goes to its dead-letter hook),
+        # not when the supervisor has exited: that exit waits for the body, whose shielded
+        # cleanup may be waiting for this very child to answer (a turn's end, for the writer).
+        slot.mailbox._close()
+        raise
     finally:
         slot.task = None
         done.set()

@@ -110,3 +110,33 @@ async def test_last_error_of_a_route_that_fails_in_its_own_nursery_says_what_fai
     assert (first.attempts, first.last_error) == (1, "ConnectionError: platform down")
     assert "ConnectionError: upload refused" in second.last_error
     assert "TimeoutError: caption timed out" in second.last_error
+
+
+class _Interrupt(BaseException):
+    """What a Ctrl-C is to a route: a ``BaseException`` that is not an ``Exception``."""
+
+
+class _InterruptingRoute:
+    async def deliver(self, outbound) -> None:
+        raise _Interrupt("stop everything")
+
+
+async def test_an_interrupt_from_deliver_while_a_turn_is_open_ends_the_runtime(
+        db_path, workspace) -> None:
+    """A ``BaseException`` that is not an ``Exception`` from ``deliver()`` is no delivery
+    failure: it goes through the runtime to the host. A turn still open meanwhile records its
+    end in a shielded write on the way out; the writer was cancelled with everything else, so
+    that write is answered (the store is closed) instead of waiting forever for a writer that
+    will not run again, and ``open_runtime`` raises the interrupt."""
+    import tidings
+
+    async def run() -> None:
+        async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+            session_id = await _bound(rt, _InterruptingRoute())
+            async with rt.open_turn(session_id) as ctx:
+                await ctx.output.send_text("x")
+                await trio.sleep_forever()  # the interrupt ends it
+
+    with trio.fail_after(30):  # hang guard
+        with pytest.raises(_Interrupt):
+            await run()

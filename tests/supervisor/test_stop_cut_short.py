@@ -136,3 +136,51 @@ async def test_a_stop_child_cut_short_cancels_the_child_it_had_forgotten(
         stopped_at = trio.current_time()
     assert trio.current_time() == stopped_at == 1.0
     assert live_tasks() == before
+
+
+class _Interrupt(BaseException):
+    """A ``BaseException`` that is not an ``Exception`` (a Ctrl-C): it ends the supervisor."""
+
+
+async def _interrupts(ctx, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    task_status.started()
+    await trio.lowlevel.checkpoint()
+    raise _Interrupt("stop everything")
+
+
+async def test_a_child_cancelled_by_a_siblings_interrupt_closes_its_mailbox_at_once(
+        autojump_clock) -> None:
+    """A sibling's interrupt cancels every child, and none will be restarted. The body's
+    shielded cleanup may then send to a child and wait for the answer (a turn recording its
+    end with the store's writer). The child's mailbox is closed as the child's task ends, not
+    only once the whole supervisor has exited (which waits for that very cleanup): a message
+    it buffered goes to its dead-letter hook at once, so such a wait is answered instead of
+    lasting forever, and a later send fails."""
+    dead: list[object] = []
+    seen: list[object] = []
+    # busy, not reading (a writer in the middle of a commit): a send is buffered
+    specs = [ChildSpec("worker", _deaf, mailbox_size=4,
+                       dead_letter=lambda message, error: dead.append(message)),
+             ChildSpec("interrupts", _interrupts)]
+
+    async def run() -> None:
+        async with open_supervisor(specs) as sup:
+            mailbox = sup.mailbox("worker")
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    try:
+                        mailbox.send_nowait("end of the turn")
+                    except MailboxClosedError:
+                        seen.append("refused")
+                    await trio.testing.wait_all_tasks_blocked()  # every child has ended
+                    seen.append(list(dead))
+                    try:
+                        mailbox.send_nowait("after the child ended")
+                    except MailboxClosedError:
+                        seen.append("refused")
+
+    with pytest.raises(_Interrupt):  # (an error raised in the cleanup would be lost to it)
+        await run()
+    assert seen in (["refused", [], "refused"], [["end of the turn"], "refused"])
