@@ -36,12 +36,18 @@ async def test_bad_questions_are_refused_by_name_and_nothing_is_asked(rt, call, 
     assert (route.prompts, route.approvals) == ([], [])
 
 
-async def test_a_turn_that_ended_asks_nothing(rt) -> None:
+async def _ready_to_answer(rt, answer: str):
+    """A session bound to a route that would answer *answer* and allow, if it were asked."""
     session_id = await rt.create_session(channel="web")
     route = MemoryRoute()
-    route.answers.append("late")
+    route.answers.append(answer)
     route.decisions.append("allow")
     rt.router.bind(session_id, route)
+    return session_id, route
+
+
+async def test_a_turn_that_ended_asks_nothing(rt) -> None:
+    session_id, route = await _ready_to_answer(rt, "late")
     async with rt.open_turn(session_id) as ctx:
         pass
     with pytest.raises(RuntimeClosedError):
@@ -75,11 +81,7 @@ async def test_an_agent_s_bad_timeout_is_refused_under_its_own_name(rt) -> None:
 
 
 async def test_a_question_already_expired_is_not_asked(rt) -> None:
-    session_id = await rt.create_session(channel="web")
-    route = MemoryRoute()
-    route.answers.append("too late")
-    route.decisions.append("allow")
-    rt.router.bind(session_id, route)
+    session_id, route = await _ready_to_answer(rt, "too late")
     async with rt.open_turn(session_id) as ctx:
         answer = await ctx.prompt_user("q?", expires_in=0)
         decision = await ctx.request_approval("deploy", expires_in=0)
