@@ -18,9 +18,9 @@ import attrs
 from tidings.actors._outbound import build_outbound, item_from_row
 from tidings.actors._policy import KINDS
 from tidings.actors._records import Outbound
-from tidings.actors._status import check_id
+from tidings.actors._status import check_id, check_seq
 from tidings.errors import SessionNotFoundError, ValidationError
-from tidings.store import MAX_INTEGER, OUTBOX_STATUSES, acking, transition
+from tidings.store import OUTBOX_STATUSES, acking, transition
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
@@ -42,14 +42,6 @@ class StoredDelivery:
 
     status: str
     outbound: Outbound
-
-
-def _seq(field: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError(field, f"must be an int >= 0, got {value!r}")
-    if value > MAX_INTEGER:  # (its repr may be too long to build)
-        raise ValidationError(field, f"must be at most {MAX_INTEGER}")
-    return value
 
 
 def _names(field: str, values: Iterable[str], allowed: tuple[str, ...]) -> tuple[str, ...]:
@@ -77,7 +69,7 @@ class AckingSupport:
     async def confirm_through(self, session_id: str, seq: int) -> list[str]:
         """The client has every row of *session_id* up to *seq*: those still ``sending`` or
         ``unknown`` become ``sent`` (as :meth:`Runtime.confirm` does). Returns their ids."""
-        seq = _seq("seq", seq)
+        seq = check_seq("seq", seq)
         ids = await self.store.read(acking.ids_through, session_id, seq, ("sending", "unknown"))
         moved: list[str] = []
         for start in range(0, len(ids), _PAGE):
@@ -113,8 +105,8 @@ class AckingSupport:
         ``visible=False`` row (history only: no route ever gets it). Raises
         :class:`ValidationError` naming a bad ``after_seq``, ``limit``, ``kinds`` (of
         ``message``, ``progress``, ``notice``) or ``statuses`` (outbox statuses)."""
-        after_seq = _seq("after_seq", after_seq)
-        limit = _seq("limit", limit)
+        after_seq = check_seq("after_seq", after_seq)
+        limit = check_seq("limit", limit)
         kinds = _names("kinds", kinds, KINDS)
         statuses = _names("statuses", statuses, OUTBOX_STATUSES)
         binding = self.router.binding(session_id)

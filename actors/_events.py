@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from tidings.errors import ValidationError
-from tidings.store import MAX_INTEGER, RuntimeEvent, Store, queries, read_database
+from tidings.actors._status import check_seq
+from tidings.store import RuntimeEvent, Store, queries, read_database
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -53,11 +53,7 @@ class EventBus:
         """A feed of the events after *after_seq* (an event ``seq``; None: from now on).
         Raises :class:`ValidationError` for an *after_seq* that is not an int >= 0."""
         if after_seq is not None:
-            if isinstance(after_seq, bool) or not isinstance(after_seq, int) or after_seq < 0:
-                raise ValidationError("after_seq", f"must be an int >= 0 or None, "
-                                                   f"got {after_seq!r}")
-            if after_seq > MAX_INTEGER:  # (its repr may be too long to build)
-                raise ValidationError("after_seq", f"must be at most {MAX_INTEGER}")
+            check_seq("after_seq", after_seq)
         return EventFeed(self._store, self, after_seq, page)
 
     def close(self) -> None:

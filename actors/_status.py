@@ -6,6 +6,7 @@ import functools
 
 from tidings.errors import DeliveryNotFoundError, ValidationError
 from tidings.store import (
+    MAX_INTEGER,
     DeliveryReport,
     DeliveryStatus,
     RuntimeEvent,
@@ -17,7 +18,7 @@ from tidings.store import (
     status_report,
 )
 
-__all__ = ["StatusViews", "check_id"]
+__all__ = ["StatusViews", "check_id", "check_seq"]
 
 
 def check_id(field: str, value: object) -> str:
@@ -25,6 +26,16 @@ def check_id(field: str, value: object) -> str:
     not a non-empty string is a mistake, not an id that happens to be unknown."""
     if not isinstance(value, str) or not value:
         raise ValidationError(field, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def check_seq(field: str, value: object) -> int:
+    """*value* as a ``seq`` (or a count) SQLite can bind: an int from 0 to
+    :data:`~tidings.store.MAX_INTEGER`, or :class:`ValidationError` naming *field*."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError(field, f"must be an int >= 0, got {value!r}")
+    if value > MAX_INTEGER:  # (its repr may be too long to build)
+        raise ValidationError(field, f"must be at most {MAX_INTEGER}")
     return value
 
 
