@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from tidings.actors._blocks import lone_surrogate
 from tidings.errors import ArtifactError
 
 __all__ = ["ArtifactRef", "ResolvedSource", "check_source_type", "names_own_directory",
@@ -142,8 +143,5 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
 def _check_utf8(location: str, field: str) -> None:
     """A path or URL is written as UTF-8 text: a name made of non-UTF-8 bytes (decoded with
     surrogates) cannot be, so it is refused here rather than by SQLite in the writer."""
-    if not location.isascii():
-        try:
-            location.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ArtifactError(field, "the path or URL is not valid UTF-8 text") from None
+    if lone_surrogate(location) is not None:
+        raise ArtifactError(field, "the path or URL is not valid UTF-8 text")

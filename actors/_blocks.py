@@ -28,6 +28,7 @@ __all__ = [
     "check_json_object",
     "check_text",
     "fallback_text",
+    "lone_surrogate",
 ]
 
 MEDIA_TYPES = ("image", "audio", "video", "file")
@@ -43,13 +44,24 @@ def check_text(value: object, field: str) -> str:
     """
     if not isinstance(value, str):
         raise TypeError(f"{field}: expected str, got {type(value).__name__}")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValidationError(field, f"is not valid Unicode (lone surrogate at index "
-                                         f"{exc.start})") from None
+    lone = lone_surrogate(value)
+    if lone is not None:
+        raise ValidationError(field, f"is not valid Unicode (lone surrogate at index {lone})")
     return value
+
+
+def lone_surrogate(value: str) -> int | None:
+    """Where *value* has a lone surrogate, or None: what ``surrogateescape`` makes of bytes that
+    are not UTF-8 (a file name, a pipe) and JSON's ``"\\ud800"`` decodes to. Such text can be
+    neither stored (SQLite refuses it in the writer, naming nothing) nor sent as UTF-8, so each
+    entry point refuses it by name first. ASCII text is answered without encoding it."""
+    if value.isascii():
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
 
 
 def check_json_object(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:

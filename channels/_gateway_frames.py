@@ -17,6 +17,7 @@ from typing import Any, final
 import attrs
 
 from tidings.actors import ContentBlock, Outbound
+from tidings.actors._blocks import lone_surrogate
 from tidings.errors import ProtocolError
 from tidings.store import MAX_INTEGER
 
@@ -196,16 +197,6 @@ def _decode(raw: str | bytes, max_frame_bytes: int) -> dict[str, Any]:
     return data
 
 
-def _lone_surrogate(value: str) -> int | None:
-    """Where *value* has a lone surrogate (JSON's ``"\\ud800"`` decodes to one), or None:
-    such text can be neither stored nor sent, so it is refused as the frame is parsed."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return exc.start
-    return None
-
-
 class _Fields:
     """Typed access to one frame's fields; errors name the field and carry the frame's id."""
 
@@ -214,7 +205,7 @@ class _Fields:
         self.kind = kind
         frame_id = data.get("id")
         self.frame_id = (frame_id if isinstance(frame_id, str)
-                         and _lone_surrogate(frame_id) is None else None)  # sendable back
+                         and lone_surrogate(frame_id) is None else None)  # sendable back
 
     def _error(self, code: str, name: str, message: str) -> FrameError:
         return FrameError(code, f"{self.kind}.{name}: {message}", field=name,
@@ -234,7 +225,7 @@ class _Fields:
             raise self._error("bad_field", name, "must not be empty")
         if limit is not None and len(value) > limit:
             raise self._error("bad_field", name, f"must be at most {limit} characters")
-        lone = _lone_surrogate(value)
+        lone = lone_surrogate(value)
         if lone is not None:
             raise self._error("bad_field", name, f"is not valid Unicode (lone surrogate at "
                                                  f"index {lone})")
@@ -315,7 +306,7 @@ def _ack(f: _Fields) -> Ack:
         return Ack(up_to_seq=up_to, session_id=session_id)
     if (not isinstance(ids, list) or not ids or len(ids) > _MAX_ACK_IDS
             or not all(isinstance(i, str) and 0 < len(i) <= _ID_LIMIT
-                       and _lone_surrogate(i) is None for i in ids)):
+                       and lone_surrogate(i) is None for i in ids)):
         raise f._error("bad_field", "delivery_ids", f"must be a list of 1 to {_MAX_ACK_IDS} "
                                                     "delivery id strings (valid Unicode)")
     return Ack(delivery_ids=tuple(dict.fromkeys(ids)), session_id=session_id)
@@ -353,7 +344,7 @@ def encode(frame: Mapping[str, Any]) -> str:
     frame is written with JSON escapes instead (``\\ud800``), so it never breaks the
     connection's writer."""
     text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=str)
-    if not text.isascii() and _lone_surrogate(text) is not None:
+    if lone_surrogate(text) is not None:
         text = json.dumps(frame, ensure_ascii=True, separators=(",", ":"), default=str)
     return text
 

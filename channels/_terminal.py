@@ -20,6 +20,7 @@ from typing import Any, TextIO
 import trio
 
 from tidings.actors import ApprovalRequest, Outbound, Prompt
+from tidings.actors._blocks import lone_surrogate
 from tidings.channels._agents import Agent
 from tidings.channels._base import ChannelBase
 from tidings.channels._config import ChannelConfig
@@ -155,11 +156,9 @@ class TerminalChannel(ChannelBase):
         """
         async for line in lines:
             text = line.rstrip("\r\n")
-            try:  # a pipe that is not UTF-8 reads with surrogateescape: refused, not fatal
-                text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                self._print("! ", f"not sent: the line is not valid UTF-8 (at index "
-                                  f"{exc.start})")
+            lone = lone_surrogate(text)  # a pipe that is not UTF-8: refused, not fatal
+            if lone is not None:
+                self._print("! ", f"not sent: the line is not valid UTF-8 (at index {lone})")
                 continue
             if not self._answer(text):
                 self._serial += 1

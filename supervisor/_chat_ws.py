@@ -28,6 +28,7 @@ import attrs
 import trio
 from trio_websocket import HandshakeError
 
+from tidings.actors._blocks import lone_surrogate
 from tidings.channels import GatewayClient, GatewayClosed
 from tidings.channels._gateway_frames import encode
 from tidings.channels._sanitize import sanitize_line, sanitize_text
@@ -221,10 +222,11 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
     waiting: str | None = None  # piped mode: the message whose answer is not in yet
     async for raw in lines:
         line = raw.rstrip("\n")
-        try:  # a pipe that is not UTF-8 reads with surrogateescape: the server would refuse it
-            line.encode("utf-8")
-        except UnicodeEncodeError as exc:  # (an answer, with no ref to tell which frame)
-            printer.line(f"! not sent: the line is not valid UTF-8 (at index {exc.start})")
+        # A pipe that is not UTF-8 reads with surrogateescape: the server would refuse the
+        # line (as an answer, with no ref to tell which frame).
+        lone = lone_surrogate(line)
+        if lone is not None:
+            printer.line(f"! not sent: the line is not valid UTF-8 (at index {lone})")
             continue
         question = state.question
         frame: dict[str, Any] | None = None
