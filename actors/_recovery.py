@@ -35,6 +35,7 @@ import attrs
 import trio
 
 from tidings.actors._reconcile import reconcile_session, reconciler_of
+from tidings.actors._status import check_seconds
 from tidings.errors import MailboxClosedError, TidingsError, ValidationError
 from tidings.store import Store, end_turn, recovery, transition
 from tidings.supervisor import ChildContext, ChildSpec, Mailbox
@@ -98,15 +99,11 @@ class RecoveryScanner:
     def __init__(self, store: Store, dispatcher: Dispatcher, router: SessionInteractionRouter,
                  *, scan_interval: float = 30.0, stranded_after: float = 60.0,
                  batch: int = 1000, reconcile_timeout: float = 30.0) -> None:
-        for field, value in (("scan_interval", scan_interval),
-                             ("stranded_after", stranded_after),
-                             ("reconcile_timeout", reconcile_timeout)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-                raise ValidationError(field, f"must be seconds >= 0, got {value!r}")
+        check_seconds("scan_interval", scan_interval, positive=True)
+        check_seconds("stranded_after", stranded_after)
+        check_seconds("reconcile_timeout", reconcile_timeout)
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise ValidationError("batch", f"must be an int >= 1, got {batch!r}")
-        if scan_interval == 0:
-            raise ValidationError("scan_interval", "must be more than 0 seconds")
         self._store = store
         self._dispatcher = dispatcher
         self._router = router

@@ -29,7 +29,7 @@ from tidings.actors._lanes import Dispatcher, DispatchStatistics
 from tidings.actors._pipeline import DeliveryPipeline, new_id
 from tidings.actors._recovery import RecoveryReport, RecoveryScanner
 from tidings.actors._router import SessionInteractionRouter
-from tidings.actors._status import StatusViews, check_id
+from tidings.actors._status import StatusViews, check_id, check_seconds
 from tidings.actors._tasks import TaskRunner
 from tidings.actors._turns import TurnContext, open_turn
 from tidings.errors import (
@@ -242,13 +242,6 @@ def _resolve_roots(workspace: str | os.PathLike[str],
     return root, artifacts
 
 
-def _check_seconds(field: str, value: object, *, positive: bool = False) -> None:
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0
-            or (positive and value == 0)):  # NaN too
-        bound = "> 0" if positive else ">= 0"
-        raise ValidationError(field, f"must be seconds {bound}, got {value!r:.80}")
-
-
 def _check_arguments(*, writer: object, recover: object, core_id: object,
                      synchronous: object, grace: object, lease: object,
                      scan_interval: object, stranded_after: object, intensity: object,
@@ -265,8 +258,8 @@ def _check_arguments(*, writer: object, recover: object, core_id: object,
                                              f"{synchronous!r:.80}")
     for field, value in (("grace", grace), ("lease", lease),
                          ("stranded_after", stranded_after)):
-        _check_seconds(field, value)
-    _check_seconds("scan_interval", scan_interval, positive=True)
+        check_seconds(field, value)
+    check_seconds("scan_interval", scan_interval, positive=True)
     if intensity is not None and not isinstance(intensity, Intensity):
         raise ValidationError("intensity", f"must be an Intensity or None, got {intensity!r:.80}")
     if fault_plan is not None and not isinstance(fault_plan, FaultPlan):

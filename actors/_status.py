@@ -18,7 +18,7 @@ from tidings.store import (
     status_report,
 )
 
-__all__ = ["StatusViews", "check_id", "check_seq"]
+__all__ = ["StatusViews", "check_id", "check_seconds", "check_seq"]
 
 
 def check_id(field: str, value: object) -> str:
@@ -37,6 +37,15 @@ def check_seq(field: str, value: object) -> int:
     if value > MAX_INTEGER:  # (its repr may be too long to build)
         raise ValidationError(field, f"must be at most {MAX_INTEGER}")
     return value
+
+
+def check_seconds(field: str, value: object, *, positive: bool = False) -> None:
+    """Refuse *value* by *field* unless it is a number of seconds >= 0 (> 0 if *positive*);
+    NaN is refused too (no comparison holds for it)."""
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0
+            or (positive and value == 0)):
+        bound = "> 0" if positive else ">= 0"
+        raise ValidationError(field, f"must be seconds {bound}, got {value!r:.80}")
 
 
 class StatusViews:
