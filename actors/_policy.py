@@ -12,14 +12,34 @@ from typing import Literal
 
 from tidings.errors import HistoryPolicyError, ValidationError
 
-__all__ = ["KINDS", "MODES", "POLICIES", "SLOTS", "HistoryPolicy", "check_mode_allows",
-           "resolve_policy"]
+__all__ = ["KINDS", "MODES", "POLICIES", "SLOTS", "HistoryPolicy", "NotABoolError",
+           "check_flag", "check_mode_allows", "resolve_policy"]
 
 HistoryPolicy = Literal["persist", "model_hidden", "transient"]
 POLICIES: tuple[HistoryPolicy, ...] = ("persist", "model_hidden", "transient")
 KINDS = ("message", "progress", "notice")
 SLOTS = ("input", "output")
 MODES = ("serial", "parallel", "background")
+
+
+class NotABoolError(ValidationError, TypeError):
+    """A flag of the public API got something other than a real bool. It is a ``TypeError``
+    (a wrong type) and, like every refused argument, a :class:`ValidationError` naming the
+    flag in ``field``, so callers catching either keep working."""
+
+
+def check_flag(field: str, value: object, *, optional: bool = False) -> bool | None:
+    """*value* if it is a real bool (or None when *optional*), else :class:`NotABoolError`
+    naming *field*.
+
+    A truthy stand-in (``"no"``, ``1``) would silently mean the opposite of what was meant, or
+    more than was meant, so the flags of the public API take ``True`` and ``False`` only (as
+    they always refused ints: ``bool`` is an ``int``, not the reverse).
+    """
+    if isinstance(value, bool) or (optional and value is None):
+        return value  # type: ignore[return-value]
+    expected = "a bool or None" if optional else "a bool"
+    raise NotABoolError(field, f"must be {expected}, got {type(value).__name__} {value!r:.40}")
 
 
 def check_policy(value: object, field: str = "history_policy") -> HistoryPolicy:
@@ -34,12 +54,10 @@ def resolve_policy(*, write_history: bool | None, history_policy: str | None,
 
     ``history_policy`` wins; else ``write_history=True`` is ``persist`` and ``False`` is
     ``transient``; else the slot's *default*. ``visible=False`` with ``transient`` has no effect
-    at all and is rejected.
+    at all and is rejected. A flag that is not a real bool raises :class:`NotABoolError` naming it.
     """
-    if write_history is not None and not isinstance(write_history, bool):
-        raise ValidationError("write_history", f"must be a bool or None, got {write_history!r}")
-    if not isinstance(visible, bool):
-        raise ValidationError("visible", f"must be a bool, got {visible!r}")
+    check_flag("write_history", write_history, optional=True)
+    check_flag("visible", visible)
     if history_policy is not None:
         policy = check_policy(history_policy)
     elif write_history is not None:

@@ -27,6 +27,7 @@ from tidings.actors._events import EventBus, EventFeed
 from tidings.actors._handle import HandleRegistry
 from tidings.actors._lanes import Dispatcher, DispatchStatistics
 from tidings.actors._pipeline import DeliveryPipeline, new_id
+from tidings.actors._policy import check_flag
 from tidings.actors._recovery import RecoveryReport, RecoveryScanner
 from tidings.actors._router import SessionInteractionRouter
 from tidings.actors._status import StatusViews, check_id, check_seconds
@@ -180,7 +181,10 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
     async def history(self, session_id: str, model_context: bool = False
                       ) -> list[HistoryMessage]:
         """Every history row of the session (``model_context=True``: what a model may see).
-        Raises :class:`SessionNotFoundError` (a ``LookupError``) for an unknown session."""
+        Raises :class:`SessionNotFoundError` (a ``LookupError``) for an unknown session, and
+        a ``TypeError`` (also a :class:`ValidationError` naming it) for a ``model_context``
+        that is not a real bool (``"no"`` is truthy, ``1`` is not a bool)."""
+        check_flag("model_context", model_context)
         found = await self.store.read(functools.partial(queries.history,
                                                         model_context=model_context),
                                       check_id("session_id", session_id))

@@ -35,7 +35,13 @@ from tidings.actors._blocks import (
 )
 from tidings.actors._handle import DeliveryHandle
 from tidings.actors._pipeline import ArtifactRecord, DeliveryRequest, new_id
-from tidings.actors._policy import KINDS, HistoryPolicy, check_mode_allows, resolve_policy
+from tidings.actors._policy import (
+    KINDS,
+    HistoryPolicy,
+    check_flag,
+    check_mode_allows,
+    resolve_policy,
+)
 from tidings.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -129,7 +135,8 @@ class OutputSDK:
     async def progress(self, text: str, visible: bool = True,
                        delivery_metadata: Mapping[str, Any] | None = None, *,
                        idempotency_key: str | None = None) -> DeliveryHandle:
-        """Send progress: always transient (no history); ``visible=False`` is an error."""
+        """Send progress: always transient (no history); ``visible=False`` is an error (and a
+        ``visible`` that is not a bool a ``TypeError``)."""
         check_text(text, "text")
         return await self._status("progress", text, visible, delivery_metadata, idempotency_key)
 
@@ -148,11 +155,15 @@ class OutputSDK:
         """Send content blocks: a block, a string, a block-shaped mapping, or a list of them.
 
         Block types: text, image, audio, video, file, control. Kinds: message, progress,
-        notice (progress and notice never write history).
+        notice (progress and notice never write history). ``write_history`` and ``visible``
+        take real bools only (otherwise a ``TypeError`` that is also a ``ValidationError``
+        naming them).
         """
         parts = _normalize_blocks(blocks)
         if kind not in KINDS:
             raise ValidationError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+        check_flag("write_history", write_history, optional=True)
+        check_flag("visible", visible)
         if kind != "message":
             if write_history or (history_policy not in (None, "transient")):
                 raise ValidationError("history_policy", f"{kind} is always transient")
@@ -185,6 +196,7 @@ class OutputSDK:
     async def _status(self, kind: str, text: str, visible: bool,
                       delivery_metadata: Mapping[str, Any] | None,
                       idempotency_key: str | None) -> DeliveryHandle:
+        check_flag("visible", visible)
         if visible is not True:
             raise ValidationError("visible", f"{kind} is always transient, so visible=False "
                                              "would have no effect")
