@@ -10,6 +10,7 @@ so even a caller cancelled while waiting cannot strand it — is the delivery sc
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import json
 import os
@@ -29,15 +30,18 @@ from tidings.actors._handle import (
     outcome_of,
 )
 from tidings.actors._lanes import Dispatcher
-from tidings.actors._outbound import adapt_blocks
+from tidings.actors._outbound import adapt_blocks, item_from_row
 from tidings.actors._router import Binding, SessionInteractionRouter
 from tidings.errors import ConflictError
 from tidings.store import (
+    OUTBOX_STATUSES,
     TERMINAL_STATUSES,
+    DeliveryStatus,
     EnqueuedDelivery,
     InsertRows,
     Op,
     OutboxInsert,
+    OutboxRow,
     Store,
     queries,
 )
@@ -251,18 +255,39 @@ class DeliveryPipeline:
         live = self._registry.get(found.delivery_id)
         if live is not None:
             return DeliveryHandle(live)
-        item = DeliveryItem(delivery_id=found.delivery_id, session_id=session_id,
-                            kind=found.kind, blocks=(), text=found.text, channel=found.channel,
-                            metadata={}, seq=found.seq, status="scheduled")
-        if found.outbox_status in TERMINAL_STATUSES:
-            item.resolve(outcome_of(found.outbox_status))
+        status, row = found.outbox_status, None
+        if status not in TERMINAL_STATUSES:
+            # Not ended: a lane that loads the row later delivers the very item registered
+            # here (a refill takes a registered item as it is), so it is built from the whole
+            # row, its blocks and metadata included, not from the status view.
+            row = await self._row(found)
+            live = self._registry.get(found.delivery_id)
+            if live is not None:  # a lane loaded it meanwhile
+                return DeliveryHandle(live)
+            status = row.status if row is not None else status
+        if row is None or status in TERMINAL_STATUSES:
+            # Ended (rows are never deleted): nothing delivers it again; the item only
+            # answers wait().
+            item = DeliveryItem(delivery_id=found.delivery_id, session_id=session_id,
+                                kind=found.kind, blocks=(), text=found.text,
+                                channel=found.channel, metadata={}, seq=found.seq,
+                                status="scheduled")
+            item.resolve(outcome_of(status))
             return DeliveryHandle(item)
+        item = item_from_row(row)
         self._registry.add(item)  # from now on, the lane that ends the row resolves it too
         # It may have ended between the read and the registration: look once more.
         again = await self._store.read(queries.find_idempotent, session_id, key)
         if again is not None and again.outbox_status in TERMINAL_STATUSES:
             item.resolve(outcome_of(again.outbox_status))
         return DeliveryHandle(item)
+
+    async def _row(self, found: DeliveryStatus) -> OutboxRow | None:
+        """The outbox row of *found* as a lane loads it (one seek on the session's seq)."""
+        rows = await self._store.read(functools.partial(
+            queries.open_outbox_rows, after_seq=found.seq - 1, limit=1,
+            statuses=OUTBOX_STATUSES), found.session_id)
+        return rows[0] if rows and rows[0].delivery_id == found.delivery_id else None
 
     def _build(self, request: DeliveryRequest) -> tuple[DeliveryItem, list[Op]]:
         now = self._store.clock()
