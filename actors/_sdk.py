@@ -2,7 +2,8 @@
 
 Validation order is fixed so two implementations cannot disagree: the source type first (a raw
 artifact dict is a ``TypeError`` before any history rule), then policy and visibility (and
-``history_text`` for non-text history), then paths. Nothing is written unless every check passes.
+``history_text`` for non-text history, and ``failure_history_text`` only where a history row is
+written for it to replace), then paths. Nothing is written unless every check passes.
 """
 
 from __future__ import annotations
@@ -90,7 +91,9 @@ class OutputSDK:
                         failure_history_text: str | None = None,
                         delivery_metadata: Mapping[str, Any] | None = None, *,
                         idempotency_key: str | None = None) -> DeliveryHandle:
-        """Send a text message; returns once the intent is durable."""
+        """Send a text message; returns once the intent is durable. ``failure_history_text``
+        replaces the history row's body on the first failure; a send that writes no history
+        (transient) refuses it, naming it."""
         check_text(text, "text")
         return await self._submit([TextBlock(text)], kind="message", write_history=write_history,
                                   history_policy=history_policy, visible=visible,
@@ -222,6 +225,10 @@ class OutputSDK:
             check_text(history_text, "history_text")
         if failure_history_text is not None:
             check_text(failure_history_text, "failure_history_text")
+            if policy == "transient":  # no history row for it to replace, ever
+                raise ValidationError("failure_history_text", "this send writes no history "
+                                      "(its policy is transient), so the text would never "
+                                      "be used")
         if idempotency_key is not None:
             check_text(idempotency_key, "idempotency_key")
         media = [part for part in parts if isinstance(part, _Media) or part.type in MEDIA_TYPES]
