@@ -76,8 +76,8 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
     *artifact_root* is None for a session with none (see :func:`names_own_directory`).
 
     Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
-    symlinks), a ``..`` component, a missing or non-regular file, a non-http(s) URL, or one
-    that is not valid UTF-8.
+    symlinks), a ``..`` component, a missing or non-regular file, a non-http(s) URL (or one the
+    URL parser refuses), or one that is not valid UTF-8.
     """
     check_source_type(source, field)
     if isinstance(source, ArtifactRef):
@@ -103,7 +103,10 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
 
 
 def _resolve_url(text: str, field: str) -> ResolvedSource:
-    parsed = urllib.parse.urlsplit(text)
+    try:  # the parser refuses some URLs itself (an unclosed IPv6 host: ``http://[::1/x``)
+        parsed = urllib.parse.urlsplit(text)
+    except ValueError as exc:
+        raise ArtifactError(field, f"not a valid URL: {exc}") from None
     if parsed.scheme.lower() not in ("http", "https"):
         raise ArtifactError(field, f"only http(s) URLs are allowed, got a {parsed.scheme!r} URL")
     if not parsed.hostname:
