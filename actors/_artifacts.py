@@ -19,10 +19,10 @@ from typing import Any
 import attrs
 
 from tidings.actors._blocks import lone_surrogate
-from tidings.errors import ArtifactError
+from tidings.errors import ArtifactError, ValidationError
 
-__all__ = ["ArtifactRef", "ResolvedSource", "check_source_type", "names_own_directory",
-           "resolve_source"]
+__all__ = ["ArtifactRef", "ResolvedSource", "check_session_name", "check_source_type",
+           "names_own_directory", "resolve_source"]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
@@ -68,6 +68,26 @@ def names_own_directory(session_id: str) -> bool:
     has no artifact root (its files must be in the workspace)."""
     return (bool(session_id) and session_id not in (".", "..") and "\x00" not in session_id
             and not any(sep and sep in session_id for sep in (os.sep, os.altsep)))
+
+
+def check_session_name(field: str, value: object) -> str:
+    """*value* as a new session's id, or :class:`ValidationError` naming *field*: it must be
+    usable as one plain path component on any system (its artifact root is
+    ``<artifacts>/<session_id>``), so ``.``, ``..``, ``/``, ``\\``, NUL and lone surrogates are
+    refused before anything is written. Generated ids (``session_*``, ``session_child_*``)
+    always pass; :func:`names_own_directory` still guards sessions made before this check."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError(field, f"must be a non-empty string, got {value!r:.80}")
+    if value in (".", ".."):
+        raise ValidationError(field, f"{value!r} is not usable as a session's directory name")
+    for char, name in (("/", "'/'"), ("\\", "a backslash"), ("\x00", "NUL")):
+        if char in value:
+            raise ValidationError(field, f"may not contain {name} (it must be one plain "
+                                         f"path component), got {value!r:.80}")
+    lone = lone_surrogate(value)
+    if lone is not None:
+        raise ValidationError(field, f"is not valid Unicode (lone surrogate at index {lone})")
+    return value
 
 
 def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: pathlib.Path,

@@ -21,6 +21,7 @@ import attrs
 import trio
 
 from tidings.actors._acking import AckingSupport
+from tidings.actors._artifacts import check_session_name
 from tidings.actors._blocks import check_json_object
 from tidings.actors._channel_support import ChannelSupport
 from tidings.actors._events import EventBus, EventFeed
@@ -110,15 +111,17 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
                              metadata: Mapping[str, Any] | None = None) -> str:
         """Create a session and return its id (``session_child_*`` when it has a parent).
 
-        Raises :class:`SessionNotFoundError` for an unknown parent, :class:`ValidationError` for
-        bad arguments.
+        A caller-chosen ``session_id`` must be one plain path component (it names the
+        session's artifact directory): ``.``, ``..``, ids with ``/``, ``\\``, NUL or a lone
+        surrogate are refused. Raises :class:`SessionNotFoundError` for an unknown parent,
+        :class:`ValidationError` naming the field for bad arguments, before anything is written.
         """
         self.check_open()
         if channel is not None and (not isinstance(channel, str) or not channel):
             raise ValidationError("channel", f"must be a non-empty string or None, "
                                              f"got {channel!r}")
         if session_id is not None:
-            check_id("session_id", session_id)
+            check_session_name("session_id", session_id)
         metadata = check_json_object(metadata, "metadata")
         if parent_session_id is not None:
             await self.session(check_id("parent_session_id", parent_session_id))
@@ -174,7 +177,7 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         an effective status of ``OUTBOX_STATUSES``). Bad filters raise
         :class:`ValidationError` naming them."""
         if session_id is not None:
-            check_id("session_id", session_id)
+            check_session_name("session_id", session_id)
         return await self.store.read(functools.partial(
             queries.deliveries, session_id=session_id, status=status, since=since, limit=limit))
 
