@@ -283,7 +283,7 @@ class OutputSDK:
             media_type = part.media_type or (ref.media_type if ref else None)
             fallback = part.caption or summary or history_text or source.name
             artifact_id = new_id("art")
-            metadata = dict(ref.metadata) if ref else {}
+            metadata = dict(ref.metadata or {}) if ref else {}  # None: none, as checked
             metadata.update(part.artifact_metadata or {})
             blocks.append(MediaBlock(type=part.type, location=source.location,
                                      source_kind=source.kind, name=source.name,
