@@ -231,6 +231,8 @@ class OutputSDK:
                                       "be used")
         if idempotency_key is not None:
             check_text(idempotency_key, "idempotency_key")
+            if not idempotency_key:  # every later send with it would be this one, silently
+                raise ValidationError("idempotency_key", "must be a non-empty string or None")
         media = [part for part in parts if isinstance(part, _Media) or part.type in MEDIA_TYPES]
         # Non-text: any media, or no text at all (a control-only send would write "" history).
         non_text = bool(media) or not any(isinstance(part, TextBlock) for part in parts)

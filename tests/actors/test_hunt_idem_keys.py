@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pathlib
 
+import pytest
 import trio
 
 import tidings
 from tidings.actors import TextBlock
+from tidings.errors import ValidationError
 from tidings.testing import MemoryRoute
 
 from .conftest import rows
@@ -51,3 +53,16 @@ async def test_a_repeated_key_before_recovery_delivers_the_row_as_written(
     assert outbound.delivery_id == queued_id
     assert (outbound.text, outbound.blocks, dict(outbound.metadata)) == (
         "b", (TextBlock("b"),), {"m": 1})
+
+
+async def test_an_empty_idempotency_key_is_refused_by_name(rt, db_path) -> None:
+    """``""`` (a host's missing key read as empty) would make every later send of the session
+    with it return the first one's delivery, silently dropping them: refused, nothing written."""
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send_text("first", idempotency_key="")
+        assert caught.value.field == "idempotency_key"
+        with pytest.raises(ValidationError):
+            await ctx.output.progress("working", idempotency_key="")
+    assert rows(db_path, "SELECT COUNT(*) FROM outbox") == [(0,)]
