@@ -6,6 +6,7 @@ acknowledged sends; in-process restart and recovery; the checks listed there) fo
 seeds and prints what each kill point found, then totals. Exits 1 at the first broken promise.
 
     .venv/bin/python bench/crash_harness.py [--kills 100] [--seed 1000] [--sessions 6]
+                                             [--max-kill-after 400]
 """
 
 from __future__ import annotations

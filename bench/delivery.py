@@ -275,7 +275,7 @@ def main() -> None:
     for name in [*names, SERVED]:
         t = med[name]
         p50, p99 = _pct(lat[name], 0.5) * 1000, _pct(lat[name], 0.99) * 1000
-        print(f"tidings, {name:>25}  {t:8.0f} deliveries/s  vs a = {t / a:4.1f}x  "
+        print(f"tidings, {name:>30}  {t:8.0f} deliveries/s  vs a = {t / a:4.1f}x  "
               f"vs c = {t / c:4.2f}  send_text p50 {p50:5.1f} ms  p99 {p99:5.1f} ms")
     for writer, name in [*((w, _variant(w, 100, False)) for w in WRITERS),
                          ("process + gc.freeze()", SERVED)]:

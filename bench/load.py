@@ -12,6 +12,7 @@ client cost the others nothing). The stalled session's backlog is released at th
 must drain in order.
 
     .venv/bin/python bench/load.py [--sessions 1000] [--seconds 10] [--latency 0.002]
+                                    [--rounds 1]
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ Prints figures and the peak RSS (memory stays bounded: every pass works in pages
 assertions. Also prints the query plans of the recovery reads (each an index search).
 
     .venv/bin/python bench/recovery.py [--rows 100000,1000000] [--per-session 1000]
+                                        [--dir DIR]
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ indexes, created by the real migrations). Prints rows/s for:
   (c) a raw batched insert on a plain connection (256 rows per transaction),
 each the median of three interleaved rounds. Targets: at 256 callers, b >= 8x a and b >= c/2.
 
-    .venv/bin/python bench/store_write.py [--rows N]
+    .venv/bin/python bench/store_write.py [--rows N] [--rounds R]
 """
 
 from __future__ import annotations
