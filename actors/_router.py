@@ -9,6 +9,8 @@ sessions cost what 100 do per delivery.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import logging
 import time
@@ -77,13 +79,16 @@ class SessionInteractionRouter:
         *route* needs ``async deliver(outbound)``; optionally ``async prompt_user(prompt)``,
         ``async request_approval(request)``, ``capabilities`` (block types it renders; without
         it, text only) and ``ack_window`` (an int >= 0; see ``Runtime.confirm``). A route that
-        breaks these is refused with :class:`ValidationError` naming the attribute, and the
-        live binding stays as it was.
+        breaks these is refused with :class:`ValidationError` naming the attribute, and one
+        whose ``deliver`` is certainly sync (a plain function or method) with ``TypeError``
+        naming ``deliver``; the live binding stays as it was.
         """
         if not isinstance(session_id, str) or not session_id:
             raise ValidationError("session_id", f"must be a non-empty string, got {session_id!r}")
-        if not callable(getattr(route, "deliver", None)):
+        deliver = getattr(route, "deliver", None)
+        if not callable(deliver):
             raise ValidationError("route", "a route needs an async deliver(outbound) method")
+        _check_not_sync(deliver)
         binding = Binding(session_id, route, next(self._serials))
         self._routes[session_id] = binding
         for listener in self._listeners:
@@ -173,6 +178,20 @@ class SessionInteractionRouter:
         if expires_at is None:
             return float("inf")
         return max(0.0, expires_at - self._clock())
+
+
+def _check_not_sync(deliver: Any) -> None:
+    """Refuse a ``deliver`` that is certainly a plain (sync) function or method, partials
+    unwrapped: awaiting what it returns would fail every delivery at send time, naming
+    nothing. Anything else (a callable object, a mock) may be async and is taken."""
+    target = deliver
+    while isinstance(target, functools.partial):
+        target = target.func
+    if ((inspect.isfunction(target) or inspect.ismethod(target))
+            and not inspect.iscoroutinefunction(target)):
+        raise TypeError(f"deliver: a route's deliver must be a coroutine function "
+                        f"(async def deliver(outbound)), got the plain function "
+                        f"{getattr(target, '__qualname__', target)!r:.80}")
 
 
 def _attribute(route: Any, name: str) -> object:

@@ -1,0 +1,80 @@
+"""``router.bind`` refuses a route whose ``deliver`` is certainly not async (a plain function
+or method): every delivery through it would fail at send time with a ``TypeError`` naming
+nothing. What it cannot tell (callable objects, mocks) is still taken."""
+
+from __future__ import annotations
+
+import functools
+import types
+import unittest.mock
+
+import pytest
+
+from tidings.testing import MemoryRoute
+
+
+class SyncRoute:
+    def deliver(self, outbound):
+        return None
+
+
+class StaticSyncRoute:
+    @staticmethod
+    def deliver(outbound):
+        return None
+
+
+class AsyncRoute:
+    async def deliver(self, outbound):
+        return None
+
+
+class AwaitableCall:
+    async def __call__(self, outbound):
+        return None
+
+
+def sync_deliver(outbound, extra=None):
+    return None
+
+
+async def async_deliver(outbound, extra=None):
+    return None
+
+
+SYNC = {
+    "method": SyncRoute(),
+    "staticmethod": StaticSyncRoute(),
+    "function": types.SimpleNamespace(deliver=sync_deliver),
+    "lambda": types.SimpleNamespace(deliver=lambda outbound: None),
+    "partial": types.SimpleNamespace(deliver=functools.partial(sync_deliver, extra=1)),
+    "nested partial": types.SimpleNamespace(
+        deliver=functools.partial(functools.partial(SyncRoute().deliver))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SYNC))
+async def test_bind_refuses_a_deliver_that_is_certainly_sync(rt, name) -> None:
+    session_id = await rt.create_session(channel="web")
+    live = MemoryRoute()
+    token = rt.router.bind(session_id, live)
+    with pytest.raises(TypeError, match="deliver"):
+        rt.router.bind(session_id, SYNC[name])
+    assert rt.router.binding(session_id).route is live  # the live binding stays
+    assert rt.router.unbind(token)
+
+
+@pytest.mark.parametrize("route", [
+    AsyncRoute(),
+    types.SimpleNamespace(deliver=async_deliver),
+    types.SimpleNamespace(deliver=functools.partial(async_deliver, extra=1)),
+    types.SimpleNamespace(deliver=AwaitableCall()),  # a callable object: we cannot tell
+    types.SimpleNamespace(deliver=unittest.mock.AsyncMock()),
+    types.SimpleNamespace(deliver=unittest.mock.MagicMock()),
+], ids=["async method", "async function", "async partial", "callable object", "AsyncMock",
+        "MagicMock"])
+async def test_bind_takes_what_may_be_async(rt, route) -> None:
+    session_id = await rt.create_session(channel="web")
+    token = rt.router.bind(session_id, route)
+    assert rt.router.binding(session_id).route is route
+    assert rt.router.unbind(token)
