@@ -28,8 +28,10 @@ _POSIX = os.name == "posix"
 def _kill(process: trio.Process) -> None:
     """SIGKILL the process and, on POSIX, its whole process group (its own session).
 
-    Called only while the process is unreaped, so its pid (and group id) cannot be reused.
-    The process itself is killed directly too, in case it left its group.
+    Called only while the process is unreaped (running, or exited but not yet waited for), so
+    its pid (and group id) cannot be reused; an exited command's group is killed too, since
+    what it spawned may still run (and hold its pipes). The process itself is killed directly
+    too, in case it left its group.
     """
     if _POSIX:
         try:
@@ -54,9 +56,10 @@ class CommandAgent:
     ``env`` replaces the inherited environment when given (as in :mod:`subprocess`); ``cwd``
     is the working directory; ``timeout`` (seconds) bounds each turn's process.
 
-    On POSIX the process starts in its own session and cancel kills the whole process group
-    with SIGKILL, so nothing it spawned outlives the turn; the process is always reaped before
-    :meth:`run` returns or raises.
+    On POSIX the process starts in its own session and cancel (or ``timeout``) kills the whole
+    process group with SIGKILL, even once the command itself has exited (what it spawned may
+    still hold its stdout), so nothing it spawned outlives the turn; the process is always
+    reaped before :meth:`run` returns or raises.
 
     Raises (from :meth:`run`):
       AgentError: the command could not be started, exited non-zero or by a signal (the
@@ -103,11 +106,15 @@ class CommandAgent:
         except OSError as exc:
             raise AgentError(f"cannot start {self._command}: {exc.strerror or exc}") from exc
         stderr = bytearray()
+        code: int | None = None  # set once reaped: until then its group id cannot be reused
         try:
             with trio.move_on_after(math.inf if self.timeout is None else self.timeout) as limit:
                 await _drive(process, turn, stderr)
+                code = await process.wait()
         finally:
-            if process.returncode is None:
+            # Not ``process.returncode``: it reaps a command that has exited, and what it
+            # spawned (still holding its pipes, or not) would outlive the turn unkilled.
+            if code is None:
                 _kill(process)
             with trio.CancelScope(shield=True):
                 await process.wait()
@@ -117,7 +124,6 @@ class CommandAgent:
         if limit.cancelled_caught:
             raise AgentError(f"{self._command} ran past its timeout of {self.timeout}s"
                              f"{self._tail(stderr)}")
-        code = process.returncode
         if code:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             raise AgentError(f"{self._command} {how}{self._tail(stderr)}")
@@ -130,14 +136,16 @@ class CommandAgent:
 
 
 async def _drive(process: trio.Process, turn: AgentTurn, stderr: bytearray) -> None:
-    """Feed stdin, keep stderr, stream stdout, wait for the exit; one error, never a group."""
+    """Feed stdin, keep stderr, stream stdout until both pipes end; one error, never a group.
+
+    It does not wait for the exit: reaping is left to :meth:`CommandAgent.run`, which must kill
+    the process group first if the turn ends before that."""
     error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_feed, process, turn.prompt)
             nursery.start_soon(_keep_tail, process, stderr)
             await _stream(process, turn)
-            await process.wait()
     except BaseExceptionGroup as group:
         error = _collapse(group)
     if error is not None:
