@@ -47,7 +47,8 @@ _COMMAND = re.compile(r"/(?P<name>[A-Za-z0-9_]+)(?:@\S*)?(?:\s+(?P<argument>.*))
 @final
 @attrs.frozen
 class Command:
-    """A parsed command; ``argument`` is the stripped rest of the message, or None."""
+    """A parsed command; ``argument`` is ``/resume``'s session id, None for the others
+    (which take no argument)."""
 
     name: CommandName
     argument: str | None = None
@@ -56,8 +57,8 @@ class Command:
 @final
 @attrs.frozen
 class InvalidCommand:
-    """A known command used wrongly (``/resume`` without a session id); ``message`` says how
-    to use it and is meant to be sent back to the user."""
+    """A known command used wrongly (``/resume`` without a session id, ``/new hello``);
+    ``message`` says how to use it and is meant to be sent back to the user."""
 
     name: CommandName
     message: str
@@ -82,8 +83,9 @@ def parse_command(text: str) -> Command | InvalidCommand | None:
     Leading and trailing whitespace and invisible format characters (zero width space, BOM,
     bidi marks) are ignored; the name is case-insensitive and ASCII; a ``@botname`` suffix is
     dropped. ``/reset`` is ``clear``. Unknown names (``/deploy``), ``/ help``, ``//x`` and
-    paths like ``/tmp/x`` are not commands. ``/resume`` needs exactly one session id, else an
-    :class:`InvalidCommand` is returned. Never raises for any ``str``.
+    paths like ``/tmp/x`` are not commands. ``/resume`` needs exactly one session id, and
+    every other command takes none (``/new hello``), else an :class:`InvalidCommand` with the
+    command's usage is returned. Never raises for any ``str``.
     """
     match = _COMMAND.fullmatch(_trim(text))
     if match is None:
@@ -97,7 +99,9 @@ def parse_command(text: str) -> Command | InvalidCommand | None:
         if len(words) != 1:
             return InvalidCommand("resume", RESUME_USAGE)
         return Command("resume", words[0])
-    return Command(name, argument)
+    if argument is not None:  # refused rather than dropped: nothing typed is silently lost
+        return InvalidCommand(name, f"Usage: /{match['name'].lower()}")
+    return Command(name)
 
 
 def help_text() -> str:

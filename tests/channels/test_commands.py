@@ -42,9 +42,8 @@ OPS = ChannelConfig(name="ops", identity={"id": "bot:ops", "display_name": "Ops 
     ("\u3000/help\u00a0", Command("help")),
     ("/cancel@ops_bot", Command("cancel")),
     ("/resume@ops_bot   s-1 ", Command("resume", "s-1")),
-    ("/clear confirm", Command("clear", "confirm")),
-    ("/help   me\nplease ", Command("help", "me\nplease")),
-    ("/new\u00a0fresh", Command("new", "fresh")),
+    ("/resume\n\tsess_1 ", Command("resume", "sess_1")),
+    ("/resume\u00a0fresh", Command("resume", "fresh")),
 ])
 def test_known_commands_are_parsed(text: str, command: Command) -> None:
     assert parse_command(text) == command
