@@ -113,7 +113,8 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
     (outcome, reason) and whether its agent ran (``agent_ran``).
 
     Never raises for an agent's failure (that is ``failed``); re-raises ``trio.Cancelled``
-    after emitting ``cancelled`` (reason ``shutdown`` unless an earlier one was recorded).
+    after emitting ``cancelled`` (reason ``shutdown`` unless an earlier one was recorded), and
+    any other ``BaseException`` (``KeyboardInterrupt`` and the like) after emitting ``failed``.
     """
     emitter = LifecycleEmitter(channel.on_task_lifecycle, channel.config,
                                chat_id=state.conversation.chat_id, session_id=state.session_id,
@@ -188,7 +189,8 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
         if _as_cancelled(exc) is not None:  # from outside the turn: the runtime is stopping
             await emitter.cancelled("shutdown")
             raise
-        if not isinstance(exc, Exception):
+        if not isinstance(exc, Exception):  # KeyboardInterrupt or the like: not ours to
+            await emitter.failed(exc)  # swallow, but the turn that began still ends, once
             raise
         if active.cancel_reason is not None:  # it failed because it was being cancelled
             # (or something else failed meanwhile: not lost, but not the turn's outcome)
