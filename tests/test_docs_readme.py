@@ -1,0 +1,44 @@
+"""The README's runnable parts do what it says: its embedding example runs as shown, and every
+flag its `tidings serve` / `tidings status` / `tidings chat` lines name is a real option."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import subprocess
+import sys
+
+import tidings
+
+ROOT = pathlib.Path(tidings.__file__).parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
+
+
+def test_the_embedding_example_runs_as_shown(tmp_path: pathlib.Path) -> None:
+    example = next(block for block in _python_blocks() if "trio.run(main)" in block)
+    result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "delivered"
+    assert "status='sent'" in lines[1]
+    assert "text='Done'" in lines[2]
+
+
+def _help(command: str) -> str:
+    return subprocess.run([sys.executable, "-m", "tidings.supervisor.cli", command, "--help"],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+
+
+def test_every_flag_the_readme_names_exists() -> None:
+    for command in ("serve", "status", "chat"):
+        usage = _help(command)
+        named = set(re.findall(rf"tidings {command}\b[^`\n]*(?:\n[^`\n]*){{0,2}}", README))
+        flags = {flag for line in named for flag in re.findall(r"--[a-z][a-z-]*", line)}
+        assert flags, command
+        missing = sorted(flag for flag in flags if flag not in usage)
+        assert not missing, f"tidings {command}: README names {missing}, --help has not"
