@@ -53,13 +53,18 @@ class CommandAgent:
     error reports. The child also gets ``TIDINGS_SESSION_ID`` and ``TIDINGS_MESSAGE_ID`` in its
     environment, so a stateless command can keep per-session state.
 
-    ``env`` replaces the inherited environment when given (as in :mod:`subprocess`); ``cwd``
-    is the working directory; ``timeout`` (seconds) bounds each turn's process.
+    ``env`` replaces the inherited environment when given (as in :mod:`subprocess`; names and
+    values are strings); ``cwd`` is the working directory; ``timeout`` (seconds) bounds each
+    turn's process.
 
     On POSIX the process starts in its own session and cancel (or ``timeout``) kills the whole
     process group with SIGKILL, even once the command itself has exited (what it spawned may
     still hold its stdout), so nothing it spawned outlives the turn; the process is always
     reaped before :meth:`run` returns or raises.
+
+    Raises:
+      ValidationError: (from the constructor, naming the field: ``argv``, ``argv[i]``, ``env``,
+        ``cwd`` or ``timeout``) for arguments no process could be started with.
 
     Raises (from :meth:`run`):
       AgentError: the command could not be started, exited non-zero or by a signal (the
@@ -78,12 +83,17 @@ class CommandAgent:
             if not isinstance(arg, str | os.PathLike):
                 raise ValidationError(f"argv[{index}]",
                                       f"must be a string or path, not {type(arg).__name__}")
-        if timeout is not None and (isinstance(timeout, bool) or not timeout > 0
-                                    or not math.isfinite(timeout)):
+            if "\0" in os.fsdecode(arg):
+                raise ValidationError(f"argv[{index}]", "must not contain a NUL character")
+        if timeout is not None and (isinstance(timeout, bool)
+                                    or not isinstance(timeout, int | float)
+                                    or not timeout > 0 or not math.isfinite(timeout)):
             raise ValidationError("timeout", f"must be a positive number of seconds, got "
                                              f"{timeout!r}")
+        if cwd is not None and not isinstance(cwd, str | os.PathLike):
+            raise ValidationError("cwd", f"must be a string or path, not {type(cwd).__name__}")
         self.argv: tuple[str, ...] = tuple(os.fsdecode(arg) for arg in argv)
-        self.env = dict(env) if env is not None else None
+        self.env = _checked_env(env) if env is not None else None
         self.cwd = cwd
         self.timeout = timeout
 
@@ -133,6 +143,23 @@ class CommandAgent:
         text = sanitize_text(stderr.decode("utf-8", errors="replace"), limit=STDERR_TAIL,
                              keep_end=True)
         return f"; stderr: {text}" if text else ""
+
+
+def _checked_env(env: object) -> dict[str, str]:
+    """*env* as a dict of names to values, refused (field ``env``) unless both are strings a
+    process environment can hold: checked here, not by the first turn's spawn."""
+    if not isinstance(env, Mapping):
+        raise ValidationError("env", f"must be a mapping of names to values, not "
+                                     f"{type(env).__name__}")
+    for name, value in env.items():
+        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            raise ValidationError("env", f"{name!r} is not an environment variable name")
+        if not isinstance(value, str):
+            raise ValidationError("env", f"the value of {name} must be a string, not "
+                                         f"{type(value).__name__}")
+        if "\0" in value:
+            raise ValidationError("env", f"the value of {name} must not contain a NUL character")
+    return dict(env)
 
 
 async def _drive(process: trio.Process, turn: AgentTurn, stderr: bytearray) -> None:

@@ -16,7 +16,7 @@ import trio
 import trio.testing
 
 from tidings.channels import CommandAgent
-from tidings.errors import AgentError
+from tidings.errors import AgentError, ValidationError
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="process groups and FIFOs are POSIX")
 
@@ -90,3 +90,25 @@ async def test_hunt_timeout_kills_what_the_exited_command_left_holding_its_stdou
     error = await _run_and_stop(fake_turn, tmp_path, clock=mock_clock)
     assert isinstance(error, AgentError)
     assert "ran past its timeout" in str(error)
+
+
+@pytest.mark.parametrize(("argv", "kwargs", "field"), [
+    (["ok"], {"timeout": "5"}, "timeout"),
+    (["ok"], {"timeout": [1]}, "timeout"),
+    (["ok"], {"env": 5}, "env"),
+    (["ok"], {"env": {"A": 1}}, "env"),
+    (["ok"], {"env": {3: "x"}}, "env"),
+    (["ok"], {"env": {"A=B": "x"}}, "env"),
+    (["ok"], {"env": {"": "x"}}, "env"),
+    (["ok"], {"env": {"A": "x\0y"}}, "env"),
+    (["ok"], {"cwd": 5}, "cwd"),
+    (["ok\0"], {}, "argv[0]"),
+    (["ok", "a\0b"], {}, "argv[1]"),
+])
+def test_hunt_bad_arguments_are_refused_by_name_not_at_the_first_turn(
+        argv: Any, kwargs: dict[str, Any], field: str) -> None:
+    # Each was accepted (or failed with a bare TypeError) and broke every turn later with a
+    # TypeError / ValueError from the process spawn that named nothing.
+    with pytest.raises(ValidationError) as info:
+        CommandAgent(argv, **kwargs)
+    assert info.value.field == field
