@@ -230,7 +230,12 @@ def _failed_while_cancelled(exc: BaseException, active: ActiveTurn) -> bool:
 
 
 async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn) -> None:
-    """Send the reply and emit ``completed``, unless a cancel was recorded first."""
+    """Send the reply and emit ``completed``, unless a cancel was recorded first, or a scope
+    around the turn is cancelled (shutdown): a careless agent that swallowed that ``Cancelled``
+    and returned did not complete its turn, any more than one that swallowed ``/cancel``."""
+    if (active.cancel_reason is None
+            and trio.current_effective_deadline() <= trio.current_time()):
+        active.note_trio_cancel()  # nothing recorded came from outside: shutdown
     if active.cancel_reason is not None:
         await trio.lowlevel.checkpoint()  # the scope is cancelled: this raises Cancelled
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import trio
 
 import tidings
 from tidings.channels import AgentTurn, ChannelConfig
@@ -40,3 +41,39 @@ async def test_hunt_an_agent_base_exception_still_ends_the_turn_with_failed(
     assert failed.error == "PulledThePlug: agent pulled the plug"
     assert rows(db_path, "SELECT status, error FROM turns") == [
         ("failed", "PulledThePlug: agent pulled the plug")]
+
+
+class Swallower:
+    """A careless agent: it swallows the cancel, then returns as if it had finished."""
+
+    async def run(self, turn: AgentTurn) -> None:
+        await turn.send_chunk("half an answer")
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            pass
+
+
+async def test_hunt_an_agent_that_swallows_the_shutdown_cancel_is_cancelled_shutdown(
+        db_path, workspace) -> None:
+    # As with /cancel and the turn timeout: the turn was cancelled while it ran, and a
+    # careless agent returning afterwards does not make it completed (nor send its half reply).
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=Swallower())
+        await channel.say("still thinking")
+        await channel.wait_events("text_chunk")
+    assert channel.types() == ["started", "text_chunk", "cancelled"]
+    assert [event.reason for event in channel.events if event.type == "cancelled"] == [
+        "shutdown"]
+    assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "shutdown")]
+    assert rows(db_path, "SELECT count(*) FROM outbox WHERE kind = 'message'") == [(0,)]
+
+
+async def test_hunt_an_agent_that_swallows_cancel_command_is_cancelled(rt, db_path) -> None:
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=Swallower())
+    await channel.say("go")
+    await channel.wait_events("text_chunk")
+    await channel.say("/cancel")
+    await channel.wait_idle()
+    assert channel.types() == ["started", "text_chunk", "cancelled"]
+    assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
