@@ -73,14 +73,25 @@ def _tool_name(value: object) -> str:
     return value
 
 
+def _call_id(value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValidationError("call_id", f"must be a string or None, not {type(value).__name__}")
+    return value
+
+
 @final
 @attrs.frozen
 class ToolCall:
-    """A tool call an agent reports: ``arguments`` is a read-only copy of what was given."""
+    """A tool call an agent reports: ``arguments`` is a read-only copy of what was given.
+
+    Raises:
+      ValidationError: naming ``name`` (not a non-empty string), ``arguments`` (not a mapping)
+        or ``call_id`` (not a string or None).
+    """
 
     name: str = attrs.field(converter=_tool_name)
     arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_arguments)
-    call_id: str | None = None
+    call_id: str | None = attrs.field(default=None, converter=_call_id)
 
 
 def _reason(value: object) -> CancelReason:

@@ -6,7 +6,8 @@ import pytest
 import trio
 
 import tidings
-from tidings.channels import AgentTurn, ChannelConfig
+from tidings.channels import AgentTurn, ChannelConfig, ToolCall
+from tidings.errors import ValidationError
 
 from .conftest import RecordingChannel, rows
 
@@ -77,3 +78,14 @@ async def test_hunt_an_agent_that_swallows_cancel_command_is_cancelled(rt, db_pa
     await channel.wait_idle()
     assert channel.types() == ["started", "text_chunk", "cancelled"]
     assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
+
+
+@pytest.mark.parametrize("call_id", [5, ["a"], {"id": 1}, b"id"])
+def test_hunt_a_tool_call_id_that_is_not_a_string_is_refused_by_name(call_id: object) -> None:
+    # Events carry only immutable metadata (a hook cannot change what the next one sees):
+    # a list call_id was kept as it was, mutable, in a frozen event.
+    with pytest.raises(ValidationError) as info:
+        ToolCall(name="search", call_id=call_id)  # type: ignore[arg-type]
+    assert info.value.field == "call_id"
+    assert ToolCall(name="search", call_id="c1").call_id == "c1"
+    assert ToolCall(name="search").call_id is None
