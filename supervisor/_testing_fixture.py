@@ -14,8 +14,9 @@ __all__ = ["runtime_fixture"]
 def runtime_fixture(*, name: str | None = None, **options: Any) -> Any:
     """Return a pytest fixture that yields a running :class:`~tidings.actors.Runtime`.
 
-    The runtime opens on ``<tmp_path>/state/tidings.db`` with the workspace
-    ``<tmp_path>/workspace`` (created) and stops when the test ends. ``options`` go to
+    The runtime opens on ``<tmp_path>/<fixture name>/tidings.db`` (one database per fixture,
+    so a test may take two of them) with the shared workspace ``<tmp_path>/workspace``
+    (created), and stops when the test ends. ``options`` go to
     :func:`tidings.open_runtime`; a callable ``fault_plan`` is called once per test, so each
     test gets a fresh plan (plans count hits)::
 
@@ -31,14 +32,15 @@ def runtime_fixture(*, name: str | None = None, **options: Any) -> Any:
     """
     import pytest
 
-    async def runtime(tmp_path: pathlib.Path) -> AsyncIterator[Runtime]:
+    async def runtime(tmp_path: pathlib.Path, request: Any) -> AsyncIterator[Runtime]:
         workspace = tmp_path / "workspace"
         workspace.mkdir(exist_ok=True)
         settings = dict(options)
         plan = settings.get("fault_plan")
         if callable(plan):
             settings["fault_plan"] = plan()
-        async with open_runtime(tmp_path / "state" / "tidings.db", workspace=workspace,
+        async with open_runtime(tmp_path / request.fixturename / "tidings.db",
+                                workspace=workspace,
                                 **settings) as rt:
             yield rt
 

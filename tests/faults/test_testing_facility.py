@@ -36,6 +36,8 @@ from tidings.testing import (
 )
 
 rt = runtime_fixture()
+faulty_rt = runtime_fixture(name="faulty_rt",
+                            fault_plan=lambda: FaultPlan([FaultRule("deliver", nth=1)]))
 
 
 def test_importing_tidings_does_not_import_pytest() -> None:
@@ -53,6 +55,22 @@ async def test_the_runtime_fixture_yields_a_running_runtime(rt) -> None:
         handle = await ctx.output.send_text("hello")
     assert await handle.wait() == "delivered"
     assert rt.supervisor.statistics().state == "running"
+
+
+async def test_two_runtime_fixtures_in_one_test_each_open_their_own_database(
+        rt, faulty_rt) -> None:
+    # The README's conftest defines both; a test taking both got "already open in another
+    # runtime" when they shared <tmp_path>/state/tidings.db.
+    assert rt.store.path != faulty_rt.store.path
+    assert rt.workspace == faulty_rt.workspace
+    results = []
+    for runtime in (rt, faulty_rt):
+        session_id = await runtime.create_session(channel="web")
+        runtime.router.bind(session_id, MemoryRoute())
+        async with runtime.open_turn(session_id) as ctx:
+            handle = await ctx.output.send_text("hello")
+        results.append(await handle.wait())
+    assert results == ["delivered", "unknown"]  # the fault hit the lane after the claim
 
 
 # --- the checkpoint instrument -----------------------------------------------------------------
