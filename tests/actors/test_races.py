@@ -4,9 +4,10 @@ Each test puts one task between a check and the act that relies on it (a writer 
 ``rt.store.commit`` or ``rt.store.read``, a stalled route) and checks what a user sees. Each
 failed on the code before its fix.
 
-Tests that must show that something *never* happens (a lane stuck on a full ack window) use the
-suite's autojump clock (it jumps after 50 ms of real idleness) with a bound far longer than the
-work needs.
+Tests that must show that something does not stay stuck (a lane on a full ack window) wait for
+it under a real-time hang guard: they pass the moment it happens, and fail on the guard when it
+never does. (A mock clock does not fit: the runtime's SQLite I/O runs in threads, so a loaded
+machine's slow fsync looked like idleness and jumped the clock straight to the guard.)
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from tidings.testing import MemoryRoute, writer_gate
 
 from .conftest import rows
 
-LONG = 600.0
-"""Trio seconds (mock clock) a test waits for something that takes milliseconds when it works."""
+HANG = 30.0
+"""Real seconds a test waits for something that takes milliseconds when it works."""
 
 
 def _watch_commits(rt, predicate):
@@ -185,8 +186,8 @@ async def test_a_repeated_key_while_recovery_redelivers_its_row_resolves(
 
 
 async def test_an_ack_of_a_recovered_delivery_frees_the_ack_window(
-        db_path, workspace, autojump_clock) -> None:
-    with trio.fail_after(LONG * 2):  # hang guard (mock clock)
+        db_path, workspace) -> None:
+    with trio.fail_after(HANG):  # hang guard
         session_id, queued_id = await _leave_a_queued_row(db_path, workspace)
         async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
             route = MemoryRoute(ack_window=1)
@@ -196,18 +197,17 @@ async def test_an_ack_of_a_recovered_delivery_frees_the_ack_window(
             assert await rt.confirm([queued_id]) == [queued_id]
             async with rt.open_turn(session_id) as ctx:
                 await ctx.output.send_text("c")
-            with trio.move_on_after(LONG):
-                await route.wait_delivered(2)
+            await route.wait_delivered(2)  # the window was freed
             assert route.texts() == ["b", "c"]
 
 
 async def test_an_ack_that_arrives_while_deliver_runs_frees_the_ack_window(
-        rt, autojump_clock) -> None:
+        rt) -> None:
     session_id = await rt.create_session(channel="web")
     route = MemoryRoute(ack_window=1)
     route.stall()
     rt.router.bind(session_id, route)
-    with trio.fail_after(LONG * 2):  # hang guard (mock clock)
+    with trio.fail_after(HANG):  # hang guard
         async with rt.open_turn(session_id) as ctx:
             first = await ctx.output.send_text("a")
             await route.wait_attempted(1)  # the client has the frame; deliver() not returned
@@ -216,8 +216,7 @@ async def test_an_ack_that_arrives_while_deliver_runs_frees_the_ack_window(
             assert await first.wait() == "delivered"
             await route.wait_delivered(1)
             await ctx.output.send_text("b")
-        with trio.move_on_after(LONG):
-            await route.wait_delivered(2)
+        await route.wait_delivered(2)  # the window was freed
     assert route.texts() == ["a", "b"]
 
 
@@ -228,12 +227,12 @@ def _sent_transitions(ops):
 
 
 async def test_an_ack_whose_caller_is_cancelled_still_frees_the_ack_window(
-        rt, autojump_clock) -> None:
+        rt) -> None:
     session_id = await rt.create_session(channel="web")
     route = MemoryRoute(ack_window=1)
     rt.router.bind(session_id, route)
     watch = _watch_commits(rt, _sent_transitions)
-    with trio.fail_after(LONG * 2):  # hang guard (mock clock)
+    with trio.fail_after(HANG):  # hang guard
         async with rt.open_turn(session_id) as ctx:
             first = await ctx.output.send_text("a")
             await route.wait_delivered(1)
@@ -255,8 +254,7 @@ async def test_an_ack_whose_caller_is_cancelled_still_frees_the_ack_window(
             assert (await rt.delivery_status(first.delivery_id)).status == "sent"
             assert await rt.confirm([first.delivery_id]) == []  # the client acks again
             await ctx.output.send_text("b")
-        with trio.move_on_after(LONG):
-            await route.wait_delivered(2)
+        await route.wait_delivered(2)  # the window was freed
     assert route.texts() == ["a", "b"]
 
 
@@ -371,7 +369,7 @@ async def test_a_send_right_after_one_handed_to_a_parked_lane_waits_its_turn(
     route = MemoryRoute()
     rt.router.bind(session_id, route)
     texts: list[str] = []
-    with trio.fail_after(LONG):  # hang guard
+    with trio.fail_after(HANG):  # hang guard
         async with rt.open_turn(session_id) as ctx:
             for round_ in range(12):
                 route.stall()
