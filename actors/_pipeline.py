@@ -232,6 +232,14 @@ class DeliveryPipeline:
             self._registry.add(item)  # again: a caller cancelled before the commit discarded it
         self._dispatcher.schedule(item)
 
+    async def existing(self, session_id: str, key: str) -> DeliveryHandle | None:
+        """The handle of the delivery that already holds *key* in the session, or None.
+
+        For a caller that can skip costly work on a repeated key (resolving a media send's
+        paths); :meth:`enqueue` looks the key up again, so a None here decides nothing.
+        """
+        return await self._existing(session_id, key)
+
     async def _existing(self, session_id: str, key: str) -> DeliveryHandle | None:
         """The delivery that already holds *key* in the session, or None.
 

@@ -246,6 +246,13 @@ class OutputSDK:
         turn.check_open()
         # 3. paths
         if media:
+            if idempotency_key is not None:
+                # A retry of a keyed send (the host's, after its own crash) gets the original
+                # before any path is looked at: the file it sent may be gone by now.
+                existing = await turn.runtime.pipeline.existing(turn.session_id,
+                                                                idempotency_key)
+                if existing is not None:
+                    return existing
             blocks, artifacts = await self._resolve(parts, history_text)
             history_kind = next((b.type for b in blocks if b.type in MEDIA_TYPES), "text")
         else:  # no path to resolve: the common case, without a coroutine

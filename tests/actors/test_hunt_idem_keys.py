@@ -66,3 +66,33 @@ async def test_an_empty_idempotency_key_is_refused_by_name(rt, db_path) -> None:
         with pytest.raises(ValidationError):
             await ctx.output.progress("working", idempotency_key="")
     assert rows(db_path, "SELECT COUNT(*) FROM outbox") == [(0,)]
+
+
+async def test_a_repeated_media_key_whose_file_is_gone_returns_the_original(
+        db_path, workspace) -> None:
+    """The host sent a file with a key, crashed, cleaned its temporary file, and retries after
+    the restart: the key finds the original delivery; the missing file is not looked at."""
+    image = workspace / "shot.png"
+    image.write_bytes(b"\x89PNG")
+    with trio.fail_after(30):  # hang guard
+        async with tidings.open_runtime(db_path, workspace=workspace) as first:
+            session_id = await first.create_session(channel="web")
+            first.router.bind(session_id, MemoryRoute())
+            async with first.open_turn(session_id) as ctx:
+                original = await ctx.output.send_image(image, history_text="a shot",
+                                                       idempotency_key="shot-1")
+            assert await original.wait() == "delivered"
+        image.unlink()
+        async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+            route = MemoryRoute()
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                again = await ctx.output.send_image(image, history_text="a shot",
+                                                    idempotency_key="shot-1")
+                assert again.delivery_id == original.delivery_id
+                assert await again.wait() == "delivered"
+                with pytest.raises(tidings.errors.ArtifactError):  # a new key still checks
+                    await ctx.output.send_image(image, history_text="a shot",
+                                                idempotency_key="shot-2")
+    assert route.delivered == []
+    assert len(rows(db_path, "SELECT 1 FROM artifacts")) == 1
