@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tidings.errors import HistoryPolicyError, ValidationError
+from tidings.errors import HistoryPolicyError, NotABoolError, ValidationError
 
-__all__ = ["KINDS", "MODES", "POLICIES", "SLOTS", "HistoryPolicy", "NotABoolError",
+__all__ = ["KINDS", "MODES", "POLICIES", "SLOTS", "HistoryPolicy",
            "check_flag", "check_mode_allows", "resolve_policy"]
 
 HistoryPolicy = Literal["persist", "model_hidden", "transient"]
@@ -20,12 +20,6 @@ POLICIES: tuple[HistoryPolicy, ...] = ("persist", "model_hidden", "transient")
 KINDS = ("message", "progress", "notice")
 SLOTS = ("input", "output")
 MODES = ("serial", "parallel", "background")
-
-
-class NotABoolError(ValidationError, TypeError):
-    """A flag of the public API got something other than a real bool. It is a ``TypeError``
-    (a wrong type) and, like every refused argument, a :class:`ValidationError` naming the
-    flag in ``field``, so callers catching either keep working."""
 
 
 def check_flag(field: str, value: object, *, optional: bool = False) -> bool | None:

@@ -22,6 +22,7 @@ __all__ = [
     "HistoryPolicyError",
     "InjectedFault",
     "MailboxClosedError",
+    "NotABoolError",
     "NotFoundError",
     "ProtocolError",
     "RestartIntensityExceeded",
@@ -52,6 +53,12 @@ class ValidationError(TidingsError, ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.reason = message
+
+
+class NotABoolError(ValidationError, TypeError):
+    """A flag of the public API got something other than a real bool. It is a ``TypeError``
+    (a wrong type) and, like every refused argument, a :class:`ValidationError` naming the
+    flag in ``field``, so callers catching either keep working."""
 
 
 class ConfigError(ValidationError):
