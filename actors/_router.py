@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 import trio
 
+from tidings.actors._blocks import BLOCK_TYPES
 from tidings.actors._handle import describe_error
 from tidings.actors._records import (
     ApprovalDecision,
@@ -206,7 +207,8 @@ def _attribute(route: Any, name: str) -> object:
 
 def _capabilities(caps: object) -> frozenset[str]:
     """A route's block types (text only when it declares none). A string is refused: it would
-    read as its letters; so is an iterable that fails while it is read."""
+    read as its letters; so is an iterable that fails while it is read, and a name that is no
+    block type (a misspelt ``"images"`` would silently degrade every image)."""
     if caps is None:
         return frozenset({"text"})
     try:
@@ -216,6 +218,10 @@ def _capabilities(caps: object) -> frozenset[str]:
     if types is None or not all(isinstance(t, str) and t for t in types):
         raise ValidationError("capabilities", f"a route's capabilities must be block type "
                                               f"names, got {caps!r:.80}")
+    unknown = types.difference(BLOCK_TYPES)
+    if unknown:
+        raise ValidationError("capabilities", f"not block types: {sorted(unknown)!r:.80} "
+                                              f"(block types are {', '.join(BLOCK_TYPES)})")
     return types
 
 

@@ -387,11 +387,14 @@ class _OddRoute:
                                                    ({"ack_window": 0.5}, "ack_window"),
                                                    ({"ack_window": "8"}, "ack_window"),
                                                    ({"capabilities": "image"}, "capabilities"),
-                                                   ({"capabilities": [1, 2]}, "capabilities")])
+                                                   ({"capabilities": [1, 2]}, "capabilities"),
+                                                   ({"capabilities": {"text", "images"}},
+                                                    "capabilities")])
 async def test_bind_refuses_a_route_with_a_bad_ack_window_or_capabilities(
         rt, attributes, field) -> None:
     """A negative ack window would hold the session's deliveries forever, a string of
-    capabilities would read as its letters: refused by name, and the live route stays."""
+    capabilities would read as its letters, a misspelt block type would silently degrade
+    every block of that type: refused by name, and the live route stays."""
     session_id = await rt.create_session(channel="web")
     live = MemoryRoute()
     rt.router.bind(session_id, live)
