@@ -229,6 +229,10 @@ class OutputSDK:
                 raise ValidationError("failure_history_text", "this send writes no history "
                                       "(its policy is transient), so the text would never "
                                       "be used")
+            if not visible:  # recorded sent at once, with no attempt: it can never fail
+                raise ValidationError("failure_history_text", "a send with visible=False "
+                                      "never fails (no route gets it), so the text would "
+                                      "never be used")
         if idempotency_key is not None:
             check_text(idempotency_key, "idempotency_key")
             if not idempotency_key:  # every later send with it would be this one, silently

@@ -68,3 +68,16 @@ async def test_the_refusal_comes_after_the_source_type_and_before_paths(rt) -> N
                                        history_policy="transient", failure_history_text="f")
         assert not isinstance(caught.value, ArtifactError)
         assert caught.value.field == "failure_history_text"
+
+
+async def test_a_send_with_visible_false_refuses_it(rt, db_path) -> None:
+    """``visible=False`` writes history but no route ever gets it: its row is recorded ``sent``
+    at once and can never fail, so the failure text would never be used either."""
+    session_id = await _bound(rt)
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send_text("x", visible=False, failure_history_text="f")
+        assert caught.value.field == "failure_history_text"
+        handle = await ctx.output.send_text("x", visible=False)
+    assert await handle.wait() == "delivered"
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(1,)]
