@@ -4,7 +4,8 @@ A message is refused while the server stops (``shutting_down``). Its client ``id
 up in the conversation's durable record first: a known id is answered ``accepted`` with
 ``duplicate: true`` (and the first outcome) and not processed again; the same id racing on
 two connections is caught in memory. A new message goes through ``handle_inbound`` (commands
-included); once it was accepted its id is recorded, then the client gets ``accepted``.
+included); once it was accepted its id is recorded (also when the connection is killed
+meanwhile: a resend must be a duplicate), then the client gets ``accepted``.
 
 An ack confirms only deliveries of the connection's own conversation: ids this connection
 was sent (once each) or this gateway sent there are confirmed at once, for free; others are
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
+
+import trio
 
 from tidings.channels._gateway_frames import (
     Ack,
@@ -111,9 +114,14 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
         inbound = Inbound(chat_id=conversation.chat_id, sender_id=conn.client, text=frame.text,
                           message_id=frame.id)
         outcome = await gateway.handle_inbound(inbound)
-        await rt.remember_client_message(channel, conversation.key, frame.id,
-                                         session_id=gateway.directory.cached(conversation),
-                                         outcome=outcome)
+        # Accepted (a turn may be running already): its id is remembered even if the
+        # connection is killed now (too slow, shutdown), or the client, never told
+        # ``accepted``, resends it and it runs twice. Bounded: the writer answers every
+        # request.
+        with trio.CancelScope(shield=True):
+            await rt.remember_client_message(channel, conversation.key, frame.id,
+                                             session_id=gateway.directory.cached(conversation),
+                                             outcome=outcome)
     except RuntimeClosedError:
         conn.push(error_frame("shutting_down", "the server is stopping; send it again later",
                               ref=frame.id))
