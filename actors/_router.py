@@ -31,7 +31,7 @@ from tidings.actors._records import (
 )
 from tidings.errors import RouteMismatchError, ValidationError
 
-__all__ = ["BindToken", "Binding", "SessionInteractionRouter"]
+__all__ = ["BindToken", "Binding", "SessionInteractionRouter", "certainly_sync"]
 
 log = logging.getLogger("tidings.router")
 
@@ -181,18 +181,24 @@ class SessionInteractionRouter:
         return max(0.0, expires_at - self._clock())
 
 
+def certainly_sync(fn: Any) -> bool:
+    """Whether *fn* is certainly a plain (sync) function or method, partials unwrapped.
+
+    For ``deliver`` and an agent's ``run``: awaiting what a plain one returns fails every call
+    at run time, naming nothing. Anything else (a callable object, a mock) may be async.
+    """
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return ((inspect.isfunction(fn) or inspect.ismethod(fn))
+            and not inspect.iscoroutinefunction(fn))
+
+
 def _check_not_sync(deliver: Any) -> None:
-    """Refuse a ``deliver`` that is certainly a plain (sync) function or method, partials
-    unwrapped: awaiting what it returns would fail every delivery at send time, naming
-    nothing. Anything else (a callable object, a mock) may be async and is taken."""
-    target = deliver
-    while isinstance(target, functools.partial):
-        target = target.func
-    if ((inspect.isfunction(target) or inspect.ismethod(target))
-            and not inspect.iscoroutinefunction(target)):
+    """Refuse a ``deliver`` that is :func:`certainly_sync`."""
+    if certainly_sync(deliver):
         raise TypeError(f"deliver: a route's deliver must be a coroutine function "
                         f"(async def deliver(outbound)), got the plain function "
-                        f"{getattr(target, '__qualname__', target)!r:.80}")
+                        f"{getattr(deliver, '__qualname__', deliver)!r:.80}")
 
 
 def _attribute(route: Any, name: str) -> object:

@@ -13,6 +13,7 @@ import uuid
 from typing import Any, Literal
 
 from tidings.actors import Outbound, TextBlock
+from tidings.actors._router import certainly_sync
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._command_handler import run_command
 from tidings.channels._commands import parse_command
@@ -54,8 +55,12 @@ class ChannelBase:
         if agent is None:
             agent = load_agent(config.agent, field=f"channels.{config.name}.agent") \
                 if config.agent is not None else EchoAgent()
-        if not callable(getattr(agent, "run", None)):
+        run = getattr(agent, "run", None)
+        if not callable(run):
             raise ValidationError("agent", f"must have an async run(turn) method, got {agent!r}")
+        if certainly_sync(run):  # every turn would fail at its first await, naming nothing
+            raise ValidationError("agent", f"run must be a coroutine function (async def "
+                                           f"run(turn)), got the plain {run!r:.80}")
         self.runtime = runtime
         self.config = config
         self.agent = agent

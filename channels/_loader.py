@@ -6,6 +6,7 @@ import importlib
 import re
 from typing import Any
 
+from tidings.actors._router import certainly_sync
 from tidings.errors import ConfigError
 
 __all__ = ["load_agent", "split_import_path"]
@@ -61,6 +62,10 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
             raise ConfigError(
                 field, f"cannot create {attr_path} with no arguments: {type(exc).__name__}: {exc}",
             ) from exc
-    if not callable(getattr(target, "run", None)):
+    run = getattr(target, "run", None)
+    if not callable(run):
         raise ConfigError(field, f"{path!r} is not an agent: it has no callable 'run'")
+    if certainly_sync(run):
+        raise ConfigError(field, f"{path!r}: run must be a coroutine function "
+                                 f"(async def run(turn)), not a plain one")
     return target

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import pathlib
 import sys
 import textwrap
@@ -30,6 +31,10 @@ class NeedsArgs(Good):
 
 class NotAnAgent:
     pass
+
+class SyncRun:
+    def run(self, turn):
+        return None
 
 class RaisesOnInit(Good):
     def __init__(self):
@@ -85,6 +90,7 @@ def test_bad_paths_are_a_config_error_naming_agent(path: str, message: str) -> N
     ("RaisesOnInit", "cannot create RaisesOnInit with no arguments: RuntimeError: no api key"),
     ("NotAnAgent", "is not an agent"),
     ("value", "is not an agent"),
+    ("SyncRun", "run must be a coroutine function"),
 ])
 def test_bad_targets_are_a_config_error(module: str, attr: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as info:
@@ -102,4 +108,16 @@ def test_a_module_that_fails_at_import_is_a_config_error_with_its_cause(module: 
 def test_a_non_string_path_is_rejected() -> None:
     with pytest.raises(ConfigError, match="must be an import path string") as info:
         load_agent(EchoAgent)  # type: ignore[arg-type]
+    assert info.value.field == "agent"
+
+
+def test_a_channel_refuses_an_agent_whose_run_is_certainly_sync(module: str) -> None:
+    """A plain ``def run`` would fail every turn at its first await ("NoneType can't be used in
+    'await'") after blocking the event loop: refused when the channel is built, by name."""
+    from tidings.channels import ChannelBase, ChannelConfig
+    from tidings.errors import ValidationError
+
+    agent = importlib.import_module(module).SyncRun()
+    with pytest.raises(ValidationError, match="run must be a coroutine function") as info:
+        ChannelBase(None, ChannelConfig(name="ops"), agent=agent)
     assert info.value.field == "agent"
