@@ -4,8 +4,8 @@ A message is refused while the server stops (``shutting_down``). Its client ``id
 up in the conversation's durable record first: a known id is answered ``accepted`` with
 ``duplicate: true`` (and the first outcome) and not processed again; the same id racing on
 two connections is caught in memory. A new message goes through ``handle_inbound`` (commands
-included); once it was accepted its id is recorded (also when the connection is killed
-meanwhile: a resend must be a duplicate), then the client gets ``accepted``.
+included) and, once it was accepted, its id is recorded, as one step that a kill of the
+connection cannot cut in two (a resend must be a duplicate); then the client gets ``accepted``.
 
 An ack confirms only deliveries of the connection's own conversation: ids this connection
 was sent (once each) or this gateway sent there are confirmed at once, for free; others are
@@ -113,12 +113,13 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
             return
         inbound = Inbound(chat_id=conversation.chat_id, sender_id=conn.client, text=frame.text,
                           message_id=frame.id)
-        outcome = await gateway.handle_inbound(inbound)
-        # Accepted (a turn may be running already): its id is remembered even if the
-        # connection is killed now (too slow, shutdown), or the client, never told
-        # ``accepted``, resends it and it runs twice. Bounded: the writer answers every
-        # request.
+        # Accepting it has effects (a turn starts, a command commits) and its id is then
+        # remembered, as one step that a kill of the connection meanwhile (too slow,
+        # shutdown) must not cut in two: the client, never told ``accepted``, would resend it
+        # and it would run twice. Bounded: only store requests (which the writer answers) and
+        # the conversation's lock (held across store requests only) are awaited.
         with trio.CancelScope(shield=True):
+            outcome = await gateway.handle_inbound(inbound)
             await rt.remember_client_message(channel, conversation.key, frame.id,
                                              session_id=gateway.directory.cached(conversation),
                                              outcome=outcome)

@@ -41,3 +41,39 @@ async def test_a_kill_as_the_message_is_accepted_still_remembers_its_id(
     session_id = await rt.conversation_session("gateway", KEY)
     history = await rt.history(session_id)
     assert [m.text for m in history if m.role == "user"] == ["once only"]
+
+
+async def test_a_kill_while_a_command_answers_still_remembers_its_id(
+        rt, serve_gateway, connect, is_frame) -> None:
+    """``/new`` committed its new session, then the connection is killed while the command
+    answers: the resent ``/new`` (never accepted) must be a duplicate, not a third session."""
+    async with serve_gateway(rt) as (gateway, url):
+        async with connect(url, "alpha") as one:  # the conversation's first session
+            await one.message("hello", message_id="msg-0")
+            await _until(one, is_frame("accepted", id="msg-0"))
+        await gateway.wait_idle()
+        first = await rt.conversation_session("gateway", KEY)
+        original = rt.new_conversation_session
+        killed = trio.Event()
+
+        async def new_conversation_session(channel, key):  # type: ignore[no-untyped-def]
+            session_id = await original(channel, key)
+            if not killed.is_set():  # killed by another task once the rebind committed
+                killed.set()
+                for conn in list(gateway.hubs[KEY].connections):
+                    conn.kill(4008, "too slow")
+            return session_id
+
+        rt.new_conversation_session = new_conversation_session  # type: ignore[method-assign]
+        async with connect(url, "alpha") as two:
+            await two.message("/new", message_id="msg-1")
+            with trio.fail_after(10):
+                await killed.wait()
+        second = await rt.conversation_session("gateway", KEY)
+        async with connect(url, "alpha") as three:  # resent: it was never accepted
+            await three.message("/new", message_id="msg-1")
+            [*_, frame] = await _until(three, is_frame("accepted", id="msg-1"))
+        await gateway.wait_idle()
+    assert frame.get("duplicate") is True, frame
+    assert first != second
+    assert await rt.conversation_session("gateway", KEY) == second
