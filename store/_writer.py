@@ -27,6 +27,7 @@ from tidings.store._errors import StoreError, ValidationError
 from tidings.store._ops import Op
 from tidings.store._writer_process import (
     ANSWER_GRACE,
+    RESUME_FRAME,
     SPLIT_AT,
     Answers,
     encode_batch,
@@ -276,9 +277,13 @@ class StoreWriter:
             taken.clear()
             self._record(batch, outcome)
             return
+        assert child.stdin is not None
+        if answers.resume_owed:  # the child skips batches: resume it once they ran here
+            await answers.wait_idle()
+            await child.stdin.send_all(RESUME_FRAME)
+            answers.resume_owed = False
         for half, frame in zip(halves, frames, strict=True):
             assert frame is not None
-            assert child.stdin is not None
             # Not shielded: a child that stopped reading (a lock, a stuck disk) fills the pipe,
             # and the writer must still stop when cancelled. A frame cut short is harmless:
             # nothing is ever sent after it (the cancel leaves _serve_process, which stops the
@@ -306,6 +311,7 @@ class StoreWriter:
         if outcome is None:
             outcome = await self._execute_here(conn, batch)
         self._record(batch, outcome)
+        answers.recorded()
 
     async def _execute_here(self, conn: sqlite3.Connection,
                             batch: list[WriteRequest]) -> BatchOutcome:

@@ -4,7 +4,10 @@ Started by ``_writer_process`` with the database path and ``FULL`` or ``NORMAL``
 connection, says it is ready, then reads batches from stdin and answers each on stdout, in
 order. A frame is a 4-byte big-endian length and a pickle. A batch is a list of requests, each a
 list of ops; the answer is ``(results, errors, merged, statements)``, with each error encoded by
-:func:`encode_error` (``errors`` is ``None`` when every request succeeded). It runs
+:func:`encode_error` (``errors`` is ``None`` when every request succeeded). A batch that will not
+unpickle is answered ``unreadable``, and so is every batch after it (unread, unrun) until the host
+sends :data:`RESUME`: the host commits those batches itself, in order, and resumes the child only
+then, so no later batch can commit here before an earlier one commits there. It runs
 :func:`execute_batch`, the same code the in-process writer runs, so both writers commit the same
 transactions.
 
@@ -30,8 +33,8 @@ from tidings.store._batch import execute_batch
 from tidings.store._connect import connect_writer
 from tidings.store._errors import ConflictError, StoreError
 
-__all__ = ["HEADER", "UNREADABLE", "decode_error", "encode_error", "frame", "main", "read_frame",
-           "write_frame"]
+__all__ = ["HEADER", "RESUME", "UNREADABLE", "decode_error", "encode_error", "frame", "main",
+           "read_frame", "write_frame"]
 
 HEADER = 4
 """Bytes of a frame's big-endian length prefix."""
@@ -39,6 +42,11 @@ HEADER = 4
 UNREADABLE = "unreadable"
 """First item of the answer to a batch the child could not unpickle (nothing of it ran); the
 host then commits that batch on its own connection, where a bad request fails alone."""
+
+RESUME = b""
+"""The payload (never a pickle's) of the frame that ends skipping: after an ``unreadable``
+answer the child answers every later batch ``unreadable`` too, without running it, until this
+frame comes (the host sends it once it has committed the skipped batches itself)."""
 
 
 def encode_error(error: BaseException | None) -> tuple[str, str] | None:
@@ -97,11 +105,19 @@ def serve(path: pathlib.Path, synchronous: Any, requests_in: BinaryIO,
     conn = connect_writer(path, synchronous)
     try:
         write_frame(answers_out, pickle.dumps(("ready", os.getpid())))
+        skipping = False
         while (payload := read_frame(requests_in)) is not None:
+            if payload == RESUME:
+                skipping = False
+                continue
+            if skipping:  # the host commits it, after the unreadable batch before it
+                write_frame(answers_out, pickle.dumps((UNREADABLE, "after an unreadable batch")))
+                continue
             try:
                 requests = pickle.loads(payload)
             except Exception as exc:  # noqa: BLE001 - a value that will not load: the host runs it
                 write_frame(answers_out, pickle.dumps((UNREADABLE, f"{type(exc).__name__}: {exc}")))
+                skipping = True
                 continue
             outcome = execute_batch(conn, requests)
             errors = ([encode_error(error) for error in outcome.errors]

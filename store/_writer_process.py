@@ -13,7 +13,8 @@ Requests whose ops cannot cross a pipe (a :class:`Call` holds a function, or a v
 pickle) run in-process on the writer's own connection, after every batch sent before them has
 been answered, so the order of transactions is the order of batches either way. A batch the
 child cannot unpickle is answered ``unreadable`` (nothing of it ran) and committed in-process
-too, where a bad request fails alone.
+too, where a bad request fails alone; the child then skips (answers ``unreadable``) every later
+batch until the writer, once it has committed all of them here in order, sends ``RESUME``.
 """
 
 from __future__ import annotations
@@ -31,21 +32,24 @@ import trio
 from tidings.store._batch import BatchOutcome
 from tidings.store._errors import StoreError
 from tidings.store._ops import Call
-from tidings.store._writer_child import HEADER, UNREADABLE, decode_error, frame
+from tidings.store._writer_child import HEADER, RESUME, UNREADABLE, decode_error, frame
 
 if TYPE_CHECKING:
     import pathlib
 
     from tidings.store._writer import WriteRequest
 
-__all__ = ["ANSWER_GRACE", "SPLIT_AT", "Answers", "child_command", "encode_batch", "open_child",
-           "unknown_outcome"]
+__all__ = ["ANSWER_GRACE", "RESUME_FRAME", "SPLIT_AT", "Answers", "child_command",
+           "encode_batch", "open_child", "unknown_outcome"]
 
 SPLIT_AT = 8
 """An idle child's first batch of at least this many requests is sent as two halves."""
 
 ANSWER_GRACE = 10.0
 """Seconds a stopping writer waits for the answers of batches the child already has."""
+
+RESUME_FRAME = frame(RESUME)
+"""Ends the child's skipping after an ``unreadable`` answer (see ``_writer_child``)."""
 
 def child_command(path: pathlib.Path, synchronous: str) -> tuple[list[str], dict[str, str]]:
     """The child's argv and environment: this interpreter, this ``sys.path``."""
@@ -75,12 +79,17 @@ def encode_batch(requests: Sequence[WriteRequest]) -> bytes | None:
 
 
 class Answers:
-    """Reads the child's answers, in the order the batches were sent."""
+    """Reads the child's answers, in the order the batches were sent.
+
+    ``resume_owed``: the child answered a batch ``unreadable`` and now skips every batch until
+    it is sent ``RESUME_FRAME``, which the writer must send only once it is idle.
+    """
 
     def __init__(self, stream: trio.abc.ReceiveStream) -> None:
         self._stream = stream
         self._buffer = bytearray()
         self.pending: collections.deque[list[WriteRequest]] = collections.deque()
+        self.resume_owed = False
         self._idle = trio.Event()
         self._idle.set()
 
@@ -90,8 +99,14 @@ class Answers:
             self._idle = trio.Event()
 
     async def wait_idle(self) -> None:
-        """Until every sent batch has been answered."""
+        """Until every sent batch has been answered and recorded (:meth:`recorded`): one the
+        child could not read has then committed here too."""
         await self._idle.wait()
+
+    def recorded(self) -> None:
+        """The batch :meth:`next` gave has been recorded (sync)."""
+        if not self.pending:
+            self._idle.set()
 
     async def wait_ready(self) -> int:
         """Until the child has opened its connection; returns its pid. Raises
@@ -104,14 +119,14 @@ class Answers:
 
     async def next(self) -> tuple[list[WriteRequest], BatchOutcome | None]:
         """The oldest pending batch and its outcome; ``None`` when the child could not read
-        the batch (nothing of it ran: commit it in-process). Raises :class:`StoreError` if the
-        child's output ends first (it died: the batch may or may not have committed)."""
+        the batch (nothing of it ran: commit it in-process, then call :meth:`recorded`, as
+        after any answer). Raises :class:`StoreError` if the child's output ends first (it died:
+        the batch may or may not have committed)."""
         payload = await self._next_frame()
         batch = self.pending.popleft()
         answer = pickle.loads(payload)
-        if not self.pending:
-            self._idle.set()
         if answer[0] == UNREADABLE:
+            self.resume_owed = True
             return batch, None
         results, errors, merged, statements = answer
         decoded = ([None] * len(batch) if errors is None
