@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from tidings.store._errors import ConflictError, StoreError
-from tidings.store._ops import Op, run_request
+from tidings.store._ops import Call, Op, run_request
 
 __all__ = ["BatchOutcome", "execute_batch", "plan_segments"]
 
@@ -166,7 +166,7 @@ def execute_batch(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]) ->
     except Exception as exc:  # noqa: BLE001 - any failure sends the batch to the isolated path
         _rollback(conn)
         if n == 1:
-            return BatchOutcome([None], [map_error(exc)], merged=True)
+            return BatchOutcome([None], [_request_error(exc, requests[0])], merged=True)
     else:
         return BatchOutcome(list(results), [None] * n, merged=True, statements=statements)
     return _execute_isolated(conn, requests)
@@ -199,18 +199,32 @@ def _execute_isolated(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]
                 results[r] = run_request(conn, ops)
             except Exception as exc:  # noqa: BLE001 - the request fails alone, whatever it raised
                 conn.execute("ROLLBACK TO request")
-                errors[r] = map_error(exc)
+                errors[r] = _request_error(exc, ops)
             conn.execute("RELEASE request")
         conn.execute("COMMIT")
     except Exception as exc:  # noqa: BLE001 - the commit itself failed: every request fails
         _rollback(conn)
-        return BatchOutcome([None] * n, [map_error(exc) for _ in range(n)], merged=False)
+        return BatchOutcome([None] * n, [_request_error(exc, ops) for ops in requests],
+                            merged=False)
     return BatchOutcome(results, errors, merged=False, statements=sum(map(len, requests)))
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         conn.execute("ROLLBACK")
+
+
+def _request_error(exc: Exception, ops: Sequence[Op]) -> BaseException:
+    """:func:`map_error` for a write request that failed. Only a :class:`Call` can raise on
+    purpose; in a request without one, whatever else was raised came from the driver or an op
+    (``OverflowError`` for an integer SQLite cannot store, ``UnicodeEncodeError`` for a lone
+    surrogate) and is a :class:`StoreError`, as :meth:`Store.commit` documents and as the
+    writer process answers it (it sends errors as their class name and text)."""
+    error = map_error(exc)
+    if error is exc and not any(isinstance(op, Call) for op in ops):
+        error = StoreError(f"{type(exc).__name__}: {exc}")
+        error.__cause__ = exc
+    return error
 
 
 def map_error(exc: Exception) -> BaseException:
