@@ -277,10 +277,9 @@ class StoreWriter:
             taken.clear()
             self._record(batch, outcome)
             return
-        assert child.stdin is not None
         if answers.resume_owed:  # the child skips batches: resume it once they ran here
             await answers.wait_idle()
-            await child.stdin.send_all(RESUME_FRAME)
+            await _send(child, RESUME_FRAME)
             answers.resume_owed = False
         for half, frame in zip(halves, frames, strict=True):
             assert frame is not None
@@ -290,7 +289,7 @@ class StoreWriter:
             # child), so the child never reads it whole and never runs it, and its requests,
             # still in *taken*, are answered not committed. The pipe's send_all only raises
             # before its last byte is written (test_writer_stuck_child pins this).
-            await child.stdin.send_all(frame)
+            await _send(child, frame)
             answers.sent(half)  # no checkpoint since the last byte: a whole frame is owed
             del taken[:len(half)]
 
@@ -346,6 +345,20 @@ class StoreWriter:
 def _not_committed(requests: list[WriteRequest]) -> None:
     for request in requests:
         request.finish(None, StoreError("the writer stopped before this write committed"))
+
+
+async def _send(child: trio.Process, data: bytes) -> None:
+    """Write *data* to the child's input. A broken pipe means the child is gone: its output
+    ends too, and the task reading its answers fails the writer with the error that says so
+    ("the writer process exited ..."). Wait for that (bounded) rather than raise a second,
+    bare ``BrokenResourceError`` beside it, which made the two a group of errors."""
+    assert child.stdin is not None
+    try:
+        await child.stdin.send_all(data)
+    except trio.BrokenResourceError as exc:
+        with trio.move_on_after(ANSWER_GRACE):
+            await trio.sleep_forever()  # cancelled when the reader's error ends the writer
+        raise StoreError("the writer process stopped reading its input") from exc
 
 
 def _stop_child(child: trio.Process) -> None:
