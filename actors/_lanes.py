@@ -131,6 +131,7 @@ class Dispatcher:
         self._idle.set()
         self._janitor_wake: trio.Event | None = None  # set while the janitor waits for a park
         self._worker = LaneWorker(self)
+        router.add_bind_listener(self._rebound)
 
     # --- wiring --------------------------------------------------------------------------------
 
@@ -384,6 +385,13 @@ class Dispatcher:
             lane = self.lanes.get(session_id)
             if lane is not None:
                 lane.room()
+
+    def _rebound(self, session_id: str) -> None:
+        """Router bind listener (sync): a lane waiting for room in the ack window looks at the
+        new route's window (wider, or none), which only an ack would otherwise make it do."""
+        lane = self.lanes.get(session_id)
+        if lane is not None:
+            lane.room()
 
     def _acked_lane(self, delivery_id: str) -> Lane | None:
         item = self.registry.get(delivery_id)
