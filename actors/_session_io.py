@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tidings.actors._blocks import TextBlock, check_json_object, check_text
 from tidings.actors._handle import DeliveryHandle
 from tidings.actors._pipeline import DeliveryRequest, new_id
+from tidings.actors._status import check_id
 from tidings.errors import ValidationError
 from tidings.store import append_user_message, session_has_turns
 
@@ -36,10 +37,12 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
 
     Raises:
       TypeError: *text* is not a string.
-      ValidationError: ``kind`` or ``metadata`` is bad, or *text* is not valid Unicode.
+      ValidationError: ``session_id`` is not a non-empty string, ``kind`` or ``metadata`` is
+        bad, or *text* is not valid Unicode.
       SessionNotFoundError: no such session.
       RuntimeClosedError: the runtime is stopping.
     """
+    check_id("session_id", session_id)
     _check_text(text)
     if kind not in _NOTICE_KINDS:
         raise ValidationError("kind", f"must be one of {', '.join(_NOTICE_KINDS)}, got {kind!r}")
@@ -57,7 +60,11 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
 async def record_user_message(rt: Runtime, session_id: str, text: str, *,
                               turn_id: str | None = None) -> str:
     """Append the user's *text* to the session's history (role ``user``); return the history
-    message id. Raises like :func:`notify`."""
+    message id. Raises like :func:`notify`, and :class:`ValidationError` naming ``turn_id``
+    unless it is None or a non-empty string (it is stored as the row's turn)."""
+    check_id("session_id", session_id)
+    if turn_id is not None:
+        check_id("turn_id", turn_id)
     _check_text(text)
     rt.check_open()
     await rt.session(session_id)
@@ -70,5 +77,7 @@ async def record_user_message(rt: Runtime, session_id: str, text: str, *,
 
 async def has_turns(rt: Runtime, session_id: str, *, excluding: Iterable[str] = ()) -> bool:
     """Whether a turn other than those in *excluding* was ever begun in the session (read
-    from the database: it survives restarts). *excluding* is copied before the read."""
+    from the database: it survives restarts). *excluding* is copied before the read. Raises
+    :class:`ValidationError` naming ``session_id`` unless it is a non-empty string."""
+    check_id("session_id", session_id)
     return await rt.store.read(session_has_turns, session_id, frozenset(excluding))
