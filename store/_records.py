@@ -165,7 +165,8 @@ def _thaw(value: Any) -> Any:
 
 @attrs.frozen
 class SessionRecord:
-    """A session: who it belongs to, its parent (child sessions), its state and last seq."""
+    """A session: who it belongs to, its parent (child sessions), its state and last seq, and
+    the ``metadata`` given to ``create_session`` (read-only, as stored; ``{}`` when none)."""
 
     session_id: str
     core_id: str
@@ -175,10 +176,12 @@ class SessionRecord:
     state: str
     last_seq: int
     created_at: float
+    metadata: Mapping[str, Any] = attrs.field(factory=lambda: MappingProxyType({}))
 
     COLUMNS = ("session_id, core_id, channel, conversation_key, parent_session_id, state, "
-               "last_seq, created_at")
+               "last_seq, created_at, metadata")
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> SessionRecord:
-        return cls(*row)
+        *fields, metadata = row
+        return cls(*fields, frozen_json(metadata))
