@@ -138,7 +138,11 @@ class LaneWorker:
         registry = self.dispatcher.registry
         for row in rows:
             live = registry.get(row.delivery_id)
-            if live is None:  # registered: a repeated key or an ack finds this very item
+            # Registered: a repeated key or an ack finds this very item. Unless it has ended
+            # (a re-queued row, delivered again): a fresh item, or its old outcome would pass
+            # for an ack that came while deliver() ran, and the row would never join the
+            # ack window (nor be abandoned with it).
+            if live is None or live.status in TERMINAL:
                 live = item_from_row(row)
                 registry.add(live)
             elif not live.seq:  # its send has not heard of its commit yet: same delivery
