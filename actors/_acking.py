@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from tidings.actors._lanes import check_delivery_ids
 from tidings.actors._outbound import build_outbound, item_from_row
 from tidings.actors._policy import KINDS
 from tidings.actors._records import Outbound
@@ -79,8 +80,9 @@ class AckingSupport:
     async def requeue(self, session_id: str, delivery_ids: Iterable[str]) -> list[str]:
         """Hand rows of *session_id* that are ``unknown`` or ``unrouted`` back to its lane
         (``queued``, delivered again in seq order). Only a reconciling channel whose client
-        provably lacks them may ask. Returns the ids that moved."""
-        ids = list(dict.fromkeys(delivery_ids))
+        provably lacks them may ask. Returns the ids that moved. Raises as
+        :func:`~tidings.actors._lanes.check_delivery_ids` does."""
+        ids = check_delivery_ids(delivery_ids)
         if not ids:
             return []
         now = self.store.clock()

@@ -27,13 +27,31 @@ import trio
 from tidings.actors._handle import DeliveryItem, HandleRegistry, describe_error, outcome_of
 from tidings.actors._lane_actor import RETIRE, WAKE, LaneWorker
 from tidings.actors._router import SessionInteractionRouter
-from tidings.errors import MailboxClosedError, TidingsError
+from tidings.actors._status import check_id
+from tidings.errors import MailboxClosedError, TidingsError, ValidationError
 from tidings.store import Store, transition
 from tidings.supervisor import ChildSpec, Supervisor
 
-__all__ = ["DispatchStatistics", "Dispatcher", "Lane", "describe_error", "outcome_of"]
+__all__ = ["DispatchStatistics", "Dispatcher", "Lane", "check_delivery_ids", "describe_error",
+           "outcome_of"]
 
 log = logging.getLogger("tidings.dispatch")
+
+
+def check_delivery_ids(values: Iterable[str]) -> list[str]:
+    """*values* as a list of delivery ids, repeats dropped, or an error naming
+    ``delivery_ids``: a lone string (it would be read as its characters) or an id that is not
+    a non-empty string is a :class:`ValidationError`, something not iterable a ``TypeError``.
+    Checked before anything is written."""
+    if isinstance(values, str | bytes):
+        raise ValidationError("delivery_ids",
+                              f"must be a list of delivery ids, not the string {values!r:.80}")
+    try:
+        given = list(values)
+    except TypeError:
+        raise TypeError(f"delivery_ids must be a list of delivery ids, got "
+                        f"{type(values).__name__}") from None
+    return list(dict.fromkeys(check_id("delivery_ids", value) for value in given))
 
 
 class Lane:
@@ -328,9 +346,9 @@ class Dispatcher:
 
         Accepts rows still ``sending`` (unacked) or already ``unknown`` (a dropped connection
         or a restart); returns the ids that moved. Frees room in their lanes' ack windows.
-        Always a checkpoint.
+        Always a checkpoint. Raises as :func:`check_delivery_ids` does.
         """
-        ids = list(dict.fromkeys(delivery_ids))
+        ids = check_delivery_ids(delivery_ids)
         if not ids:
             await trio.lowlevel.checkpoint()
             return []
@@ -350,8 +368,9 @@ class Dispatcher:
     async def abandon_unacked(self, session_id: str) -> list[str]:
         """The acking route of *session_id* lost its connection: its unacked rows become
         ``unknown`` (the client may or may not have them; it resolves them when it returns).
-        Returns their ids. Always a checkpoint."""
-        lane = self.lanes.get(session_id)
+        Returns their ids. Always a checkpoint. Raises :class:`ValidationError` naming
+        ``session_id`` if it is not a non-empty string."""
+        lane = self.lanes.get(check_id("session_id", session_id))
         ids = list(lane.unacked) if lane is not None else []
         if not ids:
             await trio.lowlevel.checkpoint()
