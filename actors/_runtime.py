@@ -134,8 +134,9 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
 
     async def session(self, session_id: str) -> SessionRecord:
         """The session record as stored now (``state`` and ``last_seq`` change, so it is read
-        every time). Raises :class:`SessionNotFoundError` (a ``LookupError``)."""
-        record = await self.store.read(queries.session, session_id)
+        every time). Raises :class:`SessionNotFoundError` (a ``LookupError``), and
+        :class:`ValidationError` for an id that is not a non-empty string."""
+        record = await self.store.read(queries.session, check_id("session_id", session_id))
         if record is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return record
@@ -151,7 +152,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         sets the turn's default (a request overrides it). Serial turns of one session run one
         at a time: a second one waits until the first has ended (one opened inside another in
         the same task raises :class:`ValidationError` on ``mode``); parallel and background
-        turns never wait.
+        turns never wait. A ``turn_id`` another turn already has raises
+        :class:`ValidationError` on ``turn_id`` (that turn is left alone).
         """
         return open_turn(self, session_id, slot=slot, mode=mode, history_policy=history_policy,
                          message_id=message_id, turn_id=turn_id)

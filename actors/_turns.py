@@ -21,8 +21,9 @@ from tidings.actors._pipeline import new_id
 from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_mode_allows
 from tidings.actors._records import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
 from tidings.actors._sdk import OutputSDK
+from tidings.actors._status import check_id
 from tidings.actors._tasks import SHUTDOWN_REASON
-from tidings.errors import RuntimeClosedError, StoreClosedError, ValidationError
+from tidings.errors import ConflictError, RuntimeClosedError, StoreClosedError, ValidationError
 from tidings.store import Op, Store, begin_turn, end_turn
 
 if TYPE_CHECKING:
@@ -144,6 +145,8 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
     """See :meth:`Runtime.open_turn`. A serial turn first waits for the session's running
     serial turn, if any, to end (see :func:`_serial_slot`)."""
     output_policy, input_policy = turn_policies(slot, mode, history_policy)
+    if turn_id is not None:
+        check_id("turn_id", turn_id)
     runtime.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await runtime.session(session_id)
     runtime.check_open()
@@ -154,11 +157,18 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                           output_policy=output_policy, input_policy=input_policy)
         store = runtime.store
         status, error = "completed", None
+        ours = True  # whether the turns row may be this call's (then its end closes it)
         try:
             # Inside the try: a caller cancelled while the begin is in flight leaves it to commit,
             # and the end (queued behind it, shielded) still closes the row.
-            await store.commit(begin_turn(ctx.turn_id, session_id=session_id, slot=slot,
-                                          mode=mode, now=store.clock(), message_id=message_id))
+            try:
+                await store.commit(begin_turn(ctx.turn_id, session_id=session_id, slot=slot,
+                                              mode=mode, now=store.clock(),
+                                              message_id=message_id))
+            except ConflictError:  # the id is another turn's: its row is not ours to end
+                ours = False
+                raise ValidationError("turn_id", f"a turn with id {ctx.turn_id!r} already "
+                                                 f"exists") from None
             with ctx.cancel_scope:
                 yield ctx
             if ctx.cancel_scope.cancelled_caught:
@@ -176,9 +186,11 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
             raise
         finally:
             ctx.closed = True
-            with trio.CancelScope(shield=True):  # the writer answers every request, even stopping
-                await _record_end(store, ctx.turn_id, end_turn(
-                    ctx.turn_id, status=status, now=store.clock(), reason=ctx.reason, error=error))
+            if ours:
+                with trio.CancelScope(shield=True):  # the writer answers every request, even
+                    await _record_end(store, ctx.turn_id, end_turn(  # stopping
+                        ctx.turn_id, status=status, now=store.clock(), reason=ctx.reason,
+                        error=error))
 
 
 @asynccontextmanager

@@ -122,3 +122,41 @@ async def test_a_serial_turn_inside_a_serial_turn_of_its_session_is_refused(rt) 
         with pytest.raises(ValidationError, match="already open"):
             async with rt.open_turn(session_id):
                 pass
+
+
+async def test_a_turn_id_already_in_use_is_refused_and_leaves_the_live_turn_alone(
+        rt, db_path) -> None:
+    """A host that reuses a running turn's id: the second ``open_turn`` fails naming
+    ``turn_id``, and the live turn's row is not ended for it (it was marked ``failed`` by the
+    failed call's end write, and the live turn's real end was then lost)."""
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id, mode="parallel", turn_id="T1") as ctx:
+        with pytest.raises(ValidationError) as caught:
+            async with rt.open_turn(session_id, mode="parallel", turn_id="T1"):
+                pass  # never entered
+        assert caught.value.field == "turn_id"
+        assert rows(db_path, "SELECT status FROM turns WHERE turn_id = 'T1'") == [("running",)]
+        await ctx.output.send_text("still mine")
+    assert rows(db_path, "SELECT status FROM turns WHERE turn_id = 'T1'") == [("completed",)]
+
+
+async def _enter(rt, session_id, **options) -> None:
+    async with rt.open_turn(session_id, **options):
+        pass
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda rt, sid: rt.session([1]), "session_id"),
+    (lambda rt, sid: rt.session(5), "session_id"),
+    (lambda rt, sid: _enter(rt, [1]), "session_id"),
+    (lambda rt, sid: _enter(rt, sid, turn_id=5), "turn_id"),
+    (lambda rt, sid: _enter(rt, sid, turn_id=""), "turn_id"),
+])
+async def test_ids_that_are_not_strings_are_refused_by_name(rt, db_path, call, field) -> None:
+    """They reached SQLite (a bare StoreError, "Error binding parameter"), or were stored as
+    the text of a number."""
+    session_id = await rt.create_session(channel="web")
+    with pytest.raises(ValidationError) as caught:
+        await call(rt, session_id)
+    assert caught.value.field == field
+    assert rows(db_path, "SELECT count(*) FROM turns") == [(0,)]
