@@ -80,9 +80,15 @@ class AckingSupport:
     async def requeue(self, session_id: str, delivery_ids: Iterable[str]) -> list[str]:
         """Hand rows of *session_id* that are ``unknown`` or ``unrouted`` back to its lane
         (``queued``, delivered again in seq order). Only a reconciling channel whose client
-        provably lacks them may ask. Returns the ids that moved. Raises as
-        :func:`~tidings.actors._lanes.check_delivery_ids` does."""
+        provably lacks them may ask. An id of another session's row is not moved: that
+        session's channel did not ask, and this session's lane is the one kicked. Returns the
+        ids that moved. Raises as :func:`~tidings.actors._lanes.check_delivery_ids` does."""
         ids = check_delivery_ids(delivery_ids)
+        theirs: set[str] = set()
+        for start in range(0, len(ids), _PAGE):
+            theirs.update(await self.store.read(acking.session_deliveries, session_id,
+                                                ids[start:start + _PAGE]))
+        ids = [delivery_id for delivery_id in ids if delivery_id in theirs]
         if not ids:
             return []
         now = self.store.clock()

@@ -15,7 +15,7 @@ from tidings.store._ops import Call
 from tidings.store._records import OutboxRow
 
 __all__ = ["client_message", "conversation_deliveries", "ids_through", "last_handed_seq",
-           "remember_client_message", "rows_after", "session_last_seq"]
+           "remember_client_message", "rows_after", "session_deliveries", "session_last_seq"]
 
 
 def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
@@ -40,6 +40,19 @@ def conversation_deliveries(conn: sqlite3.Connection, core_id: str, channel: str
         "JOIN sessions AS s ON s.session_id = o.session_id "
         "WHERE s.core_id = ? AND s.channel = ? AND s.conversation_key = ?",
         (*delivery_ids, core_id, channel, conversation_key))]
+
+
+def session_deliveries(conn: sqlite3.Connection, session_id: str,
+                       delivery_ids: Sequence[str]) -> list[str]:
+    """Those of *delivery_ids* that are deliveries of *session_id*, in one read whatever their
+    number (a row's session never changes, so the answer stays true)."""
+    if not delivery_ids:
+        return []
+    values = ",".join(["(?)"] * len(delivery_ids))
+    return [row[0] for row in conn.execute(
+        f"SELECT o.delivery_id FROM (VALUES {values}) AS v "
+        "JOIN outbox AS o ON o.delivery_id = v.column1 WHERE o.session_id = ?",
+        (*delivery_ids, session_id))]
 
 
 def rows_after(conn: sqlite3.Connection, session_id: str, after_seq: int, limit: int, *,
