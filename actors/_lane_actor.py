@@ -173,6 +173,11 @@ class LaneWorker:
             if claimed is None:
                 return
             binding, attempt = claimed
+        # The last bind wins: a re-bind while the claim was written (or, for a row claimed as
+        # it was written, before the lane took it) replaced the route the claim read, and
+        # the platform I/O has not started. With no route left, the claimed one still gets
+        # it (``sending`` cannot become ``unrouted``), as would a deliver() already running.
+        binding = self.router.binding(item.session_id) or binding
         outbound, _ = build_outbound(item, binding.capabilities, attempt=attempt)
         lane.delivering = True
         sup = self.dispatcher.supervisor

@@ -11,6 +11,9 @@ from __future__ import annotations
 import pathlib
 
 import trio
+import trio.testing
+
+from tidings.testing import MemoryRoute, writer_gate
 
 from .conftest import rows
 
@@ -44,3 +47,51 @@ async def test_requeue_moves_only_rows_of_the_session_it_names(rt, db_path) -> N
         assert await rt.requeue(mine, [handle.delivery_id]) == []
     assert _row(db_path, handle.delivery_id)[0] == "unrouted"
     assert _events(db_path, handle.delivery_id) == ["delivery.queued", "delivery.unrouted"]
+
+
+async def test_a_delivery_claimed_as_written_goes_to_the_route_bound_when_it_is_delivered(
+        rt, db_path) -> None:
+    """The last bind wins: a send written already claimed (its session was idle) while route
+    A was bound, and re-bound to route B before that write committed, is delivered to B, the
+    route bound to its session when its platform I/O starts, not to the replaced A."""
+    session_id = await rt.create_session(channel="web")
+    old, new = MemoryRoute(), MemoryRoute()
+    rt.router.bind(session_id, old)
+    handles = {}
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
+                async def send() -> None:
+                    handles["x"] = await ctx.output.send_text("x")
+
+                nursery.start_soon(send)
+                await trio.testing.wait_all_tasks_blocked()  # x's write waits behind the gate
+                rt.router.bind(session_id, new)
+                gate.release()
+            assert await handles["x"].wait() == "delivered"
+    assert [o.text for o in new.delivered] == ["x"]
+    assert old.attempted == []
+
+
+async def test_a_delivery_claimed_by_its_lane_goes_to_the_route_bound_when_it_is_delivered(
+        rt, db_path) -> None:
+    """As above for a delivery its lane claims (the session was busy): a re-bind while the
+    claim is being written sends it to the new route."""
+    session_id = await rt.create_session(channel="web")
+    old, new = MemoryRoute(), MemoryRoute()
+    old.stall()
+    rt.router.bind(session_id, old)
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            first = await ctx.output.send_text("first")
+            await old.wait_attempted(1)  # the lane is inside deliver(first)
+            second = await ctx.output.send_text("second")  # queued behind it
+            async with writer_gate(rt.store) as gate:
+                old.release()  # first's sent and second's claim queue behind the gate
+                await trio.testing.wait_all_tasks_blocked()
+                rt.router.bind(session_id, new)
+                gate.release()
+            assert await first.wait() == "delivered"
+            assert await second.wait() == "delivered"
+    assert [o.text for o in old.delivered] == ["first"]
+    assert [o.text for o in new.delivered] == ["second"]
