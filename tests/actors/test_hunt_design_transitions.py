@@ -95,3 +95,29 @@ async def test_a_delivery_claimed_by_its_lane_goes_to_the_route_bound_when_it_is
             assert await second.wait() == "delivered"
     assert [o.text for o in old.delivered] == ["first"]
     assert [o.text for o in new.delivered] == ["second"]
+
+
+async def test_terminal_rows_do_not_move_again_through_the_public_calls(rt, db_path) -> None:
+    """``sent`` and ``failed`` never change: confirm, requeue and abandon_unacked leave them
+    (and their work items and events) as they are. A pinning test: it passed before."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute(fail=lambda outbound: RuntimeError("boom") if outbound.text == "bad"
+                        else None)
+    rt.router.bind(session_id, route)
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            good = await ctx.output.send_text("good")
+            bad = await ctx.output.send_text("bad")
+            assert await good.wait() == "delivered"
+            assert await bad.wait() == "failed"
+        ids = [good.delivery_id, bad.delivery_id]
+        before = {i: (_row(db_path, i), _events(db_path, i)) for i in ids}
+        assert before[good.delivery_id] == (("sent", "completed", 1), [
+            "delivery.queued", "delivery.sending", "delivery.sent"])
+        assert before[bad.delivery_id] == (("failed", "failed", 1), [
+            "delivery.queued", "delivery.sending", "delivery.failed"])
+        assert await rt.confirm(ids) == []
+        assert await rt.requeue(session_id, ids) == []
+        assert await rt.abandon_unacked(session_id) == []
+        assert await rt.confirm_through(session_id, 10) == []
+    assert {i: (_row(db_path, i), _events(db_path, i)) for i in ids} == before
