@@ -15,7 +15,7 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -154,11 +154,14 @@ class DeliveryPipeline:
         self._pending_keys: dict[tuple[str, str], _KeyedSend] = {}
         self._writing: collections.Counter[str] = collections.Counter()
 
-    async def enqueue(self, request: DeliveryRequest) -> DeliveryHandle:
+    async def enqueue(self, request: DeliveryRequest,
+                      check: Callable[[], None] | None = None) -> DeliveryHandle:
         """Write *request*; return its handle once the intent is durable.
 
         With an ``idempotency_key`` already used in the session, return the original delivery
-        and write nothing. Raises :class:`StoreError` subclasses if the write fails.
+        and write nothing. *check* (sync) runs after the last await before the write and may
+        raise to refuse it: the caller's turn may have ended while the key was looked up.
+        Raises :class:`StoreError` subclasses if the write fails.
         """
         key = request.idempotency_key
         session_id = request.session_id
@@ -166,6 +169,8 @@ class DeliveryPipeline:
             existing = await self._existing(session_id, key)
             if existing is not None:
                 return existing
+        if check is not None:
+            check()
         # No checkpoint from here to the registration of the key: a concurrent send of the
         # same key finds this one pending and waits for it instead of writing a second row.
         item, ops = self._build(request)

@@ -268,7 +268,9 @@ class OutputSDK:
             history_text=history_text, history_kind=history_kind, metadata=metadata,
             failure_history_text=failure_history_text, idempotency_key=idempotency_key,
             artifacts=artifacts)
-        return await turn.runtime.pipeline.enqueue(request)
+        # Again after the awaits above (paths, a key's lookup): a turn that ended meanwhile
+        # may not have this row written after its end (a next serial turn may have begun).
+        return await turn.runtime.pipeline.enqueue(request, check=turn.check_open)
 
     async def _resolve(self, parts: Sequence[ContentBlock | _Media], history_text: str | None
                        ) -> tuple[tuple[ContentBlock, ...], list[ArtifactRecord]]:
