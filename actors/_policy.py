@@ -46,14 +46,18 @@ def resolve_policy(*, write_history: bool | None, history_policy: str | None,
                    default: HistoryPolicy, visible: bool) -> HistoryPolicy:
     """The effective policy of one request, after the visibility rule.
 
-    ``history_policy`` wins; else ``write_history=True`` is ``persist`` and ``False`` is
-    ``transient``; else the slot's *default*. ``visible=False`` with ``transient`` has no effect
+    ``history_policy`` wins (``write_history=True`` with ``transient`` contradicts it and is
+    rejected); else ``write_history=True`` is ``persist`` and ``False`` is ``transient``; else
+    the slot's *default*. ``visible=False`` with ``transient`` has no effect
     at all and is rejected. A flag that is not a real bool raises :class:`NotABoolError` naming it.
     """
     check_flag("write_history", write_history, optional=True)
     check_flag("visible", visible)
     if history_policy is not None:
         policy = check_policy(history_policy)
+        if write_history is True and policy == "transient":  # one asks for a row, one for none
+            raise ValidationError("write_history", "write_history=True asks for history and "
+                                                   "history_policy='transient' for none")
     elif write_history is not None:
         policy = "persist" if write_history else "transient"
     else:

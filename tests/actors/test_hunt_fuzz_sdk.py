@@ -353,6 +353,8 @@ def model(call: Call, defaults: dict[str, str], mode: str, route: str,
         policy = history_policy if history_policy in POLICIES else None
         if policy is None:
             stage2.add((ValidationError, "history_policy"))
+        elif policy == "transient" and write_history is True:  # contradictory: refused
+            stage2.add((ValidationError, "write_history"))
     elif write_history is not None:
         policy = "persist" if write_history is True else "transient"
     else:

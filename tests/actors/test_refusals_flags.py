@@ -61,3 +61,21 @@ async def test_real_bools_are_still_taken(rt) -> None:
         await ctx.output.send("noted", kind="progress", write_history=False, visible=True)
     assert [m.text for m in await rt.history(session_id, model_context=False)] == [
         "kept", "hidden"]
+
+
+async def test_write_history_true_with_a_transient_policy_is_refused(rt, db_path) -> None:
+    """``write_history=True`` asks for a history row and ``history_policy="transient"`` for
+    none: the policy won silently and nothing was remembered. The other combinations stay:
+    ``False`` with a history policy is that policy (DESIGN.md), ``True`` with ``persist`` or
+    ``model_hidden`` agrees."""
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, MemoryRoute())
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send_text("x", write_history=True, history_policy="transient")
+        assert caught.value.field == "write_history"
+        assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+        await ctx.output.send_text("a", write_history=False, history_policy="persist")
+        await ctx.output.send_text("b", write_history=True, history_policy="model_hidden")
+    assert [(m.text, m.model_visible) for m in await rt.history(session_id)] == [
+        ("a", True), ("b", False)]
