@@ -5,6 +5,9 @@ from __future__ import annotations
 import pathlib
 import sqlite3
 
+import tidings
+from tidings.testing import MemoryRoute
+
 
 def rows(db_path: pathlib.Path, sql: str, *params: object) -> list[tuple]:
     """Read the database directly (what an operator would see), outside the runtime."""
@@ -13,3 +16,24 @@ def rows(db_path: pathlib.Path, sql: str, *params: object) -> list[tuple]:
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
+
+
+async def leave_a_queued_row(db_path: pathlib.Path, workspace: pathlib.Path
+                             ) -> tuple[str, str]:
+    """A runtime that stops with one row ``sending`` (its route stalled) and one ``queued``
+    behind it: text ``b``, metadata ``{"m": 1}``, idempotency key ``k``. Returns the session
+    and the queued row's id."""
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as first:
+        session_id = await first.create_session(channel="web")
+        route = MemoryRoute()
+        route.stall()
+        first.router.bind(session_id, route)
+        async with first.open_turn(session_id) as ctx:
+            await ctx.output.send_text("a")
+            await route.wait_attempted(1)
+            queued = await ctx.output.send_text("b", delivery_metadata={"m": 1},
+                                                idempotency_key="k")
+        queued_id = queued.delivery_id
+    [(status,)] = rows(db_path, "SELECT status FROM outbox WHERE delivery_id = ?", queued_id)
+    assert status == "queued"
+    return session_id, queued_id

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pathlib
-
 import pytest
 import trio
 
@@ -12,27 +10,7 @@ from tidings.actors import TextBlock
 from tidings.errors import ValidationError
 from tidings.testing import MemoryRoute
 
-from .conftest import rows
-
-
-async def _leave_a_queued_row(db_path: pathlib.Path, workspace: pathlib.Path
-                              ) -> tuple[str, str]:
-    """A runtime that stops with one row ``sending`` (its route stalled) and one ``queued``
-    behind it: text ``b``, metadata ``{"m": 1}``, key ``k``. Returns the session and its id."""
-    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as first:
-        session_id = await first.create_session(channel="web")
-        route = MemoryRoute()
-        route.stall()
-        first.router.bind(session_id, route)
-        async with first.open_turn(session_id) as ctx:
-            await ctx.output.send_text("a")
-            await route.wait_attempted(1)
-            queued = await ctx.output.send_text("b", delivery_metadata={"m": 1},
-                                                idempotency_key="k")
-        queued_id = queued.delivery_id
-    [(status,)] = rows(db_path, "SELECT status FROM outbox WHERE delivery_id = ?", queued_id)
-    assert status == "queued"
-    return session_id, queued_id
+from .conftest import leave_a_queued_row, rows
 
 
 async def test_a_repeated_key_before_recovery_delivers_the_row_as_written(
@@ -40,7 +18,7 @@ async def test_a_repeated_key_before_recovery_delivers_the_row_as_written(
     """The host retries its send after its crash (the key finds the queued row), then asks
     for recovery: the route gets the row's own blocks and metadata, not a blank copy."""
     with trio.fail_after(30):  # hang guard
-        session_id, queued_id = await _leave_a_queued_row(db_path, workspace)
+        session_id, queued_id = await leave_a_queued_row(db_path, workspace)
         async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
             route = MemoryRoute()
             rt.router.bind(session_id, route)

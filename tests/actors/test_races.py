@@ -22,7 +22,7 @@ import tidings
 from tidings.store import InsertRows, OutboxInsert, Transition, queries, transition
 from tidings.testing import MemoryRoute, writer_gate
 
-from .conftest import rows
+from .conftest import leave_a_queued_row, rows
 
 HANG = 30.0
 """Real seconds a test waits for something that takes milliseconds when it works."""
@@ -143,29 +143,10 @@ async def test_a_repeated_key_whose_delivery_ends_during_the_lookup_resolves(rt)
     assert route.texts() == ["a", "c", "z"]
 
 
-async def _leave_a_queued_row(db_path: pathlib.Path, workspace: pathlib.Path
-                              ) -> tuple[str, str]:
-    """A runtime that stops with one row ``sending`` (its route stalled) and one ``queued``
-    behind it (idempotency key ``k``). Returns the session and the queued row's id."""
-    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as first:
-        session_id = await first.create_session(channel="web")
-        route = MemoryRoute()
-        route.stall()
-        first.router.bind(session_id, route)
-        async with first.open_turn(session_id) as ctx:
-            await ctx.output.send_text("a")
-            await route.wait_attempted(1)
-            queued = await ctx.output.send_text("b", idempotency_key="k")
-        queued_id = queued.delivery_id
-    [(status,)] = rows(db_path, "SELECT status FROM outbox WHERE delivery_id = ?", queued_id)
-    assert status == "queued"
-    return session_id, queued_id
-
-
 async def test_a_repeated_key_while_recovery_redelivers_its_row_resolves(
         db_path, workspace) -> None:
     with trio.fail_after(30):  # hang guard
-        session_id, queued_id = await _leave_a_queued_row(db_path, workspace)
+        session_id, queued_id = await leave_a_queued_row(db_path, workspace)
         async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
             route = MemoryRoute()
             route.stall()
@@ -188,7 +169,7 @@ async def test_a_repeated_key_while_recovery_redelivers_its_row_resolves(
 async def test_an_ack_of_a_recovered_delivery_frees_the_ack_window(
         db_path, workspace) -> None:
     with trio.fail_after(HANG):  # hang guard
-        session_id, queued_id = await _leave_a_queued_row(db_path, workspace)
+        session_id, queued_id = await leave_a_queued_row(db_path, workspace)
         async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
             route = MemoryRoute(ack_window=1)
             rt.router.bind(session_id, route)
