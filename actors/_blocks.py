@@ -29,6 +29,7 @@ __all__ = [
     "check_text",
     "fallback_text",
     "lone_surrogate",
+    "plain_json",
 ]
 
 MEDIA_TYPES = ("image", "audio", "video", "file")
@@ -82,6 +83,16 @@ def check_json_object(value: Mapping[str, Any] | None, field: str) -> dict[str, 
         raise ValidationError(field, f"must be JSON-serializable: {exc}") from None
     result: dict[str, Any] = json.loads(encoded)
     return result
+
+
+def plain_json(value: Any) -> Any:
+    """A read-only value (a frozen record's mappings and tuples, or stored JSON read back)
+    as plain JSON types again: dicts with string keys and lists, for an encoder or a person."""
+    if isinstance(value, Mapping):
+        return {str(key): plain_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_json(item) for item in value]
+    return value
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any, final
 import attrs
 
 from tidings.actors import ContentBlock, Outbound
-from tidings.actors._blocks import lone_surrogate
+from tidings.actors._blocks import lone_surrogate, plain_json
 from tidings.errors import ProtocolError
 from tidings.store import MAX_INTEGER
 
@@ -382,16 +382,8 @@ def error_frame(code: str, message: str, *, field: str | None = None,
 def approval_request_frame(request_id: str, session_id: str, action: str,
                            details: Mapping[str, Any], expires_at: float) -> dict[str, Any]:
     return {"type": "approval_request", "request_id": request_id, "session_id": session_id,
-            "action": action, "details": _thaw(details), "expires_at": _finite(expires_at)}
+            "action": action, "details": plain_json(details), "expires_at": _finite(expires_at)}
 
 
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
-
-
-def _thaw(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _thaw(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_thaw(v) for v in value]
-    return value

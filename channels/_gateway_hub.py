@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from tidings.actors._blocks import plain_json
 from tidings.channels._directory import Conversation
 from tidings.channels._lifecycle import TaskLifecycleEvent
 
@@ -66,7 +67,7 @@ def lifecycle_frame(event: TaskLifecycleEvent) -> dict[str, Any]:
         frame["chunk"] = chunk
     call = getattr(event, "tool_call", None)
     if call is not None:
-        frame["tool_call"] = {"name": call.name, "arguments": _thaw(call.arguments),
+        frame["tool_call"] = {"name": call.name, "arguments": plain_json(call.arguments),
                               "call_id": call.call_id}
     reason = getattr(event, "reason", None)
     if reason is not None:
@@ -75,11 +76,3 @@ def lifecycle_frame(event: TaskLifecycleEvent) -> dict[str, Any]:
     if error is not None:
         frame["error"] = error
     return frame
-
-
-def _thaw(value: Any) -> Any:
-    if hasattr(value, "items"):
-        return {str(k): _thaw(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_thaw(v) for v in value]
-    return value

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 import trio
 
 from tidings.actors import ApprovalRequest, Outbound, Prompt
-from tidings.actors._blocks import lone_surrogate
+from tidings.actors._blocks import lone_surrogate, plain_json
 from tidings.channels._agents import Agent
 from tidings.channels._base import ChannelBase
 from tidings.channels._config import ChannelConfig
@@ -95,7 +95,7 @@ class TerminalChannel(ChannelBase):
         detail = ""
         if event.type == "tool_call":
             call = event.tool_call  # type: ignore[attr-defined]
-            arguments = json.dumps(_plain(call.arguments), sort_keys=True, default=str)
+            arguments = json.dumps(plain_json(call.arguments), sort_keys=True, default=str)
             detail = f" {sanitize_line(call.name, limit=100)} {arguments}"
         elif event.type == "cancelled":
             detail = f": {event.reason}"  # type: ignore[attr-defined]
@@ -112,7 +112,7 @@ class TerminalChannel(ChannelBase):
 
     async def request_approval(self, request: ApprovalRequest) -> str:
         """Print the request; a next line of ``y`` / ``yes`` allows it, anything else denies."""
-        details = json.dumps(_plain(request.details), sort_keys=True, default=str)
+        details = json.dumps(plain_json(request.details), sort_keys=True, default=str)
         self._print("? ", f"approve {request.action} {details}? [y/N]")
         answer = await self._ask()
         return "allow" if (answer or "").strip().lower() in ("y", "yes") else "deny"
@@ -204,14 +204,6 @@ class TerminalChannel(ChannelBase):
                 return
             with trio.move_on_after(_RECHECK):
                 await feed.__anext__()
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "items"):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return value
 
 
 async def stdin_lines(prompt: str = "> ") -> AsyncIterator[str]:
