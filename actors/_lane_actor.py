@@ -93,7 +93,7 @@ class LaneWorker:
                     if not lane.has_work():
                         return
                     continue
-            if isinstance(message, DeliveryItem):
+            if isinstance(message, DeliveryItem) and not lane.rewind:
                 await self._process(lane, message)
 
     async def _park(self, lane: Lane, mailbox: MailboxReceiver) -> object:
@@ -116,6 +116,11 @@ class LaneWorker:
         return None
 
     def _next_nowait(self, lane: Lane, mailbox: MailboxReceiver) -> DeliveryItem | None:
+        """The next delivery in memory (mailbox, then backlog). After a kick (``rewind``: rows
+        below them were re-queued) none: what is in memory is dropped, as those rows are
+        ``queued`` in the store and the refill from the session's first ``queued`` row reads
+        them again, in seq order after the re-queued ones; taken now, they would overtake
+        them (a reconnecting gateway client got seq 5, 6, then 3, 4)."""
         while True:
             try:
                 message = _taken(lane, mailbox.receive_nowait())
@@ -124,8 +129,11 @@ class LaneWorker:
             except trio.EndOfChannel:  # the shutdown ladder closed the mailbox
                 self.dispatcher.stopping = True
                 return None
-            if isinstance(message, DeliveryItem):
+            if isinstance(message, DeliveryItem) and not lane.rewind:
                 return message
+        if lane.rewind:
+            lane.backlog.clear()
+            return None
         return lane.backlog.popleft() if lane.backlog else None
 
     async def _refill(self, lane: Lane) -> None:
