@@ -252,6 +252,11 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
                         return
                     starter = None
                 if not sup._child_ended(slot, ending):
+                    if not sup._live():
+                        # Its supervisor is stopping, so it will never run again: close its
+                        # mailbox now, as below, so a shielded cleanup waiting for its answer
+                        # (a turn's end, for the writer) is told instead of waiting forever.
+                        slot.mailbox._close()
                     return
     except BaseException:
         # Cancelled from outside (its supervisor is going away) or interrupted: it will never

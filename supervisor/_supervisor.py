@@ -295,6 +295,10 @@ class Supervisor:
 
     # --- decisions -----------------------------------------------------------------------------
 
+    def _live(self) -> bool:
+        """Starting or running: not stopping (a child that ends now is not restarted)."""
+        return self._state in LIVE
+
     def _child_ended(self, slot: ChildSlot, ending: Ending) -> bool:
         """Called by a child's task when an incarnation ended; True: restart it in place."""
         if self._decide(slot, ending.error, ending.ran_for) != "restart":

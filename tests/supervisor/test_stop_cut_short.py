@@ -13,8 +13,8 @@ import pytest
 import trio
 import trio.testing
 
-from tidings.errors import MailboxClosedError
-from tidings.supervisor import ChildSpec, open_supervisor
+from tidings.errors import MailboxClosedError, RestartIntensityExceeded
+from tidings.supervisor import ChildSpec, Intensity, open_supervisor
 
 STRATEGIES = ("one_for_one", "one_for_all", "rest_for_one")
 WHERE = ("body", "ladder", "ladder_after_body_error")
@@ -184,3 +184,38 @@ async def test_a_child_cancelled_by_a_siblings_interrupt_closes_its_mailbox_at_o
     with pytest.raises(_Interrupt):  # (an error raised in the cleanup would be lost to it)
         await run()
     assert seen in (["refused", [], "refused"], [["end of the turn"], "refused"])
+
+
+async def test_a_child_that_crashes_while_its_supervisor_stops_closes_its_mailbox(
+        journal, autojump_clock) -> None:
+    """A sibling's escalation stops the supervisor; the body's shielded cleanup still talks to
+    a child (a turn recording its end with the store's writer), and that child crashes now
+    (seen in a seeded chaos run: a fault on the writer). It will not be restarted, so its
+    mailbox is closed at once: what it buffered goes to its dead-letter hook and a later send
+    fails. It stayed open, so the cleanup's write waited forever, with no timer left: a hang."""
+    dead: list[object] = []
+    seen: list[object] = []
+    specs = [ChildSpec("writer", journal.worker(), mailbox_size=4,
+                       dead_letter=lambda message, error: dead.append(message)),
+             ChildSpec("boom", journal.worker())]
+
+    async def run() -> None:
+        async with open_supervisor(specs, intensity=Intensity(max_restarts=0, period=60.0)
+                                   ) as sup:
+            writer = sup.mailbox("writer")
+            try:
+                await sup.mailbox("boom").send("crash")  # escalates: the body is cancelled
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    writer.send_nowait("crash")  # the writer crashes while stopping
+                    await trio.testing.wait_all_tasks_blocked()
+                    try:
+                        writer.send_nowait("end of the turn")
+                    except MailboxClosedError:
+                        seen.append("refused")
+                    seen.append(list(dead))
+
+    with trio.fail_after(1000), pytest.raises(RestartIntensityExceeded):  # hang guard
+        await run()
+    assert seen == ["refused", []]
