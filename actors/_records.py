@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from tidings.actors._blocks import ContentBlock
+from tidings.store._records import frozen
 
 __all__ = ["ApprovalDecision", "ApprovalRequest", "Outbound", "Prompt", "PromptAnswer"]
 
@@ -17,15 +18,7 @@ def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """*value* read-only all the way down (mappings become ``MappingProxyType``, lists and
     tuples tuples), as a copy: a frozen record shares no mutable object with its caller, and
     a route sees live what it sees after a restart (stored JSON is read back so)."""
-    return MappingProxyType({key: _freeze(item) for key, item in (value or {}).items()})
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return _frozen_mapping(value)
-    if isinstance(value, list | tuple):
-        return tuple(_freeze(item) for item in value)
-    return value
+    return MappingProxyType({key: frozen(item) for key, item in (value or {}).items()})
 
 
 @attrs.frozen

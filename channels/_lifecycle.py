@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping, Set
+from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, final
 
@@ -21,6 +21,7 @@ import trio
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._sanitize import sanitize_text
 from tidings.errors import ValidationError
+from tidings.store._records import frozen
 
 __all__ = [
     "CANCEL_REASONS",
@@ -47,24 +48,12 @@ ERROR_LIMIT = 1000
 """Characters kept of a ``failed`` event's error text."""
 
 
-def _freeze(value: Any) -> Any:
-    """A read-only deep copy of JSON-like data: mappings become ``MappingProxyType`` over a
-    copy, lists and tuples become tuples, sets frozensets; other objects are kept as they are."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({key: _freeze(item) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(_freeze(item) for item in value)
-    if isinstance(value, Set):
-        return frozenset(value)
-    return value
-
-
 def _frozen_arguments(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if value is None:
         return MappingProxyType({})
     if not isinstance(value, Mapping):
         raise ValidationError("arguments", f"must be a mapping, not {type(value).__name__}")
-    return _freeze(value)  # type: ignore[no-any-return]
+    return frozen(value)  # type: ignore[no-any-return]
 
 
 def _tool_name(value: object) -> str:

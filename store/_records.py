@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from types import MappingProxyType
 from typing import Any
 
@@ -15,6 +15,7 @@ __all__ = [
     "OutboxRow",
     "RuntimeEvent",
     "SessionRecord",
+    "frozen",
     "frozen_json",
 ]
 
@@ -23,14 +24,20 @@ def frozen_json(text: str | None) -> Any:
     """Decode stored JSON into read-only values (mappings become ``MappingProxyType``)."""
     if not text:
         return MappingProxyType({})
-    return _freeze(json.loads(text))
+    return frozen(json.loads(text))
 
 
-def _freeze(value: Any) -> Any:
-    if isinstance(value, dict):
-        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
+def frozen(value: Any) -> Any:
+    """*value* read-only all the way down, as a copy: mappings become ``MappingProxyType``,
+    lists and tuples tuples, sets frozensets; other objects are kept as they are. Stored JSON
+    is read back so, and the frozen records given to routes and lifecycle hooks freeze what
+    they are given the same way, so live values and values read back look alike."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: frozen(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(frozen(v) for v in value)
+    if isinstance(value, Set):
+        return frozenset(value)
     return value
 
 
