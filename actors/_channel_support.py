@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tidings.actors import _conversations, _session_io
+from tidings.actors import _conversations, _held, _session_io
 from tidings.actors._handle import DeliveryHandle
 
 if TYPE_CHECKING:
@@ -73,11 +73,34 @@ class ChannelSupport:
     # --- writing into a session without a turn -------------------------------------------------
 
     async def notify(self, session_id: str, text: str, *, kind: str = "notice",
-                     metadata: Mapping[str, Any] | None = None) -> DeliveryHandle:
+                     metadata: Mapping[str, Any] | None = None,
+                     settles: Iterable[str] = ()) -> DeliveryHandle:
         """Send *text* into the session as a transient notice (``kind="progress"`` also
-        works) through the outbox, owned by no turn; returns once the intent is durable."""
+        works) through the outbox, owned by no turn; returns once the intent is durable.
+        *settles* names held messages (:meth:`hold_inbound`) the notice tells about: they
+        are released in the same commit."""
         return await _session_io.notify(self._rt, session_id, text, kind=kind,
-                                         metadata=metadata)
+                                         metadata=metadata, settles=settles)
+
+    # --- accepted messages held until dealt with -----------------------------------------------
+
+    async def hold_inbound(self, session_id: str, *, notice: str, message_id: str | None = None,
+                           channel: str | None = None, inbound_id: str | None = None) -> str:
+        """Hold a message the channel accepted for *session_id* until it is dealt with; return
+        its inbound id (*inbound_id* if given: a caller that must name the hold before it is
+        written) once the hold is durable. The write reaches the store's writer before this
+        call's first checkpoint. Release it with the turn that answers it
+        (``open_turn(inbound_ids=[...])``), the notice that tells about it
+        (``notify(settles=[...])``) or :meth:`release_inbound`. If the process stops first
+        (a crash, or a stop that cut its turn), recovery sends *notice* into the session,
+        once (metadata ``unanswered: true`` and ``message_ids``)."""
+        return await _held.hold(self._rt, session_id, notice=notice, message_id=message_id,
+                                channel=channel, inbound_id=inbound_id)
+
+    async def release_inbound(self, inbound_ids: Iterable[str]) -> None:
+        """Release held messages that were dealt with otherwise (``/clear`` dropped them);
+        ids not held are ignored."""
+        await _held.release(self._rt, inbound_ids)
 
     async def record_user_message(self, session_id: str, text: str, *,
                                   turn_id: str | None = None) -> str:

@@ -44,6 +44,7 @@ from tidings.store import (
     OutboxRow,
     Store,
     queries,
+    release_inbound,
 )
 
 __all__ = ["ArtifactRecord", "DeliveryPipeline", "DeliveryRequest", "new_id"]
@@ -115,6 +116,9 @@ class DeliveryRequest:
     failure_history_text: str | None = None
     idempotency_key: str | None = None
     artifacts: Sequence[ArtifactRecord] = ()
+    releases: Sequence[str] = ()
+    """Held inbound messages this delivery tells about (a "not answered" notice): released in
+    the same transaction, so a crash leaves them either held or told, never both."""
 
 
 class _KeyedSend:
@@ -349,6 +353,7 @@ class DeliveryPipeline:
                     (a.artifact_id, request.session_id, request.turn_id, delivery_id, a.block_type,
                      a.source_kind, a.location, a.name, a.media_type, a.summary,
                      json.dumps(dict(a.metadata)), now) for a in request.artifacts)))
+            ops += release_inbound(request.releases)
             item = DeliveryItem(delivery_id=delivery_id, session_id=request.session_id,
                                 kind=request.kind, blocks=request.blocks, text=request.text,
                                 channel=request.channel, metadata=request.metadata,

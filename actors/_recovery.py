@@ -7,8 +7,10 @@ when it died, so whether the platform has it is unknown, and it is never replaye
 note is worth nothing late. Turns an earlier process left ``running`` (it stopped before it could
 record their end) become ``failed``, so every turn has exactly one terminal state. Then, with
 ``recover="at_open"`` at once, with ``"manual"`` when the host calls ``rt.recover()`` after
-binding its routes, every session with ``queued`` rows has its lane kicked: they are dispatched
-in per-session order, alongside new traffic.
+binding its routes, each accepted message an earlier process held unanswered (a turn its crash
+or stop cut, or one waiting behind it) gets its "not answered" notice (:mod:`._held`), and every
+session with ``queued`` rows has its lane kicked: they are dispatched in per-session order,
+alongside new traffic.
 
 Then the actor runs every ``scan_interval`` seconds of trio's clock: it re-kicks sessions whose
 first ``queued`` row has waited longer than ``stranded_after`` (wall seconds), fails stale
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Literal
 
 import attrs
@@ -72,6 +74,8 @@ class RecoveryReport:
     """``unknown`` rows a reconciling route was asked about and left ``unknown``."""
     dead_turns: int = 0
     """Turns an earlier process left ``running``: now ``failed``."""
+    unanswered: int = 0
+    """Accepted messages an earlier process held unanswered: each told so by a notice."""
 
     def __add__(self, other: RecoveryReport) -> RecoveryReport:
         return RecoveryReport(*(a + b for a, b in zip(attrs.astuple(self),
@@ -98,7 +102,8 @@ class RecoveryScanner:
 
     def __init__(self, store: Store, dispatcher: Dispatcher, router: SessionInteractionRouter,
                  *, scan_interval: float = 30.0, stranded_after: float = 60.0,
-                 batch: int = 1000, reconcile_timeout: float = 30.0) -> None:
+                 batch: int = 1000, reconcile_timeout: float = 30.0,
+                 tell_held: Callable[[int], Awaitable[int]] | None = None) -> None:
         check_seconds("scan_interval", scan_interval, positive=True)
         check_seconds("stranded_after", stranded_after)
         check_seconds("reconcile_timeout", reconcile_timeout)
@@ -107,6 +112,7 @@ class RecoveryScanner:
         self._store = store
         self._dispatcher = dispatcher
         self._router = router
+        self._tell_held = tell_held
         self.scan_interval = float(scan_interval)
         self.stranded_after = float(stranded_after)
         self.batch = batch
@@ -149,6 +155,9 @@ class RecoveryScanner:
             report += await self._dead_turns()
             report += await self._reconcile(await self._unknown_sessions())
             report += await self._kick_queued(stranded_only=False)
+            # After the kick: a session whose lane has older rows to load must not take a
+            # notice written already claimed ahead of them.
+            report += await self._unanswered()
         self.armed = True
         self._poke()
         return self._count(report)
@@ -212,6 +221,13 @@ class RecoveryScanner:
             if not progress.batch(len(ids), sum(len(result) for result in results)):
                 break
         return RecoveryReport(dead_turns=progress.done())
+
+    async def _unanswered(self) -> RecoveryReport:
+        """Tell each session about the messages an earlier process accepted and held but
+        never dealt with (see :mod:`._held`)."""
+        if self._tell_held is None:
+            return RecoveryReport()
+        return RecoveryReport(unanswered=await self._tell_held(self.batch))
 
     async def _stale_progress(self) -> RecoveryReport:
         store = self._store

@@ -26,6 +26,7 @@ from tidings.actors._blocks import check_json_object
 from tidings.actors._channel_support import ChannelSupport
 from tidings.actors._events import EventBus, EventFeed
 from tidings.actors._handle import HandleRegistry
+from tidings.actors._held import tell_held
 from tidings.actors._lanes import Dispatcher, DispatchStatistics
 from tidings.actors._pipeline import DeliveryPipeline, new_id
 from tidings.actors._policy import check_flag
@@ -96,7 +97,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         self.pipeline = DeliveryPipeline(store, self.dispatcher, self.registry, self.router)
         self.scanner = RecoveryScanner(store, self.dispatcher, self.router,
                                        scan_interval=scan_interval,
-                                       stranded_after=stranded_after)
+                                       stranded_after=stranded_after,
+                                       tell_held=functools.partial(tell_held, self))
         self.bus = EventBus(store)
         self.tasks = TaskRunner(grace=grace)
         self.closing = False
@@ -143,7 +145,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
 
     def open_turn(self, session_id: str, *, slot: str = "output", mode: str = "serial",
                   history_policy: str | None = None, message_id: str | None = None,
-                  turn_id: str | None = None) -> AbstractAsyncContextManager[TurnContext]:
+                  turn_id: str | None = None, inbound_ids: Iterable[str] = ()
+                  ) -> AbstractAsyncContextManager[TurnContext]:
         """Run a turn in *session_id*: ``async with rt.open_turn(sid) as ctx: ...``.
 
         ``slot`` is ``input`` or ``output``; ``mode`` is ``serial``, ``parallel`` or
@@ -153,10 +156,13 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         at a time: a second one waits until the first has ended (one opened inside another in
         the same task raises :class:`ValidationError` on ``mode``); parallel and background
         turns never wait. A ``turn_id`` another turn already has raises
-        :class:`ValidationError` on ``turn_id`` (that turn is left alone).
+        :class:`ValidationError` on ``turn_id`` (that turn is left alone). ``inbound_ids``:
+        held messages (:meth:`hold_inbound`) the turn answers, released in the same commit as
+        its end unless the runtime's stop (or a cancel from outside with no reason) cut it:
+        then recovery tells the user they were not answered.
         """
         return open_turn(self, session_id, slot=slot, mode=mode, history_policy=history_policy,
-                         message_id=message_id, turn_id=turn_id)
+                         message_id=message_id, turn_id=turn_id, inbound_ids=inbound_ids)
 
     def artifact_root_for(self, session_id: str) -> pathlib.Path:
         """``<database directory>/artifacts/<session_id>`` unless ``artifact_root`` was given."""

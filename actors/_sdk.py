@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -43,6 +43,7 @@ from tidings.actors._policy import (
     check_mode_allows,
     resolve_policy,
 )
+from tidings.actors._status import check_id_list
 from tidings.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -90,17 +91,20 @@ class OutputSDK:
                         history_text: str | None = None,
                         failure_history_text: str | None = None,
                         delivery_metadata: Mapping[str, Any] | None = None, *,
-                        idempotency_key: str | None = None) -> DeliveryHandle:
+                        idempotency_key: str | None = None,
+                        settles: Iterable[str] = ()) -> DeliveryHandle:
         """Send a text message; returns once the intent is durable. ``failure_history_text``
         replaces the history row's body on the first failure; a send that writes no history
-        (transient) refuses it, naming it."""
+        (transient) refuses it, naming it. ``settles``: held inbound messages
+        (``rt.hold_inbound``) this reply answers, released in the same commit, so a crash
+        right after it cannot also tell the user they were not answered."""
         check_text(text, "text")
         return await self._submit([TextBlock(text)], kind="message", write_history=write_history,
                                   history_policy=history_policy, visible=visible,
                                   history_text=history_text,
                                   failure_history_text=failure_history_text,
                                   delivery_metadata=delivery_metadata,
-                                  idempotency_key=idempotency_key)
+                                  idempotency_key=idempotency_key, settles=settles)
 
     async def send_image(self, source: Source, caption: str | None = None,
                          media_type: str | None = None, summary: str | None = None,
@@ -154,13 +158,14 @@ class OutputSDK:
                    history_policy: str | None = None, visible: bool = True,
                    history_text: str | None = None, failure_history_text: str | None = None,
                    delivery_metadata: Mapping[str, Any] | None = None, *,
-                   idempotency_key: str | None = None) -> DeliveryHandle:
+                   idempotency_key: str | None = None,
+                   settles: Iterable[str] = ()) -> DeliveryHandle:
         """Send content blocks: a block, a string, a block-shaped mapping, or a list of them.
 
         Block types: text, image, audio, video, file, control. Kinds: message, progress,
         notice (progress and notice never write history). ``write_history`` and ``visible``
         take real bools only (otherwise a ``TypeError`` that is also a ``ValidationError``
-        naming them).
+        naming them). ``settles`` as for :meth:`send_text`.
         """
         parts = _normalize_blocks(blocks)
         if kind not in KINDS:
@@ -178,7 +183,7 @@ class OutputSDK:
                                   history_text=history_text,
                                   failure_history_text=failure_history_text,
                                   delivery_metadata=delivery_metadata,
-                                  idempotency_key=idempotency_key)
+                                  idempotency_key=idempotency_key, settles=settles)
 
     # --- shared path ---------------------------------------------------------------------------
 
@@ -214,7 +219,8 @@ class OutputSDK:
                       visible: bool = True, history_text: str | None = None,
                       failure_history_text: str | None = None,
                       delivery_metadata: Mapping[str, Any] | None = None,
-                      idempotency_key: str | None = None) -> DeliveryHandle:
+                      idempotency_key: str | None = None,
+                      settles: Iterable[str] = ()) -> DeliveryHandle:
         turn = self._turn
         # 2. policy and visibility
         policy = resolve_policy(write_history=write_history, history_policy=history_policy,
@@ -244,6 +250,7 @@ class OutputSDK:
             raise ValidationError("history_text", "a non-text send that writes history must "
                                                   "give history_text (the host never invents it)")
         metadata = check_json_object(delivery_metadata, "delivery_metadata")
+        releases = tuple(check_id_list("settles", settles))
         for part in parts:
             if isinstance(part, _Media):
                 _check_media(part)
@@ -267,7 +274,7 @@ class OutputSDK:
             text=text, channel=turn.channel, policy=policy, visible=visible,
             history_text=history_text, history_kind=history_kind, metadata=metadata,
             failure_history_text=failure_history_text, idempotency_key=idempotency_key,
-            artifacts=artifacts)
+            artifacts=artifacts, releases=releases)
         # Again after the awaits above (paths, a key's lookup): a turn that ended meanwhile
         # may not have this row written after its end (a next serial turn may have begun).
         return await turn.runtime.pipeline.enqueue(request, check=turn.check_open)

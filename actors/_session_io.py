@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tidings.actors._blocks import TextBlock, check_json_object, check_text
 from tidings.actors._handle import DeliveryHandle
 from tidings.actors._pipeline import DeliveryRequest, new_id
-from tidings.actors._status import check_id
+from tidings.actors._status import check_id, check_id_list
 from tidings.errors import ValidationError
 from tidings.store import append_user_message, session_has_turns
 
@@ -31,14 +31,16 @@ def _check_text(text: object) -> str:
 
 
 async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice",
-                 metadata: Mapping[str, Any] | None = None) -> DeliveryHandle:
+                 metadata: Mapping[str, Any] | None = None,
+                 settles: Iterable[str] = ()) -> DeliveryHandle:
     """Send *text* into the session as a transient ``notice`` (or ``progress``) owned by no
-    turn; returns once the intent is durable.
+    turn; returns once the intent is durable. *settles*: held inbound messages (see
+    :mod:`._held`) this notice tells about, released in the same commit.
 
     Raises:
       TypeError: *text* is not a string.
-      ValidationError: ``session_id`` is not a non-empty string, ``kind`` or ``metadata`` is
-        bad, or *text* is not valid Unicode.
+      ValidationError: ``session_id`` is not a non-empty string, ``kind``, ``metadata`` or
+        ``settles`` is bad, or *text* is not valid Unicode.
       SessionNotFoundError: no such session.
       RuntimeClosedError: the runtime is stopping.
     """
@@ -47,13 +49,14 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
     if kind not in _NOTICE_KINDS:
         raise ValidationError("kind", f"must be one of {', '.join(_NOTICE_KINDS)}, got {kind!r}")
     extra = check_json_object(metadata, "metadata")
+    releases = tuple(check_id_list("settles", settles))
     rt.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await rt.session(session_id)
     rt.check_open()
     request = DeliveryRequest(
         session_id=session_id, turn_id=None, kind=kind, blocks=(TextBlock(text),), text=text,
         channel=session.channel, policy="transient", visible=True, history_text=None,
-        history_kind="text", metadata=extra)
+        history_kind="text", metadata=extra, releases=releases)
     return await rt.pipeline.enqueue(request)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 from tidings.errors import DeliveryNotFoundError, ValidationError
 from tidings.store import (
@@ -18,7 +19,7 @@ from tidings.store import (
     status_report,
 )
 
-__all__ = ["StatusViews", "check_id", "check_seconds", "check_seq"]
+__all__ = ["StatusViews", "check_id", "check_id_list", "check_seconds", "check_seq"]
 
 
 def check_id(field: str, value: object) -> str:
@@ -27,6 +28,20 @@ def check_id(field: str, value: object) -> str:
     if not isinstance(value, str) or not value:
         raise ValidationError(field, f"must be a non-empty string, got {value!r}")
     return value
+
+
+def check_id_list(field: str, values: Iterable[str]) -> list[str]:
+    """*values* as a list of ids, repeats dropped, or an error naming *field*: a lone string
+    (it would be read as its characters) or an id that is not a non-empty string is a
+    :class:`ValidationError`, something not iterable a ``TypeError``. Checked before anything
+    is written."""
+    if isinstance(values, str | bytes):
+        raise ValidationError(field, f"must be a list of ids, not the string {values!r:.80}")
+    try:
+        given = list(values)
+    except TypeError:
+        raise TypeError(f"{field} must be a list of ids, got {type(values).__name__}") from None
+    return list(dict.fromkeys(check_id(field, value) for value in given))
 
 
 def check_seq(field: str, value: object) -> int:

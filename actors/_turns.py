@@ -9,7 +9,7 @@ turn never waits for its deliveries: they belong to the runtime.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +21,10 @@ from tidings.actors._pipeline import new_id
 from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_mode_allows
 from tidings.actors._records import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
 from tidings.actors._sdk import OutputSDK
-from tidings.actors._status import check_id
+from tidings.actors._status import check_id, check_id_list
 from tidings.actors._tasks import SHUTDOWN_REASON
 from tidings.errors import ConflictError, RuntimeClosedError, StoreClosedError, ValidationError
-from tidings.store import Op, Store, begin_turn, end_turn
+from tidings.store import Op, Store, begin_turn, end_turn, release_inbound
 
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
@@ -140,13 +140,14 @@ def turn_policies(slot: str, mode: str, history_policy: str | None
 @asynccontextmanager
 async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                     mode: str = "serial", history_policy: str | None = None,
-                    message_id: str | None = None, turn_id: str | None = None
-                    ) -> AsyncIterator[TurnContext]:
+                    message_id: str | None = None, turn_id: str | None = None,
+                    inbound_ids: Iterable[str] = ()) -> AsyncIterator[TurnContext]:
     """See :meth:`Runtime.open_turn`. A serial turn first waits for the session's running
     serial turn, if any, to end (see :func:`_serial_slot`)."""
     output_policy, input_policy = turn_policies(slot, mode, history_policy)
     if turn_id is not None:
         check_id("turn_id", turn_id)
+    answers = check_id_list("inbound_ids", inbound_ids)
     runtime.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await runtime.session(session_id)
     runtime.check_open()
@@ -157,6 +158,7 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                           output_policy=output_policy, input_policy=input_policy)
         store = runtime.store
         status, error = "completed", None
+        dealt_with = True  # whether the turn dealt with its messages (see _answered)
         ours = True  # whether the turns row may be this call's (then its end closes it)
         try:
             # Inside the try: a caller cancelled while the begin is in flight leaves it to commit,
@@ -183,14 +185,17 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
             raise
         except BaseException as exc:
             status, error = "failed", describe_error(exc)
+            dealt_with = isinstance(exc, Exception)  # not a KeyboardInterrupt: the host stops
             raise
         finally:
             ctx.closed = True
             if ours:
+                ops = end_turn(ctx.turn_id, status=status, now=store.clock(),
+                               reason=ctx.reason, error=error)
+                if answers and dealt_with and ctx.reason not in _UNANSWERED_REASONS:
+                    ops += release_inbound(answers)
                 with trio.CancelScope(shield=True):  # the writer answers every request, even
-                    await _record_end(store, ctx.turn_id, end_turn(  # stopping
-                        ctx.turn_id, status=status, now=store.clock(), reason=ctx.reason,
-                        error=error))
+                    await _record_end(store, ctx.turn_id, ops)  # stopping
 
 
 @asynccontextmanager
@@ -217,6 +222,12 @@ async def _serial_slot(runtime: Runtime, session_id: str, mode: str) -> AsyncIte
 
 
 _END_ATTEMPTS = 3
+
+_UNANSWERED_REASONS = ("shutdown", "cancelled")
+"""Turn reasons that leave the turn's held messages held (told about at the next recovery):
+the runtime's stop, or a cancel from outside that nobody chose for the turn. A turn that
+completed, failed, or was cancelled on purpose (``steer``, ``clear``, ``/cancel``, ``timeout``)
+dealt with them."""
 
 
 async def _record_end(store: Store, turn_id: str, ops: list[Op]) -> None:

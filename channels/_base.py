@@ -9,23 +9,29 @@ runtime's supervision tree owns (a channel needs no nursery of its own).
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any, Literal
 
+import trio
+
 from tidings.actors import Outbound, TextBlock
+from tidings.actors._pipeline import new_id
 from tidings.actors._router import certainly_sync
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._command_handler import run_command
 from tidings.channels._commands import parse_command
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
-from tidings.channels._dispatch import Dispatch
+from tidings.channels._dispatch import Dispatch, unanswered_notice
 from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
-from tidings.errors import ValidationError
+from tidings.errors import TidingsError, ValidationError
 
 __all__ = ["REFUSAL", "ChannelBase", "InboundOutcome"]
+
+log = logging.getLogger("tidings.channels")
 
 InboundOutcome = Literal["started", "queued", "merged", "command", "refused", "ignored"]
 """What ``handle_inbound`` did: a turn ``started`` now, was ``queued`` behind another, or
@@ -119,7 +125,27 @@ class ChannelBase:
             return "ignored"
         async with self.directory.lock(conversation):
             session_id, _ = await self.directory.resolve(conversation)
-            return self.dispatch.submit(session_id, conversation, inbound)
+            held = new_id("inbound")
+            outcome = self.dispatch.submit(session_id, conversation, inbound, held)
+        # Outside the lock: the next message of the conversation need not wait for this write.
+        await self._hold(session_id, inbound, held)
+        return outcome
+
+    async def _hold(self, session_id: str, inbound: Inbound, held: str) -> None:
+        """Hold the submitted *inbound* durably (as *held*) before it counts as accepted: from
+        then on a crash, or a stop that cuts its turn, cannot lose it silently; recovery tells
+        the user it was not answered (see :mod:`tidings.actors._held`).
+
+        Its turn starts meanwhile, unhindered, and cannot have ended (so released it) before
+        the hold is written: the hold reaches the store's writer before this task's next
+        checkpoint, and the turn's end comes after several writes of its own."""
+        with trio.CancelScope(shield=True):  # bounded: one store request
+            try:
+                await self.runtime.hold_inbound(
+                    session_id, notice=unanswered_notice(inbound.text),
+                    message_id=inbound.message_id, channel=self.config.name, inbound_id=held)
+            except TidingsError as exc:  # accepted all the same: only a crash can lose it now
+                log.warning("event=hold_failed session=%s error=%r", session_id, exc)
 
     # --- reading ---------------------------------------------------------------------------------
 

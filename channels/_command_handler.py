@@ -67,8 +67,11 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     async with directory.lock(conversation):
         if name == "clear":
             dispatch.cancel(conversation, "clear")
-            dispatch.drop_pending(conversation)
+            dropped = dispatch.drop_pending(conversation)
             old = await directory.forget(conversation)
+            # Dealt with at the user's request (were this cut short, recovery would find
+            # them in a cleared session, and release them without a word).
+            await channel.runtime.release_inbound(dropped)
             await channel.answer(conversation, old, CLEARED, command=name)
         elif name == "new":
             session_id = await directory.new(conversation)

@@ -16,6 +16,11 @@ its worker's task was cancelled or abandoned) is not dropped silently: the sessi
 notice per such turn through the outbox (:func:`unanswered_notice`), so the user learns it was
 not answered and can send it again, even after a restart. ``/clear`` drops waiting turns too,
 but at the user's own request: nothing is said about those.
+
+Each accepted message is also held in the store (``rt.hold_inbound``, by the channel before it
+is submitted here) until it is dealt with: the end of the turn that answered it, the notice, or
+``/clear`` releases it in the same commit. A crash, or a stop that cuts a running turn, leaves
+it held, and the next start's recovery sends its notice instead (:class:`PendingTurn.held`).
 """
 
 from __future__ import annotations
@@ -67,6 +72,9 @@ class PendingTurn:
     """A turn waiting to run: one message, or several merged."""
 
     inbounds: list[Inbound]
+    held: list[str] = attrs.field(factory=list)
+    """The inbound ids under which its messages are held (``rt.hold_inbound``): released
+    with the turn's end, or with the notice that it was not answered."""
     steered: bool = False
     """Its prompt gets the steer note: a turn whose agent was working was steered away for
     it (or such a note went to a turn whose agent then never ran)."""
@@ -81,13 +89,13 @@ class PendingTurn:
         return self.inbounds[-1].message_id
 
 
-def unanswered_notice(pending: PendingTurn) -> str:
-    """The notice for a turn that was accepted but never ran: it says the message was not
-    answered because the server stopped and asks for it again, quoting its start (merged
-    messages as one text) on one sanitized line of at most :data:`UNANSWERED_EXCERPT`
-    characters, so the user can tell which message it means and no control or bidi character
-    of theirs can reshape the notice."""
-    excerpt = sanitize_line(pending.text, limit=UNANSWERED_EXCERPT)
+def unanswered_notice(text: str) -> str:
+    """The notice for a message (or merged messages, as one *text*) that was accepted but not
+    answered: it says the server stopped first and asks for it again, quoting its start on
+    one sanitized line of at most :data:`UNANSWERED_EXCERPT` characters, so the user can tell
+    which message it means and no control or bidi character of theirs can reshape the
+    notice."""
+    excerpt = sanitize_line(text, limit=UNANSWERED_EXCERPT)
     return ("Your message was not answered because the server stopped before it got to it. "
             f'Please send it again: "{excerpt}"')
 
@@ -144,8 +152,10 @@ class Dispatch:
         return [state for state in self._states.values()
                 if state.conversation.key == conversation.key]
 
-    def submit(self, session_id: str, conversation: Conversation, inbound: Inbound) -> Submitted:
-        """Queue *inbound* for the session by the channel's dispatch mode. Never blocks.
+    def submit(self, session_id: str, conversation: Conversation, inbound: Inbound,
+               held: str | None = None) -> Submitted:
+        """Queue *inbound* (held under the inbound id *held*, if given) for the session by the
+        channel's dispatch mode. Never blocks.
 
         Raises:
           RuntimeClosedError: the runtime is stopping (nothing was queued).
@@ -156,11 +166,13 @@ class Dispatch:
             state = self._states[session_id] = SessionState(
                 session_id, conversation, self._unseen_turns.pop(session_id, None))
         busy = state.active is not None or bool(state.pending)
+        held_ids = [] if held is None else [held]
         if mode in ("steer", "collect") and state.pending:
             state.pending[-1].inbounds.append(inbound)
+            state.pending[-1].held += held_ids
             outcome: Submitted = "merged"
         else:
-            state.pending.append(PendingTurn([inbound]))
+            state.pending.append(PendingTurn([inbound], held_ids))
             outcome = "queued" if busy else "started"
         if not state.working:
             self._start_worker(state, outcome)
@@ -176,16 +188,18 @@ class Dispatch:
                 cancelled += 1
         return cancelled
 
-    def drop_pending(self, conversation: Conversation) -> int:
-        """Drop the turns still waiting in *conversation*'s sessions; how many were dropped.
+    def drop_pending(self, conversation: Conversation) -> list[str]:
+        """Drop the turns still waiting in *conversation*'s sessions; return the inbound ids
+        their messages are held under, for the caller to release.
 
         ``/clear``: the user asked for it, so no notice is sent about them (unlike turns a
         worker leaves behind when it ends, see :meth:`_tell_unanswered`)."""
-        dropped = 0
+        held: list[str] = []
         for state in self.states_of(conversation):
-            dropped += len(state.pending)
+            for pending in state.pending:
+                held += pending.held
             state.pending.clear()
-        return dropped
+        return held
 
     async def wait_idle(self) -> None:
         """Block until no session of this channel has an active or waiting turn, and every
@@ -287,8 +301,9 @@ class Dispatch:
             for pending in dropped:
                 ids = [inbound.message_id for inbound in pending.inbounds
                        if inbound.message_id is not None]
-                await rt.notify(session_id, unanswered_notice(pending),
-                                metadata={"unanswered": True, "message_ids": ids})
+                await rt.notify(session_id, unanswered_notice(pending.text),
+                                metadata={"unanswered": True, "message_ids": ids},
+                                settles=pending.held)
                 told += 1
         except (RuntimeClosedError, StoreClosedError) as exc:
             self._not_told(session_id, len(dropped), told, f"the runtime is closed: {exc}")

@@ -34,6 +34,7 @@ from tidings.actors import TurnContext
 from tidings.channels._boundary import compose_first_prompt
 from tidings.channels._bridge import BridgeTurn
 from tidings.channels._lifecycle import CancelReason, LifecycleEmitter
+from tidings.errors import TidingsError
 
 if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
@@ -125,6 +126,15 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
         await _drive(channel, state, pending, active)
     finally:
         state.active = None
+    rt = channel.runtime
+    if active.ctx is None and pending.held and not (rt.closing or rt.tasks.stopping):
+        # Ended before its runtime turn began (cancelled on purpose, or failed, while it
+        # opened): dealt with, as its turn's end would have said. A turn the runtime's stop
+        # cut keeps its messages held: recovery tells the user they were not answered.
+        try:
+            await rt.release_inbound(pending.held)
+        except TidingsError as exc:  # still held: told, needlessly, after a restart
+            log.warning("event=hold_not_released session=%s error=%r", state.session_id, exc)
     return active
 
 
@@ -143,7 +153,8 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                                                excluding=state.unseen_turns)
         prompt = compose_first_prompt(config, pending.text, first_in_session=first,
                                       steered=pending.steered)
-        async with rt.open_turn(state.session_id, message_id=pending.message_id) as ctx:
+        async with rt.open_turn(state.session_id, message_id=pending.message_id,
+                                inbound_ids=pending.held) as ctx:
             state.unseen_turns.add(ctx.turn_id)  # until its agent runs, below
             active.attach(ctx)
             try:
@@ -163,7 +174,7 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                 active.agent_ran = True
                 state.unseen_turns.clear()
                 await channel.agent.run(bridge)
-                await _finish(ctx, active, bridge)
+                await _finish(ctx, active, bridge, pending.held)
             except BaseException as exc:
                 cancelled = _as_cancelled(exc)
                 if cancelled is None:
@@ -229,10 +240,13 @@ def _failed_while_cancelled(exc: BaseException, active: ActiveTurn) -> bool:
             or trio.current_effective_deadline() <= trio.current_time())
 
 
-async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn) -> None:
+async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn,
+                  held: list[str]) -> None:
     """Send the reply and emit ``completed``, unless a cancel was recorded first, or a scope
     around the turn is cancelled (shutdown): a careless agent that swallowed that ``Cancelled``
-    and returned did not complete its turn, any more than one that swallowed ``/cancel``."""
+    and returned did not complete its turn, any more than one that swallowed ``/cancel``.
+    The reply releases the *held* messages it answers in its own commit (a crash before the
+    turn's end is written must not also tell the user they were not answered)."""
     if (active.cancel_reason is None
             and trio.current_effective_deadline() <= trio.current_time()):
         active.note_trio_cancel()  # nothing recorded came from outside: shutdown
@@ -243,5 +257,5 @@ async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn) -> N
     reply = bridge.reply
     if reply:
         with trio.CancelScope(shield=True):  # bounded: the writer answers every request
-            await ctx.output.send_text(reply)
+            await ctx.output.send_text(reply, settles=held)
     await active.emitter.completed()

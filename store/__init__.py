@@ -11,8 +11,12 @@ from tidings.store import _recovery as recovery
 from tidings.store._batch import BatchOutcome as BatchOutcome
 from tidings.store._batch import plan_segments as plan_segments
 from tidings.store._connect import Synchronous as Synchronous
+from tidings.store._inbound import HeldInbound as HeldInbound
 from tidings.store._inbound import ResumeOutcome as ResumeOutcome
 from tidings.store._inbound import append_user_message as append_user_message
+from tidings.store._inbound import held_inbound as held_inbound
+from tidings.store._inbound import hold_inbound as hold_inbound
+from tidings.store._inbound import release_inbound as release_inbound
 from tidings.store._inbound import resume_conversation as resume_conversation
 from tidings.store._inbound import session_has_turns as session_has_turns
 from tidings.store._ops import Call as Call
@@ -77,6 +81,7 @@ __all__ = [
     "EnqueuedDelivery",
     "Execute",
     "Executor",
+    "HeldInbound",
     "HistoryMessage",
     "InsertRows",
     "Op",
@@ -104,6 +109,8 @@ __all__ = [
     "delivery_report",
     "end_turn",
     "forget_conversation",
+    "held_inbound",
+    "hold_inbound",
     "open_store",
     "plan_segments",
     "prepare_store",
@@ -111,6 +118,7 @@ __all__ = [
     "read_database",
     "recent_deliveries",
     "recovery",
+    "release_inbound",
     "resolve_conversation",
     "resume_conversation",
     "session_has_turns",

@@ -5,18 +5,27 @@ resuming a session is an ownership check and a rebind in one transaction, so a s
 change hands between the check and the bind; and whether a session has had a turn (other than
 those its caller knows never reached the agent) decides whether a prompt is the first of its
 session.
+
+An accepted message is also *held* (``inbound_messages``) until it is dealt with: answered by
+a turn that ended while its process ran, told it was not (a notice), or cleared. The release is
+written in the same transaction as the turn's end or the notice, so a crash leaves a message
+either held or dealt with, never both; the next start tells the user about every message an
+earlier process still held (:func:`held_inbound`).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Literal
 
-from tidings.store._ops import Call, InsertRows, Op
+import attrs
+
+from tidings.store._ops import Call, Execute, InsertRows, Op
 from tidings.store._sessions import bind_conversation
 
-__all__ = ["ResumeOutcome", "append_user_message", "resume_conversation", "session_has_turns"]
+__all__ = ["HeldInbound", "ResumeOutcome", "append_user_message", "held_inbound", "hold_inbound",
+           "release_inbound", "resume_conversation", "session_has_turns"]
 
 ResumeOutcome = Literal["resumed", "missing", "foreign", "closed"]
 """``resumed``: rebound; ``missing``: no such session; ``foreign``: another core, channel or
@@ -75,3 +84,55 @@ def session_has_turns(conn: sqlite3.Connection, session_id: str,
     rows = conn.execute("SELECT turn_id FROM turns WHERE session_id = ? LIMIT ?",
                         (session_id, len(excluded) + 1)).fetchall()
     return any(turn_id not in excluded for (turn_id,) in rows)
+
+
+_INBOUND_COLUMNS = ("inbound_id", "session_id", "channel", "message_id", "notice", "claimant",
+                    "received_at")
+_RELEASE_CHUNK = 500
+"""Ids per ``DELETE``: well under SQLite's bound on parameters."""
+
+
+@attrs.frozen
+class HeldInbound:
+    """An accepted message an earlier process held when it stopped (see :func:`held_inbound`)."""
+
+    position: int
+    """Its place in arrival order (the row's rowid): where the next page starts."""
+    inbound_id: str
+    session_id: str
+    channel: str | None
+    message_id: str | None
+    notice: str
+    """What to tell the session: the message was not answered."""
+    session_open: bool
+    """The session exists and was not cleared (``/clear``): only then is it told."""
+
+
+def hold_inbound(inbound_id: str, *, session_id: str, channel: str | None,
+                 message_id: str | None, notice: str, claimant: str, now: float) -> list[Op]:
+    """Ops that hold an accepted message for the process *claimant* until it is released."""
+    return [InsertRows("inbound_messages", _INBOUND_COLUMNS, ((
+        inbound_id, session_id, channel, message_id, notice, claimant, now),))]
+
+
+def release_inbound(inbound_ids: Iterable[str]) -> list[Op]:
+    """Ops that release held messages (dealt with); ids not held are ignored."""
+    ids = list(dict.fromkeys(inbound_ids))
+    return [Execute(f"DELETE FROM inbound_messages WHERE inbound_id IN "
+                    f"({', '.join('?' * len(chunk))})", tuple(chunk))
+            for chunk in (ids[at:at + _RELEASE_CHUNK]
+                          for at in range(0, len(ids), _RELEASE_CHUNK))]
+
+
+def held_inbound(conn: sqlite3.Connection, claimant: str, after: int,
+                 limit: int) -> list[HeldInbound]:
+    """Messages held by processes other than *claimant* (stopped ones: a database has one
+    runtime at a time), in arrival order after position *after*; at most *limit*."""
+    rows = conn.execute(
+        "SELECT i.rowid, i.inbound_id, i.session_id, i.channel, i.message_id, i.notice, "
+        "s.state IS NOT NULL AND s.state != 'closed' FROM inbound_messages AS i "
+        "LEFT JOIN sessions AS s ON s.session_id = i.session_id "
+        "WHERE i.claimant != ? AND i.rowid > ? ORDER BY i.rowid LIMIT ?",
+        (claimant, after, limit)).fetchall()
+    return [HeldInbound(int(row[0]), row[1], row[2], row[3], row[4], row[5], bool(row[6]))
+            for row in rows]

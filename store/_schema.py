@@ -221,7 +221,23 @@ CREATE INDEX turns_running ON turns(started_at) WHERE status = 'running';
 """
 """v3: the turns still ``running``, for the recovery of turns a stopped process left open."""
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
+_V4 = """
+CREATE TABLE inbound_messages (
+    inbound_id  TEXT NOT NULL UNIQUE,
+    session_id  TEXT NOT NULL,
+    channel     TEXT,
+    message_id  TEXT,
+    notice      TEXT NOT NULL,
+    claimant    TEXT NOT NULL,
+    received_at REAL NOT NULL
+);
+"""
+"""v4: messages a channel accepted and has not yet dealt with (answered, told it was not, or
+cleared), with the notice to send if the process that holds one stops first: a crash can cut a
+waiting or running turn, and the next start tells the user instead of losing the message.
+Rows are deleted once dealt with (rowid order is arrival order), so the table stays small."""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4))
 """Ordered ``(version, script)`` pairs; append, never edit a released one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

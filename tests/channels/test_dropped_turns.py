@@ -85,12 +85,18 @@ async def test_a_queued_message_dropped_at_exit_is_told_durably_and_delivered_af
     async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
         route = MemoryRoute()
         rt.router.bind(session_id, route)
-        await rt.recover()
+        report = await rt.recover()
         with trio.fail_after(10):
-            [delivered] = await route.wait_delivered(1)
+            [delivered, cut] = await route.wait_delivered(2)
     assert delivered.kind == "notice"
     assert delivered.text == text
-    assert notices_in_outbox(db_path) == [(text, "sent")]
+    # The running turn the stop cut ("first") stayed held: recovery tells it, once.
+    assert report.unanswered == 1
+    assert cut.kind == "notice"
+    assert '"first"' in cut.text
+    assert "send it again" in cut.text
+    assert cut.metadata["unanswered"] is True
+    assert notices_in_outbox(db_path) == [(text, "sent"), (cut.text, "sent")]
 
 
 @pytest.mark.parametrize("mode", ["collect", "steer"])

@@ -43,7 +43,8 @@ async def cancel_while_opening(channel: RecordingChannel, rt: tidings.Runtime,
     """Send ``first`` and, while its turn's begin waits behind the writer gate, *late*
     (``/cancel``, or ``second``: a steer). The agent never runs for ``first``."""
     async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
-        assert await channel.say("first") == "started"
+        # Not awaited here: ``say`` returns once the message is held, behind the gate too.
+        nursery.start_soon(channel.say, "first")
         await channel.wait_events("started")  # the turn is opening; its begin waits
         nursery.start_soon(channel.say, late)
         await trio.testing.wait_all_tasks_blocked()

