@@ -163,8 +163,10 @@ class DeliveryPipeline:
         """Write *request*; return its handle once the intent is durable.
 
         With an ``idempotency_key`` already used in the session, return the original delivery
-        and write nothing. *check* (sync) runs after the last await before the write and may
-        raise to refuse it: the caller's turn may have ended while the key was looked up.
+        and write nothing but the release of the held messages it ``releases`` (that delivery,
+        durable already, answered them). *check* (sync) runs after the last await before the
+        write and may raise to refuse it: the caller's turn may have ended while the key was
+        looked up.
         Raises :class:`StoreError` subclasses if the write fails.
         """
         key = request.idempotency_key
@@ -172,7 +174,7 @@ class DeliveryPipeline:
         if key is not None:
             existing = await self._existing(session_id, key)
             if existing is not None:
-                return existing
+                return await self._answered_by(existing, request)
         if check is not None:
             check()
         # No checkpoint from here to the registration of the key: a concurrent send of the
@@ -209,8 +211,17 @@ class DeliveryPipeline:
             existing = await self._existing(session_id, keyed.key)
             if existing is None:
                 raise
-            return existing
+            return await self._answered_by(existing, request)
         return DeliveryHandle(item)
+
+    async def _answered_by(self, existing: DeliveryHandle,
+                           request: DeliveryRequest) -> DeliveryHandle:
+        """A repeated key: *existing* (durable) answered the held messages *request* releases,
+        so they are released now, on their own; held, recovery would tell the user they were
+        not answered."""
+        if request.releases:
+            await self._store.commit(release_inbound(request.releases))
+        return existing
 
     def _decide(self, session_id: str, keyed: _KeyedSend, *, committed: bool) -> None:
         """The keyed send's write is decided: tell its waiters and drop it from the pending

@@ -1,0 +1,32 @@
+"""Hunt: held inbound messages (``rt.hold_inbound``) left held by a live process."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import tidings
+
+
+def _held(db_path) -> int:
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute("SELECT count(*) FROM inbound_messages").fetchone()[0]
+    finally:
+        conn.close()
+
+
+async def test_a_repeated_keyed_reply_still_releases_what_it_settles(db_path, workspace) -> None:
+    """A reply whose idempotency key was used already writes no new row, but the message it
+    says it answers was answered (by that row): it must not stay held."""
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        session_id = await rt.create_session()
+        first = await rt.hold_inbound(session_id, notice="one")
+        again = await rt.hold_inbound(session_id, notice="one, resent")
+        async with rt.open_turn(session_id) as ctx:
+            one = await ctx.output.send_text("answer", idempotency_key="k", settles=[first])
+            two = await ctx.output.send_text("answer", idempotency_key="k", settles=[again])
+            assert one.delivery_id == two.delivery_id
+        assert _held(db_path) == 0
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        assert rt.scanner.statistics().totals.unanswered == 0
+
