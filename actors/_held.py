@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from tidings.actors._blocks import TextBlock, check_text
 from tidings.actors._pipeline import DeliveryRequest, new_id
 from tidings.actors._status import check_id, check_id_list
-from tidings.errors import ValidationError
+from tidings.errors import SessionNotFoundError, ValidationError
 from tidings.store import held_inbound, hold_inbound, release_inbound
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | N
       TypeError: *notice* is not a string.
       RuntimeClosedError: the runtime is stopping.
       ConflictError: *inbound_id* is held already.
+      SessionNotFoundError: no such session (nothing is held).
     """
     check_id("session_id", session_id)
     if not check_text(notice, "notice"):
@@ -60,9 +61,11 @@ async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | N
     inbound_id = new_id("inbound") if inbound_id is None else check_id("inbound_id", inbound_id)
     rt.check_open()
     store = rt.store
-    await store.commit(hold_inbound(inbound_id, session_id=session_id, channel=channel,
-                                    message_id=message_id, notice=notice,
-                                    claimant=store.claimant, now=store.clock()))
+    [written] = await store.commit(hold_inbound(
+        inbound_id, session_id=session_id, channel=channel, message_id=message_id,
+        notice=notice, claimant=store.claimant, now=store.clock()))
+    if not written:  # recovery could never tell it: the message would not be protected
+        raise SessionNotFoundError(f"no session {session_id!r}")
     return inbound_id
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 import tidings
+from tidings.errors import SessionNotFoundError
 
 
 def _held(db_path) -> int:
@@ -30,3 +33,11 @@ async def test_a_repeated_keyed_reply_still_releases_what_it_settles(db_path, wo
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         assert rt.scanner.statistics().totals.unanswered == 0
 
+
+async def test_a_hold_for_a_session_that_does_not_exist_is_refused(db_path, workspace) -> None:
+    """Recovery could never tell it (it releases holds of missing sessions without a word):
+    the caller must learn at once that the message is not protected, and no row is left."""
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        with pytest.raises(SessionNotFoundError):
+            await rt.hold_inbound("sess_no_such", notice="not answered")
+        assert _held(db_path) == 0
