@@ -174,7 +174,7 @@ class DeliveryPipeline:
         if key is not None:
             existing = await self._existing(session_id, key)
             if existing is not None:
-                return await self._answered_by(existing, request)
+                return await self.answered_by(existing, request.releases)
         if check is not None:
             check()
         # No checkpoint from here to the registration of the key: a concurrent send of the
@@ -211,16 +211,16 @@ class DeliveryPipeline:
             existing = await self._existing(session_id, keyed.key)
             if existing is None:
                 raise
-            return await self._answered_by(existing, request)
+            return await self.answered_by(existing, request.releases)
         return DeliveryHandle(item)
 
-    async def _answered_by(self, existing: DeliveryHandle,
-                           request: DeliveryRequest) -> DeliveryHandle:
-        """A repeated key: *existing* (durable) answered the held messages *request* releases,
-        so they are released now, on their own; held, recovery would tell the user they were
-        not answered."""
-        if request.releases:
-            await self._store.commit(release_inbound(request.releases))
+    async def answered_by(self, existing: DeliveryHandle,
+                          releases: Sequence[str]) -> DeliveryHandle:
+        """A repeated key: *existing* (durable) answered the held messages *releases*, so they
+        are released now, on their own (held, recovery would tell the user they were not
+        answered); returns *existing*."""
+        if releases:
+            await self._store.commit(release_inbound(releases))
         return existing
 
     def _decide(self, session_id: str, keyed: _KeyedSend, *, committed: bool) -> None:

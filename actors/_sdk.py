@@ -260,10 +260,10 @@ class OutputSDK:
             if idempotency_key is not None:
                 # A retry of a keyed send (the host's, after its own crash) gets the original
                 # before any path is looked at: the file it sent may be gone by now.
-                existing = await turn.runtime.pipeline.existing(turn.session_id,
-                                                                idempotency_key)
+                pipeline = turn.runtime.pipeline
+                existing = await pipeline.existing(turn.session_id, idempotency_key)
                 if existing is not None:
-                    return existing
+                    return await pipeline.answered_by(existing, releases)
             blocks, artifacts = await self._resolve(parts, history_text)
             history_kind = next((b.type for b in blocks if b.type in MEDIA_TYPES), "text")
         else:  # no path to resolve: the common case, without a coroutine
