@@ -3,14 +3,15 @@
 A mixin of :class:`~tidings.actors.Runtime`. ``Runtime.confirm`` / ``abandon_unacked`` settle
 single rows; these settle what a reconnecting client says it has (``confirm_through``), read
 back what it lacks (``stored_deliveries``), hand ``unknown`` / ``unrouted`` rows back to the
-session's lane (``requeue``), and remember the client's message ids durably so a repeated
-message is recognised (``remember_client_message``).
+session's lane (``requeue``; after a bind, inside ``hold_binds``), and remember the client's
+message ids durably so a repeated message is recognised (``remember_client_message``).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -102,6 +103,19 @@ class AckingSupport:
             for delivery_id in ids], on_commit=on_commit)
         return [delivery_id for delivery_id, result in zip(ids, results, strict=True)
                 if result.applied]
+
+    def hold_binds(self, route: object) -> AbstractAsyncContextManager[None]:
+        """``async with rt.hold_binds(route):`` every session bound to *route* inside the
+        block claims nothing until it ends, so rows it hands back to the session's lane in
+        the block (``requeue``) go out before anything newer of the session; first await
+        :meth:`unrouted_written` before reading the ``unrouted`` rows to hand back. See
+        :meth:`~tidings.actors._lanes.Dispatcher.hold_binds`."""
+        return self.dispatcher.hold_binds(route)
+
+    async def unrouted_written(self, session_id: str) -> None:
+        """Return once no ``unrouted`` write of *session_id*'s lane is in flight (a row it
+        found no route for just before a bind). Always a checkpoint."""
+        await self.dispatcher.unrouted_written(session_id)
 
     async def stored_deliveries(self, session_id: str, *, after_seq: int = 0,
                                 limit: int = 256,

@@ -225,15 +225,29 @@ class LaneWorker:
 
     async def _claim(self, lane: Lane, item: DeliveryItem) -> tuple[Binding, int] | None:
         """Claim *item* (``sending``, durable) for its session's route, with the previous
-        delivery's ``sent`` in the same transaction. None: unrouted, or moved on already."""
-        while lane.flushing is not None:  # a flush in the background: the claim comes after
-            await lane.flushing.wait()
+        delivery's ``sent`` in the same transaction. None: unrouted, or moved on already, or
+        left ``queued`` for the refill (older rows were handed back while it waited)."""
+        while True:  # a flush in the background, or a hold (Dispatcher.hold_binds): claim after
+            if lane.flushing is not None:
+                await lane.flushing.wait()
+                continue
+            unheld = self.dispatcher.unheld(lane.session_id)
+            if unheld is None:
+                break
+            await unheld.wait()
+        if lane.rewind:  # older rows were handed back while it waited: it goes after them
+            return None   # (still ``queued``: the refill from the first queued row reads it)
         binding = self.router.binding(item.session_id)
         now = self.store.clock()
         flushed = self._take_unflushed(lane)
         if binding is None:
-            await self._commit(lane, flushed, [(item, transition(
-                item.delivery_id, "unrouted", now=now))])
+            lane.unrouting = written = trio.Event()  # see Dispatcher.unrouted_written
+            try:
+                await self._commit(lane, flushed, [(item, transition(
+                    item.delivery_id, "unrouted", now=now))])
+            finally:
+                lane.unrouting = None
+                written.set()
             return None
         lane.current, lane.claimed = item, False
         _, degraded = adapt_blocks(item.blocks, binding.capabilities)

@@ -10,15 +10,20 @@ The mailbox is a cache, the outbox is the truth: when a lane's mailbox is full (
 crash), the lane switches to *overflow* and reads its session's ``queued`` rows back from the
 store, in seq order, until it has caught up. Nothing is dropped and memory stays bounded.
 A lane that has been idle for ``linger`` seconds exits; the next delivery starts a new one.
+
+A binder that hands a session's older rows back after binding it (a gateway client's hello
+re-queues the ``unrouted`` ones) binds inside :meth:`Dispatcher.hold_binds`: until the block
+ends, that session's lane claims nothing, so no newer row reaches the new route before them.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import itertools
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import attrs
@@ -60,7 +65,7 @@ class Lane:
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering",
                  "flushing", "held", "idle_since", "max_seen", "name", "overflow", "parked",
                  "posted", "reflush", "reread", "reserved", "rewind", "scope", "session_id",
-                 "taking", "unacked", "unflushed", "waiting", "window")
+                 "taking", "unacked", "unflushed", "unrouting", "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -88,6 +93,7 @@ class Lane:
         self.unacked: dict[str, DeliveryItem] = {}  # delivered to an acking route, not acked
         self.window = trio.Event()            # set when an ack frees room in the window
         self.waiting = False                  # waiting for room in the ack window
+        self.unrouting: trio.Event | None = None  # set when an ``unrouted`` write in flight ends
 
     def forget_memory(self) -> None:
         """After a crash, what was in memory (mailbox, backlog) may have lost an item: drop it
@@ -113,6 +119,16 @@ class Lane:
         """Wake a lane waiting for its ack window."""
         self.window.set()
         self.window = trio.Event()
+
+
+class _BindHold:
+    """One :meth:`Dispatcher.hold_binds` block: its route and the sessions it holds."""
+
+    __slots__ = ("route", "sessions")
+
+    def __init__(self, route: object) -> None:
+        self.route = route
+        self.sessions: set[str] = set()
 
 
 @attrs.frozen
@@ -149,6 +165,9 @@ class Dispatcher:
         self._idle.set()
         self._janitor_wake: trio.Event | None = None  # set while the janitor waits for a park
         self._worker = LaneWorker(self)
+        self._binders: list[_BindHold] = []  # open hold_binds() blocks
+        self._holds = collections.Counter[str]()  # session -> blocks holding it
+        self._unheld: dict[str, trio.Event] = {}  # session -> set when no block holds it
         router.add_bind_listener(self._rebound)
 
     # --- wiring --------------------------------------------------------------------------------
@@ -226,7 +245,7 @@ class Dispatcher:
         False when the session has anything queued, claimed or unrecorded (its next delivery
         must then wait its turn in the lane), or when dispatch is not running.
         """
-        if self._sup is None or self.stopping:
+        if self._sup is None or self.stopping or session_id in self._holds:
             return False
         lane = self.lanes.get(session_id)
         if lane is None:
@@ -407,10 +426,61 @@ class Dispatcher:
 
     def _rebound(self, session_id: str) -> None:
         """Router bind listener (sync): a lane waiting for room in the ack window looks at the
-        new route's window (wider, or none), which only an ack would otherwise make it do."""
+        new route's window (wider, or none), which only an ack would otherwise make it do.
+        A bind to the route of an open :meth:`hold_binds` block holds the session."""
+        binding = self.router.binding(session_id)
+        for hold in self._binders:
+            if (binding is not None and binding.route is hold.route
+                    and session_id not in hold.sessions):
+                hold.sessions.add(session_id)
+                self._holds[session_id] += 1
+                self._unheld.setdefault(session_id, trio.Event())
         lane = self.lanes.get(session_id)
         if lane is not None:
             lane.room()
+
+    # --- holds: a binder hands older rows back first ------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def hold_binds(self, route: object) -> AsyncIterator[None]:
+        """Hold every session bound to *route* while the block runs, until the block ends: its
+        lane claims nothing (it waits before its claim) and no send of it is written claimed.
+
+        For a binder that hands the session's older rows back after its bind (a gateway
+        client's hello re-queues the ``unrouted`` ones, see :meth:`unrouted_written`): a row
+        claimed for the new route in between went out before them. A lane that waited drops
+        the row it had taken if rows were handed back meanwhile (a kick) and reads it again
+        after them, in seq order. Neither entering nor leaving waits.
+        """
+        hold = _BindHold(route)
+        self._binders.append(hold)
+        try:
+            yield
+        finally:
+            self._binders.remove(hold)
+            for session_id in hold.sessions:
+                self._holds[session_id] -= 1
+                if not self._holds[session_id]:
+                    del self._holds[session_id]
+                    self._unheld.pop(session_id).set()
+
+    def unheld(self, session_id: str) -> trio.Event | None:
+        """An event set when no :meth:`hold_binds` block holds the session; None if none does."""
+        return self._unheld.get(session_id)
+
+    async def unrouted_written(self, session_id: str) -> None:
+        """Return once the session's lane has no ``unrouted`` write in flight: a row it found
+        no route for just before a bind. A binder inside :meth:`hold_binds` waits for this
+        before it reads the session's ``unrouted`` rows to hand them back, or it would miss
+        that row (left ``unrouted``, and re-queued later, after newer rows). Always a
+        checkpoint."""
+        while True:
+            lane = self.lanes.get(session_id)
+            written = lane.unrouting if lane is not None else None
+            if written is None:
+                break
+            await written.wait()
+        await trio.lowlevel.checkpoint()
 
     def _acked_lane(self, delivery_id: str) -> Lane | None:
         item = self.registry.get(delivery_id)

@@ -117,7 +117,8 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
         raise Refused(CLOSE_GOING_AWAY, "server shutting down")
     conversation = gateway.conversation_named(hello.conversation)
     try:
-        async with gateway.directory.lock(conversation):
+        # Held from the bind until its unrouted rows are re-queued: nothing newer goes first.
+        async with gateway.directory.lock(conversation), gateway.runtime.hold_binds(gateway):
             cached = gateway.directory.cached(conversation)
             bound = cached is not None and _bound_here(gateway, cached)
             session_id, _ = await gateway.directory.resolve(conversation)
@@ -158,8 +159,10 @@ async def _requeue_unrouted(gateway: GatewayChannel, session_id: str) -> None:
     order, before any row written from now on. Were they left for a replay instead, a row
     delivered meanwhile (to a client without ``after_seq``) would go before them, and a
     client that then acks or says ``after_seq`` by the higher seq would confirm rows it
-    never got."""
+    never got. Runs inside ``hold_binds``, after a row whose ``unrouted`` write was in
+    flight at the bind is durable (else this read would miss it)."""
     rt = gateway.runtime
+    await rt.unrouted_written(session_id)
     cursor = 0
     while True:
         rows = await rt.stored_deliveries(session_id, after_seq=cursor,

@@ -191,9 +191,6 @@ async def _echo_server(tmp: pathlib.Path, db: pathlib.Path, window: int = 32):
     return serve.serve_process(db, "--config", str(config), "--grace", "30")
 
 
-@pytest.mark.xfail(strict=False, reason="not fixed: after the restart a row the lane claims "
-                   "between the hello's bind and its re-queue of older unrouted rows goes "
-                   "first (seq 6, 3, 4, 5); narrowed, not closed, by the lane's rewind fix")
 async def test_a_kill_before_the_client_acks_replays_only_what_it_does_not_have(
         tmp_path) -> None:
     """(c) SIGKILL with replies delivered but unacked and more waiting behind a full ack
