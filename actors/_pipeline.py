@@ -220,7 +220,8 @@ class DeliveryPipeline:
         are released now, on their own (held, recovery would tell the user they were not
         answered); returns *existing*."""
         if releases:
-            await self._store.commit(release_inbound(releases))
+            await self._store.commit(release_inbound(releases,
+                                                     session_id=existing.session_id))
         return existing
 
     def _decide(self, session_id: str, keyed: _KeyedSend, *, committed: bool) -> None:
@@ -364,7 +365,7 @@ class DeliveryPipeline:
                     (a.artifact_id, request.session_id, request.turn_id, delivery_id, a.block_type,
                      a.source_kind, a.location, a.name, a.media_type, a.summary,
                      json.dumps(dict(a.metadata)), now) for a in request.artifacts)))
-            ops += release_inbound(request.releases)
+            ops += release_inbound(request.releases, session_id=request.session_id)
             item = DeliveryItem(delivery_id=delivery_id, session_id=request.session_id,
                                 kind=request.kind, blocks=request.blocks, text=request.text,
                                 channel=request.channel, metadata=request.metadata,

@@ -193,7 +193,7 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                 ops = end_turn(ctx.turn_id, status=status, now=store.clock(),
                                reason=ctx.reason, error=error)
                 if answers and dealt_with and ctx.reason not in _UNANSWERED_REASONS:
-                    ops += release_inbound(answers)
+                    ops += release_inbound(answers, session_id=session_id)
                 with trio.CancelScope(shield=True):  # the writer answers every request, even
                     await _record_end(store, ctx.turn_id, ops)  # stopping
 

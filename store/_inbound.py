@@ -122,11 +122,15 @@ def hold_inbound(inbound_id: str, *, session_id: str, channel: str | None,
                                 now, session_id))]
 
 
-def release_inbound(inbound_ids: Iterable[str]) -> list[Op]:
-    """Ops that release held messages (dealt with); ids not held are ignored."""
+def release_inbound(inbound_ids: Iterable[str], *,
+                    session_id: str | None = None) -> list[Op]:
+    """Ops that release held messages (dealt with); ids not held are ignored, and so are
+    those of other sessions than *session_id* when it is given (what a session's reply, turn
+    or notice deals with is that session's messages only)."""
     ids = list(dict.fromkeys(inbound_ids))
+    scope, extra = ("", ()) if session_id is None else (" AND session_id = ?", (session_id,))
     return [Execute(f"DELETE FROM inbound_messages WHERE inbound_id IN "
-                    f"({', '.join('?' * len(chunk))})", tuple(chunk))
+                    f"({', '.join('?' * len(chunk))}){scope}", (*chunk, *extra))
             for chunk in (ids[at:at + _RELEASE_CHUNK]
                           for at in range(0, len(ids), _RELEASE_CHUNK))]
 

@@ -143,6 +143,21 @@ async def test_a_notice_that_settles_a_message_releases_it(db_path, workspace) -
     assert report.unanswered == 0
 
 
+async def test_a_session_settles_only_its_own_messages(db_path, workspace) -> None:
+    """A reply, a turn's end or a notice in one session never releases another session's
+    message (a host's mix-up of ids): that one is still told after a restart."""
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        here, there = await rt.create_session(), await rt.create_session()
+        theirs = await rt.hold_inbound(there, notice="theirs, not answered")
+        async with rt.open_turn(here, inbound_ids=[theirs]) as ctx:
+            await ctx.output.send_text("an answer here", settles=[theirs])
+        await rt.notify(here, "a notice here", settles=[theirs])
+        assert _held(db_path) == 1
+    report, [notice] = await _recover(db_path, workspace, there, expect=1)
+    assert report.unanswered == 1
+    assert notice.text == "theirs, not answered"
+
+
 async def test_a_message_of_a_session_cleared_since_is_released_without_a_notice(
         db_path, workspace) -> None:
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
