@@ -15,7 +15,6 @@ import pathlib
 import signal
 from collections.abc import AsyncIterator, Callable
 
-import pytest
 import trio
 
 from tidings.channels import GatewayClient
@@ -138,9 +137,6 @@ async def _counts(db: pathlib.Path) -> dict[str, int]:
     return dict(report.counts)
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed: an accepted message whose turn a crash cut "
-                   "(running, or waiting behind one) is lost: no reply, no notice, and its "
-                   "resend is a duplicate")
 async def test_a_kill_while_a_turn_runs_and_another_waits_answers_both_after_restart(
         tmp_path) -> None:
     """(b) SIGKILL after ``accepted``, while the turn runs and a second message waits behind
