@@ -458,11 +458,24 @@ class Dispatcher:
             yield
         finally:
             self._binders.remove(hold)
-            for session_id in hold.sessions:
-                self._holds[session_id] -= 1
-                if not self._holds[session_id]:
-                    del self._holds[session_id]
-                    self._unheld.pop(session_id).set()
+            self.release_sessions(hold.sessions)
+
+    def hold_sessions(self, session_ids: Iterable[str]) -> None:
+        """Hold each session as :meth:`hold_binds` does, until :meth:`release_sessions` (one
+        release per hold). Recovery holds the sessions whose ``queued`` rows it will hand to
+        their lanes later (``recover="manual"``): a send written meanwhile must not go
+        first. Sync."""
+        for session_id in session_ids:
+            self._holds[session_id] += 1
+            self._unheld.setdefault(session_id, trio.Event())
+
+    def release_sessions(self, session_ids: Iterable[str]) -> None:
+        """End one hold of each session; a session no longer held claims again. Sync."""
+        for session_id in session_ids:
+            self._holds[session_id] -= 1
+            if not self._holds[session_id]:
+                del self._holds[session_id]
+                self._unheld.pop(session_id).set()
 
     def unheld(self, session_id: str) -> trio.Event | None:
         """An event set when no :meth:`hold_binds` block holds the session; None if none does."""

@@ -113,6 +113,7 @@ class RecoveryScanner:
         self._dispatcher = dispatcher
         self._router = router
         self._tell_held = tell_held
+        self._held_queued: list[str] = []  # held by _hold_queued until recover() kicks them
         self.scan_interval = float(scan_interval)
         self.stranded_after = float(stranded_after)
         self.batch = batch
@@ -141,6 +142,7 @@ class RecoveryScanner:
         async with self._lock:
             report = await self._dead_claims() + await self._stale_progress()
             report += await self._dead_turns()
+            await self._hold_queued()
         return self._count(report)
 
     async def recover(self) -> RecoveryReport:
@@ -155,6 +157,8 @@ class RecoveryScanner:
             report += await self._dead_turns()
             report += await self._reconcile(await self._unknown_sessions())
             report += await self._kick_queued(stranded_only=False)
+            held, self._held_queued = self._held_queued, []
+            self._dispatcher.release_sessions(held)  # kicked: their lanes read them first
             # After the kick: a session whose lane has older rows to load must not take a
             # notice written already claimed ahead of them.
             report += await self._unanswered()
@@ -221,6 +225,20 @@ class RecoveryScanner:
             if not progress.batch(len(ids), sum(len(result) for result in results)):
                 break
         return RecoveryReport(dead_turns=progress.done())
+
+    async def _hold_queued(self) -> None:
+        """``recover="manual"``: hold every session with ``queued`` rows until :meth:`recover`
+        hands them to their lanes, so a send the host makes before that (its route bound, its
+        lane idle and knowing nothing of them) does not go out ahead of them."""
+        after = ""
+        while True:
+            heads = await self._store.read(recovery.queued_heads, after, self.batch)
+            if not heads:
+                break
+            after = heads[-1].session_id
+            sessions = [head.session_id for head in heads]
+            self._dispatcher.hold_sessions(sessions)
+            self._held_queued += sessions
 
     async def _unanswered(self) -> RecoveryReport:
         """Tell each session about the messages an earlier process accepted and held but

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+import trio
+import trio.testing
 
 import tidings
 from tidings.testing import MemoryRoute
@@ -37,6 +39,24 @@ async def test_manual_recovery_leaves_queued_rows_alone_until_the_host_has_bound
     assert report.queued_sessions == 1
     assert report.unknown == 0  # already done while opening
     assert route.texts() == ["m0", "m1", "m2"]  # in order; the unknown one is not replayed
+
+
+async def test_a_send_before_manual_recovery_goes_after_the_queued_rows_it_left(
+        db_path, workspace, leftovers, wait_for_event) -> None:
+    """A host that binds its route and sends before ``rt.recover()``: the session's lane knows
+    nothing yet of the rows the earlier process left ``queued``, so the new row (written
+    claimed, the lane being idle) went out first. It now waits for the recovery's hand-over."""
+    left = await leftovers(queued=3, progress=0)
+    route = MemoryRoute()
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
+        rt.router.bind(left.session_id, route)
+        async with rt.open_turn(left.session_id) as ctx:
+            handle = await ctx.output.send_text("new")
+        await trio.testing.wait_all_tasks_blocked()
+        assert route.texts() == []  # held until the queued rows are handed over
+        await rt.recover()
+        await handle.wait()
+    assert route.texts() == ["m0", "m1", "m2", "new"]
 
 
 async def test_recovery_at_open_dispatches_queued_rows_which_are_unrouted_without_a_route(
