@@ -15,14 +15,14 @@ A message whose session was cleared since (or is gone) is released without a not
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tidings.actors._blocks import TextBlock, check_text
 from tidings.actors._pipeline import DeliveryRequest, new_id
 from tidings.actors._status import check_id, check_id_list
 from tidings.errors import SessionNotFoundError, ValidationError
-from tidings.store import held_inbound, hold_inbound, release_inbound
+from tidings.store import Op, held_inbound, hold_inbound, release_inbound
 
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
@@ -37,11 +37,14 @@ UNANSWERED_METADATA = "unanswered"
 
 
 async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | None = None,
-               channel: str | None = None, inbound_id: str | None = None) -> str:
+               channel: str | None = None, inbound_id: str | None = None,
+               also: Sequence[Op] = ()) -> str:
     """Hold an accepted message of *session_id* until it is dealt with; return its inbound id
     (*inbound_id*, or a new one). Returns once the hold is durable; the write is handed to the
     store's writer before the first checkpoint, so writes a caller's other tasks make after
-    this call (a turn's end that releases it) queue behind it.
+    this call (a turn's end that releases it) queue behind it. *also*: store ops written in
+    the same transaction (a channel's own record of the message, such as the gateway's
+    client message id).
 
     Raises:
       ValidationError: naming ``session_id``, ``notice`` (empty, or not valid Unicode),
@@ -61,9 +64,9 @@ async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | N
     inbound_id = new_id("inbound") if inbound_id is None else check_id("inbound_id", inbound_id)
     rt.check_open()
     store = rt.store
-    [written] = await store.commit(hold_inbound(
+    written, *_ = await store.commit([*hold_inbound(
         inbound_id, session_id=session_id, channel=channel, message_id=message_id,
-        notice=notice, claimant=store.claimant, now=store.clock()))
+        notice=notice, claimant=store.claimant, now=store.clock()), *also])
     if not written:  # recovery could never tell it: the message would not be protected
         raise SessionNotFoundError(f"no session {session_id!r}")
     return inbound_id

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import trio
 
-from tidings.actors import Outbound, TextBlock
+from tidings.actors import Outbound, TextBlock, _held
 from tidings.actors._pipeline import new_id
 from tidings.actors._router import certainly_sync
 from tidings.channels._agents import Agent, EchoAgent
@@ -28,8 +28,9 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
 from tidings.errors import TidingsError, ValidationError
+from tidings.store import Op
 
-__all__ = ["REFUSAL", "ChannelBase", "InboundOutcome"]
+__all__ = ["HELD_OUTCOMES", "REFUSAL", "ChannelBase", "InboundOutcome"]
 
 log = logging.getLogger("tidings.channels")
 
@@ -37,6 +38,9 @@ InboundOutcome = Literal["started", "queued", "merged", "command", "refused", "i
 """What ``handle_inbound`` did: a turn ``started`` now, was ``queued`` behind another, or
 ``merged`` into a waiting one; a ``command`` was answered; the sender was ``refused`` by the
 access policy; a blank message was ``ignored``."""
+
+HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
+"""The outcomes of a message that became (part of) a turn: held until dealt with."""
 
 REFUSAL = "Sorry, you are not allowed to use this channel."
 
@@ -128,22 +132,33 @@ class ChannelBase:
             held = new_id("inbound")
             outcome = self.dispatch.submit(session_id, conversation, inbound, held)
         # Outside the lock: the next message of the conversation need not wait for this write.
-        await self._hold(session_id, inbound, held)
+        await self._hold(session_id, inbound, held,
+                         self._accepted_ops(conversation, session_id, inbound, outcome))
         return outcome
 
-    async def _hold(self, session_id: str, inbound: Inbound, held: str) -> None:
-        """Hold the submitted *inbound* durably (as *held*) before it counts as accepted: from
-        then on a crash, or a stop that cuts its turn, cannot lose it silently; recovery tells
-        the user it was not answered (see :mod:`tidings.actors._held`).
+    def _accepted_ops(self, conversation: Conversation, session_id: str, inbound: Inbound,
+                      outcome: InboundOutcome) -> list[Op]:
+        """Store ops to write with the hold of a message accepted as a turn (*outcome*), in
+        the same transaction; none by default. The gateway records the client's message id
+        there, so a crash cannot keep one without the other."""
+        return []
+
+    async def _hold(self, session_id: str, inbound: Inbound, held: str,
+                    also: list[Op]) -> None:
+        """Hold the submitted *inbound* durably (as *held*, with the ops *also*) before it
+        counts as accepted: from then on a crash, or a stop that cuts its turn, cannot lose it
+        silently; recovery tells the user it was not answered (see
+        :mod:`tidings.actors._held`).
 
         Its turn starts meanwhile, unhindered, and cannot have ended (so released it) before
         the hold is written: the hold reaches the store's writer before this task's next
         checkpoint, and the turn's end comes after several writes of its own."""
         with trio.CancelScope(shield=True):  # bounded: one store request
             try:
-                await self.runtime.hold_inbound(
-                    session_id, notice=unanswered_notice(inbound.text),
-                    message_id=inbound.message_id, channel=self.config.name, inbound_id=held)
+                await _held.hold(self.runtime, session_id,
+                                 notice=unanswered_notice(inbound.text),
+                                 message_id=inbound.message_id, channel=self.config.name,
+                                 inbound_id=held, also=also)
             except TidingsError as exc:  # accepted all the same: only a crash can lose it now
                 log.warning("event=hold_failed session=%s error=%r", session_id, exc)
 

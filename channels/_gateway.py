@@ -32,7 +32,7 @@ from trio_websocket import (
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt, PromptAnswer
 from tidings.channels._agents import Agent
-from tidings.channels._base import ChannelBase
+from tidings.channels._base import ChannelBase, InboundOutcome
 from tidings.channels._config import ChannelConfig
 from tidings.channels._directory import Conversation
 from tidings.channels._gateway_admit import Admission, Refused, admit, replay
@@ -47,9 +47,11 @@ from tidings.channels._gateway_frames import (
 from tidings.channels._gateway_hub import Hub, lifecycle_frame
 from tidings.channels._gateway_inbound import on_frame
 from tidings.channels._gateway_interact import Interactions
+from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.errors import SessionNotFoundError, TidingsError
+from tidings.store import Op, acking
 from tidings.supervisor._log import field
 
 __all__ = ["GatewayChannel", "StaleProgress"]
@@ -105,6 +107,19 @@ class GatewayChannel(ChannelBase):
 
     def conversation_for(self, inbound: Any) -> Conversation:
         return self.conversation_named(inbound.chat_id)
+
+    def _accepted_ops(self, conversation: Conversation, session_id: str, inbound: Inbound,
+                      outcome: InboundOutcome) -> list[Op]:
+        """A client's message id is remembered in the commit that holds its message: were it
+        written after (as for commands), a crash between the two would make the resend (never
+        told ``accepted``) a new message, answered, while the held first one got a "not
+        answered" notice too."""
+        if inbound.message_id is None:
+            return []
+        rt = self.runtime
+        return [acking.remember_client_message(
+            rt.core_id, self.config.name, conversation.key, inbound.message_id,
+            session_id=session_id, outcome=outcome, now=rt.store.clock())]
 
     def hub(self, conversation: Conversation) -> Hub:
         hub = self.hubs.get(conversation.key)

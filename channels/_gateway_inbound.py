@@ -6,6 +6,8 @@ up in the conversation's durable record first: a known id is answered ``accepted
 two connections is caught in memory. A new message goes through ``handle_inbound`` (commands
 included) and, once it was accepted, its id is recorded, as one step that a kill of the
 connection cannot cut in two (a resend must be a duplicate); then the client gets ``accepted``.
+A message that became a turn has its id written in the commit that holds it
+(``GatewayChannel._accepted_ops``), so even a crash cannot keep one without the other.
 
 An ack confirms only deliveries of the connection's own conversation: ids this connection
 was sent (once each) or this gateway sent there are confirmed at once, for free; others are
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from tidings.channels._base import HELD_OUTCOMES
 from tidings.channels._gateway_frames import (
     Ack,
     Answer,
@@ -120,9 +123,10 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
         # the conversation's lock (held across store requests only) are awaited.
         with trio.CancelScope(shield=True):
             outcome = await gateway.handle_inbound(inbound)
-            await rt.remember_client_message(channel, conversation.key, frame.id,
-                                             session_id=gateway.directory.cached(conversation),
-                                             outcome=outcome)
+            if outcome not in HELD_OUTCOMES:  # a turn's id was written with its hold
+                await rt.remember_client_message(
+                    channel, conversation.key, frame.id,
+                    session_id=gateway.directory.cached(conversation), outcome=outcome)
     except RuntimeClosedError:
         conn.push(error_frame("shutting_down", "the server is stopping; send it again later",
                               ref=frame.id))
