@@ -226,7 +226,8 @@ class LaneWorker:
     async def _claim(self, lane: Lane, item: DeliveryItem) -> tuple[Binding, int] | None:
         """Claim *item* (``sending``, durable) for its session's route, with the previous
         delivery's ``sent`` in the same transaction. None: unrouted, or moved on already, or
-        left ``queued`` for the refill (older rows were handed back while it waited)."""
+        left ``queued`` for the refill (older rows were handed back while it waited), or for
+        the next start (the runtime stops while the session is held: nothing to finish)."""
         while True:  # a flush in the background, or a hold (Dispatcher.hold_binds): claim after
             if lane.flushing is not None:
                 await lane.flushing.wait()
@@ -234,7 +235,13 @@ class LaneWorker:
             unheld = self.dispatcher.unheld(lane.session_id)
             if unheld is None:
                 break
-            await unheld.wait()
+            if self.dispatcher.stopping:  # nothing claimed: it stays queued for the next start
+                return None
+            lane.waiting = True  # stop() ends the wait at once, as for the ack window
+            try:
+                await unheld.wait()
+            finally:
+                lane.waiting = False
         if lane.rewind:  # older rows were handed back while it waited: it goes after them
             return None   # (still ``queued``: the refill from the first queued row reads it)
         binding = self.router.binding(item.session_id)

@@ -92,7 +92,7 @@ class Lane:
         self.parked: trio.CancelScope | None = None  # around that wait: cancel it to nudge
         self.unacked: dict[str, DeliveryItem] = {}  # delivered to an acking route, not acked
         self.window = trio.Event()            # set when an ack frees room in the window
-        self.waiting = False                  # waiting for room in the ack window
+        self.waiting = False                  # waiting for ack-window room or a hold's end
         self.unrouting: trio.Event | None = None  # set when an ``unrouted`` write in flight ends
 
     def forget_memory(self) -> None:
@@ -333,10 +333,11 @@ class Dispatcher:
     # --- stopping ------------------------------------------------------------------------------
 
     async def stop(self) -> None:
-        """Stop taking work: idle lanes go at once; busy ones finish their current delivery,
-        up to ``grace`` seconds, then are cancelled (a ``deliver()`` cut short leaves its row
-        ``sending``: ``unknown`` at the next start). Queued rows stay queued for the next start.
-        Always a checkpoint."""
+        """Stop taking work: idle lanes go at once, as do lanes waiting for room in an ack
+        window or for a hold to end (they claimed nothing); busy ones finish their current
+        delivery, up to ``grace`` seconds, then are cancelled (a ``deliver()`` cut short leaves
+        its row ``sending``: ``unknown`` at the next start). Queued rows stay queued for the
+        next start. Always a checkpoint."""
         self.stopping = True
         for lane in self.lanes.values():
             if lane.scope is not None and (lane.idle_since is not None or lane.waiting):
