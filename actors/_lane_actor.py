@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -249,12 +250,17 @@ class LaneWorker:
         flushed = self._take_unflushed(lane)
         if binding is None:
             lane.unrouting = written = trio.Event()  # see Dispatcher.unrouted_written
-            try:
-                await self._commit(lane, flushed, [(item, transition(
-                    item.delivery_id, "unrouted", now=now))])
-            finally:
-                lane.unrouting = None
+
+            def ended(_: object) -> None:
+                # When the write has ended, not when this lane stops waiting for it: a lane
+                # that crashes meanwhile leaves it in the writer, and a binder reading the
+                # ``unrouted`` rows before it commits would miss this one.
+                if lane.unrouting is written:
+                    lane.unrouting = None
                 written.set()
+
+            await self._commit(lane, flushed, [(item, transition(
+                item.delivery_id, "unrouted", now=now))], ended=ended)
             return None
         lane.current, lane.claimed = item, False
         _, degraded = adapt_blocks(item.blocks, binding.capabilities)
@@ -330,16 +336,19 @@ class LaneWorker:
         return moves
 
     async def _commit(self, lane: Lane, before: list[tuple[DeliveryItem, Transition]],
-                      moves: list[tuple[DeliveryItem, Transition]]) -> list[int]:
+                      moves: list[tuple[DeliveryItem, Transition]], *,
+                      ended: Callable[[object], None] | None = None) -> list[int]:
         """Commit *before* + *moves* in one transaction; resolve items whose move applied.
 
         Returns the attempt counts of the applied *moves*. If the write fails, the items of
-        *before* go back to ``unflushed`` (their delivery already happened).
+        *before* go back to ``unflushed`` (their delivery already happened). *ended* (sync)
+        runs once the write has committed or will not, also if this caller has gone.
         """
         pairs = before + moves
         lane.committing += 1
         try:
-            results = await self.store.commit([move for _, move in pairs])
+            results = await self.store.commit([move for _, move in pairs], on_commit=ended,
+                                              on_error=ended)
         except BaseException:
             lane.unflushed[:0] = [item for item, _ in before]
             raise
