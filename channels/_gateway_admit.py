@@ -6,7 +6,8 @@ and nothing was read or written. Then the protocol version, then the other field
 naming the field). The conversation NAME resolves (or creates) its session under the
 directory's lock, which also binds the gateway as its route. A session this gateway was not
 the route of until then has its ``unrouted`` rows (left while no gateway had it) handed back
-to its lane at once, so they come in seq order before anything newer, whatever the hello says.
+to its lane at once, so they come in seq order before anything newer, whatever the hello says;
+a hello that ends before that (refused, failed, cancelled) unbinds it again, for the next one.
 
 Replay (``after_seq`` given): for the session the client names (default: the current one),
 rows up to ``after_seq`` still ``sending`` / ``unknown`` become ``sent`` before ``welcome``
@@ -28,6 +29,7 @@ import attrs
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
+from tidings.actors import BindToken
 from tidings.channels._directory import Conversation
 from tidings.channels._gateway_frames import (
     CLOSE_BAD_HELLO,
@@ -124,19 +126,24 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
             session_id, _ = await gateway.directory.resolve(conversation)
             rebound = [] if bound and session_id == cached else [session_id]
             plan: list[tuple[str, int]] = []
-            if hello.after_seq is not None:
-                plan.append((session_id, hello.after_seq))
-            if hello.session_id is not None and hello.session_id != session_id:
-                if not await gateway.owns(conversation, hello.session_id):
-                    raise Refused(CLOSE_BAD_HELLO, "bad hello: hello.session_id: not a session "
-                                                   "of this conversation")
-                if not _bound_here(gateway, hello.session_id):
-                    rebound.append(hello.session_id)
-                gateway.directory.attach(conversation, hello.session_id)
+            try:
                 if hello.after_seq is not None:
-                    plan = [(hello.session_id, hello.after_seq), (session_id, 0)]
-            for bound_now in rebound:  # before anything newer can be delivered there
-                await _requeue_unrouted(gateway, bound_now)
+                    plan.append((session_id, hello.after_seq))
+                if hello.session_id is not None and hello.session_id != session_id:
+                    if not await gateway.owns(conversation, hello.session_id):
+                        raise Refused(CLOSE_BAD_HELLO, "bad hello: hello.session_id: not a "
+                                                       "session of this conversation")
+                    if not _bound_here(gateway, hello.session_id):
+                        rebound.append(hello.session_id)
+                    gateway.directory.attach(conversation, hello.session_id)
+                    if hello.after_seq is not None:
+                        plan = [(hello.session_id, hello.after_seq), (session_id, 0)]
+                while rebound:  # before anything newer can be delivered there
+                    await _requeue_unrouted(gateway, rebound[0])
+                    del rebound[0]
+            except BaseException:
+                _unbind(gateway, rebound)
+                raise
             last_seq = await gateway.runtime.last_seq(session_id)
         for replayed_session, after_seq in plan:  # settled before welcome is sent
             for delivery_id in await gateway.runtime.confirm_through(replayed_session,
@@ -145,6 +152,18 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
     except RuntimeClosedError:
         raise Refused(CLOSE_GOING_AWAY, "server shutting down") from None
     return Admission(hello, conversation, session_id, last_seq, tuple(plan))
+
+
+def _unbind(gateway: GatewayChannel, session_ids: list[str]) -> None:
+    """The hello bound *session_ids* and ends (refused, failed, cancelled) before it handed
+    their ``unrouted`` rows back: unbind them again (still held, so nothing was claimed for
+    this gateway meanwhile). Left bound, the next hello would take them for sessions already
+    caught up and never hand those rows back, while newer rows went out."""
+    router = gateway.runtime.router
+    for session_id in session_ids:
+        binding = router.binding(session_id)
+        if binding is not None and binding.route is gateway:
+            router.unbind(BindToken(session_id, binding.serial))
 
 
 def _bound_here(gateway: GatewayChannel, session_id: str) -> bool:

@@ -3,13 +3,23 @@ up the runtime's stop."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
 import tidings
+from tidings.channels import GatewayClient, GatewayClosed
 from tidings.testing import MemoryRoute, writer_gate
 
-from .test_hunt_rebind_order import HANG, _gateway, _pause, _texts, _until
+from .test_hunt_rebind_order import (
+    HANG,
+    TOKEN,
+    _gateway,
+    _pause,
+    _texts,
+    _unrouted,
+    _until,
+)
 
 
 async def test_a_lane_waiting_on_a_manual_recovery_hold_does_not_hold_up_the_exit(
@@ -76,3 +86,25 @@ async def test_a_row_whose_unrouted_write_outlives_its_crashed_lane_is_requeued_
                 await _until(lambda: len(texts) >= 1)
                 assert texts[0] == "s1"
     assert texts == ["s1", "s2"]
+
+
+async def test_a_hello_refused_after_its_bind_leaves_the_unrouted_rows_for_the_next_hello(
+        rt) -> None:
+    """A hello naming a session that is not its conversation's is refused after the
+    conversation's session was bound to the gateway and before its ``unrouted`` rows were
+    handed back. The session stayed bound, so the next hello took it for one already caught
+    up: u1 stayed ``unrouted`` and only the newer row came."""
+    async with _gateway(rt) as (gateway, url):
+        key = gateway.conversation_named("c").key
+        session_id, _ = await rt.resolve_conversation(gateway.config.name, key)
+        with trio.fail_after(HANG):
+            await _unrouted(rt, session_id, "u1")
+            with pytest.raises(GatewayClosed):
+                async with GatewayClient.connect(url, token=TOKEN, conversation="c",
+                                                 session_id="session_not_of_c"):
+                    pass
+            async with rt.open_turn(session_id) as ctx:
+                await ctx.output.send_text("new")
+            texts: list[str] = []
+            await _texts(url, 2, texts)
+    assert texts == ["u1", "new"]
