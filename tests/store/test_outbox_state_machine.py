@@ -15,7 +15,7 @@ import itertools
 import pathlib
 import sqlite3
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -93,6 +93,12 @@ class KickRecorder:
 
     def kick(self, session_id: str) -> None:
         self.kicked.append(session_id)
+
+    def hold_sessions(self, session_ids: Iterable[str]) -> None:
+        """Manual recovery holds the sessions it will kick; nothing claims here anyway."""
+
+    def release_sessions(self, session_ids: Iterable[str]) -> None:
+        """See :meth:`hold_sessions`."""
 
 
 class Machine:
