@@ -238,6 +238,9 @@ class LaneWorker:
                 break
             if self.dispatcher.stopping:  # nothing claimed: it stays queued for the next start
                 return None
+            if lane.unflushed:  # record what was delivered first: stop() may cut this wait
+                await self._flush(lane)
+                continue
             lane.waiting = True  # stop() ends the wait at once, as for the ack window
             try:
                 await unheld.wait()
