@@ -39,7 +39,7 @@ import trio
 from tidings.actors._reconcile import reconcile_session, reconciler_of
 from tidings.actors._status import check_seconds
 from tidings.errors import MailboxClosedError, TidingsError, ValidationError
-from tidings.store import Store, end_turn, recovery, transition
+from tidings.store import SessionHead, Store, end_turn, recovery, transition
 from tidings.supervisor import ChildContext, ChildSpec, Mailbox
 
 if TYPE_CHECKING:
@@ -230,15 +230,23 @@ class RecoveryScanner:
         """``recover="manual"``: hold every session with ``queued`` rows until :meth:`recover`
         hands them to their lanes, so a send the host makes before that (its route bound, its
         lane idle and knowing nothing of them) does not go out ahead of them."""
+        def hold(heads: list[SessionHead]) -> None:
+            sessions = [head.session_id for head in heads]
+            self._dispatcher.hold_sessions(sessions)
+            self._held_queued += sessions
+
+        await self._queued_pages(hold)
+
+    async def _queued_pages(self, each: Callable[[list[SessionHead]], None]) -> None:
+        """Call *each* (sync) with every page of the first ``queued`` row of each session
+        that has one, in session order."""
         after = ""
         while True:
             heads = await self._store.read(recovery.queued_heads, after, self.batch)
             if not heads:
-                break
+                return
             after = heads[-1].session_id
-            sessions = [head.session_id for head in heads]
-            self._dispatcher.hold_sessions(sessions)
-            self._held_queued += sessions
+            each(heads)
 
     async def _unanswered(self) -> RecoveryReport:
         """Tell each session about the messages an earlier process accepted and held but
@@ -268,18 +276,16 @@ class RecoveryScanner:
         lane that is busy with the session already."""
         cutoff = self._store.clock() - self.stranded_after if stranded_only else math.inf
         progress = _Progress("recovery_stranded" if stranded_only else "recovery_queued")
-        after = ""
-        while True:
-            heads = await self._store.read(recovery.queued_heads, after, self.batch)
-            if not heads:
-                break
-            after = heads[-1].session_id
+
+        def kick(heads: list[SessionHead]) -> None:
             kicked = 0
             for head in heads:
                 if head.updated_at <= cutoff:
                     self._dispatcher.kick(head.session_id)
                     kicked += 1
             progress.batch(len(heads), kicked)
+
+        await self._queued_pages(kick)
         kicked = progress.done()
         if stranded_only:
             return RecoveryReport(stranded_sessions=kicked)

@@ -136,6 +136,15 @@ def stranded() -> Callable[[Runtime, str, str], Awaitable[str]]:
     return insert_stranded
 
 
+def held_count(db_path: pathlib.Path) -> int:
+    """How many accepted messages are held (``rt.hold_inbound``) in the database now."""
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute("SELECT count(*) FROM inbound_messages").fetchone()[0]
+    finally:
+        conn.close()
+
+
 def event_counts(db_path: pathlib.Path) -> dict[tuple[str, str], int]:
     """``(delivery_id, event type) -> how many``, read straight from the database."""
     conn = sqlite3.connect(db_path)

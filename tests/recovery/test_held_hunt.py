@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 import tidings
 from tidings.actors._blocks import MediaBlock
 from tidings.errors import SessionNotFoundError
 
-
-def _held(db_path) -> int:
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute("SELECT count(*) FROM inbound_messages").fetchone()[0]
-    finally:
-        conn.close()
+from .conftest import held_count
 
 
 async def test_a_repeated_keyed_reply_still_releases_what_it_settles(db_path, workspace) -> None:
@@ -30,7 +22,7 @@ async def test_a_repeated_keyed_reply_still_releases_what_it_settles(db_path, wo
             one = await ctx.output.send_text("answer", idempotency_key="k", settles=[first])
             two = await ctx.output.send_text("answer", idempotency_key="k", settles=[again])
             assert one.delivery_id == two.delivery_id
-        assert _held(db_path) == 0
+        assert held_count(db_path) == 0
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         assert rt.scanner.statistics().totals.unanswered == 0
 
@@ -41,7 +33,7 @@ async def test_a_hold_for_a_session_that_does_not_exist_is_refused(db_path, work
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         with pytest.raises(SessionNotFoundError):
             await rt.hold_inbound("sess_no_such", notice="not answered")
-        assert _held(db_path) == 0
+        assert held_count(db_path) == 0
 
 
 async def test_a_repeated_keyed_media_send_still_releases_what_it_settles(db_path,
@@ -60,4 +52,4 @@ async def test_a_repeated_keyed_media_send_still_releases_what_it_settles(db_pat
             two = await ctx.output.send(block, history_text="a chart",
                                         idempotency_key="k", settles=[again])
             assert one.delivery_id == two.delivery_id
-        assert _held(db_path) == 0
+        assert held_count(db_path) == 0

@@ -10,7 +10,6 @@ next open, exactly what a crash leaves: the holds of an earlier process epoch.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 
 import pytest
 import trio
@@ -19,13 +18,7 @@ import tidings
 from tidings.errors import ValidationError
 from tidings.testing import MemoryRoute
 
-
-def _held(db_path) -> int:
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute("SELECT count(*) FROM inbound_messages").fetchone()[0]
-    finally:
-        conn.close()
+from .conftest import held_count
 
 
 async def _recover(db_path, workspace, session_id: str, expect: int = 0):
@@ -45,14 +38,14 @@ async def test_a_message_held_when_its_process_stopped_is_told_once(db_path, wor
         session_id = await rt.create_session(channel="web")
         await rt.hold_inbound(session_id, notice="Not answered: hello", message_id="m1",
                               channel="web")
-    assert _held(db_path) == 1
+    assert held_count(db_path) == 1
     report, [notice] = await _recover(db_path, workspace, session_id, expect=1)
     assert report.unanswered == 1
     assert notice.kind == "notice"
     assert notice.text == "Not answered: hello"
     assert notice.channel == "web"
     assert dict(notice.metadata) == {"unanswered": True, "message_ids": ("m1",)}
-    assert _held(db_path) == 0
+    assert held_count(db_path) == 0
     report, _ = await _recover(db_path, workspace, session_id)
     assert report.unanswered == 0
 
@@ -67,7 +60,7 @@ async def test_recovery_at_open_tells_in_arrival_order(db_path, workspace) -> No
         notices = [d for d in await rt.deliveries(session_id) if d.kind == "notice"]
         assert [d.text for d in sorted(notices, key=lambda d: d.seq)] == [
             "not answered 0", "not answered 1", "not answered 2"]
-    assert _held(db_path) == 0
+    assert held_count(db_path) == 0
 
 
 @pytest.mark.parametrize("end", ["completed", "failed", "steer", "cancel_command"])
@@ -85,7 +78,7 @@ async def test_a_turn_that_ends_releases_the_messages_it_answered(db_path, works
                 if end != "completed":
                     ctx.cancel(end)
                     await trio.sleep_forever()
-        assert _held(db_path) == 0
+        assert held_count(db_path) == 0
     report, _ = await _recover(db_path, workspace, session_id)
     assert report.unanswered == 0
 
@@ -103,7 +96,7 @@ async def test_a_turn_the_stop_cuts_keeps_its_messages_for_recovery(db_path, wor
         held = await rt.hold_inbound(session_id, notice="cut short")
         rt.start_task("turn", turn, rt, session_id, held)
         await began.wait()
-    assert _held(db_path) == 1
+    assert held_count(db_path) == 1
     report, [notice] = await _recover(db_path, workspace, session_id, expect=1)
     assert report.unanswered == 1
     assert notice.text == "cut short"
@@ -126,7 +119,7 @@ async def test_a_reply_that_settles_its_message_releases_it_before_the_turn_ends
         held = await rt.hold_inbound(session_id, notice="not answered")
         rt.start_task("turn", turn, rt, session_id, held)
         await replied.wait()
-        assert _held(db_path) == 0
+        assert held_count(db_path) == 0
     report, _ = await _recover(db_path, workspace, session_id)
     assert report.unanswered == 0
 
@@ -138,7 +131,7 @@ async def test_a_notice_that_settles_a_message_releases_it(db_path, workspace) -
         second = await rt.hold_inbound(session_id, notice="two")
         await rt.notify(session_id, "told about one", settles=[first])
         await rt.release_inbound([second, "inbound_never_held"])
-        assert _held(db_path) == 0
+        assert held_count(db_path) == 0
     report, _ = await _recover(db_path, workspace, session_id)
     assert report.unanswered == 0
 
@@ -152,7 +145,7 @@ async def test_a_session_settles_only_its_own_messages(db_path, workspace) -> No
         async with rt.open_turn(here, inbound_ids=[theirs]) as ctx:
             await ctx.output.send_text("an answer here", settles=[theirs])
         await rt.notify(here, "a notice here", settles=[theirs])
-        assert _held(db_path) == 1
+        assert held_count(db_path) == 1
     report, [notice] = await _recover(db_path, workspace, there, expect=1)
     assert report.unanswered == 1
     assert notice.text == "theirs, not answered"
@@ -167,7 +160,7 @@ async def test_a_message_of_a_session_cleared_since_is_released_without_a_notice
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         assert rt.scanner.statistics().totals.unanswered == 0
         assert [d for d in await rt.deliveries(session_id) if d.kind == "notice"] == []
-    assert _held(db_path) == 0
+    assert held_count(db_path) == 0
 
 
 async def test_bad_holds_and_releases_are_refused_by_name(rt) -> None:
