@@ -163,6 +163,14 @@ class AckingSupport:
                                            channel, conversation_key, ids[start:start + _PAGE])
         return found
 
+    async def unrouted_sessions(self, channel: str, conversation_key: str) -> list[str]:
+        """The conversation's sessions (this core's, *channel*'s, *conversation_key*'s) with
+        visible message or notice rows left ``unrouted``, oldest first: what a client of the
+        conversation saying hello again must get back, whichever session it names (an older
+        one, left by ``/new`` or ``/clear``, is named by nobody after a restart)."""
+        return await self.store.read(acking.unrouted_sessions, self.core_id, channel,
+                                     conversation_key)
+
     async def last_handed_seq(self, session_id: str) -> int:
         """The highest ``seq`` of a row of the session a client is or will be handed: not a
         ``visible=False`` or ``failed`` row (0 before any). A client that has it has caught up.

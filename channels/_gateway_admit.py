@@ -8,6 +8,9 @@ directory's lock, which also binds the gateway as its route. A session this gate
 the route of until then has its ``unrouted`` rows (left while no gateway had it) handed back
 to its lane at once, so they come in seq order before anything newer, whatever the hello says;
 a hello that ends before that (refused, failed, cancelled) unbinds it again, for the next one.
+So does every older session of the conversation with ``unrouted`` rows (left by ``/new`` or
+``/clear``, named by no client after a restart): its replies and the "not answered" notices
+recovery wrote there reach the client too.
 
 Replay (``after_seq`` given): for the session the client names (default: the current one),
 rows up to ``after_seq`` still ``sending`` / ``unknown`` become ``sent`` before ``welcome``
@@ -138,6 +141,14 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
                     gateway.directory.attach(conversation, hello.session_id)
                     if hello.after_seq is not None:
                         plan = [(hello.session_id, hello.after_seq), (session_id, 0)]
+                # An older session nobody names (left by /new or /clear) whose rows found no
+                # route after a restart: its replies and "not answered" notices go out too.
+                for older in await gateway.runtime.unrouted_sessions(gateway.config.name,
+                                                                     conversation.key):
+                    if older not in (session_id, hello.session_id) \
+                            and not _bound_here(gateway, older):
+                        gateway.directory.attach(conversation, older)
+                        rebound.append(older)
                 while rebound:  # before anything newer can be delivered there
                     await _requeue_unrouted(gateway, rebound[0])
                     del rebound[0]

@@ -15,7 +15,8 @@ from tidings.store._ops import Call
 from tidings.store._records import OutboxRow
 
 __all__ = ["client_message", "conversation_deliveries", "ids_through", "last_handed_seq",
-           "remember_client_message", "rows_after", "session_deliveries", "session_last_seq"]
+           "remember_client_message", "rows_after", "session_deliveries", "session_last_seq",
+           "unrouted_sessions"]
 
 
 def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
@@ -41,6 +42,19 @@ def conversation_deliveries(conn: sqlite3.Connection, core_id: str, channel: str
         "WHERE s.core_id = ? AND s.channel = ? AND s.conversation_key = ?",
         (*delivery_ids, core_id, channel, conversation_key))]
 
+
+def unrouted_sessions(conn: sqlite3.Connection, core_id: str, channel: str,
+                      conversation_key: str) -> list[str]:
+    """The sessions the conversation owns (same core, channel and conversation key) that have
+    a visible ``message`` or ``notice`` row left ``unrouted``, oldest first: a session the
+    conversation moved away from (``/new``, ``/clear``) still has such rows after a restart
+    (its replies, the notices recovery wrote there), and no client names it again."""
+    return [row[0] for row in conn.execute(
+        "SELECT s.session_id FROM sessions AS s "
+        "WHERE s.core_id = ? AND s.channel = ? AND s.conversation_key = ? AND EXISTS ("
+        "SELECT 1 FROM outbox AS o WHERE o.session_id = s.session_id "
+        "AND o.status = 'unrouted' AND o.visible = 1 AND o.kind IN ('message', 'notice')) "
+        "ORDER BY s.created_at, s.session_id", (core_id, channel, conversation_key))]
 
 def session_deliveries(conn: sqlite3.Connection, session_id: str,
                        delivery_ids: Sequence[str]) -> list[str]:

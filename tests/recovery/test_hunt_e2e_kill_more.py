@@ -418,3 +418,45 @@ async def test_a_kill_while_recovery_tells_many_held_messages_tells_each_once(
     finally:
         _release(fifo)
 
+
+async def test_new_with_a_running_message_then_a_kill_tells_it_in_the_old_session(
+        tmp_path) -> None:
+    """``/new`` while a turn runs (it goes on in the old session), then SIGKILL: after the
+    restart, the client reconnecting as told (the session of its last delivery: the new
+    one) still gets the notice recovery wrote in the old session, once. It was left
+    ``unrouted`` for good: a hello handed back only the rows of the sessions it named."""
+    fifo = _write_agent(tmp_path)
+    db = tmp_path / "new.db"
+    try:
+        async with _server(tmp_path, db) as server, \
+                GatewayClient.connect(server.url, token=server.token,
+                                      conversation="c") as ws:
+            first = Client(ws)
+            await _start_then_queue(ws, first, [("m1", "hold one")])
+            await ws.message("/new", message_id="new")
+            started = await first.until(lambda f: f["type"] == "delivery"
+                                        and f["text"].startswith("Started a new session"))
+            old_session = ws.session_id
+            assert started["session_id"] != old_session
+            await _kill(server)
+        _release(fifo)
+        async with _server(tmp_path, db) as server, \
+                GatewayClient.connect(server.url, token=server.token, conversation="c",
+                                      session_id=started["session_id"],
+                                      after_seq=started["seq"]) as ws:
+            again = Client(ws)
+            told = await again.until(lambda f: f["type"] == "delivery"
+                                     and "not answered" in f["text"])
+            assert (told["session_id"], '"hold one"' in told["text"]) == (old_session, True)
+            await ws.message("hold one", message_id="m1")
+            assert (await again.until(_accepted("m1"))).get("duplicate") is True
+            await ws.message("probe", message_id="probe")
+            await again.until(lambda f: f["type"] == "delivery"
+                              and f["text"].endswith("done probe"))
+            await again.caught_up()
+        _only_notice(first.deliveries() + again.deliveries(), "hold one")
+        assert len(await _notices(db)) == 1
+        await _settled(db)
+        assert (await _counts(db))["unrouted"] == 0
+    finally:
+        _release(fifo)
