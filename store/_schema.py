@@ -231,11 +231,15 @@ CREATE TABLE inbound_messages (
     claimant    TEXT NOT NULL,
     received_at REAL NOT NULL
 );
+CREATE INDEX outbox_unrouted ON outbox(session_id, seq) WHERE status = 'unrouted';
 """
 """v4: messages a channel accepted and has not yet dealt with (answered, told it was not, or
 cleared), with the notice to send if the process that holds one stops first: a crash can cut a
 waiting or running turn, and the next start tells the user instead of losing the message.
-Rows are deleted once dealt with (rowid order is arrival order), so the table stays small."""
+Rows are deleted once dealt with (rowid order is arrival order), so the table stays small.
+And the ``unrouted`` rows by session: a gateway hello looks for the sessions of its
+conversation that have some (without it, SQLite scanned every ``unrouted`` row of the
+database for each)."""
 
 MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4))
 """Ordered ``(version, script)`` pairs; append, never edit a released one."""
