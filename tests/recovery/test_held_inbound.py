@@ -10,12 +10,15 @@ next open, exactly what a crash leaves: the holds of an earlier process epoch.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 
 import pytest
 import trio
 
 import tidings
 from tidings.errors import ValidationError
+from tidings.store import SCHEMA_VERSION
+from tidings.store._schema import MIGRATIONS
 from tidings.testing import MemoryRoute
 
 from .conftest import held_count
@@ -161,6 +164,32 @@ async def test_a_message_of_a_session_cleared_since_is_released_without_a_notice
         assert rt.scanner.statistics().totals.unanswered == 0
         assert [d for d in await rt.deliveries(session_id) if d.kind == "notice"] == []
     assert held_count(db_path) == 0
+
+
+async def test_a_database_of_the_previous_schema_is_migrated_and_holds_messages(
+        db_path, workspace) -> None:
+    """A database written by the code before held messages (schema v3) opens: v4 adds the
+    table and the index in place, and what the old process left is kept."""
+    db_path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db_path)
+    for version, script in MIGRATIONS[:3]:
+        conn.executescript(script)
+        conn.execute(f"PRAGMA user_version = {version}")
+    conn.execute("INSERT INTO sessions (session_id, core_id, channel, created_at, updated_at) "
+                 "VALUES ('old_session', 'default', 'web', 0, 0)")
+    conn.commit()
+    conn.close()
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        assert (await rt.session("old_session")).channel == "web"
+        await rt.hold_inbound("old_session", notice="left by the new code")
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        conn.close()
+    report, [notice] = await _recover(db_path, workspace, "old_session", expect=1)
+    assert report.unanswered == 1
+    assert notice.text == "left by the new code"
 
 
 async def test_bad_holds_and_releases_are_refused_by_name(rt) -> None:
