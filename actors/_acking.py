@@ -165,9 +165,10 @@ class AckingSupport:
 
     async def unrouted_sessions(self, channel: str, conversation_key: str) -> list[str]:
         """The conversation's sessions (this core's, *channel*'s, *conversation_key*'s) with
-        visible message or notice rows left ``unrouted``, oldest first: what a client of the
-        conversation saying hello again must get back, whichever session it names (an older
-        one, left by ``/new`` or ``/clear``, is named by nobody after a restart)."""
+        visible message or notice rows left ``unrouted`` or still ``queued`` (unrouted once
+        their lane finds no route), oldest first: what a client of the conversation coming
+        back must be bound to and get back, whichever session it names (an older one, left by
+        ``/new`` or ``/clear``, is named by nobody after a restart)."""
         return await self.store.read(acking.unrouted_sessions, self.core_id, channel,
                                      conversation_key)
 

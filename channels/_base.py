@@ -24,6 +24,7 @@ from tidings.channels._commands import parse_command
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
 from tidings.channels._dispatch import Dispatch, unanswered_notice
+from tidings.channels._handback import requeue_unrouted
 from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
@@ -59,6 +60,10 @@ class ChannelBase:
       ConfigError: ``config.agent`` cannot be loaded.
     """
 
+    hands_back_unrouted = True
+    """Whether :meth:`handle_inbound` hands a conversation's ``unrouted`` rows back before its
+    first message or command (the gateway does it in each client's hello instead)."""
+
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None) -> None:
         if not isinstance(config, ChannelConfig):
             raise ValidationError("config", f"must be a ChannelConfig, got {config!r}")
@@ -78,6 +83,7 @@ class ChannelBase:
         self.memory_scope: RuntimeMemoryScope = config.resolved_memory_scope()
         self.directory = SessionDirectory(runtime, config.name, self)
         self.dispatch = Dispatch(self)
+        self._handed_back: set[str] = set()  # conversation keys: see _hand_back
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.config.name!r}>"
@@ -121,6 +127,8 @@ class ChannelBase:
         if not self.config.access.allows(inbound.sender_id):
             await self._deliver_direct(conversation, REFUSAL, extra={"refused": True})
             return "refused"
+        if self.hands_back_unrouted and conversation.key not in self._handed_back:
+            await self._hand_back(conversation)
         command = parse_command(inbound.text)
         if command is not None:
             await run_command(self, conversation, command)
@@ -135,6 +143,25 @@ class ChannelBase:
         await self._hold(session_id, inbound, held,
                          self._accepted_ops(conversation, session_id, inbound, outcome))
         return outcome
+
+    async def _hand_back(self, conversation: Conversation) -> None:
+        """Once per conversation per process, before its first message or command is handled:
+        bind the channel to each of the conversation's sessions that has ``unrouted`` rows
+        (recovery's "not answered" notices after a restart, replies left while no channel had
+        the session) and hand those rows back, so they reach the platform, in seq order,
+        before anything newer (see :mod:`tidings.channels._handback`)."""
+        rt = self.runtime
+        async with self.directory.lock(conversation):
+            if conversation.key in self._handed_back:
+                return
+            sessions = await rt.unrouted_sessions(self.config.name, conversation.key)
+            if sessions:
+                async with rt.hold_binds(self):
+                    for session_id in sessions:
+                        self.directory.attach(conversation, session_id)
+                    for session_id in sessions:
+                        await requeue_unrouted(rt, session_id)
+            self._handed_back.add(conversation.key)
 
     def _accepted_ops(self, conversation: Conversation, session_id: str, inbound: Inbound,
                       outcome: InboundOutcome) -> list[Op]:

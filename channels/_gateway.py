@@ -108,6 +108,8 @@ class GatewayChannel(ChannelBase):
     def conversation_for(self, inbound: Any) -> Conversation:
         return self.conversation_named(inbound.chat_id)
 
+    hands_back_unrouted = False  # each client's hello does it (channels/_gateway_admit.py)
+
     def _accepted_ops(self, conversation: Conversation, session_id: str, inbound: Inbound,
                       outcome: InboundOutcome) -> list[Op]:
         """A client's message id is remembered in the commit that holds its message: were it

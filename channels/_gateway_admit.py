@@ -46,6 +46,7 @@ from tidings.channels._gateway_frames import (
     parse_client_frame,
     peek_hello_token,
 )
+from tidings.channels._handback import requeue_unrouted
 from tidings.errors import RuntimeClosedError
 
 if TYPE_CHECKING:
@@ -150,7 +151,8 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
                         gateway.directory.attach(conversation, older)
                         rebound.append(older)
                 while rebound:  # before anything newer can be delivered there
-                    await _requeue_unrouted(gateway, rebound[0])
+                    await requeue_unrouted(gateway.runtime, rebound[0],
+                                           gateway.settings.replay_page)
                     del rebound[0]
             except BaseException:
                 _unbind(gateway, rebound)
@@ -181,27 +183,6 @@ def _bound_here(gateway: GatewayChannel, session_id: str) -> bool:
     """Whether *session_id*'s live route is this gateway now."""
     binding = gateway.runtime.router.binding(session_id)
     return binding is not None and binding.route is gateway
-
-
-async def _requeue_unrouted(gateway: GatewayChannel, session_id: str) -> None:
-    """Hand the session's ``unrouted`` message and notice rows (left while no gateway had it
-    bound) back to its lane, now that this gateway is its route: they are delivered in seq
-    order, before any row written from now on. Were they left for a replay instead, a row
-    delivered meanwhile (to a client without ``after_seq``) would go before them, and a
-    client that then acks or says ``after_seq`` by the higher seq would confirm rows it
-    never got. Runs inside ``hold_binds``, after a row whose ``unrouted`` write was in
-    flight at the bind is durable (else this read would miss it)."""
-    rt = gateway.runtime
-    await rt.unrouted_written(session_id)
-    cursor = 0
-    while True:
-        rows = await rt.stored_deliveries(session_id, after_seq=cursor,
-                                          limit=gateway.settings.replay_page,
-                                          kinds=("message", "notice"), statuses=("unrouted",))
-        if not rows:
-            return
-        cursor = rows[-1].outbound.seq
-        await rt.requeue(session_id, [row.outbound.delivery_id for row in rows])
 
 
 async def replay(gateway: GatewayChannel, conn: Connection,

@@ -92,3 +92,28 @@ async def test_commands_refusals_and_blank_messages_are_never_held(db_path, work
         assert await channel.say("   ") == "ignored"
         assert await channel.say("hi", sender_id="stranger") == "refused"
         assert _held(db_path) == []
+
+
+@pytest.mark.parametrize("first", ["hello again", "/status"])
+async def test_after_a_restart_the_conversation_gets_its_notice_before_anything_newer(
+        db_path, workspace, first) -> None:
+    """A channel (not the gateway) is bound to a session only when its conversation speaks:
+    after a restart, recovery's "not answered" notice finds no route (``unrouted``). The
+    conversation's first message or command hands it back, and it arrives first."""
+    agent = GatedAgent()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
+        assert await channel.say("cut short") == "started"
+        await agent.wait_turns(1)
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        assert rt.scanner.statistics().totals.unanswered == 1
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"),
+                                   agent=GatedAgent(block=False))
+        with trio.fail_after(10):  # real time: a notice never handed back must not hang
+            await channel.say(first)
+            [told, after] = await channel.wait_outbounds(2)
+            await channel.wait_idle()
+    assert told.kind == "notice"
+    assert '"cut short"' in told.text
+    assert after.seq > told.seq
+    assert [o.text for o in channel.outbounds].count(told.text) == 1

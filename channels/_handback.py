@@ -1,0 +1,36 @@
+"""Handing a session's ``unrouted`` rows back to its lane once a channel is its route again.
+
+A row finds no route while no channel has its session bound: after a restart (recovery's
+"not answered" notices, replies queued before the crash), or after ``/new`` moved the
+conversation on while a turn of the old session still ran. Such rows are final for the runtime,
+but a channel that becomes the session's route again hands them back (``rt.requeue``), inside
+``rt.hold_binds(channel)``: they go out in seq order before anything newer of the session.
+
+The gateway does it in each client's hello; every other channel (``ChannelBase``) once per
+conversation per process, before the conversation's first inbound message or command is handled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["HANDBACK_PAGE", "requeue_unrouted"]
+
+HANDBACK_PAGE = 256
+"""Rows read per page when handing back."""
+
+
+async def requeue_unrouted(rt: Any, session_id: str, page: int = HANDBACK_PAGE) -> None:
+    """Hand the session's ``unrouted`` message and notice rows back to its lane, now that the
+    caller is its route: they are delivered in seq order, before any row written from now on.
+    Call inside ``rt.hold_binds(route)``; first waits for a row whose ``unrouted`` write was in
+    flight at the bind (else this read would miss it)."""
+    await rt.unrouted_written(session_id)
+    cursor = 0
+    while True:
+        rows = await rt.stored_deliveries(session_id, after_seq=cursor, limit=page,
+                                          kinds=("message", "notice"), statuses=("unrouted",))
+        if not rows:
+            return
+        cursor = rows[-1].outbound.seq
+        await rt.requeue(session_id, [row.outbound.delivery_id for row in rows])
