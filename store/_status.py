@@ -34,6 +34,7 @@ __all__ = [
     "DeliveryReport",
     "StatusReport",
     "delivery_report",
+    "held_count",
     "read_database",
     "recent_deliveries",
     "status_counts",
@@ -57,6 +58,10 @@ class StatusReport:
 
     counts: Mapping[str, int]
     recent: tuple[DeliveryStatus, ...]
+    held: int = 0
+    """Accepted messages not yet answered, told or cleared (``rt.hold_inbound``); those of a
+    stopped process are told "not answered" at its next start. Not in :meth:`as_json`, whose
+    shape is pinned."""
 
     def as_json(self) -> dict[str, Any]:
         """``{"counts": {status: n}, "recent": [{RECENT_FIELDS...}]}``: stable for scripts."""
@@ -170,7 +175,20 @@ def status_report(conn: sqlite3.Connection, *, session_id: str | None = None,
     check_filters(status=status, since=since, limit=limit)
     return StatusReport(status_counts(conn, session_id=session_id, since=since),
                         tuple(recent_deliveries(conn, session_id=session_id, status=status,
-                                                since=since, limit=limit)))
+                                                since=since, limit=limit)),
+                        held_count(conn, session_id=session_id))
+
+
+def held_count(conn: sqlite3.Connection, *, session_id: str | None = None) -> int:
+    """How many accepted messages are held (of *session_id*, or all); 0 in a database older
+    than the table (read-only readers do not migrate)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                    "AND name = 'inbound_messages'").fetchone() is None:
+        return 0
+    if session_id is None:
+        return int(conn.execute("SELECT count(*) FROM inbound_messages").fetchone()[0])
+    return int(conn.execute("SELECT count(*) FROM inbound_messages WHERE session_id = ?",
+                            (session_id,)).fetchone()[0])
 
 
 def delivery_report(conn: sqlite3.Connection, delivery_id: str) -> DeliveryReport | None:

@@ -155,6 +155,9 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
     total = sum(report.counts.values())
     counts = "  ".join(f"{status} {n}" for status, n in report.counts.items())
     print(f"counts: {counts}  (total {total})", file=out)
+    if report.held:
+        print(f"held: {report.held} accepted message(s) not yet answered (those of a stopped "
+              f"server are told \"not answered\" at its next start)", file=out)
     which = f" {args.status}" if args.status else ""
     if not report.recent:
         print(f"no{which} deliveries to show", file=out)

@@ -171,3 +171,21 @@ async def test_out_of_range_arguments_exit_2_naming_the_option(db, capsys, argv)
     assert caught.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {argv[0]}: expected " in err
+
+
+async def test_the_overview_counts_messages_held_unanswered(tmp_path, capsys) -> None:
+    """A stopped process's held messages (told at its next start) show in the text overview;
+    the pinned JSON shape stays as it is."""
+    path = tmp_path / "held.db"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    async with tidings.open_runtime(path, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        await rt.hold_inbound(session_id, notice="not answered")
+    code, out, _ = _run(capsys, "--db", str(path))
+    assert code == 0
+    assert "held: 1 accepted message(s) not yet answered" in out
+    _, out, _ = _run(capsys, "--db", str(path), "--session", "nobody")
+    assert "held:" not in out
+    _, out, _ = _run(capsys, "--db", str(path), "--json")
+    assert list(json.loads(out)) == ["counts", "recent"]
