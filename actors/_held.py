@@ -18,8 +18,9 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from tidings.actors._blocks import TextBlock, check_text
-from tidings.actors._pipeline import DeliveryRequest, new_id
+from tidings.actors._blocks import check_text
+from tidings.actors._pipeline import new_id
+from tidings.actors._session_io import notice_request
 from tidings.actors._status import check_id, check_id_list
 from tidings.errors import SessionNotFoundError, ValidationError
 from tidings.store import Op, held_inbound, hold_inbound, release_inbound
@@ -27,13 +28,18 @@ from tidings.store import Op, held_inbound, hold_inbound, release_inbound
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
 
-__all__ = ["UNANSWERED_METADATA", "hold", "release", "tell_held"]
+__all__ = ["UNANSWERED_METADATA", "hold", "release", "tell_held", "unanswered_metadata"]
 
 log = logging.getLogger("tidings.recovery")
 
 UNANSWERED_METADATA = "unanswered"
 """The metadata key (``True``) of a notice that says a message was not answered; its
 ``message_ids`` say which."""
+
+
+def unanswered_metadata(message_ids: Iterable[str]) -> dict[str, object]:
+    """The metadata of a "not answered" notice about the messages *message_ids*."""
+    return {UNANSWERED_METADATA: True, "message_ids": list(message_ids)}
 
 
 async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | None = None,
@@ -98,12 +104,9 @@ async def tell_held(rt: Runtime, batch: int) -> int:
                 dropped.append(held.inbound_id)
                 continue
             ids = [] if held.message_id is None else [held.message_id]
-            await rt.pipeline.enqueue(DeliveryRequest(
-                session_id=held.session_id, turn_id=None, kind="notice",
-                blocks=(TextBlock(held.notice),), text=held.notice, channel=held.channel,
-                policy="transient", visible=True, history_text=None, history_kind="text",
-                metadata={UNANSWERED_METADATA: True, "message_ids": ids},
-                releases=(held.inbound_id,)))
+            await rt.pipeline.enqueue(notice_request(
+                held.session_id, held.notice, channel=held.channel,
+                metadata=unanswered_metadata(ids), releases=(held.inbound_id,)))
             told += 1
     if dropped:
         await store.commit(release_inbound(dropped))

@@ -21,7 +21,7 @@ from tidings.store import append_user_message, session_has_turns
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
 
-__all__ = ["has_turns", "notify", "record_user_message"]
+__all__ = ["has_turns", "notice_request", "notify", "record_user_message"]
 
 _NOTICE_KINDS = ("notice", "progress")
 
@@ -53,11 +53,20 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
     rt.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await rt.session(session_id)
     rt.check_open()
-    request = DeliveryRequest(
+    return await rt.pipeline.enqueue(notice_request(
+        session_id, text, kind=kind, channel=session.channel, metadata=extra,
+        releases=releases))
+
+
+def notice_request(session_id: str, text: str, *, kind: str = "notice", channel: str | None,
+                   metadata: Mapping[str, Any], releases: Iterable[str] = ()
+                   ) -> DeliveryRequest:
+    """The write of a checked notice (or progress) *text* owned by no turn: transient,
+    visible, no history; *releases* the held messages it tells about."""
+    return DeliveryRequest(
         session_id=session_id, turn_id=None, kind=kind, blocks=(TextBlock(text),), text=text,
-        channel=session.channel, policy="transient", visible=True, history_text=None,
-        history_kind="text", metadata=extra, releases=releases)
-    return await rt.pipeline.enqueue(request)
+        channel=channel, policy="transient", visible=True, history_text=None,
+        history_kind="text", metadata=metadata, releases=tuple(releases))
 
 
 async def record_user_message(rt: Runtime, session_id: str, text: str, *,

@@ -158,7 +158,7 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                           output_policy=output_policy, input_policy=input_policy)
         store = runtime.store
         status, error = "completed", None
-        dealt_with = True  # whether the turn dealt with its messages (see _answered)
+        dealt_with = True  # whether the turn dealt with its messages (_UNANSWERED_REASONS)
         ours = True  # whether the turns row may be this call's (then its end closes it)
         try:
             # Inside the try: a caller cancelled while the begin is in flight leaves it to commit,

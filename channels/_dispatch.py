@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 import trio
 
+from tidings.actors._held import unanswered_metadata
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
 from tidings.channels._sanitize import sanitize_line
@@ -302,7 +303,7 @@ class Dispatch:
                 ids = [inbound.message_id for inbound in pending.inbounds
                        if inbound.message_id is not None]
                 await rt.notify(session_id, unanswered_notice(pending.text),
-                                metadata={"unanswered": True, "message_ids": ids},
+                                metadata=unanswered_metadata(ids),
                                 settles=pending.held)
                 told += 1
         except (RuntimeClosedError, StoreClosedError) as exc:
