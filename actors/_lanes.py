@@ -32,8 +32,8 @@ import trio
 from tidings.actors._handle import DeliveryItem, HandleRegistry, describe_error, outcome_of
 from tidings.actors._lane_actor import RETIRE, WAKE, LaneWorker
 from tidings.actors._router import SessionInteractionRouter
-from tidings.actors._status import check_id
-from tidings.errors import MailboxClosedError, TidingsError, ValidationError
+from tidings.actors._status import check_id, check_id_list
+from tidings.errors import MailboxClosedError, TidingsError
 from tidings.store import Store, transition
 from tidings.supervisor import ChildSpec, Supervisor
 
@@ -45,18 +45,8 @@ log = logging.getLogger("tidings.dispatch")
 
 def check_delivery_ids(values: Iterable[str]) -> list[str]:
     """*values* as a list of delivery ids, repeats dropped, or an error naming
-    ``delivery_ids``: a lone string (it would be read as its characters) or an id that is not
-    a non-empty string is a :class:`ValidationError`, something not iterable a ``TypeError``.
-    Checked before anything is written."""
-    if isinstance(values, str | bytes):
-        raise ValidationError("delivery_ids",
-                              f"must be a list of delivery ids, not the string {values!r:.80}")
-    try:
-        given = list(values)
-    except TypeError:
-        raise TypeError(f"delivery_ids must be a list of delivery ids, got "
-                        f"{type(values).__name__}") from None
-    return list(dict.fromkeys(check_id("delivery_ids", value) for value in given))
+    ``delivery_ids`` (see :func:`check_id_list`). Checked before anything is written."""
+    return check_id_list("delivery_ids", values, "delivery ids")
 
 
 class Lane:

@@ -30,17 +30,18 @@ def check_id(field: str, value: object) -> str:
     return value
 
 
-def check_id_list(field: str, values: Iterable[str]) -> list[str]:
-    """*values* as a list of ids, repeats dropped, or an error naming *field*: a lone string
-    (it would be read as its characters) or an id that is not a non-empty string is a
-    :class:`ValidationError`, something not iterable a ``TypeError``. Checked before anything
-    is written."""
+def check_id_list(field: str, values: Iterable[str], what: str = "ids") -> list[str]:
+    """*values* as a list of ids (*what* they are, for the message), repeats dropped, or an
+    error naming *field*: a lone string (it would be read as its characters) or an id that is
+    not a non-empty string is a :class:`ValidationError`, something not iterable a
+    ``TypeError``. Checked before anything is written."""
     if isinstance(values, str | bytes):
-        raise ValidationError(field, f"must be a list of ids, not the string {values!r:.80}")
+        raise ValidationError(field, f"must be a list of {what}, not the string {values!r:.80}")
     try:
         given = list(values)
     except TypeError:
-        raise TypeError(f"{field} must be a list of ids, got {type(values).__name__}") from None
+        raise TypeError(f"{field} must be a list of {what}, got "
+                        f"{type(values).__name__}") from None
     return list(dict.fromkeys(check_id(field, value) for value in given))
 
 
