@@ -51,6 +51,7 @@ from tidings.store._status import RECENT_FIELDS as RECENT_FIELDS
 from tidings.store._status import DeliveryReport as DeliveryReport
 from tidings.store._status import StatusReport as StatusReport
 from tidings.store._status import delivery_report as delivery_report
+from tidings.store._status import held_count as held_count
 from tidings.store._status import read_database as read_database
 from tidings.store._status import recent_deliveries as recent_deliveries
 from tidings.store._status import status_counts as status_counts
@@ -109,6 +110,7 @@ __all__ = [
     "delivery_report",
     "end_turn",
     "forget_conversation",
+    "held_count",
     "held_inbound",
     "hold_inbound",
     "open_store",

@@ -14,7 +14,8 @@ import trio
 
 import tidings
 from tidings.actors import Runtime
-from tidings.store import InsertRows, OutboxInsert
+from tidings.store import InsertRows, OutboxInsert, read_database
+from tidings.store import held_count as store_held_count
 from tidings.testing import MemoryRoute
 
 
@@ -137,12 +138,9 @@ def stranded() -> Callable[[Runtime, str, str], Awaitable[str]]:
 
 
 def held_count(db_path: pathlib.Path) -> int:
-    """How many accepted messages are held (``rt.hold_inbound``) in the database now."""
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute("SELECT count(*) FROM inbound_messages").fetchone()[0]
-    finally:
-        conn.close()
+    """How many accepted messages are held (``rt.hold_inbound``) in the database now, as
+    ``tidings status`` counts them."""
+    return read_database(db_path, store_held_count)
 
 
 def event_counts(db_path: pathlib.Path) -> dict[tuple[str, str], int]:

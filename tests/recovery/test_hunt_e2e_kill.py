@@ -63,14 +63,16 @@ def _release(fifo: pathlib.Path) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _server(tmp: pathlib.Path, db: pathlib.Path, *args: str
-                  ) -> AsyncIterator[serve.ServerProcess]:
-    config = tmp / "serve.toml"
-    config.write_text('[channels.gateway]\ndispatch_mode = "followup"\n')
+async def _server(tmp: pathlib.Path, db: pathlib.Path, *args: str, mode: str = "followup",
+                  grace: str = "30") -> AsyncIterator[serve.ServerProcess]:
+    """``tidings serve`` on *db* (dispatch *mode*, *grace*, then *args*), with *tmp* on
+    ``PYTHONPATH`` so ``--agent hunt_e2e_agent:agent`` loads."""
+    config = tmp / f"serve-{mode}.toml"
+    config.write_text(f'[channels.gateway]\ndispatch_mode = "{mode}"\n')
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp), old]))
     try:
-        async with serve.serve_process(db, "--config", str(config), "--grace", "30",
+        async with serve.serve_process(db, "--config", str(config), "--grace", grace,
                                        *args) as server:
             yield server
     finally:
@@ -125,6 +127,25 @@ def _chunk(text: str) -> Callable[[dict], bool]:
                       and text in f.get("chunk", ""))
 
 
+async def _start(ws: GatewayClient, client: Client, message_id: str, text: str) -> None:
+    """Send a ``hold...`` message and wait until its command runs (it then blocks on the
+    fifo)."""
+    await ws.message(text, message_id=message_id)
+    await client.until(_accepted(message_id))
+    await client.until(_chunk("working on " + text))
+
+
+async def _start_then_queue(ws: GatewayClient, client: Client,
+                            sent: list[tuple[str, str]]) -> None:
+    """Start the first of *sent* (:func:`_start`); then send the others, each ``queued``
+    behind it."""
+    (first_id, first_text), *rest = sent
+    await _start(ws, client, first_id, first_text)
+    for message_id, text in rest:
+        await ws.message(text, message_id=message_id)
+        assert (await client.until(_accepted(message_id)))["outcome"] == "queued"
+
+
 def _answers(deliveries: list[dict], text: str) -> list[dict]:
     """Replies to *text* and "not answered" notices quoting it."""
     return [d for d in deliveries
@@ -148,11 +169,7 @@ async def test_a_kill_while_a_turn_runs_and_another_waits_answers_both_after_res
                 GatewayClient.connect(server.url, token=server.token,
                                       conversation="c") as ws:
             first = Client(ws)
-            await ws.message("hold one", message_id="m1")
-            await first.until(_accepted("m1"))
-            await first.until(_chunk("working on hold one"))
-            await ws.message("second", message_id="m2")
-            assert (await first.until(_accepted("m2")))["outcome"] == "queued"
+            await _start_then_queue(ws, first, [("m1", "hold one"), ("m2", "second")])
             session_id = ws.session_id
             await _kill(server)
         _release(fifo)

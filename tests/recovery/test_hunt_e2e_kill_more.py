@@ -24,6 +24,7 @@ import trio
 
 from tidings.channels import GatewayClient
 
+from .conftest import held_count
 from .test_hunt_e2e_kill import (
     TIMEOUT,
     Client,
@@ -33,30 +34,31 @@ from .test_hunt_e2e_kill import (
     _counts,
     _kill,
     _release,
+    _start,
+    _start_then_queue,
     _write_agent,
     serve,
 )
+from .test_hunt_e2e_kill import _server as _serve_with
 
 AGENT = ("--agent", "hunt_e2e_agent:agent")
 
 
-@contextlib.asynccontextmanager
-async def _server(tmp: pathlib.Path, db: pathlib.Path, mode: str = "followup",
-                  grace: str = "30") -> AsyncIterator[serve.ServerProcess]:
+def _server(tmp: pathlib.Path, db: pathlib.Path, mode: str = "followup",
+            grace: str = "30") -> contextlib.AbstractAsyncContextManager[serve.ServerProcess]:
     """``tidings serve`` on *db* with the fifo-gated agent, in dispatch *mode*."""
-    config = tmp / f"serve-{mode}.toml"
-    config.write_text(f'[channels.gateway]\ndispatch_mode = "{mode}"\n')
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp), old]))
-    try:
-        async with serve.serve_process(db, "--config", str(config), "--grace", grace,
-                                       *AGENT) as server:
-            yield server
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
+    return _serve_with(tmp, db, *AGENT, mode=mode, grace=grace)
+
+
+@contextlib.asynccontextmanager
+async def _connected(tmp: pathlib.Path, db: pathlib.Path, mode: str = "followup",
+                     grace: str = "30"
+                     ) -> AsyncIterator[tuple[serve.ServerProcess, GatewayClient, Client]]:
+    """:func:`_server`, a client of conversation ``c`` connected to it, and its
+    :class:`Client` (which keeps every frame)."""
+    async with _server(tmp, db, mode, grace) as server, \
+            GatewayClient.connect(server.url, token=server.token, conversation="c") as ws:
+        yield server, ws, Client(ws)
 
 
 def _read(db: pathlib.Path, sql: str) -> list[tuple]:
@@ -65,8 +67,7 @@ def _read(db: pathlib.Path, sql: str) -> list[tuple]:
 
 
 async def _held(db: pathlib.Path) -> int:
-    return (await trio.to_thread.run_sync(
-        _read, db, "SELECT count(*) FROM inbound_messages"))[0][0]
+    return await trio.to_thread.run_sync(held_count, db)
 
 
 async def _notices(db: pathlib.Path) -> list[str]:
@@ -106,19 +107,6 @@ async def _resend_and_catch_up(server: serve.ServerProcess, session_id: str,
         return again
 
 
-async def _start_then_queue(ws: GatewayClient, client: Client,
-                            sent: list[tuple[str, str]]) -> None:
-    """Send the first of *sent* (a ``hold`` message) and wait until its command runs; then
-    the others, each ``queued`` behind it."""
-    (first_id, first_text), *rest = sent
-    await ws.message(first_text, message_id=first_id)
-    await client.until(_accepted(first_id))
-    await client.until(_chunk("working on " + first_text))
-    for message_id, text in rest:
-        await ws.message(text, message_id=message_id)
-        assert (await client.until(_accepted(message_id)))["outcome"] == "queued"
-
-
 def _only_notice(deliveries: list[dict], text: str) -> None:
     [answer] = _answers(deliveries, text)
     assert answer["kind"] == "notice", answer
@@ -133,15 +121,8 @@ async def test_collect_mode_a_kill_while_the_first_turn_runs_tells_each_merged_m
     db = tmp_path / "collect.db"
     sent = [("m1", "hold one"), ("m2", "second"), ("m3", "third")]
     try:
-        async with _server(tmp_path, db, "collect") as server, \
-                GatewayClient.connect(server.url, token=server.token,
-                                      conversation="c") as ws:
-            first = Client(ws)
-            await ws.message("hold one", message_id="m1")
-            await first.until(_accepted("m1"))
-            await first.until(_chunk("working on hold one"))
-            await ws.message("second", message_id="m2")
-            assert (await first.until(_accepted("m2")))["outcome"] == "queued"
+        async with _connected(tmp_path, db, "collect") as (server, ws, first):
+            await _start_then_queue(ws, first, [("m1", "hold one"), ("m2", "second")])
             await ws.message("third", message_id="m3")
             assert (await first.until(_accepted("m3")))["outcome"] == "merged"
             session_id = ws.session_id
@@ -164,13 +145,8 @@ async def test_steer_mode_a_kill_after_the_steer_ended_the_first_turn(tmp_path) 
     fifo = _write_agent(tmp_path)
     db = tmp_path / "steer.db"
     try:
-        async with _server(tmp_path, db, "steer") as server, \
-                GatewayClient.connect(server.url, token=server.token,
-                                      conversation="c") as ws:
-            first = Client(ws)
-            await ws.message("hold one", message_id="m1")
-            await first.until(_accepted("m1"))
-            await first.until(_chunk("working on hold one"))
+        async with _connected(tmp_path, db, "steer") as (server, ws, first):
+            await _start(ws, first, "m1", "hold one")
             await ws.message("hold two", message_id="m2")
             await first.until(_accepted("m2"))
             cancelled = await first.until(lambda f: f["type"] == "lifecycle"
@@ -199,13 +175,8 @@ async def test_steer_mode_a_kill_as_soon_as_the_steer_is_accepted(tmp_path) -> N
     fifo = _write_agent(tmp_path)
     db = tmp_path / "steer2.db"
     try:
-        async with _server(tmp_path, db, "steer") as server, \
-                GatewayClient.connect(server.url, token=server.token,
-                                      conversation="c") as ws:
-            first = Client(ws)
-            await ws.message("hold one", message_id="m1")
-            await first.until(_accepted("m1"))
-            await first.until(_chunk("working on hold one"))
+        async with _connected(tmp_path, db, "steer") as (server, ws, first):
+            await _start(ws, first, "m1", "hold one")
             await ws.message("hold two", message_id="m2")
             await first.until(_accepted("m2"))
             session_id = ws.session_id
@@ -255,15 +226,8 @@ async def test_clear_with_a_running_and_a_waiting_message_then_a_kill_tells_noth
     fifo = _write_agent(tmp_path)
     db = tmp_path / "clear.db"
     try:
-        async with _server(tmp_path, db) as server, \
-                GatewayClient.connect(server.url, token=server.token,
-                                      conversation="c") as ws:
-            first = Client(ws)
-            await ws.message("hold one", message_id="m1")
-            await first.until(_accepted("m1"))
-            await first.until(_chunk("working on hold one"))
-            await ws.message("second", message_id="m2")
-            assert (await first.until(_accepted("m2")))["outcome"] == "queued"
+        async with _connected(tmp_path, db) as (server, ws, first):
+            await _start_then_queue(ws, first, [("m1", "hold one"), ("m2", "second")])
             await ws.message("/clear", message_id="clear")
             await first.until(lambda f: f["type"] == "delivery"
                               and f["text"].startswith("Cleared."))
@@ -298,15 +262,8 @@ async def test_a_graceful_stop_past_the_grace_tells_the_cut_turn_once_after_the_
     db = tmp_path / "term.db"
     sent = [("m1", "hold one"), ("m2", "second")]
     try:
-        async with _server(tmp_path, db, grace="0.5") as server, \
-                GatewayClient.connect(server.url, token=server.token,
-                                      conversation="c") as ws:
-            first = Client(ws)
-            await ws.message("hold one", message_id="m1")
-            await first.until(_accepted("m1"))
-            await first.until(_chunk("working on hold one"))
-            await ws.message("second", message_id="m2")
-            assert (await first.until(_accepted("m2")))["outcome"] == "queued"
+        async with _connected(tmp_path, db, grace="0.5") as (server, ws, first):
+            await _start_then_queue(ws, first, [("m1", "hold one"), ("m2", "second")])
             session_id = ws.session_id
             server.signal(signal.SIGTERM)
             # Told live, at the stop (and acked, so the stop need not wait for it).
@@ -338,10 +295,7 @@ async def test_two_restarts_in_a_row_tell_each_held_message_once(tmp_path) -> No
     db = tmp_path / "twice.db"
     sent = [("m1", "hold one"), ("m2", "second")]
     try:
-        async with _server(tmp_path, db) as server, \
-                GatewayClient.connect(server.url, token=server.token,
-                                      conversation="c") as ws:
-            first = Client(ws)
+        async with _connected(tmp_path, db) as (server, ws, first):
             await _start_then_queue(ws, first, sent)
             session_id = ws.session_id
             await _kill(server)
@@ -429,11 +383,8 @@ async def test_new_with_a_running_message_then_a_kill_tells_it_in_the_old_sessio
     fifo = _write_agent(tmp_path)
     db = tmp_path / "new.db"
     try:
-        async with _server(tmp_path, db) as server, \
-                GatewayClient.connect(server.url, token=server.token,
-                                      conversation="c") as ws:
-            first = Client(ws)
-            await _start_then_queue(ws, first, [("m1", "hold one")])
+        async with _connected(tmp_path, db) as (server, ws, first):
+            await _start(ws, first, "m1", "hold one")
             await ws.message("/new", message_id="new")
             started = await first.until(lambda f: f["type"] == "delivery"
                                         and f["text"].startswith("Started a new session"))
@@ -471,10 +422,7 @@ async def test_a_kill_during_the_grace_of_a_graceful_stop_tells_each_once(tmp_pa
     db = tmp_path / "termkill.db"
     sent = [("m1", "hold one"), ("m2", "second")]
     try:
-        async with _server(tmp_path, db) as server, \
-                GatewayClient.connect(server.url, token=server.token,
-                                      conversation="c") as ws:
-            first = Client(ws)
+        async with _connected(tmp_path, db) as (server, ws, first):
             await _start_then_queue(ws, first, sent)
             session_id = ws.session_id
             server.signal(signal.SIGTERM)
@@ -500,10 +448,7 @@ async def test_a_second_sigterm_tells_the_waiting_message_at_once_and_the_cut_on
     db = tmp_path / "term2.db"
     sent = [("m1", "hold one"), ("m2", "second")]
     try:
-        async with _server(tmp_path, db) as server, \
-                GatewayClient.connect(server.url, token=server.token,
-                                      conversation="c") as ws:
-            first = Client(ws)
+        async with _connected(tmp_path, db) as (server, ws, first):
             await _start_then_queue(ws, first, sent)
             session_id = ws.session_id
             server.signal(signal.SIGTERM)
