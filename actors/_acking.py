@@ -114,8 +114,9 @@ class AckingSupport:
 
     async def unrouted_written(self, session_id: str) -> None:
         """Return once no ``unrouted`` write of *session_id*'s lane is in flight (a row it
-        found no route for just before a bind). Always a checkpoint."""
-        await self.dispatcher.unrouted_written(session_id)
+        found no route for just before a bind). Always a checkpoint. Raises
+        :class:`ValidationError` naming ``session_id`` if it is not a non-empty string."""
+        await self.dispatcher.unrouted_written(check_id("session_id", session_id))
 
     async def stored_deliveries(self, session_id: str, *, after_seq: int = 0,
                                 limit: int = 256,
@@ -168,9 +169,12 @@ class AckingSupport:
         visible message or notice rows left ``unrouted`` or still ``queued`` (unrouted once
         their lane finds no route), oldest first: what a client of the conversation coming
         back must be bound to and get back, whichever session it names (an older one, left by
-        ``/new`` or ``/clear``, is named by nobody after a restart)."""
-        return await self.store.read(acking.unrouted_sessions, self.core_id, channel,
-                                     conversation_key)
+        ``/new`` or ``/clear``, is named by nobody after a restart). Raises
+        :class:`ValidationError` naming ``channel`` or ``conversation_key`` if it is not a
+        non-empty string."""
+        return await self.store.read(acking.unrouted_sessions, self.core_id,
+                                     check_id("channel", channel),
+                                     check_id("conversation_key", conversation_key))
 
     async def last_handed_seq(self, session_id: str) -> int:
         """The highest ``seq`` of a row of the session a client is or will be handed: not a

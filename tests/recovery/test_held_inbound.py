@@ -221,3 +221,13 @@ async def test_bad_holds_and_releases_are_refused_by_name(rt) -> None:
             await ctx.output.send_text("x", settles="inbound_1")
         assert caught.value.field == "settles"
     assert [d for d in await rt.deliveries(session_id)] == []  # nothing half-written
+
+
+async def test_the_hand_back_look_ups_refuse_bad_ids_by_name(rt) -> None:
+    for call, field in ((lambda: rt.unrouted_sessions("", "k"), "channel"),
+                        (lambda: rt.unrouted_sessions("web", {"k": 1}), "conversation_key"),
+                        (lambda: rt.unrouted_written(None), "session_id")):
+        with pytest.raises(ValidationError) as caught:
+            await call()
+        assert caught.value.field == field
+    assert await rt.unrouted_sessions("web", "nobody") == []
