@@ -18,12 +18,14 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import trio
+
 from tidings.actors._blocks import check_text
 from tidings.actors._pipeline import new_id
 from tidings.actors._session_io import notice_request
 from tidings.actors._status import check_id, check_id_list
 from tidings.errors import SessionNotFoundError, ValidationError
-from tidings.store import Op, held_inbound, hold_inbound, release_inbound
+from tidings.store import HeldInbound, Op, held_inbound, hold_inbound, release_inbound
 
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
@@ -91,7 +93,13 @@ async def tell_held(rt: Runtime, batch: int) -> int:
     """Send the notice of every message an earlier process still held into its session (a
     transient ``notice`` through the outbox, metadata ``unanswered: true`` and its
     ``message_ids``), releasing it in the same commit; release those of sessions cleared or
-    gone. Returns how many were told. Idempotent: a message is told once."""
+    gone. Returns how many were told. Idempotent: a message is told once.
+
+    Works a page of *batch* held messages at a time; within a page the sessions are told
+    concurrently (so their notices share group commits: thousands of held messages after a
+    crash cost a few commits, not one each), and one session's notices one after another, in
+    the order the messages were held.
+    """
     store = rt.store
     after, told, dropped = 0, 0, []
     while True:
@@ -99,17 +107,36 @@ async def tell_held(rt: Runtime, batch: int) -> int:
         if not page:
             break
         after = page[-1].position
+        by_session: dict[str, list[HeldInbound]] = {}
         for held in page:
-            if not held.session_open:
+            if held.session_open:
+                by_session.setdefault(held.session_id, []).append(held)
+            else:
                 dropped.append(held.inbound_id)
-                continue
-            ids = [] if held.message_id is None else [held.message_id]
-            await rt.pipeline.enqueue(notice_request(
-                held.session_id, held.notice, channel=held.channel,
-                metadata=unanswered_metadata(ids), releases=(held.inbound_id,)))
-            told += 1
+        errors: list[Exception] = []
+        async with trio.open_nursery() as nursery:
+            for session_held in by_session.values():
+                nursery.start_soon(_tell_session, rt, session_held, errors)
+        if errors:  # as a lone send would fail (a StoreError, the runtime closing), not grouped
+            raise errors[0]
+        told += sum(map(len, by_session.values()))
     if dropped:
         await store.commit(release_inbound(dropped))
     if told or dropped:
         log.warning("event=recovery_unanswered told=%d released=%d", told, len(dropped))
     return told
+
+
+async def _tell_session(rt: Runtime, session_held: Sequence[HeldInbound],
+                        errors: list[Exception]) -> None:
+    """Tell one session's held messages, each in its own commit (its notice and its release),
+    in order; stop at the first that fails and add its error to *errors* (the other
+    sessions' notices go on: each commit is whole, and what is not told stays held)."""
+    try:
+        for held in session_held:
+            ids = [] if held.message_id is None else [held.message_id]
+            await rt.pipeline.enqueue(notice_request(
+                held.session_id, held.notice, channel=held.channel,
+                metadata=unanswered_metadata(ids), releases=(held.inbound_id,)))
+    except Exception as exc:  # noqa: BLE001 -- re-raised by tell_held, unwrapped
+        errors.append(exc)

@@ -66,6 +66,24 @@ async def test_recovery_at_open_tells_in_arrival_order(db_path, workspace) -> No
     assert held_count(db_path) == 0
 
 
+async def test_recovery_tells_many_sessions_in_shared_commits_each_in_order(
+        db_path, workspace) -> None:
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        sessions = [await rt.create_session() for _ in range(20)]
+        for n in range(3):  # interleaved: each session's holds apart from each other
+            for session_id in sessions:
+                await rt.hold_inbound(session_id, notice=f"not answered {n}")
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        assert rt.scanner.statistics().totals.unanswered == 60
+        # 60 notices and their releases: told one after another they would be 60 batches.
+        assert rt.store.statistics().largest_batch >= 20
+        for session_id in sessions:
+            notices = [d for d in await rt.deliveries(session_id) if d.kind == "notice"]
+            assert [d.text for d in sorted(notices, key=lambda d: d.seq)] == [
+                "not answered 0", "not answered 1", "not answered 2"]
+    assert held_count(db_path) == 0
+
+
 @pytest.mark.parametrize("end", ["completed", "failed", "steer", "cancel_command"])
 async def test_a_turn_that_ends_releases_the_messages_it_answered(db_path, workspace,
                                                                   end) -> None:
