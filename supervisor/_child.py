@@ -5,7 +5,9 @@ The *child boundary* is here: an incarnation that raises is a crash, whatever it
 child's own *fault scope* absorbed (a fault plan's ``"cancel"``, or ``inject_cancel``) becomes an
 :class:`~tidings.errors.InjectedFault` crash. A cancellation from outside (the shutdown ladder,
 the supervisor's own scope) is never turned into a fault: trio lets the fault scope absorb only
-its own cancellation.
+its own cancellation. An error the child's cleanup raises beside such a cancellation (in one
+group, from the child's own nursery) is recorded as a ``shutdown_error`` and logged, like any
+error while stopping; only the cancellation goes on, so a stop or a restart still completes.
 """
 
 from __future__ import annotations
@@ -164,9 +166,13 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
                 await trio.lowlevel.checkpoint()
     except Exception as exc:  # noqa: BLE001 -- the child boundary: any failure is a crash
         error = _one_error(exc)
-    except BaseException:  # a cancellation from outside: it propagates, and is no fault...
+    except BaseException as exc:  # a cancellation from outside: it propagates, is no fault...
         _record_superseded(sup, slot, receiver, fault_scope)  # ...but a fault it cut short
-        raise  # still leaves its record
+        cancelled, failed = _split_cancelled(exc)  # still leaves its record, and so does
+        if cancelled is None or failed is None:  # an error its cleanup raised beside the
+            raise  # cancellation: recorded as an error while stopping, and not raised
+        sup._record(slot, _one_error(failed), "shutdown_error")  # (a plain one is the same)
+        raise cancelled from failed
     finally:
         shutdown_fault = receiver._shutdown_fault  # injected, but never read: it still lands
         receiver._detach()
@@ -209,6 +215,24 @@ def _one_error(error: Exception) -> Exception:
     if len(errors) == 1 and isinstance(errors[0], Exception):
         return errors[0]
     return error
+
+
+def _split_cancelled(exc: BaseException
+                     ) -> tuple[BaseException | None, Exception | None]:
+    """A group from a cancelled child split into its cancellations and its errors.
+
+    A child cancelled from outside (the shutdown ladder's timeout, a group restart) whose
+    cleanup raises inside its own nursery ends with ``Cancelled`` and that error in one group,
+    which is no ``Exception``: re-raised whole, the error escaped the child's scope and failed
+    the supervisor (a restart among them); dropped, it was lost. ``(exc, None)`` for anything
+    else.
+    """
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc, None
+    cancelled, rest = exc.split(trio.Cancelled)
+    if not isinstance(rest, Exception):  # no error, or a KeyboardInterrupt among them
+        return exc, None
+    return cancelled, rest
 
 
 def _record_superseded(sup: Supervisor, slot: ChildSlot, receiver: MailboxReceiver,
