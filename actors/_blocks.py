@@ -26,6 +26,7 @@ __all__ = [
     "TextBlock",
     "block_from_dict",
     "check_json_object",
+    "check_message_text",
     "check_text",
     "fallback_text",
     "lone_surrogate",
@@ -49,6 +50,17 @@ def check_text(value: object, field: str) -> str:
     if lone is not None:
         raise ValidationError(field, f"is not valid Unicode (lone surrogate at index {lone})")
     return value
+
+
+def check_message_text(value: object, field: str) -> str:
+    """*value* as the text of a message, a text block, a progress note or a notice: what
+    :func:`check_text` accepts, and not empty. An empty message is refused by most platforms
+    (so it would only fail later, at the route) and would write an empty history row; a
+    channel with nothing to say sends nothing."""
+    text = check_text(value, field)
+    if not text:
+        raise ValidationError(field, "must not be empty")
+    return text
 
 
 def lone_surrogate(value: str) -> int | None:

@@ -31,6 +31,7 @@ from tidings.actors._blocks import (
     MediaBlock,
     TextBlock,
     check_json_object,
+    check_message_text,
     check_text,
     fallback_text,
 )
@@ -93,12 +94,13 @@ class OutputSDK:
                         delivery_metadata: Mapping[str, Any] | None = None, *,
                         idempotency_key: str | None = None,
                         settles: Iterable[str] = ()) -> DeliveryHandle:
-        """Send a text message; returns once the intent is durable. ``failure_history_text``
+        """Send a text message (a non-empty string, else a ``ValidationError`` naming
+        ``text``); returns once the intent is durable. ``failure_history_text``
         replaces the history row's body on the first failure; a send that writes no history
         (transient) refuses it, naming it. ``settles``: held inbound messages
         (``rt.hold_inbound``) this reply answers, released in the same commit, so a crash
         right after it cannot also tell the user they were not answered."""
-        check_text(text, "text")
+        check_message_text(text, "text")
         return await self._submit([TextBlock(text)], kind="message", write_history=write_history,
                                   history_policy=history_policy, visible=visible,
                                   history_text=history_text,
@@ -143,15 +145,17 @@ class OutputSDK:
                        delivery_metadata: Mapping[str, Any] | None = None, *,
                        idempotency_key: str | None = None) -> DeliveryHandle:
         """Send progress: always transient (no history); ``visible=False`` is an error (and a
-        ``visible`` that is not a bool a ``TypeError``)."""
-        check_text(text, "text")
+        ``visible`` that is not a bool a ``TypeError``). Empty text is refused, as for
+        :meth:`send_text`."""
+        check_message_text(text, "text")
         return await self._status("progress", text, visible, delivery_metadata, idempotency_key)
 
     async def notice(self, text: str, visible: bool = True,
                      delivery_metadata: Mapping[str, Any] | None = None, *,
                      idempotency_key: str | None = None) -> DeliveryHandle:
-        """Send a notice: always transient (no history); ``visible=False`` is an error."""
-        check_text(text, "text")
+        """Send a notice: always transient (no history); ``visible=False`` is an error, and
+        so is empty text."""
+        check_message_text(text, "text")
         return await self._status("notice", text, visible, delivery_metadata, idempotency_key)
 
     async def send(self, blocks: Any, kind: str = "message", write_history: bool | None = None,
@@ -162,7 +166,7 @@ class OutputSDK:
                    settles: Iterable[str] = ()) -> DeliveryHandle:
         """Send content blocks: a block, a string, a block-shaped mapping, or a list of them.
 
-        Block types: text, image, audio, video, file, control. Kinds: message, progress,
+        Block types: text (non-empty), image, audio, video, file, control. Kinds: message, progress,
         notice (progress and notice never write history). ``write_history`` and ``visible``
         take real bools only (otherwise a ``TypeError`` that is also a ``ValidationError``
         naming them). ``settles`` as for :meth:`send_text`.
@@ -353,9 +357,9 @@ def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:
 
 def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
     if isinstance(block, str):
-        return TextBlock(check_text(block, f"{field}.text"))
+        return TextBlock(check_message_text(block, f"{field}.text"))
     if isinstance(block, TextBlock):
-        check_text(block.text, f"{field}.text")
+        check_message_text(block.text, f"{field}.text")
         return block
     if isinstance(block, ControlBlock):  # the same checks as a control mapping
         check_text(block.action, f"{field}.action")
@@ -376,7 +380,7 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
     if extra:
         raise ValidationError(f"{field}.{sorted(extra)[0]}", f"not a field of a {kind} block")
     if kind == "text":
-        check_text(block.get("text"), f"{field}.text")
+        check_message_text(block.get("text"), f"{field}.text")
         return TextBlock(block["text"])
     if kind == "control":
         check_text(block.get("action"), f"{field}.action")
