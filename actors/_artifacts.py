@@ -2,9 +2,12 @@
 
 A source is a path inside the resolved workspace or the session's artifact root (symlinks
 resolved; ``..`` components and escapes rejected, also through :class:`ArtifactRef`), an http(s)
-URL, or an :class:`ArtifactRef`. A plain string with a scheme (``https:...``) is a URL; an
-``ArtifactRef``'s ``path=`` is always a path and its ``url=`` always a URL. A raw dict is
-refused with a message that says what to use.
+URL, or an :class:`ArtifactRef`. A plain string is a URL when it starts with a scheme and
+``://`` (``ftp://...``, refused as not http(s)), or with one of :data:`URL_SCHEMES` and a
+colon (``https:...``, ``data:...``, ``javascript:...``: never a file, even if one has that
+name); any other string is a path, so ``notes:v2.txt`` is the file of that name. A
+``pathlib.Path``, a ``./`` prefix or an ``ArtifactRef``'s ``path=`` is always a path, and its
+``url=`` always a URL. A raw dict is refused with a message that says what to use.
 """
 
 from __future__ import annotations
@@ -21,10 +24,15 @@ import attrs
 from tidings.actors._blocks import lone_surrogate
 from tidings.errors import ArtifactError, ValidationError
 
-__all__ = ["ArtifactRef", "ResolvedSource", "check_session_name", "check_source_type",
-           "names_own_directory", "resolve_source"]
+__all__ = ["URL_SCHEMES", "ArtifactRef", "ResolvedSource", "check_session_name",
+           "check_source_type", "looks_like_url", "names_own_directory", "resolve_source"]
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(//)?")
+
+URL_SCHEMES = ("http", "https", "data", "javascript", "vbscript", "blob", "mailto")
+"""Schemes that make a plain string a URL even without ``//``: http(s) (so ``https:x`` is a
+bad URL, not a missing file) and the common URL schemes that never have one. A string with
+one of them is never read as a path, whatever the workspace holds."""
 
 
 @attrs.frozen
@@ -59,6 +67,14 @@ def check_source_type(source: object, field: str = "source") -> None:
     if not isinstance(source, str | os.PathLike | ArtifactRef):
         raise TypeError(f"{field}: expected a path, an http(s) URL or an ArtifactRef, "
                         f"got {type(source).__name__}")
+
+
+def looks_like_url(text: str) -> bool:
+    """Whether the plain string *text* is a URL source: a scheme followed by ``://``, or one of
+    :data:`URL_SCHEMES` (any case) followed by ``:``. ``notes:v2.txt`` is not one."""
+    match = _SCHEME.match(text)
+    return match is not None and (match.group(2) is not None
+                                  or match.group(1).lower() in URL_SCHEMES)
 
 
 def names_own_directory(session_id: str) -> bool:
@@ -117,7 +133,7 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
                                      f"{field}.path")
         return attrs.evolve(resolved, name=source.name or resolved.name, ref=source)
     text = os.fspath(source)
-    if isinstance(source, str) and _SCHEME.match(text) and not os.path.isabs(text):
+    if isinstance(source, str) and looks_like_url(text):
         return _resolve_url(text, field)
     return _resolve_path(text, workspace, artifact_root, field)
 
@@ -128,7 +144,8 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
     except ValueError as exc:
         raise ArtifactError(field, f"not a valid URL: {exc}") from None
     if parsed.scheme.lower() not in ("http", "https"):
-        raise ArtifactError(field, f"only http(s) URLs are allowed, got a {parsed.scheme!r} URL")
+        raise ArtifactError(field, f"only http(s) URLs are allowed, got a {parsed.scheme!r} "
+                                   "URL (a file named so: pass a pathlib.Path or './name')")
     if not parsed.hostname:
         raise ArtifactError(field, "the URL has no host")
     _check_utf8(text, field)

@@ -4,6 +4,8 @@ not really a URL are each decided at the call, by field, before anything is writ
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 import trio
 
@@ -50,3 +52,55 @@ async def test_an_empty_text_is_refused_by_field(rt, bound, send, field) -> None
     session_id, route = bound
     error = await _refused_by_field(rt, session_id, route, send, field)
     assert "must not be empty" in str(error)
+
+
+async def test_a_file_name_with_a_colon_is_a_path(rt, bound, workspace) -> None:
+    """``notes:v2.txt`` has no ``//`` after its colon and ``notes`` is no URL scheme: it is
+    the workspace file of that name, as a ``pathlib.Path`` of it always was."""
+    (workspace / "notes:v2.txt").write_text("v2")
+    (workspace / "draft:1").write_text("1")
+    session_id, route = bound
+    async with rt.open_turn(session_id) as ctx:
+        first = await ctx.output.send_file("notes:v2.txt", history_text="Sent the notes.")
+        second = await ctx.output.send({"type": "file", "source": "draft:1"},
+                                       history_policy="transient")
+    assert await first.wait() == "delivered"
+    assert await second.wait() == "delivered"
+    located = [(b.source_kind, b.location, b.name) for o in route.delivered for b in o.blocks]
+    assert located == [("path", str(workspace / "notes:v2.txt"), "notes:v2.txt"),
+                       ("path", str(workspace / "draft:1"), "draft:1")]
+
+
+@pytest.mark.parametrize("source", [
+    "ftp://example.com/a.png",            # a URL, not http(s)
+    "file:///etc/passwd",                 # a URL, not http(s)
+    "notes://example.com/a.png",          # scheme://: a URL whatever the scheme
+    "data:text/plain;base64,aGk=",        # URL schemes that never have //: still URLs
+    "javascript:alert(1)",
+    "DATA:hi.txt",
+    "https:example.com/a.png",            # http(s) without //: a URL, and one with no host
+])
+async def test_a_string_that_is_a_url_is_never_read_as_a_path(rt, bound, workspace,
+                                                              source) -> None:
+    """Even with a workspace file of that very name, a URL-looking string is a URL and is
+    refused unless http(s) (a ``pathlib.Path`` or ``./`` names such a file)."""
+    if "/" not in source:
+        (workspace / source).write_text("a file named like a URL")
+    session_id, route = bound
+    error = await _refused_by_field(
+        rt, session_id, route,
+        lambda output: output.send_file(source, history_policy="transient"), "source")
+    assert "URL" in str(error)
+
+
+async def test_a_path_named_like_a_url_is_still_a_path(rt, bound, workspace) -> None:
+    (workspace / "javascript:alert(1)").write_text("js")
+    session_id, route = bound
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_file(pathlib.Path("javascript:alert(1)"),
+                                            history_policy="transient")
+        dotted = await ctx.output.send_file("./javascript:alert(1)",
+                                            history_policy="transient")
+    assert [await handle.wait(), await dotted.wait()] == ["delivered", "delivered"]
+    assert {b.location for o in route.delivered for b in o.blocks} == {
+        str(workspace / "javascript:alert(1)")}
