@@ -46,6 +46,8 @@ class ReadPool:
         return await trio.to_thread.run_sync(self._run, fn, args, limiter=self._limiter)
 
     def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        if self._closed:  # closed while this call waited for a thread: open nothing new
+            raise StoreClosedError("the store is closed")
         try:
             conn = self._idle.pop()
         except IndexError:
@@ -63,13 +65,38 @@ class ReadPool:
             raise map_error(exc) from exc
         finally:
             if healthy and not self._closed:
-                self._idle.append(conn)
+                self._give_back(conn)
             else:
                 conn.close()
 
+    def _give_back(self, conn: sqlite3.Connection) -> None:
+        """Put *conn* back in the pool, or close it if :meth:`close` ran meanwhile.
+
+        :meth:`close` (in the trio thread) can run between this thread's check of ``_closed``
+        and its append: it then found the pool empty, and the connection appended after it
+        stayed open for good. So look again after appending; whichever side takes the
+        connection out of the deque (both ``pop`` and ``remove`` are atomic) closes it.
+        """
+        self._idle.append(conn)
+        if self._closed:
+            try:
+                self._idle.remove(conn)
+            except ValueError:  # close() took it, and closes it
+                return
+            conn.close()
+
     def close(self) -> None:
-        """Close idle connections; connections in use close when their call ends."""
+        """Close idle connections; connections in use close when their call ends.
+
+        Afterwards no connection stays open once the calls in flight have ended, and a call
+        not yet running (:meth:`run` after this, or one still waiting for a thread) raises
+        :class:`StoreClosedError`.
+        """
         self._closed = True
         while self._idle:
-            self._idle.pop().close()
+            try:
+                conn = self._idle.pop()
+            except IndexError:  # a returning call took its own back (see _give_back)
+                return
+            conn.close()
 
