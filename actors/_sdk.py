@@ -231,10 +231,12 @@ class OutputSDK:
                                 default=self._default, visible=visible)
         if kind == "message":
             check_mode_allows(policy, turn.mode)
+        # An empty text is not given: it would write an empty history row (and satisfy the
+        # rule that a non-text send says in words what it was).
         if history_text is not None:
-            check_text(history_text, "history_text")
+            check_message_text(history_text, "history_text")
         if failure_history_text is not None:
-            check_text(failure_history_text, "failure_history_text")
+            check_message_text(failure_history_text, "failure_history_text")
             if policy == "transient":  # no history row for it to replace, ever
                 raise ValidationError("failure_history_text", "this send writes no history "
                                       "(its policy is transient), so the text would never "

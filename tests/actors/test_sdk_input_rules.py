@@ -104,3 +104,20 @@ async def test_a_path_named_like_a_url_is_still_a_path(rt, bound, workspace) -> 
     assert [await handle.wait(), await dotted.wait()] == ["delivered", "delivered"]
     assert {b.location for o in route.delivered for b in o.blocks} == {
         str(workspace / "javascript:alert(1)")}
+
+
+@pytest.mark.parametrize(("send", "field"), [
+    (lambda output: output.send_file("chart.png", history_text=""), "history_text"),
+    (lambda output: output.send_image("chart.png", history_text="",
+                                      history_policy="model_hidden"), "history_text"),
+    (lambda output: output.send({"type": "control", "action": "typing"}, history_text=""),
+     "history_text"),
+    (lambda output: output.send_text("a", history_text=""), "history_text"),
+    (lambda output: output.send_text("a", failure_history_text=""), "failure_history_text"),
+])
+async def test_an_empty_history_text_is_refused_by_field(rt, bound, send, field) -> None:
+    """An empty ``history_text`` does not count as given: it would write an empty history
+    row (and satisfy the rule that a non-text send must say what it was in words)."""
+    session_id, route = bound
+    error = await _refused_by_field(rt, session_id, route, send, field)
+    assert "must not be empty" in str(error)
