@@ -197,12 +197,14 @@ def _execute_isolated(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]
             conn.execute("SAVEPOINT request")
             try:
                 results[r] = run_request(conn, ops)
-            except Exception as exc:  # noqa: BLE001 - the request fails alone, whatever it raised
-                conn.execute("ROLLBACK TO request")
+            except Exception as exc:  # the request fails alone, whatever it raised
+                if not conn.in_transaction:  # SQLite rolled it all back itself (a full disk,
+                    raise  # an interrupt): every request failed, with this error, not with
+                conn.execute("ROLLBACK TO request")  # "no such savepoint" from this line
                 errors[r] = _request_error(exc, ops)
             conn.execute("RELEASE request")
         conn.execute("COMMIT")
-    except Exception as exc:  # noqa: BLE001 - the commit itself failed: every request fails
+    except Exception as exc:  # noqa: BLE001 - the transaction failed: every request fails
         _rollback(conn)
         return BatchOutcome([None] * n, [_request_error(exc, ops) for ops in requests],
                             merged=False)
