@@ -292,7 +292,8 @@ def migrate(conn: sqlite3.Connection, path: str = "database") -> int:
             conn.execute(f"PRAGMA user_version = {version}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back itself (an interrupt, a full
+                conn.execute("ROLLBACK")  # disk): a second ROLLBACK would hide why
             raise
     return found
 

@@ -10,6 +10,7 @@ import sqlite3
 from tidings.errors import StoreError
 from tidings.store import InsertRows
 from tidings.store._batch import execute_batch
+from tidings.store._schema import SCHEMA_VERSION, migrate, schema_version
 
 
 def _full_database(tmp_path: pathlib.Path) -> sqlite3.Connection:
@@ -47,3 +48,36 @@ def test_the_writer_connection_works_after_a_full_disk(tmp_path):
     assert outcome.errors == [None, None]
     assert [row[0] for row in conn.execute("SELECT id FROM t ORDER BY id")] == [4, 5]
 
+
+def test_an_interrupted_migration_fails_with_the_interrupt(tmp_path):
+    """Interrupt the migration at many points: wherever the interrupt lands (SQLite ends the
+    transaction on some statements, not on others) the error is the interrupt, and the
+    connection is left holding no transaction."""
+    outcomes = set()
+    for at in range(1, 400, 7):
+        db = tmp_path / f"m{at}.db"
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("PRAGMA journal_mode = WAL")
+        calls = 0
+
+        def interrupt_once(at: int = at) -> int:
+            nonlocal calls
+            calls += 1
+            return int(calls == at)
+
+        conn.set_progress_handler(interrupt_once, 10)
+        error: sqlite3.OperationalError | None = None
+        try:
+            migrate(conn, str(db))
+        except sqlite3.OperationalError as exc:
+            error = exc
+        if error is None:
+            outcomes.add("migrated")
+        else:
+            assert str(error) == "interrupted", f"interrupt at {at}: {error}"
+            assert not conn.in_transaction
+            outcomes.add("interrupted")
+        conn.set_progress_handler(None, 0)
+        assert schema_version(conn) in (0, *range(1, SCHEMA_VERSION + 1))
+        conn.close()
+    assert outcomes == {"interrupted", "migrated"}
