@@ -308,7 +308,12 @@ class StoreWriter:
         """Record the next answer; a batch the child could not read commits here instead."""
         batch, outcome = await answers.next()
         if outcome is None:
-            outcome = await self._execute_here(conn, batch)
+            try:
+                outcome = await self._execute_here(conn, batch)
+            except BaseException:  # it left the pending batches: nobody else would answer it
+                _not_committed(batch)
+                answers.recorded()
+                raise
         self._record(batch, outcome)
         answers.recorded()
 
