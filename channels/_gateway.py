@@ -27,7 +27,7 @@ from trio_websocket import (
     ConnectionClosed,
     WebSocketConnection,
     WebSocketRequest,
-    serve_websocket,
+    WebSocketServer,
 )
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt, PromptAnswer
@@ -47,6 +47,7 @@ from tidings.channels._gateway_frames import (
 from tidings.channels._gateway_hub import Hub, lifecycle_frame
 from tidings.channels._gateway_inbound import on_frame
 from tidings.channels._gateway_interact import Interactions
+from tidings.channels._gateway_listen import Handshakes
 from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
@@ -97,6 +98,7 @@ class GatewayChannel(ChannelBase):
         self._quiet.set()
         self._progress = trio.Event()
         self._listener: trio.CancelScope | None = None
+        self._handshakes = Handshakes()
         self.port: int | None = None  # where it listens now (set by serving())
 
     # --- conversations -----------------------------------------------------------------------
@@ -204,13 +206,17 @@ class GatewayChannel(ChannelBase):
 
         Connections are served in this context's nursery; leaving it stops listening,
         closes every connection with ``1001`` and waits for them (unacked rows become
-        ``unknown``). Raises ``OSError`` when the address cannot be bound.
+        ``unknown``), but not for TCP connections that never sent their websocket upgrade:
+        those are closed at once (see :mod:`._gateway_listen`). Raises ``OSError`` when the
+        address cannot be bound.
         """
         async with trio.open_nursery() as nursery:
             listener = trio.CancelScope()
-            server = await nursery.start(self._listen, listener, nursery)
+            self._handshakes = Handshakes()
+            await nursery.start(self._listen, listener, nursery)
             self._listener = listener
-            port = self.port = int(server.listeners[0].port)
+            port = self.port
+            assert port is not None
             self.in_service = True
             try:
                 yield port
@@ -221,15 +227,19 @@ class GatewayChannel(ChannelBase):
                 for hub in self.hubs.values():
                     for conn in list(hub.connections):
                         conn.kill(CLOSE_GOING_AWAY, "server shutting down")
+                nursery.start_soon(self._handshakes.close_rest, nursery.cancel_scope)
 
     async def _listen(self, listener: trio.CancelScope, handlers: trio.Nursery, *,
                       task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
         with listener:
-            await serve_websocket(self._handle, self.settings.host, self.settings.port, None,
-                                  handler_nursery=handlers, message_queue_size=4,
-                                  max_message_size=4 * self.settings.max_frame_bytes,
-                                  connect_timeout=_HANDSHAKE_WAIT,
-                                  disconnect_timeout=_CLOSE_WAIT, task_status=task_status)
+            sockets = await trio.open_tcp_listeners(self.settings.port, host=self.settings.host)
+            self.port = int(sockets[0].socket.getsockname()[1])
+            server = WebSocketServer(self._handle, self._handshakes.track(sockets),
+                                     handler_nursery=handlers, message_queue_size=4,
+                                     max_message_size=4 * self.settings.max_frame_bytes,
+                                     connect_timeout=_HANDSHAKE_WAIT,
+                                     disconnect_timeout=_CLOSE_WAIT)
+            await server.run(task_status=task_status)
 
     def stop_accepting(self) -> None:
         """Stop listening and refuse new messages (``shutting_down``); admitted connections
@@ -290,6 +300,10 @@ class GatewayChannel(ChannelBase):
     # --- one connection ----------------------------------------------------------------------
 
     async def _handle(self, request: WebSocketRequest) -> None:
+        with self._handshakes.handler():  # upgraded: a stop waits for it (bounded)
+            await self._serve_one(request)
+
+    async def _serve_one(self, request: WebSocketRequest) -> None:
         remote = _remote(request)
         try:
             ws = await request.accept()

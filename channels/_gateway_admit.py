@@ -83,8 +83,12 @@ class Admission:
 
 async def _first_frame(gateway: GatewayChannel, ws: WebSocketConnection) -> str | bytes:
     """The first frame, within ``hello_timeout``; a stop (:meth:`stop_accepting`, leaving
-    ``serving()``) ends the wait at once with ``1001``."""
+    ``serving()``) ends the wait at once with ``1001``, and a connection that upgraded after
+    the stop began is refused at once (its wait would have started after the stop ended the
+    others)."""
     wait = gateway.settings.hello_timeout
+    if not (gateway.accepting and gateway.in_service):
+        raise Refused(CLOSE_GOING_AWAY, "server shutting down")
     with trio.move_on_after(wait) as waiting:
         gateway.hello_waits.add(waiting)
         try:

@@ -1,0 +1,60 @@
+"""tidings serve's stop at its edges: a connection that never became a client does not hold
+it up, and a second stop request cuts what the runtime still waits for."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import trio
+import trio.testing
+from trio_websocket import ConnectionClosed, wrap_client_stream
+
+from tidings.channels import GatewayChannel, GatewayConfig
+from tidings.supervisor._config import load_config
+from tidings.supervisor._serve import serve
+from tidings.supervisor._signals import StopControl
+
+TOKEN = "serve-test-token"
+
+
+def _config(tmp_path, **flags):
+    flags = {"db": str(tmp_path / "serve.db"), "port": 0, "token": TOKEN,
+             "workspace": str(tmp_path), **flags}
+    return load_config(**flags)
+
+
+async def test_a_connection_that_never_upgrades_does_not_hold_up_the_stop(tmp_path) -> None:
+    control = StopControl()
+    with trio.fail_after(5):  # the handshake wait is 10 s: a stop that waits for it fails
+        async with trio.open_nursery() as nursery:
+            info = await nursery.start(functools.partial(serve, _config(tmp_path), control))
+            silent = await trio.open_tcp_stream("127.0.0.1", info.port)  # never says GET
+            half = await trio.open_tcp_stream("127.0.0.1", info.port)  # half a request
+            await half.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            await trio.testing.wait_all_tasks_blocked(0.05)
+            control.request("test")
+        # The server closed both sockets: each reads end of stream, not a hang.
+        assert await silent.receive_some(100) == b""
+        assert await half.receive_some(100) == b""
+        await silent.aclose()
+        await half.aclose()
+
+
+async def test_a_connection_that_upgrades_after_the_stop_began_is_refused_at_once(rt) -> None:
+    """Accepted before the stop, upgraded after it: no hello wait starts (it would have
+    begun after the stop ended the others, and held the stop up for ``hello_timeout``)."""
+    gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, port=0, hello_timeout=600))
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery, gateway.serving() as port:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            await trio.testing.wait_all_tasks_blocked(0.05)  # accepted
+            gateway.stop_accepting()
+            ws = await wrap_client_stream(nursery, stream, "127.0.0.1", "/")
+            with pytest.raises(ConnectionClosed) as caught:
+                await ws.get_message()
+            assert (caught.value.reason.code, caught.value.reason.reason) == (
+                1001, "server shutting down")
+            await ws.aclose()
+            await stream.aclose()
+        await gateway.aclose()
