@@ -349,6 +349,17 @@ class Dispatcher:
     def lane(self, session_id: str) -> Lane | None:
         return self.lanes.get(session_id)
 
+    def settled(self, session_id: str) -> bool:
+        """Whether nothing of *session_id* is in dispatch's hands: it has no lane, or an idle
+        one (nothing queued, claimed, being recorded, unacked or reserved, no ``unrouted``
+        write in flight) and no hold. A row written from now on looks its route up when its
+        lane takes it. Sync. For a channel that unbinds the sessions it is done with."""
+        if session_id in self._holds:
+            return False
+        lane = self.lanes.get(session_id)
+        return lane is None or (lane.idle() and not lane.has_work() and not lane.waiting
+                                and lane.unrouting is None)
+
     # --- acknowledgements (routes with an ack window) ------------------------------------------
 
     async def confirm(self, delivery_ids: Iterable[str]) -> list[str]:

@@ -81,7 +81,9 @@ class ChannelBase:
         self.agent = agent
         self.identity: RuntimeIdentity = config.resolved_identity()
         self.memory_scope: RuntimeMemoryScope = config.resolved_memory_scope()
-        self.directory = SessionDirectory(runtime, config.name, self)
+        self.directory = SessionDirectory(runtime, config.name, self,
+                                          in_use=self._session_in_use,
+                                          forgotten=self._sessions_forgotten)
         self.dispatch = Dispatch(self)
         self._handed_back: set[str] = set()  # conversation keys: see _hand_back
 
@@ -162,6 +164,17 @@ class ChannelBase:
                     for session_id in sessions:
                         await requeue_unrouted(rt, session_id)
             self._handed_back.add(conversation.key)
+
+    def _session_in_use(self, session_id: str) -> bool:
+        """Whether a session its conversation has left must stay bound to this channel: a
+        turn of it runs or waits here, or the runtime still has rows of it in hand."""
+        return (self.dispatch.state(session_id) is not None
+                or not self.runtime.dispatcher.settled(session_id))
+
+    def _sessions_forgotten(self, conversation: Conversation) -> None:
+        """The directory unbound sessions *conversation* has left: a row written in one
+        later is ``unrouted``, so the conversation's next message hands rows back again."""
+        self._handed_back.discard(conversation.key)
 
     def _accepted_ops(self, conversation: Conversation, session_id: str, inbound: Inbound,
                       outcome: InboundOutcome) -> list[Op]:

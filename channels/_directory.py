@@ -6,12 +6,20 @@ session it resolves (only once the final session is known), and rebinds on ``/ne
 ``/resume`` and session switches. Session-changing steps of one conversation are serialized
 by a per-conversation lock, so ``/clear`` cannot slip between a message's resolve and its
 dispatch.
+
+A session the conversation has left (``/new``, ``/resume`` of another, the first message
+after ``/clear``) stays bound while the channel says it is in use (a turn of it runs or
+waits, or the runtime still has rows of it queued, unacked or being sent); once it is not,
+the next session switch of the conversation unbinds it and forgets it here, so a server
+that runs for weeks keeps no binding per session it ever served. A row written in it later
+finds no route (``unrouted``) and is handed back when the conversation next speaks
+(:meth:`ChannelBase._hand_back`); ``/resume`` binds it again.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
@@ -79,15 +87,25 @@ class _KeyedLock:
 
 
 class SessionDirectory:
-    """Conversation -> session for one channel, and its live route bindings."""
+    """Conversation -> session for one channel, and its live route bindings.
 
-    def __init__(self, runtime: Any, channel_name: str, route: Any) -> None:
+    *in_use(session_id)* says whether a session the conversation has left must stay bound;
+    without it, every session stays bound until :meth:`close`. *forgotten(conversation)* is
+    called (sync) after sessions of the conversation were unbound (see the module
+    docstring)."""
+
+    def __init__(self, runtime: Any, channel_name: str, route: Any, *,
+                 in_use: Callable[[str], bool] | None = None,
+                 forgotten: Callable[[Conversation], None] | None = None) -> None:
         self._rt = runtime
         self._name = channel_name
         self._route = route
+        self._in_use = in_use
+        self._forgotten = forgotten
         self._current: dict[str, str] = {}
         self._conversations: dict[str, Conversation] = {}
         self._tokens: dict[str, BindToken] = {}
+        self._keys: dict[str, set[str]] = {}  # conversation key -> its sessions held here
         self._locks = _KeyedLock()
 
     def lock(self, conversation: Conversation) -> contextlib.AbstractAsyncContextManager[None]:
@@ -99,7 +117,7 @@ class SessionDirectory:
         return None if session_id is None else self._conversations.get(session_id)
 
     def sessions(self) -> list[str]:
-        """Every session this directory has resolved (and bound)."""
+        """Every session this directory holds: bound, and not yet forgotten."""
         return list(self._conversations)
 
     def cached(self, conversation: Conversation) -> str | None:
@@ -153,7 +171,7 @@ class SessionDirectory:
         """Bind the channel as the live route of *session_id*, a session the conversation owns
         (checked by the caller) that is not its current one, e.g. an older session a
         reconnecting client still has rows of. The conversation's current session is kept."""
-        self._conversations[session_id] = conversation
+        self._hold(conversation, session_id)
         self._bind(session_id)
 
     async def forget(self, conversation: Conversation) -> str | None:
@@ -183,9 +201,33 @@ class SessionDirectory:
             raise
 
     def _switch(self, conversation: Conversation, session_id: str) -> None:
+        previous = self._current.get(conversation.key)
         self._current[conversation.key] = session_id
-        self._conversations[session_id] = conversation
+        self._hold(conversation, session_id)
         self._bind(session_id)
+        if previous != session_id:
+            self._forget_done(conversation)
+
+    def _hold(self, conversation: Conversation, session_id: str) -> None:
+        self._conversations[session_id] = conversation
+        self._keys.setdefault(conversation.key, set()).add(session_id)
+
+    def _forget_done(self, conversation: Conversation) -> None:
+        """Unbind and forget the sessions *conversation* has left that are no longer in use
+        (sync, so nothing is written in between); the current one stays."""
+        if self._in_use is None:
+            return
+        current = self._current.get(conversation.key)
+        sessions = self._keys.get(conversation.key, set())
+        done = [sid for sid in sessions if sid != current and not self._in_use(sid)]
+        for session_id in done:
+            sessions.discard(session_id)
+            self._conversations.pop(session_id, None)
+            token = self._tokens.pop(session_id, None)
+            if token is not None:  # a stale token (another route bound it) removes nothing
+                self._rt.router.unbind(token)
+        if done and self._forgotten is not None:
+            self._forgotten(conversation)
 
     def _bind(self, session_id: str) -> None:
         token = self._tokens.get(session_id)
