@@ -203,6 +203,10 @@ def delivery_report(conn: sqlite3.Connection, delivery_id: str) -> DeliveryRepor
                           tuple(RuntimeEvent.from_row(event) for event in events))
 
 
+_READ_ATTEMPTS = 5
+"""Reads of a log-less database that found it changed before :func:`read_database` gives up."""
+
+
 def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any,
                   **kwargs: Any) -> T:
     """Run ``fn(conn, *args, **kwargs)`` on a read-only connection to the database at *path*.
@@ -211,6 +215,12 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     database whose write-ahead log exists is read through it (``mode=ro``); one with no log (no
     process has it open, everything is in the main file) is opened ``immutable``, since a
     read-only WAL connection would otherwise create the ``-wal``/``-shm`` files.
+
+    An ``immutable`` connection takes no lock, so a runtime that opens the database meanwhile
+    and checkpoints could change the file under the read, and *fn* would see half of a later
+    transaction. So the main file's identity (inode, size, modification time) is taken before
+    and after such a read, and the read is done again (*fn* runs again) when the file changed
+    or a log appeared; after a few such reads it gives up with :class:`StoreError`.
 
     Raises :class:`DatabaseNotFoundError` when *path* does not exist,
     :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a file that is
@@ -221,7 +231,33 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
         raise DatabaseNotFoundError(f"no database at {str(db)!r}")
     db = db.resolve()
     wal = db.with_name(db.name + "-wal")
-    query = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+    for _ in range(_READ_ATTEMPTS):
+        if wal.exists():
+            return _read(db, "mode=ro", fn, args, kwargs)
+        before = _identity(db)
+        try:
+            result = _read(db, "mode=ro&immutable=1", fn, args, kwargs)
+        except Exception:
+            if wal.exists() or _identity(db) != before:
+                continue  # what failed may be the torn view itself: read again
+            raise
+        if not wal.exists() and _identity(db) == before:
+            return result
+    raise StoreError(f"{str(db)!r} kept changing while it was read (a runtime starting or "
+                     "stopping on it?); try again")
+
+
+def _identity(db: pathlib.Path) -> tuple[int, int, int] | None:
+    try:
+        stat = db.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def _read(db: pathlib.Path, query: str, fn: Callable[..., T], args: tuple[Any, ...],
+          kwargs: Mapping[str, Any]) -> T:
+    """One read of *db* opened with the URI *query*, in one read transaction."""
     try:
         conn = sqlite3.connect(f"{db.as_uri()}?{query}", uri=True, isolation_level=None)
     except sqlite3.Error as exc:
