@@ -71,7 +71,11 @@ def connect_reader(path: pathlib.Path) -> sqlite3.Connection:
     """Open a read-only connection (blocking: call it from a worker thread)."""
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None,
                            check_same_thread=False, cached_statements=256)
-    conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA query_only = 1")
-    conn.execute(f"PRAGMA cache_size = {-_READER_CACHE_KIB}")
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA query_only = 1")
+        conn.execute(f"PRAGMA cache_size = {-_READER_CACHE_KIB}")
+    except BaseException:
+        conn.close()
+        raise
     return conn

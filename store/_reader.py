@@ -51,7 +51,10 @@ class ReadPool:
         try:
             conn = self._idle.pop()
         except IndexError:
-            conn = connect_reader(self.path)
+            try:
+                conn = connect_reader(self.path)
+            except sqlite3.Error as exc:  # the file is gone, or unreadable: a StoreError too
+                raise map_error(exc) from exc
         healthy = False
         try:
             conn.execute("BEGIN")

@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from tidings.store._errors import StoreClosedError
+from tidings.store._errors import StoreClosedError, StoreError
 from tidings.store._reader import ReadPool
 
 
@@ -84,3 +84,13 @@ async def test_a_read_waiting_for_a_thread_when_the_pool_closes_opens_nothing(tm
         pool.close()
         release.set()
     assert opened == []
+
+
+async def test_a_read_that_cannot_open_a_connection_fails_with_a_store_error(tmp_path):
+    db = _database(tmp_path)
+    pool = ReadPool(db)
+    db.unlink()  # gone while the store runs: the pool has no connection yet to reuse
+    with pytest.raises(StoreError, match="unable to open database file") as caught:
+        await pool.run(lambda conn: None)
+    assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+    pool.close()
