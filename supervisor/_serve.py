@@ -9,8 +9,9 @@ Stopping (:class:`StopControl`: SIGTERM / SIGINT, or a host): the gateway stops 
 (no new connections, new messages refused), running turns get up to ``grace`` seconds to
 finish and the connected clients' deliveries to be acked, then the connections are closed
 (``1001``), unacked rows become ``unknown``, the runtime stops its tasks and lanes and the
-writer commits what it holds. A second request skips the waiting: turns are cancelled
-(``shutdown``) and lanes stopped at once; every durable intent stays in the database.
+writer commits what it holds. A second request, whenever it comes (also while the runtime
+closes), skips the waiting: turns are cancelled (``shutdown``) and lanes stopped at once;
+every durable intent stays in the database.
 """
 
 from __future__ import annotations
@@ -108,7 +109,17 @@ async def serve(config: ServeConfig, control: StopControl, *,
     settings = config.gateway_config(source.token)
     db = config.db.absolute()
     async with contextlib.AsyncExitStack() as stack:
+        # Entered before the runtime, so left after its exit: that exit waits for lanes
+        # still in a delivery (up to grace), and a second request must cut that wait too.
+        opened: list[Any] = []  # the runtime, once open
+
+        def stop_now() -> None:
+            for runtime in opened:
+                _stop_now(runtime)
+
+        stack.enter_context(control.on_immediate(stop_now))
         rt = await _open_runtime(stack, config, db, source)
+        opened.append(rt)
         gateway = GatewayChannel(rt, settings, config.channel, agent)
         spec = ChildSpec("gateway", functools.partial(_gateway_child, gateway),
                          restart="permanent", shutdown_timeout=config.grace + 5.0,
@@ -190,11 +201,22 @@ async def _run_until_stopped(rt: Any, gateway: GatewayChannel, control: StopCont
 
 
 async def _hurry(rt: Any, control: StopControl, scope: trio.CancelScope) -> None:
-    """On the second stop request: no more waiting anywhere."""
+    """On the second stop request: no more waiting for the gateway (see :func:`_stop_now`
+    for the runtime)."""
     await control.immediate.wait()
+    scope.cancel(reason="immediate stop requested")
+
+
+def _stop_now(rt: Any) -> None:
+    """The second stop request, whenever it comes: turns and lanes get no more grace, and
+    if the runtime's exit already waits for lanes still in a delivery, they are cancelled now
+    (what stop() does when its grace ends: a row cut short is ``unknown`` at the next start)."""
     rt.tasks.grace = 0.0
     rt.dispatcher.grace = 0.0
-    scope.cancel(reason="immediate stop requested")
+    if rt.dispatcher.stopping:
+        for lane in list(rt.dispatcher.lanes.values()):
+            if lane.scope is not None:
+                lane.scope.cancel(reason="shutdown: immediate stop requested")
 
 
 async def _close(rt: Any, gateway: GatewayChannel, *, immediate: bool) -> None:

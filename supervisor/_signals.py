@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import trio
 
@@ -20,12 +22,18 @@ log = logging.getLogger("tidings.serve")
 
 
 class StopControl:
-    """Two events: ``graceful`` (set by the first request) and ``immediate`` (the second)."""
+    """Two events: ``graceful`` (set by the first request) and ``immediate`` (the second).
+
+    :meth:`on_immediate` callbacks run (synchronously) when the second request comes: they
+    reach waits that no task watching ``immediate`` is left to cut, such as the runtime's
+    own exit waiting for its lanes.
+    """
 
     def __init__(self) -> None:
         self.graceful = trio.Event()
         self.immediate = trio.Event()
         self.requests = 0
+        self._callbacks: list[Callable[[], None]] = []
 
     def request(self, why: str = "requested") -> None:
         """Ask to stop; a second request asks to stop at once. Never blocks."""
@@ -36,7 +44,22 @@ class StopControl:
         else:
             log.warning("event=stop_requested signal=%s mode=immediate", field(why))
             self.graceful.set()
-            self.immediate.set()
+            if not self.immediate.is_set():
+                self.immediate.set()
+                for callback in list(self._callbacks):
+                    callback()
+
+    @contextmanager
+    def on_immediate(self, callback: Callable[[], None]) -> Iterator[None]:
+        """Call *callback* (sync, must not raise) on the second request while inside this
+        context; at once if it came already."""
+        if self.immediate.is_set():
+            callback()
+        self._callbacks.append(callback)
+        try:
+            yield
+        finally:
+            self._callbacks.remove(callback)
 
 
 async def watch_signals(control: StopControl, *,

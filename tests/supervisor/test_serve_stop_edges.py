@@ -10,7 +10,7 @@ import trio
 import trio.testing
 from trio_websocket import ConnectionClosed, wrap_client_stream
 
-from tidings.channels import GatewayChannel, GatewayConfig
+from tidings.channels import GatewayChannel, GatewayClient, GatewayConfig
 from tidings.supervisor._config import load_config
 from tidings.supervisor._serve import serve
 from tidings.supervisor._signals import StopControl
@@ -58,3 +58,30 @@ async def test_a_connection_that_upgrades_after_the_stop_began_is_refused_at_onc
             await ws.aclose()
             await stream.aclose()
         await gateway.aclose()
+
+
+async def test_a_second_stop_request_cuts_the_lanes_grace_of_the_runtimes_exit(
+        tmp_path) -> None:
+    """The second request arrives while the runtime's exit waits (up to ``grace``) for a
+    lane still in a delivery: the lanes stop at once, as the README promises."""
+    control = StopControl()
+    in_delivery = trio.Event()
+
+    async def stuck_deliver(outbound) -> None:  # a delivery the gateway's close does not end
+        in_delivery.set()
+        await trio.sleep_forever()
+
+    with trio.fail_after(8):  # the lanes' grace is 60 s
+        async with trio.open_nursery() as nursery:
+            info = await nursery.start(functools.partial(
+                serve, _config(tmp_path, grace=60.0), control))
+            rt = info.gateway.runtime
+            info.gateway.deliver = stuck_deliver
+            async with GatewayClient.connect(info.url, token=TOKEN, conversation="a") as client:
+                await client.message("hello")
+                await in_delivery.wait()
+            control.request("first")
+            while not rt.dispatcher.stopping:  # the runtime's exit has begun its lane wait
+                await trio.testing.wait_all_tasks_blocked(0.01)
+            await trio.testing.wait_all_tasks_blocked(0.05)
+            control.request("second")
