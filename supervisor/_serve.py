@@ -47,7 +47,7 @@ from tidings.supervisor import (
 from tidings.supervisor._config import ServeConfig
 from tidings.supervisor._log import field
 from tidings.supervisor._signals import StopControl
-from tidings.supervisor._token import TokenSource, resolve_token
+from tidings.supervisor._token import TokenSource, create_token, existing_token, token_path
 
 __all__ = ["ServeFailed", "ServeInfo", "serve"]
 
@@ -102,11 +102,9 @@ async def serve(config: ServeConfig, control: StopControl, *,
     agent, token file or workspace).
     """
     agent = _agent(config)
-    source: TokenSource = await trio.to_thread.run_sync(
-        resolve_token, config.token, config.token_file, config.db)
-    if source.created:
-        log.info("event=token_created path=%s mode=0600", field(source.path))
-    settings = config.gateway_config(source.token)
+    # A token file is made only once the database is ours (see _token): checked now, made then.
+    found: TokenSource | None = await trio.to_thread.run_sync(
+        existing_token, config.token, config.token_file, config.db)
     db = config.db.absolute()
     async with contextlib.AsyncExitStack() as stack:
         # Entered before the runtime, so left after its exit: that exit waits for lanes
@@ -118,8 +116,13 @@ async def serve(config: ServeConfig, control: StopControl, *,
                 _stop_now(runtime)
 
         stack.enter_context(control.on_immediate(stop_now))
-        rt = await _open_runtime(stack, config, db, source)
+        rt = await _open_runtime(stack, config, db)
         opened.append(rt)
+        source = found or await trio.to_thread.run_sync(
+            create_token, config.token_file or token_path(config.db))
+        if source.created:
+            log.info("event=token_created path=%s mode=0600", field(source.path))
+        settings = config.gateway_config(source.token)
         gateway = GatewayChannel(rt, settings, config.channel, agent)
         spec = ChildSpec("gateway", functools.partial(_gateway_child, gateway),
                          restart="permanent", shutdown_timeout=config.grace + 5.0,
@@ -160,17 +163,15 @@ def _agent(config: ServeConfig) -> Any:
 
 
 async def _open_runtime(stack: contextlib.AsyncExitStack, config: ServeConfig,
-                        db: pathlib.Path, source: TokenSource) -> Any:
+                        db: pathlib.Path) -> Any:
     """The runtime, entered on *stack*. A database or workspace it cannot open is refused
-    by name (not a traceback), and a token file this start just created is removed again:
-    a start that did not happen leaves nothing behind."""
+    by name (not a traceback); no token file was made yet, so a start that did not happen
+    leaves nothing behind (and never removes a token file another server uses)."""
     try:
         return await stack.enter_async_context(tidings.open_runtime(
             db, workspace=config.workspace, core_id=config.core_id, grace=config.grace,
             writer=config.writer))
     except (TidingsError, sqlite3.Error, OSError) as exc:
-        if source.created and source.path is not None:
-            source.path.unlink(missing_ok=True)
         if isinstance(exc, ValidationError):
             raise ConfigError(f"serve.{exc.field}", exc.reason) from exc
         raise ServeFailed(f"cannot open the database {db} (serve.db): {_cause(exc)}") from exc

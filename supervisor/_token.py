@@ -2,8 +2,10 @@
 
 ``tidings serve`` with no token makes one on its first start (``secrets.token_urlsafe``),
 writes it to ``<database>.token`` with mode 0600 (created exclusively, so two starts racing
-agree on one), and reads it back on every later start. Clients read the same file
-(``tidings chat`` does by default) or are given the token.
+agree on one), and reads it back on every later start. ``tidings serve`` creates it only once
+the database is open (its own): a start that loses the database to another server, or cannot
+open it, makes no token file, and so never removes one another server serves with. Clients
+read the same file (``tidings chat`` does by default) or are given the token.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import attrs
 from tidings.errors import ConfigError
 from tidings.supervisor._log import field
 
-__all__ = ["MIN_TOKEN_LENGTH", "TokenSource", "read_token_file", "resolve_token", "token_path"]
+__all__ = ["MIN_TOKEN_LENGTH", "TokenSource", "create_token", "existing_token", "read_token_file",
+           "resolve_token", "token_path"]
 
 log = logging.getLogger("tidings.serve")
 
@@ -59,8 +62,18 @@ def read_token_file(path: pathlib.Path, *, field: str = "gateway.token_file") ->
 def resolve_token(given: str | None, token_file: pathlib.Path | None,
                   db_path: str | os.PathLike[str]) -> TokenSource:
     """The token to use: *given* as it is; else the one in *token_file* (default: beside the
-    database), created there (0600) if it does not exist. Blocking (file I/O); call it at
-    start-up. Raises :class:`ConfigError`."""
+    database), created there (0600) if it does not exist. Blocking (file I/O). Raises
+    :class:`ConfigError`. ``tidings serve`` uses the two halves, :func:`existing_token` and
+    :func:`create_token`, with the database opened in between."""
+    return existing_token(given, token_file, db_path) or create_token(
+        token_file or token_path(db_path))
+
+
+def existing_token(given: str | None, token_file: pathlib.Path | None,
+                   db_path: str | os.PathLike[str]) -> TokenSource | None:
+    """*given*, or the token already in *token_file* (default: beside the database); None
+    when that file does not exist yet and can be created (checked, not made). Blocking.
+    Raises :class:`ConfigError`."""
     if given is not None:
         return TokenSource(given, None)
     path = token_file or token_path(db_path)
@@ -68,6 +81,13 @@ def resolve_token(given: str | None, token_file: pathlib.Path | None,
         token = read_token_file(path)  # first: a path refused (a directory...) is left as it is
         _tighten(path)
         return TokenSource(token, path)
+    _check_creatable(path)
+    return None
+
+
+def create_token(path: pathlib.Path) -> TokenSource:
+    """A new token written to *path* (0600, created exclusively: if another start made the
+    file first, its token is used). Blocking. Raises :class:`ConfigError`."""
     token = secrets.token_urlsafe(32)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,6 +101,17 @@ def resolve_token(given: str | None, token_file: pathlib.Path | None,
         file.flush()
         os.fsync(file.fileno())
     return TokenSource(token, path, created=True)
+
+
+def _check_creatable(path: pathlib.Path) -> None:
+    """Refuse (before anything is made) a token file that could not be created: its nearest
+    existing folder is not a writable directory."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError("gateway.token_file", f"cannot create {path}: {folder} is not a "
+                                                "writable directory")
 
 
 def _tighten(path: pathlib.Path) -> None:
