@@ -32,8 +32,9 @@ from tidings.actors._blocks import lone_surrogate
 from tidings.channels import GatewayClient, GatewayClosed
 from tidings.channels._gateway_frames import encode
 from tidings.channels._sanitize import sanitize_line, sanitize_text
-from tidings.channels._terminal import stdin_is_a_terminal, stdin_lines
+from tidings.channels._terminal import stdin_is_a_terminal
 from tidings.errors import ConfigError
+from tidings.supervisor._chat_input import input_lines
 from tidings.supervisor._token import read_token_file
 
 __all__ = ["DEFAULT_URL", "ChatOptions", "add_arguments", "chat_over_websocket", "check_url",
@@ -415,7 +416,7 @@ def run(args: Any) -> int:
                           conversation=args.conversation, interactive=stdin_is_a_terminal(),
                           show_chunks=args.chunks)
     try:
-        return trio.run(lambda: chat_over_websocket(options, stdin_lines("> "),
+        return trio.run(lambda: chat_over_websocket(options, input_lines("> "),
                                                     out=sys.stdout, err=sys.stderr))
     except KeyboardInterrupt:
         return 130
