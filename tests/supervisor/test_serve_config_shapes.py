@@ -1,0 +1,64 @@
+"""Mistyped shapes of a ``tidings serve`` file: each refused naming its key (the file and
+line for a file that is not TOML), exit 2, before anything is opened or written."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tidings.errors import ConfigError
+from tidings.supervisor._config import load_config
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("channels = 5\n", "channels"),
+    ("channels = { gateway = 5 }\n", "channels.gateway"),
+    ("[[channels]]\nname = \"gateway\"\n", "channels"),
+    ("agent = \"pkg.mod:Agent\"\n", "agent"),  # [serve] agent written at the top level
+    ("serve = \"x\"\n", "serve"),
+    ("[gateway]\nport = \"8080\"\n", "gateway.port"),
+    ("[gateway]\nport = true\n", "gateway.port"),
+    ("[serve]\ngrace = \"5s\"\n", "serve.grace"),
+    ("[serve]\ngrace = nan\n", "serve.grace"),
+    ("[supervisor]\nperiod = \"1m\"\n", "supervisor.period"),
+    ("[channels.gateway]\nturn_timeout = \"2m\"\n", "channels.gateway.turn_timeout"),
+])
+def test_a_mistyped_shape_is_refused_naming_the_key(tmp_path, text: str, field: str) -> None:
+    path = tmp_path / "tidings.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize("text", [
+    "[channels.gateway]\ndispatch_mode = \"steer\"\n[channels.gateway]\naccess = \"open\"\n",
+    "[serve]\ngrace = 1\ngrace = 2\n",
+])
+def test_a_duplicate_is_refused_with_the_file_and_line(tmp_path, text: str) -> None:
+    path = tmp_path / "tidings.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=rf"^config: {path} is not valid TOML: .*line 3"):
+        load_config(path)
+
+
+def test_an_empty_file_is_every_default(tmp_path) -> None:
+    path = tmp_path / "tidings.toml"
+    path.write_text("# nothing set yet\n")
+    assert load_config(path) == load_config()
+
+
+def test_a_refused_file_exits_2_in_one_line_and_creates_nothing(tmp_path) -> None:
+    (tmp_path / "tidings.toml").write_text("[gateway]\nport = \"8080\"\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "tidings.supervisor.cli", "serve", "--config", "tidings.toml"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL,
+        check=False)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "tidings serve: invalid configuration: gateway.port: must be an integer 0-65535 "
+        "(0: any free port), got '8080'"]
+    assert sorted(p.name for p in pathlib.Path(tmp_path).iterdir()) == ["tidings.toml"]
