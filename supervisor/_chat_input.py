@@ -50,7 +50,10 @@ async def input_lines(prompt: str = "> ") -> AsyncIterator[str]:
 
 
 def _pipe_fd() -> int | None:
-    """stdin's descriptor when it is a pipe or a socket (None otherwise, or no stdin)."""
+    """stdin's descriptor when it is a pipe or a socket (None otherwise, no stdin, or a
+    platform without trio's ``FdStream``)."""
+    if not hasattr(trio.lowlevel, "FdStream"):  # not a Unix
+        return None
     try:
         fd = sys.stdin.fileno()
         mode = os.fstat(fd).st_mode
