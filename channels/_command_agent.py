@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import functools
 import math
 import os
 import signal
@@ -22,22 +23,34 @@ STDERR_KEEP = 64 * 1024
 """Bytes of stderr kept (the tail) while a turn's process runs."""
 STDERR_TAIL = 500
 """Characters of the sanitized stderr tail put into an :class:`AgentError`."""
+EXIT_DRAIN = 1.0
+"""Seconds the pipes get, once the command has exited and its process group was killed, to
+reach their end; what still holds them then (a process that left the group) is not waited for."""
+_AFTER_STOP = 1 << 20
+"""Bytes at most read from each pipe once EXIT_DRAIN ran out (the largest pipe buffer): a
+process that left the group and keeps writing cannot keep the turn reading."""
 _POSIX = os.name == "posix"
 
 
-def _kill(process: trio.Process) -> None:
-    """SIGKILL the process and, on POSIX, its whole process group (its own session).
+def _kill_group(process: trio.Process) -> None:
+    """SIGKILL the process group of *process* (on POSIX; it leads its own session).
 
     Called only while the process is unreaped (running, or exited but not yet waited for), so
-    its pid (and group id) cannot be reused; an exited command's group is killed too, since
-    what it spawned may still run (and hold its pipes). The process itself is killed directly
-    too, in case it left its group.
-    """
+    its group id cannot be reused; an exited command's group is killed too, since what it
+    spawned may still run (and hold its pipes)."""
     if _POSIX:
         try:
             os.killpg(process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _kill(process: trio.Process) -> None:
+    """SIGKILL the process and, on POSIX, its whole process group (see :func:`_kill_group`).
+
+    The process itself is killed directly too, in case it left its group.
+    """
+    _kill_group(process)
     try:
         process.kill()
     except ProcessLookupError:
@@ -57,10 +70,16 @@ class CommandAgent:
     values are strings); ``cwd`` is the working directory; ``timeout`` (seconds) bounds each
     turn's process.
 
+    The turn lasts as long as the command: once it exits, what it left running (a background
+    child, on POSIX its whole process group) is killed with SIGKILL, and the reply is what was
+    written to stdout until then. So a background child that inherited stdout or stderr does
+    not hold the turn open; output it writes after the command's exit is not part of the
+    reply. A process that left the group (its own session) and still holds the pipes is given
+    ``EXIT_DRAIN`` seconds, then the pipes are closed and the turn ends without it.
+
     On POSIX the process starts in its own session and cancel (or ``timeout``) kills the whole
-    process group with SIGKILL, even once the command itself has exited (what it spawned may
-    still hold its stdout), so nothing it spawned outlives the turn; the process is always
-    reaped before :meth:`run` returns or raises.
+    process group with SIGKILL, even once the command itself has exited, so nothing it spawned
+    outlives the turn; the process is always reaped before :meth:`run` returns or raises.
 
     Raises:
       ValidationError: (from the constructor, naming the field: ``argv``, ``argv[i]``, ``env``,
@@ -163,20 +182,103 @@ def _checked_env(env: object) -> dict[str, str]:
 
 
 async def _drive(process: trio.Process, turn: AgentTurn, stderr: bytearray) -> None:
-    """Feed stdin, keep stderr, stream stdout until both pipes end; one error, never a group.
+    """Feed stdin, keep stderr and stream stdout while the command runs; once it exits, kill
+    what it left running and read what its pipes still hold. One error, never a group.
 
-    It does not wait for the exit: reaping is left to :meth:`CommandAgent.run`, which must kill
-    the process group first if the turn ends before that."""
+    Returns with the process exited but (where the platform allows) not reaped: reaping is left
+    to :meth:`CommandAgent.run`, which must kill the process group first if the turn ends
+    before this returns. Without the kill on exit, a background child that inherited stdout
+    (``sh -c 'sleep 1000 & echo hi'``) kept the pipe open and the turn waited for it."""
     error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
+            read, drain = trio.Event(), _Drain()
             nursery.start_soon(_feed, process, turn.prompt)
-            nursery.start_soon(_keep_tail, process, stderr)
-            await _stream(process, turn)
+            nursery.start_soon(_read, process, turn, stderr, drain, read)
+            if await _exited(process):
+                _kill_group(process)
+            if process.stdin is not None:
+                await process.stdin.aclose()  # a feed still blocked ends at once
+            # The group is gone, so the pipes end once what they hold is read, unless a process
+            # that left the group holds them: that one is not waited for past EXIT_DRAIN.
+            with trio.move_on_after(EXIT_DRAIN):
+                await read.wait()
+            drain.stop()
     except BaseExceptionGroup as group:
         error = _collapse(group)
     if error is not None:
         raise error
+
+
+class _Drain:
+    """Whether the readers still wait for their pipes' end (the command's exit plus
+    ``EXIT_DRAIN``), and the cancel scopes of those now waiting for more bytes."""
+
+    def __init__(self) -> None:
+        self.over = False
+        self.waiting: set[trio.CancelScope] = set()
+        self.left: dict[int, int] = {}  # bytes each stream may still give once stopped
+
+    def stop(self) -> None:
+        """From now on the readers take only what their pipes hold (a wait for more ends)."""
+        self.over = True
+        for scope in self.waiting:
+            scope.cancel()
+
+    async def receive(self, stream: trio.abc.ReceiveStream) -> bytes:
+        """The next bytes of *stream*; ``b""`` at its end, or once stopped and it holds none.
+
+        Never loses what the pipe holds: a wait is cancelled only while nothing was read."""
+        if not self.over:
+            with trio.CancelScope() as scope:
+                self.waiting.add(scope)
+                try:
+                    return await stream.receive_some()
+                finally:
+                    self.waiting.discard(scope)
+        await trio.lowlevel.checkpoint()
+        fileno = getattr(stream, "fileno", None)
+        left = self.left.setdefault(id(stream), _AFTER_STOP)
+        if fileno is None or not left:
+            return b""
+        try:
+            data = os.read(fileno(), min(left, 65536))  # non-blocking: trio made it so
+        except BlockingIOError:
+            return b""
+        self.left[id(stream)] = left - len(data)
+        return data
+
+
+async def _exited(process: trio.Process) -> bool:
+    """Return once the command has exited; True if it is left unreaped (so its process group
+    id is still its own and may be killed), False if waiting had to reap it."""
+    if hasattr(os, "pidfd_open"):
+        try:
+            fd = os.pidfd_open(process.pid)
+        except OSError:
+            fd = -1  # a kernel without pidfds
+        if fd >= 0:
+            try:
+                await trio.lowlevel.wait_readable(fd)
+            finally:
+                os.close(fd)
+            return True
+    if _POSIX and hasattr(os, "waitid") and hasattr(os, "WNOWAIT"):
+        await trio.to_thread.run_sync(
+            functools.partial(os.waitid, os.P_PID, process.pid, os.WEXITED | os.WNOWAIT),
+            abandon_on_cancel=True)
+        return True
+    await process.wait()
+    return False
+
+
+async def _read(process: trio.Process, turn: AgentTurn, stderr: bytearray, drain: _Drain,
+                done: trio.Event) -> None:
+    """Read stdout and stderr to their end (or *drain*'s); then set *done*."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_keep_tail, process, stderr, drain)
+        await _stream(process, turn, drain)
+    done.set()
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
@@ -205,18 +307,18 @@ async def _feed(process: trio.Process, prompt: str) -> None:
         pass
 
 
-async def _keep_tail(process: trio.Process, stderr: bytearray) -> None:
+async def _keep_tail(process: trio.Process, stderr: bytearray, drain: _Drain) -> None:
     assert process.stderr is not None
-    async for data in process.stderr:
+    while data := await drain.receive(process.stderr):
         stderr += data
         if len(stderr) > STDERR_KEEP:
             del stderr[:-STDERR_KEEP]
 
 
-async def _stream(process: trio.Process, turn: AgentTurn) -> None:
+async def _stream(process: trio.Process, turn: AgentTurn, drain: _Drain) -> None:
     assert process.stdout is not None
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    async for data in process.stdout:
+    while data := await drain.receive(process.stdout):
         text = decoder.decode(data)
         if text:
             await turn.send_chunk(text)
