@@ -133,7 +133,11 @@ class CommandAgent:
                 list(self.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, env=env, cwd=self.cwd, start_new_session=_POSIX)
         except OSError as exc:
-            raise AgentError(f"cannot start {self._command}: {exc.strerror or exc}") from exc
+            # Not the path (it may be private); but a missing cwd is not a missing command.
+            where = ("its cwd: " if self.cwd is not None and exc.filename is not None
+                     and os.fsdecode(exc.filename) == os.fsdecode(self.cwd) else "")
+            raise AgentError(f"cannot start {self._command}: {where}{exc.strerror or exc}"
+                             ) from exc
         stderr = bytearray()
         code: int | None = None  # set once reaped: until then its group id cannot be reused
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pathlib
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ import trio
 import trio.testing
 
 from tidings.channels import CommandAgent, _command_agent
+from tidings.errors import AgentError
 
 pidfds = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on a pidfd (Linux)")
 
@@ -133,3 +135,12 @@ async def test_output_still_in_the_pipe_at_exit_is_read_however_slow_the_turn(
     with trio.fail_after(10):  # a guard against hanging, not a wait
         await CommandAgent([sys.executable, "-c", code]).run(turn)
     assert turn.reply.split("\n", 1)[1] == "x" * 500000
+
+
+async def test_a_missing_cwd_is_named_not_blamed_on_the_command(
+        fake_turn: Callable[..., Any], tmp_path: pathlib.Path) -> None:
+    # It said "cannot start sh: No such file or directory", as if sh were missing.
+    with pytest.raises(AgentError) as info:
+        await CommandAgent(["sh", "-c", "true"], cwd=tmp_path / "gone").run(fake_turn("", text=""))
+    assert str(info.value) == "cannot start sh: its cwd: No such file or directory"
+    assert str(tmp_path) not in str(info.value)
