@@ -64,7 +64,8 @@ class CommandAgent:
     Stdout is decoded as UTF-8 incrementally (undecodable bytes become U+FFFD) and each piece
     read is sent with ``turn.send_chunk``. Stderr is kept (its last ``STDERR_KEEP`` bytes) for
     error reports. The child also gets ``TIDINGS_SESSION_ID`` and ``TIDINGS_MESSAGE_ID`` in its
-    environment, so a stateless command can keep per-session state.
+    environment, so a stateless command can keep per-session state (empty when there is no
+    message id, or the id has a NUL character no environment can hold).
 
     ``env`` replaces the inherited environment when given (as in :mod:`subprocess`; names and
     values are strings); ``cwd`` is the working directory; ``timeout`` (seconds) bounds each
@@ -126,8 +127,11 @@ class CommandAgent:
     async def run(self, turn: AgentTurn) -> None:
         """Run the command for ``turn``; blocks until it exits (or is cancelled and killed)."""
         env = dict(os.environ if self.env is None else self.env)
-        env["TIDINGS_SESSION_ID"] = turn.session_id
-        env["TIDINGS_MESSAGE_ID"] = turn.message_id or ""
+        # An id with a NUL (a platform's message id may hold anything) cannot be in an
+        # environment: it is passed empty, as no id, rather than failing the turn.
+        for name, value in (("TIDINGS_SESSION_ID", turn.session_id),
+                            ("TIDINGS_MESSAGE_ID", turn.message_id)):
+            env[name] = "" if value is None or "\0" in value else value
         try:
             process = await trio.lowlevel.open_process(
                 list(self.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -144,3 +144,12 @@ async def test_a_missing_cwd_is_named_not_blamed_on_the_command(
         await CommandAgent(["sh", "-c", "true"], cwd=tmp_path / "gone").run(fake_turn("", text=""))
     assert str(info.value) == "cannot start sh: its cwd: No such file or directory"
     assert str(tmp_path) not in str(info.value)
+
+
+async def test_a_message_id_an_environment_cannot_hold_is_passed_empty(
+        fake_turn: Callable[..., Any]) -> None:
+    # A platform's message id with a NUL failed every turn for it: "ValueError: embedded null
+    # byte" from the spawn, before the command ran.
+    turn = fake_turn("", text="", message_id="a\0b")
+    await CommandAgent(["sh", "-c", 'echo "[$TIDINGS_MESSAGE_ID]"']).run(turn)
+    assert turn.reply == "[]\n"
