@@ -171,10 +171,13 @@ class ChannelBase:
         return (self.dispatch.state(session_id) is not None
                 or not self.runtime.dispatcher.settled(session_id))
 
-    def _sessions_forgotten(self, conversation: Conversation) -> None:
+    def _sessions_forgotten(self, conversation: Conversation, session_ids: list[str]) -> None:
         """The directory unbound sessions *conversation* has left: a row written in one
-        later is ``unrouted``, so the conversation's next message hands rows back again."""
+        later is ``unrouted``, so the conversation's next message hands rows back again;
+        the dispatch forgets what it kept of them."""
         self._handed_back.discard(conversation.key)
+        for session_id in session_ids:
+            self.dispatch.forget(session_id)
 
     def _accepted_ops(self, conversation: Conversation, session_id: str, inbound: Inbound,
                       outcome: InboundOutcome) -> list[Op]:

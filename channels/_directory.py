@@ -90,13 +90,13 @@ class SessionDirectory:
     """Conversation -> session for one channel, and its live route bindings.
 
     *in_use(session_id)* says whether a session the conversation has left must stay bound;
-    without it, every session stays bound until :meth:`close`. *forgotten(conversation)* is
-    called (sync) after sessions of the conversation were unbound (see the module
-    docstring)."""
+    without it, every session stays bound until :meth:`close`. *forgotten(conversation,
+    session_ids)* is called (sync) after those sessions of the conversation were unbound and
+    forgotten (see the module docstring)."""
 
     def __init__(self, runtime: Any, channel_name: str, route: Any, *,
                  in_use: Callable[[str], bool] | None = None,
-                 forgotten: Callable[[Conversation], None] | None = None) -> None:
+                 forgotten: Callable[[Conversation, list[str]], None] | None = None) -> None:
         self._rt = runtime
         self._name = channel_name
         self._route = route
@@ -227,7 +227,7 @@ class SessionDirectory:
             if token is not None:  # a stale token (another route bound it) removes nothing
                 self._rt.router.unbind(token)
         if done and self._forgotten is not None:
-            self._forgotten(conversation)
+            self._forgotten(conversation, done)
 
     def _bind(self, session_id: str) -> None:
         token = self._tokens.get(session_id)

@@ -122,7 +122,8 @@ class SessionState:
         Held in memory only (no column records that an agent ran): such a turn begun by an
         earlier process counts as seen, so a session whose only turns are ones a stopped
         process never got to run (a stop or crash right after a cancel-while-opening) gets no
-        instructions. Kept by :class:`Dispatch` while the session is idle."""
+        instructions. Kept by :class:`Dispatch` while the session is idle, until the
+        channel forgets the session (:meth:`Dispatch.forget`)."""
 
 
 class Dispatch:
@@ -143,6 +144,13 @@ class Dispatch:
 
     def state(self, session_id: str) -> SessionState | None:
         return self._states.get(session_id)
+
+    def forget(self, session_id: str) -> None:
+        """The channel is done with *session_id* (its conversation left it and nothing of it
+        is in flight): drop the unseen turns kept for it while idle, as a restart would (a
+        ``/resume`` of it later counts them as seen). Sync."""
+        if session_id not in self._states:
+            self._unseen_turns.pop(session_id, None)
 
     def turn_running(self, session_id: str) -> bool:
         state = self._states.get(session_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from tidings.channels import ChannelConfig, Inbound
 
 from .conftest import GatedAgent, RecordingChannel
+from .test_first_prompt_races import cancel_while_opening
 
 CYCLES = 20
 
@@ -98,3 +99,18 @@ async def test_each_conversation_keeps_its_current_session_bound(rt) -> None:
 
 def _inbound(chat: str) -> Inbound:
     return Inbound(chat_id=chat, sender_id="u1", text="x")
+
+
+async def test_unseen_turns_of_sessions_left_behind_are_dropped(rt) -> None:
+    """A turn cancelled while it opened is remembered as unseen while its session is idle
+    (for the session's next first prompt); a session the conversation left, and the channel
+    forgot, keeps no such entry."""
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=GatedAgent(block=False))
+    await channel.say("/new")
+    await channel.wait_for(lambda: len(channel.notices()) == 1)
+    for n in range(CYCLES):
+        await cancel_while_opening(channel, rt, "/cancel")
+        await channel.wait_idle()
+        await channel.say("/new")  # (not /clear: the next resolve would wait behind the gate)
+        await channel.wait_for(lambda n=n: len(channel.notices()) == 2 * n + 3)
+    assert len(channel.dispatch._unseen_turns) <= 2
