@@ -19,6 +19,7 @@ from tidings.errors import ValidationError
 
 __all__ = [
     "BLOCK_TYPES",
+    "MAX_TEXT_BYTES",
     "MEDIA_TYPES",
     "ContentBlock",
     "ControlBlock",
@@ -28,6 +29,7 @@ __all__ = [
     "check_json_object",
     "check_message_text",
     "check_text",
+    "check_text_size",
     "fallback_text",
     "lone_surrogate",
     "plain_json",
@@ -35,6 +37,13 @@ __all__ = [
 
 MEDIA_TYPES = ("image", "audio", "video", "file")
 BLOCK_TYPES = ("text", *MEDIA_TYPES, "control")
+
+MAX_TEXT_BYTES = 1 << 20
+"""The most UTF-8 bytes a send's text may have (1 MiB): each text, caption, summary and
+history text, and the delivery's text (its blocks' texts joined). A websocket delivery frame
+carries the text twice (``text`` and its block), and the gateway's own client takes frames of
+at most 4 MiB: a larger text would break its connection on every replay, so it is refused at
+the call instead. Send a long text as a file."""
 
 
 def check_text(value: object, field: str) -> str:
@@ -60,6 +69,19 @@ def check_message_text(value: object, field: str) -> str:
     text = check_text(value, field)
     if not text:
         raise ValidationError(field, "must not be empty")
+    return check_text_size(text, field)
+
+
+def check_text_size(text: str, field: str) -> str:
+    """*text*, or :class:`ValidationError` naming *field* if it is over
+    :data:`MAX_TEXT_BYTES` in UTF-8 (short texts are answered without encoding them)."""
+    if len(text) * 4 <= MAX_TEXT_BYTES:  # no code point is more than 4 bytes
+        return text
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_TEXT_BYTES:
+        raise ValidationError(field, f"is {size} bytes of UTF-8, over the limit of "
+                                     f"{MAX_TEXT_BYTES} (MAX_TEXT_BYTES); send a long text "
+                                     "as a file")
     return text
 
 

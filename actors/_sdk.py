@@ -33,6 +33,7 @@ from tidings.actors._blocks import (
     check_json_object,
     check_message_text,
     check_text,
+    check_text_size,
     fallback_text,
 )
 from tidings.actors._handle import DeliveryHandle
@@ -274,7 +275,7 @@ class OutputSDK:
             history_kind = next((b.type for b in blocks if b.type in MEDIA_TYPES), "text")
         else:  # no path to resolve: the common case, without a coroutine
             blocks, artifacts, history_kind = tuple(parts), [], "text"  # type: ignore[arg-type]
-        text = fallback_text(blocks)
+        text = check_text_size(fallback_text(blocks), "blocks")  # each part is; all joined too
         request = DeliveryRequest(
             session_id=turn.session_id, turn_id=turn.turn_id, kind=kind, blocks=blocks,
             text=text, channel=turn.channel, policy=policy, visible=visible,
@@ -340,7 +341,7 @@ def _check_media(part: _Media) -> None:
     for value, name in ((part.caption, "caption"), (part.summary, "summary"),
                         (part.media_type, "media_type")):
         if value is not None:
-            check_text(value, prefix + name)
+            check_text_size(check_text(value, prefix + name), prefix + name)
     ref = part.source
     if isinstance(ref, ArtifactRef):
         for value, name in ((ref.name, "name"), (ref.summary, "summary"),

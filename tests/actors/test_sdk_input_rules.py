@@ -9,7 +9,7 @@ import pathlib
 import pytest
 import trio
 
-from tidings.actors import TextBlock
+from tidings.actors import MAX_TEXT_BYTES, TextBlock
 from tidings.errors import ValidationError
 from tidings.testing import MemoryRoute
 
@@ -121,3 +121,41 @@ async def test_an_empty_history_text_is_refused_by_field(rt, bound, send, field)
     session_id, route = bound
     error = await _refused_by_field(rt, session_id, route, send, field)
     assert "must not be empty" in str(error)
+
+
+_OVER = MAX_TEXT_BYTES + 1
+_AT_CAP_WIDE = "é" * (MAX_TEXT_BYTES // 2)  # exactly the cap in UTF-8, half as many chars
+
+
+@pytest.mark.parametrize(("send", "field"), [
+    (lambda output: output.send_text("x" * _OVER), "text"),
+    (lambda output: output.send_text(_AT_CAP_WIDE + "é"), "text"),  # bytes, not chars
+    (lambda output: output.progress("x" * _OVER), "text"),
+    (lambda output: output.notice("x" * _OVER), "text"),
+    (lambda output: output.send(["a", "x" * _OVER]), "blocks[1].text"),
+    (lambda output: output.send_text("a", history_text="x" * _OVER), "history_text"),
+    (lambda output: output.send_text("a", failure_history_text="x" * _OVER),
+     "failure_history_text"),
+    (lambda output: output.send_file("chart.png", caption="x" * _OVER,
+                                     history_policy="transient"), "caption"),
+    (lambda output: output.send_file("chart.png", summary="x" * _OVER,
+                                     history_policy="transient"), "summary"),
+    # each block under the cap, the delivery's text (their texts joined) over it
+    (lambda output: output.send(["x" * (MAX_TEXT_BYTES // 2)] * 3), "blocks"),
+])
+async def test_a_text_over_the_cap_is_refused_at_the_call(rt, bound, send, field) -> None:
+    """A text no channel could deliver (the gateway's own client takes 4 MiB frames, and a
+    frame carries the text twice) fails at the caller, not as a later ``failed`` or a
+    delivery that breaks every reconnect."""
+    session_id, route = bound
+    error = await _refused_by_field(rt, session_id, route, send, field)
+    assert "MAX_TEXT_BYTES" in str(error)
+
+
+async def test_a_text_at_the_cap_is_delivered(rt, bound) -> None:
+    session_id, route = bound
+    async with rt.open_turn(session_id) as ctx:
+        wide = await ctx.output.send_text(_AT_CAP_WIDE)
+        narrow = await ctx.output.send_text("x" * MAX_TEXT_BYTES)
+    assert [await wide.wait(), await narrow.wait()] == ["delivered", "delivered"]
+    assert [len(o.text.encode()) for o in route.delivered] == [MAX_TEXT_BYTES] * 2
