@@ -334,8 +334,8 @@ def _resolve_all(sources: list[tuple[Any, str]], workspace: pathlib.Path,
 
 def _check_media(part: _Media) -> None:
     """The presentation of one media part, its ``ArtifactRef``'s included: what is written
-    with the delivery must be strings and JSON, refused here by field rather than failing
-    half-way through building the write."""
+    with the delivery must be strings (of at most ``MAX_TEXT_BYTES``) and JSON, refused here
+    by field rather than failing half-way through building the write."""
     prefix = part.prefix
     check_json_object(part.artifact_metadata, prefix + "artifact_metadata")
     for value, name in ((part.caption, "caption"), (part.summary, "summary"),
@@ -347,7 +347,8 @@ def _check_media(part: _Media) -> None:
         for value, name in ((ref.name, "name"), (ref.summary, "summary"),
                             (ref.media_type, "media_type")):
             if value is not None:
-                check_text(value, f"{part.field}.{name}")
+                check_text_size(check_text(value, f"{part.field}.{name}"),
+                                f"{part.field}.{name}")
         check_json_object(ref.metadata, f"{part.field}.metadata")
 
 
@@ -407,6 +408,6 @@ def _ready_made_media(block: MediaBlock, field: str) -> _Media:
                                                f"got {block.type!r}")
     check_text(block.location, f"{field}.location")
     if block.name is not None:
-        check_text(block.name, f"{field}.name")
+        check_text_size(check_text(block.name, f"{field}.name"), f"{field}.name")
     return _Media(block.type, block.location, block.caption, block.media_type, block.summary,
                   None, f"{field}.location", f"{field}.", block.name or None)

@@ -9,7 +9,8 @@ import pathlib
 import pytest
 import trio
 
-from tidings.actors import MAX_TEXT_BYTES, TextBlock
+from tidings import ArtifactRef
+from tidings.actors import MAX_TEXT_BYTES, MediaBlock, TextBlock
 from tidings.errors import ValidationError
 from tidings.testing import MemoryRoute
 
@@ -159,3 +160,30 @@ async def test_a_text_at_the_cap_is_delivered(rt, bound) -> None:
         narrow = await ctx.output.send_text("x" * MAX_TEXT_BYTES)
     assert [await wide.wait(), await narrow.wait()] == ["delivered", "delivered"]
     assert [len(o.text.encode()) for o in route.delivered] == [MAX_TEXT_BYTES] * 2
+
+
+@pytest.mark.parametrize(("source", "field"), [
+    (ArtifactRef(path="chart.png", summary="x" * _OVER), "source.summary"),
+    (ArtifactRef(path="chart.png", name="x" * _OVER), "source.name"),
+    (ArtifactRef(path="chart.png", media_type="x" * _OVER), "source.media_type"),
+])
+async def test_an_artifact_refs_text_over_the_cap_is_refused_by_its_field(rt, bound, source,
+                                                                         field) -> None:
+    """A ref's presentation reaches the route in its block as the send's own would: the same
+    cap, named by the ref's field (not only by the joined text, nor not at all)."""
+    session_id, route = bound
+    error = await _refused_by_field(
+        rt, session_id, route,
+        lambda output: output.send_file(source, caption="c", history_policy="transient"),
+        field)
+    assert "MAX_TEXT_BYTES" in str(error)
+
+
+async def test_a_ready_made_blocks_name_over_the_cap_is_refused(rt, bound, workspace) -> None:
+    session_id, route = bound
+    block = MediaBlock(type="file", location=str(workspace / "chart.png"), source_kind="path",
+                       name="x" * _OVER, fallback="f", caption="c")
+    await _refused_by_field(
+        rt, session_id, route,
+        lambda output: output.send(["see:", block], history_policy="transient"),
+        "blocks[1].name")
