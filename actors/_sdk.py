@@ -167,8 +167,9 @@ class OutputSDK:
                    settles: Iterable[str] = ()) -> DeliveryHandle:
         """Send content blocks: a block, a string, a block-shaped mapping, or a list of them.
 
-        Block types: text (non-empty), image, audio, video, file, control. Kinds: message, progress,
-        notice (progress and notice never write history). ``write_history`` and ``visible``
+        Block types: text (non-empty), image, audio, video, file, control (a non-empty
+        ``action``). Kinds: message, progress, notice (progress and notice never write
+        history). ``write_history`` and ``visible``
         take real bools only (otherwise a ``TypeError`` that is also a ``ValidationError``
         naming them). ``settles`` as for :meth:`send_text`.
         """
@@ -366,7 +367,7 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
         check_message_text(block.text, f"{field}.text")
         return block
     if isinstance(block, ControlBlock):  # the same checks as a control mapping
-        check_text(block.action, f"{field}.action")
+        check_message_text(block.action, f"{field}.action")
         check_json_object(block.data, f"{field}.data")
         return block
     if isinstance(block, MediaBlock):
@@ -387,7 +388,7 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
         check_message_text(block.get("text"), f"{field}.text")
         return TextBlock(block["text"])
     if kind == "control":
-        check_text(block.get("action"), f"{field}.action")
+        check_message_text(block.get("action"), f"{field}.action")  # the block's only content
         return ControlBlock(block["action"], check_json_object(block.get("data"), f"{field}.data"))
     source = block.get("source")
     if source is None:

@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from tidings import ArtifactRef
-from tidings.actors import MAX_TEXT_BYTES, MediaBlock, TextBlock
+from tidings.actors import MAX_TEXT_BYTES, ControlBlock, MediaBlock, TextBlock
 from tidings.errors import ValidationError
 from tidings.testing import MemoryRoute
 
@@ -187,3 +187,14 @@ async def test_a_ready_made_blocks_name_over_the_cap_is_refused(rt, bound, works
         rt, session_id, route,
         lambda output: output.send(["see:", block], history_policy="transient"),
         "blocks[1].name")
+
+
+@pytest.mark.parametrize("block", [{"type": "control", "action": ""}, ControlBlock("")])
+async def test_a_control_block_without_an_action_is_refused(rt, bound, block) -> None:
+    """A control block is nothing but its action: an empty one tells the adapter nothing."""
+    session_id, route = bound
+    error = await _refused_by_field(
+        rt, session_id, route,
+        lambda output: output.send(["typing:", block], history_policy="transient"),
+        "blocks[1].action")
+    assert "must not be empty" in str(error)
