@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from tidings.actors._blocks import check_text
+from tidings.actors._blocks import check_text, check_text_size
 from tidings.actors._pipeline import new_id
 from tidings.actors._session_io import notice_request
 from tidings.actors._status import check_id, check_id_list
@@ -55,7 +55,8 @@ async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | N
     client message id).
 
     Raises:
-      ValidationError: naming ``session_id``, ``notice`` (empty, or not valid Unicode),
+      ValidationError: naming ``session_id``, ``notice`` (empty, not valid Unicode, or over
+        :data:`MAX_TEXT_BYTES`),
         ``message_id``, ``channel`` or ``inbound_id`` (not None or a non-empty string).
       TypeError: *notice* is not a string.
       RuntimeClosedError: the runtime is stopping.
@@ -65,6 +66,7 @@ async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | N
     check_id("session_id", session_id)
     if not check_text(notice, "notice"):
         raise ValidationError("notice", "must not be empty: it is what the user is told")
+    check_text_size(notice, "notice")  # it becomes a notice, which the output SDK caps
     if message_id is not None:
         check_id("message_id", message_id)
     if channel is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tidings.actors._blocks import TextBlock, check_json_object, check_text
+from tidings.actors._blocks import TextBlock, check_json_object, check_message_text, check_text
 from tidings.actors._handle import DeliveryHandle
 from tidings.actors._pipeline import DeliveryRequest, new_id
 from tidings.actors._status import check_id, check_id_list
@@ -40,12 +40,13 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
     Raises:
       TypeError: *text* is not a string.
       ValidationError: ``session_id`` is not a non-empty string, ``kind``, ``metadata`` or
-        ``settles`` is bad, or *text* is not valid Unicode.
+        ``settles`` is bad, or *text* is empty, not valid Unicode or over
+        :data:`MAX_TEXT_BYTES` (what a turn's ``ctx.output.notice`` refuses too).
       SessionNotFoundError: no such session.
       RuntimeClosedError: the runtime is stopping.
     """
     check_id("session_id", session_id)
-    _check_text(text)
+    check_message_text(text, "text")
     if kind not in _NOTICE_KINDS:
         raise ValidationError("kind", f"must be one of {', '.join(_NOTICE_KINDS)}, got {kind!r}")
     extra = check_json_object(metadata, "metadata")

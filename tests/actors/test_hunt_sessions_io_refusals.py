@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tidings.actors import MAX_TEXT_BYTES
 from tidings.errors import ValidationError
 
 from .conftest import rows
@@ -45,3 +46,18 @@ async def test_record_user_message_still_takes_no_turn_or_a_turn_id(rt) -> None:
     await rt.record_user_message(session_id, "b", turn_id="turn_1")
     assert [(m.text, m.turn_id) for m in await rt.history(session_id)] == [
         ("a", None), ("b", "turn_1")]
+
+
+async def test_notify_refuses_an_empty_or_oversized_text_as_a_turns_notice_does(
+        rt, db_path) -> None:
+    session_id = await rt.create_session(channel="web")
+    for text in ["", "x" * (MAX_TEXT_BYTES + 1)]:
+        with pytest.raises(ValidationError) as caught:
+            await rt.notify(session_id, text)
+        assert caught.value.field == "text"
+    with pytest.raises(ValidationError) as caught:
+        await rt.hold_inbound(session_id, notice="x" * (MAX_TEXT_BYTES + 1))
+    assert caught.value.field == "notice"
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+    assert rows(db_path, "SELECT count(*) FROM inbound_messages") == [(0,)]
+    await rt.notify(session_id, "x" * MAX_TEXT_BYTES)  # at the cap: accepted
