@@ -91,7 +91,9 @@ class GatewayChannel(ChannelBase):
         self.hello_waits: set[trio.CancelScope] = set()  # connections waiting for a hello
         self.closed = False
         self.sent: dict[str, str] = {}  # delivery id -> conversation key, until acked
-        self.session_keys: dict[str, str] = {}  # session -> conversation key, served here
+        # session -> conversation key, served here, until the directory forgets the session
+        # (a left one with nothing in hand: see _sessions_forgotten)
+        self.session_keys: dict[str, str] = {}
         self.inflight_ids: set[tuple[str, str]] = set()
         self._delivering = 0
         self._quiet = trio.Event()
@@ -124,6 +126,17 @@ class GatewayChannel(ChannelBase):
         return [acking.remember_client_message(
             rt.core_id, self.config.name, conversation.key, inbound.message_id,
             session_id=session_id, outcome=outcome, now=rt.store.clock())]
+
+    def _sessions_forgotten(self, conversation: Conversation, session_ids: list[str]) -> None:
+        """The directory forgot sessions *conversation* left, with nothing of theirs in hand
+        (no turn, nothing queued, unacked or being sent): no row of theirs is left for
+        :meth:`_abandon` or :meth:`drain`, so their entries go too (one was kept per session
+        ever served). A client naming one later is bound to it again by its hello, and a
+        delivery there notes it again."""
+        super()._sessions_forgotten(conversation, session_ids)
+        for session_id in session_ids:
+            if self.session_keys.get(session_id) == conversation.key:
+                del self.session_keys[session_id]
 
     def hub(self, conversation: Conversation) -> Hub:
         hub = self.hubs.get(conversation.key)
@@ -344,9 +357,11 @@ class GatewayChannel(ChannelBase):
         conn = Connection(ws, self.settings, conversation=conversation,
                           client=admission.hello.client or "client",
                           session_id=admission.session_id)
-        self.session_keys[admission.session_id] = conversation.key
-        for session_id, _ in admission.plan:
-            self.session_keys[session_id] = conversation.key
+        for session_id in (admission.session_id, *(sid for sid, _ in admission.plan)):
+            # Not one the directory forgot since the hello bound it (another client's /new
+            # meanwhile): nothing of it is in hand, and its entry would never be dropped.
+            if self.conversation_of(session_id) == conversation:
+                self.session_keys[session_id] = conversation.key
         self.hub(conversation).add(conn)  # live frames queue from here on, after the replay
         for frame in self.interactions.waiting_in(conversation.key):
             conn.push(frame)
