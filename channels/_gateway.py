@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import trio
@@ -139,10 +140,26 @@ class GatewayChannel(ChannelBase):
                 del self.session_keys[session_id]
 
     def hub(self, conversation: Conversation) -> Hub:
+        """The conversation's hub, made if it has none (a hub is kept only while a connection
+        or a delivery holds it: see :meth:`_release`)."""
         hub = self.hubs.get(conversation.key)
         if hub is None:
             hub = self.hubs[conversation.key] = Hub(conversation)
         return hub
+
+    def _release(self, hub: Hub) -> None:
+        """Drop *hub* once it is idle (no connection, no delivery holding it), so a server
+        keeps no hub per conversation ever connected. Sync: a hello joins (:meth:`_join`,
+        sync too) either this hub before it goes or a new one after, never a dropped one."""
+        if hub.idle and self.hubs.get(hub.conversation.key) is hub:
+            del self.hubs[hub.conversation.key]
+
+    def _broadcast(self, key: str, frame: dict[str, Any]) -> None:
+        """Queue *frame* on the connections conversation *key* has now (a question asked
+        before every client left and came back closes on the hub they came back to)."""
+        hub = self.hubs.get(key)
+        if hub is not None:
+            hub.broadcast(frame)
 
     async def owns(self, conversation: Conversation, session_id: str) -> bool:
         """Whether *session_id* belongs to *conversation* (its durable owner)."""
@@ -172,10 +189,12 @@ class GatewayChannel(ChannelBase):
         conversation = self.conversation_of(outbound.session_id)
         if conversation is None:
             raise LookupError(f"the gateway does not know session {outbound.session_id!r}")
-        hub = self.hub(conversation)
         self.session_keys[outbound.session_id] = conversation.key
-        if outbound.kind == "progress" and not hub.connections:
+        hub = self.hubs.get(conversation.key)
+        if outbound.kind == "progress" and (hub is None or not hub.connections):
             raise StaleProgress("stale_progress: no client connected")
+        hub = self.hub(conversation)
+        hub.users += 1  # held (and waited on) until it returns: never dropped under it
         self._delivering += 1
         self._quiet = trio.Event() if self._quiet.is_set() else self._quiet
         try:
@@ -185,6 +204,8 @@ class GatewayChannel(ChannelBase):
                 self.sent[outbound.delivery_id] = conversation.key
                 self.progressed()
         finally:
+            hub.users -= 1
+            self._release(hub)
             self._delivering -= 1
             if not self._delivering:
                 self._quiet.set()
@@ -201,7 +222,8 @@ class GatewayChannel(ChannelBase):
         if hub is None or not hub.connections:
             await trio.lowlevel.checkpoint()
             return PromptAnswer(None, "no_interactive_route")
-        return await self.interactions.prompt(prompt, hub.conversation.key, hub.broadcast)
+        key = hub.conversation.key
+        return await self.interactions.prompt(prompt, key, partial(self._broadcast, key))
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         conversation = self.conversation_of(request.session_id)
@@ -209,7 +231,8 @@ class GatewayChannel(ChannelBase):
         if hub is None or not hub.connections:
             await trio.lowlevel.checkpoint()
             return ApprovalDecision(False, "no_interactive_route")
-        return await self.interactions.approval(request, hub.conversation.key, hub.broadcast)
+        key = hub.conversation.key
+        return await self.interactions.approval(request, key, partial(self._broadcast, key))
 
     # --- serving -----------------------------------------------------------------------------
 
@@ -386,9 +409,12 @@ class GatewayChannel(ChannelBase):
                  conn.id, conn.conversation.key, conn.close_code or 1000, conn.written)
         if hub.connections:
             return
-        for session_id, key in list(self.session_keys.items()):
-            if key == conn.conversation.key and not hub.connections:
-                await self._abandon(session_id)
+        try:  # the hub stays meanwhile: a client coming back joins it and stops the loop
+            for session_id, key in list(self.session_keys.items()):
+                if key == conn.conversation.key and not hub.connections:
+                    await self._abandon(session_id)
+        finally:
+            self._release(hub)
 
     async def _abandon(self, session_id: str) -> None:
         for delivery_id in await self.runtime.abandon_unacked(session_id):

@@ -20,15 +20,22 @@ class Hub:
     """Every connection that said one conversation NAME (two devices share one hub).
 
     Deliveries of the conversation's sessions go to all of them; ``arrived`` wakes deliveries
-    waiting for a client to come back.
+    waiting for a client to come back. ``users`` counts the deliveries holding the hub (they
+    may wait on it): the gateway drops a hub only when it is :attr:`idle`.
     """
 
-    __slots__ = ("_arrived", "connections", "conversation")
+    __slots__ = ("_arrived", "connections", "conversation", "users")
 
     def __init__(self, conversation: Conversation) -> None:
         self.conversation = conversation
         self.connections: list[Connection] = []
+        self.users = 0
         self._arrived = trio.Event()
+
+    @property
+    def idle(self) -> bool:
+        """No connection, and no delivery holds it: nothing would miss it if it went."""
+        return not self.connections and not self.users
 
     def add(self, conn: Connection) -> None:
         self.connections.append(conn)
