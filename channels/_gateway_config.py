@@ -53,7 +53,10 @@ class GatewayConfig:
     session may have unacked at once. ``heartbeat_s``: the server pings a client it has not
     heard from for that long and drops it after twice that. ``max_frame_bytes``: the largest
     client frame handled (bigger ones get an error; over four times that the connection is
-    closed). ``max_backlog``: frames queued for one connection before it is closed as too slow.
+    closed). ``max_backlog``: frames queued for one connection before it is closed as too slow;
+    ``max_backlog_bytes``: the same bound in bytes of encoded frames (a delivery frame may
+    carry up to 2 MiB of text, so the frame count alone let a slow client pin gigabytes; a
+    frame that finds the queue empty is always taken, however big).
     ``rate`` / ``burst``: frames per second a client may send (token bucket; acks of what it
     was sent are free). ``hello_timeout``: seconds to wait for the hello. ``prompt_timeout``:
     expiry of prompts and approval requests that have none. ``replay_page``: rows read per
@@ -68,6 +71,8 @@ class GatewayConfig:
     max_frame_bytes: int = attrs.field(default=65536,
                                        validator=_number(minimum=256, integer=True))
     max_backlog: int = attrs.field(default=1024, validator=_number(minimum=16, integer=True))
+    max_backlog_bytes: int = attrs.field(default=16 * 1024 * 1024,
+                                         validator=_number(minimum=65536, integer=True))
     rate: float = attrs.field(default=20.0, validator=_number(minimum=0, above=True))
     burst: int = attrs.field(default=60, validator=_number(minimum=1, integer=True))
     hello_timeout: float = attrs.field(default=10.0, validator=_number(minimum=0, above=True))

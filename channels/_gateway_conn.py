@@ -2,8 +2,10 @@
 
 Nothing the runtime does ever waits on a client's socket: frames for a connection are put in
 its bounded queue without blocking (:meth:`Connection.push`), and only the connection's own
-writer task waits on the network. A client that stops reading fills its queue and is closed
-(``4009``); its deliveries stay in the outbox and it resumes with ``after_seq``. The writer
+writer task waits on the network. The queue is bounded by frames (``max_backlog``) and by
+bytes (``max_backlog_bytes``; a frame that finds it empty is always taken). A client that
+stops reading fills it and is closed (``4009``); its deliveries stay in the outbox and it
+resumes with ``after_seq``. The writer
 sends ``welcome`` first, then the catch-up replay, then the queue, so a client sees each
 session's deliveries in seq order. The reader parses frames, charges a token bucket (a
 client that floods is closed, ``4029``) and hands them to the gateway; the heartbeat pings a
@@ -105,7 +107,8 @@ class Connection:
         self.written = 0
         self.torn = False  # a frame was cut off: no close frame may follow (see tear())
         self._sending: trio.CancelScope | None = None
-        self._send, self._receive = trio.open_memory_channel[tuple[str, str | None]](
+        self.queued_bytes = 0  # UTF-8 bytes of the frames in the queue (not yet taken)
+        self._send, self._receive = trio.open_memory_channel[tuple[str, str | None, int]](
             settings.max_backlog)
         self._scope: trio.CancelScope | None = None
 
@@ -119,11 +122,21 @@ class Connection:
     # --- called by the gateway (sync, never blocks) ------------------------------------------
 
     def push(self, frame: dict[str, Any], *, delivery_id: str | None = None) -> None:
-        """Queue *frame* for this client. A full queue closes the connection as too slow."""
+        """Queue *frame* for this client. A full queue (``max_backlog`` frames, or
+        ``max_backlog_bytes`` with this one; an empty queue takes any frame) closes the
+        connection as too slow."""
         if not self.alive:
             return
+        text = encode(frame)
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        budget = self.settings.max_backlog_bytes
+        if self.queued_bytes and self.queued_bytes + size > budget:
+            self.kill(CLOSE_TOO_SLOW, f"too slow: over {budget} bytes unread; reconnect with "
+                                      "after_seq to catch up")
+            return
         try:
-            self._send.send_nowait((encode(frame), delivery_id))
+            self._send.send_nowait((text, delivery_id, size))
+            self.queued_bytes += size
             if delivery_id is not None:
                 self.expect_ack(delivery_id, frame["session_id"], frame["seq"])
                 if self.queued_in_replay is not None:
@@ -199,7 +212,8 @@ class Connection:
             await self.write(welcome)
             await replay(self)
             self.queued_in_replay = None
-            async for text, delivery_id in self._receive:
+            async for text, delivery_id, size in self._receive:
+                self.queued_bytes -= size
                 if delivery_id is not None and delivery_id in self.replayed:
                     self.replayed.discard(delivery_id)  # replayed already: never twice
                     continue

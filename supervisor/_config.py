@@ -6,7 +6,8 @@ shows them all)::
 
     [serve]           db, workspace, core_id, agent, grace, writer
     [gateway]         host, port, token, token_file, ack_window, heartbeat_s, max_frame_bytes,
-                      max_backlog, rate, burst, hello_timeout, prompt_timeout, replay_page
+                      max_backlog, max_backlog_bytes, rate, burst, hello_timeout,
+                      prompt_timeout, replay_page
     [channels.gateway] the gateway channel's ChannelConfig (instructions, identity,
                       memory_scope, dispatch_mode, turn_timeout, access, agent: used
                       when serve.agent is not given)

@@ -4,12 +4,18 @@ pin more than its byte budget of queued frames."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
+import pytest
 import trio
 import trio.testing
 
-from .conftest import Asker, frame_is
+from tidings.channels import GatewayConfig
+from tidings.channels._gateway_client import open_transport
+from tidings.errors import ConfigError
+
+from .conftest import TOKEN, Asker, frame_is
 
 
 async def _until(done: Callable[[], bool], *, wait: float = 10.0) -> bool:
@@ -113,3 +119,41 @@ async def test_a_prompt_closed_reaches_a_client_that_came_back(rt, serve_gateway
                         "reason": "answered"} in frames
                 assert frames[-1]["text"] == "answer: blue"
 
+
+async def test_a_client_that_does_not_read_is_closed_at_its_byte_budget(
+        rt, serve_gateway, mock_clock) -> None:
+    """Big deliveries to a client that never reads: it is closed ``4009`` once its queue
+    would pass ``max_backlog_bytes``, long before ``max_backlog`` frames (1024 frames of up
+    to 2 MiB each let one slow client pin gigabytes). Its rows stay for the replay."""
+    big = "x" * 60_000  # a delivery frame carries the text twice: ~120 kB
+    budget = 1 << 20
+    async with serve_gateway(rt, ack_window=5000, max_backlog_bytes=budget) as (gateway, url), \
+            open_transport(url) as ws:
+        await ws.send_message(json.dumps({"type": "hello", "token": TOKEN,
+                                          "conversation": "alpha", "protocol": 1}))
+        session_id = json.loads(await ws.get_message())["session_id"]
+        [conn] = gateway.hubs[gateway.conversation_named("alpha").key].connections
+        most = notes = 0
+        with trio.fail_after(60):
+            while conn.alive and notes < 1100:
+                await rt.notify(session_id, big)
+                notes += 1
+                await trio.testing.wait_all_tasks_blocked()
+                most = max(most, conn.queued_bytes)
+        assert conn.close_code == 4009, f"still open after {notes} deliveries"
+        assert f"over {budget} bytes unread" in conn.close_reason
+        assert most <= budget
+        assert notes < 300  # the socket buffers take a few MB; 1024 frames is ~120 MB
+        mock_clock.jump(10)  # the close handshake with a client that never reads gives up
+    unsent = await rt.stored_deliveries(session_id, statuses=("queued", "sending", "unknown"))
+    assert len(unsent) > notes // 2  # nothing lost: what it did not ack waits for after_seq
+
+
+def test_max_backlog_bytes_is_validated_by_name() -> None:
+    assert GatewayConfig(token="t" * 16).max_backlog_bytes == 16 * 1024 * 1024
+    assert GatewayConfig.from_mapping({"token": "t" * 16, "max_backlog_bytes": 65536}
+                                      ).max_backlog_bytes == 65536
+    for bad in (1024, "16MiB", True, 1.5e6):
+        with pytest.raises(ConfigError) as caught:
+            GatewayConfig(token="t" * 16, max_backlog_bytes=bad)
+        assert caught.value.field == "gateway.max_backlog_bytes"
