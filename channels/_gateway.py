@@ -414,7 +414,18 @@ class GatewayChannel(ChannelBase):
                 if key == conn.conversation.key and not hub.connections:
                     await self._abandon(session_id)
         finally:
+            if not hub.connections:
+                self._forget_sent(conn.conversation.key)
             self._release(hub)
+
+    def _forget_sent(self, key: str) -> None:
+        """Nobody is connected to conversation *key*: forget what was sent there and not
+        acked. :meth:`_abandon` forgets the lane's unacked rows; this also forgets rows a
+        replay sent ``unknown`` (not the lane's), which were otherwise kept for good. A
+        later ack of one is looked up in the store, as an ack of any row sent before a
+        reconnect is."""
+        for delivery_id in [d for d, k in self.sent.items() if k == key]:
+            del self.sent[delivery_id]
 
     async def _abandon(self, session_id: str) -> None:
         for delivery_id in await self.runtime.abandon_unacked(session_id):

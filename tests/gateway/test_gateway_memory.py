@@ -157,3 +157,32 @@ def test_max_backlog_bytes_is_validated_by_name() -> None:
         with pytest.raises(ConfigError) as caught:
             GatewayConfig(token="t" * 16, max_backlog_bytes=bad)
         assert caught.value.field == "gateway.max_backlog_bytes"
+
+
+async def test_replayed_rows_nobody_acked_are_not_kept_in_sent(rt, serve_gateway,
+                                                               connect) -> None:
+    """Conversations whose client takes a reply, never acks it, leaves, comes back for the
+    replay and leaves again without acking: nothing of theirs stays in ``gateway.sent`` (a
+    replayed ``unknown`` row was kept there for good: the leave turns only the lane's unacked
+    rows ``unknown`` and forgets those)."""
+    async with serve_gateway(rt) as (gateway, url):
+        for i in range(8):
+            with trio.fail_after(10):
+                async with connect(url, f"conv-{i}") as client:
+                    await client.message("hi")
+                    await client.receive_until(frame_is("delivery", kind="message"), ack=False)
+                assert await _until(lambda: not gateway.hubs)
+                async with connect(url, f"conv-{i}", after_seq=0) as client:
+                    await client.receive_until(frame_is("delivery", kind="message"), ack=False)
+                assert await _until(lambda: not gateway.hubs)
+        assert gateway.sent == {}
+        # An ack after coming back still confirms the row (a store read instead of a free one).
+        with trio.fail_after(10):
+            async with connect(url, "conv-0", after_seq=0) as client:
+                frames = await client.receive_until(frame_is("delivery", kind="message"),
+                                                    ack=False)
+                await client.ack(frames[-1]["delivery_id"])
+                await client.sync()
+                await client.receive_until(frame_is("synced"))
+        [row] = await rt.stored_deliveries(client.session_id, kinds=("message",))
+        assert row.status == "sent"
