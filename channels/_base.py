@@ -85,7 +85,9 @@ class ChannelBase:
                                           in_use=self._session_in_use,
                                           forgotten=self._sessions_forgotten)
         self.dispatch = Dispatch(self)
-        self._handed_back: set[str] = set()  # conversation keys: see _hand_back
+        # conversation key -> the runtime's unrouted count when its rows were last handed
+        # back (see _hand_back)
+        self._handed_back: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.config.name!r}>"
@@ -129,7 +131,7 @@ class ChannelBase:
         if not self.config.access.allows(inbound.sender_id):
             await self._deliver_direct(conversation, REFUSAL, extra={"refused": True})
             return "refused"
-        if self.hands_back_unrouted and conversation.key not in self._handed_back:
+        if self.hands_back_unrouted and not self._handed_back_since(conversation):
             await self._hand_back(conversation)
         command = parse_command(inbound.text)
         if command is not None:
@@ -147,15 +149,18 @@ class ChannelBase:
         return outcome
 
     async def _hand_back(self, conversation: Conversation) -> None:
-        """Once per conversation per process, before its first message or command is handled:
-        bind the channel to each of the conversation's sessions that has ``unrouted`` rows
+        """Before the conversation's first message or command in this process is handled,
+        and again before its next one whenever a row somewhere went ``unrouted`` since: bind
+        the channel to each of the conversation's sessions that has ``unrouted`` rows
         (recovery's "not answered" notices after a restart, replies left while no channel had
-        the session) and hand those rows back, so they reach the platform, in seq order,
-        before anything newer (see :mod:`tidings.channels._handback`)."""
+        the session, a notice a host wrote in a session the directory forgot) and hand those
+        rows back, so they reach the platform, in seq order, before anything newer (see
+        :mod:`tidings.channels._handback`)."""
         rt = self.runtime
         async with self.directory.lock(conversation):
-            if conversation.key in self._handed_back:
+            if self._handed_back_since(conversation):
                 return
+            unrouted = self._unrouted_count()  # before the read: a row unrouted later counts
             sessions = await rt.unrouted_sessions(self.config.name, conversation.key)
             if sessions:
                 async with rt.hold_binds(self):
@@ -163,7 +168,17 @@ class ChannelBase:
                         self.directory.attach(conversation, session_id)
                     for session_id in sessions:
                         await requeue_unrouted(rt, session_id)
-            self._handed_back.add(conversation.key)
+            self._handed_back[conversation.key] = unrouted
+
+    def _unrouted_count(self) -> int:
+        """How many deliveries the runtime has found no route for so far (sync)."""
+        return self.runtime.dispatcher.counts["unrouted"]
+
+    def _handed_back_since(self, conversation: Conversation) -> bool:
+        """Whether the conversation's rows were handed back and no row went ``unrouted``
+        since: a row of a session no channel has bound (one the directory forgot) is only
+        found by a new hand-back."""
+        return self._handed_back.get(conversation.key) == self._unrouted_count()
 
     def _session_in_use(self, session_id: str) -> bool:
         """Whether a session its conversation has left must stay bound to this channel: a
@@ -175,7 +190,7 @@ class ChannelBase:
         """The directory unbound sessions *conversation* has left: a row written in one
         later is ``unrouted``, so the conversation's next message hands rows back again;
         the dispatch forgets what it kept of them."""
-        self._handed_back.discard(conversation.key)
+        self._handed_back.pop(conversation.key, None)
         for session_id in session_ids:
             self.dispatch.forget(session_id)
 
