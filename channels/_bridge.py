@@ -4,6 +4,8 @@ Streamed chunks go to the lifecycle hook and are kept for the reply (only while 
 streaming: a chunk after a cancel is neither emitted nor kept); tool calls go to the hook;
 ``output`` is the runtime's ``ctx.output``; prompts and approvals go through the runtime's
 session-aware router, the agent's ``timeout`` becoming the runtime's ``expires_in``.
+:func:`split_reply` cuts a reply over :data:`~tidings.actors.MAX_TEXT_BYTES` (which the output
+SDK refuses) into messages it takes.
 """
 
 from __future__ import annotations
@@ -14,11 +16,49 @@ from typing import Any, final
 
 import trio
 
-from tidings.actors import ApprovalDecision, OutputSDK, TurnContext
+from tidings.actors import MAX_TEXT_BYTES, ApprovalDecision, OutputSDK, TurnContext
+from tidings.actors._blocks import check_text_size
 from tidings.channels._lifecycle import LifecycleEmitter, ToolCall
 from tidings.errors import ValidationError
 
-__all__ = ["BridgeTurn"]
+__all__ = ["BridgeTurn", "split_reply"]
+
+_NEAR = MAX_TEXT_BYTES // 4
+"""How far back from a cut :func:`split_reply` looks for a line break or a space."""
+
+
+def split_reply(text: str) -> list[str]:
+    """*text* as consecutive non-empty parts of at most :data:`MAX_TEXT_BYTES` of UTF-8 each,
+    joined exactly *text*: ``[text]`` when it fits (most replies), ``[]`` when it is empty.
+
+    A part ends after the last line break in its final quarter, else after the last space or
+    tab there, else at the last character boundary that fits: never inside a character (a
+    byte search for a newline, space or tab cannot land inside one, and a cut is moved back
+    off continuation bytes). Text the output SDK refuses as not valid Unicode is still cut
+    (``surrogatepass``), so that the send's refusal names it as it does for a short reply.
+    """
+    if not text:
+        return []
+    try:
+        return [check_text_size(text, "text")]
+    except ValidationError:
+        pass
+    data = text.encode("utf-8", "surrogatepass")
+    parts: list[str] = []
+    start = 0
+    while len(data) - start > MAX_TEXT_BYTES:
+        cut = start + MAX_TEXT_BYTES
+        while data[cut] & 0xC0 == 0x80:  # a continuation byte: the cut is inside a character
+            cut -= 1
+        for separator in (b"\n", b" ", b"\t"):
+            found = data.rfind(separator, cut - _NEAR, cut)
+            if found >= 0:
+                cut = found + 1
+                break
+        parts.append(data[start:cut].decode("utf-8", "surrogatepass"))
+        start = cut
+    parts.append(data[start:].decode("utf-8", "surrogatepass"))
+    return parts
 
 
 @final

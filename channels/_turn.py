@@ -2,8 +2,9 @@
 
 Order, always: ``started``; the user's message into history (even if the turn is cancelled
 while it opens); the agent, whose chunks and tool calls are emitted as they happen; the joined
-chunks sent as one persisted ``message`` (none if the agent streamed nothing); ``completed``
-once that reply's intent is durable. Exactly one terminal event: ``completed``, ``cancelled``
+chunks sent as one persisted ``message`` (none if the agent streamed nothing; several
+consecutive ones, see :func:`_finish`, if it is over ``MAX_TEXT_BYTES``); ``completed`` once
+that reply's intent is durable. Exactly one terminal event: ``completed``, ``cancelled``
 with the first recorded reason, or ``failed``.
 
 A turn cancelled while it opens has a turn row but its agent never runs, so the agent never
@@ -32,7 +33,7 @@ import trio
 
 from tidings.actors import TurnContext
 from tidings.channels._boundary import compose_first_prompt
-from tidings.channels._bridge import BridgeTurn
+from tidings.channels._bridge import BridgeTurn, split_reply
 from tidings.channels._lifecycle import CancelReason, LifecycleEmitter
 from tidings.errors import TidingsError
 
@@ -246,7 +247,13 @@ async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn,
     around the turn is cancelled (shutdown): a careless agent that swallowed that ``Cancelled``
     and returned did not complete its turn, any more than one that swallowed ``/cancel``.
     The reply releases the *held* messages it answers in its own commit (a crash before the
-    turn's end is written must not also tell the user they were not answered)."""
+    turn's end is written must not also tell the user they were not answered).
+
+    A reply over ``MAX_TEXT_BYTES`` goes as several messages (:func:`split_reply`), in order,
+    each its own history row (joined, they are the reply, as the model sees it); only the last
+    releases the held messages. A crash between parts leaves them held, so the next start
+    tells the user they were not answered (after the parts already written): a reply cut
+    short is never taken for an answer."""
     if (active.cancel_reason is None
             and trio.current_effective_deadline() <= trio.current_time()):
         active.note_trio_cancel()  # nothing recorded came from outside: shutdown
@@ -254,8 +261,10 @@ async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn,
         await trio.lowlevel.checkpoint()  # the scope is cancelled: this raises Cancelled
         return
     active.finishing = True  # from here on the turn completes: cancels are refused
-    reply = bridge.reply
-    if reply:
+    parts = split_reply(bridge.reply)
+    if parts:
         with trio.CancelScope(shield=True):  # bounded: the writer answers every request
-            await ctx.output.send_text(reply, settles=held)
+            for part in parts[:-1]:
+                await ctx.output.send_text(part)
+            await ctx.output.send_text(parts[-1], settles=held)
     await active.emitter.completed()
