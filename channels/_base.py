@@ -182,8 +182,11 @@ class ChannelBase:
 
     def _session_in_use(self, session_id: str) -> bool:
         """Whether a session its conversation has left must stay bound to this channel: a
-        turn of it runs or waits here, or the runtime still has rows of it in hand."""
+        turn of it runs or waits here, a serial turn the host opened in it runs or waits
+        (``rt.open_turn``: its sends and questions still reach the chat), or the runtime
+        still has rows of it in hand."""
         return (self.dispatch.state(session_id) is not None
+                or session_id in self.runtime.serial_turns
                 or not self.runtime.dispatcher.settled(session_id))
 
     def _sessions_forgotten(self, conversation: Conversation, session_ids: list[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import trio
+from trio.testing import wait_all_tasks_blocked
 
 from tidings.channels import ChannelConfig
 
@@ -25,3 +26,31 @@ async def test_a_notice_written_after_the_next_message_still_reaches_the_chat(rt
     with trio.fail_after(10):  # a guard against hanging, not a wait
         await channel.wait_for(lambda: "late news" in channel.notices())
 
+
+
+async def test_a_host_turn_still_running_in_a_left_session_keeps_it_bound(rt) -> None:
+    """A serial turn the host opened in the session the conversation left (not one of the
+    channel's turns) still runs at the next switch: its session stays bound, so what it
+    sends reaches the chat at once (not ``unrouted`` until the chat speaks again)."""
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"))
+    await channel.say("hi")
+    await channel.wait_idle()
+    await channel.wait_for(lambda: channel.messages() == ["hi"])
+    old = channel.events[0].session_id
+    go = trio.Event()
+
+    async def host_turn() -> None:
+        async with rt.open_turn(old) as ctx:
+            await go.wait()
+            handle = await ctx.output.send_text("host says")
+            await handle.wait()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(host_turn)
+        await wait_all_tasks_blocked()
+        for n in range(2):  # the second switch forgets what the first one left
+            await channel.say("/new")
+            await channel.wait_for(lambda n=n: len(channel.notices()) == n + 1)
+        go.set()
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        await channel.wait_for(lambda: "host says" in channel.messages())
