@@ -110,7 +110,8 @@ class BridgeTurn:
         return "".join(self._chunks)
 
     async def send_chunk(self, text: str) -> None:
-        """Stream a piece of the reply. A checkpoint (it may raise ``trio.Cancelled``).
+        """Stream a piece of the reply. A checkpoint (it may raise ``trio.Cancelled``). A
+        piece over ``MAX_TEXT_BYTES`` is emitted as several ``text_chunk`` events.
 
         Raises:
           TypeError: *text* is not a string.
@@ -121,7 +122,10 @@ class BridgeTurn:
             await trio.lowlevel.checkpoint()
             return
         self._chunks.append(text)
-        await self._emitter.text_chunk(text)
+        # A hook may forward each chunk (the gateway sends it as a lifecycle frame): one over
+        # MAX_TEXT_BYTES is emitted as several, cut as the reply is.
+        for part in split_reply(text) or [text]:
+            await self._emitter.text_chunk(part)
 
     async def report_tool_call(self, call: ToolCall | Mapping[str, Any]) -> None:
         """Report a tool call: a :class:`ToolCall` or a mapping with ``name`` and optional

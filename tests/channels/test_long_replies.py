@@ -92,3 +92,18 @@ async def test_only_the_last_part_releases_the_held_message(rt, monkeypatch) -> 
     assert len(texts) == len(releases) == 3
     assert releases[:2] == [(), ()]
     assert len(releases[2]) == 1
+
+
+async def test_a_streamed_chunk_over_the_cap_is_emitted_in_parts(rt) -> None:
+    """A gateway client gets each ``text_chunk`` as a lifecycle frame (its own client takes
+    4 MiB frames): one chunk is never over MAX_TEXT_BYTES either."""
+    reply = LINE * (int(2.5 * MAX_TEXT_BYTES) // len(LINE))
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"),
+                               agent=LongAgent(reply, chunk=len(reply)))
+    await channel.say("write a lot", message_id="m1")
+    await channel.wait_for(lambda: channel.types()[-1:] in (["completed"], ["failed"]))
+    chunks = [event.chunk for event in channel.events if event.type == "text_chunk"]
+    assert len(chunks) == 3
+    assert "".join(chunks) == reply
+    assert all(_size(chunk) <= MAX_TEXT_BYTES for chunk in chunks)
+    assert channel.types()[-1] == "completed"
