@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from tidings.actors import TurnContext
+from tidings.actors._blocks import check_text
 from tidings.channels._boundary import compose_first_prompt
 from tidings.channels._bridge import BridgeTurn, split_reply
 from tidings.channels._lifecycle import CancelReason, LifecycleEmitter
@@ -261,7 +262,9 @@ async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn,
         await trio.lowlevel.checkpoint()  # the scope is cancelled: this raises Cancelled
         return
     active.finishing = True  # from here on the turn completes: cancels are refused
-    parts = split_reply(bridge.reply)
+    # Text no send takes (a lone surrogate) is refused whole, as a short reply is: no part
+    # before it may go out alone.
+    parts = split_reply(check_text(bridge.reply, "text"))
     if parts:
         with trio.CancelScope(shield=True):  # bounded: the writer answers every request
             for part in parts[:-1]:

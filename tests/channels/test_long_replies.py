@@ -107,3 +107,15 @@ async def test_a_streamed_chunk_over_the_cap_is_emitted_in_parts(rt) -> None:
     assert "".join(chunks) == reply
     assert all(_size(chunk) <= MAX_TEXT_BYTES for chunk in chunks)
     assert channel.types()[-1] == "completed"
+
+
+async def test_a_long_reply_that_cannot_be_sent_sends_no_part_of_it(rt) -> None:
+    """A lone surrogate in the last part: the turn fails as a short reply's would, and no
+    earlier part went out on its own (nothing is half-written)."""
+    reply = LINE * (int(1.5 * MAX_TEXT_BYTES) // len(LINE)) + "\ud800"
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=LongAgent(reply))
+    await channel.say("write a lot", message_id="m1")
+    await channel.wait_for(lambda: channel.types()[-1:] in (["completed"], ["failed"]))
+    assert channel.types()[-1] == "failed"
+    assert "text: is not valid Unicode" in channel.events[-1].error
+    assert await rt.deliveries(session_id=channel.events[0].session_id) == []
