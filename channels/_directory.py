@@ -177,11 +177,15 @@ class SessionDirectory:
     async def forget(self, conversation: Conversation) -> str | None:
         """``/clear``: forget the conversation's session durably; return its id, if any.
 
-        The old session stays bound to the channel, so what it already queued still reaches
-        the chat.
+        The old session stays bound to the channel (is bound, if this process had not
+        resolved it yet: ``/clear`` as the first command after a restart), so what it already
+        queued, and the answer to ``/clear`` itself, still reach the chat.
         """
         self._current.pop(conversation.key, None)
-        return await self._rt.forget_conversation(self._name, conversation.key)
+        old = await self._rt.forget_conversation(self._name, conversation.key)
+        if old is not None:
+            self.attach(conversation, old)
+        return old
 
     def close(self) -> None:
         """Unbind every route this directory bound (stale tokens are ignored)."""

@@ -6,6 +6,7 @@ import trio
 from trio.testing import wait_all_tasks_blocked
 
 from tidings.channels import ChannelConfig
+from tidings.channels._command_handler import CLEARED
 
 from .conftest import RecordingChannel
 from .test_directory_memory import _cycle
@@ -54,3 +55,17 @@ async def test_a_host_turn_still_running_in_a_left_session_keeps_it_bound(rt) ->
         go.set()
     with trio.fail_after(10):  # a guard against hanging, not a wait
         await channel.wait_for(lambda: "host says" in channel.messages())
+
+
+async def test_clear_as_the_first_command_after_a_restart_is_answered(rt) -> None:
+    """``/clear`` answers in the session it clears: one this process never resolved (a
+    fresh channel, as after a restart) must be bound for that answer to reach the chat."""
+    first = RecordingChannel(rt, ChannelConfig(name="ops"))
+    await first.say("hi")
+    await first.wait_idle()
+    await first.wait_for(lambda: first.messages() == ["hi"])
+    first.close()
+    second = RecordingChannel(rt, ChannelConfig(name="ops"))  # as after a restart
+    await second.say("/clear")
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        await second.wait_for(lambda: CLEARED in second.notices())
