@@ -20,6 +20,7 @@ from tidings.channels._commands import (
     who_text,
 )
 from tidings.channels._directory import Conversation
+from tidings.channels._handback import requeue_unrouted
 from tidings.errors import SessionClosedError, SessionNotFoundError
 
 if TYPE_CHECKING:
@@ -88,10 +89,19 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
 
 async def _resume(channel: ChannelBase, conversation: Conversation,
                   command: Command) -> str | None:
-    """Resume (under the conversation's lock) and answer; the refusal to send, if refused."""
+    """Resume (under the conversation's lock) and answer; the refusal to send, if refused.
+
+    A channel that hands rows back binds the session inside ``hold_binds`` and hands its
+    ``unrouted`` rows back there (a session the directory forgot may have got one, or be
+    writing one, since the conversation last spoke): they go out before the answer and
+    anything newer, not after it at the conversation's next message."""
     target = command.argument or ""
+    rt = channel.runtime
     try:
-        await channel.directory.resume(conversation, target)
+        async with rt.hold_binds(channel):
+            await channel.directory.resume(conversation, target)
+            if channel.hands_back_unrouted:
+                await requeue_unrouted(rt, target)
     except SessionNotFoundError as exc:
         return CLEARED_SESSION if isinstance(exc, SessionClosedError) else NO_SUCH_SESSION
     await channel.answer(conversation, target, f"Resumed session {target}.", command="resume")

@@ -7,6 +7,7 @@ from trio.testing import wait_all_tasks_blocked
 
 from tidings.channels import ChannelConfig
 from tidings.channels._command_handler import CLEARED
+from tidings.supervisor.testing import writer_gate
 
 from .conftest import RecordingChannel
 from .test_directory_memory import _cycle
@@ -69,3 +70,29 @@ async def test_clear_as_the_first_command_after_a_restart_is_answered(rt) -> Non
     await second.say("/clear")
     with trio.fail_after(10):  # a guard against hanging, not a wait
         await second.wait_for(lambda: CLEARED in second.notices())
+
+
+async def test_resume_racing_an_unrouted_write_hands_that_row_back_first(rt) -> None:
+    """``/resume`` of a forgotten session while its lane's ``unrouted`` write of a row is in
+    flight (so no hand-back saw it yet): the row goes out before the answer, not never (or
+    after newer rows, at the conversation's next message)."""
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"))
+    await _cycle(channel, 0)
+    old = channel.events[0].session_id
+    await _cycle(channel, 1)
+    await channel.say("again")  # the hand-back after the forget is done
+    await channel.wait_for(lambda: "again" in channel.messages())
+    await channel.wait_idle()
+    assert rt.router.binding(old) is None
+    await rt.notify(old, "late news")  # committed queued; its lane finds no route ...
+    async with writer_gate(rt.store) as gate:  # ... and its unrouted write waits here
+        await wait_all_tasks_blocked()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(channel.say, f"/resume {old}")
+            await wait_all_tasks_blocked()
+            gate.release()
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        await channel.wait_for(lambda: f"Resumed session {old}." in channel.notices())
+        await channel.wait_for(lambda: "late news" in channel.notices())
+    notices = channel.notices()
+    assert notices.index("late news") < notices.index(f"Resumed session {old}.")
