@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
 import trio
 from trio.testing import wait_all_tasks_blocked
 
 from tidings.channels import ChannelConfig
 from tidings.channels._command_handler import CLEARED
+from tidings.store import Call
 from tidings.supervisor.testing import writer_gate
 
 from .conftest import RecordingChannel
@@ -96,3 +99,51 @@ async def test_resume_racing_an_unrouted_write_hands_that_row_back_first(rt) -> 
         await channel.wait_for(lambda: "late news" in channel.notices())
     notices = channel.notices()
     assert notices.index("late news") < notices.index(f"Resumed session {old}.")
+
+class _Gate:
+    """A hand-made writer gate: a ``Call`` that holds the writer thread until released."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+
+    def hold(self, conn: object) -> None:
+        self.entered.set()
+        self.opened.wait()
+
+    async def wait_entered(self) -> None:
+        await trio.to_thread.run_sync(self.entered.wait, abandon_on_cancel=True)
+
+
+async def test_a_send_being_written_at_the_switch_keeps_its_session_bound(rt) -> None:
+    """A host's notice in the old session whose write is in flight when ``/new`` commits is
+    delivered (the session stays bound: the send reserved its idle lane), not left
+    ``unrouted`` until the chat speaks."""
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"))
+    await channel.say("hi")
+    await channel.wait_idle()
+    await channel.wait_for(lambda: channel.messages() == ["hi"])
+    old = channel.events[0].session_id
+    g1, g2, g3 = _Gate(), _Gate(), _Gate()
+    async with trio.open_nursery() as nursery:
+        try:
+            nursery.start_soon(rt.store.commit, [Call(g1.hold)])
+            await g1.wait_entered()
+            nursery.start_soon(channel.say, "/new")  # its write waits behind g1
+            await wait_all_tasks_blocked()
+            nursery.start_soon(rt.store.commit, [Call(g2.hold)])  # same batch as /new's write
+            await wait_all_tasks_blocked()
+            g1.opened.set()
+            await g2.wait_entered()  # /new's write is in the writer now, not committed
+            nursery.start_soon(rt.notify, old, "late news")  # written in the next batch
+            await wait_all_tasks_blocked()
+            nursery.start_soon(rt.store.commit, [Call(g3.hold)])  # ... which g3 holds
+            await wait_all_tasks_blocked()
+            g2.opened.set()
+            await g3.wait_entered()  # /new committed; the notice's write is in flight
+            await wait_all_tasks_blocked()
+        finally:
+            for gate in (g1, g2, g3):
+                gate.opened.set()
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        await channel.wait_for(lambda: "late news" in channel.notices())
