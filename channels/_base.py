@@ -62,7 +62,8 @@ class ChannelBase:
 
     hands_back_unrouted = True
     """Whether :meth:`handle_inbound` hands a conversation's ``unrouted`` rows back before its
-    first message or command (the gateway does it in each client's hello instead)."""
+    first message or command, and before a later one when rows went ``unrouted`` since (the
+    gateway does it in each client's hello instead)."""
 
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None) -> None:
         if not isinstance(config, ChannelConfig):

@@ -6,8 +6,10 @@ conversation on while a turn of the old session still ran. Such rows are final f
 but a channel that becomes the session's route again hands them back (``rt.requeue``), inside
 ``rt.hold_binds(channel)``: they go out in seq order before anything newer of the session.
 
-The gateway does it in each client's hello; every other channel (``ChannelBase``) once per
-conversation per process, before the conversation's first inbound message or command is handled.
+The gateway does it in each client's hello; every other channel (``ChannelBase``) before the
+conversation's first inbound message or command in this process is handled, and again before its
+next one whenever a row went ``unrouted`` since (in a session the directory forgot, say), and in
+``/resume``.
 """
 
 from __future__ import annotations
