@@ -42,8 +42,11 @@ from tidings.channels._gateway_conn import Connection
 from tidings.channels._gateway_frames import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL,
+    MAX_SERVER_FRAME_BYTES,
     PROTOCOL_VERSION,
     delivery_frame,
+    encode,
+    encoded_size,
 )
 from tidings.channels._gateway_hub import Hub, lifecycle_frame
 from tidings.channels._gateway_inbound import on_frame
@@ -56,7 +59,7 @@ from tidings.errors import SessionNotFoundError, TidingsError
 from tidings.store import Op, acking
 from tidings.supervisor._log import field
 
-__all__ = ["GatewayChannel", "StaleProgress"]
+__all__ = ["FrameTooBig", "GatewayChannel", "StaleProgress"]
 
 log = logging.getLogger("tidings.gateway")
 
@@ -66,6 +69,11 @@ _HANDSHAKE_WAIT = 10.0  # the websocket (HTTP) handshake, before the hello's own
 
 class StaleProgress(TidingsError):
     """A progress note for a conversation nobody is connected to: worth nothing later."""
+
+
+class FrameTooBig(TidingsError):
+    """A delivery whose frame is over ``MAX_SERVER_FRAME_BYTES``: no client would take it
+    (its connection would close ``1009`` at every replay), so the delivery fails."""
 
 
 class GatewayChannel(ChannelBase):
@@ -178,7 +186,8 @@ class GatewayChannel(ChannelBase):
         """Queue the delivery on every connection of its conversation; while none is
         connected, wait for one (the row stays ``sending``; later rows stay ``queued``). A
         progress note with nobody connected is not kept: :class:`StaleProgress` (``failed``,
-        as recovery fails stale progress)."""
+        as recovery fails stale progress); nor is a frame no client would take:
+        :class:`FrameTooBig` (``failed``; the session's later rows go on)."""
         await trio.lowlevel.checkpoint()
         if outbound.session_id is None:  # a command answer with no session: not stored
             hub = self.hubs.get(str(outbound.metadata.get("conversation_key")))
@@ -190,6 +199,13 @@ class GatewayChannel(ChannelBase):
         if conversation is None:
             raise LookupError(f"the gateway does not know session {outbound.session_id!r}")
         self.session_keys[outbound.session_id] = conversation.key
+        frame = delivery_frame(outbound)
+        text = encode(frame)
+        size = encoded_size(text)
+        if size > MAX_SERVER_FRAME_BYTES:
+            raise FrameTooBig(f"frame_too_big: the delivery frame is {size} bytes, over the "
+                              f"{MAX_SERVER_FRAME_BYTES} a client takes (JSON escapes quotes, "
+                              "backslashes and control characters); send it as a file")
         hub = self.hubs.get(conversation.key)
         if outbound.kind == "progress" and (hub is None or not hub.connections):
             raise StaleProgress("stale_progress: no client connected")
@@ -200,7 +216,7 @@ class GatewayChannel(ChannelBase):
         try:
             while not hub.connections and not self.closed:
                 await hub.wait_arrival()
-            if hub.broadcast(delivery_frame(outbound), delivery_id=outbound.delivery_id):
+            if hub.broadcast(frame, delivery_id=outbound.delivery_id, text=text):
                 self.sent[outbound.delivery_id] = conversation.key
                 self.progressed()
         finally:

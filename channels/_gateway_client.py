@@ -19,7 +19,7 @@ from typing import Any
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, open_websocket_url
 
-from tidings.channels._gateway_frames import PROTOCOL_VERSION, encode
+from tidings.channels._gateway_frames import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION, encode
 from tidings.errors import TidingsError
 
 __all__ = ["GatewayClient", "GatewayClosed", "open_transport"]
@@ -102,7 +102,8 @@ class GatewayClient:
     @asynccontextmanager
     async def connect(cls, url: str, *, token: str, conversation: str,
                       after_seq: int | None = None, session_id: str | None = None,
-                      client: str | None = None, max_message_size: int = 1 << 22,
+                      client: str | None = None,
+                      max_message_size: int = MAX_SERVER_FRAME_BYTES,
                       ) -> AsyncIterator[GatewayClient]:
         """Connect, say hello, yield the client once welcomed. Raises
         :class:`GatewayClosed` if the server refuses (or answers with anything but a

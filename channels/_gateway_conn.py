@@ -32,9 +32,11 @@ from tidings.channels._gateway_frames import (
     CLOSE_FLOOD,
     CLOSE_HEARTBEAT,
     CLOSE_TOO_SLOW,
+    MAX_SERVER_FRAME_BYTES,
     ClientFrame,
     FrameError,
     encode,
+    encoded_size,
     error_frame,
     parse_client_frame,
 )
@@ -121,14 +123,21 @@ class Connection:
 
     # --- called by the gateway (sync, never blocks) ------------------------------------------
 
-    def push(self, frame: dict[str, Any], *, delivery_id: str | None = None) -> None:
-        """Queue *frame* for this client. A full queue (``max_backlog`` frames, or
-        ``max_backlog_bytes`` with this one; an empty queue takes any frame) closes the
-        connection as too slow."""
+    def push(self, frame: dict[str, Any], *, delivery_id: str | None = None,
+             text: str | None = None) -> None:
+        """Queue *frame* (*text*: already encoded) for this client. A full queue
+        (``max_backlog`` frames, or ``max_backlog_bytes`` with this one; an empty queue takes
+        any frame) closes the connection as too slow. A frame over ``MAX_SERVER_FRAME_BYTES``
+        is dropped (logged): the client would close on it (the gateway fails such a delivery
+        before it gets here)."""
         if not self.alive:
             return
-        text = encode(frame)
-        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        text = encode(frame) if text is None else text
+        size = encoded_size(text)
+        if size > MAX_SERVER_FRAME_BYTES:
+            log.warning("event=frame_dropped connection=%d type=%s bytes=%d limit=%d",
+                        self.id, field(str(frame.get("type"))), size, MAX_SERVER_FRAME_BYTES)
+            return
         budget = self.settings.max_backlog_bytes
         if self.queued_bytes and self.queued_bytes + size > budget:
             self.kill(CLOSE_TOO_SLOW, f"too slow: over {budget} bytes unread; reconnect with "
@@ -224,6 +233,10 @@ class Connection:
     async def write(self, frame: dict[str, Any]) -> None:
         """Write *frame* now, ahead of the queue (the writer task only: welcome, replay)."""
         await self._send_whole(encode(frame))
+
+    async def write_encoded(self, text: str) -> None:
+        """:meth:`write` of a frame encoded already."""
+        await self._send_whole(text)
 
     async def _send_whole(self, text: str) -> None:
         """Write one websocket message whole, or not at all: shielded from :meth:`kill`,

@@ -31,6 +31,7 @@ __all__ = [
     "CLOSE_UNAUTHORIZED",
     "CLOSE_UNSUPPORTED",
     "ERROR_CODES",
+    "MAX_SERVER_FRAME_BYTES",
     "PROTOCOL_VERSION",
     "Ack",
     "Answer",
@@ -45,6 +46,7 @@ __all__ = [
     "approval_request_frame",
     "delivery_frame",
     "encode",
+    "encoded_size",
     "error_frame",
     "parse_client_frame",
     "peek_hello_token",
@@ -68,6 +70,14 @@ CLOSE_TOO_SLOW = 4009
 ``after_seq``)."""
 CLOSE_FLOOD = 4029
 """The client sent frames faster than its rate allows."""
+
+MAX_SERVER_FRAME_BYTES = 1 << 22
+"""The largest frame the server sends (4 MiB of UTF-8; what :class:`GatewayClient` and
+trio-websocket take by default). A delivery frame carries its text twice, and JSON escapes a
+text's quotes, backslashes and control characters (``\x01`` is six bytes as ``\u0001``), so
+a text within ``MAX_TEXT_BYTES`` can still make a bigger frame: the gateway fails such a
+delivery rather than send it (a client's connection would close ``1009`` on it at every
+replay), and drops any other frame over it."""
 
 ERROR_CODES = {
     "bad_json": "the frame is not JSON",
@@ -347,6 +357,11 @@ def encode(frame: Mapping[str, Any]) -> str:
     if lone_surrogate(text) is not None:
         text = json.dumps(frame, ensure_ascii=True, separators=(",", ":"), default=str)
     return text
+
+
+def encoded_size(text: str) -> int:
+    """The UTF-8 bytes of an encoded frame (what goes on the wire)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _block(block: ContentBlock) -> dict[str, Any]:

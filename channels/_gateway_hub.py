@@ -54,12 +54,14 @@ class Hub:
         """Block until a connection joins (or :meth:`wake`)."""
         await self._arrived.wait()
 
-    def broadcast(self, frame: dict[str, Any], *, delivery_id: str | None = None) -> int:
-        """Queue *frame* on every live connection (never blocks); how many took it."""
+    def broadcast(self, frame: dict[str, Any], *, delivery_id: str | None = None,
+                  text: str | None = None) -> int:
+        """Queue *frame* (*text*: already encoded) on every live connection (never blocks);
+        how many took it."""
         sent = 0
         for conn in list(self.connections):
             if conn.alive:
-                conn.push(frame, delivery_id=delivery_id)
+                conn.push(frame, delivery_id=delivery_id, text=text)
                 sent += 1
         return sent
 
