@@ -28,7 +28,10 @@ _CHUNK = 65536
 
 async def input_lines(prompt: str = "> ") -> AsyncIterator[str]:
     """Lines of stdin (each with its ``\\n``, undecodable bytes as lone surrogates), until
-    the end of input; see the module docstring for how they are read."""
+    the end of input; see the module docstring for how they are read. A closed stdin
+    (``tidings chat <&-``) has no lines, as ``/dev/null``."""
+    if sys.stdin is None:
+        return
     fd = _pipe_fd()
     if fd is None:
         async for line in stdin_lines(prompt):

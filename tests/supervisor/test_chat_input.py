@@ -12,6 +12,14 @@ import trio
 from tidings.supervisor._chat_input import input_lines
 
 
+async def test_a_closed_stdin_is_the_end_of_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``tidings chat <&-``: Python sets sys.stdin to None; the chat ended with a traceback
+    # (AttributeError from the line reader) instead of as at the end of input.
+    monkeypatch.setattr(sys, "stdin", None)
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        assert [line async for line in input_lines()] == []
+
+
 @pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_SETPIPE_SZ"),
                     reason="sizes the pipe (Linux)")
 async def test_a_very_long_line_is_read_in_linear_time(monkeypatch: pytest.MonkeyPatch) -> None:
