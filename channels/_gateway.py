@@ -156,9 +156,10 @@ class GatewayChannel(ChannelBase):
         return hub
 
     def _release(self, hub: Hub) -> None:
-        """Drop *hub* once it is idle (no connection, no delivery holding it), so a server
-        keeps no hub per conversation ever connected. Sync: a hello joins (:meth:`_join`,
-        sync too) either this hub before it goes or a new one after, never a dropped one."""
+        """Drop *hub* once it is idle (no connection, no delivery or leave holding it), so a
+        server keeps no hub per conversation ever connected. Sync: a hello joins
+        (:meth:`_join`, sync too) either this hub before it goes or a new one after, never a
+        dropped one."""
         if hub.idle and self.hubs.get(hub.conversation.key) is hub:
             del self.hubs[hub.conversation.key]
 
@@ -425,11 +426,16 @@ class GatewayChannel(ChannelBase):
                  conn.id, conn.conversation.key, conn.close_code or 1000, conn.written)
         if hub.connections:
             return
-        try:  # the hub stays meanwhile: a client coming back joins it and stops the loop
+        # Held meanwhile, so it stays: a client coming back joins it and stops the loop (were
+        # it dropped by another client's leave, the next one would join a new hub this loop
+        # does not watch, and have its own unacked rows abandoned under it).
+        hub.users += 1
+        try:
             for session_id, key in list(self.session_keys.items()):
                 if key == conn.conversation.key and not hub.connections:
                     await self._abandon(session_id)
         finally:
+            hub.users -= 1
             if not hub.connections:
                 self._forget_sent(conn.conversation.key)
             self._release(hub)

@@ -21,7 +21,8 @@ class Hub:
 
     Deliveries of the conversation's sessions go to all of them; ``arrived`` wakes deliveries
     waiting for a client to come back. ``users`` counts the deliveries holding the hub (they
-    may wait on it): the gateway drops a hub only when it is :attr:`idle`.
+    may wait on it) and the leaves still abandoning its rows (they watch it for a client
+    coming back): the gateway drops a hub only when it is :attr:`idle`.
     """
 
     __slots__ = ("_arrived", "connections", "conversation", "users")
@@ -34,7 +35,7 @@ class Hub:
 
     @property
     def idle(self) -> bool:
-        """No connection, and no delivery holds it: nothing would miss it if it went."""
+        """No connection, and nothing holds it: nothing would miss it if it went."""
         return not self.connections and not self.users
 
     def add(self, conn: Connection) -> None:
