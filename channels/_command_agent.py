@@ -30,6 +30,10 @@ _AFTER_STOP = 1 << 20
 """Bytes at most read from each pipe once EXIT_DRAIN ran out (the largest pipe buffer): a
 process that left the group and keeps writing cannot keep the turn reading."""
 _POSIX = os.name == "posix"
+_WAITERS = trio.CapacityLimiter(math.inf)
+"""The threads of the ``waitid`` wait (no pidfds): one per running command for as long as it
+runs, so not from trio's default limiter, which the runtime's own work shares (40 running
+commands took all of it)."""
 
 
 def _kill_group(process: trio.Process) -> None:
@@ -274,7 +278,7 @@ async def _exited(process: trio.Process) -> bool:
     if _POSIX and hasattr(os, "waitid") and hasattr(os, "WNOWAIT"):
         await trio.to_thread.run_sync(
             functools.partial(os.waitid, os.P_PID, process.pid, os.WEXITED | os.WNOWAIT),
-            abandon_on_cancel=True)
+            abandon_on_cancel=True, limiter=_WAITERS)
         return True
     await process.wait()
     return False
