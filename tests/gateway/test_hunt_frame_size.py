@@ -32,3 +32,28 @@ async def test_an_oversized_delivery_frame_fails_that_row_not_the_connection(
     assert failed.status == "failed"
     assert "frame_too_big" in (failed.last_error or "")
     assert (await rt.delivery_status(after.delivery_id)).status == "sent"
+
+
+async def test_a_replay_skips_a_row_whose_frame_is_too_big(
+        rt, serve_gateway, connect, wait_status, monkeypatch) -> None:
+    """A row sent before deliver() checked the frame's size (an older version, or one claimed
+    before a crash, ``unknown`` since) is not replayed: the client would close ``1009`` on it
+    at every reconnect."""
+    from tidings.channels import _gateway, _gateway_conn
+
+    async with serve_gateway(rt) as (_, url):
+        with trio.fail_after(30):
+            for module in (_gateway, _gateway_conn):  # as the gateway was
+                monkeypatch.setattr(module, "MAX_SERVER_FRAME_BYTES", 1 << 26)
+            async with connect(url, "alpha", max_message_size=1 << 26) as client:
+                session_id = client.session_id
+                big = await rt.notify(session_id, "\x01" * MAX_TEXT_BYTES)
+                await client.receive_until(frame_is("delivery", delivery_id=big.delivery_id),
+                                           ack=False)
+            await wait_status(rt, big.delivery_id, "unknown")
+            monkeypatch.undo()
+            async with connect(url, "alpha", session_id=session_id, after_seq=0) as client:
+                await rt.notify(session_id, "next")
+                frames = await client.receive_until(frame_is("delivery", text="next"))
+                assert not any(f.get("delivery_id") == big.delivery_id for f in frames)
+    assert (await rt.delivery_status(big.delivery_id)).status == "unknown"
