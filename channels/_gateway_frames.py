@@ -72,12 +72,12 @@ CLOSE_FLOOD = 4029
 """The client sent frames faster than its rate allows."""
 
 MAX_SERVER_FRAME_BYTES = 1 << 22
-"""The largest frame the server sends (4 MiB of UTF-8; what :class:`GatewayClient` and
-trio-websocket take by default). A delivery frame carries its text twice, and JSON escapes a
-text's quotes, backslashes and control characters (``\x01`` is six bytes as ``\u0001``), so
-a text within ``MAX_TEXT_BYTES`` can still make a bigger frame: the gateway fails such a
-delivery rather than send it (a client's connection would close ``1009`` on it at every
-replay), and drops any other frame over it."""
+"""The largest frame the server sends (4 MiB of UTF-8): what :class:`GatewayClient` takes by
+default, and what any client must take (trio-websocket's own default is 1 MiB). A delivery
+frame carries its text twice, and JSON escapes a text's quotes, backslashes and control
+characters (``\\x01`` is six bytes as ``\\u0001``), so a text within ``MAX_TEXT_BYTES`` can
+still make a bigger frame: the gateway fails such a delivery rather than send it (a client's
+connection would close ``1009`` on it at every replay), and drops any other frame over it."""
 
 ERROR_CODES = {
     "bad_json": "the frame is not JSON",
