@@ -5,9 +5,12 @@ it, could not be reached, or the reconnects gave up) stays blocked in ``sys.stdi
 buffered reader, holding its lock; at interpreter exit CPython cannot take that lock and
 aborts ("Fatal Python error: _enter_buffered_busy", killed by SIGABRT) instead of exiting 1.
 So a pipe or a socket (``producer | tidings chat``) is read by trio itself, from a duplicate
-of the descriptor: the end of the chat cancels the read and nothing is left blocked. A
-terminal keeps ``input()`` and its line editing (read through readline, not that reader); a
-regular file or ``/dev/null`` never blocks.
+of the descriptor: the end of the chat cancels the read and nothing is left blocked. It is
+read only once trio says it is readable, and never made non-blocking: that flag belongs to
+the open pipe or socket, which stdout may share (one socket for both under socat, inetd or
+systemd socket activation), and a non-blocking stdout lost the answers a slow peer had not
+read yet. A terminal keeps ``input()`` and its line editing (read through readline, not that
+reader); a regular file or ``/dev/null`` never blocks.
 """
 
 from __future__ import annotations
@@ -38,12 +41,12 @@ async def input_lines(prompt: str = "> ") -> AsyncIterator[str]:
             yield line
         return
     encoding = sys.stdin.encoding or "utf-8"
-    stream = trio.lowlevel.FdStream(os.dup(fd))  # non-blocking while read, restored on close
+    fd = os.dup(fd)
     try:
         # Only each new chunk is split: re-splitting the whole pending line at every read
         # made a long line quadratic (a 32 MiB line took 20 s where readline took 0.5 s).
         pending = bytearray()
-        while chunk := await stream.receive_some(_CHUNK):
+        while chunk := await _receive(fd):
             *lines, rest = chunk.split(b"\n")
             for line in lines:
                 pending += line
@@ -54,13 +57,24 @@ async def input_lines(prompt: str = "> ") -> AsyncIterator[str]:
         if pending:
             yield bytes(pending).decode(encoding, "surrogateescape")
     finally:
-        stream.close()
+        os.close(fd)
+
+
+async def _receive(fd: int) -> bytes:
+    """The next bytes of *fd* (``b""`` at its end), read once it is readable: so a read in
+    blocking mode (as stdin is left) returns at once, and a cancel ends the wait."""
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        try:
+            return os.read(fd, _CHUNK)
+        except BlockingIOError:  # made non-blocking by someone else, and nothing there
+            pass
 
 
 def _pipe_fd() -> int | None:
     """stdin's descriptor when it is a pipe or a socket (None otherwise, no stdin, or a
     platform without trio's ``FdStream``)."""
-    if not hasattr(trio.lowlevel, "FdStream"):  # not a Unix
+    if not hasattr(trio.lowlevel, "FdStream"):  # not a Unix (wait_readable: sockets only)
         return None
     try:
         fd = sys.stdin.fileno()

@@ -4,10 +4,12 @@ very long line."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
 
 import pytest
 import trio
+import trio.testing
 
 from tidings.supervisor._chat_input import input_lines
 
@@ -46,3 +48,40 @@ async def test_a_very_long_line_is_read_in_linear_time(monkeypatch: pytest.Monke
     assert lines[0] == "first\n"
     assert lines[2] == "last"
     assert lines[1] == "x" * size + "\n"
+
+
+async def test_reading_a_socket_stdin_leaves_a_stdout_on_the_same_socket_blocking(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under socat, inetd or systemd socket activation stdin and stdout are one socket, and
+    # O_NONBLOCK belongs to that open socket, not to a descriptor: the reader made it
+    # non-blocking, so stdout was too, and answers the peer did not read at once were lost
+    # (the chat still exited 0). A blocking write sends all of it, however slow the peer.
+    ours, peer = socket.socketpair()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    size = 4 << 20  # more than any socket buffer: a non-blocking write sends only part
+    with ours, peer, open(os.dup(ours.fileno()), encoding="utf-8") as stdin, \
+            open(os.dup(ours.fileno()), "wb", buffering=0) as stdout:  # noqa: ASYNC230
+        monkeypatch.setattr(sys, "stdin", stdin)
+        lines: list[str] = []
+        received = 0
+
+        async def read_input() -> None:
+            lines.extend([line async for line in input_lines()])
+
+        async def drain(tsock: trio.socket.SocketType) -> None:
+            nonlocal received
+            while received < size:
+                received += len(await tsock.recv(65536))
+
+        with trio.fail_after(10):  # a guard against hanging, not a wait
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(read_input)
+                await trio.testing.wait_all_tasks_blocked()  # the reader waits for input
+                tpeer = trio.socket.from_stdlib_socket(peer)
+                nursery.start_soon(drain, tpeer)
+                written = await trio.to_thread.run_sync(stdout.write, b"x" * size)
+                assert written == size
+                await tpeer.send(b"bye\n")
+                tpeer.shutdown(socket.SHUT_WR)
+        assert lines == ["bye\n"]
+        assert received == size
