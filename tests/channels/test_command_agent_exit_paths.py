@@ -12,6 +12,7 @@ import trio
 import trio.testing
 
 from tidings.channels import CommandAgent
+from tidings.errors import AgentError
 
 waitid = pytest.mark.skipif(not hasattr(os, "waitid") or not hasattr(os, "WNOWAIT"),
                             reason="the waitid fallback")
@@ -33,3 +34,61 @@ async def test_the_waitid_wait_does_not_take_a_worker_thread_from_the_runtime(
             await trio.testing.wait_all_tasks_blocked()  # the agent waits for the exit
             assert await trio.to_thread.run_sync(int, "7") == 7
             nursery.cancel_scope.cancel()  # kills and reaps the command
+
+
+_pidfd_open = getattr(os, "pidfd_open", None)  # the tests' own waits, before it is removed
+
+
+def _state(pid: int) -> str | None:
+    """The process state letter of *pid* from /proc (``Z`` for a zombie), None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+@waitid
+@pytest.mark.skipif(_pidfd_open is None, reason="the test waits on a pidfd (Linux)")
+async def test_the_waitid_wait_ends_the_turn_when_the_command_exits(
+        fake_turn: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # As with pidfds: the background child that holds stdout is killed at the command's exit
+    # (not waited for), and the exit code and stderr are the command's.
+    monkeypatch.delattr(os, "pidfd_open")
+    turn = fake_turn("", text="")
+    with trio.fail_after(10), pytest.raises(AgentError) as info:  # a guard, not a wait
+        await CommandAgent(["sh", "-c", "sleep 1000 & echo $!; echo oops >&2; exit 3"]).run(turn)
+    assert str(info.value).endswith("exited with code 3; stderr: oops")
+    assert _pidfd_open is not None
+    try:
+        fd = _pidfd_open(int(turn.reply.split()[0]))  # not our child: it dies or is gone
+    except ProcessLookupError:
+        return  # killed and reaped already
+    try:
+        with trio.fail_after(10):
+            await trio.lowlevel.wait_readable(fd)
+    finally:
+        os.close(fd)
+
+
+@waitid
+async def test_the_waitid_wait_cancelled_kills_and_reaps_the_command(
+        fake_turn: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    pids: list[int] = []
+    turn = fake_turn("", text="")
+    with trio.fail_after(10), trio.CancelScope() as scope:  # a guard against hanging
+        turn.on_chunk = lambda text: (pids.append(int(text.split()[0])), scope.cancel())
+        await CommandAgent(["sh", "-c", "echo $$; exec sleep 1000"]).run(turn)
+    assert scope.cancelled_caught
+    assert _state(pids[0]) is None  # killed and reaped, not a zombie
+
+
+async def test_a_huge_prompt_nobody_reads_does_not_fail_the_turn(
+        fake_turn: Callable[..., Any]) -> None:
+    # The command exits without reading it while a background child still holds stdin: the
+    # feed ends when the turn closes stdin at the exit, not with an error.
+    turn = fake_turn("p" * (8 << 20), text="")
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        await CommandAgent(["sh", "-c", "sleep 1000 & echo hi"]).run(turn)
+    assert turn.reply == "hi\n"
