@@ -85,3 +85,24 @@ async def test_reading_a_socket_stdin_leaves_a_stdout_on_the_same_socket_blockin
                 tpeer.shutdown(socket.SHUT_WR)
         assert lines == ["bye\n"]
         assert received == size
+
+
+async def test_lines_split_across_reads_bad_bytes_and_a_last_line_without_newline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    read_end, write_end = os.pipe()
+    pieces = [b"caf\xc3", b"\xa9 ok\nbad \xff", b" byte\r\nlast line, no newline"]
+    writer = trio.lowlevel.FdStream(write_end)
+    with open(read_end, encoding="utf-8") as stdin:  # noqa: ASYNC230 - never read from here
+        monkeypatch.setattr(sys, "stdin", stdin)
+        lines: list[str] = []
+
+        async def read_input() -> None:
+            lines.extend([line async for line in input_lines()])
+
+        with trio.fail_after(10):  # a guard against hanging, not a wait
+            async with trio.open_nursery() as nursery, writer:
+                nursery.start_soon(read_input)
+                for piece in pieces:  # one read each: the reader takes it before the next
+                    await trio.testing.wait_all_tasks_blocked()
+                    await writer.send_all(piece)
+    assert lines == ["café ok\n", "bad \udcff byte\r\n", "last line, no newline"]
