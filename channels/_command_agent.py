@@ -73,7 +73,8 @@ class CommandAgent:
 
     ``env`` replaces the inherited environment when given (as in :mod:`subprocess`; names and
     values are strings); ``cwd`` is the working directory; ``timeout`` (seconds) bounds each
-    turn's process.
+    turn's process: once it has exited in time, reading what its pipes still hold (see
+    ``EXIT_DRAIN``) is not a timeout.
 
     The turn lasts as long as the command: once it exits, what it left running (a background
     child, on POSIX its whole process group) is killed with SIGKILL, and the reply is what was
@@ -150,7 +151,7 @@ class CommandAgent:
         code: int | None = None  # set once reaped: until then its group id cannot be reused
         try:
             with trio.move_on_after(math.inf if self.timeout is None else self.timeout) as limit:
-                await _drive(process, turn, stderr)
+                await _drive(process, turn, stderr, limit)
                 code = await process.wait()
         finally:
             # Not ``process.returncode``: it reaps a command that has exited, and what it
@@ -193,9 +194,12 @@ def _checked_env(env: object) -> dict[str, str]:
     return dict(env)
 
 
-async def _drive(process: trio.Process, turn: AgentTurn, stderr: bytearray) -> None:
+async def _drive(process: trio.Process, turn: AgentTurn, stderr: bytearray,
+                 limit: trio.CancelScope) -> None:
     """Feed stdin, keep stderr and stream stdout while the command runs; once it exits, kill
     what it left running and read what its pipes still hold. One error, never a group.
+    *limit* (the turn's timeout) is lifted at the exit: the command ran in time, and the
+    wait for its pipes has its own bound (``EXIT_DRAIN``).
 
     Returns with the process exited but (where the platform allows) not reaped: reaping is left
     to :meth:`CommandAgent.run`, which must kill the process group first if the turn ends
@@ -207,7 +211,9 @@ async def _drive(process: trio.Process, turn: AgentTurn, stderr: bytearray) -> N
             read, drain = trio.Event(), _Drain()
             nursery.start_soon(_feed, process, turn.prompt)
             nursery.start_soon(_read, process, turn, stderr, drain, read)
-            if await _exited(process):
+            unreaped = await _exited(process)
+            limit.deadline = math.inf
+            if unreaped:
                 _kill_group(process)
             if process.stdin is not None:
                 await process.stdin.aclose()  # a feed still blocked ends at once

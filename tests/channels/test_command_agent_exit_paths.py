@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from tidings.channels import CommandAgent
+from tidings.channels import CommandAgent, _command_agent
 from tidings.errors import AgentError
 
 waitid = pytest.mark.skipif(not hasattr(os, "waitid") or not hasattr(os, "WNOWAIT"),
@@ -92,3 +95,46 @@ async def test_a_huge_prompt_nobody_reads_does_not_fail_the_turn(
     with trio.fail_after(10):  # a guard against hanging, not a wait
         await CommandAgent(["sh", "-c", "sleep 1000 & echo hi"]).run(turn)
     assert turn.reply == "hi\n"
+
+
+@pytest.mark.skipif(_pidfd_open is None, reason="the test waits on a pidfd (Linux)")
+async def test_a_command_that_exited_in_time_is_not_failed_by_its_timeout_while_draining(
+        fake_turn: Callable[..., Any], monkeypatch: pytest.MonkeyPatch,
+        mock_clock: trio.testing.MockClock) -> None:
+    # It exited within its timeout, leaving a process of its own session holding stdout: the
+    # turn waits EXIT_DRAIN for that pipe, and the timeout ran out meanwhile, so the turn
+    # failed with "ran past its timeout" (its reply thrown away) though the command had not.
+    monkeypatch.setattr(_command_agent, "EXIT_DRAIN", 10)
+    code = ("import os, subprocess; child = subprocess.Popen(['sleep', '1000'], "
+            "start_new_session=True); print(os.getpid(), child.pid, flush=True); print('done')")
+    turn = fake_turn("", text="")
+    outcome: list[str] = []
+
+    async def run() -> None:
+        try:
+            await CommandAgent([sys.executable, "-c", code], timeout=5).run(turn)
+            outcome.append("ok")
+        except AgentError as exc:
+            outcome.append(str(exc))
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            while "done" not in turn.reply:  # the clock stands still: no timeout meanwhile
+                await turn.chunk_seen.wait()
+                turn.chunk_seen = trio.Event()
+            assert _pidfd_open is not None
+            fd = _pidfd_open(int(turn.reply.split()[0]))  # the command (our child, unreaped)
+            try:
+                await trio.lowlevel.wait_readable(fd)  # it exited
+            finally:
+                os.close(fd)
+            await trio.testing.wait_all_tasks_blocked()  # the turn waits for the held pipe
+            mock_clock.jump(6)  # past the timeout, not past EXIT_DRAIN
+            await trio.testing.wait_all_tasks_blocked()
+            mock_clock.jump(5)  # past EXIT_DRAIN
+    finally:
+        with contextlib.suppress(ProcessLookupError, IndexError, ValueError):
+            os.kill(int(turn.reply.split()[1]), signal.SIGKILL)
+    assert outcome == ["ok"]
+    assert turn.reply.split()[2:] == ["done"]
