@@ -212,8 +212,11 @@ async def stdin_lines(prompt: str = "> ") -> AsyncIterator[str]:
     On a terminal, with line editing and history (``readline``) and *prompt*; on a pipe, no
     prompt is printed. Cancelling abandons the blocked read. Bytes that do not decode come as
     lone surrogates (``surrogateescape``) whatever the locale's error handler, for the chat to
-    refuse that line: a strict decoder would raise, and lose the lines read with it.
+    refuse that line: a strict decoder would raise, and lose the lines read with it. A closed
+    stdin (``<&-``: ``sys.stdin`` is None) has no lines, as ``/dev/null``.
     """
+    if sys.stdin is None:
+        return
     interactive = stdin_is_a_terminal()
     if interactive:
         try:

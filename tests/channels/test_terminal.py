@@ -120,6 +120,19 @@ def test_tidings_chat_local_over_pipes_keeps_its_session_across_runs(
     assert "Channel identity" not in second.stdout
 
 
+def test_tidings_chat_local_with_stdin_closed_ends_as_at_the_end_of_input(
+        tmp_path: pathlib.Path) -> None:
+    # ``tidings chat --local <&-``: Python sets sys.stdin to None; the line reader died with
+    # an AttributeError traceback (exit 1) instead of ending as on /dev/null.
+    command = [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--local",
+               "--db", str(tmp_path / "chat.db"), "--workspace", str(tmp_path)]
+    result = subprocess.run(["sh", "-c", 'exec "$@" <&-', "sh", *command],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                            check=False)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 0, result.stderr
+
+
 def test_tidings_chat_rejects_bad_usage_with_exit_code_2(tmp_path: pathlib.Path) -> None:
     bad_agent = chat(tmp_path, "", "--agent", "no_such_module:Agent")
     assert bad_agent.returncode == 2
