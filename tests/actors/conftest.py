@@ -5,6 +5,8 @@ from __future__ import annotations
 import pathlib
 import sqlite3
 
+import pytest
+
 import tidings
 from tidings.testing import MemoryRoute
 
@@ -37,3 +39,14 @@ async def leave_a_queued_row(db_path: pathlib.Path, workspace: pathlib.Path
     [(status,)] = rows(db_path, "SELECT status FROM outbox WHERE delivery_id = ?", queued_id)
     assert status == "queued"
     return session_id, queued_id
+
+
+@pytest.fixture
+async def bound(rt, workspace):
+    """A web session bound to a route that renders text, image, file and control blocks, and
+    a ``chart.png`` in the workspace: ``(session_id, route)``."""
+    (workspace / "chart.png").write_bytes(b"\x89PNG")
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute(capabilities={"text", "image", "file", "control"})
+    rt.router.bind(session_id, route)
+    return session_id, route

@@ -12,16 +12,6 @@ import trio
 from tidings import ArtifactRef
 from tidings.actors import MAX_TEXT_BYTES, ControlBlock, MediaBlock, TextBlock
 from tidings.errors import ValidationError
-from tidings.testing import MemoryRoute
-
-
-@pytest.fixture
-async def bound(rt, workspace):
-    (workspace / "chart.png").write_bytes(b"\x89PNG")
-    session_id = await rt.create_session(channel="web")
-    route = MemoryRoute(capabilities={"text", "image", "file", "control"})
-    rt.router.bind(session_id, route)
-    return session_id, route
 
 
 async def _refused_by_field(rt, session_id, route, send, field) -> ValidationError:

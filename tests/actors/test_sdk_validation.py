@@ -19,15 +19,6 @@ from tidings.testing import MemoryRoute
 from .conftest import rows
 
 
-@pytest.fixture
-async def bound(rt, workspace):
-    (workspace / "chart.png").write_bytes(b"\x89PNG")
-    session_id = await rt.create_session(channel="web")
-    route = MemoryRoute(capabilities={"text", "image", "file", "control"})
-    rt.router.bind(session_id, route)
-    return session_id, route
-
-
 async def _refused_then_next_send_is_claimed(rt, session_id, route, db_path, send,
                                              error, field) -> None:
     """*send* fails with *error* naming *field*; nothing is written, the idle session's lane

@@ -17,6 +17,8 @@ import trio.testing
 from tidings.channels import CommandAgent, _command_agent
 from tidings.errors import AgentError
 
+from .test_command_agent_leftovers import _state
+
 waitid = pytest.mark.skipif(not hasattr(os, "waitid") or not hasattr(os, "WNOWAIT"),
                             reason="the waitid fallback")
 
@@ -40,15 +42,6 @@ async def test_the_waitid_wait_does_not_take_a_worker_thread_from_the_runtime(
 
 
 _pidfd_open = getattr(os, "pidfd_open", None)  # the tests' own waits, before it is removed
-
-
-def _state(pid: int) -> str | None:
-    """The process state letter of *pid* from /proc (``Z`` for a zombie), None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return None
 
 
 @waitid
