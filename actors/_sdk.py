@@ -2,8 +2,9 @@
 
 Validation order is fixed so two implementations cannot disagree: the source type first (a raw
 artifact dict is a ``TypeError`` before any history rule), then policy and visibility (and
-``history_text`` for non-text history, and ``failure_history_text`` only where a history row is
-written for it to replace), then paths. Nothing is written unless every check passes.
+``history_text`` for non-text history, ``history_text`` only where a history row or a media
+fallback uses it, and ``failure_history_text`` only where a history row is written for it to
+replace), then paths. Nothing is written unless every check passes.
 """
 
 from __future__ import annotations
@@ -257,6 +258,12 @@ class OutputSDK:
         if non_text and policy != "transient" and history_text is None:
             raise ValidationError("history_text", "a non-text send that writes history must "
                                                   "give history_text (the host never invents it)")
+        if history_text is not None and policy == "transient" and not media:
+            # No row to write it to, and no media block to show it as a fallback: it would be
+            # dropped without a word (as failure_history_text is refused, above).
+            raise ValidationError("history_text", "this send writes no history (its policy is "
+                                  "transient) and has no media block to show it as a "
+                                  "fallback, so the text would never be used")
         metadata = check_json_object(delivery_metadata, "delivery_metadata")
         releases = tuple(check_id_list("settles", settles))
         for part in parts:

@@ -369,6 +369,8 @@ def model(call: Call, defaults: dict[str, str], mode: str, route: str,
         non_text = bool(media) or not texts
         if non_text and policy != "transient" and history_text is None:
             stage2.add((ValidationError, "history_text"))
+        if isinstance(history_text, str) and policy == "transient" and not media:
+            stage2.add((ValidationError, "history_text"))  # no row, no media fallback
         if failure_text is not None and (policy == "transient" or visible is False):
             stage2.add((ValidationError, "failure_history_text"))
     if ctl.get("idempotency_key") == "":
