@@ -5,6 +5,9 @@ that connects while it waits). The first valid answer settles it; a repeated ans
 after expiry, or one from another conversation is refused with an ``error`` frame and never
 applied. When a question is settled the other connections get ``prompt_closed``. Without a
 connected client the agent gets the runtime's fail-closed answer (``no_interactive_route``).
+A question whose frame is over ``MAX_SERVER_FRAME_BYTES`` could reach no client (each
+connection drops such a frame): it is not asked, and the agent gets ``frame_too_big`` at once
+(an empty prompt answer, or a denial) instead of an unseen wait for the whole timeout.
 
 Questions are kept per conversation: the same id asked in two conversations is two questions,
 and an id of another conversation is ``unknown_prompt`` whatever became of it there. An id
@@ -24,15 +27,24 @@ from typing import Any, Literal
 import trio
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
-from tidings.channels._gateway_frames import FrameError, approval_request_frame
+from tidings.channels._gateway_frames import (
+    MAX_SERVER_FRAME_BYTES,
+    FrameError,
+    approval_request_frame,
+    encode,
+    encoded_size,
+)
 from tidings.errors import ValidationError
 
-__all__ = ["Interactions", "Question"]
+__all__ = ["TOO_BIG_REASON", "Interactions", "Question"]
 
 Kind = Literal["prompt", "approval"]
 Broadcast = Callable[[dict[str, Any]], None]
 """Sends a frame to every connection of the question's conversation (sync, never blocks)."""
 _CLOSED_KEPT = 4096
+_TOO_BIG = object()
+"""What :meth:`Interactions._ask` returns for a question whose frame no client would take."""
+TOO_BIG_REASON = "frame_too_big"
 
 
 class Question:
@@ -69,6 +81,8 @@ class Interactions:
                  "session_id": prompt.session_id, "text": prompt.text, "expires_at": expires_at}
         answer = await self._ask("prompt", prompt.prompt_id, key, frame, expires_at,
                                  broadcast)
+        if answer is _TOO_BIG:
+            return PromptAnswer(None, TOO_BIG_REASON)
         if answer is None:
             return PromptAnswer(None, "expired")
         return PromptAnswer(str(answer))
@@ -80,6 +94,8 @@ class Interactions:
                                        request.details, expires_at)
         decision = await self._ask("approval", request.request_id, key, frame, expires_at,
                                    broadcast)
+        if decision is _TOO_BIG:
+            return ApprovalDecision(False, TOO_BIG_REASON)
         if decision is None:
             return ApprovalDecision(False, "expired")
         return ApprovalDecision(True) if decision == "allow" else ApprovalDecision(False,
@@ -95,6 +111,9 @@ class Interactions:
             field = "prompt_id" if kind == "prompt" else "request_id"
             raise ValidationError(field, f"{question_id[:80]!r} is already waiting for an "
                                          "answer in this conversation")
+        if encoded_size(encode(frame)) > MAX_SERVER_FRAME_BYTES:  # Connection.push drops it
+            await trio.lowlevel.checkpoint()
+            return _TOO_BIG
         deadline = min(trio.current_time() + max(0.0, expires_at - self.clock()),
                        trio.current_effective_deadline())
         question = Question(kind, question_id, key, frame, expires_at, deadline)
