@@ -9,6 +9,7 @@ from tidings.actors._acking import REPLAYABLE_STATUSES as REPLAYABLE_STATUSES
 from tidings.actors._acking import StoredDelivery as StoredDelivery
 from tidings.actors._artifacts import ArtifactRef as ArtifactRef
 from tidings.actors._blocks import BLOCK_TYPES as BLOCK_TYPES
+from tidings.actors._blocks import MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS
 from tidings.actors._blocks import MAX_TEXT_BYTES as MAX_TEXT_BYTES
 from tidings.actors._blocks import ContentBlock as ContentBlock
 from tidings.actors._blocks import ControlBlock as ControlBlock
@@ -43,6 +44,7 @@ from tidings.store import SessionRecord as SessionRecord
 __all__ = [
     "BLOCK_TYPES",
     "CANCEL_REASONS",
+    "MAX_IDEMPOTENCY_KEY_CHARS",
     "MAX_TEXT_BYTES",
     "POLICIES",
     "RECONCILE_ANSWERS",

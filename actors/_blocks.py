@@ -19,6 +19,7 @@ from tidings.errors import ValidationError
 
 __all__ = [
     "BLOCK_TYPES",
+    "MAX_IDEMPOTENCY_KEY_CHARS",
     "MAX_TEXT_BYTES",
     "MEDIA_TYPES",
     "ContentBlock",
@@ -44,6 +45,11 @@ history text, and the delivery's text (its blocks' texts joined). A websocket de
 carries the text twice (``text`` and its block), and the gateway's own client takes frames of
 at most 4 MiB: a larger text would break its connection on every replay, so it is refused at
 the call instead. Send a long text as a file."""
+
+MAX_IDEMPOTENCY_KEY_CHARS = 256
+"""The most characters an ``idempotency_key`` may have. A key is stored and indexed with its
+delivery and looked up on every keyed send: a name the host chose (an id, a hash), never the
+content itself."""
 
 
 def check_text(value: object, field: str) -> str:

@@ -26,6 +26,7 @@ from tidings.actors._artifacts import (
 )
 from tidings.actors._blocks import (
     BLOCK_TYPES,
+    MAX_IDEMPOTENCY_KEY_CHARS,
     MEDIA_TYPES,
     ContentBlock,
     ControlBlock,
@@ -252,6 +253,10 @@ class OutputSDK:
             check_text(idempotency_key, "idempotency_key")
             if not idempotency_key:  # every later send with it would be this one, silently
                 raise ValidationError("idempotency_key", "must be a non-empty string or None")
+            if len(idempotency_key) > MAX_IDEMPOTENCY_KEY_CHARS:  # stored and indexed whole
+                raise ValidationError("idempotency_key", f"is {len(idempotency_key)} "
+                                      f"characters, over the limit of {MAX_IDEMPOTENCY_KEY_CHARS}"
+                                      " (MAX_IDEMPOTENCY_KEY_CHARS); use an id or a hash")
         media = [part for part in parts if isinstance(part, _Media) or part.type in MEDIA_TYPES]
         # Non-text: any media, or no text at all (a control-only send would write "" history).
         non_text = bool(media) or not any(isinstance(part, TextBlock) for part in parts)
