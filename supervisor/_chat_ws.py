@@ -6,7 +6,9 @@ the server's ``max_frame_bytes``, or not valid UTF-8, is not sent (a ``!`` line 
 question stays open).
 Deliveries, progress, notices and lifecycle events are printed as they arrive, and every
 delivery is acked once printed. If the connection drops it reconnects with ``session_id`` and
-``after_seq``, so nothing is missed or shown twice: :data:`_RECONNECTS` times in a row at most,
+``after_seq``, so nothing is missed or shown twice, and sends again, with the same id, each
+message the server had not answered ``accepted`` (or refused) yet: one the drop cut is not lost,
+one it had taken is answered ``duplicate``. :data:`_RECONNECTS` times in a row at most,
 the count starting afresh once a connection has stayed up :data:`_STABLE` seconds. With stdin a
 pipe each line waits for its turn (or command answer) to be delivered before the next is sent,
 and the end of input ends the chat once everything is in: a deterministic transcript.
@@ -70,6 +72,9 @@ class _State:
         # names an older session, after /new, has the current one replayed from its start).
         self.printed: dict[str, int] = {}
         self.accepted: dict[str, str] = {}
+        # id -> message frame sent (or being sent) with no accepted nor refusal yet: sent again
+        # after a reconnect (see _resend).
+        self.unanswered: dict[str, dict[str, Any]] = {}
         self.finished: set[str] = set()
         self.synced: dict[str, int] | None = None
         self.question: dict[str, Any] | None = None
@@ -151,11 +156,16 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             if frame.get("event") in ("completed", "cancelled", "failed"):
                 state.finished.add(str(frame.get("message_id")))
         elif kind == "accepted":
-            state.accepted[frame["id"]] = frame.get("outcome", "")
+            # A resend the server already had (see _resend): its turn may have ended while
+            # the client was away, a lifecycle frame that never comes again.
+            state.accepted[frame["id"]] = ("duplicate" if frame.get("duplicate")
+                                           else frame.get("outcome", ""))
+            state.unanswered.pop(frame["id"], None)
         elif kind == "error" and isinstance(frame.get("ref"), str):
             # A refused message (shutting_down, bad_field...) gets no accepted: piped mode
             # would wait for it until _SETTLE gave up.
             state.accepted.setdefault(frame["ref"], "refused")
+            state.unanswered.pop(frame["ref"], None)
         elif kind == "synced":
             state.synced = {frame["session_id"]: frame["last_seq"]}
         elif kind in ("prompt", "approval_request"):
@@ -218,9 +228,28 @@ async def _pump(lines: AsyncGenerator[str, None], send: trio.MemorySendChannel[s
         send.close()
 
 
+async def _resend(client: GatewayClient, state: _State) -> str | None:
+    """After a reconnect: send again, in order and with their ids, the messages the last
+    connection dropped before the server answered them. Returns the last one's id (piped mode
+    waits for its answer), None when there was none."""
+    last: str | None = None
+    for message_id, frame in list(state.unanswered.items()):
+        if message_id in state.unanswered:  # not answered meanwhile
+            await client.send(frame)
+            last = message_id
+    return last
+
+
 async def _send(client: GatewayClient, state: _State, printer: _Printer,
                 lines: trio.MemoryReceiveChannel[str], options: ChatOptions) -> None:
-    waiting: str | None = None  # piped mode: the message whose answer is not in yet
+    # piped mode: the message whose answer is not in yet
+    waiting: str | None = await _resend(client, state)
+    if waiting is not None and not options.interactive:
+        settled: bool | None = None  # None: gave up waiting
+        with trio.move_on_after(_SETTLE):
+            settled = await _settle(client, state, waiting)
+        if settled is not False:
+            waiting = None
     async for raw in lines:
         line = raw.rstrip("\n")
         # A pipe that is not UTF-8 reads with surrogateescape: the server would refuse the
@@ -242,11 +271,13 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
                 continue
             if question is not None:
                 state.question = None
+            else:  # kept until answered: a drop before then sends it again (_resend)
+                state.unanswered[frame["id"]] = frame
             await client.send(frame)
             if question is None:
                 waiting = frame["id"]
         if waiting is not None and not options.interactive:
-            settled: bool | None = None  # None: gave up waiting
+            settled = None
             with trio.move_on_after(_SETTLE):
                 settled = await _settle(client, state, waiting)
             if settled is not False:
