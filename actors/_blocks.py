@@ -20,6 +20,7 @@ from tidings.errors import ValidationError
 __all__ = [
     "BLOCK_TYPES",
     "MAX_IDEMPOTENCY_KEY_CHARS",
+    "MAX_JSON_BYTES",
     "MAX_TEXT_BYTES",
     "MEDIA_TYPES",
     "ContentBlock",
@@ -45,6 +46,12 @@ history text, and the delivery's text (its blocks' texts joined). A websocket de
 carries the text twice (``text`` and its block), and the gateway's own client takes frames of
 at most 4 MiB: a larger text would break its connection on every replay, so it is refused at
 the call instead. Send a long text as a file."""
+
+MAX_JSON_BYTES = 1 << 16
+"""The most bytes the JSON encoding of a send's ``delivery_metadata``, of one control block's
+``data`` and of an artifact's metadata may have (64 KiB). Each is stored whole in the outbox
+(or the artifact record) and the first two ride in every delivery frame, replayed on every
+reconnect: they are small annotations for the adapter, not a payload (send that as a file)."""
 
 MAX_IDEMPOTENCY_KEY_CHARS = 256
 """The most characters an ``idempotency_key`` may have. A key is stored and indexed with its
@@ -105,10 +112,13 @@ def lone_surrogate(value: str) -> int | None:
     return None
 
 
-def check_json_object(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
+def check_json_object(value: Mapping[str, Any] | None, field: str, *,
+                      max_bytes: int | None = None) -> dict[str, Any]:
     """*value* as the JSON object written for it will hold it (string keys, lists, a copy of
     nested objects; ``None`` is ``{}``), or :class:`ValidationError` naming *field* for what is
-    not a mapping or not standard JSON (NaN and infinities included).
+    not a mapping or not standard JSON (NaN and infinities included), or whose JSON (as
+    ``json.dumps`` writes it, non-ASCII escaped) is over *max_bytes* (the output SDK passes
+    :data:`MAX_JSON_BYTES`; other callers keep their own rules).
 
     Returning the round trip, not the caller's objects, makes what a route or reader sees live
     the same as what is read back after a restart, whatever the caller does after the call.
@@ -121,6 +131,10 @@ def check_json_object(value: Mapping[str, Any] | None, field: str) -> dict[str, 
         encoded = json.dumps(dict(value), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(field, f"must be JSON-serializable: {exc}") from None
+    if max_bytes is not None and len(encoded) > max_bytes:  # ASCII: ensure_ascii's default
+        raise ValidationError(field, f"is {len(encoded)} bytes of JSON, over the limit of "
+                                     f"{max_bytes} (MAX_JSON_BYTES); send a large payload as "
+                                     "a file")
     result: dict[str, Any] = json.loads(encoded)
     return result
 

@@ -27,6 +27,7 @@ from tidings.actors._artifacts import (
 from tidings.actors._blocks import (
     BLOCK_TYPES,
     MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_JSON_BYTES,
     MEDIA_TYPES,
     ContentBlock,
     ControlBlock,
@@ -269,7 +270,8 @@ class OutputSDK:
             raise ValidationError("history_text", "this send writes no history (its policy is "
                                   "transient) and has no media block to show it as a "
                                   "fallback, so the text would never be used")
-        metadata = check_json_object(delivery_metadata, "delivery_metadata")
+        metadata = check_json_object(delivery_metadata, "delivery_metadata",
+                                     max_bytes=MAX_JSON_BYTES)
         releases = tuple(check_id_list("settles", settles))
         for part in parts:
             if isinstance(part, _Media):
@@ -350,7 +352,8 @@ def _check_media(part: _Media) -> None:
     with the delivery must be strings (of at most ``MAX_TEXT_BYTES``) and JSON, refused here
     by field rather than failing half-way through building the write."""
     prefix = part.prefix
-    check_json_object(part.artifact_metadata, prefix + "artifact_metadata")
+    check_json_object(part.artifact_metadata, prefix + "artifact_metadata",
+                      max_bytes=MAX_JSON_BYTES)
     for value, name in ((part.caption, "caption"), (part.summary, "summary"),
                         (part.media_type, "media_type")):
         if value is not None:
@@ -362,7 +365,7 @@ def _check_media(part: _Media) -> None:
             if value is not None:
                 check_text_size(check_text(value, f"{part.field}.{name}"),
                                 f"{part.field}.{name}")
-        check_json_object(ref.metadata, f"{part.field}.metadata")
+        check_json_object(ref.metadata, f"{part.field}.metadata", max_bytes=MAX_JSON_BYTES)
 
 
 def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:
@@ -380,7 +383,7 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
         return block
     if isinstance(block, ControlBlock):  # the same checks as a control mapping
         check_message_text(block.action, f"{field}.action")
-        check_json_object(block.data, f"{field}.data")
+        check_json_object(block.data, f"{field}.data", max_bytes=MAX_JSON_BYTES)
         return block
     if isinstance(block, MediaBlock):
         return _ready_made_media(block, field)
@@ -401,7 +404,8 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
         return TextBlock(block["text"])
     if kind == "control":
         check_message_text(block.get("action"), f"{field}.action")  # the block's only content
-        return ControlBlock(block["action"], check_json_object(block.get("data"), f"{field}.data"))
+        data = check_json_object(block.get("data"), f"{field}.data", max_bytes=MAX_JSON_BYTES)
+        return ControlBlock(block["action"], data)
     source = block.get("source")
     if source is None:
         raise ValidationError(f"{field}.source", f"a {kind} block needs a source")
