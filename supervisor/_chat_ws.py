@@ -39,8 +39,8 @@ from tidings.errors import ConfigError
 from tidings.supervisor._chat_input import input_lines
 from tidings.supervisor._token import read_token_file
 
-__all__ = ["DEFAULT_URL", "ChatOptions", "add_arguments", "chat_over_websocket", "check_url",
-           "default_token_file", "run", "web_page"]
+__all__ = ["DEFAULT_URL", "ChatOptions", "OutputFailed", "add_arguments", "chat_over_websocket",
+           "check_url", "default_token_file", "run", "web_page"]
 
 _RECONNECTS = 5
 """Reconnects in a row before the chat gives up (exit 1)."""
@@ -89,13 +89,22 @@ class _State:
             await self.changed.wait()
 
 
+class OutputFailed(Exception):
+    """The chat's output cannot be written (``> /dev/full``, a reader that left): the chat ends
+    (exit 1). Not an ``OSError``, so that it is never taken for a dropped connection; the
+    ``OSError`` is its ``__cause__``."""
+
+
 class _Printer:
     def __init__(self, out: TextIO, show_chunks: bool) -> None:
         self.out = out
         self.show_chunks = show_chunks
 
     def line(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        try:
+            print(text, file=self.out, flush=True)
+        except OSError as exc:
+            raise OutputFailed(str(exc)) from exc
 
     def frame(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
@@ -454,8 +463,15 @@ def run(args: Any) -> int:
     except BaseExceptionGroup as group:
         if _only(group, KeyboardInterrupt):  # Ctrl-C, raised in a task of a nursery
             return 130
-        if not _only(group, BrokenPipeError):  # `tidings chat | head`: the reader left
+        if not _only(group, OutputFailed):
             raise
+        failed, _ = group.split(OutputFailed)
+        while isinstance(failed, BaseExceptionGroup):
+            failed = failed.exceptions[0]
+        # `tidings chat | head`: the reader left, nothing to say. Else (`> /dev/full`) why.
+        if not isinstance(failed.__cause__, BrokenPipeError):
+            print(f"tidings chat: cannot write to stdout: {failed}", file=sys.stderr)
+        # What stdout still buffers would fail again at the interpreter's exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
