@@ -349,7 +349,8 @@ def _resolve_all(sources: list[tuple[Any, str]], workspace: pathlib.Path,
 
 def _check_media(part: _Media) -> None:
     """The presentation of one media part, its ``ArtifactRef``'s included: what is written
-    with the delivery must be strings (of at most ``MAX_TEXT_BYTES``) and JSON, refused here
+    with the delivery (its source string or URL included) must be strings (of at most
+    ``MAX_TEXT_BYTES``) and JSON (of at most ``MAX_JSON_BYTES``), refused here
     by field rather than failing half-way through building the write."""
     prefix = part.prefix
     check_json_object(part.artifact_metadata, prefix + "artifact_metadata",
@@ -359,7 +360,11 @@ def _check_media(part: _Media) -> None:
         if value is not None:
             check_text_size(check_text(value, prefix + name), prefix + name)
     ref = part.source
+    if isinstance(ref, str):  # a URL (or a path) is stored and sent as it is: capped as text
+        check_text_size(ref, part.field)  # (its Unicode is the path rules' to refuse)
     if isinstance(ref, ArtifactRef):
+        if isinstance(ref.url, str):
+            check_text_size(ref.url, f"{part.field}.url")
         for value, name in ((ref.name, "name"), (ref.summary, "summary"),
                             (ref.media_type, "media_type")):
             if value is not None:
