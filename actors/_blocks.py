@@ -44,8 +44,9 @@ MAX_TEXT_BYTES = 1 << 20
 """The most UTF-8 bytes a send's text may have (1 MiB): each text, caption, summary and
 history text, and the delivery's text (its blocks' texts joined). A websocket delivery frame
 carries the text twice (``text`` and its block), and the gateway's own client takes frames of
-at most 4 MiB: a larger text would break its connection on every replay, so it is refused at
-the call instead. Send a long text as a file."""
+at most 4 MiB, so a larger text is refused at the call. (JSON escaping can still make a
+frame of a capped text too big: the gateway fails that one delivery, ``frame_too_big``,
+rather than send it.) Send a long text as a file."""
 
 MAX_JSON_BYTES = 1 << 16
 """The most bytes the JSON encoding of a send's ``delivery_metadata``, of one control block's

@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tidings.actors._blocks import TextBlock, check_json_object, check_message_text, check_text
+from tidings.actors._blocks import (
+    MAX_JSON_BYTES,
+    TextBlock,
+    check_json_object,
+    check_message_text,
+    check_text,
+)
 from tidings.actors._handle import DeliveryHandle
 from tidings.actors._pipeline import DeliveryRequest, new_id
 from tidings.actors._status import check_id, check_id_list
@@ -40,8 +46,9 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
     Raises:
       TypeError: *text* is not a string.
       ValidationError: ``session_id`` is not a non-empty string, ``kind``, ``metadata`` or
-        ``settles`` is bad, or *text* is empty, not valid Unicode or over
-        :data:`MAX_TEXT_BYTES` (what a turn's ``ctx.output.notice`` refuses too).
+        ``settles`` is bad (``metadata`` over :data:`MAX_JSON_BYTES` of JSON included), or
+        *text* is empty, not valid Unicode or over :data:`MAX_TEXT_BYTES` (what a turn's
+        ``ctx.output.notice`` refuses too).
       SessionNotFoundError: no such session.
       RuntimeClosedError: the runtime is stopping.
     """
@@ -49,7 +56,7 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
     check_message_text(text, "text")
     if kind not in _NOTICE_KINDS:
         raise ValidationError("kind", f"must be one of {', '.join(_NOTICE_KINDS)}, got {kind!r}")
-    extra = check_json_object(metadata, "metadata")
+    extra = check_json_object(metadata, "metadata", max_bytes=MAX_JSON_BYTES)
     releases = tuple(check_id_list("settles", settles))
     rt.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await rt.session(session_id)

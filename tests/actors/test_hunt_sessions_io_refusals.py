@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidings.actors import MAX_TEXT_BYTES
+from tidings.actors import MAX_JSON_BYTES, MAX_TEXT_BYTES
 from tidings.errors import ValidationError
 
 from .conftest import rows
@@ -61,3 +61,12 @@ async def test_notify_refuses_an_empty_or_oversized_text_as_a_turns_notice_does(
     assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
     assert rows(db_path, "SELECT count(*) FROM inbound_messages") == [(0,)]
     await rt.notify(session_id, "x" * MAX_TEXT_BYTES)  # at the cap: accepted
+
+
+async def test_notify_refuses_metadata_over_the_json_cap_as_a_turns_notice_does(
+        rt, db_path) -> None:
+    session_id = await rt.create_session(channel="web")
+    with pytest.raises(ValidationError) as caught:
+        await rt.notify(session_id, "hi", metadata={"blob": "x" * MAX_JSON_BYTES})
+    assert caught.value.field == "metadata"
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
