@@ -11,7 +11,9 @@ message the server had not answered ``accepted`` (or refused) yet: one the drop 
 one it had taken is answered ``duplicate``. :data:`_RECONNECTS` times in a row at most,
 the count starting afresh once a connection has stayed up :data:`_STABLE` seconds. With stdin a
 pipe each line waits for its turn (or command answer) to be delivered before the next is sent,
-and the end of input ends the chat once everything is in: a deterministic transcript.
+and the end of input ends the chat once everything is in: a deterministic transcript. That wait
+goes on across a reconnect (a turn that ended while the client was away sent a ``completed``
+nobody heard: its reply is replayed, the wait lasts :data:`_SETTLE` at most).
 """
 
 from __future__ import annotations
@@ -78,6 +80,10 @@ class _State:
         self.finished: set[str] = set()
         self.synced: dict[str, int] | None = None
         self.question: dict[str, Any] | None = None
+        # The message whose answer is not in yet (piped mode waits for it before the next line,
+        # and any mode at the end of input): kept across a reconnect, which must not end that
+        # wait (the answer comes on the next connection).
+        self.waiting: str | None = None
         self.changed = trio.Event()
 
     def poke(self) -> None:
@@ -251,14 +257,13 @@ async def _resend(client: GatewayClient, state: _State) -> str | None:
 
 async def _send(client: GatewayClient, state: _State, printer: _Printer,
                 lines: trio.MemoryReceiveChannel[str], options: ChatOptions) -> None:
-    # piped mode: the message whose answer is not in yet
-    waiting: str | None = await _resend(client, state)
-    if waiting is not None and not options.interactive:
+    state.waiting = await _resend(client, state) or state.waiting
+    if state.waiting is not None and not options.interactive:
         settled: bool | None = None  # None: gave up waiting
         with trio.move_on_after(_SETTLE):
-            settled = await _settle(client, state, waiting)
+            settled = await _settle(client, state, state.waiting)
         if settled is not False:
-            waiting = None
+            state.waiting = None
     async for raw in lines:
         line = raw.rstrip("\n")
         # A pipe that is not UTF-8 reads with surrogateescape: the server would refuse the
@@ -284,16 +289,17 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
                 state.unanswered[frame["id"]] = frame
             await client.send(frame)
             if question is None:
-                waiting = frame["id"]
-        if waiting is not None and not options.interactive:
+                state.waiting = frame["id"]
+        if state.waiting is not None and not options.interactive:
             settled = None
             with trio.move_on_after(_SETTLE):
-                settled = await _settle(client, state, waiting)
+                settled = await _settle(client, state, state.waiting)
             if settled is not False:
-                waiting = None
-    if waiting is not None:
+                state.waiting = None
+    if state.waiting is not None:
         with trio.move_on_after(_SETTLE):
-            await _settle(client, state, waiting)
+            await _settle(client, state, state.waiting)
+        state.waiting = None
 
 
 async def chat_over_websocket(options: ChatOptions, lines: AsyncGenerator[str, None], *,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from tidings.channels import GatewayClient, GatewayClosed
 from tidings.supervisor import _chat_ws
@@ -108,3 +109,62 @@ async def test_a_line_sent_as_the_connection_drops_is_sent_again_after_the_recon
     assert out.getvalue().splitlines() == ["one", "two", "three"]
     two = [i for i, message_id in enumerate(dropping.ids) if message_id == dropping.ids[1]]
     assert len(two) == 2, dropping.ids  # "two" sent again, under its first id
+
+
+class _Slow:
+    """``slow`` replies ``late`` once ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.started = trio.Event()
+        self.release = trio.Event()
+
+    async def run(self, turn: Any) -> None:
+        self.started.set()
+        await self.release.wait()
+        await turn.send_chunk("late")
+
+
+class _Counting:
+    """``GatewayClient`` that says when its second connection was welcomed."""
+
+    def __init__(self) -> None:
+        self.connects = 0
+        self.back = trio.Event()
+
+    @asynccontextmanager
+    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[GatewayClient]:
+        async with GatewayClient.connect(*args, **kwargs) as client:
+            self.connects += 1
+            if self.connects == 2:
+                self.back.set()
+            yield client
+
+
+async def test_piped_input_that_ended_still_waits_for_the_answer_across_a_reconnect(
+        rt, serve_gateway, monkeypatch) -> None:
+    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
+    counting = _Counting()
+    monkeypatch.setattr(_chat_ws, "GatewayClient", counting)
+    out, err = Transcript(), Transcript()
+    agent = _Slow()
+    async with serve_gateway(rt, agent=agent) as (gateway, url):
+        async def lines() -> AsyncIterator[str]:
+            yield "slow\n"  # and the input ends while its turn runs
+
+        async def drop_then_release() -> None:
+            await agent.started.wait()
+            [conn] = gateway.hubs[gateway.conversation_named("ended").key].connections
+            conn.kill(4009, "too slow")
+            await counting.back.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            agent.release.set()
+
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="ended",
+                              interactive=False)
+        with trio.fail_after(20):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(drop_then_release)
+                code = await chat_over_websocket(options, lines(), out=out, err=err)
+                nursery.cancel_scope.cancel()
+    assert code == 0, err.getvalue()
+    assert out.getvalue().splitlines() == ["late"]
