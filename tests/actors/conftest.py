@@ -6,8 +6,10 @@ import pathlib
 import sqlite3
 
 import pytest
+import trio
 
 import tidings
+from tidings.errors import ValidationError
 from tidings.testing import MemoryRoute
 
 
@@ -50,3 +52,20 @@ async def bound(rt, workspace):
     route = MemoryRoute(capabilities={"text", "image", "file", "control"})
     rt.router.bind(session_id, route)
     return session_id, route
+
+
+async def refused_by_field(rt, session_id, route, send, field) -> ValidationError:
+    """*send(ctx)*, in a turn of *session_id*, raises ValidationError naming *field*; no
+    delivery or history row is written, and the next send of the same turn is delivered as
+    if nothing had happened."""
+    with trio.fail_after(30):  # hang guard
+        async with rt.open_turn(session_id) as ctx:
+            with pytest.raises(ValidationError) as caught:
+                await send(ctx)
+            assert caught.value.field == field
+            assert await rt.deliveries(session_id) == []
+            assert await rt.history(session_id) == []
+            handle = await ctx.output.send_text("next")
+        assert await handle.wait() == "delivered"
+    assert [o.text for o in route.delivered] == ["next"]
+    return caught.value

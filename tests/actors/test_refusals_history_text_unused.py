@@ -7,25 +7,8 @@ anything is written. A transient media send still takes it: it is the media's te
 from __future__ import annotations
 
 import pytest
-import trio
 
-from tidings.errors import ValidationError
-
-
-async def _refused_by_field(rt, session_id, route, send, field) -> ValidationError:
-    """*send* raises ValidationError naming *field*; no delivery or history row is written,
-    and the next send of the same turn is delivered as if nothing had happened."""
-    with trio.fail_after(30):  # hang guard
-        async with rt.open_turn(session_id) as ctx:
-            with pytest.raises(ValidationError) as caught:
-                await send(ctx)
-            assert caught.value.field == field
-            assert await rt.deliveries(session_id) == []
-            assert await rt.history(session_id) == []
-            handle = await ctx.output.send_text("next")
-        assert await handle.wait() == "delivered"
-    assert [o.text for o in route.delivered] == ["next"]
-    return caught.value
+from .conftest import refused_by_field
 
 
 @pytest.mark.parametrize("send", [
@@ -39,7 +22,7 @@ async def _refused_by_field(rt, session_id, route, send, field) -> ValidationErr
 ])
 async def test_history_text_on_a_send_that_writes_no_history_is_refused(rt, bound, send) -> None:
     session_id, route = bound
-    error = await _refused_by_field(rt, session_id, route, send, "history_text")
+    error = await refused_by_field(rt, session_id, route, send, "history_text")
     assert "transient" in str(error)
 
 

@@ -6,27 +6,10 @@ included): each is refused at the call by field name, before anything is written
 from __future__ import annotations
 
 import pytest
-import trio
 
 from tidings.actors import MAX_JSON_BYTES, ArtifactRef, ControlBlock
-from tidings.errors import ValidationError
 
-
-async def _refused_by_field(rt, session_id, route, send, field) -> ValidationError:
-    """*send* raises ValidationError naming *field*; no delivery or history row is written,
-    and the next send of the same turn is delivered as if nothing had happened."""
-    with trio.fail_after(30):  # hang guard
-        async with rt.open_turn(session_id) as ctx:
-            with pytest.raises(ValidationError) as caught:
-                await send(ctx)
-            assert caught.value.field == field
-            assert await rt.deliveries(session_id) == []
-            assert await rt.history(session_id) == []
-            handle = await ctx.output.send_text("next")
-        assert await handle.wait() == "delivered"
-    assert [o.text for o in route.delivered] == ["next"]
-    return caught.value
-
+from .conftest import refused_by_field
 
 _BIG = {"blob": "x" * MAX_JSON_BYTES}  # its JSON encoding is over the cap
 
@@ -44,7 +27,7 @@ _BIG = {"blob": "x" * MAX_JSON_BYTES}  # its JSON encoding is over the cap
 ])
 async def test_json_over_the_cap_is_refused_by_field(rt, bound, send, field) -> None:
     session_id, route = bound
-    error = await _refused_by_field(rt, session_id, route, send, field)
+    error = await refused_by_field(rt, session_id, route, send, field)
     assert "MAX_JSON_BYTES" in str(error)
 
 

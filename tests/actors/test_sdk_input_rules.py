@@ -7,27 +7,17 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-import trio
 
 from tidings import ArtifactRef
 from tidings.actors import MAX_TEXT_BYTES, ControlBlock, MediaBlock, TextBlock
 from tidings.errors import ValidationError
 
+from .conftest import refused_by_field
+
 
 async def _refused_by_field(rt, session_id, route, send, field) -> ValidationError:
-    """*send* raises ValidationError naming *field*; no delivery or history row is written,
-    and the next send of the same turn is delivered as if nothing had happened."""
-    with trio.fail_after(30):  # hang guard
-        async with rt.open_turn(session_id) as ctx:
-            with pytest.raises(ValidationError) as caught:
-                await send(ctx.output)
-            assert caught.value.field == field
-            assert await rt.deliveries(session_id) == []
-            assert await rt.history(session_id) == []
-            handle = await ctx.output.send_text("next")
-        assert await handle.wait() == "delivered"
-    assert [o.text for o in route.delivered] == ["next"]
-    return caught.value
+    """:func:`refused_by_field` with *send* given the turn's ``output``."""
+    return await refused_by_field(rt, session_id, route, lambda ctx: send(ctx.output), field)
 
 
 @pytest.mark.parametrize(("send", "field"), [
