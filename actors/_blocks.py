@@ -28,6 +28,7 @@ __all__ = [
     "MediaBlock",
     "TextBlock",
     "block_from_dict",
+    "check_capped_text",
     "check_json_object",
     "check_message_text",
     "check_text",
@@ -75,15 +76,21 @@ def check_text(value: object, field: str) -> str:
     return value
 
 
+def check_capped_text(value: object, field: str) -> str:
+    """*value*, if :func:`check_text` accepts it and it is at most :data:`MAX_TEXT_BYTES` in
+    UTF-8 (:func:`check_text_size`): any text written with a delivery."""
+    return check_text_size(check_text(value, field), field)
+
+
 def check_message_text(value: object, field: str) -> str:
     """*value* as the text of a message, a text block, a progress note or a notice: what
-    :func:`check_text` accepts, and not empty. An empty message is refused by most platforms
-    (so it would only fail later, at the route) and would write an empty history row; a
-    channel with nothing to say sends nothing."""
-    text = check_text(value, field)
+    :func:`check_capped_text` accepts, and not empty. An empty message is refused by most
+    platforms (so it would only fail later, at the route) and would write an empty history
+    row; a channel with nothing to say sends nothing."""
+    text = check_capped_text(value, field)
     if not text:
         raise ValidationError(field, "must not be empty")
-    return check_text_size(text, field)
+    return text
 
 
 def check_text_size(text: str, field: str) -> str:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from tidings.actors._blocks import check_text, check_text_size
+from tidings.actors._blocks import check_capped_text
 from tidings.actors._pipeline import new_id
 from tidings.actors._session_io import notice_request
 from tidings.actors._status import check_id, check_id_list
@@ -64,9 +64,8 @@ async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | N
       SessionNotFoundError: no such session (nothing is held).
     """
     check_id("session_id", session_id)
-    if not check_text(notice, "notice"):
+    if not check_capped_text(notice, "notice"):  # it becomes a notice: capped as one
         raise ValidationError("notice", "must not be empty: it is what the user is told")
-    check_text_size(notice, "notice")  # it becomes a notice, which the output SDK caps
     if message_id is not None:
         check_id("message_id", message_id)
     if channel is not None:

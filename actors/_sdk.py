@@ -33,6 +33,7 @@ from tidings.actors._blocks import (
     ControlBlock,
     MediaBlock,
     TextBlock,
+    check_capped_text,
     check_json_object,
     check_message_text,
     check_text,
@@ -358,7 +359,7 @@ def _check_media(part: _Media) -> None:
     for value, name in ((part.caption, "caption"), (part.summary, "summary"),
                         (part.media_type, "media_type")):
         if value is not None:
-            check_text_size(check_text(value, prefix + name), prefix + name)
+            check_capped_text(value, prefix + name)
     ref = part.source
     if isinstance(ref, str):  # a URL (or a path) is stored and sent as it is: capped as text
         check_text_size(ref, part.field)  # (its Unicode is the path rules' to refuse)
@@ -368,8 +369,7 @@ def _check_media(part: _Media) -> None:
         for value, name in ((ref.name, "name"), (ref.summary, "summary"),
                             (ref.media_type, "media_type")):
             if value is not None:
-                check_text_size(check_text(value, f"{part.field}.{name}"),
-                                f"{part.field}.{name}")
+                check_capped_text(value, f"{part.field}.{name}")
         check_json_object(ref.metadata, f"{part.field}.metadata", max_bytes=MAX_JSON_BYTES)
 
 
@@ -430,6 +430,6 @@ def _ready_made_media(block: MediaBlock, field: str) -> _Media:
                                                f"got {block.type!r}")
     check_text(block.location, f"{field}.location")
     if block.name is not None:
-        check_text_size(check_text(block.name, f"{field}.name"), f"{field}.name")
+        check_capped_text(block.name, f"{field}.name")
     return _Media(block.type, block.location, block.caption, block.media_type, block.summary,
                   None, f"{field}.location", f"{field}.", block.name or None)
