@@ -18,8 +18,8 @@ a client message id is remembered durably once accepted, so a repeat is answered
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any
 
@@ -155,6 +155,17 @@ class GatewayChannel(ChannelBase):
             hub = self.hubs[conversation.key] = Hub(conversation)
         return hub
 
+    @contextmanager
+    def _holding(self, hub: Hub) -> Iterator[Hub]:
+        """Hold *hub* (``users``) for the block, so no other leave or delivery drops it;
+        drop it after if it is idle then (:meth:`_release`)."""
+        hub.users += 1
+        try:
+            yield hub
+        finally:
+            hub.users -= 1
+            self._release(hub)
+
     def _release(self, hub: Hub) -> None:
         """Drop *hub* once it is idle (no connection, no delivery or leave holding it), so a
         server keeps no hub per conversation ever connected. Sync: a hello joins
@@ -210,22 +221,20 @@ class GatewayChannel(ChannelBase):
         hub = self.hubs.get(conversation.key)
         if outbound.kind == "progress" and (hub is None or not hub.connections):
             raise StaleProgress("stale_progress: no client connected")
-        hub = self.hub(conversation)
-        hub.users += 1  # held (and waited on) until it returns: never dropped under it
-        self._delivering += 1
-        self._quiet = trio.Event() if self._quiet.is_set() else self._quiet
-        try:
-            while not hub.connections and not self.closed:
-                await hub.wait_arrival()
-            if hub.broadcast(frame, delivery_id=outbound.delivery_id, text=text):
-                self.sent[outbound.delivery_id] = conversation.key
-                self.progressed()
-        finally:
-            hub.users -= 1
-            self._release(hub)
-            self._delivering -= 1
-            if not self._delivering:
-                self._quiet.set()
+        # Held (and waited on) until it returns: never dropped under it.
+        with self._holding(self.hub(conversation)) as hub:
+            self._delivering += 1
+            self._quiet = trio.Event() if self._quiet.is_set() else self._quiet
+            try:
+                while not hub.connections and not self.closed:
+                    await hub.wait_arrival()
+                if hub.broadcast(frame, delivery_id=outbound.delivery_id, text=text):
+                    self.sent[outbound.delivery_id] = conversation.key
+                    self.progressed()
+            finally:
+                self._delivering -= 1
+                if not self._delivering:
+                    self._quiet.set()
 
     def on_task_lifecycle(self, event: TaskLifecycleEvent) -> None:
         conversation = self.conversation_of(event.session_id)
@@ -429,16 +438,14 @@ class GatewayChannel(ChannelBase):
         # Held meanwhile, so it stays: a client coming back joins it and stops the loop (were
         # it dropped by another client's leave, the next one would join a new hub this loop
         # does not watch, and have its own unacked rows abandoned under it).
-        hub.users += 1
-        try:
-            for session_id, key in list(self.session_keys.items()):
-                if key == conn.conversation.key and not hub.connections:
-                    await self._abandon(session_id)
-        finally:
-            hub.users -= 1
-            if not hub.connections:
-                self._forget_sent(conn.conversation.key)
-            self._release(hub)
+        with self._holding(hub):
+            try:
+                for session_id, key in list(self.session_keys.items()):
+                    if key == conn.conversation.key and not hub.connections:
+                        await self._abandon(session_id)
+            finally:
+                if not hub.connections:
+                    self._forget_sent(conn.conversation.key)
 
     def _forget_sent(self, key: str) -> None:
         """Nobody is connected to conversation *key*: forget what was sent there and not
