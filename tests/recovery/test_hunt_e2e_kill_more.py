@@ -414,13 +414,12 @@ async def test_new_with_a_running_message_then_a_kill_tells_it_in_the_old_sessio
         _release(fifo)
 
 
-async def test_a_kill_during_the_grace_of_a_graceful_stop_tells_each_once(tmp_path) -> None:
-    """SIGTERM with a turn running and one waiting, then SIGKILL while the stop waits out its
-    grace (the log said ``event=stopping``): nothing was told yet; the next start tells each
-    message once."""
+async def _sigterm_then(tmp_path, db, sent, stop) -> None:
+    """SIGTERM a server with a turn running (*sent[0]*) and one waiting (*sent[1]*), then,
+    once the log says ``event=stopping`` (the stop waits out its grace), ``await
+    stop(server, db)``; then restart, resend everything, and check each message was told
+    "not answered" exactly once in all and nothing is left held or in flight."""
     fifo = _write_agent(tmp_path)
-    db = tmp_path / "termkill.db"
-    sent = [("m1", "hold one"), ("m2", "second")]
     try:
         async with _connected(tmp_path, db) as (server, ws, first):
             await _start_then_queue(ws, first, sent)
@@ -428,7 +427,7 @@ async def test_a_kill_during_the_grace_of_a_graceful_stop_tells_each_once(tmp_pa
             server.signal(signal.SIGTERM)
             with trio.fail_after(TIMEOUT):
                 await server.wait_line(lambda line: "event=stopping " in line)
-            await _kill(server)
+            await stop(server, db)
         _release(fifo)
         async with _server(tmp_path, db) as server:
             again = await _resend_and_catch_up(server, session_id, sent)
@@ -438,32 +437,29 @@ async def test_a_kill_during_the_grace_of_a_graceful_stop_tells_each_once(tmp_pa
         await _settled(db)
     finally:
         _release(fifo)
+
+
+async def test_a_kill_during_the_grace_of_a_graceful_stop_tells_each_once(tmp_path) -> None:
+    """SIGTERM with a turn running and one waiting, then SIGKILL while the stop waits out its
+    grace (the log said ``event=stopping``): nothing was told yet; the next start tells each
+    message once."""
+    async def kill(server, db) -> None:
+        await _kill(server)
+
+    await _sigterm_then(tmp_path, tmp_path / "termkill.db",
+                        [("m1", "hold one"), ("m2", "second")], kill)
 
 
 async def test_a_second_sigterm_tells_the_waiting_message_at_once_and_the_cut_one_after(
         tmp_path) -> None:
     """SIGTERM, then a second one (no more waiting) with a turn running and one waiting: the
     waiting message is told at the stop, the cut one at the next start; each once."""
-    fifo = _write_agent(tmp_path)
-    db = tmp_path / "term2.db"
-    sent = [("m1", "hold one"), ("m2", "second")]
-    try:
-        async with _connected(tmp_path, db) as (server, ws, first):
-            await _start_then_queue(ws, first, sent)
-            session_id = ws.session_id
-            server.signal(signal.SIGTERM)
-            with trio.fail_after(TIMEOUT):
-                await server.wait_line(lambda line: "event=stopping " in line)
-                server.signal(signal.SIGTERM)
-                assert await server.process.wait() == 0
-        _release(fifo)
+    async def sigterm_again(server, db) -> None:
+        server.signal(signal.SIGTERM)
+        with trio.fail_after(TIMEOUT):
+            assert await server.process.wait() == 0
         [told] = await _notices(db)
         assert '"second"' in told, told
-        async with _server(tmp_path, db) as server:
-            again = await _resend_and_catch_up(server, session_id, sent)
-        for _, text in sent:
-            _only_notice(first.deliveries() + again.deliveries(), text)
-        assert len(await _notices(db)) == len(sent)
-        await _settled(db)
-    finally:
-        _release(fifo)
+
+    await _sigterm_then(tmp_path, tmp_path / "term2.db",
+                        [("m1", "hold one"), ("m2", "second")], sigterm_again)
