@@ -35,6 +35,8 @@ from tidings.actors._runtime import Runtime as Runtime
 from tidings.actors._runtime import RuntimeStatistics as RuntimeStatistics
 from tidings.actors._runtime import open_runtime as open_runtime
 from tidings.actors._sdk import OutputSDK as OutputSDK
+from tidings.actors._status import MAX_ID_CHARS as MAX_ID_CHARS
+from tidings.actors._status import MAX_IDS_PER_CALL as MAX_IDS_PER_CALL
 from tidings.actors._turns import CANCEL_REASONS as CANCEL_REASONS
 from tidings.actors._turns import TurnContext as TurnContext
 from tidings.store import DeliveryStatus as DeliveryStatus
@@ -46,6 +48,8 @@ __all__ = [
     "BLOCK_TYPES",
     "CANCEL_REASONS",
     "MAX_IDEMPOTENCY_KEY_CHARS",
+    "MAX_IDS_PER_CALL",
+    "MAX_ID_CHARS",
     "MAX_JSON_BYTES",
     "MAX_TEXT_BYTES",
     "POLICIES",

@@ -174,7 +174,8 @@ class AckingSupport:
         non-empty string."""
         return await self.store.read(acking.unrouted_sessions, self.core_id,
                                      check_id("channel", channel),
-                                     check_id("conversation_key", conversation_key))
+                                     check_id("conversation_key", conversation_key,
+                                              max_chars=None))
 
     async def last_handed_seq(self, session_id: str) -> int:
         """The highest ``seq`` of a row of the session a client is or will be handed: not a

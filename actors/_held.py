@@ -23,7 +23,7 @@ import trio
 from tidings.actors._blocks import check_capped_text
 from tidings.actors._pipeline import new_id
 from tidings.actors._session_io import notice_request
-from tidings.actors._status import check_id, check_id_list
+from tidings.actors._status import MAX_IDS_PER_CALL, check_id, check_id_list
 from tidings.errors import SessionNotFoundError, ValidationError
 from tidings.store import HeldInbound, Op, held_inbound, hold_inbound, release_inbound
 
@@ -83,11 +83,13 @@ async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | N
 
 async def release(rt: Runtime, inbound_ids: Iterable[str]) -> None:
     """Release held messages that were dealt with otherwise; ids not held are ignored.
-    Raises :class:`ValidationError` naming ``inbound_ids`` (a lone string, an id that is not
-    a non-empty string)."""
+    Any number of ids, released :data:`MAX_IDS_PER_CALL` per commit (a release goes with
+    nothing else, and one huge commit would hold every session's sends). Raises
+    :class:`ValidationError` naming ``inbound_ids`` (a lone string, an id that is not a
+    non-empty string of at most :data:`MAX_ID_CHARS` characters) before anything is written."""
     ids = check_id_list("inbound_ids", inbound_ids)
-    if ids:
-        await rt.store.commit(release_inbound(ids))
+    for start in range(0, len(ids), MAX_IDS_PER_CALL):
+        await rt.store.commit(release_inbound(ids[start:start + MAX_IDS_PER_CALL]))
 
 
 async def tell_held(rt: Runtime, batch: int) -> int:

@@ -119,11 +119,10 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         :class:`ValidationError` naming the field for bad arguments, before anything is written.
         """
         self.check_open()
-        if channel is not None and (not isinstance(channel, str) or not channel):
-            raise ValidationError("channel", f"must be a non-empty string or None, "
-                                             f"got {channel!r}")
+        if channel is not None:
+            check_id("channel", channel)
         if session_id is not None:
-            check_session_name("session_id", session_id)
+            check_session_name("session_id", check_id("session_id", session_id))
         metadata = check_json_object(metadata, "metadata")
         if parent_session_id is not None:
             await self.session(check_id("parent_session_id", parent_session_id))
@@ -159,7 +158,9 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         :class:`ValidationError` on ``turn_id`` (that turn is left alone). ``inbound_ids``:
         held messages (:meth:`hold_inbound`) the turn answers, released in the same commit as
         its end unless the runtime's stop (or a cancel from outside with no reason) cut it:
-        then recovery tells the user they were not answered.
+        then recovery tells the user they were not answered; at most
+        :data:`~tidings.actors.MAX_IDS_PER_CALL` distinct ids. Ids are non-empty strings of
+        at most :data:`~tidings.actors.MAX_ID_CHARS` characters.
         """
         return open_turn(self, session_id, slot=slot, mode=mode, history_policy=history_policy,
                          message_id=message_id, turn_id=turn_id, inbound_ids=inbound_ids)

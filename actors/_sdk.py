@@ -49,7 +49,7 @@ from tidings.actors._policy import (
     check_mode_allows,
     resolve_policy,
 )
-from tidings.actors._status import check_id_list
+from tidings.actors._status import MAX_IDS_PER_CALL, check_id_list
 from tidings.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -273,7 +273,7 @@ class OutputSDK:
                                   "fallback, so the text would never be used")
         metadata = check_json_object(delivery_metadata, "delivery_metadata",
                                      max_bytes=MAX_JSON_BYTES)
-        releases = tuple(check_id_list("settles", settles))
+        releases = tuple(check_id_list("settles", settles, max_ids=MAX_IDS_PER_CALL))
         for part in parts:
             if isinstance(part, _Media):
                 _check_media(part)

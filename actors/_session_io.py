@@ -20,7 +20,7 @@ from tidings.actors._blocks import (
 )
 from tidings.actors._handle import DeliveryHandle
 from tidings.actors._pipeline import DeliveryRequest, new_id
-from tidings.actors._status import check_id, check_id_list
+from tidings.actors._status import MAX_IDS_PER_CALL, check_id, check_id_list
 from tidings.errors import ValidationError
 from tidings.store import append_user_message, session_has_turns
 
@@ -57,7 +57,7 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
     if kind not in _NOTICE_KINDS:
         raise ValidationError("kind", f"must be one of {', '.join(_NOTICE_KINDS)}, got {kind!r}")
     extra = check_json_object(metadata, "metadata", max_bytes=MAX_JSON_BYTES)
-    releases = tuple(check_id_list("settles", settles))
+    releases = tuple(check_id_list("settles", settles, max_ids=MAX_IDS_PER_CALL))
     rt.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await rt.session(session_id)
     rt.check_open()

@@ -19,22 +19,41 @@ from tidings.store import (
     status_report,
 )
 
-__all__ = ["StatusViews", "check_id", "check_id_list", "check_seconds", "check_seq"]
+__all__ = ["MAX_IDS_PER_CALL", "MAX_ID_CHARS", "StatusViews", "check_id", "check_id_list",
+           "check_seconds", "check_seq"]
+
+MAX_ID_CHARS = 1024
+"""The most characters an id given to the runtime may have (a session, turn, message,
+inbound or delivery id, a channel name): ids are stored and indexed whole, and no platform's
+ids come near it. Longer ones are refused by field, before anything is written."""
+
+MAX_IDS_PER_CALL = 10_000
+"""The most distinct held messages a send, notice or turn may release (``settles=``,
+``open_turn(inbound_ids=...)``): they are released in that write's one commit, which holds the
+store's only writer (every session's sends) while it runs: 10,000 take some 20 ms, a million
+took seconds. ``release_inbound`` takes any number, released this many per commit."""
 
 
-def check_id(field: str, value: object) -> str:
-    """*value* as an id to look up, or :class:`ValidationError` naming *field*: an id that is
-    not a non-empty string is a mistake, not an id that happens to be unknown."""
+def check_id(field: str, value: object, *, max_chars: int | None = MAX_ID_CHARS) -> str:
+    """*value* as an id, or :class:`ValidationError` naming *field*: an id that is not a
+    non-empty string is a mistake, not an id that happens to be unknown, and so is one of
+    more than *max_chars* characters (:data:`MAX_ID_CHARS`; None: no cap)."""
     if not isinstance(value, str) or not value:
-        raise ValidationError(field, f"must be a non-empty string, got {value!r}")
+        raise ValidationError(field, f"must be a non-empty string, got {value!r:.80}")
+    if max_chars is not None and len(value) > max_chars:
+        raise ValidationError(field, f"is {len(value)} characters, over the limit of "
+                                     f"{max_chars} (MAX_ID_CHARS), got {value!r:.80}")
     return value
 
 
-def check_id_list(field: str, values: Iterable[str], what: str = "ids") -> list[str]:
+def check_id_list(field: str, values: Iterable[str], what: str = "ids", *,
+                  max_ids: int | None = None) -> list[str]:
     """*values* as a list of ids (*what* they are, for the message), repeats dropped, or an
-    error naming *field*: a lone string (it would be read as its characters) or an id that is
-    not a non-empty string is a :class:`ValidationError`, something not iterable a
-    ``TypeError``. Checked before anything is written."""
+    error naming *field*: a lone string (it would be read as its characters), an id
+    :func:`check_id` refuses, or more than *max_ids* distinct ids (None: no cap; the callers
+    that write them in one commit give :data:`MAX_IDS_PER_CALL`) is a
+    :class:`ValidationError`, something not iterable a ``TypeError``. Checked before anything
+    is written."""
     if isinstance(values, str | bytes):
         raise ValidationError(field, f"must be a list of {what}, not the string {values!r:.80}")
     try:
@@ -42,7 +61,11 @@ def check_id_list(field: str, values: Iterable[str], what: str = "ids") -> list[
     except TypeError:
         raise TypeError(f"{field} must be a list of {what}, got "
                         f"{type(values).__name__}") from None
-    return list(dict.fromkeys(check_id(field, value) for value in given))
+    ids = list(dict.fromkeys(check_id(field, value) for value in given))
+    if max_ids is not None and len(ids) > max_ids:
+        raise ValidationError(field, f"lists {len(ids)} distinct {what}, over the limit of "
+                                     f"{max_ids} (MAX_IDS_PER_CALL) in one call")
+    return ids
 
 
 def check_seq(field: str, value: object) -> int:

@@ -21,7 +21,7 @@ from tidings.actors._pipeline import new_id
 from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_mode_allows
 from tidings.actors._records import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
 from tidings.actors._sdk import OutputSDK
-from tidings.actors._status import check_id, check_id_list
+from tidings.actors._status import MAX_IDS_PER_CALL, check_id, check_id_list
 from tidings.actors._tasks import SHUTDOWN_REASON
 from tidings.errors import ConflictError, RuntimeClosedError, StoreClosedError, ValidationError
 from tidings.store import Op, Store, begin_turn, end_turn, release_inbound
@@ -147,7 +147,7 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
     output_policy, input_policy = turn_policies(slot, mode, history_policy)
     if turn_id is not None:
         check_id("turn_id", turn_id)
-    answers = check_id_list("inbound_ids", inbound_ids)
+    answers = check_id_list("inbound_ids", inbound_ids, max_ids=MAX_IDS_PER_CALL)
     runtime.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await runtime.session(session_id)
     runtime.check_open()
