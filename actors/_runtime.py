@@ -155,7 +155,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         at a time: a second one waits until the first has ended (one opened inside another in
         the same task raises :class:`ValidationError` on ``mode``); parallel and background
         turns never wait. A ``turn_id`` another turn already has raises
-        :class:`ValidationError` on ``turn_id`` (that turn is left alone). ``inbound_ids``:
+        :class:`ValidationError` on ``turn_id`` (that turn is left alone). ``message_id``: the
+        platform message the turn answers (None or an id), stored with it. ``inbound_ids``:
         held messages (:meth:`hold_inbound`) the turn answers, released in the same commit as
         its end unless the runtime's stop (or a cancel from outside with no reason) cut it:
         then recovery tells the user they were not answered; at most

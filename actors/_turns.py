@@ -147,6 +147,8 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
     output_policy, input_policy = turn_policies(slot, mode, history_policy)
     if turn_id is not None:
         check_id("turn_id", turn_id)
+    if message_id is not None:  # stored as the turn's message
+        check_id("message_id", message_id)
     answers = check_id_list("inbound_ids", inbound_ids, max_ids=MAX_IDS_PER_CALL)
     runtime.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await runtime.session(session_id)
