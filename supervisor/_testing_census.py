@@ -9,6 +9,7 @@ references, that are still open at both ends or have a waiting task, count).
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Iterator
 
 import trio
@@ -43,34 +44,43 @@ class TaskCensus:
         return [task for task in live_tasks() if task not in self.tasks]
 
 
+_ENDPOINT_TYPES = frozenset({trio.MemorySendChannel, trio.MemoryReceiveChannel})
+"""Both classes are ``@final``, so an exact type test finds every endpoint; ``isinstance``
+would go through the ABC machinery for each of the hundreds of thousands of objects the
+collector tracks in a test process, and made the census most of a short run's time."""
+
+
 def _channels() -> list[trio.MemorySendChannel[object] | trio.MemoryReceiveChannel[object]]:
-    return [obj for obj in gc.get_objects()
-            if isinstance(obj, trio.MemorySendChannel | trio.MemoryReceiveChannel)]
+    return [obj for obj in gc.get_objects() if type(obj) in _ENDPOINT_TYPES]
 
 
 class ChannelCensus:
-    """The memory channel endpoints alive when it was taken."""
+    """The memory channel endpoints alive when it was taken.
 
-    def __init__(self, ids: set[int], keep: list[object]) -> None:
-        self.ids = ids
-        self._keep = keep  # so that an id is not reused by a new endpoint
+    It holds weak references only: an endpoint that was there at the census and has been
+    collected since cannot have its id taken for one of the old endpoints. Collecting is the
+    slow part of a census (tens of milliseconds on a test process's heap), so it is done only
+    when it can change the answer: :meth:`take` does not need it (garbage endpoints counted
+    as already there are never reported), and :meth:`leaked` collects only when a first look
+    finds a candidate, which may be garbage nothing references."""
+
+    def __init__(self, endpoints: dict[int, weakref.ref[object]]) -> None:
+        self._endpoints = endpoints
 
     @classmethod
     def take(cls) -> ChannelCensus:
-        gc.collect()
-        endpoints = _channels()
-        return cls({id(endpoint) for endpoint in endpoints}, list(endpoints))
+        return cls({id(endpoint): weakref.ref(endpoint) for endpoint in _channels()})
 
-    def leaked(self) -> list[str]:
-        """Channels created since, still referenced, that are still a live pipe (a send end
-        and a receive end open) or have a task waiting on them. (One side closed is harmless:
-        the other gets ``EndOfChannel`` or ``BrokenResourceError`` at once.)"""
-        gc.collect()
+    def _known(self, endpoint: object) -> bool:
+        ref = self._endpoints.get(id(endpoint))
+        return ref is not None and ref() is endpoint
+
+    def _candidates(self) -> list[str]:
         found = []
         states: set[int] = set()
         for endpoint in _channels():
             state = id(getattr(endpoint, "_state", endpoint))  # endpoints of one channel
-            if id(endpoint) in self.ids or state in states:
+            if self._known(endpoint) or state in states:
                 continue
             states.add(state)
             stats = endpoint.statistics()
@@ -80,3 +90,12 @@ class ChannelCensus:
                              f"{stats.max_buffer_size}, {stats.open_send_channels} send and "
                              f"{stats.open_receive_channels} receive ends open)")
         return found
+
+    def leaked(self) -> list[str]:
+        """Channels created since, still referenced, that are still a live pipe (a send end
+        and a receive end open) or have a task waiting on them. (One side closed is harmless:
+        the other gets ``EndOfChannel`` or ``BrokenResourceError`` at once.)"""
+        if not self._candidates():
+            return []  # collecting only removes endpoints: it cannot find more
+        gc.collect()  # a candidate may be garbage in a reference cycle: only referenced count
+        return self._candidates()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import subprocess
 import sys
@@ -187,6 +188,23 @@ async def test_the_channel_census_finds_an_open_channel_still_referenced() -> No
     assert census.leaked() == []  # a receive end alone gets EndOfChannel: harmless
     receive.close()
     assert census.leaked() == []
+
+
+async def test_the_channel_census_skips_an_open_channel_only_garbage_refers_to() -> None:
+    census = ChannelCensus.take()
+    gc.disable()  # so that only the census's own collection can free the cycle
+    try:
+        send, receive = trio.open_memory_channel[int](1)
+        cycle: list[object] = [send, receive]
+        cycle.append(cycle)
+        del send, receive, cycle
+        assert census.leaked() == []
+        kept = trio.open_memory_channel[int](1)  # and one still referenced is found after it
+        assert len(census.leaked()) == 1
+    finally:
+        gc.enable()
+    for end in kept:
+        end.close()
 
 
 # --- the database and route checks ---------------------------------------------------------------
