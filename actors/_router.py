@@ -97,7 +97,12 @@ class SessionInteractionRouter:
         return BindToken(session_id, binding.serial)
 
     def unbind(self, token: BindToken) -> bool:
-        """Remove the binding *token* made, if it is still the live one. Never blocks."""
+        """Remove the binding *token* made, if it is still the live one. Never blocks.
+        Raises :class:`ValidationError` naming ``token`` for anything but a
+        :class:`BindToken` (a session id given instead: unbind what that bind returned)."""
+        if not isinstance(token, BindToken):
+            raise ValidationError("token", f"must be the BindToken bind() returned, got "
+                                           f"{token!r:.80}")
         binding = self._routes.get(token.session_id)
         if binding is None or binding.serial != token.serial:
             return False
