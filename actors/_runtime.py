@@ -22,7 +22,7 @@ import trio
 
 from tidings.actors._acking import AckingSupport
 from tidings.actors._artifacts import check_session_name
-from tidings.actors._blocks import check_json_object
+from tidings.actors._blocks import MAX_JSON_BYTES, check_json_object
 from tidings.actors._channel_support import ChannelSupport
 from tidings.actors._events import EventBus, EventFeed
 from tidings.actors._handle import HandleRegistry
@@ -115,7 +115,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
 
         A caller-chosen ``session_id`` must be one plain path component (it names the
         session's artifact directory): ``.``, ``..``, ids with ``/``, ``\\``, NUL or a lone
-        surrogate are refused. Raises :class:`SessionNotFoundError` for an unknown parent,
+        surrogate are refused. ``metadata`` is at most :data:`~tidings.actors.MAX_JSON_BYTES`
+        of JSON. Raises :class:`SessionNotFoundError` for an unknown parent,
         :class:`ValidationError` naming the field for bad arguments, before anything is written.
         """
         self.check_open()
@@ -123,7 +124,7 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
             check_id("channel", channel)
         if session_id is not None:
             check_session_name("session_id", check_id("session_id", session_id))
-        metadata = check_json_object(metadata, "metadata")
+        metadata = check_json_object(metadata, "metadata", max_bytes=MAX_JSON_BYTES)
         if parent_session_id is not None:
             await self.session(check_id("parent_session_id", parent_session_id))
         if session_id is None:
