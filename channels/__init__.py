@@ -41,6 +41,7 @@ from tidings.channels._dispatch import COLLECT_SEPARATOR as COLLECT_SEPARATOR
 from tidings.channels._gateway import GatewayChannel as GatewayChannel
 from tidings.channels._gateway_client import GatewayClient as GatewayClient
 from tidings.channels._gateway_client import GatewayClosed as GatewayClosed
+from tidings.channels._gateway_client import GatewayTimeout as GatewayTimeout
 from tidings.channels._gateway_config import GatewayConfig as GatewayConfig
 from tidings.channels._gateway_frames import PROTOCOL_VERSION as PROTOCOL_VERSION
 from tidings.channels._inbound import Inbound as Inbound
@@ -92,6 +93,7 @@ __all__ = [
     "GatewayClient",
     "GatewayClosed",
     "GatewayConfig",
+    "GatewayTimeout",
     "Inbound",
     "InboundOutcome",
     "InvalidCommand",

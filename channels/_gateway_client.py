@@ -2,15 +2,18 @@
 
 ``async with GatewayClient.connect(url, token=..., conversation=...) as client`` sends the
 hello and waits for ``welcome`` (a refused hello raises :class:`GatewayClosed` with the close
-code and reason). :meth:`GatewayClient.receive` returns the next frame, answering the
-server's ``ping`` on the way; :attr:`GatewayClient.seen` keeps the highest ``seq`` received
-per session, which is what a reconnect passes as ``after_seq``.
+code and reason; a server that has not welcomed it within ``welcome_timeout`` seconds,
+:data:`WELCOME_TIMEOUT` by default, raises :class:`GatewayTimeout` naming the URL: a wrong port
+that accepts and says nothing must not hang the client). :meth:`GatewayClient.receive` returns
+the next frame, answering the server's ``ping`` on the way; :attr:`GatewayClient.seen` keeps
+the highest ``seq`` received per session, which is what a reconnect passes as ``after_seq``.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -22,7 +25,13 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, open_websocket
 from tidings.channels._gateway_frames import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION, encode
 from tidings.errors import TidingsError
 
-__all__ = ["GatewayClient", "GatewayClosed", "open_transport"]
+__all__ = ["WELCOME_TIMEOUT", "GatewayClient", "GatewayClosed", "GatewayTimeout",
+           "open_transport"]
+
+WELCOME_TIMEOUT = 30.0
+"""Seconds :meth:`GatewayClient.connect` gives the whole opening by default: TCP connection,
+websocket handshake, hello and ``welcome`` (a gateway answers a hello at once, after a store
+read or two). Pass ``welcome_timeout=`` to change it."""
 
 
 class GatewayClosed(TidingsError):
@@ -32,6 +41,12 @@ class GatewayClosed(TidingsError):
         super().__init__(f"connection closed ({code}): {reason or 'no reason given'}")
         self.code = code
         self.reason = reason
+
+
+class GatewayTimeout(TidingsError, TimeoutError):
+    """The server did not answer the hello with ``welcome`` in time (a wrong port, a server
+    that is not a tidings gateway, a hung one). A ``TimeoutError``, so an ``OSError`` as for a
+    server that cannot be reached; the message names the URL."""
 
 
 _PROTOCOL_ERROR = 1002
@@ -104,11 +119,13 @@ class GatewayClient:
                       after_seq: int | None = None, session_id: str | None = None,
                       client: str | None = None,
                       max_message_size: int = MAX_SERVER_FRAME_BYTES,
+                      welcome_timeout: float = WELCOME_TIMEOUT,
                       ) -> AsyncIterator[GatewayClient]:
         """Connect, say hello, yield the client once welcomed. Raises
         :class:`GatewayClosed` if the server refuses (or answers with anything but a
-        ``welcome``: code ``1002``), ``OSError`` / ``HandshakeError`` if it cannot be
-        reached."""
+        ``welcome``: code ``1002``), :class:`GatewayTimeout` if it has not welcomed the client
+        within *welcome_timeout* seconds of the call, ``OSError`` / ``HandshakeError`` if it
+        cannot be reached."""
         hello: dict[str, Any] = {"type": "hello", "token": token, "conversation": conversation,
                                  "protocol": PROTOCOL_VERSION}
         if after_seq is not None:
@@ -117,13 +134,22 @@ class GatewayClient:
             hello["session_id"] = session_id
         if client is not None:
             hello["client"] = client
-        async with open_transport(url, max_message_size=max_message_size) as ws:
-            try:
-                await ws.send_message(encode(hello))
-                raw = await ws.get_message()
-            except ConnectionClosed as exc:
-                raise _closed(exc) from None
-            yield cls(ws, _welcome(raw))
+        # One deadline over the whole opening, the transport's own included: trio-websocket's
+        # connect_timeout leaves its reader task waiting on a peer that accepted the TCP
+        # connection and says nothing, and so hangs for ever in its nursery; this scope
+        # cancels that nursery too. Lifted once welcomed.
+        with trio.CancelScope(deadline=trio.current_time() + welcome_timeout) as opening:
+            async with open_transport(url, max_message_size=max_message_size) as ws:
+                try:
+                    await ws.send_message(encode(hello))
+                    raw = await ws.get_message()
+                except ConnectionClosed as exc:
+                    raise _closed(exc) from None
+                opening.deadline = math.inf
+                yield cls(ws, _welcome(raw))
+        if opening.cancelled_caught:
+            raise GatewayTimeout(f"no welcome from {url} within {welcome_timeout:g} s (not a "
+                                 "tidings gateway, or a hung one?)")
 
     # --- sending -------------------------------------------------------------------------------
 

@@ -13,7 +13,9 @@ the count starting afresh once a connection has stayed up :data:`_STABLE` second
 pipe each line waits for its turn (or command answer) to be delivered before the next is sent,
 and the end of input ends the chat once everything is in: a deterministic transcript. That wait
 goes on across a reconnect (a turn that ended while the client was away sent a ``completed``
-nobody heard: its reply is replayed, the wait lasts :data:`_SETTLE` at most).
+nobody heard: its reply is replayed, the wait lasts :data:`_SETTLE` at most). A server that
+has not welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the
+first connection, a reconnect attempt like any other after.
 """
 
 from __future__ import annotations
