@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import math
 import os
 import pathlib
 import time
@@ -22,7 +23,7 @@ import trio
 
 from tidings.actors._acking import AckingSupport
 from tidings.actors._artifacts import check_session_name
-from tidings.actors._blocks import MAX_JSON_BYTES, check_json_object
+from tidings.actors._blocks import MAX_JSON_BYTES, check_json_object, lone_surrogate
 from tidings.actors._channel_support import ChannelSupport
 from tidings.actors._events import EventBus, EventFeed
 from tidings.actors._handle import HandleRegistry
@@ -260,17 +261,33 @@ def _resolve_roots(workspace: str | os.PathLike[str],
     return root, artifacts
 
 
-def _check_arguments(*, writer: object, recover: object, core_id: object,
+def _check_path(field: str, value: object) -> None:
+    """Refuse *value* by *field* unless it is a non-empty path: a string or an
+    ``os.PathLike`` of one (``""`` would be the current directory, bytes are no text)."""
+    path = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(path, str) or not path:
+        raise ValidationError(field, f"must be a non-empty path (a string or a pathlib.Path), "
+                                     f"got {value!r:.80}")
+
+
+def _check_arguments(*, db_path: object, workspace: object, artifact_root: object,
+                     writer: object, recover: object, core_id: object,
                      synchronous: object, grace: object, lease: object,
                      scan_interval: object, stranded_after: object, intensity: object,
                      fault_plan: object, clock: object) -> None:
     """Refuse bad ``open_runtime`` arguments by name, before the database (or its directory)
     is created or this process registered in it."""
+    _check_path("db_path", db_path)
+    _check_path("workspace", workspace)
+    if artifact_root is not None:
+        _check_path("artifact_root", artifact_root)
     check_executor(writer, "writer")
     if recover not in ("at_open", "manual"):
         raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")
-    if not isinstance(core_id, str) or not core_id:
-        raise ValidationError("core_id", f"must be a non-empty string, got {core_id!r}")
+    check_id("core_id", core_id)  # stored in every session and conversation row
+    lone = lone_surrogate(core_id)  # type: ignore[arg-type]
+    if lone is not None:  # it could never be written
+        raise ValidationError("core_id", f"is not valid Unicode (lone surrogate at index {lone})")
     if synchronous not in get_args(Synchronous):
         raise ValidationError("synchronous", f"must be 'FULL' or 'NORMAL', got "
                                              f"{synchronous!r:.80}")
@@ -286,6 +303,10 @@ def _check_arguments(*, writer: object, recover: object, core_id: object,
     if not callable(clock):
         raise ValidationError("clock", f"must be a callable returning unix seconds, got "
                                        f"{clock!r:.80}")
+    now = clock()  # its times are stored: asked once here, not found out at the first write
+    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
+        raise ValidationError("clock", f"must return unix seconds (a finite number), returned "
+                                       f"{now!r:.80}")
 
 
 _LOCK_SUFFIX = ".runtime.lock"
@@ -346,11 +367,15 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     the SQLite work then runs beside the event loop rather than taking turns with it for the
     GIL (higher throughput under many concurrent senders; one more process per runtime).
 
-    Bad arguments raise :class:`ValidationError` naming them before anything is created. One
+    Bad arguments raise :class:`ValidationError` naming them before anything is created: the
+    paths must be non-empty strings or ``os.PathLike`` (``workspace`` an existing directory),
+    ``core_id`` an id of at most :data:`~tidings.actors.MAX_ID_CHARS` characters of valid
+    Unicode, and ``clock()`` must return a finite number (it is called once to see). One
     runtime at a time may have a database open: a second one (in any process) raises
     :class:`StoreError` while the first runs (a lock on ``<database>.runtime.lock``).
     """
-    _check_arguments(writer=writer, recover=recover, core_id=core_id, synchronous=synchronous,
+    _check_arguments(db_path=db_path, workspace=workspace, artifact_root=artifact_root,
+                     writer=writer, recover=recover, core_id=core_id, synchronous=synchronous,
                      grace=grace, lease=lease, scan_interval=scan_interval,
                      stranded_after=stranded_after, intensity=intensity,
                      fault_plan=fault_plan, clock=clock)
