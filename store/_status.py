@@ -223,10 +223,12 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     or a log appeared; after a few such reads it gives up with :class:`StoreError`.
 
     Raises :class:`DatabaseNotFoundError` when *path* does not exist,
-    :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a file that is
-    not a tidings database.
+    :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a directory or
+    a file that is not a tidings database.
     """
     db = pathlib.Path(path).expanduser()
+    if db.is_dir():  # something is there: "no database" would send the user looking elsewhere
+        raise StoreError(f"{str(db)!r} is a directory, not a database file")
     if not db.is_file():
         raise DatabaseNotFoundError(f"no database at {str(db)!r}")
     db = db.resolve()
