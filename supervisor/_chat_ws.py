@@ -8,7 +8,9 @@ Deliveries, progress, notices and lifecycle events are printed as they arrive, a
 delivery is acked once printed. If the connection drops it reconnects with ``session_id`` and
 ``after_seq``, so nothing is missed or shown twice, and sends again, with the same id, each
 message the server had not answered ``accepted`` (or refused) yet: one the drop cut is not lost,
-one it had taken is answered ``duplicate``. :data:`_RECONNECTS` times in a row at most,
+one it had taken is answered ``duplicate``; an answer to a prompt or an approval request that
+the drop cut is given again when the server asks again (it asks every new connection what still
+waits), so the person is not asked twice. :data:`_RECONNECTS` times in a row at most,
 the count starting afresh once a connection has stayed up :data:`_STABLE` seconds. With stdin a
 pipe each line waits for its turn (or command answer) to be delivered before the next is sent,
 and the end of input ends the chat once everything is in: a deterministic transcript. That wait
@@ -55,6 +57,8 @@ _BACKOFF = 0.25
 """Seconds before a reconnect: doubled on each attempt (the first waits twice this), 8 at most."""
 _SETTLE = 30.0
 """Seconds a piped line waits for its answer before the next one is sent anyway."""
+_ANSWERS_KEPT = 64
+"""Answers to questions not closed yet that are kept, to answer again after a reconnect."""
 
 
 @attrs.frozen
@@ -82,6 +86,9 @@ class _State:
         self.finished: set[str] = set()
         self.synced: dict[str, int] | None = None
         self.question: dict[str, Any] | None = None
+        # question id -> the answer or approval frame sent for it, until its prompt_closed: a
+        # drop may cut it, and the gateway then asks again after the reconnect (see _asked).
+        self.answers: dict[str, dict[str, Any]] = {}
         # The message whose answer is not in yet (piped mode waits for it before the next line,
         # and any mode at the end of input): kept across a reconnect, which must not end that
         # wait (the answer comes on the next connection).
@@ -160,12 +167,31 @@ async def _delivered(client: GatewayClient, state: _State, printer: _Printer,
     await client.ack(frame["delivery_id"])
 
 
+def _question_id(frame: dict[str, Any]) -> Any:
+    return frame.get("prompt_id") if frame.get("type") == "prompt" else frame.get("request_id")
+
+
+async def _asked(client: GatewayClient, state: _State, printer: _Printer,
+                 frame: dict[str, Any]) -> None:
+    """A prompt or an approval request: printed, and the next line answers it; or, if it was
+    answered already on a connection that dropped (the gateway asks every new connection what
+    still waits, so the answer did not reach it), answered again with the same frame."""
+    answer = state.answers.get(_question_id(frame))
+    if answer is not None:
+        await client.send(answer)
+        return
+    printer.frame(frame)
+    state.question = frame
+
+
 async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> None:
     while True:
         frame = await client.receive()
         kind = frame.get("type")
         if kind == "delivery":
             await _delivered(client, state, printer, frame)
+        elif kind in ("prompt", "approval_request"):
+            await _asked(client, state, printer, frame)
         else:
             printer.frame(frame)
         if kind == "lifecycle":
@@ -185,12 +211,10 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             state.unanswered.pop(frame["ref"], None)
         elif kind == "synced":
             state.synced = {frame["session_id"]: frame["last_seq"]}
-        elif kind in ("prompt", "approval_request"):
-            state.question = frame
-        elif kind == "prompt_closed" and state.question is not None and \
-                frame.get("id") in (state.question.get("prompt_id"),
-                                    state.question.get("request_id")):
-            state.question = None
+        elif kind == "prompt_closed":
+            state.answers.pop(str(frame.get("id")), None)
+            if state.question is not None and frame.get("id") == _question_id(state.question):
+                state.question = None
         state.poke()
 
 
@@ -233,6 +257,15 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool
     floor = client.welcome["last_seq"] if session_id == client.session_id else 0
     await state.wait_for(lambda: max(state.seen.get(session_id, 0), floor) >= last_seq)
     return True
+
+
+def _keep(answers: dict[str, dict[str, Any]], question_id: str, frame: dict[str, Any]) -> None:
+    """Keep *frame*, the answer to *question_id*, forgetting the oldest beyond
+    :data:`_ANSWERS_KEPT` (a question whose ``prompt_closed`` the drop took is never asked
+    again: its answer would be kept for nothing)."""
+    answers[question_id] = frame
+    while len(answers) > _ANSWERS_KEPT:
+        del answers[next(iter(answers))]
 
 
 async def _pump(lines: AsyncGenerator[str, None], send: trio.MemorySendChannel[str]) -> None:
@@ -287,6 +320,8 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
                 continue
             if question is not None:
                 state.question = None
+                # kept until the question closes: a drop before then answers it again
+                _keep(state.answers, _question_id(question), frame)
             else:  # kept until answered: a drop before then sends it again (_resend)
                 state.unanswered[frame["id"]] = frame
             await client.send(frame)
