@@ -11,6 +11,8 @@ shows them all)::
     [channels.gateway] the gateway channel's ChannelConfig (instructions, identity,
                       memory_scope, dispatch_mode, turn_timeout, access, agent: used
                       when serve.agent is not given)
+    [channels.<name>] other channels' tables (``tidings chat --local --channel NAME``):
+                      not served, but checked as ChannelConfigs all the same
     [logging]         level, json
     [supervisor]      max_restarts, period
 
@@ -80,6 +82,20 @@ def _table(data: Mapping[str, Any], name: str, keys: tuple[str, ...]) -> dict[st
     return dict(value)
 
 
+def _channel_config(name: str, table: Any) -> ChannelConfig:
+    """``[channels.<name>]`` as a channel's config. The file is shared with ``tidings chat
+    --local``, which reads the table of its ``--channel``: ``serve`` checks every channel's
+    table, so a mistyped one is refused here, naming its dotted key, not at a later chat."""
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"channels.{name}", "must be a table")
+    try:
+        return ChannelConfig.from_mapping(name, table)
+    except ConfigError as exc:
+        if exc.field != "name":
+            raise
+        raise ConfigError(f"channels.{name}", exc.reason) from None
+
+
 def _text(field: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(field, f"must be a non-empty string, got {value!r}")
@@ -132,9 +148,9 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     channels = data.get("channels", {})
     if not isinstance(channels, Mapping):
         raise ConfigError("channels", "must be a table of channel tables")
+    for name, table in channels.items():
+        _channel_config(name, table)  # checked now, though only the gateway's is served
     channel_table = channels.get("gateway", {})
-    if not isinstance(channel_table, Mapping):
-        raise ConfigError("channels.gateway", "must be a table")
 
     given = {k: v for k, v in flags.items() if v is not None}
     for key in _SERVE_KEYS:
@@ -189,5 +205,5 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
         agent=agent,
         grace=_seconds("serve.grace", serve.get("grace", 10.0)), writer=writer,
         token=token, token_file=token_file, gateway=gateway,
-        channel=ChannelConfig.from_mapping("gateway", channel_table),
+        channel=_channel_config("gateway", channel_table),
         log_level=level, log_json=as_json, max_restarts=max_restarts, period=period)
