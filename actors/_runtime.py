@@ -70,6 +70,10 @@ __all__ = ["Runtime", "RuntimeStatistics", "open_runtime"]
 
 Recover = Literal["at_open", "manual"]
 
+_MAX_NAME_BYTES = 255
+"""The longest file name (``NAME_MAX``) common file systems take, in bytes: a caller-chosen
+session id names the session's artifact directory."""
+
 
 @attrs.frozen
 class RuntimeStatistics:
@@ -116,15 +120,22 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
 
         A caller-chosen ``session_id`` must be one plain path component (it names the
         session's artifact directory): ``.``, ``..``, ids with ``/``, ``\\``, NUL or a lone
-        surrogate are refused. ``metadata`` is at most :data:`~tidings.actors.MAX_JSON_BYTES`
-        of JSON. Raises :class:`SessionNotFoundError` for an unknown parent,
-        :class:`ValidationError` naming the field for bad arguments, before anything is written.
+        surrogate are refused, and so is one of more than 255 bytes of UTF-8 (no file system
+        takes a longer directory name). ``metadata`` is at most
+        :data:`~tidings.actors.MAX_JSON_BYTES` of JSON. Raises :class:`SessionNotFoundError`
+        for an unknown parent, :class:`ValidationError` naming the field for bad arguments,
+        before anything is written.
         """
         self.check_open()
         if channel is not None:
             check_id("channel", channel)
         if session_id is not None:
             check_session_name("session_id", check_id("session_id", session_id))
+            size = len(session_id.encode())  # valid Unicode: check_session_name says so
+            if size > _MAX_NAME_BYTES:
+                raise ValidationError("session_id", f"is {size} bytes of UTF-8, over the "
+                                                    f"{_MAX_NAME_BYTES} a directory name (its "
+                                                    f"artifact root) may have")
         metadata = check_json_object(metadata, "metadata", max_bytes=MAX_JSON_BYTES)
         if parent_session_id is not None:
             await self.session(check_id("parent_session_id", parent_session_id))

@@ -123,10 +123,13 @@ async def test_an_id_over_the_length_cap_is_refused_before_anything_is_written(
 
 
 async def test_ids_at_the_length_cap_are_taken(rt, db_path) -> None:
+    """(A session id you choose is shorter still: it names a directory.)"""
     at_cap = "y" * MAX_ID_CHARS
-    session_id = await rt.create_session(session_id=at_cap, channel="c" * MAX_ID_CHARS)
+    session_id = await rt.create_session(channel="c" * MAX_ID_CHARS)
     held = await rt.hold_inbound(session_id, notice="n", message_id=at_cap, inbound_id=at_cap)
-    async with rt.open_turn(session_id, turn_id=at_cap, inbound_ids=[held]):
+    async with rt.open_turn(session_id, turn_id=at_cap, message_id=at_cap, inbound_ids=[held]):
         pass
     assert _held(db_path) == []
-    assert (await rt.session(at_cap)).session_id == at_cap
+    assert rows(db_path, "SELECT turn_id, message_id FROM turns") == [(at_cap, at_cap)]
+    with pytest.raises(LookupError):  # looked up, not refused
+        await rt.session(at_cap)
