@@ -98,6 +98,9 @@ async def record_user_message(rt: Runtime, session_id: str, text: str, *,
 async def has_turns(rt: Runtime, session_id: str, *, excluding: Iterable[str] = ()) -> bool:
     """Whether a turn other than those in *excluding* was ever begun in the session (read
     from the database: it survives restarts). *excluding* is copied before the read. Raises
-    :class:`ValidationError` naming ``session_id`` unless it is a non-empty string."""
+    :class:`ValidationError` naming ``session_id`` unless it is a non-empty string, and
+    ``excluding`` for a lone string (it would be read as its characters) or a turn id that is
+    not a non-empty string."""
     check_id("session_id", session_id)
-    return await rt.store.read(session_has_turns, session_id, frozenset(excluding))
+    turns = frozenset(check_id_list("excluding", excluding, "turn ids"))
+    return await rt.store.read(session_has_turns, session_id, turns)
