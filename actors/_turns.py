@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from tidings.actors._blocks import check_json_object
+from tidings.actors._blocks import (
+    MAX_JSON_BYTES,
+    check_json_object,
+    check_message_text,
+)
 from tidings.actors._handle import describe_error
 from tidings.actors._pipeline import new_id
 from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_mode_allows
@@ -76,12 +80,14 @@ class TurnContext:
         """Ask the person on this session's route; fails closed without one.
 
         Raises:
-          ValidationError: *text* is not a string, or *expires_in* is not None or a number
-            of seconds >= 0 (the field is named); nothing is asked.
+          ValidationError: *text* is not a string, is empty, not valid Unicode or over
+            :data:`MAX_TEXT_BYTES` (as a message's text), or *expires_in* is not None or a
+            number of seconds >= 0 (the field is named); nothing is asked.
           RuntimeClosedError: the turn has ended.
         """
         if not isinstance(text, str):
             raise ValidationError("text", f"must be a string, got {type(text).__name__}")
+        check_message_text(text, "text")
         expires_at = self._expiry(expires_in)
         self._check_not_ended()
         prompt = Prompt(self.session_id, text, new_id("prompt"), self.turn_id, expires_at)
@@ -92,14 +98,16 @@ class TurnContext:
         """Ask for approval on this session's route; fails closed (denied) without one.
 
         Raises:
-          ValidationError: *action* is not a non-empty string, *details* not a JSON-ready
-            mapping, or *expires_in* not None or a number of seconds >= 0 (the field is
-            named); nothing is asked.
+          ValidationError: *action* is not a non-empty string (valid Unicode, at most
+            :data:`MAX_TEXT_BYTES`), *details* not a JSON-ready mapping of at most
+            :data:`MAX_JSON_BYTES`, or *expires_in* not None or a number of seconds >= 0 (the
+            field is named); nothing is asked.
           RuntimeClosedError: the turn has ended.
         """
         if not isinstance(action, str) or not action:
             raise ValidationError("action", f"must be a non-empty string, got {action!r:.80}")
-        details = check_json_object(details, "details")
+        check_message_text(action, "action")
+        details = check_json_object(details, "details", max_bytes=MAX_JSON_BYTES)
         expires_at = self._expiry(expires_in)
         self._check_not_ended()
         request = ApprovalRequest(self.session_id, action, new_id("approval"), details,
