@@ -354,19 +354,21 @@ async def _talk(client: GatewayClient, state: _State, printer: _Printer,
                 lines: trio.MemoryReceiveChannel[str], options: ChatOptions) -> None:
     """Receive and send on one connection until the end of input. A dropped connection is
     raised as the bare :class:`GatewayClosed` (not in the nursery's group), so that
-    :func:`_connect` sees it and reconnects."""
+    :func:`_connect` sees it and reconnects; an :class:`OutputFailed`, even with a drop in the
+    same group (a reconnect cannot bring stdout back), as the bare :class:`OutputFailed`."""
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_receive, client, state, printer)
             await _send(client, state, printer, lines, options)
             nursery.cancel_scope.cancel(reason="end of input")
     except BaseExceptionGroup as group:
+        failed, rest = group.split(OutputFailed)
+        if failed is not None and (rest is None or _only(rest, GatewayClosed)):
+            raise _first(failed)  # noqa: B904 (its __cause__ is the OSError: kept)
         closed, rest = group.split(GatewayClosed)
         if closed is None or rest is not None:
             raise
-        while isinstance(closed, BaseExceptionGroup):
-            closed = closed.exceptions[0]
-        raise closed from None
+        raise _first(closed) from None
 
 
 async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], *,
@@ -504,23 +506,37 @@ def run(args: Any) -> int:
     except KeyboardInterrupt:
         return 130
     except BaseExceptionGroup as group:
-        if _only(group, KeyboardInterrupt):  # Ctrl-C, raised in a task of a nursery
+        # Ctrl-C, or a stdout that failed, raised in a task of a nursery: perhaps together
+        # with what a connection that dropped in the same moment raised (never a traceback).
+        interrupted, rest = group.split(KeyboardInterrupt)
+        if interrupted is not None and (rest is None or _only(rest, *_ALONGSIDE)):
             return 130
-        if not _only(group, OutputFailed):
+        failed, rest = group.split(OutputFailed)
+        if failed is None or not (rest is None or _only(rest, *_ALONGSIDE)):
             raise
-        failed, _ = group.split(OutputFailed)
-        while isinstance(failed, BaseExceptionGroup):
-            failed = failed.exceptions[0]
+        failure = _first(failed)
         # `tidings chat | head`: the reader left, nothing to say. Else (`> /dev/full`) why.
-        if not isinstance(failed.__cause__, BrokenPipeError):
-            print(f"tidings chat: cannot write to stdout: {failed}", file=sys.stderr)
+        if not isinstance(failure.__cause__, BrokenPipeError):
+            print(f"tidings chat: cannot write to stdout: {failure}", file=sys.stderr)
         # What stdout still buffers would fail again at the interpreter's exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
 
 
-def _only(group: BaseExceptionGroup, kind: type[BaseException]) -> bool:
-    """Whether every exception in *group* is a *kind*."""
-    matched, rest = group.split(kind)
+_ALONGSIDE = (GatewayClosed, OutputFailed, OSError, HandshakeError)
+"""What may end a chat together with Ctrl-C or a failed stdout and still mean just that: the
+connection's failures, and the output's."""
+
+
+def _only(group: BaseExceptionGroup, *kinds: type[BaseException]) -> bool:
+    """Whether every exception in *group* is one of *kinds*."""
+    matched, rest = group.split(kinds)
     return matched is not None and rest is None
+
+
+def _first(group: BaseException) -> BaseException:
+    """The first leaf exception of *group* (itself if it is no group)."""
+    while isinstance(group, BaseExceptionGroup):
+        group = group.exceptions[0]
+    return group

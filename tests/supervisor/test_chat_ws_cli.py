@@ -61,3 +61,37 @@ def test_ctrl_c_ends_the_chat_with_130_and_no_traceback(tmp_path: pathlib.Path) 
                             text=True, timeout=60, cwd=tmp_path, check=False)
     assert "Traceback" not in result.stderr
     assert result.returncode == 130, result.stderr
+
+
+_INTERRUPTED_AS_IT_DROPS = """
+import argparse, sys, trio
+from tidings.channels import GatewayClosed
+from tidings.supervisor import _chat_ws
+
+async def chat(options, lines, *, out, err):  # Ctrl-C and a drop, out of one nursery at once
+    dropped = trio.Event()
+    async def drop():
+        await dropped.wait()
+        raise GatewayClosed(1006, "dropped")
+    async def interrupt():
+        dropped.set()
+        raise KeyboardInterrupt
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(drop)
+        nursery.start_soon(interrupt)
+    return 0
+
+_chat_ws.chat_over_websocket = chat
+sys.exit(_chat_ws.run(argparse.Namespace(
+    web=False, url="ws://127.0.0.1:8765", token="chat-test-token", token_file=None,
+    conversation="default", chunks=False)))
+"""
+
+
+def test_ctrl_c_as_the_connection_drops_ends_the_chat_with_130_and_no_traceback(
+        tmp_path: pathlib.Path) -> None:
+    result = subprocess.run([sys.executable, "-c", _INTERRUPTED_AS_IT_DROPS], input="",
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                            check=False)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 130, result.stderr
