@@ -30,8 +30,11 @@ class ChannelSupport:
                                    ) -> tuple[str, bool]:
         """The session of ``(core_id, channel, conversation_key)`` and whether it was created
         now. The first message creates session and binding in one transaction; two racing
-        first messages end in one session. Raises :class:`ValidationError` for an empty
-        channel or key, :class:`RuntimeClosedError` when stopping."""
+        first messages end in one session. Raises :class:`ValidationError` naming
+        ``channel`` or ``conversation_key`` unless it is a non-empty string of valid Unicode
+        of at most ``MAX_ID_CHARS`` (channel) or ``MAX_CONVERSATION_KEY_CHARS`` (8192, key)
+        characters (so do the other conversation calls), :class:`RuntimeClosedError` when
+        stopping."""
         return await _conversations.resolve(self._rt, channel, conversation_key)
 
     async def conversation_session(self, channel: str, conversation_key: str) -> str | None:

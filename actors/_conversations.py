@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tidings.actors._blocks import lone_surrogate
 from tidings.actors._pipeline import new_id
+from tidings.actors._status import check_id
 from tidings.errors import SessionClosedError, SessionNotFoundError, ValidationError
 from tidings.store import (
     bind_conversation,
@@ -24,15 +26,26 @@ from tidings.store import (
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
 
-__all__ = ["conversation_session", "forget", "new_session", "resolve", "resume"]
+__all__ = ["MAX_CONVERSATION_KEY_CHARS", "conversation_session", "forget", "new_session",
+           "resolve", "resume"]
+
+MAX_CONVERSATION_KEY_CHARS = 8192
+"""The most characters a conversation key may have: keys are built by ``conversation_key``
+from percent-encoded platform ids (up to 12 characters per character of an id), so far longer
+than one id, and stored and indexed whole."""
 
 
 def _check(channel: object, key: object) -> tuple[str, str]:
-    if not isinstance(channel, str) or not channel:
-        raise ValidationError("channel", f"must be a non-empty string, got {channel!r}")
-    if not isinstance(key, str) or not key:
-        raise ValidationError("conversation_key", f"must be a non-empty string, got {key!r}")
-    return channel, key
+    """*channel* and *key*, or :class:`ValidationError` naming the one that is not a
+    non-empty string of valid Unicode within its cap (``MAX_ID_CHARS``,
+    :data:`MAX_CONVERSATION_KEY_CHARS`): they are stored, so checked before any write."""
+    checked = (check_id("channel", channel),
+               check_id("conversation_key", key, max_chars=MAX_CONVERSATION_KEY_CHARS))
+    for field, value in zip(("channel", "conversation_key"), checked, strict=True):
+        lone = lone_surrogate(value)
+        if lone is not None:
+            raise ValidationError(field, f"is not valid Unicode (lone surrogate at index {lone})")
+    return checked
 
 
 async def resolve(rt: Runtime, channel: str, key: str) -> tuple[str, bool]:

@@ -41,8 +41,9 @@ def check_id(field: str, value: object, *, max_chars: int | None = MAX_ID_CHARS)
     if not isinstance(value, str) or not value:
         raise ValidationError(field, f"must be a non-empty string, got {value!r:.80}")
     if max_chars is not None and len(value) > max_chars:
+        name = " (MAX_ID_CHARS)" if max_chars == MAX_ID_CHARS else ""
         raise ValidationError(field, f"is {len(value)} characters, over the limit of "
-                                     f"{max_chars} (MAX_ID_CHARS), got {value!r:.80}")
+                                     f"{max_chars}{name}, got {value!r:.80}")
     return value
 
 
