@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from tidings.actors._status import check_seq
+from tidings.errors import StoreClosedError
 from tidings.store import RuntimeEvent, Store, queries, read_database
 
 if TYPE_CHECKING:
@@ -101,10 +102,16 @@ class EventFeed:
 
     async def _read(self, fn: Callable[..., T], *args: Any) -> T:
         # The bus closes right before the store, with no checkpoint between: while it is open,
-        # so is the store's read pool.
-        if self._bus.closed:
-            return await trio.to_thread.run_sync(read_database, self._store.path, fn, *args)
-        return await self._store.read(fn, *args)
+        # so is the store's read pool. But a pool read waits for a worker thread, and the
+        # runtime may close meanwhile (a loaded machine starts the thread late): the pool then
+        # refuses it before running anything, and the file is read instead.
+        if not self._bus.closed:
+            try:
+                return await self._store.read(fn, *args)
+            except StoreClosedError:
+                if not self._bus.closed:
+                    raise
+        return await trio.to_thread.run_sync(read_database, self._store.path, fn, *args)
 
 
 def _newest_seq(conn: sqlite3.Connection) -> int:
