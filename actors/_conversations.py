@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidings.actors._blocks import lone_surrogate
 from tidings.actors._pipeline import new_id
 from tidings.actors._status import check_id
 from tidings.errors import SessionClosedError, SessionNotFoundError, ValidationError
@@ -39,13 +38,8 @@ def _check(channel: object, key: object) -> tuple[str, str]:
     """*channel* and *key*, or :class:`ValidationError` naming the one that is not a
     non-empty string of valid Unicode within its cap (``MAX_ID_CHARS``,
     :data:`MAX_CONVERSATION_KEY_CHARS`): they are stored, so checked before any write."""
-    checked = (check_id("channel", channel),
-               check_id("conversation_key", key, max_chars=MAX_CONVERSATION_KEY_CHARS))
-    for field, value in zip(("channel", "conversation_key"), checked, strict=True):
-        lone = lone_surrogate(value)
-        if lone is not None:
-            raise ValidationError(field, f"is not valid Unicode (lone surrogate at index {lone})")
-    return checked
+    return (check_id("channel", channel),
+            check_id("conversation_key", key, max_chars=MAX_CONVERSATION_KEY_CHARS))
 
 
 async def resolve(rt: Runtime, channel: str, key: str) -> tuple[str, bool]:

@@ -23,7 +23,7 @@ import trio
 
 from tidings.actors._acking import AckingSupport
 from tidings.actors._artifacts import check_session_name
-from tidings.actors._blocks import MAX_JSON_BYTES, check_json_object, lone_surrogate
+from tidings.actors._blocks import MAX_JSON_BYTES, check_json_object
 from tidings.actors._channel_support import ChannelSupport
 from tidings.actors._events import EventBus, EventFeed
 from tidings.actors._handle import HandleRegistry
@@ -296,9 +296,6 @@ def _check_arguments(*, db_path: object, workspace: object, artifact_root: objec
     if recover not in ("at_open", "manual"):
         raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")
     check_id("core_id", core_id)  # stored in every session and conversation row
-    lone = lone_surrogate(core_id)  # type: ignore[arg-type]
-    if lone is not None:  # it could never be written
-        raise ValidationError("core_id", f"is not valid Unicode (lone surrogate at index {lone})")
     if synchronous not in get_args(Synchronous):
         raise ValidationError("synchronous", f"must be 'FULL' or 'NORMAL', got "
                                              f"{synchronous!r:.80}")

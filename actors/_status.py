@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
+from tidings.actors._blocks import lone_surrogate
 from tidings.errors import DeliveryNotFoundError, ValidationError
 from tidings.store import (
     MAX_INTEGER,
@@ -37,13 +38,17 @@ took seconds. ``release_inbound`` takes any number, released this many per commi
 def check_id(field: str, value: object, *, max_chars: int | None = MAX_ID_CHARS) -> str:
     """*value* as an id, or :class:`ValidationError` naming *field*: an id that is not a
     non-empty string is a mistake, not an id that happens to be unknown, and so is one of
-    more than *max_chars* characters (:data:`MAX_ID_CHARS`; None: no cap)."""
+    more than *max_chars* characters (:data:`MAX_ID_CHARS`; None: no cap) or with a lone
+    surrogate (SQLite would refuse it in the writer, naming nothing)."""
     if not isinstance(value, str) or not value:
         raise ValidationError(field, f"must be a non-empty string, got {value!r:.80}")
     if max_chars is not None and len(value) > max_chars:
         name = " (MAX_ID_CHARS)" if max_chars == MAX_ID_CHARS else ""
         raise ValidationError(field, f"is {len(value)} characters, over the limit of "
                                      f"{max_chars}{name}, got {value!r:.80}")
+    lone = lone_surrogate(value)
+    if lone is not None:  # it could be neither stored nor looked up
+        raise ValidationError(field, f"is not valid Unicode (lone surrogate at index {lone})")
     return value
 
 
