@@ -80,8 +80,12 @@ def notice_request(session_id: str, text: str, *, kind: str = "notice", channel:
 async def record_user_message(rt: Runtime, session_id: str, text: str, *,
                               turn_id: str | None = None) -> str:
     """Append the user's *text* to the session's history (role ``user``); return the history
-    message id. Raises like :func:`notify`, and :class:`ValidationError` naming ``turn_id``
-    unless it is None or a non-empty string (it is stored as the row's turn)."""
+    message id. *text* is what the user sent, so unlike a notice it may be empty (a message
+    that was only an attachment) and is not capped at :data:`MAX_TEXT_BYTES` (the channel
+    bounds what it takes in). Raises ``TypeError`` for a *text* that is not a string, and
+    :class:`ValidationError` for one with a lone surrogate, naming ``session_id`` or
+    ``turn_id`` unless it is a valid id (None for ``turn_id``: it is stored as the row's
+    turn), :class:`SessionNotFoundError` and :class:`RuntimeClosedError` as :func:`notify`."""
     check_id("session_id", session_id)
     if turn_id is not None:
         check_id("turn_id", turn_id)
