@@ -36,11 +36,12 @@ async def _answered(client, text: str) -> None:
 
 async def test_session_keys_keep_no_entry_per_session_the_directory_forgot(
         rt, serve_gateway, connect, wait_status) -> None:
-    """30 sessions of one conversation, each answered, acked and left with ``/new`` by its
-    own connection: the gateway keeps entries only for sessions the directory still holds
-    (it kept one per session ever served, 31 here)."""
+    """Sessions of one conversation, each answered, acked and left with ``/new`` by its own
+    connection: the gateway keeps entries only for sessions the directory still holds (it
+    kept one per session ever served, 7 here: the bound of 2 is the check, so 6 sessions
+    show a leak as surely as 30 did)."""
     async with serve_gateway(rt) as (gateway, url):
-        for _ in range(30):
+        for _ in range(6):
             with trio.fail_after(10):
                 async with connect(url, "alpha") as client:
                     await client.message("hi")
@@ -60,10 +61,11 @@ async def test_session_keys_keep_no_entry_per_session_the_directory_forgot(
 
 async def test_hubs_of_conversations_nobody_is_connected_to_are_dropped(
         rt, serve_gateway, connect) -> None:
-    """16 conversations, each answered then disconnected: no hub is kept for them (one hub,
-    a list and an event were kept per conversation ever connected)."""
+    """Conversations, each answered then disconnected: no hub is kept for them (one hub, a
+    list and an event were kept per conversation ever connected; none is the check, so 4
+    conversations show it)."""
     async with serve_gateway(rt) as (gateway, url):
-        for i in range(16):
+        for i in range(4):
             with trio.fail_after(10):
                 async with connect(url, f"conv-{i}") as client:
                     await _answered(client, "hi")
@@ -166,7 +168,7 @@ async def test_replayed_rows_nobody_acked_are_not_kept_in_sent(rt, serve_gateway
     replayed ``unknown`` row was kept there for good: the leave turns only the lane's unacked
     rows ``unknown`` and forgets those)."""
     async with serve_gateway(rt) as (gateway, url):
-        for i in range(8):
+        for i in range(3):  # an empty ``sent`` is the check: a few conversations show a leak
             with trio.fail_after(10):
                 async with connect(url, f"conv-{i}") as client:
                     await client.message("hi")
