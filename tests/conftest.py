@@ -8,8 +8,9 @@ override any of them.
 
 from __future__ import annotations
 
+import os
 import pathlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import trio.testing
@@ -30,6 +31,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def subprocess_bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Let the Python subprocesses the tests start (``tidings serve``, the writer process,
+    crash-harness children, ``--help`` runs) share compiled bytecode.
+
+    With ``PYTHONDONTWRITEBYTECODE`` set (as on the machines these tests run on), every such
+    process compiled all of tidings from source again, about a quarter of its start-up. The
+    cache goes to a directory of this session (``PYTHONPYCACHEPREFIX``), never next to the
+    sources, and the pytest process itself is unaffected (it read the flag when it started)."""
+    names = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture
