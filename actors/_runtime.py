@@ -321,8 +321,10 @@ _LOCK_SUFFIX = ".runtime.lock"
 """The runtime lock's file is ``<database>`` + this, beside the database."""
 
 
-def _lock_database(db_path: str | os.PathLike[str]) -> int:
-    """Take the database's runtime lock and return its file descriptor (blocking).
+def _lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | None]:
+    """Take the database's runtime lock and return its file descriptor (blocking), and the
+    lock file's path if this call created it (:func:`_unlock_database` removes it then, should
+    the database not open: nothing is left beside a file that is no database).
 
     An exclusive ``flock`` on ``<database>.runtime.lock`` (created 0600, with the holder's pid
     in it), held until the runtime has closed; the kernel drops it when its holder dies. A
@@ -337,8 +339,13 @@ def _lock_database(db_path: str | os.PathLike[str]) -> int:
     missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
     for directory in reversed(missing):  # 0700, as the store creates them
         directory.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(db.with_name(db.name + _LOCK_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
-                 0o600)
+    lock = db.with_name(db.name + _LOCK_SUFFIX)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        created: pathlib.Path | None = lock
+    except FileExistsError:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+        created = None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.ftruncate(fd, 0)
@@ -351,7 +358,18 @@ def _lock_database(db_path: str | os.PathLike[str]) -> int:
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, created
+
+
+def _unlock_database(fd: int, created: pathlib.Path | None) -> None:
+    """Let go of a lock :func:`_lock_database` took for a database that did not open,
+    removing the lock file if it made it (still holding it: another opener either shares the
+    old file and is refused, or makes a new one once this is gone)."""
+    try:
+        if created is not None:
+            created.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
 
 
 @asynccontextmanager
@@ -378,7 +396,10 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     Bad arguments raise :class:`ValidationError` naming them before anything is created: the
     paths must be non-empty strings or ``os.PathLike`` (``workspace`` an existing directory),
     ``core_id`` an id of at most :data:`~tidings.actors.MAX_ID_CHARS` characters of valid
-    Unicode, and ``clock()`` must return a finite number (it is called once to see). One
+    Unicode, and ``clock()`` must return a finite number (it is called once to see). A
+    path that holds something other than a tidings database (a directory, a text file,
+    another program's SQLite database) raises :class:`StoreError` and leaves nothing beside
+    it. One
     runtime at a time may have a database open: a second one (in any process) raises
     :class:`StoreError` while the first runs (a lock on ``<database>.runtime.lock``).
     """
@@ -388,7 +409,7 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                      stranded_after=stranded_after, intensity=intensity,
                      fault_plan=fault_plan, clock=clock)
     root, artifacts = await trio.to_thread.run_sync(_resolve_roots, workspace, artifact_root)
-    lock = await trio.to_thread.run_sync(_lock_database, db_path)
+    lock, created = await trio.to_thread.run_sync(_lock_database, db_path)
     try:
         store = await prepare_store(db_path, synchronous=synchronous, writer=writer,
                                     clock=clock)
@@ -396,7 +417,7 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                           grace=grace, lease=lease, scan_interval=scan_interval,
                           stranded_after=stranded_after)
     except BaseException:
-        os.close(lock)
+        _unlock_database(lock, created)
         raise
 
     async def writer(ctx: ChildContext, *,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -155,17 +156,22 @@ async def prepare_store(path: str | os.PathLike[str], *, synchronous: Synchronou
 
 
 def _register_epoch(db: os.PathLike[str], synchronous: Synchronous, now: float) -> int:
-    conn = connect_writer(db, synchronous)  # type: ignore[arg-type]
+    """Migrate the database and register this process's epoch. SQLite's own errors (a file
+    that is not a database, a disk I/O error) are a :class:`StoreError` saying which file."""
     try:
-        migrate(conn, str(db))
-        conn.execute("BEGIN IMMEDIATE")
-        cursor = conn.execute(
-            "INSERT INTO process_epochs (pid, hostname, started_at) VALUES (?, ?, ?)",
-            (os.getpid(), socket.gethostname(), now))
-        conn.execute("COMMIT")
-        return int(cursor.lastrowid or 0)
-    finally:
-        conn.close()
+        conn = connect_writer(db, synchronous)  # type: ignore[arg-type]
+        try:
+            migrate(conn, str(db))
+            conn.execute("BEGIN IMMEDIATE")
+            cursor = conn.execute(
+                "INSERT INTO process_epochs (pid, hostname, started_at) VALUES (?, ?, ?)",
+                (os.getpid(), socket.gethostname(), now))
+            conn.execute("COMMIT")
+            return int(cursor.lastrowid or 0)
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"cannot open the database {os.fspath(db)}: {exc}") from exc
 
 
 @asynccontextmanager
