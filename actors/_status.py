@@ -93,6 +93,12 @@ def check_seconds(field: str, value: object, *, positive: bool = False) -> None:
         raise ValidationError(field, f"must be seconds {bound}, got {value!r:.80}")
 
 
+def _session_filter(session_id: object) -> str | None:
+    """A ``session_id`` filter: None (every session) or an id (:func:`check_id`): a filter
+    that is no id would match nothing, silently, or fail in SQLite naming nothing."""
+    return None if session_id is None else check_id("session_id", session_id)
+
+
 class StatusViews:
     """Mixed into :class:`~tidings.actors.Runtime`: read-only views over the lifecycle view.
 
@@ -105,21 +111,23 @@ class StatusViews:
     async def status_counts(self, *, session_id: str | None = None,
                             since: float | None = None) -> dict[str, int]:
         """Effective status -> number of deliveries, every status listed (zeros included)."""
-        return await self.store.read(functools.partial(status_counts, session_id=session_id,
-                                                       since=since))
+        return await self.store.read(functools.partial(
+            status_counts, session_id=_session_filter(session_id), since=since))
 
     async def recent_deliveries(self, *, session_id: str | None = None,
                                 status: str | None = None, since: float | None = None,
                                 limit: int | None = 20) -> list[DeliveryStatus]:
         """The most recently updated deliveries matching the filters, newest first."""
         return await self.store.read(functools.partial(
-            recent_deliveries, session_id=session_id, status=status, since=since, limit=limit))
+            recent_deliveries, session_id=_session_filter(session_id), status=status,
+            since=since, limit=limit))
 
     async def status_report(self, *, session_id: str | None = None, status: str | None = None,
                             since: float | None = None, limit: int | None = 20) -> StatusReport:
         """Counts and recent rows in one snapshot (what ``tidings status`` prints)."""
         return await self.store.read(functools.partial(
-            status_report, session_id=session_id, status=status, since=since, limit=limit))
+            status_report, session_id=_session_filter(session_id), status=status, since=since,
+            limit=limit))
 
     async def delivery_report(self, delivery_id: str) -> DeliveryReport:
         """One delivery and its events. Raises :class:`DeliveryNotFoundError`."""

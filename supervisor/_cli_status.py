@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from tidings.actors._status import check_id
 from tidings.errors import DatabaseNotFoundError, StoreError, ValidationError
 from tidings.store import (
     MAX_INTEGER,
@@ -49,11 +50,11 @@ def register(commands: Any) -> None:
         "status", help="show delivery counts and recent deliveries, or one delivery",
         description="Show what the outbox holds (read-only; works with or without a running "
                     "runtime).")
-    parser.add_argument("delivery_id", nargs="?", metavar="DELIVERY_ID",
+    parser.add_argument("delivery_id", nargs="?", metavar="DELIVERY_ID", type=_id,
                         help="show this delivery and its events instead of the overview")
     parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
                         help=f"the database (default: ./{DEFAULT_DB})")
-    parser.add_argument("--session", metavar="ID", help="only this session")
+    parser.add_argument("--session", metavar="ID", type=_id, help="only this session")
     parser.add_argument("--status", choices=OUTBOX_STATUSES,
                         help="only recent rows with this effective status")
     parser.add_argument("--since", type=parse_since, metavar="T",
@@ -85,6 +86,15 @@ def parse_since(text: str, *, now: Callable[[], float] = time.time) -> float:
             f"expected unix seconds, an ISO 8601 time or an age like 15m, "
             f"got {text!r}") from None
     return since
+
+
+def _id(text: str) -> str:
+    """A delivery or session id: not empty, and valid UTF-8 on the command line (Python
+    hands undecodable bytes over as lone surrogates, which no id stored can hold)."""
+    try:
+        return check_id("id", text)
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(f"not an id: {exc.reason}") from None
 
 
 def _limit(text: str) -> int:
