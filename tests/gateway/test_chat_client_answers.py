@@ -88,7 +88,9 @@ CASES = pytest.mark.parametrize(("ask", "question", "reply", "answer"), [
 
 
 @CASES
-@pytest.mark.parametrize("how", ["lost", "raised", "sent"])
+# Not "sent": the server may have applied that answer before the drop, and the turn then ends
+# with a "completed" nobody hears (piped mode waits _SETTLE for it: see test_chat_client_resend).
+@pytest.mark.parametrize("how", ["lost", "raised"])
 async def test_an_answer_cut_by_a_drop_is_given_again_after_the_reconnect_piped(
         rt, serve_gateway, monkeypatch, how: str, ask: str, question: str, reply: str,
         answer: str) -> None:
@@ -109,7 +111,7 @@ async def test_an_answer_cut_by_a_drop_is_given_again_after_the_reconnect_piped(
     assert code == 0, err.getvalue()
     assert "reconnecting" in err.getvalue()
     assert out.getvalue().splitlines() == [question, reply]
-    assert dropping.answers[0] in dropping.answers[1:] or how == "sent"
+    assert dropping.answers[0] in dropping.answers[1:]  # the same frame, given again
 
 
 @CASES
