@@ -70,6 +70,10 @@ __all__ = ["Runtime", "RuntimeStatistics", "open_runtime"]
 
 Recover = Literal["at_open", "manual"]
 
+_MAX_LEASE = 10 * 365 * 86400
+"""The longest ``lease`` (10 years): each claim stores ``now + lease`` as a time, which must
+stay one a reader can print (``inf`` or ``1e300`` cannot be)."""
+
 _MAX_NAME_BYTES = 255
 """The longest file name (``NAME_MAX``) common file systems take, in bytes: a caller-chosen
 session id names the session's artifact directory."""
@@ -302,6 +306,9 @@ def _check_arguments(*, db_path: object, workspace: object, artifact_root: objec
     for field, value in (("grace", grace), ("lease", lease),
                          ("stranded_after", stranded_after)):
         check_seconds(field, value)
+    if lease > _MAX_LEASE:  # type: ignore[operator]
+        raise ValidationError("lease", f"must be at most {_MAX_LEASE} seconds (10 years): each "
+                                       f"claim stores when it ends, got {lease!r:.80}")
     check_seconds("scan_interval", scan_interval, positive=True)
     if intensity is not None and not isinstance(intensity, Intensity):
         raise ValidationError("intensity", f"must be an Intensity or None, got {intensity!r:.80}")
@@ -396,7 +403,8 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     Bad arguments raise :class:`ValidationError` naming them before anything is created: the
     paths must be non-empty strings or ``os.PathLike`` (``workspace`` an existing directory),
     ``core_id`` an id of at most :data:`~tidings.actors.MAX_ID_CHARS` characters of valid
-    Unicode, and ``clock()`` must return a finite number (it is called once to see). A
+    Unicode, ``clock()`` must return a finite number (it is called once to see), and
+    ``lease`` (stored with each claim) be at most ten years. A
     path that holds something other than a tidings database (a directory, a text file,
     another program's SQLite database) raises :class:`StoreError` and leaves nothing beside
     it. One

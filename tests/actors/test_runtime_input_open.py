@@ -63,3 +63,20 @@ async def test_good_paths_core_ids_and_clocks_are_still_taken(tmp_path, workspac
         session_id = await rt.create_session(channel="web")
     assert rows(db, "SELECT session_id, core_id, created_at FROM sessions") == [
         (session_id, core_id, 1_700_000_000)]
+
+
+@pytest.mark.parametrize("lease", [math.inf, 1e300, 10 * 365 * 86400 + 1])
+async def test_a_lease_that_is_no_time_to_store_is_refused(db_path, workspace, lease) -> None:
+    """Each claimed row stores ``now + lease`` as its lease's end: an infinite lease wrote
+    ``inf``, which ``tidings status DELIVERY_ID`` could not print (an ``OverflowError``
+    traceback) and ``--json`` printed as ``Infinity``, which is no JSON."""
+    with pytest.raises(ValidationError) as caught:
+        async with tidings.open_runtime(db_path, workspace=workspace, lease=lease):
+            pass
+    assert caught.value.field == "lease"
+    assert not db_path.parent.exists()
+
+
+async def test_a_long_lease_is_still_taken(db_path, workspace) -> None:
+    async with tidings.open_runtime(db_path, workspace=workspace, lease=10 * 365 * 86400):
+        pass
