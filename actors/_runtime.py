@@ -70,6 +70,9 @@ __all__ = ["Runtime", "RuntimeStatistics", "open_runtime"]
 
 Recover = Literal["at_open", "manual"]
 
+_MAX_TIME = 253_402_300_799
+"""The last second of year 9999 in unix seconds: the latest time a reader can print."""
+
 _MAX_LEASE = 10 * 365 * 86400
 """The longest ``lease`` (10 years): each claim stores ``now + lease`` as a time, which must
 stay one a reader can print (``inf`` or ``1e300`` cannot be)."""
@@ -319,9 +322,10 @@ def _check_arguments(*, db_path: object, workspace: object, artifact_root: objec
         raise ValidationError("clock", f"must be a callable returning unix seconds, got "
                                        f"{clock!r:.80}")
     now = clock()  # its times are stored: asked once here, not found out at the first write
-    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
-        raise ValidationError("clock", f"must return unix seconds (a finite number), returned "
-                                       f"{now!r:.80}")
+    if (isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now)
+            or not 0 <= now <= _MAX_TIME):
+        raise ValidationError("clock", f"must return unix seconds from 0 to {_MAX_TIME} (year "
+                                       f"9999), returned {now!r:.80}")
 
 
 _LOCK_SUFFIX = ".runtime.lock"
@@ -403,7 +407,8 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     Bad arguments raise :class:`ValidationError` naming them before anything is created: the
     paths must be non-empty strings or ``os.PathLike`` (``workspace`` an existing directory),
     ``core_id`` an id of at most :data:`~tidings.actors.MAX_ID_CHARS` characters of valid
-    Unicode, ``clock()`` must return a finite number (it is called once to see), and
+    Unicode, ``clock()`` must return unix seconds up to year 9999 (it is called once to
+    see), and
     ``lease`` (stored with each claim) be at most ten years. A
     path that holds something other than a tidings database (a directory, a text file,
     another program's SQLite database) raises :class:`StoreError` and leaves nothing beside

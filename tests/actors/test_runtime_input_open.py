@@ -32,6 +32,8 @@ from .conftest import rows
     ({"clock": lambda: "now"}, "clock"),
     ({"clock": lambda: math.nan}, "clock"),
     ({"clock": lambda: True}, "clock"),
+    ({"clock": lambda: 1e300}, "clock"),  # no time a reader could print
+    ({"clock": lambda: -1.0}, "clock"),
 ])
 async def test_bad_arguments_are_refused_by_name_before_anything_is_created(
         db_path, workspace, kwargs, field) -> None:
