@@ -426,6 +426,7 @@ class GatewayChannel(ChannelBase):
                 "heartbeat_s": self.settings.heartbeat_s,
                 "max_frame_bytes": self.settings.max_frame_bytes,
                 "ack_window": self.settings.ack_window,
+                "rate": self.settings.rate, "burst": self.settings.burst,
                 "replay": bool(admission.plan)}
 
     async def _leave(self, conn: Connection) -> None:

@@ -17,7 +17,9 @@ and the end of input ends the chat once everything is in: a deterministic transc
 goes on across a reconnect (a turn that ended while the client was away sent a ``completed``
 nobody heard: its reply is replayed, the wait lasts :data:`_SETTLE` at most). A server that
 has not welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the
-first connection, a reconnect attempt like any other after.
+first connection, a reconnect attempt like any other after. The frames it sends keep under the
+server's ``rate`` and ``burst`` (:class:`_Pace`): a pasted block of lines, or the lines sent
+again after a reconnect, wait their turn rather than get the connection closed ``4029``.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import trio
 from trio_websocket import HandshakeError
 
 from tidings.actors._blocks import lone_surrogate
-from tidings.channels import GatewayClient, GatewayClosed
+from tidings.channels import GatewayClient, GatewayClosed, GatewayConfig
 from tidings.channels._gateway_frames import encode
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.channels._terminal import stdin_is_a_terminal
@@ -59,6 +61,45 @@ _SETTLE = 30.0
 """Seconds a piped line waits for its answer before the next one is sent anyway."""
 _ANSWERS_KEPT = 64
 """Answers to questions not closed yet that are kept, to answer again after a reconnect."""
+_PACE_MARGIN = 0.8
+"""The share of the server's ``rate`` and ``burst`` the chat uses (see :class:`_Pace`)."""
+
+
+class _Pace:
+    """The chat's side of the gateway's token bucket: ``rate`` frames per second, ``burst``
+    at once (from ``welcome``; :class:`GatewayConfig`'s defaults for a server that does not say),
+    times :data:`_PACE_MARGIN` for frames the network bunches up. A frame over it waits its turn
+    instead of getting the connection closed ``4029`` (a pasted block of lines, the lines sent
+    again after a reconnect). One per connection, as the server's bucket. Acks of what the
+    connection was sent are free, and not paced."""
+
+    def __init__(self, welcome: dict[str, Any]) -> None:
+        fields = attrs.fields(GatewayConfig)
+        rate, burst = welcome.get("rate"), welcome.get("burst")
+        if not _positive(rate):
+            rate = fields.rate.default
+        if not _positive(burst):
+            burst = fields.burst.default
+        self.rate = rate * _PACE_MARGIN
+        self.burst = max(1.0, math.floor(burst * _PACE_MARGIN))
+        self.tokens = self.burst
+        self.stamp = trio.current_time()
+
+    async def take(self) -> None:
+        """Wait until one more frame is within the pace. Each caller reserves its token at
+        once (the count may go below zero), so concurrent callers wait in turn."""
+        now = trio.current_time()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate) - 1
+        self.stamp = now
+        if self.tokens < 0:
+            await trio.sleep(-self.tokens / self.rate)
+        else:
+            await trio.lowlevel.checkpoint()
+
+
+def _positive(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and 0 < value < math.inf)
 
 
 @attrs.frozen
@@ -93,6 +134,7 @@ class _State:
         # and any mode at the end of input): kept across a reconnect, which must not end that
         # wait (the answer comes on the next connection).
         self.waiting: str | None = None
+        self.pace = _Pace({})  # the connection's, from its welcome (see _connect)
         self.changed = trio.Event()
 
     def poke(self) -> None:
@@ -178,6 +220,7 @@ async def _asked(client: GatewayClient, state: _State, printer: _Printer,
     still waits, so the answer did not reach it), answered again with the same frame."""
     answer = state.answers.get(_question_id(frame))
     if answer is not None:
+        await state.pace.take()
         await client.send(answer)
         return
     printer.frame(frame)
@@ -250,6 +293,7 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool
         if message_id not in state.finished:
             return False
     state.synced = None
+    await state.pace.take()
     await client.sync(state.session_id)
     await state.wait_for(lambda: state.synced is not None)
     assert state.synced is not None
@@ -285,8 +329,10 @@ async def _resend(client: GatewayClient, state: _State) -> str | None:
     last: str | None = None
     for message_id, frame in list(state.unanswered.items()):
         if message_id in state.unanswered:  # not answered meanwhile
-            await client.send(frame)
-            last = message_id
+            await state.pace.take()
+            if message_id in state.unanswered:
+                await client.send(frame)
+                last = message_id
     return last
 
 
@@ -324,6 +370,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
                 _keep(state.answers, _question_id(question), frame)
             else:  # kept until answered: a drop before then sends it again (_resend)
                 state.unanswered[frame["id"]] = frame
+            await state.pace.take()
             await client.send(frame)
             if question is None:
                 state.waiting = frame["id"]
@@ -387,6 +434,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                                              conversation=options.conversation,
                                              client="tidings-chat", **hello) as client:
                 welcomed = trio.current_time()
+                state.pace = _Pace(client.welcome)
                 # A question from before may have closed while we were away (answered on
                 # another device, expired, the server restarted) with no prompt_closed for us:
                 # the server sends again what still waits, so the next line answers only that.
