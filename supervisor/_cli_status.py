@@ -142,9 +142,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 
 def _when(timestamp: float | None) -> str:
+    """*timestamp* as a local ISO time; one no date can be made of (``inf``, ``1e300``: a
+    database written before ``open_runtime`` checked ``lease`` and ``clock``) as it is."""
     if timestamp is None:
         return "-"
-    moment = datetime.datetime.fromtimestamp(timestamp).astimezone()
+    try:
+        moment = datetime.datetime.fromtimestamp(timestamp).astimezone()
+    except (OverflowError, OSError, ValueError):
+        return repr(timestamp)
     return moment.isoformat(timespec="seconds")
 
 

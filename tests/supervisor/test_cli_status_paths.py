@@ -4,9 +4,11 @@ directory was reported as "no database at ...", as if nothing were there."""
 from __future__ import annotations
 
 import os
+import sqlite3
 
 import pytest
 
+import tidings
 from tidings.errors import StoreError
 from tidings.store import read_database, status_report
 from tidings.supervisor.cli import main
@@ -42,6 +44,29 @@ def test_a_file_that_is_no_database_is_named_so(tmp_path, capsys, content, says)
     path.write_bytes(content)
     code, out, err = _status(capsys, path)
     assert code == 2
+    assert out == ""
     assert says in err
     assert path.read_bytes() == content
     assert sorted(os.listdir(tmp_path)) == ["notes.db"]
+
+
+@pytest.mark.parametrize("when", [float("inf"), 1e300, -1e300])
+async def test_a_stored_time_out_of_range_is_printed_not_a_traceback(tmp_path, workspace,
+                                                                     capsys, when) -> None:
+    """A database written before ``open_runtime`` checked ``lease`` and ``clock`` may hold
+    times no ``datetime`` can be made of (``lease=inf`` stored an infinite lease end):
+    ``tidings status`` printed an ``OverflowError`` traceback for them."""
+    path = tmp_path / "tidings.db"
+    async with tidings.open_runtime(path, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        async with rt.open_turn(session_id) as ctx:
+            handle = await ctx.output.send_text("hi")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE outbox SET lease_expires_at = ?, updated_at = ?", (when, when))
+    conn.commit()
+    conn.close()
+    assert main(["status", "--db", str(path), handle.delivery_id]) == 0
+    out = capsys.readouterr().out
+    assert f"lease until  {when!r}" in out
+    assert main(["status", "--db", str(path)]) == 0
+    assert handle.delivery_id in capsys.readouterr().out
