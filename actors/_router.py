@@ -29,6 +29,7 @@ from tidings.actors._records import (
     Prompt,
     PromptAnswer,
 )
+from tidings.actors._status import check_id
 from tidings.errors import RouteMismatchError, ValidationError
 
 __all__ = ["BindToken", "Binding", "SessionInteractionRouter", "certainly_sync"]
@@ -80,12 +81,12 @@ class SessionInteractionRouter:
         *route* needs ``async deliver(outbound)``; optionally ``async prompt_user(prompt)``,
         ``async request_approval(request)``, ``capabilities`` (block types it renders; without
         it, text only) and ``ack_window`` (an int >= 0; see ``Runtime.confirm``). A route that
-        breaks these is refused with :class:`ValidationError` naming the attribute, and one
+        breaks these is refused with :class:`ValidationError` naming the attribute (a
+        *session_id* no session can have, see ``check_id``, naming ``session_id``), and one
         whose ``deliver`` is certainly sync (a plain function or method) with ``TypeError``
         naming ``deliver``; the live binding stays as it was.
         """
-        if not isinstance(session_id, str) or not session_id:
-            raise ValidationError("session_id", f"must be a non-empty string, got {session_id!r}")
+        check_id("session_id", session_id)  # (not looked up: a bind never blocks)
         deliver = getattr(route, "deliver", None)
         if not callable(deliver):
             raise ValidationError("route", "a route needs an async deliver(outbound) method")
