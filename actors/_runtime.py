@@ -22,7 +22,7 @@ import attrs
 import trio
 
 from tidings.actors._acking import AckingSupport
-from tidings.actors._artifacts import check_session_name
+from tidings.actors._artifacts import check_session_name, names_own_directory
 from tidings.actors._blocks import MAX_JSON_BYTES, check_json_object
 from tidings.actors._channel_support import ChannelSupport
 from tidings.actors._events import EventBus, EventFeed
@@ -187,7 +187,14 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
                          message_id=message_id, turn_id=turn_id, inbound_ids=inbound_ids)
 
     def artifact_root_for(self, session_id: str) -> pathlib.Path:
-        """``<database directory>/artifacts/<session_id>`` unless ``artifact_root`` was given."""
+        """``<database directory>/artifacts/<session_id>`` unless ``artifact_root`` was given.
+        Raises :class:`ValidationError` naming ``session_id`` for an id that is not one plain
+        path component (``..``, ``a/b``: a session made so by an older version has no
+        artifact root; the path would be outside its own)."""
+        check_id("session_id", session_id)
+        if not names_own_directory(session_id):
+            raise ValidationError("session_id", f"{session_id!r:.80} is not one plain path "
+                                                f"component: it has no artifact root")
         base = self._artifact_root or pathlib.Path(self.store.path).parent / "artifacts"
         return base / session_id
 
