@@ -18,6 +18,8 @@ from typing import Any
 import attrs
 import trio
 
+from tidings.actors._router import certainly_sync
+from tidings.actors._status import check_id
 from tidings.errors import RuntimeClosedError, ValidationError
 from tidings.supervisor import ChildContext, ChildSpec, Supervisor
 
@@ -85,13 +87,18 @@ class TaskRunner:
         called instead (sync), so the caller can undo what it set up for it.
 
         Raises:
-          ValidationError: ``name`` is not a non-empty string or ``async_fn`` not callable.
+          ValidationError: ``name`` is not an id (see ``check_id``: it is in every log line
+            about the task), ``async_fn`` not callable or certainly a plain (sync) function,
+            or ``on_abandon`` neither None nor callable; nothing is started.
           RuntimeClosedError: the runtime is stopping (or the supervisor is restarting).
         """
-        if not isinstance(name, str) or not name:
-            raise ValidationError("name", f"must be a non-empty string, got {name!r}")
-        if not callable(async_fn):
-            raise ValidationError("async_fn", f"must be an async function, got {async_fn!r}")
+        check_id("name", name)
+        if not callable(async_fn) or certainly_sync(async_fn):
+            raise ValidationError("async_fn", f"must be an async function (async def), got "
+                                              f"{async_fn!r:.80}")
+        if on_abandon is not None and not callable(on_abandon):
+            raise ValidationError("on_abandon", f"must be None or callable, got "
+                                                f"{on_abandon!r:.80}")
         self.check_open()
         assert self._sup is not None
         child = f"task:{name}:{next(self._serials)}"
