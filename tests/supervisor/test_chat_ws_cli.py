@@ -41,6 +41,11 @@ _INTERRUPTED = """
 import argparse, signal, sys, trio
 from tidings.supervisor import _chat_ws
 
+# As in a terminal. A process started with SIGINT ignored (a suite run in the background by a
+# shell without job control) hands that on: Python and trio then leave SIGINT ignored, as they
+# should, and the signal raised below would do nothing (the run hung to its timeout).
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 async def chat(options, lines, *, out, err):  # Ctrl-C lands in a task of a nursery
     async def interrupted():
         signal.raise_signal(signal.SIGINT)
