@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import pathlib
 import sqlite3
+from collections.abc import AsyncIterator
 
 import pytest
 import trio
 
 import tidings
+from tidings.actors import Runtime
 from tidings.errors import ValidationError
 from tidings.testing import MemoryRoute
+
+from ..database_template import fresh_database
+
+
+@pytest.fixture
+async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Runtime]:
+    """tests/conftest.py's ``rt``, on a copy of a migrated database (not a new file: see
+    tests/database_template.py)."""
+    async with tidings.open_runtime(fresh_database(db_path), workspace=workspace) as runtime:
+        yield runtime
 
 
 def rows(db_path: pathlib.Path, sql: str, *params: object) -> list[tuple]:

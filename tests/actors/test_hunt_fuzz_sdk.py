@@ -41,6 +41,8 @@ from tidings.errors import (
 )
 from tidings.testing import MemoryRoute
 
+from ..database_template import fresh_database
+
 OMIT = "<omit>"
 POLICIES = ("persist", "model_hidden", "transient")
 MEDIA = ("image", "audio", "video", "file")
@@ -489,7 +491,7 @@ async def run_scenario(scenario: dict[str, Any], base: pathlib.Path) -> None:
     out = base / "outside.png"
     out.write_bytes(b"secret")
     os.symlink(out, ws / "link.png")
-    db = base / "state" / "t.db"
+    db = fresh_database(base / "state" / "t.db")
     fail = RouteFailed("platform down") if scenario["route"] == "fail" else None
     route = MemoryRoute(capabilities=ALL_TYPES, fail=fail)
     with trio.fail_after(20):

@@ -17,6 +17,8 @@ from tidings.actors import Outbound, Runtime
 from tidings.channels import AgentTurn, ToolCall
 from tidings.testing import MemoryChannel
 
+from ..database_template import fresh_database
+
 
 @attrs.define
 class FakeTurn:
@@ -145,7 +147,10 @@ class GatedAgent:
 
 @pytest.fixture
 async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Runtime]:
-    async with tidings.open_runtime(db_path, workspace=workspace, grace=0.5) as runtime:
+    """A runtime with a short grace, on a copy of a migrated database (not a new file: see
+    tests/database_template.py)."""
+    async with tidings.open_runtime(fresh_database(db_path), workspace=workspace,
+                                    grace=0.5) as runtime:
         yield runtime
 
 

@@ -28,6 +28,8 @@ from tidings.actors import RecoveryScanner, SessionInteractionRouter
 from tidings.store import TRANSITIONS, InsertRows, OutboxInsert, Store, open_store, transition
 from tidings.store import create_session as create_session_ops
 
+from ..database_template import fresh_database
+
 SESSIONS = ("s0", "s1", "s2")
 SPEC = {
     "sending": ("queued",),
@@ -105,7 +107,7 @@ class Machine:
     """The real store and scanner, plus the model they must agree with."""
 
     def __init__(self, directory: pathlib.Path) -> None:
-        self.db = directory / "machine.db"
+        self.db = fresh_database(directory / "machine.db")
         ticks = itertools.count(1)
         self.clock = lambda: float(next(ticks))  # strictly increasing: created_at orders rows
         self.router = SessionInteractionRouter()
