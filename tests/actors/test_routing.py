@@ -119,7 +119,9 @@ async def test_a_backlog_beyond_the_mailbox_is_delivered_in_order_from_the_outbo
     route = MemoryRoute()
     route.stall()
     rt.router.bind(session_id, route)
-    count = 300  # several times the lane mailbox: the rest waits in the outbox only
+    # Several times the lane mailbox (and four refill batches past it): the rest waits in
+    # the outbox only. Each send is a durable commit, so no more than that.
+    count = 3 * rt.dispatcher.mailbox_size
     async with rt.open_turn(session_id) as ctx:
         handles = [await ctx.output.send_text(f"m{i}", history_policy="transient")
                    for i in range(count)]
