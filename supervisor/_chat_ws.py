@@ -20,15 +20,18 @@ has not welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect t
 first connection, a reconnect attempt like any other after. The frames it sends keep under the
 server's ``rate`` and ``burst`` (:class:`_Pace`): a pasted block of lines, or the lines sent
 again after a reconnect, wait their turn rather than get the connection closed ``4029``.
+Ctrl-C cancels the chat at any point (exit 130, no traceback).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
 import pathlib
+import signal
 import sys
 import urllib.parse
 from collections.abc import AsyncGenerator
@@ -548,10 +551,11 @@ def run(args: Any) -> int:
     options = ChatOptions(url=url, token=token,
                           conversation=args.conversation, interactive=stdin_is_a_terminal(),
                           show_chunks=args.chunks)
+    # SIGINT ignored (a background job of a shell without job control): left so.
+    interruptible = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     try:
-        return trio.run(lambda: chat_over_websocket(options, input_lines("> "),
-                                                    out=sys.stdout, err=sys.stderr))
-    except KeyboardInterrupt:
+        return trio.run(_until_interrupted, options, interruptible)
+    except KeyboardInterrupt:  # Ctrl-C before or after _until_interrupted listens
         return 130
     except BaseExceptionGroup as group:
         # Ctrl-C, or a stdout that failed, raised in a task of a nursery: perhaps together
@@ -570,6 +574,29 @@ def run(args: Any) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+
+
+async def _until_interrupted(options: ChatOptions, interruptible: bool) -> int:
+    """The chat on stdin and stdout; Ctrl-C (SIGINT) cancels it: exit 130. As a cancel, not as
+    trio's ``KeyboardInterrupt`` thrown into whatever code runs: trio-websocket's connect
+    captures one that lands while it waits for the websocket handshake, then waits on for its
+    reader task, and the chat went on as if Ctrl-C had not been pressed."""
+    chat = functools.partial(chat_over_websocket, options, input_lines("> "), out=sys.stdout,
+                             err=sys.stderr)
+    if not interruptible:
+        return await chat()
+    code = 130
+    with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+        async with trio.open_nursery() as nursery:
+            async def talk() -> None:
+                nonlocal code
+                code = await chat()
+                nursery.cancel_scope.cancel(reason="chat ended")
+
+            nursery.start_soon(talk)
+            async for _ in interrupts:
+                nursery.cancel_scope.cancel(reason="Ctrl-C")
+    return code
 
 
 _ALONGSIDE = (GatewayClosed, OutputFailed, OSError, HandshakeError)
