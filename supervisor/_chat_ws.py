@@ -454,7 +454,9 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                 return 0
         except GatewayClosed as exc:
             attempts = 0 if _stayed_up(welcomed) else attempts
-            if exc.code in (4000, 4001, 4002):
+            # Refused (bad hello, token, protocol), or never welcomed at all (not a gateway:
+            # 1002, a server failing on the hello): as for a server it cannot reach, no retry.
+            if exc.code in (4000, 4001, 4002) or state.session_id is None:
                 print(f"tidings chat: {exc}", file=err, flush=True)
                 return 1
             if attempts >= _RECONNECTS:

@@ -97,3 +97,33 @@ async def test_tidings_chat_ends_with_one_line_on_a_server_that_never_welcomes(
     assert err.getvalue() == (f"tidings chat: cannot connect to {url}: GatewayTimeout: no "
                               f"welcome from {url} within {WELCOME_TIMEOUT:g} s (not a tidings "
                               "gateway, or a hung one?)\n")
+
+
+async def _answer_not_json(request: WebSocketRequest) -> None:
+    ws = await request.accept()
+    await ws.get_message()
+    await ws.send_message("hello yourself")  # some other websocket service
+    await trio.sleep_forever()
+
+
+async def test_tidings_chat_ends_with_one_line_on_a_peer_that_is_not_a_gateway(
+        autojump_clock) -> None:
+    """Before its first welcome the chat does not retry (as for a server it cannot reach):
+    a wrong URL is said once, not five 'reconnecting' lines and a 'gave up' 15 s later."""
+    err = io.StringIO()
+
+    async def lines() -> AsyncIterator[str]:
+        yield "hello\n"
+
+    async with trio.open_nursery() as nursery:
+        server = await nursery.start(serve_websocket, _answer_not_json, "127.0.0.1", 0, None)
+        options = ChatOptions(url=f"ws://127.0.0.1:{server.port}", token="gateway-test-token",
+                              conversation="other", interactive=False)
+        with trio.fail_after(10 * WELCOME_TIMEOUT):
+            code = await chat_over_websocket(options, lines(), out=io.StringIO(), err=err)
+        nursery.cancel_scope.cancel()
+    assert code == 1
+    assert "reconnecting" not in err.getvalue()
+    [line] = err.getvalue().splitlines()
+    assert line.startswith("tidings chat: connection closed (1002): not a tidings gateway: "
+                           "a frame that is not JSON"), line
