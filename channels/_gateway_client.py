@@ -22,6 +22,7 @@ from typing import Any
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, open_websocket_url
 
+from tidings.actors._status import check_seconds
 from tidings.channels._gateway_frames import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION, encode
 from tidings.errors import TidingsError
 
@@ -125,7 +126,9 @@ class GatewayClient:
         :class:`GatewayClosed` if the server refuses (or answers with anything but a
         ``welcome``: code ``1002``), :class:`GatewayTimeout` if it has not welcomed the client
         within *welcome_timeout* seconds of the call, ``OSError`` / ``HandshakeError`` if it
-        cannot be reached."""
+        cannot be reached; :class:`ValidationError` naming ``welcome_timeout`` if it is no
+        number of seconds > 0."""
+        check_seconds("welcome_timeout", welcome_timeout, positive=True)
         hello: dict[str, Any] = {"type": "hello", "token": token, "conversation": conversation,
                                  "protocol": PROTOCOL_VERSION}
         if after_seq is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -16,6 +17,7 @@ from trio_websocket import WebSocketRequest, serve_websocket
 
 from tidings.channels import GatewayClient, GatewayTimeout
 from tidings.channels._gateway_client import WELCOME_TIMEOUT
+from tidings.errors import ValidationError
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
 
@@ -127,3 +129,11 @@ async def test_tidings_chat_ends_with_one_line_on_a_peer_that_is_not_a_gateway(
     [line] = err.getvalue().splitlines()
     assert line.startswith("tidings chat: connection closed (1002): not a tidings gateway: "
                            "a frame that is not JSON"), line
+
+
+@pytest.mark.parametrize("bad", [-1, 0, math.nan, "30", True, None])
+async def test_a_welcome_timeout_that_is_no_positive_number_is_refused_by_name(bad) -> None:
+    with pytest.raises(ValidationError, match=r"^welcome_timeout: must be seconds > 0"):
+        async with GatewayClient.connect("ws://127.0.0.1:9", token="gateway-test-token",
+                                         conversation="bad", welcome_timeout=bad):
+            pytest.fail("connected with a bad welcome_timeout")
