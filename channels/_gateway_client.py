@@ -72,6 +72,28 @@ def _frame(raw: str | bytes) -> dict[str, Any]:
     return frame
 
 
+_REQUIRED: dict[str, dict[str, type]] = {
+    "delivery": {"session_id": str, "seq": int, "delivery_id": str},
+    "accepted": {"id": str},
+    "synced": {"session_id": str, "last_seq": int},
+    "prompt": {"prompt_id": str},
+    "approval_request": {"request_id": str},
+}
+"""The fields of server frames that a client acts on (acks, waits, answers), by type."""
+
+
+def _checked(frame: dict[str, Any]) -> dict[str, Any]:
+    """*frame*, if the fields of :data:`_REQUIRED` for its type are there with their type;
+    else :class:`GatewayClosed` ``1002`` naming the field (a gateway never sends such a frame:
+    a client acting on it would fail with a ``KeyError`` far from the cause)."""
+    for name, kind in _REQUIRED.get(str(frame.get("type")), {}).items():
+        value = frame.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise GatewayClosed(_PROTOCOL_ERROR, f"not a tidings gateway: {frame['type']}."
+                                                 f"{name} is {value!r:.80}")
+    return frame
+
+
 def _welcome(raw: str | bytes) -> dict[str, Any]:
     welcome = _frame(raw)
     if welcome.get("type") != "welcome":
@@ -193,17 +215,18 @@ class GatewayClient:
     async def receive(self) -> dict[str, Any]:
         """The next frame (a server ``ping`` is answered with ``pong`` and skipped).
         Raises :class:`GatewayClosed` when the server closes (``1002``: it sent something
-        that is not a JSON object)."""
+        that is not a JSON object, or a frame without a field a client acts on, such as a
+        delivery's ``delivery_id``)."""
         while True:
             try:
                 raw = await self.ws.get_message()
             except ConnectionClosed as exc:
                 raise _closed(exc) from None
-            frame = _frame(raw)
+            frame = _checked(_frame(raw))
             if frame.get("type") == "ping":
                 await self.send({"type": "pong"})
                 continue
-            if frame.get("type") == "delivery" and isinstance(frame.get("seq"), int):
+            if frame.get("type") == "delivery":
                 session = frame["session_id"]
                 self.seen[session] = max(self.seen.get(session, 0), frame["seq"])
             return frame

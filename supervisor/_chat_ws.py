@@ -454,9 +454,10 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                 return 0
         except GatewayClosed as exc:
             attempts = 0 if _stayed_up(welcomed) else attempts
-            # Refused (bad hello, token, protocol), or never welcomed at all (not a gateway:
-            # 1002, a server failing on the hello): as for a server it cannot reach, no retry.
-            if exc.code in (4000, 4001, 4002) or state.session_id is None:
+            # Refused (bad hello, token, protocol), not a gateway (1002: a frame that is not
+            # the protocol's, which the same server sends again), or never welcomed at all (a
+            # server failing on the hello): as for a server it cannot reach, no retry.
+            if exc.code in (1002, 4000, 4001, 4002) or state.session_id is None:
                 print(f"tidings chat: {exc}", file=err, flush=True)
                 return 1
             if attempts >= _RECONNECTS:

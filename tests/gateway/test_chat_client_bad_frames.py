@@ -1,0 +1,82 @@
+"""A server that welcomes and then sends a frame the client relies on with a field missing or
+of the wrong type (not a tidings gateway, or a broken one) is a protocol error: the client
+closes it as code ``1002`` naming the field, and ``tidings chat`` ends with that one line
+(exit 1), never a ``KeyError`` traceback, nor five reconnects to the same broken server."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+from trio_websocket import WebSocketRequest, serve_websocket
+
+from tidings.channels import GatewayClient, GatewayClosed
+from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
+
+WELCOME = {"type": "welcome", "protocol": 1, "conversation": "bad", "session_id": "s1",
+           "last_seq": 0, "heartbeat_s": 20, "max_frame_bytes": 65536, "ack_window": 32,
+           "replay": False}
+
+BAD = [
+    ({"type": "delivery", "seq": 1, "delivery_id": "d1", "text": "hi"},
+     "delivery.session_id is None"),
+    ({"type": "delivery", "session_id": "s1", "seq": "1", "delivery_id": "d1", "text": "hi"},
+     "delivery.seq is '1'"),
+    ({"type": "delivery", "session_id": "s1", "seq": 1, "text": "hi"},
+     "delivery.delivery_id is None"),
+    ({"type": "accepted", "outcome": "started"}, "accepted.id is None"),
+    ({"type": "synced", "session_id": "s1", "last_seq": None}, "synced.last_seq is None"),
+    ({"type": "prompt", "text": "name?"}, "prompt.prompt_id is None"),
+    ({"type": "approval_request", "request_id": 7, "action": "deploy"},
+     "approval_request.request_id is 7"),
+]
+
+
+def _server(frame: dict[str, Any]) -> Any:
+    async def handler(request: WebSocketRequest) -> None:
+        ws = await request.accept()
+        await ws.get_message()  # the hello
+        await ws.send_message(json.dumps(WELCOME))
+        await ws.send_message(json.dumps(frame))
+        await trio.sleep_forever()
+    return handler
+
+
+@pytest.mark.parametrize(("frame", "why"), BAD, ids=[why for _, why in BAD])
+async def test_gateway_client_closes_a_frame_it_cannot_use_as_1002(
+        frame: dict[str, Any], why: str) -> None:
+    async with trio.open_nursery() as nursery:
+        server = await nursery.start(serve_websocket, _server(frame), "127.0.0.1", 0, None)
+        with trio.fail_after(10), pytest.raises(GatewayClosed) as caught:
+            async with GatewayClient.connect(f"ws://127.0.0.1:{server.port}",
+                                             token="gateway-test-token",
+                                             conversation="bad") as client:
+                await client.receive()
+        nursery.cancel_scope.cancel()
+    assert caught.value.code == 1002
+    assert caught.value.reason == f"not a tidings gateway: {why}"
+
+
+@pytest.mark.parametrize(("frame", "why"), BAD, ids=[why for _, why in BAD])
+async def test_tidings_chat_ends_with_one_line_on_a_frame_it_cannot_use(
+        frame: dict[str, Any], why: str, autojump_clock) -> None:
+    err = io.StringIO()
+
+    async def lines() -> AsyncIterator[str]:
+        await trio.sleep_forever()
+        yield ""
+
+    async with trio.open_nursery() as nursery:
+        server = await nursery.start(serve_websocket, _server(frame), "127.0.0.1", 0, None)
+        options = ChatOptions(url=f"ws://127.0.0.1:{server.port}", token="gateway-test-token",
+                              conversation="bad", interactive=True)
+        with trio.fail_after(600):
+            code = await chat_over_websocket(options, lines(), out=io.StringIO(), err=err)
+        nursery.cancel_scope.cancel()
+    assert code == 1
+    assert err.getvalue().splitlines()[1:] == [
+        f"tidings chat: connection closed (1002): not a tidings gateway: {why}"]
