@@ -39,7 +39,7 @@ from typing import Any, TextIO
 
 import attrs
 import trio
-from trio_websocket import HandshakeError
+from trio_websocket import ConnectionRejected, HandshakeError
 
 from tidings.actors._blocks import lone_surrogate
 from tidings.channels import GatewayClient, GatewayClosed, GatewayConfig
@@ -482,13 +482,18 @@ def _stayed_up(welcomed: float | None) -> bool:
 
 
 def _reason(exc: BaseException) -> str:
-    """What went wrong, for the operator: trio-websocket's ``HandshakeError`` has no text of
-    its own, its cause (``all attempts to connect ... failed``) says it."""
+    """What went wrong, for the operator, on one line: trio-websocket's ``HandshakeError`` has
+    no text of its own, its cause (``all attempts to connect ... failed``) says it; its
+    ``ConnectionRejected`` holds the whole HTTP answer (a web page, say: any size, any bytes),
+    of which only the status is said."""
+    if isinstance(exc, ConnectionRejected):
+        return (f"the server answered HTTP {exc.status_code}, not a websocket handshake (not a "
+                "tidings gateway?)")
     for _ in range(10):
         if str(exc) or exc.__cause__ is None:
             break
         exc = exc.__cause__
-    text = str(exc)
+    text = sanitize_line(str(exc), limit=500)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

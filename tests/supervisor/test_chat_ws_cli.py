@@ -100,3 +100,33 @@ def test_ctrl_c_as_the_connection_drops_ends_the_chat_with_130_and_no_traceback(
                             check=False)
     assert "Traceback" not in result.stderr
     assert result.returncode == 130, result.stderr
+
+
+def test_a_url_that_is_a_web_server_says_so_in_one_line(tmp_path: pathlib.Path) -> None:
+    """Not the HTTP response (headers and a body of any size and bytes, say a web page) that
+    trio-websocket puts in its error."""
+    body = b"<html>\x1b[2J" + b"page " * 2000 + b"\n</html>\n"
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        chatting = subprocess.Popen(
+            [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--token",
+             "chat-test-token", "--url", f"ws://127.0.0.1:{port}"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+        try:
+            conn, _ = server.accept()
+            with conn:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: "
+                             + str(len(body)).encode() + b"\r\n\r\n" + body)
+                _, stderr = chatting.communicate(b"hello\n", timeout=60)
+        finally:
+            chatting.kill()
+            chatting.wait()
+    assert chatting.returncode == 1, stderr
+    assert stderr.decode() == (f"tidings chat: cannot connect to ws://127.0.0.1:{port}: the "
+                               "server answered HTTP 200, not a websocket handshake (not a "
+                               "tidings gateway?)\n")
