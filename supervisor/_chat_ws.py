@@ -454,17 +454,18 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                 return 0
         except GatewayClosed as exc:
             attempts = 0 if _stayed_up(welcomed) else attempts
+            said = sanitize_line(str(exc), limit=500)  # the reason is the server's text
             # Refused (bad hello, token, protocol), not a gateway (1002: a frame that is not
             # the protocol's, which the same server sends again), or never welcomed at all (a
             # server failing on the hello): as for a server it cannot reach, no retry.
             if exc.code in (1002, 4000, 4001, 4002) or state.session_id is None:
-                print(f"tidings chat: {exc}", file=err, flush=True)
+                print(f"tidings chat: {said}", file=err, flush=True)
                 return 1
             if attempts >= _RECONNECTS:
-                print(f"tidings chat: {exc}; gave up after {_RECONNECTS} reconnects",
+                print(f"tidings chat: {said}; gave up after {_RECONNECTS} reconnects",
                       file=err, flush=True)
                 return 1
-            print(f"tidings chat: {exc}; reconnecting", file=err, flush=True)
+            print(f"tidings chat: {said}; reconnecting", file=err, flush=True)
         except (OSError, HandshakeError) as exc:
             attempts = 0 if _stayed_up(welcomed) else attempts
             if attempts >= _RECONNECTS or state.session_id is None:

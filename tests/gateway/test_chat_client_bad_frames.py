@@ -80,3 +80,28 @@ async def test_tidings_chat_ends_with_one_line_on_a_frame_it_cannot_use(
     assert code == 1
     assert err.getvalue().splitlines()[1:] == [
         f"tidings chat: connection closed (1002): not a tidings gateway: {why}"]
+
+
+async def test_a_close_reason_reaches_the_terminal_as_one_safe_line(autojump_clock) -> None:
+    """The reason of a close is the server's text: control characters (a terminal escape, a
+    line break) are not printed as they are."""
+    async def close_with_escapes(request: WebSocketRequest) -> None:
+        ws = await request.accept()
+        await ws.get_message()
+        await ws.aclose(4001, "unauthorized:\x1b[2J\nforged line")
+
+    err = io.StringIO()
+
+    async def lines() -> AsyncIterator[str]:
+        yield "hello\n"
+
+    async with trio.open_nursery() as nursery:
+        server = await nursery.start(serve_websocket, close_with_escapes, "127.0.0.1", 0, None)
+        options = ChatOptions(url=f"ws://127.0.0.1:{server.port}", token="gateway-test-token",
+                              conversation="bad", interactive=False)
+        with trio.fail_after(600):
+            code = await chat_over_websocket(options, lines(), out=io.StringIO(), err=err)
+        nursery.cancel_scope.cancel()
+    assert code == 1
+    assert err.getvalue() == ("tidings chat: connection closed (4001): unauthorized:[2J forged "
+                              "line\n")
