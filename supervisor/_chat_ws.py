@@ -170,7 +170,7 @@ class _Printer:
         kind = frame.get("type")
         if kind == "delivery":
             text = sanitize_text(str(frame.get("text", "")), limit=100_000)
-            mark = {"progress": "... ", "notice": "* "}.get(frame.get("kind", ""), "")
+            mark = {"progress": "... ", "notice": "* "}.get(str(frame.get("kind")), "")
             self.line(f"{mark}{text}")
         elif kind == "notice":
             self.line(f"* {sanitize_text(str(frame.get('text', '')), limit=100_000)}")
@@ -191,11 +191,13 @@ class _Printer:
         if event == "text_chunk" and self.show_chunks:
             self.line(f"~ {sanitize_line(str(frame.get('chunk', '')), limit=2000)}")
         elif event == "tool_call":
-            call = frame.get("tool_call") or {}
+            call = frame.get("tool_call")
+            if not isinstance(call, dict):  # not the protocol's shape: said as it is
+                call = {"name": call}
             self.line(f"(tool {sanitize_line(str(call.get('name')), limit=100)} "
                       f"{sanitize_line(json.dumps(call.get('arguments')), limit=500)})")
         elif event == "cancelled":
-            self.line(f"(cancelled: {frame.get('reason')})")
+            self.line(f"(cancelled: {sanitize_line(str(frame.get('reason')), limit=200)})")
         elif event == "failed":
             self.line(f"(failed: {sanitize_line(str(frame.get('error')), limit=500)})")
 
@@ -241,7 +243,8 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
         else:
             printer.frame(frame)
         if kind == "lifecycle":
-            state.session_id = frame.get("session_id") or state.session_id
+            if isinstance(frame.get("session_id"), str):  # the hello after a drop names it
+                state.session_id = frame["session_id"]
             if frame.get("event") in ("completed", "cancelled", "failed"):
                 state.finished.add(str(frame.get("message_id")))
         elif kind == "accepted":

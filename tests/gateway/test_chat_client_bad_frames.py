@@ -105,3 +105,44 @@ async def test_a_close_reason_reaches_the_terminal_as_one_safe_line(autojump_clo
     assert code == 1
     assert err.getvalue() == ("tidings chat: connection closed (4001): unauthorized:[2J forged "
                               "line\n")
+
+
+async def test_lifecycle_frames_of_odd_shapes_are_printed_as_safe_lines(autojump_clock) -> None:
+    """The printer takes what a frame holds as the server's text: a cancel reason with a
+    terminal escape, a tool_call that is no object, a delivery kind or a lifecycle session_id
+    of another type, are printed as one safe line each or ignored (before: the escape raw,
+    and an AttributeError or TypeError traceback)."""
+    frames = [
+        {"type": "lifecycle", "event": "cancelled", "reason": "user\x1b[2J\nforged"},
+        {"type": "lifecycle", "event": "tool_call", "tool_call": "search"},
+        {"type": "lifecycle", "event": "tool_call", "tool_call": {"name": "grep",
+                                                                  "arguments": {"q": "x"}}},
+        {"type": "lifecycle", "event": "started", "session_id": ["s1"]},
+        {"type": "delivery", "session_id": "s1", "seq": 1, "delivery_id": "d1",
+         "kind": ["notice"], "text": "hi"},
+    ]
+
+    async def odd_then_refuse(request: WebSocketRequest) -> None:
+        ws = await request.accept()
+        await ws.get_message()
+        await ws.send_message(json.dumps(WELCOME))
+        for frame in frames:
+            await ws.send_message(json.dumps(frame))
+        await ws.aclose(4001, "unauthorized: that is all")
+
+    out, err = io.StringIO(), io.StringIO()
+
+    async def lines() -> AsyncIterator[str]:
+        await trio.sleep_forever()
+        yield ""
+
+    async with trio.open_nursery() as nursery:
+        server = await nursery.start(serve_websocket, odd_then_refuse, "127.0.0.1", 0, None)
+        options = ChatOptions(url=f"ws://127.0.0.1:{server.port}", token="gateway-test-token",
+                              conversation="bad", interactive=True)
+        with trio.fail_after(600):
+            code = await chat_over_websocket(options, lines(), out=out, err=err)
+        nursery.cancel_scope.cancel()
+    assert code == 1, err.getvalue()
+    assert out.getvalue().splitlines() == [
+        "(cancelled: user[2J forged)", '(tool search null)', '(tool grep {"q": "x"})', "hi"]
