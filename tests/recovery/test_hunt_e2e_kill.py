@@ -27,7 +27,13 @@ assert _SPEC.loader is not None
 serve = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(serve)
 
-TIMEOUT = 30
+TIMEOUT = 120
+"""Real seconds any one step may take before the test calls it a hang: the server is a
+subprocess, so the clock is real, and a busy machine may take many seconds to start one."""
+
+GRACE = "600"
+"""The servers' grace: far past ``TIMEOUT``, so that a stop that waits it out trips the bound
+(a second SIGTERM that did not cut the wait), while a slow stop that does not never can."""
 
 _COMMAND = r"""
 import sys
@@ -64,7 +70,7 @@ def _release(fifo: pathlib.Path) -> None:
 
 @contextlib.asynccontextmanager
 async def _server(tmp: pathlib.Path, db: pathlib.Path, *args: str, mode: str = "followup",
-                  grace: str = "30") -> AsyncIterator[serve.ServerProcess]:
+                  grace: str = GRACE) -> AsyncIterator[serve.ServerProcess]:
     """``tidings serve`` on *db* (dispatch *mode*, *grace*, then *args*), with *tmp* on
     ``PYTHONPATH`` so ``--agent hunt_e2e_agent:agent`` loads."""
     config = tmp / f"serve-{mode}.toml"
@@ -201,7 +207,7 @@ async def _echo_server(tmp: pathlib.Path, db: pathlib.Path, window: int = 32):
     config = tmp / f"echo{window}.toml"
     config.write_text(f'[gateway]\nack_window = {window}\n'
                       '[channels.gateway]\ndispatch_mode = "followup"\n')
-    return serve.serve_process(db, "--config", str(config), "--grace", "30")
+    return serve.serve_process(db, "--config", str(config), "--grace", GRACE)
 
 
 async def test_a_kill_before_the_client_acks_replays_only_what_it_does_not_have(

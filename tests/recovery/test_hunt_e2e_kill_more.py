@@ -26,6 +26,7 @@ from tidings.channels import GatewayClient
 
 from .conftest import held_count
 from .test_hunt_e2e_kill import (
+    GRACE,
     TIMEOUT,
     Client,
     _accepted,
@@ -45,14 +46,14 @@ AGENT = ("--agent", "hunt_e2e_agent:agent")
 
 
 def _server(tmp: pathlib.Path, db: pathlib.Path, mode: str = "followup",
-            grace: str = "30") -> contextlib.AbstractAsyncContextManager[serve.ServerProcess]:
+            grace: str = GRACE) -> contextlib.AbstractAsyncContextManager[serve.ServerProcess]:
     """``tidings serve`` on *db* with the fifo-gated agent, in dispatch *mode*."""
     return _serve_with(tmp, db, *AGENT, mode=mode, grace=grace)
 
 
 @contextlib.asynccontextmanager
 async def _connected(tmp: pathlib.Path, db: pathlib.Path, mode: str = "followup",
-                     grace: str = "30"
+                     grace: str = GRACE
                      ) -> AsyncIterator[tuple[serve.ServerProcess, GatewayClient, Client]]:
     """:func:`_server`, a client of conversation ``c`` connected to it, and its
     :class:`Client` (which keeps every frame)."""

@@ -16,6 +16,10 @@ import trio
 
 AGENTS = pathlib.Path(__file__).resolve().parent / "agents"
 
+START_STOP_TIMEOUT = 120
+"""Real seconds a start (up to ``event=serving``) or a stop may take before it counts as a hang:
+starting one imports all of tidings, which a busy machine can stretch to many seconds."""
+
 
 class ServerProcess:
     """A running ``tidings serve``: ``url``, ``db``, ``token`` once it said ``event=serving``."""
@@ -88,7 +92,7 @@ async def serve_process(db: pathlib.Path, *args: str) -> AsyncIterator[ServerPro
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(server.read_stderr)
-            with trio.fail_after(30):
+            with trio.fail_after(START_STOP_TIMEOUT):
                 line = await server.wait_line(lambda text: "event=serving " in text)
             server.url = re.search(r"url=(\S+)", line).group(1)
             token_file = re.search(r"token_file=(\S+)", line).group(1)
@@ -96,7 +100,7 @@ async def serve_process(db: pathlib.Path, *args: str) -> AsyncIterator[ServerPro
             yield server
             if process.returncode is None:
                 process.send_signal(signal.SIGTERM)
-            with trio.fail_after(30):
+            with trio.fail_after(START_STOP_TIMEOUT):
                 await process.wait()
     except BaseException:
         print("tidings serve log (last lines):", *server.lines[-60:], sep="\n")  # for pytest

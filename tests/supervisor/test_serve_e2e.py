@@ -21,7 +21,9 @@ from tidings.store import read_database, status_report
 
 from .serve_process import environment, serve_process, tidings_command
 
-TIMEOUT = 20
+TIMEOUT = 60
+"""Real seconds one step may take before it counts as a hang (the server is a subprocess); still
+a tenth of the 600 s grace a second signal must cut."""
 
 
 def is_frame(frame_type: str, **fields):
