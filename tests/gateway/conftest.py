@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import pathlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -10,10 +11,21 @@ from typing import Any
 import pytest
 import trio
 
+import tidings
 from tidings.actors import Runtime
 from tidings.channels import GatewayChannel, GatewayClient, GatewayConfig
 
+from ..database_template import fresh_database
+
 TOKEN = "gateway-test-token"
+
+
+@pytest.fixture
+async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Runtime]:
+    """tests/conftest.py's ``rt``, on a copy of a migrated database (not a new file: see
+    tests/database_template.py): creating the schema was a good part of each gateway test."""
+    async with tidings.open_runtime(fresh_database(db_path), workspace=workspace) as runtime:
+        yield runtime
 
 
 @asynccontextmanager
