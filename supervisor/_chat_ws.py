@@ -70,8 +70,8 @@ _PACE_MARGIN = 0.8
 
 class _Pace:
     """The chat's side of the gateway's token bucket: ``rate`` frames per second, ``burst``
-    at once (from ``welcome``; :class:`GatewayConfig`'s defaults for a server that does not say),
-    times :data:`_PACE_MARGIN` for frames the network bunches up. A frame over it waits its turn
+    at once (from ``welcome``; :class:`GatewayConfig`'s defaults for a server that does not say,
+    or says no number > 0 a float holds), times :data:`_PACE_MARGIN` for frames the network bunches up. A frame over it waits its turn
     instead of getting the connection closed ``4029`` (a pasted block of lines, the lines sent
     again after a reconnect). One per connection, as the server's bucket. Acks of what the
     connection was sent are free, and not paced."""
@@ -101,8 +101,14 @@ class _Pace:
 
 
 def _positive(value: Any) -> bool:
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and 0 < value < math.inf)
+    """Whether *value* is a number of ``welcome``'s pace: > 0 and a finite float (JSON carries
+    any integer; one past a float's range would fail the pace's arithmetic)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return 0 < float(value) < math.inf
+    except OverflowError:
+        return False
 
 
 @attrs.frozen
