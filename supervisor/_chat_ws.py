@@ -71,10 +71,11 @@ _PACE_MARGIN = 0.8
 class _Pace:
     """The chat's side of the gateway's token bucket: ``rate`` frames per second, ``burst``
     at once (from ``welcome``; :class:`GatewayConfig`'s defaults for a server that does not say,
-    or says no number > 0 a float holds), times :data:`_PACE_MARGIN` for frames the network bunches up. A frame over it waits its turn
-    instead of getting the connection closed ``4029`` (a pasted block of lines, the lines sent
-    again after a reconnect). One per connection, as the server's bucket. Acks of what the
-    connection was sent are free, and not paced."""
+    or says no number > 0 a float holds), times :data:`_PACE_MARGIN` for frames the network
+    bunches up. A frame over it waits its turn instead of getting the connection closed
+    ``4029`` (a pasted block of lines, the lines sent again after a reconnect). One per
+    connection, as the server's bucket. Acks of what the connection was sent are free, and not
+    paced."""
 
     def __init__(self, welcome: dict[str, Any]) -> None:
         fields = attrs.fields(GatewayConfig)
