@@ -33,6 +33,7 @@ import os
 import pathlib
 import signal
 import sys
+import threading
 import urllib.parse
 from collections.abc import AsyncGenerator
 from typing import Any, TextIO
@@ -547,7 +548,9 @@ def web_page() -> pathlib.Path:
 
 
 def run(args: Any) -> int:
-    """``tidings chat`` without ``--local``: the websocket client. Returns the exit code."""
+    """``tidings chat`` without ``--local``: the websocket client. Returns the exit code.
+    Ctrl-C cancels it (130) when called in the main thread with SIGINT's default handler; from
+    another thread (only the main one may listen for signals) it runs without listening."""
     if args.web:
         page = web_page()
         print(page if page.exists() else f"tidings chat: {page} is missing",
@@ -570,8 +573,10 @@ def run(args: Any) -> int:
     options = ChatOptions(url=url, token=token,
                           conversation=args.conversation, interactive=stdin_is_a_terminal(),
                           show_chunks=args.chunks)
-    # SIGINT ignored (a background job of a shell without job control): left so.
-    interruptible = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # SIGINT ignored (a background job of a shell without job control): left so. Only the main
+    # thread gets signals (and may listen for them): from another thread, as trio.run there.
+    interruptible = (threading.current_thread() is threading.main_thread()
+                     and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
     try:
         return trio.run(_until_interrupted, options, interruptible)
     except KeyboardInterrupt:  # Ctrl-C before or after _until_interrupted listens
