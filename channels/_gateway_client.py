@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -149,7 +150,7 @@ class GatewayClient:
         ``welcome``: code ``1002``), :class:`GatewayTimeout` if it has not welcomed the client
         within *welcome_timeout* seconds of the call, ``OSError`` / ``HandshakeError`` if it
         cannot be reached; :class:`ValidationError` naming ``welcome_timeout`` if it is no
-        number of seconds > 0."""
+        number of seconds > 0 (``inf``, or an integer past a float's range: no bound)."""
         check_seconds("welcome_timeout", welcome_timeout, positive=True)
         hello: dict[str, Any] = {"type": "hello", "token": token, "conversation": conversation,
                                  "protocol": PROTOCOL_VERSION}
@@ -163,7 +164,9 @@ class GatewayClient:
         # connect_timeout leaves its reader task waiting on a peer that accepted the TCP
         # connection and says nothing, and so hangs for ever in its nursery; this scope
         # cancels that nursery too. Lifted once welcomed.
-        with trio.CancelScope(deadline=trio.current_time() + welcome_timeout) as opening:
+        # An integer past a float's range is a number of seconds too: no bound, as inf.
+        bound = welcome_timeout if welcome_timeout <= sys.float_info.max else math.inf
+        with trio.CancelScope(deadline=trio.current_time() + bound) as opening:
             async with open_transport(url, max_message_size=max_message_size) as ws:
                 try:
                     await ws.send_message(encode(hello))
@@ -173,7 +176,7 @@ class GatewayClient:
                 opening.deadline = math.inf
                 yield cls(ws, _welcome(raw))
         if opening.cancelled_caught:
-            raise GatewayTimeout(f"no welcome from {url} within {welcome_timeout:g} s (not a "
+            raise GatewayTimeout(f"no welcome from {url} within {bound:g} s (not a "
                                  "tidings gateway, or a hung one?)")
 
     # --- sending -------------------------------------------------------------------------------
