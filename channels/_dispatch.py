@@ -11,6 +11,10 @@ session's turns one after another, so two turns of one session never run at once
 - ``followup``: per-session FIFO; each message is its own turn.
 - ``collect``: messages that arrive during a turn are buffered and sent as one turn after it.
 
+A waiting turn takes at most :data:`~tidings.actors.MAX_IDS_PER_CALL` (10,000) held messages
+(``collect`` or ``steer``): its end releases them in one commit, which refuses more. The next
+message starts a new waiting turn behind it, so a larger burst runs as several turns, in order.
+
 A message that was accepted but whose turn never ran (the runtime stopped while it waited, or
 its worker's task was cancelled or abandoned) is not dropped silently: the session gets one
 notice per such turn through the outbox (:func:`unanswered_notice`), so the user learns it was
@@ -34,6 +38,7 @@ import attrs
 import trio
 
 from tidings.actors._held import unanswered_metadata
+from tidings.actors._status import MAX_IDS_PER_CALL
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
 from tidings.channels._sanitize import sanitize_line
@@ -164,7 +169,9 @@ class Dispatch:
     def submit(self, session_id: str, conversation: Conversation, inbound: Inbound,
                held: str | None = None) -> Submitted:
         """Queue *inbound* (held under the inbound id *held*, if given) for the session by the
-        channel's dispatch mode. Never blocks.
+        channel's dispatch mode. Never blocks. A waiting turn that holds
+        :data:`MAX_IDS_PER_CALL` messages already takes no more (its end could not release
+        them): *inbound* waits in a new turn after it.
 
         Raises:
           RuntimeClosedError: the runtime is stopping (nothing was queued).
@@ -176,7 +183,8 @@ class Dispatch:
                 session_id, conversation, self._unseen_turns.pop(session_id, None))
         busy = state.active is not None or bool(state.pending)
         held_ids = [] if held is None else [held]
-        if mode in ("steer", "collect") and state.pending:
+        if (mode in ("steer", "collect") and state.pending
+                and len(state.pending[-1].held) + len(held_ids) <= MAX_IDS_PER_CALL):
             state.pending[-1].inbounds.append(inbound)
             state.pending[-1].held += held_ids
             outcome: Submitted = "merged"
