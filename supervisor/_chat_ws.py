@@ -138,9 +138,10 @@ class _State:
         self.finished: set[str] = set()
         self.synced: dict[str, int] | None = None
         self.question: dict[str, Any] | None = None
-        # question id -> the answer or approval frame sent for it, until its prompt_closed: a
-        # drop may cut it, and the gateway then asks again after the reconnect (see _asked).
-        self.answers: dict[str, dict[str, Any]] = {}
+        # question id -> (the question frame, the answer or approval frame sent for it), until
+        # its prompt_closed: a drop may cut it, and the gateway then asks again after the
+        # reconnect (see _asked).
+        self.answers: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         # The message whose answer is not in yet (piped mode waits for it before the next line,
         # and any mode at the end of input): kept across a reconnect, which must not end that
         # wait (the answer comes on the next connection).
@@ -230,11 +231,14 @@ async def _asked(client: GatewayClient, state: _State, printer: _Printer,
                  frame: dict[str, Any]) -> None:
     """A prompt or an approval request: printed, and the next line answers it; or, if it was
     answered already on a connection that dropped (the gateway asks every new connection what
-    still waits, so the answer did not reach it), answered again with the same frame."""
-    answer = state.answers.get(_question_id(frame))
-    if answer is not None:
+    still waits, so the answer did not reach it), answered again with the same frame. Only
+    the same question (the gateway sends its frame again as it was): another one that reuses
+    the id (the question answered closed with the ``prompt_closed`` lost) is the person's."""
+    kept = state.answers.pop(_question_id(frame), None)
+    if kept is not None and kept[0] == frame:
+        state.answers[_question_id(frame)] = kept
         await state.pace.take()
-        await client.send(answer)
+        await client.send(kept[1])
         return
     printer.frame(frame)
     state.question = frame
@@ -317,11 +321,12 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool
     return True
 
 
-def _keep(answers: dict[str, dict[str, Any]], question_id: str, frame: dict[str, Any]) -> None:
-    """Keep *frame*, the answer to *question_id*, forgetting the oldest beyond
+def _keep(answers: dict[str, tuple[dict[str, Any], dict[str, Any]]], question: dict[str, Any],
+          frame: dict[str, Any]) -> None:
+    """Keep *frame*, the answer to *question*, forgetting the oldest beyond
     :data:`_ANSWERS_KEPT` (a question whose ``prompt_closed`` the drop took is never asked
     again: its answer would be kept for nothing)."""
-    answers[question_id] = frame
+    answers[_question_id(question)] = (question, frame)
     while len(answers) > _ANSWERS_KEPT:
         del answers[next(iter(answers))]
 
@@ -381,7 +386,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
             if question is not None:
                 state.question = None
                 # kept until the question closes: a drop before then answers it again
-                _keep(state.answers, _question_id(question), frame)
+                _keep(state.answers, question, frame)
             else:  # kept until answered: a drop before then sends it again (_resend)
                 state.unanswered[frame["id"]] = frame
             await state.pace.take()
