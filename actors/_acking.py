@@ -20,7 +20,7 @@ from tidings.actors._lanes import check_delivery_ids
 from tidings.actors._outbound import build_outbound, item_from_row
 from tidings.actors._policy import KINDS
 from tidings.actors._records import Outbound
-from tidings.actors._status import check_id, check_seq
+from tidings.actors._status import check_id, check_seq, check_session_id
 from tidings.errors import SessionNotFoundError, ValidationError
 from tidings.store import OUTBOX_STATUSES, acking, transition
 
@@ -116,7 +116,7 @@ class AckingSupport:
         """Return once no ``unrouted`` write of *session_id*'s lane is in flight (a row it
         found no route for just before a bind). Always a checkpoint. Raises
         :class:`ValidationError` naming ``session_id`` if it is not a non-empty string."""
-        await self.dispatcher.unrouted_written(check_id("session_id", session_id))
+        await self.dispatcher.unrouted_written(check_session_id("session_id", session_id))
 
     async def stored_deliveries(self, session_id: str, *, after_seq: int = 0,
                                 limit: int = 256,

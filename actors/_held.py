@@ -23,7 +23,12 @@ import trio
 from tidings.actors._blocks import check_capped_text
 from tidings.actors._pipeline import new_id
 from tidings.actors._session_io import notice_request
-from tidings.actors._status import MAX_IDS_PER_CALL, check_id, check_id_list
+from tidings.actors._status import (
+    MAX_IDS_PER_CALL,
+    check_id,
+    check_id_list,
+    check_session_id,
+)
 from tidings.errors import SessionNotFoundError, ValidationError
 from tidings.store import HeldInbound, Op, held_inbound, hold_inbound, release_inbound
 
@@ -63,7 +68,7 @@ async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | N
       ConflictError: *inbound_id* is held already.
       SessionNotFoundError: no such session (nothing is held).
     """
-    check_id("session_id", session_id)
+    check_session_id("session_id", session_id)
     if not check_capped_text(notice, "notice"):  # it becomes a notice: capped as one
         raise ValidationError("notice", "must not be empty: it is what the user is told")
     if message_id is not None:

@@ -32,7 +32,7 @@ import trio
 from tidings.actors._handle import DeliveryItem, HandleRegistry, describe_error, outcome_of
 from tidings.actors._lane_actor import RETIRE, WAKE, LaneWorker
 from tidings.actors._router import SessionInteractionRouter
-from tidings.actors._status import check_id, check_id_list
+from tidings.actors._status import check_id_list, check_session_id
 from tidings.errors import MailboxClosedError, TidingsError
 from tidings.store import Store, transition
 from tidings.supervisor import ChildSpec, Supervisor
@@ -391,7 +391,7 @@ class Dispatcher:
         ``unknown`` (the client may or may not have them; it resolves them when it returns).
         Returns their ids. Always a checkpoint. Raises :class:`ValidationError` naming
         ``session_id`` if it is not a non-empty string."""
-        lane = self.lanes.get(check_id("session_id", session_id))
+        lane = self.lanes.get(check_session_id("session_id", session_id))
         ids = list(lane.unacked) if lane is not None else []
         if not ids:
             await trio.lowlevel.checkpoint()

@@ -29,7 +29,7 @@ from tidings.actors._records import (
     Prompt,
     PromptAnswer,
 )
-from tidings.actors._status import check_id
+from tidings.actors._status import check_session_id
 from tidings.errors import RouteMismatchError, ValidationError
 
 __all__ = ["BindToken", "Binding", "SessionInteractionRouter", "certainly_sync"]
@@ -82,11 +82,11 @@ class SessionInteractionRouter:
         ``async request_approval(request)``, ``capabilities`` (block types it renders; without
         it, text only) and ``ack_window`` (an int >= 0; see ``Runtime.confirm``). A route that
         breaks these is refused with :class:`ValidationError` naming the attribute (a
-        *session_id* no session can have, see ``check_id``, naming ``session_id``), and one
+        *session_id* no session can have, see ``check_session_id``, naming ``session_id``), and one
         whose ``deliver`` is certainly sync (a plain function or method) with ``TypeError``
         naming ``deliver``; the live binding stays as it was.
         """
-        check_id("session_id", session_id)  # (not looked up: a bind never blocks)
+        check_session_id("session_id", session_id)  # (not looked up: a bind never blocks)
         deliver = getattr(route, "deliver", None)
         if not callable(deliver):
             raise ValidationError("route", "a route needs an async deliver(outbound) method")

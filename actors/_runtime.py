@@ -33,7 +33,7 @@ from tidings.actors._pipeline import DeliveryPipeline, new_id
 from tidings.actors._policy import check_flag
 from tidings.actors._recovery import RecoveryReport, RecoveryScanner
 from tidings.actors._router import SessionInteractionRouter
-from tidings.actors._status import StatusViews, check_id, check_seconds
+from tidings.actors._status import StatusViews, check_id, check_seconds, check_session_id
 from tidings.actors._tasks import TaskRunner
 from tidings.actors._turns import TurnContext, open_turn
 from tidings.errors import (
@@ -145,7 +145,7 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
                                                     f"artifact root) may have")
         metadata = check_json_object(metadata, "metadata", max_bytes=MAX_JSON_BYTES)
         if parent_session_id is not None:
-            await self.session(check_id("parent_session_id", parent_session_id))
+            await self.session(check_session_id("parent_session_id", parent_session_id))
         if session_id is None:
             session_id = new_id("session_child" if parent_session_id else "session")
         await self.store.commit(create_session(
@@ -157,7 +157,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         """The session record as stored now (``state`` and ``last_seq`` change, so it is read
         every time). Raises :class:`SessionNotFoundError` (a ``LookupError``), and
         :class:`ValidationError` for an id that is not a non-empty string."""
-        record = await self.store.read(queries.session, check_id("session_id", session_id))
+        record = await self.store.read(queries.session,
+                                      check_session_id("session_id", session_id))
         if record is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return record
@@ -181,7 +182,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         its end unless the runtime's stop (or a cancel from outside with no reason) cut it:
         then recovery tells the user they were not answered; at most
         :data:`~tidings.actors.MAX_IDS_PER_CALL` distinct ids. Ids are non-empty strings of
-        at most :data:`~tidings.actors.MAX_ID_CHARS` characters.
+        at most :data:`~tidings.actors.MAX_ID_CHARS` characters (but for *session_id*, an
+        existing session's, which earlier versions may have stored longer).
         """
         return open_turn(self, session_id, slot=slot, mode=mode, history_policy=history_policy,
                          message_id=message_id, turn_id=turn_id, inbound_ids=inbound_ids)
@@ -227,7 +229,7 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         check_flag("model_context", model_context)
         found = await self.store.read(functools.partial(queries.history,
                                                         model_context=model_context),
-                                      check_id("session_id", session_id))
+                                      check_session_id("session_id", session_id))
         if found is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return found

@@ -20,7 +20,12 @@ from tidings.actors._blocks import (
 )
 from tidings.actors._handle import DeliveryHandle
 from tidings.actors._pipeline import DeliveryRequest, new_id
-from tidings.actors._status import MAX_IDS_PER_CALL, check_id, check_id_list
+from tidings.actors._status import (
+    MAX_IDS_PER_CALL,
+    check_id,
+    check_id_list,
+    check_session_id,
+)
 from tidings.errors import ValidationError
 from tidings.store import append_user_message, session_has_turns
 
@@ -52,7 +57,7 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
       SessionNotFoundError: no such session.
       RuntimeClosedError: the runtime is stopping.
     """
-    check_id("session_id", session_id)
+    check_session_id("session_id", session_id)
     check_message_text(text, "text")
     if kind not in _NOTICE_KINDS:
         raise ValidationError("kind", f"must be one of {', '.join(_NOTICE_KINDS)}, got {kind!r}")
@@ -86,7 +91,7 @@ async def record_user_message(rt: Runtime, session_id: str, text: str, *,
     :class:`ValidationError` for one with a lone surrogate, naming ``session_id`` or
     ``turn_id`` unless it is a valid id (None for ``turn_id``: it is stored as the row's
     turn), :class:`SessionNotFoundError` and :class:`RuntimeClosedError` as :func:`notify`."""
-    check_id("session_id", session_id)
+    check_session_id("session_id", session_id)
     if turn_id is not None:
         check_id("turn_id", turn_id)
     _check_text(text)
@@ -105,6 +110,6 @@ async def has_turns(rt: Runtime, session_id: str, *, excluding: Iterable[str] = 
     :class:`ValidationError` naming ``session_id`` unless it is a non-empty string, and
     ``excluding`` for a lone string (it would be read as its characters) or a turn id that is
     not a non-empty string."""
-    check_id("session_id", session_id)
+    check_session_id("session_id", session_id)
     turns = frozenset(check_id_list("excluding", excluding, "turn ids"))
     return await rt.store.read(session_has_turns, session_id, turns)

@@ -21,12 +21,14 @@ from tidings.store import (
 )
 
 __all__ = ["MAX_IDS_PER_CALL", "MAX_ID_CHARS", "StatusViews", "check_id", "check_id_list",
-           "check_seconds", "check_seq"]
+           "check_seconds", "check_seq", "check_session_id"]
 
 MAX_ID_CHARS = 1024
 """The most characters an id given to the runtime may have (a session, turn, message,
 inbound or delivery id, a channel name): ids are stored and indexed whole, and no platform's
-ids come near it. Longer ones are refused by field, before anything is written."""
+ids come near it. Longer ones are refused by field, before anything is written. The id of a
+session that exists already is not capped (:func:`check_session_id`): earlier versions stored
+longer ones."""
 
 MAX_IDS_PER_CALL = 10_000
 """The most distinct held messages a send, notice or turn may release (``settles=``,
@@ -50,6 +52,15 @@ def check_id(field: str, value: object, *, max_chars: int | None = MAX_ID_CHARS)
     if lone is not None:  # it could be neither stored nor looked up
         raise ValidationError(field, f"is not valid Unicode (lone surrogate at index {lone})")
     return value
+
+
+def check_session_id(field: str, value: object) -> str:
+    """*value* as the id of a session that must exist already (:func:`check_id`, with no
+    length cap): :data:`MAX_ID_CHARS` caps ids as they are made (a chosen ``session_id``), but
+    earlier versions stored sessions with longer ids, which must stay reachable. A lookup of
+    a long id that no session has finds nothing (:class:`SessionNotFoundError`, or an empty
+    view); nothing is written under an id no session has."""
+    return check_id(field, value, max_chars=None)
 
 
 def check_id_list(field: str, values: Iterable[str], what: str = "ids", *,
@@ -96,7 +107,7 @@ def check_seconds(field: str, value: object, *, positive: bool = False) -> None:
 def _session_filter(session_id: object) -> str | None:
     """A ``session_id`` filter: None (every session) or an id (:func:`check_id`): a filter
     that is no id would match nothing, silently, or fail in SQLite naming nothing."""
-    return None if session_id is None else check_id("session_id", session_id)
+    return None if session_id is None else check_session_id("session_id", session_id)
 
 
 class StatusViews:

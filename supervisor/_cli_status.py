@@ -90,9 +90,10 @@ def parse_since(text: str, *, now: Callable[[], float] = time.time) -> float:
 
 def _id(text: str) -> str:
     """A delivery or session id: not empty, and valid UTF-8 on the command line (Python
-    hands undecodable bytes over as lone surrogates, which no id stored can hold)."""
+    hands undecodable bytes over as lone surrogates, which no id stored can hold). Not
+    length-capped: it is only looked up, and earlier versions stored longer session ids."""
     try:
-        return check_id("id", text)
+        return check_id("id", text, max_chars=None)
     except ValidationError as exc:
         raise argparse.ArgumentTypeError(f"not an id: {exc.reason}") from None
 
