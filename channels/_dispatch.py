@@ -38,7 +38,7 @@ import attrs
 import trio
 
 from tidings.actors._held import unanswered_metadata
-from tidings.actors._status import MAX_IDS_PER_CALL
+from tidings.actors._status import MAX_ID_CHARS, MAX_IDS_PER_CALL
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
 from tidings.channels._sanitize import sanitize_line
@@ -229,7 +229,7 @@ class Dispatch:
         state.working = True
         if self._idle.is_set():
             self._idle = trio.Event()
-        name = f"{self._channel.config.name}:{state.session_id}"
+        name = _task_name(self._channel.config.name, state.session_id)
         try:
             self._channel.runtime.start_task(name, self._work, state,
                                              on_abandon=lambda: self._abandoned(state))
@@ -281,7 +281,7 @@ class Dispatch:
         dropped = self._worker_ended(state)
         if not dropped:
             return
-        name = f"{self._channel.config.name}:{state.session_id}:unanswered"
+        name = _task_name(self._channel.config.name, state.session_id, "unanswered")
         not_told = functools.partial(self._not_told, state.session_id, len(dropped))
 
         def abandoned(why: str) -> None:
@@ -357,6 +357,15 @@ class Dispatch:
     def _set_idle_if_idle(self) -> None:
         if not self._states and not self._telling:
             self._idle.set()
+
+
+def _task_name(*parts: str) -> str:
+    """The name of a task this channel starts (``<channel>:<session id>[:...]``), cut to
+    :data:`MAX_ID_CHARS` characters: ``start_task`` refuses a longer name, and both parts may
+    be long legal ids (a channel named at the cap, a session id an earlier version stored).
+    The name is only for the logs (the supervisor makes each child's name unique)."""
+    name = ":".join(parts)
+    return name if len(name) <= MAX_ID_CHARS else name[:MAX_ID_CHARS - 1] + "\u2026"
 
 
 def _owes_steer_note(pending: PendingTurn, turn: ActiveTurn) -> bool:
