@@ -16,6 +16,7 @@ from typing import Any, Literal, final
 
 import attrs
 
+from tidings.actors._status import MAX_ID_CHARS
 from tidings.channels._loader import split_import_path
 from tidings.channels._sanitize import sanitize_line
 from tidings.errors import ConfigError
@@ -204,6 +205,9 @@ def _check_name(value: object) -> str:
         raise ConfigError(
             "name", f"channel name must be a lowercase identifier matching ^[a-z][a-z0-9_]*$, "
                     f"got {value!r}")
+    if len(value) > MAX_ID_CHARS:  # stored as an id in every row of the channel
+        raise ConfigError("name", f"channel name is {len(value)} characters, over the limit of "
+                                  f"{MAX_ID_CHARS} (MAX_ID_CHARS), got {value!r:.80}")
     return value
 
 
@@ -265,7 +269,8 @@ class ChannelConfig:
     ``package.module:Name``.
 
     Raises:
-      ConfigError: naming the field: ``name`` for a name that is not a lowercase identifier,
+      ConfigError: naming the field: ``name`` for a name that is not a lowercase identifier
+        (or is over ``MAX_ID_CHARS`` characters: it is stored as an id),
         else the dotted path such as ``channels.ops.identity.display_name``.
     """
 
