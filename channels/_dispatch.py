@@ -12,8 +12,10 @@ session's turns one after another, so two turns of one session never run at once
 - ``collect``: messages that arrive during a turn are buffered and sent as one turn after it.
 
 A waiting turn takes at most :data:`~tidings.actors.MAX_IDS_PER_CALL` (10,000) held messages
-(``collect`` or ``steer``): its end releases them in one commit, which refuses more. The next
-message starts a new waiting turn behind it, so a larger burst runs as several turns, in order.
+(``collect`` or ``steer``): its end releases them in one commit, which refuses more. Nor more
+messages than the ids of its "not answered" notice's metadata can list within
+:data:`~tidings.actors.MAX_JSON_BYTES` (some 300 ids of 200 characters). The next message
+starts a new waiting turn behind it, so a larger burst runs as several turns, in order.
 
 A message that was accepted but whose turn never ran (the runtime stopped while it waited, or
 its worker's task was cancelled or abandoned) is not dropped silently: the session gets one
@@ -31,12 +33,14 @@ from __future__ import annotations
 
 import collections
 import functools
+import json
 import logging
 from typing import TYPE_CHECKING, Literal
 
 import attrs
 import trio
 
+from tidings.actors._blocks import MAX_JSON_BYTES
 from tidings.actors._held import unanswered_metadata
 from tidings.actors._status import MAX_ID_CHARS, MAX_IDS_PER_CALL
 from tidings.channels._directory import Conversation
@@ -84,6 +88,26 @@ class PendingTurn:
     steered: bool = False
     """Its prompt gets the steer note: a turn whose agent was working was steered away for
     it (or such a note went to a turn whose agent then never ran)."""
+    id_bytes: int = attrs.field(default=0, init=False)
+    """What its messages' ids add to its "not answered" notice's metadata, in bytes of
+    JSON (kept as messages join, so a merge costs no more than the message)."""
+
+    def __attrs_post_init__(self) -> None:
+        self.id_bytes = sum(_id_bytes(inbound.message_id) for inbound in self.inbounds)
+
+    def can_take(self, inbound: Inbound, held: list[str]) -> bool:
+        """Whether *inbound* (held under *held*) may join: the turn's end releases its held
+        messages in one commit (at most :data:`MAX_IDS_PER_CALL`), and its notice, should it
+        never run, lists their ids in metadata of at most :data:`MAX_JSON_BYTES`."""
+        return (len(self.held) + len(held) <= MAX_IDS_PER_CALL
+                and (_NOTICE_METADATA_BYTES + self.id_bytes + _id_bytes(inbound.message_id)
+                     <= MAX_JSON_BYTES))
+
+    def take(self, inbound: Inbound, held: list[str]) -> None:
+        """Merge *inbound* (see :meth:`can_take`)."""
+        self.inbounds.append(inbound)
+        self.held += held
+        self.id_bytes += _id_bytes(inbound.message_id)
 
     @property
     def text(self) -> str:
@@ -93,6 +117,16 @@ class PendingTurn:
     def message_id(self) -> str | None:
         """The newest message's id (the one the turn answers last)."""
         return self.inbounds[-1].message_id
+
+
+_NOTICE_METADATA_BYTES = len(json.dumps(unanswered_metadata([])))
+"""The JSON of a "not answered" notice's metadata that lists no id."""
+
+
+def _id_bytes(message_id: str | None) -> int:
+    """What *message_id* adds to that JSON (a message with none adds nothing): its JSON
+    string and a separator (``json.dumps``' ``", "``; one too many for the first id)."""
+    return 0 if message_id is None else len(json.dumps(message_id)) + 2
 
 
 def unanswered_notice(text: str) -> str:
@@ -171,7 +205,8 @@ class Dispatch:
         """Queue *inbound* (held under the inbound id *held*, if given) for the session by the
         channel's dispatch mode. Never blocks. A waiting turn that holds
         :data:`MAX_IDS_PER_CALL` messages already takes no more (its end could not release
-        them): *inbound* waits in a new turn after it.
+        them), nor one whose id its notice could not list (:meth:`PendingTurn.can_take`):
+        *inbound* waits in a new turn after it.
 
         Raises:
           RuntimeClosedError: the runtime is stopping (nothing was queued).
@@ -184,9 +219,8 @@ class Dispatch:
         busy = state.active is not None or bool(state.pending)
         held_ids = [] if held is None else [held]
         if (mode in ("steer", "collect") and state.pending
-                and len(state.pending[-1].held) + len(held_ids) <= MAX_IDS_PER_CALL):
-            state.pending[-1].inbounds.append(inbound)
-            state.pending[-1].held += held_ids
+                and state.pending[-1].can_take(inbound, held_ids)):
+            state.pending[-1].take(inbound, held_ids)
             outcome: Submitted = "merged"
         else:
             state.pending.append(PendingTurn([inbound], held_ids))
