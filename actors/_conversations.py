@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tidings.actors._pipeline import new_id
-from tidings.actors._status import check_id
-from tidings.errors import SessionClosedError, SessionNotFoundError, ValidationError
+from tidings.actors._status import check_id, check_session_id
+from tidings.errors import SessionClosedError, SessionNotFoundError
 from tidings.store import (
     bind_conversation,
     forget_conversation,
@@ -84,8 +84,7 @@ async def resume(rt: Runtime, channel: str, key: str, session_id: str) -> None:
         cleared.
     """
     channel, key = _check(channel, key)
-    if not isinstance(session_id, str) or not session_id:
-        raise ValidationError("session_id", f"must be a non-empty string, got {session_id!r}")
+    check_session_id("session_id", session_id)  # an existing session's: not length-capped
     rt.check_open()
     [outcome] = await rt.store.commit([resume_conversation(
         rt.core_id, channel, key, session_id, now=rt.store.clock())])
