@@ -74,6 +74,7 @@ async def test_a_kept_answer_is_not_given_to_another_question_with_the_same_id(
         options = ChatOptions(url=f"ws://127.0.0.1:{listener.port}",
                               token="gateway-test-token", conversation="reused",
                               interactive=True)
+        code = None  # the chat did not end within the bound
         with trio.move_on_after(10):
             code = await chat_over_websocket(options, lines(), out=out, err=err)
         nursery.cancel_scope.cancel()
