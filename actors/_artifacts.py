@@ -24,8 +24,13 @@ import attrs
 from tidings.actors._blocks import lone_surrogate
 from tidings.errors import ArtifactError, ValidationError
 
-__all__ = ["URL_SCHEMES", "ArtifactRef", "ResolvedSource", "check_session_name",
-           "check_source_type", "looks_like_url", "names_own_directory", "resolve_source"]
+__all__ = ["MAX_NAME_BYTES", "URL_SCHEMES", "ArtifactRef", "ResolvedSource",
+           "check_session_name", "check_source_type", "looks_like_url", "names_own_directory",
+           "resolve_source"]
+
+MAX_NAME_BYTES = 255
+"""The longest file name (``NAME_MAX``) common file systems take, in bytes: a caller-chosen
+session id names the session's artifact directory."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(//)?")
 
@@ -81,9 +86,12 @@ def names_own_directory(session_id: str) -> bool:
     """Whether ``<artifacts>/<session_id>`` is a directory of the session's own: one plain path
     component. ``..``, ``/``, ``.`` or ``a/b`` would make it the database directory, the
     filesystem root, every session's artifacts or inside another session's; such a session
-    has no artifact root (its files must be in the workspace)."""
+    has no artifact root (its files must be in the workspace). Nor has one whose id is over
+    :data:`MAX_NAME_BYTES` of UTF-8 (earlier versions stored such ids): no file system takes
+    that name."""
     return (bool(session_id) and session_id not in (".", "..") and "\x00" not in session_id
-            and not any(sep and sep in session_id for sep in (os.sep, os.altsep)))
+            and not any(sep and sep in session_id for sep in (os.sep, os.altsep))
+            and len(session_id.encode("utf-8", "surrogatepass")) <= MAX_NAME_BYTES)
 
 
 def check_session_name(field: str, value: object) -> str:

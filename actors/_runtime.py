@@ -22,7 +22,7 @@ import attrs
 import trio
 
 from tidings.actors._acking import AckingSupport
-from tidings.actors._artifacts import check_session_name, names_own_directory
+from tidings.actors._artifacts import MAX_NAME_BYTES, check_session_name, names_own_directory
 from tidings.actors._blocks import MAX_JSON_BYTES, check_json_object
 from tidings.actors._channel_support import ChannelSupport
 from tidings.actors._events import EventBus, EventFeed
@@ -77,9 +77,6 @@ _MAX_LEASE = 10 * 365 * 86400
 """The longest ``lease`` (10 years): each claim stores ``now + lease`` as a time, which must
 stay one a reader can print (``inf`` or ``1e300`` cannot be)."""
 
-_MAX_NAME_BYTES = 255
-"""The longest file name (``NAME_MAX``) common file systems take, in bytes: a caller-chosen
-session id names the session's artifact directory."""
 
 
 @attrs.frozen
@@ -139,9 +136,9 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         if session_id is not None:
             check_session_name("session_id", check_id("session_id", session_id))
             size = len(session_id.encode())  # valid Unicode: check_session_name says so
-            if size > _MAX_NAME_BYTES:
+            if size > MAX_NAME_BYTES:
                 raise ValidationError("session_id", f"is {size} bytes of UTF-8, over the "
-                                                    f"{_MAX_NAME_BYTES} a directory name (its "
+                                                    f"{MAX_NAME_BYTES} a directory name (its "
                                                     f"artifact root) may have")
         metadata = check_json_object(metadata, "metadata", max_bytes=MAX_JSON_BYTES)
         if parent_session_id is not None:
@@ -192,11 +189,13 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         """``<database directory>/artifacts/<session_id>`` unless ``artifact_root`` was given.
         Raises :class:`ValidationError` naming ``session_id`` for an id that is not one plain
         path component (``..``, ``a/b``: a session made so by an older version has no
-        artifact root; the path would be outside its own)."""
-        check_id("session_id", session_id)
+        artifact root; the path would be outside its own), or one over 255 bytes of UTF-8
+        (no directory can have that name; earlier versions stored such ids)."""
+        check_session_id("session_id", session_id)
         if not names_own_directory(session_id):
             raise ValidationError("session_id", f"{session_id!r:.80} is not one plain path "
-                                                f"component: it has no artifact root")
+                                                f"component of at most {MAX_NAME_BYTES} bytes: "
+                                                f"it has no artifact root")
         base = self._artifact_root or pathlib.Path(self.store.path).parent / "artifacts"
         return base / session_id
 
