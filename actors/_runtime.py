@@ -214,8 +214,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         """Deliveries (lifecycle view), in per-session order, filtered as asked (``status`` is
         an effective status of ``OUTBOX_STATUSES``). Bad filters raise
         :class:`ValidationError` naming them."""
-        if session_id is not None:
-            check_session_name("session_id", session_id)
+        if session_id is not None:  # a filter: any session's id, as stored (see check_session_id)
+            check_session_id("session_id", session_id)
         return await self.store.read(functools.partial(
             queries.deliveries, session_id=session_id, status=status, since=since, limit=limit))
 

@@ -68,3 +68,13 @@ async def test_tidings_status_filters_on_a_stored_long_session_id(rt, db_path,
     assert code == 0, captured.err
     [row] = json.loads(captured.out)["recent"]
     assert row["session_id"] == sid
+
+
+@pytest.mark.parametrize("sid", [OLD, "a/b", ".."], ids=["long", "slash", "dotdot"])
+async def test_deliveries_filters_on_a_session_an_earlier_version_stored(rt, sid) -> None:
+    """``rt.deliveries(session_id)`` checked the filter as a new session's name, refusing the
+    ids earlier versions stored (``a/b``, ``..``: sessions that still exist)."""
+    await rt.store.commit(create_session(sid, core_id=rt.core_id, channel="web",
+                                         now=rt.store.clock()))
+    handle = await rt.notify(sid, "a notice")
+    assert [d.delivery_id for d in await rt.deliveries(sid)] == [handle.delivery_id]
