@@ -13,6 +13,7 @@ import functools
 import math
 import os
 import pathlib
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -33,7 +34,13 @@ from tidings.actors._pipeline import DeliveryPipeline, new_id
 from tidings.actors._policy import check_flag
 from tidings.actors._recovery import RecoveryReport, RecoveryScanner
 from tidings.actors._router import SessionInteractionRouter
-from tidings.actors._status import StatusViews, check_id, check_seconds, check_session_id
+from tidings.actors._status import (
+    MAX_ID_CHARS,
+    StatusViews,
+    check_id,
+    check_seconds,
+    check_session_id,
+)
 from tidings.actors._tasks import TaskRunner
 from tidings.actors._turns import TurnContext, open_turn
 from tidings.errors import (
@@ -55,6 +62,7 @@ from tidings.store import (
     create_session,
     prepare_store,
     queries,
+    read_database,
 )
 from tidings.supervisor import (
     ChildContext,
@@ -310,7 +318,9 @@ def _check_arguments(*, db_path: object, workspace: object, artifact_root: objec
     check_executor(writer, "writer")
     if recover not in ("at_open", "manual"):
         raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")
-    check_id("core_id", core_id)  # stored in every session and conversation row
+    # Stored in every session and conversation row: capped (MAX_ID_CHARS) by
+    # _check_core_id_length, which reads the database, unless the database has it already.
+    check_id("core_id", core_id, max_chars=None)
     if synchronous not in get_args(Synchronous):
         raise ValidationError("synchronous", f"must be 'FULL' or 'NORMAL', got "
                                              f"{synchronous!r:.80}")
@@ -334,6 +344,24 @@ def _check_arguments(*, db_path: object, workspace: object, artifact_root: objec
             or not 0 <= now <= _MAX_TIME):
         raise ValidationError("clock", f"must return unix seconds from 0 to {_MAX_TIME} (year "
                                        f"9999), returned {now!r:.80}")
+
+
+def _check_core_id_length(db_path: str | os.PathLike[str], core_id: str) -> None:
+    """Refuse *core_id*, over :data:`MAX_ID_CHARS`, by name unless the database at *db_path*
+    has sessions under it: earlier versions took a core id of any length, and their database
+    must still open with it (its conversations are bound under it). Blocking; creates
+    nothing."""
+    try:
+        stored = read_database(db_path, _has_core_id, core_id)
+    except StoreError:  # no database yet (or none that opens): nothing was stored under it
+        stored = False
+    if not stored:
+        check_id("core_id", core_id)  # raises: over the cap
+
+
+def _has_core_id(conn: sqlite3.Connection, core_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM sessions WHERE core_id = ? LIMIT 1",
+                        (core_id,)).fetchone() is not None
 
 
 _LOCK_SUFFIX = ".runtime.lock"
@@ -436,7 +464,8 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     Bad arguments raise :class:`ValidationError` naming them before anything is created: the
     paths must be non-empty strings or ``os.PathLike`` (``workspace`` an existing directory),
     ``core_id`` an id of at most :data:`~tidings.actors.MAX_ID_CHARS` characters of valid
-    Unicode, ``clock()`` must return unix seconds up to year 9999 (it is called once to
+    Unicode (a longer one only for a database whose sessions an earlier version stored under
+    it), ``clock()`` must return unix seconds up to year 9999 (it is called once to
     see), and
     ``lease`` (stored with each claim) be at most ten years. A
     path that holds something other than a tidings database (a directory, a text file,
@@ -450,6 +479,8 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                      grace=grace, lease=lease, scan_interval=scan_interval,
                      stranded_after=stranded_after, intensity=intensity,
                      fault_plan=fault_plan, clock=clock)
+    if len(core_id) > MAX_ID_CHARS:
+        await trio.to_thread.run_sync(_check_core_id_length, db_path, core_id)
     root, artifacts = await trio.to_thread.run_sync(_resolve_roots, workspace, artifact_root)
     lock, created = await trio.to_thread.run_sync(_lock_database, db_path)
     try:
