@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 import tidings
-from tidings.actors import _turns
+from tidings.actors import MAX_IDS_PER_CALL, _turns
 from tidings.channels import ChannelConfig, _dispatch
 
 from .conftest import GatedAgent, RecordingChannel, rows
@@ -48,3 +48,25 @@ async def test_a_collect_merge_over_the_cap_runs_as_several_turns_in_order(
         assert rows(db_path, "SELECT inbound_id FROM inbound_messages") == []
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         assert rt.scanner.statistics().totals.unanswered == 0
+
+
+@pytest.mark.slow
+async def test_a_collect_burst_over_the_real_cap_runs_as_two_turns(db_path, workspace) -> None:
+    """The long form, at the real MAX_IDS_PER_CALL (messages without ids: theirs would reach
+    the notice's metadata cap first)."""
+    agent = GatedAgent()
+    count = MAX_IDS_PER_CALL + 1
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = RecordingChannel(rt, ChannelConfig(name="ops", dispatch_mode="collect"),
+                                   agent=agent)
+        assert await channel.say("first") == "started"
+        await agent.wait_turns(1)
+        for n in range(count):
+            await channel.say(f"n{n}")
+        agent.block = False
+        agent.release()
+        await channel.wait_idle()
+        assert [e.type for e in channel.events if e.terminal] == ["completed"] * 3
+        assert [len(turn.text.split("\n\n")) for turn in agent.turns[1:]] == [
+            MAX_IDS_PER_CALL, 1]
+        assert rows(db_path, "SELECT count(*) FROM inbound_messages") == [(0,)]
