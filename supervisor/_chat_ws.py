@@ -65,6 +65,10 @@ _SETTLE = 30.0
 """Seconds a piped line waits for its answer before the next one is sent anyway."""
 _ANSWERS_KEPT = 64
 """Answers to questions not closed yet that are kept, to answer again after a reconnect."""
+_IDS_KEPT = 256
+"""Message ids whose answer (``accepted``, a refusal, the end of their turn) is kept: only the
+message a piped chat (or the end of input) waits for needs it, the last one sent; older ones
+are forgotten, so a long chat keeps no id per line."""
 _PACE_MARGIN = 0.8
 """The share of the server's ``rate`` and ``burst`` the chat uses (see :class:`_Pace`)."""
 
@@ -131,11 +135,13 @@ class _State:
         # session -> highest seq printed: a delivery at or below it is a repeat (a hello that
         # names an older session, after /new, has the current one replayed from its start).
         self.printed: dict[str, int] = {}
+        # id -> the server's answer to that message; and the ids whose turn ended. The
+        # :data:`_IDS_KEPT` latest only (see _remember).
         self.accepted: dict[str, str] = {}
         # id -> message frame sent (or being sent) with no accepted nor refusal yet: sent again
         # after a reconnect (see _resend).
         self.unanswered: dict[str, dict[str, Any]] = {}
-        self.finished: set[str] = set()
+        self.finished: dict[str, None] = {}
         self.synced: dict[str, int] | None = None
         self.question: dict[str, Any] | None = None
         # question id -> (the question frame, the answer or approval frame sent for it), until
@@ -258,17 +264,18 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             if isinstance(frame.get("session_id"), str):  # the hello after a drop names it
                 state.session_id = frame["session_id"]
             if frame.get("event") in ("completed", "cancelled", "failed"):
-                state.finished.add(str(frame.get("message_id")))
+                _remember(state.finished, str(frame.get("message_id")), None)
         elif kind == "accepted":
             # A resend the server already had (see _resend): its turn may have ended while
             # the client was away, a lifecycle frame that never comes again.
-            state.accepted[frame["id"]] = ("duplicate" if frame.get("duplicate")
-                                           else frame.get("outcome", ""))
+            _remember(state.accepted, frame["id"], "duplicate" if frame.get("duplicate")
+                      else frame.get("outcome", ""))
             state.unanswered.pop(frame["id"], None)
         elif kind == "error" and isinstance(frame.get("ref"), str):
             # A refused message (shutting_down, bad_field...) gets no accepted: piped mode
             # would wait for it until _SETTLE gave up.
-            state.accepted.setdefault(frame["ref"], "refused")
+            if frame["ref"] not in state.accepted:
+                _remember(state.accepted, frame["ref"], "refused")
             state.unanswered.pop(frame["ref"], None)
         elif kind == "synced":
             state.synced = {frame["session_id"]: frame["last_seq"]}
@@ -277,6 +284,13 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             if state.question is not None and frame.get("id") == _question_id(state.question):
                 state.question = None
         state.poke()
+
+
+def _remember(kept: dict[str, Any], key: str, value: Any) -> None:
+    """Set *kept*[*key*], forgetting the oldest keys beyond :data:`_IDS_KEPT`."""
+    kept[key] = value
+    while len(kept) > _IDS_KEPT:
+        del kept[next(iter(kept))]
 
 
 def _answer(question: dict[str, Any], line: str) -> dict[str, Any]:
