@@ -304,10 +304,13 @@ def _answer(question: dict[str, Any], line: str) -> dict[str, Any]:
 def _too_big(client: GatewayClient, frame: dict[str, Any]) -> str | None:
     """Why *frame* is not to be sent: over the server's ``max_frame_bytes`` it would be
     refused (``frame_too_big``, with no ``ref`` to tell which line) or, over four times that,
-    close the connection (``1009``). None when it fits."""
+    close the connection (``1009``). None when it fits. A welcome whose ``max_frame_bytes`` is
+    no limit (absent, or not an integer > 0: ``true``, ``0``, NaN, a string...) is taken as
+    :class:`GatewayConfig`'s default, as :class:`_Pace` takes ``rate`` and ``burst``: it
+    would otherwise refuse every line, or let through lines that close the connection."""
     limit = client.welcome.get("max_frame_bytes")
-    if not isinstance(limit, int):
-        return None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        limit = attrs.fields(GatewayConfig).max_frame_bytes.default
     size = len(encode(frame).encode("utf-8", "surrogatepass"))
     if size <= limit:
         return None
