@@ -59,6 +59,28 @@ def _closed(exc: ConnectionClosed) -> GatewayClosed:
     return GatewayClosed(getattr(reason, "code", None), getattr(reason, "reason", None))
 
 
+_CLOSE_REASON_BYTES = 123
+"""The most a websocket close frame carries as its reason (RFC 6455: 125 bytes, 2 of them
+the code)."""
+
+
+def _close_reason(reason: str) -> str:
+    """*reason* cut to fit a close frame (:data:`_CLOSE_REASON_BYTES` of UTF-8, ``…`` said
+    where it was cut)."""
+    data = reason.encode("utf-8", "replace")
+    if len(data) <= _CLOSE_REASON_BYTES:
+        return data.decode("utf-8")
+    return data[:_CLOSE_REASON_BYTES - 3].decode("utf-8", "ignore") + "…"
+
+
+async def _refuse(ws: WebSocketConnection, error: GatewayClosed) -> None:
+    """Close *ws* as *error* says (``1002`` and its reason) before it is raised: otherwise the
+    transport closes it ``1000``, and the server's log says all was well. Shielded, and
+    bounded as :meth:`GatewayClient.aclose` is."""
+    with trio.CancelScope(shield=True), trio.move_on_after(2):
+        await ws.aclose(error.code or _PROTOCOL_ERROR, _close_reason(error.reason or ""))
+
+
 def _frame(raw: str | bytes) -> dict[str, Any]:
     """One server frame: a JSON object, else :class:`GatewayClosed` (``1002``: the peer does
     not speak the protocol, say a URL that is some other websocket server)."""
@@ -174,7 +196,12 @@ class GatewayClient:
                 except ConnectionClosed as exc:
                     raise _closed(exc) from None
                 opening.deadline = math.inf
-                yield cls(ws, _welcome(raw))
+                try:
+                    welcome = _welcome(raw)
+                except GatewayClosed as exc:
+                    await _refuse(ws, exc)
+                    raise
+                yield cls(ws, welcome)
         if opening.cancelled_caught:
             raise GatewayTimeout(f"no welcome from {url} within {bound:g} s (not a "
                                  "tidings gateway, or a hung one?)")
@@ -217,15 +244,20 @@ class GatewayClient:
 
     async def receive(self) -> dict[str, Any]:
         """The next frame (a server ``ping`` is answered with ``pong`` and skipped).
-        Raises :class:`GatewayClosed` when the server closes (``1002``: it sent something
-        that is not a JSON object, or a frame without a field a client acts on, such as a
-        delivery's ``delivery_id``)."""
+        Raises :class:`GatewayClosed` when the server closes, or ``1002`` when it sent
+        something that is not a JSON object, or a frame without a field a client acts on, such
+        as a delivery's ``delivery_id``: the connection is then closed ``1002`` with that
+        reason (cut to a close frame's 123 bytes), so the server's side hears why."""
         while True:
             try:
                 raw = await self.ws.get_message()
             except ConnectionClosed as exc:
                 raise _closed(exc) from None
-            frame = _checked(_frame(raw))
+            try:
+                frame = _checked(_frame(raw))
+            except GatewayClosed as exc:
+                await _refuse(self.ws, exc)
+                raise
             if frame.get("type") == "ping":
                 await self.send({"type": "pong"})
                 continue

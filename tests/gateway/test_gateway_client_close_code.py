@@ -1,0 +1,77 @@
+"""``GatewayClient`` that meets a server frame it cannot use (not JSON, not an object, a
+field a client acts on missing, no ``welcome``) raises ``GatewayClosed`` ``1002`` and closes
+the websocket with that code and the reason, so the server's side (its log) says what the
+client saw. Before, the local error said 1002 and the server was told 1000 (a normal close)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import trio
+from trio_websocket import ConnectionClosed, WebSocketRequest, serve_websocket
+
+from tidings.channels import GatewayClient, GatewayClosed
+
+WELCOME = json.dumps({"type": "welcome", "protocol": 1, "conversation": "bad",
+                      "session_id": "s1", "last_seq": 0})
+
+CASES = [
+    ([WELCOME, "not json"], "not a tidings gateway: a frame that is not JSON"),
+    ([WELCOME, "[1, 2]"], "not a tidings gateway: a frame that is not a JSON object (list)"),
+    ([WELCOME, json.dumps({"type": "accepted"})], "not a tidings gateway: accepted.id is None"),
+    ([json.dumps({"type": "pong"})], "expected welcome, got 'pong'"),
+    ([json.dumps({"type": "welcome", "session_id": 5, "last_seq": 0})],
+     "not a tidings gateway: welcome.session_id is 5"),
+    ([WELCOME, json.dumps({"type": "accepted", "id": ["é" * 200]})],
+     "not a tidings gateway: accepted.id is"),
+]
+
+
+class _Server:
+    """Welcomes (or not) with *frames*, then records the close code and reason it is sent."""
+
+    def __init__(self, frames: list[str]) -> None:
+        self.frames = frames
+        self.closed: tuple[Any, Any] | None = None
+        self.done = trio.Event()
+
+    async def handle(self, request: WebSocketRequest) -> None:
+        ws = await request.accept()
+        try:
+            await ws.get_message()  # the hello
+            for frame in self.frames:
+                await ws.send_message(frame)
+            while True:
+                await ws.get_message()
+        except ConnectionClosed as exc:
+            self.closed = (exc.reason.code, exc.reason.reason)
+        finally:
+            self.done.set()
+
+
+@pytest.mark.parametrize(("frames", "why"), CASES,
+                         ids=["not-json", "not-object", "field", "no-welcome", "bad-welcome",
+                              "long-reason"])
+async def test_a_frame_the_client_cannot_use_closes_the_websocket_1002(
+        frames: list[str], why: str) -> None:
+    server = _Server(frames)
+    async with trio.open_nursery() as nursery:
+        listener = await nursery.start(serve_websocket, server.handle, "127.0.0.1", 0, None)
+        with trio.fail_after(10):
+            with pytest.raises(GatewayClosed) as caught:
+                async with GatewayClient.connect(f"ws://127.0.0.1:{listener.port}",
+                                                 token="gateway-test-token",
+                                                 conversation="bad") as client:
+                    await client.receive()
+            await server.done.wait()
+        nursery.cancel_scope.cancel()
+    assert caught.value.code == 1002
+    assert caught.value.reason.startswith(why)
+    assert server.closed is not None
+    code, reason = server.closed
+    assert code == 1002
+    assert reason.startswith(why[:60])  # a close reason holds 123 bytes at most
+    assert len(reason.encode("utf-8")) <= 123
+    assert caught.value.reason.startswith(reason.removesuffix("…"))
