@@ -33,8 +33,9 @@ class ChannelSupport:
         first messages end in one session. Raises :class:`ValidationError` naming
         ``channel`` or ``conversation_key`` unless it is a non-empty string of valid Unicode
         of at most ``MAX_ID_CHARS`` (channel) or ``MAX_CONVERSATION_KEY_CHARS`` (8192, key)
-        characters (so do the other conversation calls), :class:`RuntimeClosedError` when
-        stopping."""
+        characters (so does ``new_conversation_session``; the lookups take any length, as
+        does this call for a conversation bound already: earlier versions stored longer
+        ones), :class:`RuntimeClosedError` when stopping."""
         return await _conversations.resolve(self._rt, channel, conversation_key)
 
     async def conversation_session(self, channel: str, conversation_key: str) -> str | None:

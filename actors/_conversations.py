@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tidings.actors._pipeline import new_id
-from tidings.actors._status import check_id, check_session_id
-from tidings.errors import SessionClosedError, SessionNotFoundError
+from tidings.actors._status import MAX_ID_CHARS, check_id, check_session_id
+from tidings.errors import SessionClosedError, SessionNotFoundError, ValidationError
 from tidings.store import (
     bind_conversation,
     forget_conversation,
@@ -34,17 +34,29 @@ from percent-encoded platform ids (up to 12 characters per character of an id), 
 than one id, and stored and indexed whole."""
 
 
-def _check(channel: object, key: object) -> tuple[str, str]:
+def _check(channel: object, key: object, *, capped: bool = True) -> tuple[str, str]:
     """*channel* and *key*, or :class:`ValidationError` naming the one that is not a
     non-empty string of valid Unicode within its cap (``MAX_ID_CHARS``,
-    :data:`MAX_CONVERSATION_KEY_CHARS`): they are stored, so checked before any write."""
-    return (check_id("channel", channel),
-            check_id("conversation_key", key, max_chars=MAX_CONVERSATION_KEY_CHARS))
+    :data:`MAX_CONVERSATION_KEY_CHARS`): they are stored, so checked before any write. Not
+    *capped*: a lookup of a conversation that exists, which earlier versions stored at any
+    length (a long pair no conversation has is simply not found; nothing is written)."""
+    return (check_id("channel", channel, max_chars=MAX_ID_CHARS if capped else None),
+            check_id("conversation_key", key,
+                     max_chars=MAX_CONVERSATION_KEY_CHARS if capped else None))
 
 
 async def resolve(rt: Runtime, channel: str, key: str) -> tuple[str, bool]:
-    """The conversation's session, created (with its binding, atomically) if it has none."""
-    channel, key = _check(channel, key)
+    """The conversation's session, created (with its binding, atomically) if it has none.
+    A *channel* or *key* over its cap is refused unless the conversation is bound already
+    (stored by an earlier version): its session is then returned."""
+    try:
+        channel, key = _check(channel, key)
+    except ValidationError:
+        rt.check_open()
+        bound = await conversation_session(rt, channel, key)
+        if bound is None:  # a new conversation: refused (naming the field)
+            raise
+        return bound, False
     rt.check_open()
     [result] = await rt.store.commit([resolve_conversation(
         rt.core_id, channel, key, new_session_id=new_id("session"), now=rt.store.clock())])
@@ -54,7 +66,7 @@ async def resolve(rt: Runtime, channel: str, key: str) -> tuple[str, bool]:
 
 async def conversation_session(rt: Runtime, channel: str, key: str) -> str | None:
     """The session the conversation is bound to now, or None; never creates one."""
-    channel, key = _check(channel, key)
+    channel, key = _check(channel, key, capped=False)
     return await rt.store.read(queries.session_for_conversation, rt.core_id, channel, key)
 
 
@@ -83,7 +95,8 @@ async def resume(rt: Runtime, channel: str, key: str, session_id: str) -> None:
       SessionClosedError: (a SessionNotFoundError) the conversation owns it, but it was
         cleared.
     """
-    channel, key = _check(channel, key)
+    # the session must be the conversation's already: nothing new is stored, no cap
+    channel, key = _check(channel, key, capped=False)
     check_session_id("session_id", session_id)  # an existing session's: not length-capped
     rt.check_open()
     [outcome] = await rt.store.commit([resume_conversation(
@@ -96,8 +109,9 @@ async def resume(rt: Runtime, channel: str, key: str, session_id: str) -> None:
 
 async def forget(rt: Runtime, channel: str, key: str) -> str | None:
     """Drop the conversation's binding and close its session; return that session's id (None
-    when the conversation had none). The next message starts a new session."""
-    channel, key = _check(channel, key)
+    when the conversation had none). The next message starts a new session. Any length (a
+    lookup: see :func:`_check`)."""
+    channel, key = _check(channel, key, capped=False)
     rt.check_open()
     [forgotten] = await rt.store.commit([forget_conversation(rt.core_id, channel, key,
                                                              now=rt.store.clock())])

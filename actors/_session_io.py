@@ -21,6 +21,7 @@ from tidings.actors._blocks import (
 from tidings.actors._handle import DeliveryHandle
 from tidings.actors._pipeline import DeliveryRequest, new_id
 from tidings.actors._status import (
+    MAX_ID_CHARS,
     MAX_IDS_PER_CALL,
     check_id,
     check_id_list,
@@ -28,6 +29,7 @@ from tidings.actors._status import (
 )
 from tidings.errors import ValidationError
 from tidings.store import append_user_message, session_has_turns
+from tidings.store._inbound import session_has_turn
 
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
@@ -90,13 +92,20 @@ async def record_user_message(rt: Runtime, session_id: str, text: str, *,
     bounds what it takes in). Raises ``TypeError`` for a *text* that is not a string, and
     :class:`ValidationError` for one with a lone surrogate, naming ``session_id`` or
     ``turn_id`` unless it is a valid id (None for ``turn_id``: it is stored as the row's
-    turn), :class:`SessionNotFoundError` and :class:`RuntimeClosedError` as :func:`notify`."""
+    turn; a ``turn_id`` over ``MAX_ID_CHARS`` only if the session has that turn: earlier
+    versions began turns under ids of any length), :class:`SessionNotFoundError` and
+    :class:`RuntimeClosedError` as :func:`notify`."""
     check_session_id("session_id", session_id)
     if turn_id is not None:
-        check_id("turn_id", turn_id)
+        check_id("turn_id", turn_id, max_chars=None)  # the cap: below
     _check_text(text)
     rt.check_open()
     await rt.session(session_id)
+    # A turn an earlier version began under a longer id (a host chose it; any length was
+    # taken then) is taken; another id over MAX_ID_CHARS is refused by name, as before.
+    if turn_id is not None and len(turn_id) > MAX_ID_CHARS \
+            and not await rt.store.read(session_has_turn, session_id, turn_id):
+        check_id("turn_id", turn_id)  # raises
     rt.check_open()
     message_id = new_id("msg")
     await rt.store.commit(append_user_message(message_id, session_id=session_id, text=text,
@@ -111,5 +120,6 @@ async def has_turns(rt: Runtime, session_id: str, *, excluding: Iterable[str] = 
     ``excluding`` for a lone string (it would be read as its characters) or a turn id that is
     not a non-empty string."""
     check_session_id("session_id", session_id)
-    turns = frozenset(check_id_list("excluding", excluding, "turn ids"))
+    # turns already begun, looked up: a host chose their ids, at any length before the cap
+    turns = frozenset(check_id_list("excluding", excluding, "turn ids", max_chars=None))
     return await rt.store.read(session_has_turns, session_id, turns)

@@ -64,11 +64,13 @@ def check_session_id(field: str, value: object) -> str:
 
 
 def check_id_list(field: str, values: Iterable[str], what: str = "ids", *,
-                  max_ids: int | None = None) -> list[str]:
+                  max_ids: int | None = None,
+                  max_chars: int | None = MAX_ID_CHARS) -> list[str]:
     """*values* as a list of ids (*what* they are, for the message), repeats dropped, or an
     error naming *field*: a lone string (it would be read as its characters), an id
-    :func:`check_id` refuses, or more than *max_ids* distinct ids (None: no cap; the callers
-    that write them in one commit give :data:`MAX_IDS_PER_CALL`) is a
+    :func:`check_id` refuses (over *max_chars*: None for ids that are only looked up, which
+    earlier versions stored at any length), or more than *max_ids* distinct ids (None: no
+    cap; the callers that write them in one commit give :data:`MAX_IDS_PER_CALL`) is a
     :class:`ValidationError`, something not iterable a ``TypeError``. Checked before anything
     is written."""
     if isinstance(values, str | bytes):
@@ -78,7 +80,7 @@ def check_id_list(field: str, values: Iterable[str], what: str = "ids", *,
     except TypeError:
         raise TypeError(f"{field} must be a list of {what}, got "
                         f"{type(values).__name__}") from None
-    ids = list(dict.fromkeys(check_id(field, value) for value in given))
+    ids = list(dict.fromkeys(check_id(field, value, max_chars=max_chars) for value in given))
     if max_ids is not None and len(ids) > max_ids:
         raise ValidationError(field, f"lists {len(ids)} distinct {what}, over the limit of "
                                      f"{max_ids} (MAX_IDS_PER_CALL) in one call")

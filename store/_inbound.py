@@ -25,7 +25,7 @@ from tidings.store._ops import Call, Execute, InsertRows, Op
 from tidings.store._sessions import bind_conversation
 
 __all__ = ["HeldInbound", "ResumeOutcome", "append_user_message", "held_inbound", "hold_inbound",
-           "release_inbound", "resume_conversation", "session_has_turns"]
+           "release_inbound", "resume_conversation", "session_has_turn", "session_has_turns"]
 
 ResumeOutcome = Literal["resumed", "missing", "foreign", "closed"]
 """``resumed``: rebound; ``missing``: no such session; ``foreign``: another core, channel or
@@ -66,6 +66,12 @@ def resume_conversation(core_id: str, channel: str, conversation_key: str, sessi
         rebind(conn)
         return "resumed"
     return Call(run)
+
+
+def session_has_turn(conn: sqlite3.Connection, session_id: str, turn_id: str) -> bool:
+    """Whether the turn *turn_id* was begun in the session (a read, for ``Store.read``)."""
+    return conn.execute("SELECT 1 FROM turns WHERE turn_id = ? AND session_id = ?",
+                        (turn_id, session_id)).fetchone() is not None
 
 
 def session_has_turns(conn: sqlite3.Connection, session_id: str,
