@@ -10,7 +10,9 @@ durable: running it again on the same database continues the same session.
 
 ``--url`` (a running ``tidings serve``) is the websocket client's mode.
 
-Exit codes: 0 done; 2 bad usage or configuration.
+Exit codes: 0 done; 2 bad usage or configuration (such as a ``--conversation`` whose
+conversation key would be over ``MAX_CONVERSATION_KEY_CHARS``, 8192 characters: refused before
+anything is opened, as every message would be).
 """
 
 from __future__ import annotations
@@ -25,18 +27,23 @@ from typing import Any
 import trio
 
 import tidings
-from tidings.channels import ChannelConfig, load_agent
+from tidings.actors._conversations import MAX_CONVERSATION_KEY_CHARS
+from tidings.channels import ChannelConfig, Inbound, load_agent
+from tidings.channels._inbound import inbound_conversation_key
 from tidings.channels._terminal import (
     TerminalChannel,
     input_line,
     stdin_is_a_terminal,
     stdin_lines,
 )
-from tidings.errors import ConfigError, TidingsError
+from tidings.errors import ConfigError, TidingsError, ValidationError
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._config import read_file
 
 __all__ = ["DEFAULT_DB", "load_channel_config", "register", "run"]
+
+_SENDER = "you"
+"""The terminal channel's sender id (a ``sender`` session scope puts it in the key)."""
 
 DEFAULT_DB = "tidings-local.db"
 """Not ``tidings.db``: a local chat must not recover (and so disturb) a running server's rows."""
@@ -101,6 +108,10 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"tidings chat: {exc}", file=sys.stderr)
         return 2
+    refused = _conversation_refused(config, args.conversation)
+    if refused is not None:
+        print(f"tidings chat: --conversation: {refused}", file=sys.stderr)
+        return 2
     try:
         trio.run(_chat_local, args, config, agent)
     except TidingsError as exc:
@@ -114,11 +125,28 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _conversation_refused(config: ChannelConfig, name: str) -> str | None:
+    """Why the conversation *name* cannot be chatted in on the channel of *config*, None when
+    it can: its conversation key (the channel, the scope and *name* percent-encoded, up to 12
+    characters a character) must be within ``MAX_CONVERSATION_KEY_CHARS``, else every message
+    would be refused, naming a key the user never typed."""
+    try:
+        key = inbound_conversation_key(config, Inbound(chat_id=name, sender_id=_SENDER,
+                                                       text=""))
+    except ValidationError as exc:
+        return exc.reason
+    if len(key) <= MAX_CONVERSATION_KEY_CHARS:
+        return None
+    return (f"is {len(name)} characters, and its conversation key {len(key)}, over the limit "
+            f"of {MAX_CONVERSATION_KEY_CHARS}")
+
+
 async def _chat_local(args: argparse.Namespace, config: ChannelConfig, agent: Any) -> None:
     async with tidings.open_runtime(args.db, workspace=args.workspace) as rt:
         interactive = stdin_is_a_terminal()
         prompt = "you> "
         channel = TerminalChannel(rt, config, agent, chat_id=args.conversation,
+                                  sender_id=_SENDER,
                                   show_chunks=args.chunks,
                                   redraw=(lambda: input_line(prompt)) if interactive else None)
         print(f"tidings chat (local): channel {config.name}, conversation "
