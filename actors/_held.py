@@ -106,10 +106,12 @@ async def tell_held(rt: Runtime, batch: int) -> int:
     Works a page of *batch* held messages at a time; within a page the sessions are told
     concurrently (so their notices share group commits: thousands of held messages after a
     crash cost a few commits, not one each), and one session's notices one after another, in
-    the order the messages were held.
+    the order the messages were held. The messages of sessions cleared or gone are released
+    :data:`MAX_IDS_PER_CALL` per commit (as :func:`release`), never all in one.
     """
     store = rt.store
-    after, told, dropped = 0, 0, []
+    after, told, released = 0, 0, 0
+    dropped: list[str] = []  # of sessions cleared or gone: released without a notice
     while True:
         page = await store.read(held_inbound, store.claimant, after, batch)
         if not page:
@@ -121,6 +123,10 @@ async def tell_held(rt: Runtime, batch: int) -> int:
                 by_session.setdefault(held.session_id, []).append(held)
             else:
                 dropped.append(held.inbound_id)
+        while len(dropped) >= MAX_IDS_PER_CALL:  # as release does: a capped commit each
+            await store.commit(release_inbound(dropped[:MAX_IDS_PER_CALL]))
+            released += MAX_IDS_PER_CALL
+            del dropped[:MAX_IDS_PER_CALL]
         errors: list[Exception] = []
         async with trio.open_nursery() as nursery:
             for session_held in by_session.values():
@@ -130,8 +136,9 @@ async def tell_held(rt: Runtime, batch: int) -> int:
         told += sum(map(len, by_session.values()))
     if dropped:
         await store.commit(release_inbound(dropped))
-    if told or dropped:
-        log.warning("event=recovery_unanswered told=%d released=%d", told, len(dropped))
+        released += len(dropped)
+    if told or released:
+        log.warning("event=recovery_unanswered told=%d released=%d", told, released)
     return told
 
 
