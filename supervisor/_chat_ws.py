@@ -18,8 +18,9 @@ goes on across a reconnect (a turn that ended while the client was away sent a `
 nobody heard: its reply is replayed, the wait lasts :data:`_SETTLE` at most). A server that
 has not welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the
 first connection, a reconnect attempt like any other after. The frames it sends keep under the
-server's ``rate`` and ``burst`` (:class:`_Pace`): a pasted block of lines, or the lines sent
-again after a reconnect, wait their turn rather than get the connection closed ``4029``.
+server's ``rate`` and ``burst`` (see :mod:`tidings.supervisor._chat_limits`): a pasted block
+of lines, or the lines sent again after a reconnect, wait their turn rather than get the
+connection closed ``4029``.
 Ctrl-C cancels the chat at any point (exit 130, no traceback).
 """
 
@@ -43,12 +44,12 @@ import trio
 from trio_websocket import ConnectionRejected, HandshakeError
 
 from tidings.actors._blocks import lone_surrogate
-from tidings.channels import GatewayClient, GatewayClosed, GatewayConfig
-from tidings.channels._gateway_frames import encode
+from tidings.channels import GatewayClient, GatewayClosed
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.channels._terminal import stdin_is_a_terminal
 from tidings.errors import ConfigError
 from tidings.supervisor._chat_input import input_lines
+from tidings.supervisor._chat_limits import Pace, too_big
 from tidings.supervisor._token import read_token_file
 
 __all__ = ["DEFAULT_URL", "ChatOptions", "OutputFailed", "add_arguments", "chat_over_websocket",
@@ -69,54 +70,6 @@ _IDS_KEPT = 256
 """Message ids whose answer (``accepted``, a refusal, the end of their turn) is kept: only the
 message a piped chat (or the end of input) waits for needs it, the last one sent; older ones
 are forgotten, so a long chat keeps no id per line."""
-_PACE_MARGIN = 0.8
-"""The share of the server's ``rate`` and ``burst`` the chat uses (see :class:`_Pace`)."""
-
-
-class _Pace:
-    """The chat's side of the gateway's token bucket: ``rate`` frames per second, ``burst``
-    at once (from ``welcome``; :class:`GatewayConfig`'s defaults for a server that does not say,
-    or says no number > 0 a float holds), times :data:`_PACE_MARGIN` for frames the network
-    bunches up. A frame over it waits its turn instead of getting the connection closed
-    ``4029`` (a pasted block of lines, the lines sent again after a reconnect). One per
-    connection, as the server's bucket. Acks of what the connection was sent are free, and not
-    paced."""
-
-    def __init__(self, welcome: dict[str, Any]) -> None:
-        fields = attrs.fields(GatewayConfig)
-        rate, burst = welcome.get("rate"), welcome.get("burst")
-        if not _positive(rate):
-            rate = fields.rate.default
-        if not _positive(burst):
-            burst = fields.burst.default
-        self.rate = rate * _PACE_MARGIN
-        self.burst = max(1.0, math.floor(burst * _PACE_MARGIN))
-        self.tokens = self.burst
-        self.stamp = trio.current_time()
-
-    async def take(self) -> None:
-        """Wait until one more frame is within the pace. Each caller reserves its token at
-        once (the count may go below zero), so concurrent callers wait in turn."""
-        now = trio.current_time()
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate) - 1
-        self.stamp = now
-        if self.tokens < 0:
-            await trio.sleep(-self.tokens / self.rate)
-        else:
-            await trio.lowlevel.checkpoint()
-
-
-def _positive(value: Any) -> bool:
-    """Whether *value* is a number of ``welcome``'s pace: > 0 and a finite float (JSON carries
-    any integer; one past a float's range would fail the pace's arithmetic)."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return False
-    try:
-        return 0 < float(value) < math.inf
-    except OverflowError:
-        return False
-
-
 @attrs.frozen
 class ChatOptions:
     url: str
@@ -152,7 +105,7 @@ class _State:
         # and any mode at the end of input): kept across a reconnect, which must not end that
         # wait (the answer comes on the next connection).
         self.waiting: str | None = None
-        self.pace = _Pace({})  # the connection's, from its welcome (see _connect)
+        self.pace = Pace({})  # the connection's, from its welcome (see _connect)
         self.changed = trio.Event()
 
     def poke(self) -> None:
@@ -301,23 +254,6 @@ def _answer(question: dict[str, Any], line: str) -> dict[str, Any]:
     return {"type": "approval", "request_id": question["request_id"], "decision": decision}
 
 
-def _too_big(client: GatewayClient, frame: dict[str, Any]) -> str | None:
-    """Why *frame* is not to be sent: over the server's ``max_frame_bytes`` it would be
-    refused (``frame_too_big``, with no ``ref`` to tell which line) or, over four times that,
-    close the connection (``1009``). None when it fits. A welcome whose ``max_frame_bytes`` is
-    no limit (absent, or not an integer > 0: ``true``, ``0``, NaN, a string...) is taken as
-    :class:`GatewayConfig`'s default, as :class:`_Pace` takes ``rate`` and ``burst``: it
-    would otherwise refuse every line, or let through lines that close the connection."""
-    limit = client.welcome.get("max_frame_bytes")
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
-        limit = attrs.fields(GatewayConfig).max_frame_bytes.default
-    size = len(encode(frame).encode("utf-8", "surrogatepass"))
-    if size <= limit:
-        return None
-    return (f"the line is {size} bytes as a frame, over the server's max_frame_bytes "
-            f"({limit}); not sent")
-
-
 async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool:
     """Piped mode: wait until the line's turn or command answer has been delivered. False
     when the turn asks a question first (the next line answers it; settle again after)."""
@@ -396,7 +332,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
         elif line.strip():
             frame = {"type": "message", "text": line, "id": client.new_id()}
         if frame is not None:
-            refused = _too_big(client, frame)
+            refused = too_big(client, frame)
             if refused is not None:  # a question stays open: the next line answers it
                 printer.line(f"! frame_too_big: {refused}")
                 continue
@@ -470,7 +406,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                                              conversation=options.conversation,
                                              client="tidings-chat", **hello) as client:
                 welcomed = trio.current_time()
-                state.pace = _Pace(client.welcome)
+                state.pace = Pace(client.welcome)
                 # A question from before may have closed while we were away (answered on
                 # another device, expired, the server restarted) with no prompt_closed for us:
                 # the server sends again what still waits, so the next line answers only that.

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from tidings.channels import GatewayClient, GatewayConfig
-from tidings.supervisor import _chat_ws
+from tidings.supervisor import _chat_limits, _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
 from .conftest import Transcript
@@ -26,7 +26,7 @@ _DEFAULT = attrs.fields(GatewayConfig).max_frame_bytes.default
 
 
 class _Welcome:
-    """What :func:`_chat_ws._too_big` reads of a client: its ``welcome``."""
+    """What :func:`_chat_limits.too_big` reads of a client: its ``welcome``."""
 
     def __init__(self, limit: Any) -> None:
         self.welcome = {} if limit is _MISSING else {"max_frame_bytes": limit}
@@ -40,18 +40,18 @@ _IDS = ["absent", "true", "false", "zero", "negative", "nan", "inf", "string", "
 def test_a_welcome_without_a_usable_frame_limit_checks_lines_against_the_default(
         limit: Any) -> None:
     client = _Welcome(limit)
-    assert _chat_ws._too_big(client, {"type": "message", "text": "hi", "id": "m1"}) is None
-    refused = _chat_ws._too_big(client, {"type": "message", "text": "x" * _DEFAULT, "id": "m2"})
+    assert _chat_limits.too_big(client, {"type": "message", "text": "hi", "id": "m1"}) is None
+    refused = _chat_limits.too_big(client, {"type": "message", "text": "x" * _DEFAULT, "id": "m2"})
     assert refused is not None
     assert f"over the server's max_frame_bytes ({_DEFAULT}); not sent" in refused
 
 
 def test_a_usable_frame_limit_is_the_servers() -> None:
     client = _Welcome(10)
-    refused = _chat_ws._too_big(client, {"type": "message", "text": "hi", "id": "m1"})
+    refused = _chat_limits.too_big(client, {"type": "message", "text": "hi", "id": "m1"})
     assert refused is not None
     assert "max_frame_bytes (10)" in refused
-    assert _chat_ws._too_big(_Welcome(10 ** 400), {"type": "message", "text": "x" * _DEFAULT,
+    assert _chat_limits.too_big(_Welcome(10 ** 400), {"type": "message", "text": "x" * _DEFAULT,
                                                     "id": "m2"}) is None
 
 

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from tidings.channels import GatewayClient
-from tidings.supervisor import _chat_ws
+from tidings.supervisor import _chat_limits, _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
 from .conftest import Transcript
@@ -64,6 +64,6 @@ async def test_a_welcome_without_a_usable_pace_chats_at_the_default_pace(
 @pytest.mark.parametrize(("rate", "burst"), [(10 ** 400, 60), (20, 10 ** 400), (0, 0)],
                          ids=["huge-rate", "huge-burst", "zero"])
 async def test_the_pace_of_an_unusable_welcome_is_the_servers_default(rate, burst) -> None:
-    pace = _chat_ws._Pace({"rate": rate, "burst": burst})
-    assert (pace.rate, pace.burst) == (20.0 * _chat_ws._PACE_MARGIN,
-                                       60 * _chat_ws._PACE_MARGIN)
+    pace = _chat_limits.Pace({"rate": rate, "burst": burst})
+    assert (pace.rate, pace.burst) == (20.0 * _chat_limits.PACE_MARGIN,
+                                       60 * _chat_limits.PACE_MARGIN)
