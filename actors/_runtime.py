@@ -8,16 +8,13 @@ taking work, lets running deliveries finish up to a grace period, drains the wri
 
 from __future__ import annotations
 
-import fcntl
 import functools
-import math
 import os
 import pathlib
-import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import attrs
 import trio
@@ -34,11 +31,12 @@ from tidings.actors._pipeline import DeliveryPipeline, new_id
 from tidings.actors._policy import check_flag
 from tidings.actors._recovery import RecoveryReport, RecoveryScanner
 from tidings.actors._router import SessionInteractionRouter
+from tidings.actors._runtime_checks import check_arguments, check_core_id_length, resolve_roots
+from tidings.actors._runtime_lock import lock_database, unlock_database
 from tidings.actors._status import (
     MAX_ID_CHARS,
     StatusViews,
     check_id,
-    check_seconds,
     check_session_id,
 )
 from tidings.actors._tasks import TaskRunner
@@ -47,7 +45,6 @@ from tidings.errors import (
     DeliveryNotFoundError,
     RuntimeClosedError,
     SessionNotFoundError,
-    StoreError,
     ValidationError,
 )
 from tidings.store import (
@@ -58,11 +55,9 @@ from tidings.store import (
     Store,
     Synchronous,
     WriterStatistics,
-    check_executor,
     create_session,
     prepare_store,
     queries,
-    read_database,
 )
 from tidings.supervisor import (
     ChildContext,
@@ -77,15 +72,6 @@ from tidings.supervisor import (
 __all__ = ["Runtime", "RuntimeStatistics", "open_runtime"]
 
 Recover = Literal["at_open", "manual"]
-
-_MAX_TIME = 253_402_300_799
-"""The last second of year 9999 in unix seconds: the latest time a reader can print."""
-
-_MAX_LEASE = 10 * 365 * 86400
-"""The longest ``lease`` (10 years): each claim stores ``now + lease`` as a time, which must
-stay one a reader can print (``inf`` or ``1e300`` cannot be)."""
-
-
 
 @attrs.frozen
 class RuntimeStatistics:
@@ -281,165 +267,6 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
             raise RuntimeClosedError("the runtime is stopping; no new work is accepted")
 
 
-def _resolve_roots(workspace: str | os.PathLike[str],
-                   artifact_root: str | os.PathLike[str] | None
-                   ) -> tuple[pathlib.Path, pathlib.Path | None]:
-    root = pathlib.Path(workspace).expanduser().resolve()
-    if not root.is_dir():
-        raise ValidationError("workspace", f"not a directory: {workspace}")
-    if artifact_root is None:
-        return root, None
-    artifacts = pathlib.Path(artifact_root).expanduser().resolve()
-    if artifacts.exists() and not artifacts.is_dir():  # missing is fine: the host may fill it
-        raise ValidationError("artifact_root", f"not a directory: {artifact_root}")
-    return root, artifacts
-
-
-def _check_path(field: str, value: object) -> None:
-    """Refuse *value* by *field* unless it is a non-empty path: a string or an
-    ``os.PathLike`` of one (``""`` would be the current directory, bytes are no text)."""
-    path = os.fspath(value) if isinstance(value, os.PathLike) else value
-    if not isinstance(path, str) or not path:
-        raise ValidationError(field, f"must be a non-empty path (a string or a pathlib.Path), "
-                                     f"got {value!r:.80}")
-
-
-def _check_arguments(*, db_path: object, workspace: object, artifact_root: object,
-                     writer: object, recover: object, core_id: object,
-                     synchronous: object, grace: object, lease: object,
-                     scan_interval: object, stranded_after: object, intensity: object,
-                     fault_plan: object, clock: object) -> None:
-    """Refuse bad ``open_runtime`` arguments by name, before the database (or its directory)
-    is created or this process registered in it."""
-    _check_path("db_path", db_path)
-    _check_path("workspace", workspace)
-    if artifact_root is not None:
-        _check_path("artifact_root", artifact_root)
-    check_executor(writer, "writer")
-    if recover not in ("at_open", "manual"):
-        raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")
-    # Stored in every session and conversation row: capped (MAX_ID_CHARS) by
-    # _check_core_id_length, which reads the database, unless the database has it already.
-    check_id("core_id", core_id, max_chars=None)
-    if synchronous not in get_args(Synchronous):
-        raise ValidationError("synchronous", f"must be 'FULL' or 'NORMAL', got "
-                                             f"{synchronous!r:.80}")
-    for field, value in (("grace", grace), ("lease", lease),
-                         ("stranded_after", stranded_after)):
-        check_seconds(field, value)
-    if lease > _MAX_LEASE:  # type: ignore[operator]
-        raise ValidationError("lease", f"must be at most {_MAX_LEASE} seconds (10 years): each "
-                                       f"claim stores when it ends, got {lease!r:.80}")
-    check_seconds("scan_interval", scan_interval, positive=True)
-    if intensity is not None and not isinstance(intensity, Intensity):
-        raise ValidationError("intensity", f"must be an Intensity or None, got {intensity!r:.80}")
-    if fault_plan is not None and not isinstance(fault_plan, FaultPlan):
-        raise ValidationError("fault_plan", f"must be a FaultPlan or None, got "
-                                            f"{fault_plan!r:.80}")
-    if not callable(clock):
-        raise ValidationError("clock", f"must be a callable returning unix seconds, got "
-                                       f"{clock!r:.80}")
-    now = clock()  # its times are stored: asked once here, not found out at the first write
-    if (isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now)
-            or not 0 <= now <= _MAX_TIME):
-        raise ValidationError("clock", f"must return unix seconds from 0 to {_MAX_TIME} (year "
-                                       f"9999), returned {now!r:.80}")
-
-
-def _check_core_id_length(db_path: str | os.PathLike[str], core_id: str) -> None:
-    """Refuse *core_id*, over :data:`MAX_ID_CHARS`, by name unless the database at *db_path*
-    has sessions under it: earlier versions took a core id of any length, and their database
-    must still open with it (its conversations are bound under it). Blocking; creates
-    nothing."""
-    try:
-        stored = read_database(db_path, _has_core_id, core_id)
-    except StoreError:  # no database yet (or none that opens): nothing was stored under it
-        stored = False
-    if not stored:
-        check_id("core_id", core_id)  # raises: over the cap
-
-
-def _has_core_id(conn: sqlite3.Connection, core_id: str) -> bool:
-    return conn.execute("SELECT 1 FROM sessions WHERE core_id = ? LIMIT 1",
-                        (core_id,)).fetchone() is not None
-
-
-_LOCK_SUFFIX = ".runtime.lock"
-"""The runtime lock's file is ``<database>`` + this, beside the database."""
-
-
-def _lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | None]:
-    """Take the database's runtime lock and return its file descriptor (blocking), and the
-    lock file's path if this call created it (:func:`_unlock_database` removes it then, should
-    the database not open: nothing is left beside a file that is no database).
-
-    An exclusive ``flock`` on ``<database>.runtime.lock`` (created 0600, with the holder's pid
-    in it), held until the runtime has closed; the kernel drops it when its holder dies. A
-    second runtime on a live database, in this process or another, is refused: its start-up
-    would register a newer epoch and recover, taking the live runtime's claims for a dead
-    process's (``unknown``), its running turns for dead ones and its queued rows for
-    unrouted ones.
-    """
-    db = pathlib.Path(db_path).expanduser().resolve()
-    if db.is_dir():
-        raise StoreError(f"database path {str(db)!r} is a directory")
-    missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
-    for directory in reversed(missing):  # 0700, as the store creates them
-        directory.mkdir(mode=0o700, exist_ok=True)
-    lock = db.with_name(db.name + _LOCK_SUFFIX)
-    while True:  # again when the file was removed (by its maker, see below) under this call
-        try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            created: pathlib.Path | None = lock
-        except FileExistsError:
-            try:
-                fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
-            except FileNotFoundError:
-                continue
-            created = None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if not _is_at(fd, lock):
-                # An opener whose database did not open removed the file it had made
-                # (:func:`_unlock_database`) between this call's open and its lock: a lock on
-                # that file excludes nobody (the next opener makes a new one).
-                os.close(fd)
-                continue
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
-            os.close(fd)
-            raise StoreError(f"database {str(db)!r} is already open in another runtime"
-                             + (f" (pid {holder})" if holder else "")) from None
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd, created
-
-
-def _is_at(fd: int, path: pathlib.Path) -> bool:
-    """Whether the open file *fd* is the file at *path* now (not one removed from it)."""
-    try:
-        there = os.stat(path)
-    except FileNotFoundError:
-        return False
-    here = os.fstat(fd)
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
-
-
-def _unlock_database(fd: int, created: pathlib.Path | None) -> None:
-    """Let go of a lock :func:`_lock_database` took for a database that did not open,
-    removing the lock file if it made it (still holding it: another opener either shares the
-    old file and is refused, or makes a new one once this is gone; one that opened the old
-    file and locks it after this lets go sees it is gone and makes a new one too)."""
-    try:
-        if created is not None:
-            created.unlink(missing_ok=True)
-    finally:
-        os.close(fd)
-
-
 @asynccontextmanager
 async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.PathLike[str] = ".",
                        core_id: str = "default", *,
@@ -474,15 +301,15 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     runtime at a time may have a database open: a second one (in any process) raises
     :class:`StoreError` while the first runs (a lock on ``<database>.runtime.lock``).
     """
-    _check_arguments(db_path=db_path, workspace=workspace, artifact_root=artifact_root,
+    check_arguments(db_path=db_path, workspace=workspace, artifact_root=artifact_root,
                      writer=writer, recover=recover, core_id=core_id, synchronous=synchronous,
                      grace=grace, lease=lease, scan_interval=scan_interval,
                      stranded_after=stranded_after, intensity=intensity,
                      fault_plan=fault_plan, clock=clock)
     if len(core_id) > MAX_ID_CHARS:
-        await trio.to_thread.run_sync(_check_core_id_length, db_path, core_id)
-    root, artifacts = await trio.to_thread.run_sync(_resolve_roots, workspace, artifact_root)
-    lock, created = await trio.to_thread.run_sync(_lock_database, db_path)
+        await trio.to_thread.run_sync(check_core_id_length, db_path, core_id)
+    root, artifacts = await trio.to_thread.run_sync(resolve_roots, workspace, artifact_root)
+    lock, created = await trio.to_thread.run_sync(lock_database, db_path)
     try:
         store = await prepare_store(db_path, synchronous=synchronous, writer=writer,
                                     clock=clock)
@@ -490,7 +317,7 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                           grace=grace, lease=lease, scan_interval=scan_interval,
                           stranded_after=stranded_after)
     except BaseException:
-        _unlock_database(lock, created)
+        unlock_database(lock, created)
         raise
 
     async def writer(ctx: ChildContext, *,

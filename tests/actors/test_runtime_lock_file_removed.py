@@ -17,27 +17,27 @@ import os
 
 import pytest
 
-from tidings.actors import _runtime
+from tidings.actors import _runtime_lock
 from tidings.errors import StoreError
 
 
 def test_a_lock_on_a_lock_file_its_maker_removed_is_not_kept(tmp_path, monkeypatch) -> None:
     db = tmp_path / "tidings.db"
-    first, created = _runtime._lock_database(db)  # the opener whose database will not open
+    first, created = _runtime_lock.lock_database(db)  # the opener whose database will not open
     assert created is not None
     real_flock = fcntl.flock
 
     def flock(fd: int, operation: int) -> None:
         if fd != first and created.exists():  # the second opener has opened the file
-            _runtime._unlock_database(first, created)  # the first's database did not open
+            _runtime_lock.unlock_database(first, created)  # the first's database did not open
         real_flock(fd, operation)
 
     monkeypatch.setattr(fcntl, "flock", flock)
-    second, _ = _runtime._lock_database(db)
+    second, _ = _runtime_lock.lock_database(db)
     monkeypatch.setattr(fcntl, "flock", real_flock)
     try:
         with pytest.raises(StoreError, match="already open in another runtime"):
-            _runtime._lock_database(db)  # (the lock it took would leak: this test failed)
+            _runtime_lock.lock_database(db)  # (the lock it took would leak: this test failed)
     finally:
         os.close(second)
 
@@ -45,17 +45,17 @@ def test_a_lock_on_a_lock_file_its_maker_removed_is_not_kept(tmp_path, monkeypat
 def test_a_lock_file_removed_before_it_is_opened_is_made_again(tmp_path,
                                                                monkeypatch) -> None:
     db = tmp_path / "tidings.db"
-    first, created = _runtime._lock_database(db)
+    first, created = _runtime_lock.lock_database(db)
     assert created is not None
     real_open = os.open
 
     def open_(path, flags, *args):
         if flags & os.O_EXCL == 0 and created.exists():  # its create found the file there
-            _runtime._unlock_database(first, created)
+            _runtime_lock.unlock_database(first, created)
         return real_open(path, flags, *args)
 
     monkeypatch.setattr(os, "open", open_)
-    second, made = _runtime._lock_database(db)
+    second, made = _runtime_lock.lock_database(db)
     monkeypatch.setattr(os, "open", real_open)
     os.close(second)
     assert made == created  # made again, by this opener

@@ -1,0 +1,108 @@
+"""The checks ``open_runtime`` makes of its arguments before the database (or its directory)
+is created or this process registered in it: each bad argument is refused by name
+(:class:`ValidationError`), so a mistake never leaves a half-made database behind."""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import sqlite3
+from typing import get_args
+
+from tidings.actors._status import check_id, check_seconds
+from tidings.errors import StoreError, ValidationError
+from tidings.store import Synchronous, check_executor, read_database
+from tidings.supervisor import FaultPlan, Intensity
+
+__all__ = ["MAX_LEASE", "MAX_TIME", "check_arguments", "check_core_id_length", "resolve_roots"]
+
+MAX_TIME = 253_402_300_799
+"""The last second of year 9999 in unix seconds: the latest time a reader can print."""
+
+MAX_LEASE = 10 * 365 * 86400
+"""The longest ``lease`` (10 years): each claim stores ``now + lease`` as a time, which must
+stay one a reader can print (``inf`` or ``1e300`` cannot be)."""
+
+
+def resolve_roots(workspace: str | os.PathLike[str],
+                   artifact_root: str | os.PathLike[str] | None
+                   ) -> tuple[pathlib.Path, pathlib.Path | None]:
+    root = pathlib.Path(workspace).expanduser().resolve()
+    if not root.is_dir():
+        raise ValidationError("workspace", f"not a directory: {workspace}")
+    if artifact_root is None:
+        return root, None
+    artifacts = pathlib.Path(artifact_root).expanduser().resolve()
+    if artifacts.exists() and not artifacts.is_dir():  # missing is fine: the host may fill it
+        raise ValidationError("artifact_root", f"not a directory: {artifact_root}")
+    return root, artifacts
+
+
+def _check_path(field: str, value: object) -> None:
+    """Refuse *value* by *field* unless it is a non-empty path: a string or an
+    ``os.PathLike`` of one (``""`` would be the current directory, bytes are no text)."""
+    path = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(path, str) or not path:
+        raise ValidationError(field, f"must be a non-empty path (a string or a pathlib.Path), "
+                                     f"got {value!r:.80}")
+
+
+def check_arguments(*, db_path: object, workspace: object, artifact_root: object,
+                     writer: object, recover: object, core_id: object,
+                     synchronous: object, grace: object, lease: object,
+                     scan_interval: object, stranded_after: object, intensity: object,
+                     fault_plan: object, clock: object) -> None:
+    """Refuse bad ``open_runtime`` arguments by name, before the database (or its directory)
+    is created or this process registered in it."""
+    _check_path("db_path", db_path)
+    _check_path("workspace", workspace)
+    if artifact_root is not None:
+        _check_path("artifact_root", artifact_root)
+    check_executor(writer, "writer")
+    if recover not in ("at_open", "manual"):
+        raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")
+    # Stored in every session and conversation row: capped (MAX_ID_CHARS) by
+    # check_core_id_length, which reads the database, unless the database has it already.
+    check_id("core_id", core_id, max_chars=None)
+    if synchronous not in get_args(Synchronous):
+        raise ValidationError("synchronous", f"must be 'FULL' or 'NORMAL', got "
+                                             f"{synchronous!r:.80}")
+    for field, value in (("grace", grace), ("lease", lease),
+                         ("stranded_after", stranded_after)):
+        check_seconds(field, value)
+    if lease > MAX_LEASE:  # type: ignore[operator]
+        raise ValidationError("lease", f"must be at most {MAX_LEASE} seconds (10 years): each "
+                                       f"claim stores when it ends, got {lease!r:.80}")
+    check_seconds("scan_interval", scan_interval, positive=True)
+    if intensity is not None and not isinstance(intensity, Intensity):
+        raise ValidationError("intensity", f"must be an Intensity or None, got {intensity!r:.80}")
+    if fault_plan is not None and not isinstance(fault_plan, FaultPlan):
+        raise ValidationError("fault_plan", f"must be a FaultPlan or None, got "
+                                            f"{fault_plan!r:.80}")
+    if not callable(clock):
+        raise ValidationError("clock", f"must be a callable returning unix seconds, got "
+                                       f"{clock!r:.80}")
+    now = clock()  # its times are stored: asked once here, not found out at the first write
+    if (isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now)
+            or not 0 <= now <= MAX_TIME):
+        raise ValidationError("clock", f"must return unix seconds from 0 to {MAX_TIME} (year "
+                                       f"9999), returned {now!r:.80}")
+
+
+def check_core_id_length(db_path: str | os.PathLike[str], core_id: str) -> None:
+    """Refuse *core_id*, over :data:`MAX_ID_CHARS`, by name unless the database at *db_path*
+    has sessions under it: earlier versions took a core id of any length, and their database
+    must still open with it (its conversations are bound under it). Blocking; creates
+    nothing."""
+    try:
+        stored = read_database(db_path, _has_core_id, core_id)
+    except StoreError:  # no database yet (or none that opens): nothing was stored under it
+        stored = False
+    if not stored:
+        check_id("core_id", core_id)  # raises: over the cap
+
+
+def _has_core_id(conn: sqlite3.Connection, core_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM sessions WHERE core_id = ? LIMIT 1",
+                        (core_id,)).fetchone() is not None

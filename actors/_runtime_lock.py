@@ -1,0 +1,90 @@
+"""The database's runtime lock: one runtime per database, in any process.
+
+An exclusive ``flock`` on ``<database>.runtime.lock`` beside the database, taken before the
+store opens and held until the runtime has closed; the kernel drops it when its holder dies.
+``tidings status`` and ``read_database`` take no lock."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pathlib
+
+from tidings.errors import StoreError
+
+__all__ = ["LOCK_SUFFIX", "lock_database", "unlock_database"]
+
+LOCK_SUFFIX = ".runtime.lock"
+"""The runtime lock's file is ``<database>`` + this, beside the database."""
+
+
+def lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | None]:
+    """Take the database's runtime lock and return its file descriptor (blocking), and the
+    lock file's path if this call created it (:func:`unlock_database` removes it then, should
+    the database not open: nothing is left beside a file that is no database).
+
+    An exclusive ``flock`` on ``<database>.runtime.lock`` (created 0600, with the holder's pid
+    in it), held until the runtime has closed; the kernel drops it when its holder dies. A
+    second runtime on a live database, in this process or another, is refused: its start-up
+    would register a newer epoch and recover, taking the live runtime's claims for a dead
+    process's (``unknown``), its running turns for dead ones and its queued rows for
+    unrouted ones.
+    """
+    db = pathlib.Path(db_path).expanduser().resolve()
+    if db.is_dir():
+        raise StoreError(f"database path {str(db)!r} is a directory")
+    missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
+    for directory in reversed(missing):  # 0700, as the store creates them
+        directory.mkdir(mode=0o700, exist_ok=True)
+    lock = db.with_name(db.name + LOCK_SUFFIX)
+    while True:  # again when the file was removed (by its maker, see below) under this call
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            created: pathlib.Path | None = lock
+        except FileExistsError:
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            created = None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if not _is_at(fd, lock):
+                # An opener whose database did not open removed the file it had made
+                # (:func:`unlock_database`) between this call's open and its lock: a lock on
+                # that file excludes nobody (the next opener makes a new one).
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise StoreError(f"database {str(db)!r} is already open in another runtime"
+                             + (f" (pid {holder})" if holder else "")) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, created
+
+
+def _is_at(fd: int, path: pathlib.Path) -> bool:
+    """Whether the open file *fd* is the file at *path* now (not one removed from it)."""
+    try:
+        there = os.stat(path)
+    except FileNotFoundError:
+        return False
+    here = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def unlock_database(fd: int, created: pathlib.Path | None) -> None:
+    """Let go of a lock :func:`lock_database` took for a database that did not open,
+    removing the lock file if it made it (still holding it: another opener either shares the
+    old file and is refused, or makes a new one once this is gone; one that opened the old
+    file and locks it after this lets go sees it is gone and makes a new one too)."""
+    try:
+        if created is not None:
+            created.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
