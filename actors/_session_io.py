@@ -28,8 +28,7 @@ from tidings.actors._status import (
     check_session_id,
 )
 from tidings.errors import ValidationError
-from tidings.store import append_user_message, session_has_turns
-from tidings.store._inbound import session_has_turn
+from tidings.store import append_user_message, session_has_turn, session_has_turns
 
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime

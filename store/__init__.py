@@ -18,6 +18,7 @@ from tidings.store._inbound import held_inbound as held_inbound
 from tidings.store._inbound import hold_inbound as hold_inbound
 from tidings.store._inbound import release_inbound as release_inbound
 from tidings.store._inbound import resume_conversation as resume_conversation
+from tidings.store._inbound import session_has_turn as session_has_turn
 from tidings.store._inbound import session_has_turns as session_has_turns
 from tidings.store._ops import Call as Call
 from tidings.store._ops import Execute as Execute
@@ -123,6 +124,7 @@ __all__ = [
     "release_inbound",
     "resolve_conversation",
     "resume_conversation",
+    "session_has_turn",
     "session_has_turns",
     "status_counts",
     "status_report",
