@@ -239,10 +239,11 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
         state.poke()
 
 
-def _remember(kept: dict[str, Any], key: str, value: Any) -> None:
-    """Set *kept*[*key*], forgetting the oldest keys beyond :data:`_IDS_KEPT`."""
+def _remember(kept: dict[str, Any], key: str, value: Any, limit: int | None = None) -> None:
+    """Set *kept*[*key*], forgetting the oldest keys beyond *limit* (None: :data:`_IDS_KEPT`,
+    for message ids; :data:`_ANSWERS_KEPT` for kept answers)."""
     kept[key] = value
-    while len(kept) > _IDS_KEPT:
+    while len(kept) > (_IDS_KEPT if limit is None else limit):
         del kept[next(iter(kept))]
 
 
@@ -274,14 +275,24 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool
     return True
 
 
+async def _settle_waiting(client: GatewayClient, state: _State) -> None:
+    """Piped mode: :func:`_settle` the message being waited for, :data:`_SETTLE` seconds at
+    most; it is waited for no more once settled or given up on, but still when its turn asked
+    a question first (the next line answers it, then the wait goes on)."""
+    assert state.waiting is not None
+    settled: bool | None = None  # None: gave up waiting
+    with trio.move_on_after(_SETTLE):
+        settled = await _settle(client, state, state.waiting)
+    if settled is not False:
+        state.waiting = None
+
+
 def _keep(answers: dict[str, tuple[dict[str, Any], dict[str, Any]]], question: dict[str, Any],
           frame: dict[str, Any]) -> None:
     """Keep *frame*, the answer to *question*, forgetting the oldest beyond
     :data:`_ANSWERS_KEPT` (a question whose ``prompt_closed`` the drop took is never asked
     again: its answer would be kept for nothing)."""
-    answers[_question_id(question)] = (question, frame)
-    while len(answers) > _ANSWERS_KEPT:
-        del answers[next(iter(answers))]
+    _remember(answers, _question_id(question), (question, frame), _ANSWERS_KEPT)
 
 
 async def _pump(lines: AsyncGenerator[str, None], send: trio.MemorySendChannel[str]) -> None:
@@ -312,11 +323,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
                 lines: trio.MemoryReceiveChannel[str], options: ChatOptions) -> None:
     state.waiting = await _resend(client, state) or state.waiting
     if state.waiting is not None and not options.interactive:
-        settled: bool | None = None  # None: gave up waiting
-        with trio.move_on_after(_SETTLE):
-            settled = await _settle(client, state, state.waiting)
-        if settled is not False:
-            state.waiting = None
+        await _settle_waiting(client, state)
     async for raw in lines:
         line = raw.rstrip("\n")
         # A pipe that is not UTF-8 reads with surrogateescape: the server would refuse the
@@ -347,11 +354,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
             if question is None:
                 state.waiting = frame["id"]
         if state.waiting is not None and not options.interactive:
-            settled = None
-            with trio.move_on_after(_SETTLE):
-                settled = await _settle(client, state, state.waiting)
-            if settled is not False:
-                state.waiting = None
+            await _settle_waiting(client, state)
     if state.waiting is not None:
         with trio.move_on_after(_SETTLE):
             await _settle(client, state, state.waiting)
