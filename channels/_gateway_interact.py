@@ -2,9 +2,12 @@
 
 A pending question is sent to every connection of its conversation (and again to a client
 that connects while it waits). The first valid answer settles it; a repeated answer, an answer
-after expiry, or one from another conversation is refused with an ``error`` frame and never
-applied. When a question is settled the other connections get ``prompt_closed``. Without a
-connected client the agent gets the runtime's fail-closed answer (``no_interactive_route``).
+after expiry or after the asking turn was cancelled, or one from another conversation is
+refused with an ``error`` frame and never applied. When a question closes every connection
+gets ``prompt_closed`` with how: ``answered``, ``expired`` (its time ran out, or a nearer
+bound of the asker, see below) or ``cancelled`` (the turn that asked was cancelled: ``/cancel``,
+``/clear``, steer, the server's stop). Without a connected client the agent gets the runtime's
+fail-closed answer (``no_interactive_route``).
 A question whose frame is over ``MAX_SERVER_FRAME_BYTES`` could reach no client (each
 connection drops such a frame): it is not asked, and the agent gets ``frame_too_big`` at once
 (an empty prompt answer, or a denial) instead of an unseen wait for the whole timeout.
@@ -39,12 +42,15 @@ from tidings.errors import ValidationError
 __all__ = ["TOO_BIG_REASON", "Interactions", "Question"]
 
 Kind = Literal["prompt", "approval"]
+Closed = Literal["answered", "expired", "cancelled"]
+"""How a question closed: the ``reason`` of its ``prompt_closed`` frame."""
 Broadcast = Callable[[dict[str, Any]], None]
 """Sends a frame to every connection of the question's conversation (sync, never blocks)."""
 _CLOSED_KEPT = 4096
 _TOO_BIG = object()
 """What :meth:`Interactions._ask` returns for a question whose frame no client would take."""
 TOO_BIG_REASON = "frame_too_big"
+_WITHDRAWN = "{0} was withdrawn: the turn that asked it was cancelled; the answer was not applied"
 
 
 class Question:
@@ -72,8 +78,9 @@ class Interactions:
         self.timeout = timeout
         self.clock = clock
         self.pending: dict[tuple[str, str], Question] = {}  # (conversation, id) -> question
-        # (conversation, id) -> "answered" | "expired", for refusing late answers by name
-        self.closed: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
+        # (conversation, id) -> how it closed, for refusing late answers by name
+        self.closed: collections.OrderedDict[tuple[str, str], Closed] = (
+            collections.OrderedDict())
 
     async def prompt(self, prompt: Prompt, key: str, broadcast: Broadcast) -> PromptAnswer:
         expires_at = self._expiry(prompt.expires_at)
@@ -119,21 +126,25 @@ class Interactions:
         question = Question(kind, question_id, key, frame, expires_at, deadline)
         self.pending[key, question_id] = question
         broadcast(frame)
+        reason: Closed = "cancelled"  # unless the wait ends with an answer or its deadline
         try:
             with trio.move_on_at(deadline):
                 await question.done.wait()
+                reason = "answered"
                 return question.answer
+            reason = "expired"
             return None
         finally:
+            if reason == "cancelled" and trio.current_time() >= deadline:
+                reason = "expired"  # a nearer bound of the asker (the router's, the turn's)
             del self.pending[key, question_id]
-            reason = "answered" if question.settled else "expired"
             question.settled = True
             self._remember((key, question_id), reason)
             broadcast({"type": "prompt_closed", "id": question_id, "reason": reason})
 
     def settle(self, kind: Kind, question_id: str, key: str, answer: Any) -> None:
         """Apply a client's answer. Raises :class:`FrameError` (``unknown_prompt``,
-        ``already_answered``, ``expired``) when it must be refused."""
+        ``already_answered``, ``expired``, ``cancelled``) when it must be refused."""
         question = self.pending.get((key, question_id))
         if question is None or question.kind != kind:
             reason = self.closed.get((key, question_id)) if question is None else None
@@ -141,6 +152,8 @@ class Interactions:
                 raise FrameError("already_answered", f"{question_id} was answered already")
             if reason == "expired":
                 raise FrameError("expired", f"{question_id} expired; the answer was not applied")
+            if reason == "cancelled":
+                raise FrameError("cancelled", _WITHDRAWN.format(question_id))
             raise FrameError("unknown_prompt", f"no pending {kind} {question_id[:80]!r} in this "
                                                "conversation")
         if question.settled:
@@ -157,7 +170,7 @@ class Interactions:
         """The frames of questions still waiting in conversation *key* (for a new client)."""
         return [q.frame for q in self.pending.values() if q.key == key and not q.settled]
 
-    def _remember(self, pair: tuple[str, str], reason: str) -> None:
+    def _remember(self, pair: tuple[str, str], reason: Closed) -> None:
         self.closed[pair] = reason
         self.closed.move_to_end(pair)
         while len(self.closed) > _CLOSED_KEPT:
