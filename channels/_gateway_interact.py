@@ -18,6 +18,8 @@ already waiting in its conversation is refused (:class:`ValidationError`), so no
 replaces another one that can then never be answered. An answer is late once the wait's
 deadline on trio's clock has passed (its own expiry, or a nearer bound of the asker such as the
 router's or the turn's), even before the waiting task has run: accepted, it would be dropped.
+For the same reason an answer is refused ``cancelled`` once the asker's turn is cancelled,
+even in the same scheduler tick, before the waiting task has run again (it no longer waits).
 """
 
 from __future__ import annotations
@@ -162,6 +164,10 @@ class Interactions:
         # taken now would be dropped, so it is refused, whatever the wall clock says.
         if self.clock() > question.expires_at or trio.current_time() >= question.deadline:
             raise FrameError("expired", f"{question_id} expired; the answer was not applied")
+        # Its turn was cancelled (the asker's wait was woken with ``Cancelled``, which has not
+        # run yet): the answer would reach nobody, so it is refused, never taken and dropped.
+        if not question.done.statistics().tasks_waiting:
+            raise FrameError("cancelled", _WITHDRAWN.format(question_id))
         question.answer = answer
         question.settled = True
         question.done.set()
