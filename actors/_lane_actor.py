@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ import trio
 from tidings.actors._handle import TERMINAL, DeliveryItem, describe_error, outcome_of
 from tidings.actors._outbound import adapt_blocks, build_outbound, item_from_row
 from tidings.actors._router import Binding
-from tidings.store import TERMINAL_STATUSES, Transition, queries, transition
+from tidings.store import TERMINAL_STATUSES, InsertRows, Transition, queries, transition
 from tidings.supervisor import ChildContext, MailboxReceiver, Seam
 
 if TYPE_CHECKING:
@@ -186,7 +187,10 @@ class LaneWorker:
         # it was written, before the lane took it) replaced the route the claim read, and
         # the platform I/O has not started. With no route left, the claimed one still gets
         # it (``sending`` cannot become ``unrouted``), as would a deliver() already running.
-        binding = self.router.binding(item.session_id) or binding
+        live = self.router.binding(item.session_id) or binding
+        if live is not binding:
+            live = await self._rerouted(item, binding, live)
+        binding = live
         outbound, _ = build_outbound(item, binding.capabilities, attempt=attempt)
         lane.delivering = True
         sup = self.dispatcher.supervisor
@@ -208,6 +212,25 @@ class LaneWorker:
                 lane.unacked[item.delivery_id] = item
         else:
             lane.unflushed.append(item)
+
+    async def _rerouted(self, item: DeliveryItem, claimed: Binding, live: Binding) -> Binding:
+        """The route bound now, *live*, replaced *claimed* (the route the claim read) before
+        the row's platform I/O: if what it can render differs, record a ``delivery.degraded``
+        event naming it and the block types it lacks (``missing: []``: none; the claim's event
+        named the replaced route) before handing it the row. Looks at the binding again after
+        that write, as another re-bind may have come meanwhile. Returns the route to use."""
+        said = _degradation(item, claimed)
+        while True:
+            says = _degradation(item, live)
+            if says == said:
+                return live
+            data = says or {"missing": [], "route": type(live.route).__name__}
+            await self.store.commit([InsertRows(
+                "events", ("type", "session_id", "delivery_id", "data", "created_at"),
+                (("delivery.degraded", item.session_id, item.delivery_id, json.dumps(data),
+                  self.store.clock()),), key_index=None)])
+            said = says
+            live = self.router.binding(item.session_id) or claimed
 
     async def _wait_for_window(self, lane: Lane, item: DeliveryItem) -> None:
         """With an acking route, at most ``ack_window`` rows of a session are unacked."""
@@ -266,10 +289,8 @@ class LaneWorker:
                 item.delivery_id, "unrouted", now=now))], ended=ended)
             return None
         lane.current, lane.claimed = item, False
-        _, degraded = adapt_blocks(item.blocks, binding.capabilities)
-        extra = [("delivery.degraded", {"missing": degraded,
-                                        "route": type(binding.route).__name__})
-                 ] if degraded else []
+        degraded = _degradation(item, binding)
+        extra = [("delivery.degraded", degraded)] if degraded else []
         claim = transition(item.delivery_id, "sending", now=now, claimant=self.store.claimant,
                            lease_expires_at=now + self.dispatcher.lease, extra_events=extra)
         applied = await self._commit(lane, flushed, [(item, claim)])
@@ -405,6 +426,14 @@ class LaneWorker:
         if flushed or moves:
             await self._commit(lane, flushed, moves)  # on failure, flushed is put back
         lane.current = None
+
+
+def _degradation(item: DeliveryItem, binding: Binding) -> dict[str, Any] | None:
+    """What a ``delivery.degraded`` event says of *item* handed to *binding*'s route: the
+    block types it cannot render (sent as their text fallback) and the route's class; None
+    when it renders every block."""
+    _, missing = adapt_blocks(item.blocks, binding.capabilities)
+    return {"missing": missing, "route": type(binding.route).__name__} if missing else None
 
 
 def _taken(lane: Lane, message: object) -> object:
