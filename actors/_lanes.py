@@ -389,8 +389,10 @@ class Dispatcher:
     async def abandon_unacked(self, session_id: str) -> list[str]:
         """The acking route of *session_id* lost its connection: its unacked rows become
         ``unknown`` (the client may or may not have them; it resolves them when it returns).
-        Returns their ids. Always a checkpoint. Raises :class:`ValidationError` naming
-        ``session_id`` if it is not a non-empty string."""
+        Returns their ids. A row whose ``deliver()`` is still running is not unacked yet and
+        is left to that call: it is ``failed`` if the call raises, else unacked once it
+        returns (a later call makes it ``unknown``). Always a checkpoint. Raises
+        :class:`ValidationError` naming ``session_id`` if it is not a non-empty string."""
         lane = self.lanes.get(check_session_id("session_id", session_id))
         ids = list(lane.unacked) if lane is not None else []
         if not ids:

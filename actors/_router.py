@@ -100,7 +100,13 @@ class SessionInteractionRouter:
     def unbind(self, token: BindToken) -> bool:
         """Remove the binding *token* made, if it is still the live one. Never blocks.
         Raises :class:`ValidationError` naming ``token`` for anything but a
-        :class:`BindToken` (a session id given instead: unbind what that bind returned)."""
+        :class:`BindToken` (a session id given instead: unbind what that bind returned).
+
+        A row its lane takes from now on finds no route (``unrouted``), but a row already
+        claimed for this route (``sending``, durable: its ``deliver()`` is about to start or
+        is running) still goes to it, as the host cannot tell the two apart and ``sending``
+        never becomes ``unrouted``; unless another route is bound meanwhile (the last bind
+        wins). A route that can no longer deliver raises from ``deliver`` (``failed``)."""
         if not isinstance(token, BindToken):
             raise ValidationError("token", f"must be the BindToken bind() returned, got "
                                            f"{token!r:.80}")
