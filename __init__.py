@@ -9,28 +9,47 @@ adapters, agents).
 ``tidings.errors`` is the one exception module. It is kept in ``store/_errors.py`` (the store is
 the bottom layer and may import nothing else) and published here under its public name, the way
 ``os.path`` is. ``tidings.testing`` (route doubles, fault plans) lives in
-``supervisor/testing.py`` and is published the same way.
+``supervisor/testing.py`` and is published under its public name too, on first use.
+
+The other public names are imported on first use as well (PEP 562, see
+:func:`~tidings.store._lazy.lazy_exports`): ``import tidings`` loads neither trio nor the
+packages, so the writer child, which boots through ``tidings.store``, and the command line start
+quickly. ``tidings.open_runtime``, ``from tidings import Runtime`` and ``dir(tidings)`` work as if
+every name had been imported here.
 """
 
 from __future__ import annotations
 
 import sys as _sys
+from typing import TYPE_CHECKING
 
 from tidings.store import _errors as errors
+from tidings.store._lazy import lazy_exports as _lazy_exports
+from tidings.store._lazy import publish_module as _publish_module
 
 _sys.modules[__name__ + ".errors"] = errors
 
 __version__ = "0.1.0"
 
-from tidings.actors import ArtifactRef as ArtifactRef  # noqa: E402
-from tidings.actors import DeliveryHandle as DeliveryHandle  # noqa: E402
-from tidings.actors import Outbound as Outbound  # noqa: E402
-from tidings.actors import Runtime as Runtime  # noqa: E402
-from tidings.actors import open_runtime as open_runtime  # noqa: E402
-from tidings.channels import Agent as Agent  # noqa: E402
-from tidings.supervisor import testing as testing  # noqa: E402
+if TYPE_CHECKING:
+    from tidings.actors import ArtifactRef as ArtifactRef
+    from tidings.actors import DeliveryHandle as DeliveryHandle
+    from tidings.actors import Outbound as Outbound
+    from tidings.actors import Runtime as Runtime
+    from tidings.actors import open_runtime as open_runtime
+    from tidings.channels import Agent as Agent
+    from tidings.supervisor import testing as testing
 
-_sys.modules[__name__ + ".testing"] = testing
+__getattr__, __dir__ = _lazy_exports(globals(), {
+    "ArtifactRef": ".actors",
+    "DeliveryHandle": ".actors",
+    "Outbound": ".actors",
+    "Runtime": ".actors",
+    "open_runtime": ".actors",
+    "Agent": ".channels",
+    "testing": ".testing:",
+})
+_publish_module(__name__ + ".testing", __name__ + ".supervisor.testing")
 
 __all__ = ["Agent", "ArtifactRef", "DeliveryHandle", "Outbound", "Runtime", "__version__",
            "errors", "open_runtime", "testing"]
