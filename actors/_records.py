@@ -57,8 +57,9 @@ class Prompt:
 @attrs.frozen
 class PromptAnswer:
     """The answer to a :class:`Prompt`; ``text`` is None when it was not answered (``reason``
-    says why: ``no_interactive_route``, ``expired``, ``declined``; the gateway also says
-    ``frame_too_big`` for a prompt too big to send to a client)."""
+    says why: ``no_interactive_route``, ``expired``, ``declined``, ``route_failed`` when the
+    route raised while asking; the gateway also says ``frame_too_big`` for a prompt too big to
+    send to a client)."""
 
     text: str | None
     reason: str | None = None
@@ -83,8 +84,9 @@ class ApprovalRequest:
 @attrs.frozen
 class ApprovalDecision:
     """The outcome of an :class:`ApprovalRequest`. Fails closed: anything but an explicit
-    ``allow`` is a denial with a ``reason`` (``denied``, ``expired``, ``no_interactive_route``;
-    the gateway also says ``frame_too_big`` for a request too big to send to a client)."""
+    ``allow`` is a denial with a ``reason`` (``denied``, ``expired``, ``no_interactive_route``,
+    ``route_failed`` when the route raised while asking; the gateway also says
+    ``frame_too_big`` for a request too big to send to a client)."""
 
     allowed: bool
     reason: str | None = None

@@ -33,11 +33,14 @@ from tidings.store import Op, Store, begin_turn, end_turn, release_inbound
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
 
-__all__ = ["CANCEL_REASONS", "TurnContext", "open_turn"]
+__all__ = ["CANCEL_REASONS", "ROUTE_FAILED", "TurnContext", "open_turn"]
 
 log = logging.getLogger("tidings.turns")
 
 CANCEL_REASONS = ("cancel_command", "clear", "steer", "timeout", "shutdown")
+
+ROUTE_FAILED = "route_failed"
+"""The ``reason`` of a question that failed closed because its route raised while asking."""
 
 
 class TurnContext:
@@ -77,7 +80,8 @@ class TurnContext:
             raise RuntimeClosedError("the runtime is stopping; no new deliveries are accepted")
 
     async def prompt_user(self, text: str, *, expires_in: float | None = None) -> PromptAnswer:
-        """Ask the person on this session's route; fails closed without one.
+        """Ask the person on this session's route; fails closed without one, and when the
+        route fails to ask (:data:`ROUTE_FAILED`, see :meth:`_route_failed`).
 
         Raises:
           ValidationError: *text* is not a string, is empty, not valid Unicode or over
@@ -91,11 +95,16 @@ class TurnContext:
         expires_at = self._expiry(expires_in)
         self._check_not_ended()
         prompt = Prompt(self.session_id, text, new_id("prompt"), self.turn_id, expires_at)
-        return await self.runtime.router.prompt_user(prompt)
+        try:
+            return await self.runtime.router.prompt_user(prompt)
+        except Exception as exc:  # noqa: BLE001 - the route's own failure: logged, fails closed
+            self._route_failed("prompt_user", prompt.prompt_id, exc)
+            return PromptAnswer(None, ROUTE_FAILED)
 
     async def request_approval(self, action: str, *, details: Mapping[str, Any] | None = None,
                                expires_in: float | None = None) -> ApprovalDecision:
-        """Ask for approval on this session's route; fails closed (denied) without one.
+        """Ask for approval on this session's route; fails closed (denied) without one, and
+        when the route fails to ask (:data:`ROUTE_FAILED`, see :meth:`_route_failed`).
 
         Raises:
           ValidationError: *action* is not a non-empty string (valid Unicode, at most
@@ -112,7 +121,19 @@ class TurnContext:
         self._check_not_ended()
         request = ApprovalRequest(self.session_id, action, new_id("approval"), details,
                                   self.turn_id, expires_at)
-        return await self.runtime.router.request_approval(request)
+        try:
+            return await self.runtime.router.request_approval(request)
+        except Exception as exc:  # noqa: BLE001 - the route's own failure: logged, fails closed
+            self._route_failed("request_approval", request.request_id, exc)
+            return ApprovalDecision(False, ROUTE_FAILED)
+
+    def _route_failed(self, method: str, question_id: str, error: Exception) -> None:
+        """The route's *method* raised (its platform is down, a bug of the adapter): the
+        question fails closed, as without a route, instead of failing the turn with an error
+        of the platform's that no agent could expect. Logged with the error."""
+        log.warning("event=question_route_failed session=%s turn=%s question=%s method=%s "
+                    "error=%s", self.session_id, self.turn_id, question_id, method,
+                    describe_error(error, 300))
 
     def _check_not_ended(self) -> None:
         if self.closed:  # nobody could act on the answer: the question would be a lie

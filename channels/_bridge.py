@@ -143,7 +143,8 @@ class BridgeTurn:
     async def prompt_user(self, text: str, *,
                           timeout: float | None = None) -> str | None:  # noqa: ASYNC109
         """Ask the person on this session's route; the answer, or None when there is none
-        (no interactive route, declined, or not answered within *timeout* seconds)."""
+        (no interactive route, the route failed to ask, declined, or not answered within
+        *timeout* seconds)."""
         with _timeout_named():
             answer = await self._ctx.prompt_user(text, expires_in=timeout)
         return answer.text
@@ -152,7 +153,8 @@ class BridgeTurn:
                                timeout: float | None = None  # noqa: ASYNC109
                                ) -> ApprovalDecision:
         """Ask to approve *action*; the runtime's decision (fails closed: ``allowed`` is
-        False without an interactive route, on expiry after *timeout* seconds, or on deny)."""
+        False without an interactive route, when the route failed to ask (``reason``
+        ``route_failed``), on expiry after *timeout* seconds, or on deny)."""
         with _timeout_named():
             return await self._ctx.request_approval(action, details=details,
                                                     expires_in=timeout)
