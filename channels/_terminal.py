@@ -130,17 +130,22 @@ class TerminalChannel(ChannelBase):
         try:
             await answered.wait()
         finally:  # expired or cancelled unanswered: the next line is a message again
-            if not answered.is_set():
+            if not answered.is_set() and question in self._questions:
                 self._questions.remove(question)
         return slot[0] if slot else None
 
     def _answer(self, text: str | None) -> bool:
-        if not self._questions:
-            return False
-        answered, slot = self._questions.popleft()
-        slot.append(text)
-        answered.set()
-        return True
+        """Give *text* to the oldest question still waiting; False when none is (the line
+        is then a message). A question whose asker no longer waits (its turn was cancelled,
+        or it expired, and the asker has not run since: the same scheduler tick) is dropped
+        here, not given the line, which would then be lost."""
+        while self._questions:
+            answered, slot = self._questions.popleft()
+            if answered.statistics().tasks_waiting:
+                slot.append(text)
+                answered.set()
+                return True
+        return False
 
     # --- the loop ------------------------------------------------------------------------------
 

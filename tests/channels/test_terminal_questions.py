@@ -6,8 +6,9 @@ import io
 from collections.abc import AsyncIterator
 
 import trio
+import trio.testing
 
-from tidings.channels import ChannelConfig
+from tidings.channels import ChannelConfig, Inbound
 from tidings.channels._terminal import TerminalChannel
 
 
@@ -41,4 +42,45 @@ async def test_a_question_that_expired_does_not_swallow_the_next_line(
         await channel.chat(lines())
     text = out.getvalue()
     assert "terminal> answer=None" in text
+    assert "terminal> echo hello" in text  # a message, not the answer to a dead question
+
+
+class AskForever:
+    """``ask`` prompts (no timeout) and reports the answer; anything else echoes."""
+
+    def __init__(self) -> None:
+        self.asked = trio.Event()
+
+    async def run(self, turn) -> None:
+        if turn.text == "ask":
+            self.asked.set()
+            answer = await turn.prompt_user("Which branch?")
+            await turn.send_chunk(f"answer={answer}")
+        else:
+            await turn.send_chunk(f"echo {turn.text}")
+
+
+async def test_a_line_typed_in_the_tick_its_question_was_cancelled_is_a_message(
+        rt, autojump_clock) -> None:
+    """The asking turn is cancelled (a stop button: the same call as ``/cancel``) and the next
+    line comes before the asking task has run again. Before, the dead question took the line
+    as its answer, and the line was lost: neither answered nor sent."""
+    out = io.StringIO()
+    agent = AskForever()
+    channel = TerminalChannel(rt, ChannelConfig(name="terminal"), agent=agent, out=out)
+
+    async def lines() -> AsyncIterator[str]:
+        yield "ask\n"
+        await agent.asked.wait()
+        await trio.testing.wait_all_tasks_blocked()  # the question is waiting for a line
+        conversation = channel.conversation_for(
+            Inbound(chat_id=channel.chat_id, sender_id=channel.sender_id, text="ask"))
+        assert channel.dispatch.cancel(conversation, "cancel_command") == 1
+        yield "hello\n"  # no checkpoint since the cancel: the asker has not run
+
+    with trio.fail_after(60):
+        await channel.chat(lines())
+    text = out.getvalue()
+    assert "[cancelled: cancel_command]" in text
+    assert "answer=" not in text
     assert "terminal> echo hello" in text  # a message, not the answer to a dead question
