@@ -63,7 +63,14 @@ class AgentTurn(Protocol):
 class Agent(Protocol):
     """Anything with ``async run(turn)``; it may be cancelled at any checkpoint.
 
-    ``run`` returns when the turn's work is done; raising fails the turn (``failed``).
+    ``run`` returns when the turn's work is done; raising an ``Exception`` fails that turn
+    only (``failed``): the session's next turn and every other session go on. A
+    ``BaseException`` that is not an ``Exception`` (``KeyboardInterrupt``, ``SystemExit``,
+    ``GeneratorExit`` or a subclass of one's own) is not a failure of the turn but a request to
+    stop, as everywhere in Python and trio: the turn still ends ``failed``, then it passes
+    through the supervision tree (whose child boundary catches only ``Exception``), the runtime
+    stops as at its exit (other turns end ``cancelled(shutdown)``, their messages are told
+    about at the next start) and ``open_runtime`` raises it, unwrapped.
     """
 
     async def run(self, turn: AgentTurn) -> None: ...
