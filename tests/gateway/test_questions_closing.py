@@ -79,19 +79,22 @@ async def test_a_bound_of_the_asker_that_ran_out_closes_it_expired(autojump_cloc
     assert [f["reason"] for f in frames if f["type"] == "prompt_closed"] == ["expired"]
 
 
-@pytest.mark.parametrize("how", ["/cancel", "/clear", "steer"])
+@pytest.mark.parametrize(("how", "why"), [("/cancel", "cancel_command"), ("/clear", "clear"),
+                                          ("hello again", "steer")])
 async def test_a_client_is_told_the_question_of_a_cancelled_turn_was_cancelled(
-        rt, serve_gateway, connect, is_frame, how) -> None:
+        rt, serve_gateway, connect, is_frame, how, why) -> None:
     async with serve_gateway(rt, agent=GatedAgent()) as (_gateway, url), \
             connect(url, "alpha") as client:
         await client.message("ask:your name?")
         prompt = (await _until(client, is_frame("prompt")))[-1]
-        await client.message("hello again" if how == "steer" else how)
-        [closed] = [f for f in await _all(client, is_frame("prompt_closed"),
-                                          is_frame("lifecycle", event="cancelled"))
-                    if f["type"] == "prompt_closed"]
+        await client.message(how)
+        frames = await _all(client, is_frame("prompt_closed"),
+                            is_frame("lifecycle", event="cancelled"))
+        [closed] = [f for f in frames if f["type"] == "prompt_closed"]
         assert closed == {"type": "prompt_closed", "id": prompt["prompt_id"],
                           "reason": "cancelled"}
+        # which cancel it was, the turn's lifecycle frame says
+        assert [f["reason"] for f in frames if f["type"] == "lifecycle"] == [why]
         await client.send({"type": "answer", "prompt_id": prompt["prompt_id"], "text": "Ada"})
         error = (await _until(client, is_frame("error")))[-1]
         assert error["code"] == "cancelled"
