@@ -183,6 +183,9 @@ class LaneWorker:
             if claimed is None:
                 return
             binding, attempt = claimed
+        if (lane.rewind or self.dispatcher.unheld(item.session_id) is not None) \
+                and not await self._still_next(lane, item):
+            return
         # The last bind wins: a re-bind while the claim was written (or, for a row claimed as
         # it was written, before the lane took it) replaced the route the claim read, and
         # the platform I/O has not started. With no route left, the claimed one still gets
@@ -212,6 +215,28 @@ class LaneWorker:
                 lane.unacked[item.delivery_id] = item
         else:
             lane.unflushed.append(item)
+
+    async def _still_next(self, lane: Lane, item: DeliveryItem) -> bool:
+        """Whether claimed *item* is still the session's next row, its platform I/O not yet
+        started. A binder that began to hold the session after the claim was decided (a
+        hello binding another route, see :meth:`Dispatcher.hold_binds`) hands older rows
+        back: wait for its hold to end; if rows were handed back meanwhile (a kick), hand
+        this one back after them, ``unknown`` then ``queued`` in one write (provably not on
+        the platform, as a reconciling channel re-queues a row), for the refill to read in
+        seq order (False). Without this the newer row went out first, to the new route."""
+        while (unheld := self.dispatcher.unheld(lane.session_id)) is not None:
+            await unheld.wait()  # not ``lane.waiting``: claimed, stop() gives it its grace
+        if not lane.rewind:
+            return True
+        now = self.store.clock()
+        results = await self.store.commit([
+            transition(item.delivery_id, "unknown", now=now,
+                       error="older rows were handed back before its platform I/O began"),
+            transition(item.delivery_id, "queued", now=now, only_from=("unknown",))])
+        lane.current, lane.claimed = None, False
+        if not results[0].applied:  # someone else moved the row on: report where it ended
+            await self._resolve_durable([item])
+        return False
 
     async def _rerouted(self, item: DeliveryItem, claimed: Binding, live: Binding) -> Binding:
         """The route bound now, *live*, replaced *claimed* (the route the claim read) before

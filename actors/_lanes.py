@@ -454,7 +454,10 @@ class Dispatcher:
         client's hello re-queues the ``unrouted`` ones, see :meth:`unrouted_written`): a row
         claimed for the new route in between went out before them. A lane that waited drops
         the row it had taken if rows were handed back meanwhile (a kick) and reads it again
-        after them, in seq order. Neither entering nor leaving waits.
+        after them, in seq order. A row claimed before the hold began (for the route bound
+        before, its platform I/O not started) waits for the block's end too, and if rows were
+        handed back meanwhile goes back to ``queued`` and after them (``unknown`` then
+        ``queued``, one write). Neither entering nor leaving waits.
         """
         hold = _BindHold(route)
         self._binders.append(hold)
