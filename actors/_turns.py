@@ -88,12 +88,14 @@ class TurnContext:
             :data:`MAX_TEXT_BYTES` (as a message's text), or *expires_in* is not None or a
             number of seconds >= 0 (the field is named); nothing is asked.
           RuntimeClosedError: the turn has ended.
+          trio.Cancelled: the turn is cancelled (nothing is asked).
         """
         if not isinstance(text, str):
             raise ValidationError("text", f"must be a string, got {type(text).__name__}")
         check_message_text(text, "text")
         expires_at = self._expiry(expires_in)
         self._check_not_ended()
+        await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled turn asks nothing either
         prompt = Prompt(self.session_id, text, new_id("prompt"), self.turn_id, expires_at)
         try:
             return await self.runtime.router.prompt_user(prompt)
@@ -112,6 +114,7 @@ class TurnContext:
             :data:`MAX_JSON_BYTES`, or *expires_in* not None or a number of seconds >= 0 (the
             field is named); nothing is asked.
           RuntimeClosedError: the turn has ended.
+          trio.Cancelled: the turn is cancelled (nothing is asked).
         """
         if not isinstance(action, str) or not action:
             raise ValidationError("action", f"must be a non-empty string, got {action!r:.80}")
@@ -119,6 +122,7 @@ class TurnContext:
         details = check_json_object(details, "details", max_bytes=MAX_JSON_BYTES)
         expires_at = self._expiry(expires_in)
         self._check_not_ended()
+        await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled turn asks nothing either
         request = ApprovalRequest(self.session_id, action, new_id("approval"), details,
                                   self.turn_id, expires_at)
         try:
@@ -136,7 +140,10 @@ class TurnContext:
                     describe_error(error, 300))
 
     def _check_not_ended(self) -> None:
-        if self.closed:  # nobody could act on the answer: the question would be a lie
+        """Refuse a question from a turn that has ended: nobody could act on the answer, so
+        the question would be a lie. (A turn that is cancelled, not yet ended, gets its
+        ``Cancelled`` before the route is called, for the same reason.)"""
+        if self.closed:
             raise RuntimeClosedError(f"turn {self.turn_id} has ended; it cannot ask")
 
     def _expiry(self, expires_in: float | None) -> float | None:

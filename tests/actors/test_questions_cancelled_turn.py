@@ -1,0 +1,34 @@
+"""A turn already cancelled asks nothing: ``ctx.prompt_user`` / ``ctx.request_approval``
+raise its ``Cancelled`` before the route is called.
+
+Before, the route was handed the question (a platform shows it: a message, buttons) and only
+then did the wait see the cancel: a question nobody would ever read the answer to was left on
+the user's screen, as for a turn that had ended (which is refused for that reason)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidings.testing import MemoryRoute
+
+from .conftest import rows
+
+
+@pytest.mark.parametrize("ask", [lambda ctx: ctx.prompt_user("still there?"),
+                                 lambda ctx: ctx.request_approval("deploy")],
+                         ids=["prompt", "approval"])
+async def test_a_cancelled_turn_asks_nothing(rt, db_path, ask) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.answers.append("yes")
+    route.decisions.append("allow")
+    rt.router.bind(session_id, route)
+    asked = False
+    async with rt.open_turn(session_id) as ctx:
+        ctx.cancel("cancel_command")
+        await ask(ctx)
+        asked = True
+    assert not asked
+    assert (route.prompts, route.approvals) == ([], [])
+    assert rows(db_path, "SELECT status, reason FROM turns") == [
+        ("cancelled", "cancel_command")]
