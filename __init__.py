@@ -13,8 +13,8 @@ the bottom layer and may import nothing else) and published here under its publi
 
 The other public names are imported on first use as well (PEP 562, see
 :func:`~tidings.store._lazy.lazy_exports`): ``import tidings`` loads neither trio nor the
-packages, so the writer child, which boots through ``tidings.store``, and the command line start
-quickly. ``tidings.open_runtime``, ``from tidings import Runtime`` and ``dir(tidings)`` work as if
+packages, so the writer child, which boots through ``tidings.store``, starts quickly.
+``tidings.open_runtime``, ``from tidings import Runtime`` and ``dir(tidings)`` work as if
 every name had been imported here.
 """
 

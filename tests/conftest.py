@@ -18,6 +18,8 @@ import trio.testing
 import tidings
 from tidings.actors import Runtime
 
+from .io_clock import io_clock
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--slow", action="store_true", default=False,
@@ -74,16 +76,15 @@ async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Ru
         yield runtime
 
 
-IO_AUTOJUMP_THRESHOLD = 0.05
-"""Real seconds the run loop must sit idle before the autojump clock jumps, for tests that do
-real I/O (SQLite in worker threads, a writer process, pipes).
-
-With trio's default of 0 for ``autojump_clock``, time jumps whenever every task is blocked —
-also while a write is in flight in a thread — and, with no timer pending, the loop spins at
-full speed polling for that thread, taking the CPU (and the GIL) from it. trio's advice for
-tests with I/O in flight is the smallest threshold that avoids such false alarms."""
-
-
 @pytest.fixture
 def autojump_clock() -> trio.testing.MockClock:
-    return trio.testing.MockClock(autojump_threshold=IO_AUTOJUMP_THRESHOLD)
+    """The clock of the tests that do real I/O (SQLite in worker threads, a writer process,
+    pipes): a ``MockClock`` that jumps to the next deadline once the run loop has been idle for
+    ``IO_AUTOJUMP_THRESHOLD`` (0.05) real seconds, but not while tidings' own SQLite work is in
+    flight: a worker-thread call of a ``tidings`` module, or a batch the writer process holds.
+
+    A plain autojump clock took a task waiting for a slow batch (a loaded machine) for an idle
+    one and jumped to the test's hang guard or to a timeout of the code under test. Work still
+    in flight after ``STUCK_AFTER`` (5) real seconds no longer holds the clock, so a stuck
+    thread still trips the guard. See tests/io_clock.py."""
+    return io_clock()
