@@ -82,15 +82,23 @@ class SessionInteractionRouter:
         ``async request_approval(request)``, ``capabilities`` (block types it renders; without
         it, text only) and ``ack_window`` (an int >= 0; see ``Runtime.confirm``). A route that
         breaks these is refused with :class:`ValidationError` naming the attribute (a
-        *session_id* no session can have, see ``check_session_id``, naming ``session_id``), and one
-        whose ``deliver`` is certainly sync (a plain function or method) with ``TypeError``
-        naming ``deliver``; the live binding stays as it was.
+        *session_id* no session can have, see ``check_session_id``, naming ``session_id``; a
+        ``prompt_user``/``request_approval`` that is there but not callable), and one whose
+        ``deliver``, ``prompt_user`` or ``request_approval`` is certainly sync (a plain function
+        or method) with ``TypeError`` naming it; the live binding stays as it was.
         """
         check_session_id("session_id", session_id)  # (not looked up: a bind never blocks)
         deliver = getattr(route, "deliver", None)
         if not callable(deliver):
             raise ValidationError("route", "a route needs an async deliver(outbound) method")
-        _check_not_sync(deliver)
+        _check_not_sync("deliver", deliver, "outbound")
+        for name in _QUESTIONS:  # optional, but one that is there must be awaitable
+            ask = getattr(route, name, None)
+            if ask is None:
+                continue
+            if not callable(ask):
+                raise ValidationError(name, f"must be an async method, got {ask!r:.80}")
+            _check_not_sync(name, ask, "request")
         binding = Binding(session_id, route, next(self._serials))
         self._routes[session_id] = binding
         for listener in self._listeners:
@@ -205,12 +213,17 @@ def certainly_sync(fn: Any) -> bool:
             and not inspect.iscoroutinefunction(fn))
 
 
-def _check_not_sync(deliver: Any) -> None:
-    """Refuse a ``deliver`` that is :func:`certainly_sync`."""
-    if certainly_sync(deliver):
-        raise TypeError(f"deliver: a route's deliver must be a coroutine function "
-                        f"(async def deliver(outbound)), got the plain function "
-                        f"{getattr(deliver, '__qualname__', deliver)!r:.80}")
+_QUESTIONS = ("prompt_user", "request_approval")
+"""A route's optional question methods (without one, its questions fail closed)."""
+
+
+def _check_not_sync(name: str, fn: Any, argument: str) -> None:
+    """Refuse a route method *name* that is :func:`certainly_sync`: every call of it would
+    fail at run time (a question closed ``route_failed``, a delivery ``failed``)."""
+    if certainly_sync(fn):
+        raise TypeError(f"{name}: a route's {name} must be a coroutine function "
+                        f"(async def {name}({argument})), got the plain function "
+                        f"{getattr(fn, '__qualname__', fn)!r:.80}")
 
 
 def _attribute(route: Any, name: str) -> object:

@@ -10,6 +10,7 @@ import unittest.mock
 
 import pytest
 
+from tidings.errors import ValidationError
 from tidings.testing import MemoryRoute
 
 
@@ -75,6 +76,48 @@ async def test_bind_refuses_a_deliver_that_is_certainly_sync(rt, name) -> None:
         "MagicMock"])
 async def test_bind_takes_what_may_be_async(rt, route) -> None:
     session_id = await rt.create_session(channel="web")
+    token = rt.router.bind(session_id, route)
+    assert rt.router.binding(session_id).route is route
+    assert rt.router.unbind(token)
+
+
+def sync_ask(request):
+    return None
+
+
+async def async_ask(request):
+    return None
+
+
+@pytest.mark.parametrize("attribute", ["prompt_user", "request_approval"])
+@pytest.mark.parametrize(("ask", "error"), [
+    (sync_ask, TypeError),
+    (lambda request: None, TypeError),
+    (functools.partial(sync_ask), TypeError),
+    ("yes", ValidationError),
+    (42, ValidationError),
+], ids=["function", "lambda", "partial", "a string", "an int"])
+async def test_bind_refuses_a_question_method_that_cannot_be_awaited(rt, attribute, ask,
+                                                                     error) -> None:
+    """A route's ``prompt_user``/``request_approval`` is optional, but one that is there and
+    certainly not async (or not callable) would fail every question the agent asks, closed as
+    ``route_failed`` with the reason only in the log: refused at bind, naming it."""
+    session_id = await rt.create_session(channel="web")
+    live = MemoryRoute()
+    token = rt.router.bind(session_id, live)
+    route = types.SimpleNamespace(deliver=async_deliver, **{attribute: ask})
+    with pytest.raises(error, match=attribute):
+        rt.router.bind(session_id, route)
+    assert rt.router.binding(session_id).route is live  # the live binding stays
+    assert rt.router.unbind(token)
+
+
+@pytest.mark.parametrize("attribute", ["prompt_user", "request_approval"])
+@pytest.mark.parametrize("ask", [None, async_ask, AwaitableCall(), unittest.mock.MagicMock()],
+                         ids=["None (no questions)", "async", "callable object", "MagicMock"])
+async def test_bind_takes_a_question_method_that_may_be_async(rt, attribute, ask) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = types.SimpleNamespace(deliver=async_deliver, **{attribute: ask})
     token = rt.router.bind(session_id, route)
     assert rt.router.binding(session_id).route is route
     assert rt.router.unbind(token)
