@@ -20,6 +20,7 @@ deadline on trio's clock has passed (its own expiry, or a nearer bound of the as
 router's or the turn's), even before the waiting task has run: accepted, it would be dropped.
 For the same reason an answer is refused ``cancelled`` once the asker's turn is cancelled,
 even in the same scheduler tick, before the waiting task has run again (it no longer waits).
+An answer that comes before the asker has first reached its wait is taken: it finds it there.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ class Question:
         self.answer: Any = None
         self.settled = False
         self.done = trio.Event()
+        # The asker has parked on ``done`` (at least once): from then on, no task waiting on
+        # it means a cancel unparked the asker. Until then, an answer is one it finds there.
+        self.waited = False
 
 
 class Interactions:
@@ -131,6 +135,7 @@ class Interactions:
         reason: Closed = "cancelled"  # unless the wait ends with an answer or its deadline
         try:
             with trio.move_on_at(deadline):
+                question.waited = True  # no checkpoint until it parks (unless answered)
                 await question.done.wait()
                 reason = "answered"
                 return question.answer
@@ -166,7 +171,9 @@ class Interactions:
             raise FrameError("expired", f"{question_id} expired; the answer was not applied")
         # Its turn was cancelled (the asker's wait was woken with ``Cancelled``, which has not
         # run yet): the answer would reach nobody, so it is refused, never taken and dropped.
-        if not question.done.statistics().tasks_waiting:
+        # An asker that has not reached its wait yet (an answer given as the question goes
+        # out) is not gone: it finds the answer there.
+        if question.waited and not question.done.statistics().tasks_waiting:
             raise FrameError("cancelled", _WITHDRAWN.format(question_id))
         question.answer = answer
         question.settled = True
