@@ -17,7 +17,9 @@ and the end of input ends the chat once everything is in: a deterministic transc
 goes on across a reconnect (a turn that ended while the client was away sent a ``completed``
 nobody heard: its reply is replayed, the wait lasts :data:`_SETTLE` at most). A server that
 has not welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the
-first connection, a reconnect attempt like any other after. The frames it sends keep under the
+first connection. After a drop, every reconnect is said on stderr with how long it waits for
+its welcome, and all of them together must be welcomed within :data:`_RECONNECT_FOR` (30 s)
+of the drop: a hung server ends the chat then (exit 1). The frames it sends keep under the
 server's ``rate`` and ``burst`` (see :mod:`tidings.supervisor._chat_limits`): a pasted block
 of lines, or the lines sent again after a reconnect, wait their turn rather than get the
 connection closed ``4029``.
@@ -45,6 +47,7 @@ from trio_websocket import ConnectionRejected, HandshakeError
 
 from tidings.actors._blocks import lone_surrogate
 from tidings.channels import GatewayClient, GatewayClosed
+from tidings.channels._gateway_client import WELCOME_TIMEOUT
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.channels._terminal import stdin_is_a_terminal
 from tidings.errors import ConfigError
@@ -60,6 +63,11 @@ _RECONNECTS = 5
 _STABLE = 10.0
 """Seconds a connection must stay up after ``welcome`` before its drop starts a fresh count of
 reconnects: a server that welcomes and then drops the client at once is not retried forever."""
+_RECONNECT_FOR = 30.0
+"""Seconds after a drop within which a reconnect must be welcomed, all attempts together
+(each is given what is left as its ``welcome_timeout``): a server that takes the connection
+and never answers (hung, or another service on its port) ends the chat this long after the
+drop, not after :data:`_RECONNECTS` full welcome bounds (about 2.8 minutes)."""
 _BACKOFF = 0.25
 """Seconds before a reconnect: doubled on each attempt (the first waits twice this), 8 at most."""
 _SETTLE = 30.0
@@ -398,6 +406,8 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
     state = _State()
     printer = _Printer(out, options.show_chunks)
     attempts = 0
+    dropped = 0.0  # trio's clock when the last welcomed connection dropped
+    welcome_timeout = WELCOME_TIMEOUT
     while True:
         hello: dict[str, Any] = {}
         if state.session_id is not None:
@@ -407,7 +417,9 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
         try:
             async with GatewayClient.connect(options.url, token=options.token,
                                              conversation=options.conversation,
-                                             client="tidings-chat", **hello) as client:
+                                             client="tidings-chat",
+                                             welcome_timeout=welcome_timeout,
+                                             **hello) as client:
                 welcomed = trio.current_time()
                 state.pace = Pace(client.welcome)
                 # A question from before may have closed while we were away (answered on
@@ -425,7 +437,6 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                 await client.aclose()
                 return 0
         except GatewayClosed as exc:
-            attempts = 0 if _stayed_up(welcomed) else attempts
             said = sanitize_line(str(exc), limit=500)  # the reason is the server's text
             # Refused (bad hello, token, protocol), not a gateway (1002: a frame that is not
             # the protocol's, which the same server sends again), or never welcomed at all (a
@@ -433,19 +444,30 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
             if exc.code in (1002, 4000, 4001, 4002) or state.session_id is None:
                 print(f"tidings chat: {said}", file=err, flush=True)
                 return 1
-            if attempts >= _RECONNECTS:
-                print(f"tidings chat: {said}; gave up after {_RECONNECTS} reconnects",
-                      file=err, flush=True)
-                return 1
-            print(f"tidings chat: {said}; reconnecting", file=err, flush=True)
         except (OSError, HandshakeError) as exc:
-            attempts = 0 if _stayed_up(welcomed) else attempts
-            if attempts >= _RECONNECTS or state.session_id is None:
-                print(f"tidings chat: cannot connect to {options.url}: {_reason(exc)}",
-                      file=err)
+            said = f"cannot connect to {options.url}: {_reason(exc)}"
+            if state.session_id is None:
+                print(f"tidings chat: {said}", file=err, flush=True)
                 return 1
+        attempts = 0 if _stayed_up(welcomed) else attempts
+        if welcomed is not None:
+            dropped = trio.current_time()
+        backoff = min(8.0, _BACKOFF * math.pow(2, attempts + 1))
+        left = dropped + _RECONNECT_FOR - trio.current_time() - backoff
+        if attempts >= _RECONNECTS:
+            print(f"tidings chat: {said}; gave up after {_RECONNECTS} reconnects",
+                  file=err, flush=True)
+            return 1
+        if left <= 0:
+            print(f"tidings chat: {said}; gave up: not welcomed again within "
+                  f"{_RECONNECT_FOR:g} s of the drop", file=err, flush=True)
+            return 1
+        print(f"tidings chat: {said}; reconnecting", file=err, flush=True)
         attempts += 1
-        await trio.sleep(min(8.0, _BACKOFF * math.pow(2, attempts)))
+        await trio.sleep(backoff)
+        welcome_timeout = left
+        print(f"tidings chat: reconnect {attempts} of {_RECONNECTS}: waiting up to "
+              f"{left:.3g} s for {options.url} to welcome it", file=err, flush=True)
 
 
 def _stayed_up(welcomed: float | None) -> bool:
