@@ -100,7 +100,7 @@ class TurnContext:
         try:
             return await self.runtime.router.prompt_user(prompt)
         except Exception as exc:  # noqa: BLE001 - the route's own failure: logged, fails closed
-            self._route_failed("prompt_user", prompt.prompt_id, exc)
+            await self._route_failed("prompt_user", prompt.prompt_id, exc)
             return PromptAnswer(None, ROUTE_FAILED)
 
     async def request_approval(self, action: str, *, details: Mapping[str, Any] | None = None,
@@ -128,13 +128,19 @@ class TurnContext:
         try:
             return await self.runtime.router.request_approval(request)
         except Exception as exc:  # noqa: BLE001 - the route's own failure: logged, fails closed
-            self._route_failed("request_approval", request.request_id, exc)
+            await self._route_failed("request_approval", request.request_id, exc)
             return ApprovalDecision(False, ROUTE_FAILED)
 
-    def _route_failed(self, method: str, question_id: str, error: Exception) -> None:
+    async def _route_failed(self, method: str, question_id: str, error: Exception) -> None:
         """The route's *method* raised (its platform is down, a bug of the adapter): the
         question fails closed, as without a route, instead of failing the turn with an error
-        of the platform's that no agent could expect. Logged with the error."""
+        of the platform's that no agent could expect. Logged with the error.
+
+        Unless the asker is cancelled (the turn, or a scope of the agent's): then the error is
+        most likely how the route's platform library ended the request the cancel aborted,
+        and the asker gets its ``Cancelled`` (the route's error as its context), as a cancel
+        while the route asks properly gives it, not an answer ``route_failed``."""
+        await trio.lowlevel.checkpoint_if_cancelled()
         log.warning("event=question_route_failed session=%s turn=%s question=%s method=%s "
                     "error=%s", self.session_id, self.turn_id, question_id, method,
                     describe_error(error, 300))
