@@ -23,7 +23,8 @@ of the drop: a hung server ends the chat then (exit 1). The frames it sends keep
 server's ``rate`` and ``burst`` (see :mod:`tidings.supervisor._chat_limits`): a pasted block
 of lines, or the lines sent again after a reconnect, wait their turn rather than get the
 connection closed ``4029``.
-Ctrl-C cancels the chat at any point (exit 130, no traceback).
+Ctrl-C cancels the chat at any point (exit 130, no traceback). A stderr it cannot write
+(``2>/dev/full``) loses its lines and changes nothing else (see :func:`_say`).
 """
 
 from __future__ import annotations
@@ -430,9 +431,9 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                     welcome = client.welcome
                     state.session_id = welcome["session_id"]
                     state.seen[welcome["session_id"]] = welcome["last_seq"]
-                    print(f"tidings chat: {options.url}, conversation "
-                          f"{options.conversation}; /help for commands; end of input (Ctrl-D) "
-                          "quits.", file=err, flush=True)
+                    _say(err, f"tidings chat: {options.url}, conversation "
+                              f"{options.conversation}; /help for commands; end of input "
+                              "(Ctrl-D) quits.")
                 await _talk(client, state, printer, lines, options)
                 await client.aclose()
                 return 0
@@ -442,12 +443,12 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
             # the protocol's, which the same server sends again), or never welcomed at all (a
             # server failing on the hello): as for a server it cannot reach, no retry.
             if exc.code in (1002, 4000, 4001, 4002) or state.session_id is None:
-                print(f"tidings chat: {said}", file=err, flush=True)
+                _say(err, f"tidings chat: {said}")
                 return 1
         except (OSError, HandshakeError) as exc:
             said = f"cannot connect to {options.url}: {_reason(exc)}"
             if state.session_id is None:
-                print(f"tidings chat: {said}", file=err, flush=True)
+                _say(err, f"tidings chat: {said}")
                 return 1
         attempts = 0 if _stayed_up(welcomed) else attempts
         if welcomed is not None:
@@ -455,19 +456,27 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
         backoff = min(8.0, _BACKOFF * math.pow(2, attempts + 1))
         left = dropped + _RECONNECT_FOR - trio.current_time() - backoff
         if attempts >= _RECONNECTS:
-            print(f"tidings chat: {said}; gave up after {_RECONNECTS} reconnects",
-                  file=err, flush=True)
+            _say(err, f"tidings chat: {said}; gave up after {_RECONNECTS} reconnects")
             return 1
         if left <= 0:
-            print(f"tidings chat: {said}; gave up: not welcomed again within "
-                  f"{_RECONNECT_FOR:g} s of the drop", file=err, flush=True)
+            _say(err, f"tidings chat: {said}; gave up: not welcomed again within "
+                      f"{_RECONNECT_FOR:g} s of the drop")
             return 1
-        print(f"tidings chat: {said}; reconnecting", file=err, flush=True)
+        _say(err, f"tidings chat: {said}; reconnecting")
         attempts += 1
         await trio.sleep(backoff)
         welcome_timeout = left
-        print(f"tidings chat: reconnect {attempts} of {_RECONNECTS}: waiting up to "
-              f"{left:.3g} s for {options.url} to welcome it", file=err, flush=True)
+        _say(err, f"tidings chat: reconnect {attempts} of {_RECONNECTS}: waiting up to "
+                  f"{left:.3g} s for {options.url} to welcome it")
+
+
+def _say(err: TextIO, text: str) -> None:
+    """*text* as a line on *err* (stderr), flushed. A stderr that cannot be written
+    (``2>/dev/full``) is not a reason to end the chat nor to change its exit code: the line
+    is lost, as nothing could tell it. An ``OSError`` out of here would otherwise be taken for
+    a connection that failed (the banner is written inside the connection)."""
+    with contextlib.suppress(OSError):
+        print(text, file=err, flush=True)
 
 
 def _stayed_up(welcomed: float | None) -> bool:
@@ -542,7 +551,7 @@ def run(args: Any) -> int:
     try:
         url = check_url(args.url or DEFAULT_URL)
     except ConfigError as exc:
-        print(f"tidings chat: {exc}", file=sys.stderr)
+        _say(sys.stderr, f"tidings chat: {exc}")
         return 2
     token = args.token
     if token is None:
@@ -550,8 +559,8 @@ def run(args: Any) -> int:
         try:
             token = read_token_file(path, field="--token-file")
         except ConfigError as exc:
-            print(f"tidings chat: {exc}; give --token, or --token-file (tidings serve keeps "
-                  "it in <database>.token)", file=sys.stderr)
+            _say(sys.stderr, f"tidings chat: {exc}; give --token, or --token-file (tidings serve "
+                 "keeps it in <database>.token)")
             return 2
     options = ChatOptions(url=url, token=token,
                           conversation=args.conversation, interactive=stdin_is_a_terminal(),
@@ -576,7 +585,7 @@ def run(args: Any) -> int:
         failure = _first(failed)
         # `tidings chat | head`: the reader left, nothing to say. Else (`> /dev/full`) why.
         if not isinstance(failure.__cause__, BrokenPipeError):
-            print(f"tidings chat: cannot write to stdout: {failure}", file=sys.stderr)
+            _say(sys.stderr, f"tidings chat: cannot write to stdout: {failure}")
         # What stdout still buffers would fail again at the interpreter's exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
