@@ -183,16 +183,17 @@ class LaneWorker:
             if claimed is None:
                 return
             binding, attempt = claimed
-        if (lane.rewind or self.dispatcher.unheld(item.session_id) is not None) \
-                and not await self._still_next(lane, item):
-            return
         # The last bind wins: a re-bind while the claim was written (or, for a row claimed as
         # it was written, before the lane took it) replaced the route the claim read, and
         # the platform I/O has not started. With no route left, the claimed one still gets
         # it (``sending`` cannot become ``unrouted``), as would a deliver() already running.
         live = self.router.binding(item.session_id) or binding
-        if live is not binding:
-            live = await self._rerouted(item, binding, live)
+        if live is not binding or lane.rewind \
+                or self.dispatcher.unheld(item.session_id) is not None:
+            handed = await self._handing_to(lane, item, binding)
+            if handed is None:
+                return
+            live = handed
         binding = live
         outbound, _ = build_outbound(item, binding.capabilities, attempt=attempt)
         lane.delivering = True
@@ -238,14 +239,22 @@ class LaneWorker:
             await self._resolve_durable([item])
         return False
 
-    async def _rerouted(self, item: DeliveryItem, claimed: Binding, live: Binding) -> Binding:
-        """The route bound now, *live*, replaced *claimed* (the route the claim read) before
-        the row's platform I/O: if what it can render differs, record a ``delivery.degraded``
-        event naming it and the block types it lacks (``missing: []``: none; the claim's event
-        named the replaced route) before handing it the row. Looks at the binding again after
-        that write, as another re-bind may have come meanwhile. Returns the route to use."""
+    async def _handing_to(self, lane: Lane, item: DeliveryItem,
+                          claimed: Binding) -> Binding | None:
+        """The route to hand claimed *item* to, its platform I/O not yet started; None if it
+        went back to ``queued`` (see :meth:`_still_next`). The last bind wins: if the route
+        bound now renders it differently from *claimed* (the route the claim read), record a
+        ``delivery.degraded`` event naming that route and the block types it lacks
+        (``missing: []``: none; the claim's event named the replaced route). Each wait here
+        (a hold's end, that write) lets a binder begin to hold the session or re-bind it, so
+        both are looked at again after it: a row handed on after a write without that look
+        went out ahead of the rows a hold that began meanwhile handed back."""
         said = _degradation(item, claimed)
         while True:
+            if (lane.rewind or self.dispatcher.unheld(item.session_id) is not None) \
+                    and not await self._still_next(lane, item):
+                return None
+            live = self.router.binding(item.session_id) or claimed
             says = _degradation(item, live)
             if says == said:
                 return live
@@ -255,7 +264,6 @@ class LaneWorker:
                 (("delivery.degraded", item.session_id, item.delivery_id, json.dumps(data),
                   self.store.clock()),), key_index=None)])
             said = says
-            live = self.router.binding(item.session_id) or claimed
 
     async def _wait_for_window(self, lane: Lane, item: DeliveryItem) -> None:
         """With an acking route, at most ``ack_window`` rows of a session are unacked."""

@@ -1,0 +1,94 @@
+"""Holes left around a claimed row's hold check (``LaneWorker._still_next``).
+
+A row claimed for one route waits, before its platform I/O, for a binder that holds its
+session (``rt.hold_binds``), and goes back behind the rows that binder handed back. Every
+``await`` between that check and ``deliver()`` is a window where a new hold could begin: the
+lane must look again after it, or the newer row overtakes the handed-back ones.
+"""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from tidings.store import InsertRows
+from tidings.testing import MemoryRoute, writer_gate
+
+HANG = 30.0
+"""Real seconds a test waits for something that takes milliseconds when it works."""
+
+CHART = "https://example.com/chart.png"
+
+
+def _gate_degraded_events(rt) -> tuple[trio.Event, trio.Event]:
+    """Wrap ``rt.store.commit``: a write of a lone ``delivery.degraded`` event (what the lane
+    records for a re-bound row before its ``deliver()``) sets *handed* and then waits for
+    *go* before it reaches the writer. Returns ``(handed, go)``."""
+    real_commit = rt.store.commit
+    handed, go = trio.Event(), trio.Event()
+
+    async def commit(ops, **kwargs):
+        if len(ops) == 1 and isinstance(ops[0], InsertRows) and ops[0].table == "events":
+            handed.set()
+            await go.wait()
+        return await real_commit(ops, **kwargs)
+
+    rt.store.commit = commit
+    return handed, go
+
+
+async def _written_claimed(rt, session_id: str) -> None:
+    """Return once a send of *session_id* is being written already claimed (its lane is
+    reserved for it; a media send checks its sources in a worker thread first, which
+    ``wait_all_tasks_blocked`` does not wait for)."""
+    while True:
+        lane = rt.dispatcher.lane(session_id)
+        if lane is not None and lane.reserved:
+            return
+        await trio.testing.wait_all_tasks_blocked()
+
+
+async def _hand_back(rt, session_id: str) -> None:
+    """What a binder does inside its hold (``channels/_handback.py``)."""
+    await rt.unrouted_written(session_id)
+    stored = await rt.stored_deliveries(session_id, statuses=("unrouted",))
+    await rt.requeue(session_id, [row.outbound.delivery_id for row in stored])
+
+
+async def test_a_hold_that_begins_while_the_lane_records_a_reroute_still_holds_the_row(
+        rt) -> None:
+    """An image claimed (written claimed) for a text-only route A, re-bound to an image route B
+    before its platform I/O: the lane records a degraded event naming B. While that write is
+    in flight, C binds inside a hold and hands an older ``unrouted`` row back. C must get the
+    older row first: the image waits for the hold and goes back behind it."""
+    session_id = await rt.create_session(channel="web")
+    a = MemoryRoute()
+    b, c = (MemoryRoute(capabilities={"text", "image"}) for _ in range(2))
+    handles = {}
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            older = await ctx.output.send_text("older")  # no route bound: unrouted
+            assert await older.wait() == "unrouted"
+            rt.router.bind(session_id, a)
+            handed, go = _gate_degraded_events(rt)
+            async with trio.open_nursery() as nursery:
+                async with writer_gate(rt.store) as gate:
+                    async def send() -> None:
+                        handles["image"] = await ctx.output.send_image(
+                            CHART, caption="chart", history_policy="transient")
+
+                    nursery.start_soon(send)
+                    await _written_claimed(rt, session_id)  # for A, behind the gate
+                    rt.router.bind(session_id, b)  # before the claim commits: no hold
+                    gate.release()
+                await handed.wait()  # the lane records that B gets the image, then delivers
+                async with rt.hold_binds(c):
+                    rt.router.bind(session_id, c)
+                    go.set()
+                    await _hand_back(rt, session_id)
+            assert await handles["image"].wait() == "delivered"
+            await c.wait_delivered(2)
+    assert [outbound.text for outbound in c.delivered] == ["older", "chart"]
+    assert a.attempted == []
+    assert b.attempted == []
+
