@@ -1,0 +1,138 @@
+"""``docs/chat.html`` (the browser client) keeps under the ``rate`` and ``burst`` of its
+``welcome``, as ``tidings chat`` does (``supervisor/_chat_limits.py``): lines sent faster than
+that wait their turn instead of getting the connection closed ``4029``.
+
+The page's script runs under Node (skipped without it) against a stand-in DOM, WebSocket and
+clock (no real time passes); the test replays the frames it sent through the server's token
+bucket (``channels/_gateway_conn.py``'s ``TokenBucket``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from tidings.supervisor._chat_ws import web_page
+
+_HARNESS = r"""
+"use strict";
+const fs = require("fs"), vm = require("vm");
+const [page, welcomeJson, count, dropAfter] = process.argv.slice(1);
+const script = fs.readFileSync(page, "utf8").match(/<script>([\s\S]*?)<\/script>/)[1];
+let now = 0;
+const timers = [];
+const elements = {};
+const log = [];
+const element = (id) => elements[id] || (elements[id] = {
+  id, value: "", scrollTop: 0, scrollHeight: 0, append(line) { log.push(line.textContent); }});
+for (const id of ["url", "token", "conversation", "log", "text", "send", "connect"]) element(id);
+elements.url.value = "ws://stand-in";
+const sockets = [];
+class FakeSocket {
+  constructor(url) { this.url = url; this.readyState = 0; this.sent = []; sockets.push(this); }
+  send(data) {
+    if (this.readyState !== 1) throw new Error("send on a socket that is not open");
+    this.sent.push([now, JSON.parse(data)]);
+  }
+  open() { this.readyState = 1; this.onopen(); }
+  frame(f) { this.onmessage({data: JSON.stringify(f)}); }
+  drop() { this.readyState = 3; this.onclose({code: 1006, reason: ""}); }
+}
+FakeSocket.OPEN = 1;
+const sandbox = {
+  document: {getElementById: element, createElement: () => ({textContent: "", className: ""})},
+  WebSocket: FakeSocket, JSON, Math, Number, Date: {now: () => now},
+  performance: {now: () => now},
+  setTimeout: (fn, ms) => timers.push({at: now + Math.max(0, ms || 0), fn}),
+  clearTimeout: () => {},
+};
+vm.createContext(sandbox);
+vm.runInContext(script, sandbox);
+const event = {preventDefault() {}};
+function run(until) {  // fire the timers due by `until` (ms), in order; the clock jumps
+  for (;;) {
+    timers.sort((a, b) => a.at - b.at);
+    if (!timers.length || timers[0].at > until) break;
+    const timer = timers.shift();
+    now = Math.max(now, timer.at);
+    timer.fn();
+  }
+  now = Math.max(now, until);
+}
+const welcome = JSON.parse(welcomeJson);
+elements.connect.onsubmit(event);
+sockets[0].open();
+sockets[0].frame(welcome);
+for (let i = 0; i < Number(count); i++) {  // typed (or pasted) at once
+  elements.text.value = `line ${i}`;
+  elements.send.onsubmit(event);
+}
+if (Number(dropAfter) >= 0) {
+  run(Number(dropAfter));
+  sockets[0].drop();
+  run(now + 1500);  // the page reconnects after 1 s
+  sockets[1].open();
+  sockets[1].frame(welcome);
+}
+run(3600 * 1000);
+console.log(JSON.stringify({
+  sockets: sockets.map((s) => s.sent.filter(([, f]) => f.type !== "hello")
+                                   .map(([at, f]) => [at / 1000, f.text])),
+  log}));
+"""
+
+NODE = shutil.which("node")
+
+
+def _run_page(welcome: dict[str, object], count: int, drop_after_ms: int = -1) -> dict:
+    result = subprocess.run(
+        [NODE, "-e", _HARNESS, "--", str(web_page()), json.dumps(welcome), str(count),
+         str(drop_after_ms)], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _within(sends: list[list], rate: float, burst: int) -> bool:
+    """Whether the server's token bucket (``TokenBucket`` in channels/_gateway_conn.py, full
+    at the welcome) takes every one of *sends*, on the page's clock."""
+    tokens, stamp = float(burst), 0.0
+    for at, _text in sends:
+        tokens = min(burst, tokens + (at - stamp) * rate)
+        stamp = at
+        if tokens < 1:
+            return False
+        tokens -= 1
+    return True
+
+
+WELCOME = {"type": "welcome", "protocol": 1, "conversation": "default", "session_id": "s1",
+           "last_seq": 0, "rate": 5.0, "burst": 10}
+
+pytestmark = pytest.mark.skipif(NODE is None, reason="no node to run the page's script")
+
+
+def test_the_page_paces_a_burst_of_lines_by_the_welcome() -> None:
+    result = _run_page(WELCOME, 40)
+    [sends] = result["sockets"]
+    assert [text for _at, text in sends] == [f"line {i}" for i in range(40)]
+    assert _within(sends, rate=5.0, burst=10), sends
+    assert sends[-1][0] < 40 / (5.0 * 0.8) + 1  # paced, not held back for nothing
+
+
+def test_a_welcome_without_usable_numbers_gets_the_server_defaults() -> None:
+    welcome = {**WELCOME, "rate": "fast", "burst": 0}
+    [sends] = _run_page(welcome, 100)["sockets"]
+    assert len(sends) == 100
+    assert _within(sends, rate=20.0, burst=60), sends
+
+
+def test_lines_still_waiting_when_the_connection_drops_go_on_the_next_one() -> None:
+    result = _run_page(WELCOME, 30, drop_after_ms=1000)
+    first, second = result["sockets"]
+    texts = [text for _at, text in first + second]
+    assert texts == [f"line {i}" for i in range(30)]
+    assert first, "nothing sent before the drop"
+    assert second, "nothing left for the next connection: the drop did not cut the lines"
+    assert _within(second, rate=5.0, burst=10), second
