@@ -1,6 +1,7 @@
 """``docs/chat.html`` (the browser client) keeps under the ``rate`` and ``burst`` of its
 ``welcome``, as ``tidings chat`` does (``supervisor/_chat_limits.py``): lines sent faster than
-that wait their turn instead of getting the connection closed ``4029``.
+that wait their turn instead of getting the connection closed ``4029``. Connecting again
+closes the connection it replaces.
 
 The page's script runs under Node (skipped without it) against a stand-in DOM, WebSocket and
 clock (no real time passes); the test replays the frames it sent through the server's token
@@ -16,7 +17,7 @@ import pytest
 
 from tidings.supervisor._chat_ws import web_page
 
-_HARNESS = r"""
+_PAGE = r"""
 "use strict";
 const fs = require("fs"), vm = require("vm");
 const [page, welcomeJson, count, dropAfter] = process.argv.slice(1);
@@ -37,6 +38,7 @@ class FakeSocket {
     this.sent.push([now, JSON.parse(data)]);
   }
   open() { this.readyState = 1; this.onopen(); }
+  close() { this.readyState = 3; this.closed = true; }
   frame(f) { this.onmessage({data: JSON.stringify(f)}); }
   drop() { this.readyState = 3; this.onclose({code: 1006, reason: ""}); }
 }
@@ -62,6 +64,11 @@ function run(until) {  // fire the timers due by `until` (ms), in order; the clo
   now = Math.max(now, until);
 }
 const welcome = JSON.parse(welcomeJson);
+"""
+"""The page's script in a stand-in DOM (``elements``, ``log``: the lines shown), WebSocket
+(``sockets``, each with the frames it sent) and clock (``now``, ``run(until)``)."""
+
+_PACED = _PAGE + r"""
 elements.connect.onsubmit(event);
 sockets[0].open();
 sockets[0].frame(welcome);
@@ -88,7 +95,7 @@ NODE = shutil.which("node")
 
 def _run_page(welcome: dict[str, object], count: int, drop_after_ms: int = -1) -> dict:
     result = subprocess.run(
-        [NODE, "-e", _HARNESS, "--", str(web_page()), json.dumps(welcome), str(count),
+        [NODE, "-e", _PACED, "--", str(web_page()), json.dumps(welcome), str(count),
          str(drop_after_ms)], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
@@ -136,3 +143,33 @@ def test_lines_still_waiting_when_the_connection_drops_go_on_the_next_one() -> N
     assert first, "nothing sent before the drop"
     assert second, "nothing left for the next connection: the drop did not cut the lines"
     assert _within(second, rate=5.0, burst=10), second
+
+
+_CONNECT_TWICE = _PAGE + r"""
+elements.connect.onsubmit(event);
+sockets[0].open();
+sockets[0].frame(welcome);
+elements.connect.onsubmit(event);  // connect pressed again (another token, say)
+sockets[1].open();
+sockets[1].frame(welcome);
+const delivery = {type: "delivery", session_id: "s1", seq: 1, delivery_id: "d1",
+                  kind: "message", text: "hi"};
+for (const socket of sockets) if (socket.readyState === 1) socket.frame(delivery);
+if (sockets[0].onclose) sockets[0].onclose({code: 1006, reason: ""});  // it drops later
+run(60 * 1000);
+console.log(JSON.stringify({closed: sockets.map((s) => Boolean(s.closed)),
+                            count: sockets.length, log}));
+"""
+
+
+def test_connecting_again_closes_the_connection_it_replaces() -> None:
+    """Before, the first socket stayed open: every delivery was shown twice (both connections
+    of the conversation get it), and its later drop reconnected over the current one."""
+    result = subprocess.run([NODE, "-e", _CONNECT_TWICE, "--", str(web_page()),
+                             json.dumps(WELCOME), "0", "-1"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["closed"] == [True, False]
+    assert outcome["count"] == 2  # no reconnect for the replaced one
+    assert outcome["log"].count("hi") == 1, outcome["log"]
