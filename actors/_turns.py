@@ -88,14 +88,17 @@ class TurnContext:
             :data:`MAX_TEXT_BYTES` (as a message's text), or *expires_in* is not None or a
             number of seconds >= 0 (the field is named); nothing is asked.
           RuntimeClosedError: the turn has ended.
-          trio.Cancelled: the turn is cancelled (nothing is asked).
+          trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
         if not isinstance(text, str):
             raise ValidationError("text", f"must be a string, got {type(text).__name__}")
         check_message_text(text, "text")
         expires_at = self._expiry(expires_in)
+        # A cancelled turn asks nothing either; a full checkpoint, as trio turns a deadline
+        # (the turn's timeout) that passed into a cancel only at a schedule point. Then the
+        # end check (an asker outside the turn's task: the turn may end meanwhile).
+        await trio.lowlevel.checkpoint()
         self._check_not_ended()
-        await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled turn asks nothing either
         prompt = Prompt(self.session_id, text, new_id("prompt"), self.turn_id, expires_at)
         try:
             return await self.runtime.router.prompt_user(prompt)
@@ -114,15 +117,18 @@ class TurnContext:
             :data:`MAX_JSON_BYTES`, or *expires_in* not None or a number of seconds >= 0 (the
             field is named); nothing is asked.
           RuntimeClosedError: the turn has ended.
-          trio.Cancelled: the turn is cancelled (nothing is asked).
+          trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
         if not isinstance(action, str) or not action:
             raise ValidationError("action", f"must be a non-empty string, got {action!r:.80}")
         check_message_text(action, "action")
         details = check_json_object(details, "details", max_bytes=MAX_JSON_BYTES)
         expires_at = self._expiry(expires_in)
+        # A cancelled turn asks nothing either; a full checkpoint, as trio turns a deadline
+        # (the turn's timeout) that passed into a cancel only at a schedule point. Then the
+        # end check (an asker outside the turn's task: the turn may end meanwhile).
+        await trio.lowlevel.checkpoint()
         self._check_not_ended()
-        await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled turn asks nothing either
         request = ApprovalRequest(self.session_id, action, new_id("approval"), details,
                                   self.turn_id, expires_at)
         try:

@@ -8,6 +8,7 @@ the user's screen, as for a turn that had ended (which is refused for that reaso
 from __future__ import annotations
 
 import pytest
+import trio
 
 from tidings.testing import MemoryRoute
 
@@ -32,3 +33,26 @@ async def test_a_cancelled_turn_asks_nothing(rt, db_path, ask) -> None:
     assert (route.prompts, route.approvals) == ([], [])
     assert rows(db_path, "SELECT status, reason FROM turns") == [
         ("cancelled", "cancel_command")]
+
+
+@pytest.mark.parametrize("ask", [lambda ctx: ctx.prompt_user("still there?"),
+                                 lambda ctx: ctx.request_approval("deploy")],
+                         ids=["prompt", "approval"])
+async def test_a_turn_past_its_timeout_asks_nothing(rt, db_path, mock_clock, ask) -> None:
+    """The turn's timeout passed while the agent ran without a checkpoint (a blocking call):
+    trio cancels the turn's scope only at the next schedule point, and a check of "already
+    cancelled" alone does not see it yet, so the route showed the question first."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.answers.append("yes")
+    route.decisions.append("allow")
+    rt.router.bind(session_id, route)
+    asked = False
+    async with rt.open_turn(session_id) as ctx:
+        ctx.cancel_scope.deadline = trio.current_time() + 30  # as a channel's turn_timeout
+        mock_clock.jump(31)  # the agent blocked past it, never reaching a checkpoint
+        await ask(ctx)
+        asked = True
+    assert not asked
+    assert (route.prompts, route.approvals) == ([], [])
+    assert rows(db_path, "SELECT status FROM turns") == [("cancelled",)]
