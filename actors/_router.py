@@ -83,7 +83,8 @@ class SessionInteractionRouter:
         it, text only) and ``ack_window`` (an int >= 0; see ``Runtime.confirm``). A route that
         breaks these is refused with :class:`ValidationError` naming the attribute (a
         *session_id* no session can have, see ``check_session_id``, naming ``session_id``; a
-        ``prompt_user``/``request_approval`` that is there but not callable), and one whose
+        ``prompt_user``/``request_approval`` that is there but not callable or raises when
+        read), and one whose
         ``deliver``, ``prompt_user`` or ``request_approval`` is certainly sync (a plain function
         or method) with ``TypeError`` naming it; the live binding stays as it was.
         """
@@ -92,13 +93,13 @@ class SessionInteractionRouter:
         if not callable(deliver):
             raise ValidationError("route", "a route needs an async deliver(outbound) method")
         _check_not_sync("deliver", deliver, "outbound")
-        for name in _QUESTIONS:  # optional, but one that is there must be awaitable
-            ask = getattr(route, name, None)
+        for name, argument in _QUESTIONS.items():  # optional, but one there must be awaitable
+            ask = _attribute(route, name)
             if ask is None:
                 continue
             if not callable(ask):
                 raise ValidationError(name, f"must be an async method, got {ask!r:.80}")
-            _check_not_sync(name, ask, "request")
+            _check_not_sync(name, ask, argument)
         binding = Binding(session_id, route, next(self._serials))
         self._routes[session_id] = binding
         for listener in self._listeners:
@@ -213,8 +214,9 @@ def certainly_sync(fn: Any) -> bool:
             and not inspect.iscoroutinefunction(fn))
 
 
-_QUESTIONS = ("prompt_user", "request_approval")
-"""A route's optional question methods (without one, its questions fail closed)."""
+_QUESTIONS = {"prompt_user": "prompt", "request_approval": "request"}
+"""A route's optional question methods (without one, its questions fail closed), each with
+the name of its argument (for the refusal of a sync one)."""
 
 
 def _check_not_sync(name: str, fn: Any, argument: str) -> None:

@@ -121,3 +121,42 @@ async def test_bind_takes_a_question_method_that_may_be_async(rt, attribute, ask
     token = rt.router.bind(session_id, route)
     assert rt.router.binding(session_id).route is route
     assert rt.router.unbind(token)
+
+
+class NotConnected(MemoryRoute):
+    """A route whose question methods are properties that raise (a platform client made on
+    first use, which cannot connect)."""
+
+    @property
+    def prompt_user(self):  # type: ignore[no-untyped-def]
+        raise ConnectionError("platform not connected")
+
+    @property
+    def request_approval(self):  # type: ignore[no-untyped-def]
+        raise ConnectionError("platform not connected")
+
+
+async def test_bind_refuses_a_question_method_that_raises_when_read_naming_it(rt) -> None:
+    """Since 471869d bind reads ``prompt_user``/``request_approval``; one that raises when
+    read is refused naming it (as ``capabilities`` and ``ack_window`` are), not let out of
+    ``bind`` as the platform's own error."""
+    session_id = await rt.create_session(channel="web")
+    live = MemoryRoute()
+    token = rt.router.bind(session_id, live)
+    with pytest.raises(ValidationError, match="prompt_user") as caught:
+        rt.router.bind(session_id, NotConnected())
+    assert "platform not connected" in str(caught.value)
+    assert rt.router.binding(session_id).route is live  # the live binding stays
+    assert rt.router.unbind(token)
+
+
+def test_a_sync_prompt_user_is_told_its_own_argument() -> None:
+    """The refusal shows the signature it wants: ``prompt_user(prompt)``,
+    ``request_approval(request)`` (as the bind docstring and the README write them)."""
+    from tidings.actors._router import SessionInteractionRouter
+
+    router = SessionInteractionRouter()
+    for name, argument in (("prompt_user", "prompt"), ("request_approval", "request")):
+        route = types.SimpleNamespace(deliver=async_deliver, **{name: sync_ask})
+        with pytest.raises(TypeError, match=rf"async def {name}\({argument}\)"):
+            router.bind("session_a", route)
