@@ -217,18 +217,21 @@ class LaneWorker:
         else:
             lane.unflushed.append(item)
 
-    async def _still_next(self, lane: Lane, item: DeliveryItem) -> bool:
+    async def _still_next(self, lane: Lane, item: DeliveryItem) -> int | None:
         """Whether claimed *item* is still the session's next row, its platform I/O not yet
-        started. A binder that began to hold the session after the claim was decided (a
-        hello binding another route, see :meth:`Dispatcher.hold_binds`) hands older rows
-        back: wait for its hold to end; if rows were handed back meanwhile (a kick), hand
-        this one back after them, ``unknown`` then ``queued`` in one write (provably not on
-        the platform, as a reconciling channel re-queues a row), for the refill to read in
-        seq order (False). Without this the newer row went out first, to the new route."""
+        started: the lane's kick count it was checked at, or None if it went back. A binder
+        that began to hold the session after the claim was decided (a hello binding another
+        route, see :meth:`Dispatcher.hold_binds`) hands older rows back: wait for its hold to
+        end; if that or another kick (``rewind``) re-queued rows older than *item*, hand it
+        back after them, ``unknown`` then ``queued`` in one write (provably not on the
+        platform, as a reconciling channel re-queues a row), for the refill to read in seq
+        order. Without this the newer row went out first, to the new route. A kick that
+        re-queued nothing older (a stranded-row scan, rows newer than it) leaves it next."""
         while (unheld := self.dispatcher.unheld(lane.session_id)) is not None:
             await unheld.wait()  # not ``lane.waiting``: claimed, stop() gives it its grace
-        if not lane.rewind:
-            return True
+        kicks = lane.kicks
+        if not lane.rewind or not await self._queued_below(lane, item):
+            return kicks
         now = self.store.clock()
         results = await self.store.commit([
             transition(item.delivery_id, "unknown", now=now,
@@ -237,7 +240,15 @@ class LaneWorker:
         lane.current, lane.claimed = None, False
         if not results[0].applied:  # someone else moved the row on: report where it ended
             await self._resolve_durable([item])
-        return False
+        return None
+
+    async def _queued_below(self, lane: Lane, item: DeliveryItem) -> bool:
+        """Whether the session has a ``queued`` row older than *item* (handed back)."""
+        if not item.seq:  # cannot tell: go back, the refill reads it in seq order
+            return True
+        first = await self.store.read(functools.partial(
+            queries.open_outbox_rows, after_seq=0, limit=1), lane.session_id)
+        return bool(first) and first[0].seq < item.seq
 
     async def _handing_to(self, lane: Lane, item: DeliveryItem,
                           claimed: Binding) -> Binding | None:
@@ -246,14 +257,18 @@ class LaneWorker:
         bound now renders it differently from *claimed* (the route the claim read), record a
         ``delivery.degraded`` event naming that route and the block types it lacks
         (``missing: []``: none; the claim's event named the replaced route). Each wait here
-        (a hold's end, that write) lets a binder begin to hold the session or re-bind it, so
-        both are looked at again after it: a row handed on after a write without that look
-        went out ahead of the rows a hold that began meanwhile handed back."""
+        (a hold's end, a read, that write) lets a binder begin to hold the session, kick it or
+        re-bind it, so all are looked at again after it: a row handed on after a write
+        without that look went out ahead of the rows a hold that began meanwhile handed back."""
         said = _degradation(item, claimed)
+        checked = None  # the kick count at which the store showed *item* still next
         while True:
-            if (lane.rewind or self.dispatcher.unheld(item.session_id) is not None) \
-                    and not await self._still_next(lane, item):
-                return None
+            if self.dispatcher.unheld(item.session_id) is not None \
+                    or (lane.rewind and lane.kicks != checked):
+                checked = await self._still_next(lane, item)
+                if checked is None:
+                    return None
+                continue
             live = self.router.binding(item.session_id) or claimed
             says = _degradation(item, live)
             if says == said:

@@ -53,9 +53,10 @@ class Lane:
     """The dispatch state of one session; it outlives crashes of its actor."""
 
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering",
-                 "flushing", "held", "idle_since", "max_seen", "name", "overflow", "parked",
-                 "posted", "reflush", "reread", "reserved", "rewind", "scope", "session_id",
-                 "taking", "unacked", "unflushed", "unrouting", "waiting", "window")
+                 "flushing", "held", "idle_since", "kicks", "max_seen", "name", "overflow",
+                 "parked", "posted", "reflush", "reread", "reserved", "rewind", "scope",
+                 "session_id", "taking", "unacked", "unflushed", "unrouting", "waiting",
+                 "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -71,6 +72,7 @@ class Lane:
         self.unflushed: list[DeliveryItem] = []  # delivered; ``sent`` not yet committed
         self.reread = False                   # mailbox contents are suspect: read the store
         self.rewind = False                   # next refill starts from seq 0 (rows re-queued)
+        self.kicks = 0                        # kicks so far (a claimed row checks each once)
         self.reserved = False                 # a delivery is being written already claimed
         self.held: DeliveryItem | None = None  # that delivery, committed, waiting for the lane
         self.committing = 0                   # lane writes in flight
@@ -264,12 +266,16 @@ class Dispatcher:
         """Make the session's lane read its ``queued`` rows from the store (recovery, rebinds).
 
         Its next refill starts from the session's first ``queued`` row, also one below what the
-        lane already took (a row re-queued by reconcile keeps its old ``seq``).
+        lane already took (a row re-queued by reconcile keeps its old ``seq``). A row the lane
+        has claimed and not yet handed to its route goes back behind them only if one older
+        than it is ``queued`` now; otherwise (a stranded-row scan of a busy lane, rows newer
+        than it re-queued) it goes out as claimed.
         """
         lane = self.lanes.get(session_id)
         if lane is None:
             lane = self.lanes[session_id] = Lane(session_id)
         lane.rewind = True
+        lane.kicks += 1
         self._overflow(lane, 0)
         self._post(lane, WAKE)
 

@@ -8,16 +8,25 @@ lane must look again after it, or the newer row overtakes the handed-back ones.
 
 from __future__ import annotations
 
+import pathlib
+
 import trio
 import trio.testing
 
 from tidings.store import InsertRows
 from tidings.testing import MemoryRoute, writer_gate
 
+from .conftest import rows
+
 HANG = 30.0
 """Real seconds a test waits for something that takes milliseconds when it works."""
 
 CHART = "https://example.com/chart.png"
+
+
+def _events(db_path: pathlib.Path, delivery_id: str) -> list[str]:
+    return [kind for (kind,) in rows(db_path, "SELECT type FROM events WHERE delivery_id = ? "
+                                              "ORDER BY event_seq", delivery_id)]
 
 
 def _gate_degraded_events(rt) -> tuple[trio.Event, trio.Event]:
@@ -92,3 +101,31 @@ async def test_a_hold_that_begins_while_the_lane_records_a_reroute_still_holds_t
     assert a.attempted == []
     assert b.attempted == []
 
+
+async def test_a_kick_that_hands_nothing_back_leaves_a_claimed_row_to_go_out(rt, db_path) -> None:
+    """A kick (a stranded-row scan, ``recover()``) makes a busy lane re-read the store; when
+    no row older than the one it claimed was handed back, that row is still the session's next
+    and goes out as claimed: no ``unknown``/``requeued`` detour, no second attempt, no error
+    saying older rows were handed back."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.stall()
+    rt.router.bind(session_id, route)
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            first = await ctx.output.send_text("first")
+            await route.wait_attempted(1)  # the lane is inside deliver(first)
+            second = await ctx.output.send_text("second")
+            async with writer_gate(rt.store) as gate:
+                route.release()  # first's sent and second's claim queue behind the gate
+                await trio.testing.wait_all_tasks_blocked()
+                rt.dispatcher.kick(session_id)  # as the recovery scanner does
+                gate.release()
+            assert [await h.wait() for h in (first, second)] == ["delivered"] * 2
+    assert route.texts() == ["first", "second"]
+    assert [outbound.attempt for outbound in route.delivered] == [1, 1]
+    assert _events(db_path, second.delivery_id) == [
+        "delivery.queued", "delivery.sending", "delivery.sent"]
+    [(error,)] = rows(db_path, "SELECT last_error FROM outbox WHERE delivery_id = ?",
+                      second.delivery_id)
+    assert error is None
