@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from tidings.actors._status import check_id
 from tidings.errors import DatabaseNotFoundError, StoreError, ValidationError
 from tidings.store import (
     MAX_INTEGER,
@@ -91,7 +90,12 @@ def parse_since(text: str, *, now: Callable[[], float] = time.time) -> float:
 def _id(text: str) -> str:
     """A delivery or session id: not empty, and valid UTF-8 on the command line (Python
     hands undecodable bytes over as lone surrogates, which no id stored can hold). Not
-    length-capped: it is only looked up, and earlier versions stored longer session ids."""
+    length-capped: it is only looked up, and earlier versions stored longer session ids.
+
+    The actors' rule is imported here, when an id is given: importing ``tidings.actors`` loads
+    trio and the whole runtime, which reading the overview has no use for."""
+    from tidings.actors._status import check_id
+
     try:
         return check_id("id", text, max_chars=None)
     except ValidationError as exc:

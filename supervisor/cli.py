@@ -1,34 +1,68 @@
 """The ``tidings`` command line: one subcommand per small ``_cli_<name>`` module.
 
 Each command module has ``register(commands)``, which adds its parser to the subparsers and sets
-``run(args) -> exit code`` as the parser's default. Adding a command is adding a module to
-:data:`_COMMANDS`.
+``run(args) -> exit code`` as the parser's default. Adding a command is adding its module and
+its one-line help to :data:`_COMMANDS`.
+
+A command's module is imported only when that command runs: the modules import what their
+commands use (``serve`` the whole runtime, ``chat`` the websocket client and the channels), most
+of a second on a small machine, which ``tidings --help`` or ``tidings status`` must not wait
+for. The other commands get a parser with their name and help only, which is all the overview
+(``tidings --help``) and argparse's ``invalid choice`` message show.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+from collections.abc import Iterable, Sequence
 
 import tidings
-from tidings.supervisor import _cli_chat, _cli_serve, _cli_status
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (_cli_serve, _cli_status, _cli_chat)
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("tidings.supervisor._cli_serve",
+              "run the runtime, the websocket gateway and an agent"),
+    "status": ("tidings.supervisor._cli_status",
+               "show delivery counts and recent deliveries, or one delivery"),
+    "chat": ("tidings.supervisor._cli_chat", "chat with an agent from this terminal"),
+}
+"""Each command's module and its help in ``tidings --help`` (the help the module's ``register``
+gives it: tests/supervisor/test_cli_light_imports.py holds them to it), in the order listed."""
+
 _AGENT_COMMANDS = ("serve", "chat")
 """The commands that may load an agent by import path."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The ``tidings`` parser. Only the *commands* named (None: every one) have their whole
+    parser, which imports their modules; the others have their name and help only."""
+    complete = set(_COMMANDS if commands is None else commands)
     parser = argparse.ArgumentParser(
         prog="tidings", description="A durable, supervised delivery runtime for agent hosts.")
     parser.add_argument("--version", action="version", version=f"tidings {tidings.__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in _COMMANDS:
-        command.register(commands)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in _COMMANDS.items():
+        if name in complete:
+            importlib.import_module(module).register(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_text)
     return parser
+
+
+def _needed(argv: Sequence[str]) -> tuple[str, ...] | None:
+    """The commands whose parsers parsing *argv* can reach (None: any). argparse hands the
+    rest of the line to a command's parser only at a word that is that command's name: when
+    the line starts with one, only that one; when no word is one (``--help``, ``--version``, a
+    mistyped command), none; else (``--version status``) every one, as before."""
+    if argv and argv[0] in _COMMANDS:
+        return (argv[0],)
+    if not any(word in _COMMANDS for word in argv):
+        return ()
+    return None
 
 
 def _importable_here() -> None:
@@ -46,7 +80,8 @@ def _importable_here() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (argparse exits 2 on bad usage)."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_needed(argv))
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
