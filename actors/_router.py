@@ -83,13 +83,13 @@ class SessionInteractionRouter:
         it, text only) and ``ack_window`` (an int >= 0; see ``Runtime.confirm``). A route that
         breaks these is refused with :class:`ValidationError` naming the attribute (a
         *session_id* no session can have, see ``check_session_id``, naming ``session_id``; a
-        ``prompt_user``/``request_approval`` that is there but not callable or raises when
-        read), and one whose
-        ``deliver``, ``prompt_user`` or ``request_approval`` is certainly sync (a plain function
-        or method) with ``TypeError`` naming it; the live binding stays as it was.
+        ``deliver``, ``prompt_user`` or ``request_approval`` that raises when read, or a
+        question method that is there but not callable), and one whose ``deliver``,
+        ``prompt_user`` or ``request_approval`` is certainly sync (a plain function or method)
+        with ``TypeError`` naming it; the live binding stays as it was.
         """
         check_session_id("session_id", session_id)  # (not looked up: a bind never blocks)
-        deliver = getattr(route, "deliver", None)
+        deliver = _attribute(route, "deliver")
         if not callable(deliver):
             raise ValidationError("route", "a route needs an async deliver(outbound) method")
         _check_not_sync("deliver", deliver, "outbound")

@@ -150,6 +150,28 @@ async def test_bind_refuses_a_question_method_that_raises_when_read_naming_it(rt
     assert rt.router.unbind(token)
 
 
+class DeliverNotConnected:
+    """A route whose ``deliver`` is a property that raises (a platform client made on first
+    use, which cannot connect)."""
+
+    @property
+    def deliver(self):  # type: ignore[no-untyped-def]
+        raise ConnectionError("platform not connected")
+
+
+async def test_bind_refuses_a_deliver_that_raises_when_read_naming_it(rt) -> None:
+    """``deliver`` is read as the question methods are: a property that raises refuses the
+    route by the attribute's name, not as the platform's own error out of ``bind``."""
+    session_id = await rt.create_session(channel="web")
+    live = MemoryRoute()
+    token = rt.router.bind(session_id, live)
+    with pytest.raises(ValidationError, match="deliver") as caught:
+        rt.router.bind(session_id, DeliverNotConnected())
+    assert "platform not connected" in str(caught.value)
+    assert rt.router.binding(session_id).route is live  # the live binding stays
+    assert rt.router.unbind(token)
+
+
 def test_a_sync_prompt_user_is_told_its_own_argument() -> None:
     """The refusal shows the signature it wants: ``prompt_user(prompt)``,
     ``request_approval(request)`` (as the bind docstring and the README write them)."""
