@@ -160,7 +160,10 @@ class LaneWorker:
             lane.backlog.append(live)
         if not rows:
             lane.cursor = max(lane.cursor, target)
-            if lane.cursor >= lane.max_seen:
+            # A kick while the read ran (``rewind`` set again) may have re-queued rows the
+            # read missed: read again. Left off, the rewind would drop every later delivery
+            # posted to the lane, and nothing would read them.
+            if lane.cursor >= lane.max_seen and not lane.rewind:
                 lane.overflow = False
 
     async def _process(self, lane: Lane, item: DeliveryItem) -> None:

@@ -8,12 +8,13 @@ lane must look again after it, or the newer row overtakes the handed-back ones.
 
 from __future__ import annotations
 
+import functools
 import pathlib
 
 import trio
 import trio.testing
 
-from tidings.store import InsertRows
+from tidings.store import InsertRows, queries
 from tidings.testing import MemoryRoute, writer_gate
 
 from .conftest import rows
@@ -129,3 +130,37 @@ async def test_a_kick_that_hands_nothing_back_leaves_a_claimed_row_to_go_out(rt,
     [(error,)] = rows(db_path, "SELECT last_error FROM outbox WHERE delivery_id = ?",
                       second.delivery_id)
     assert error is None
+
+
+async def test_a_kick_while_the_lane_reads_its_queued_rows_is_not_forgotten(rt) -> None:
+    """A kick (a hand-back, a stranded-row scan) while the lane's refill reads the store: the
+    read may have missed what the kick re-queued, so the lane reads again. It took the empty
+    read for "caught up" and left the kick's ``rewind`` set with nothing to read: the next send
+    was posted to the lane, dropped there as "read again from the store", and never read (it
+    stayed ``queued`` until a stranded-row scan, a minute later by default). No route is
+    bound, so the send is not written already claimed: it goes through the lane's mailbox."""
+    session_id = await rt.create_session(channel="web")
+    real_read = rt.store.read
+    reading, go, read = trio.Event(), trio.Event(), trio.Event()
+
+    async def paused_read(fn, *args, **kwargs):
+        refill = isinstance(fn, functools.partial) and fn.func is queries.open_outbox_rows
+        if refill and not reading.is_set():
+            reading.set()
+            await go.wait()
+            try:
+                return await real_read(fn, *args, **kwargs)
+            finally:
+                read.set()  # the refill goes on from here without a checkpoint
+        return await real_read(fn, *args, **kwargs)
+
+    rt.store.read = paused_read
+    with trio.fail_after(HANG):
+        rt.dispatcher.kick(session_id)  # the lane reads the session's queued rows: none
+        await reading.wait()
+        rt.dispatcher.kick(session_id)  # again, while that read is in flight
+        go.set()
+        await read.wait()
+        async with rt.open_turn(session_id) as ctx:
+            handle = await ctx.output.send_text("after the kicks")
+            assert await handle.wait() == "unrouted"
