@@ -371,7 +371,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
 
 
 async def chat_over_websocket(options: ChatOptions, lines: AsyncGenerator[str, None], *,
-                              out: TextIO, err: TextIO) -> int:
+                              out: TextIO, err: TextIO | None) -> int:
     """Chat until *lines* end (0), or the server refuses or cannot be reached (1)."""
     send, receive = trio.open_memory_channel[str](0)
     async with trio.open_nursery() as nursery:
@@ -403,7 +403,7 @@ async def _talk(client: GatewayClient, state: _State, printer: _Printer,
 
 
 async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], *,
-                   out: TextIO, err: TextIO) -> int:
+                   out: TextIO, err: TextIO | None) -> int:
     state = _State()
     printer = _Printer(out, options.show_chunks)
     attempts = 0
@@ -470,11 +470,15 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                   f"{left:.3g} s for {options.url} to welcome it")
 
 
-def _say(err: TextIO, text: str) -> None:
+def _say(err: TextIO | None, text: str) -> None:
     """*text* as a line on *err* (stderr), flushed. A stderr that cannot be written
     (``2>/dev/full``) is not a reason to end the chat nor to change its exit code: the line
     is lost, as nothing could tell it. An ``OSError`` out of here would otherwise be taken for
-    a connection that failed (the banner is written inside the connection)."""
+    a connection that failed (the banner is written inside the connection). A closed stderr
+    (``2>&-``: Python's ``sys.stderr`` is None) loses the line too: ``print(file=None)``
+    would write it to stdout, into the transcript."""
+    if err is None:
+        return
     with contextlib.suppress(OSError):
         print(text, file=err, flush=True)
 
@@ -545,9 +549,11 @@ def run(args: Any) -> int:
     another thread (only the main one may listen for signals) it runs without listening."""
     if args.web:
         page = web_page()
-        print(page if page.exists() else f"tidings chat: {page} is missing",
-              file=sys.stdout if page.exists() else sys.stderr)
-        return 0 if page.exists() else 1
+        if not page.exists():
+            _say(sys.stderr, f"tidings chat: {page} is missing")
+            return 1
+        print(page)
+        return 0
     try:
         url = check_url(args.url or DEFAULT_URL)
     except ConfigError as exc:
