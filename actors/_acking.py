@@ -82,8 +82,10 @@ class AckingSupport:
         """Hand rows of *session_id* that are ``unknown`` or ``unrouted`` back to its lane
         (``queued``, delivered again in seq order). Only a reconciling channel whose client
         provably lacks them may ask. An id of another session's row is not moved: that
-        session's channel did not ask, and this session's lane is the one kicked. Returns the
-        ids that moved. Raises as :func:`~tidings.actors._lanes.check_delivery_ids` does."""
+        session's channel did not ask, and this session's lane is the one kicked. Inside
+        ``hold_binds``, a row the lane claimed and has not handed to a route goes back too if
+        one of them is older (see :meth:`Dispatcher.hand_back_claimed`). Returns the ids that
+        moved. Raises as :func:`~tidings.actors._lanes.check_delivery_ids` does."""
         ids = check_delivery_ids(delivery_ids)
         theirs: set[str] = set()
         for start in range(0, len(ids), _PAGE):
@@ -101,6 +103,8 @@ class AckingSupport:
         results = await self.store.commit([
             transition(delivery_id, "queued", now=now, only_from=("unknown", "unrouted"))
             for delivery_id in ids], on_commit=on_commit)
+        if any(result.applied for result in results):  # inside a hold: the claimed row too
+            await self.dispatcher.hand_back_claimed(session_id)
         return [delivery_id for delivery_id, result in zip(ids, results, strict=True)
                 if result.applied]
 

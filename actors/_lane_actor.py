@@ -232,6 +232,8 @@ class LaneWorker:
         re-queued nothing older (a stranded-row scan, rows newer than it) leaves it next."""
         while (unheld := self.dispatcher.unheld(lane.session_id)) is not None:
             await unheld.wait()  # not ``lane.waiting``: claimed, stop() gives it its grace
+        if lane.current is not item:  # the binder sent it back (Dispatcher.hand_back_claimed)
+            return None
         kicks = lane.kicks
         if not lane.rewind or not await self._queued_below(lane, item):
             return kicks

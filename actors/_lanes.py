@@ -463,7 +463,8 @@ class Dispatcher:
         after them, in seq order. A row claimed before the hold began (for the route bound
         before, its platform I/O not started) waits for the block's end too, and if rows were
         handed back meanwhile goes back to ``queued`` and after them (``unknown`` then
-        ``queued``, one write). Neither entering nor leaving waits.
+        ``queued``, one write), written by the hand-back itself (:meth:`hand_back_claimed`), so
+        before the block ends. Neither entering nor leaving waits.
         """
         hold = _BindHold(route)
         self._binders.append(hold)
@@ -489,6 +490,43 @@ class Dispatcher:
             if not self._holds[session_id]:
                 del self._holds[session_id]
                 self._unheld.pop(session_id).set()
+
+    async def hand_back_claimed(self, session_id: str) -> bool:
+        """Inside a hold, once a binder has handed rows of *session_id* back (``queued``): send
+        the row its lane claimed and has not yet handed to a route (waiting for the hold's end,
+        see :meth:`hold_binds`) back behind them too, if one of them is older, ``unknown`` then
+        ``queued`` in one write. Done by the binder, before its hold ends, so no reader after
+        the hold (a gateway hello's replay of ``sending`` rows) sees that row ``sending``: a
+        replay that did wrote it to the client ahead of the older rows, and the client's ack,
+        coming after the lane's own re-queue, confirmed nothing. The lane sees its row gone
+        (``lane.current``, or ``lane.held`` for a row written claimed that it has not taken
+        yet) and does not deliver it. False when nothing moved (no such row, a claim still in
+        flight: the lane then sends it back itself after the hold)."""
+        lane = self.lanes.get(session_id)
+        item = None
+        if lane is not None:
+            item = lane.current if lane.claimed and not lane.delivering else lane.held
+        if lane is None or item is None or self.unheld(session_id) is None or not item.seq:
+            await trio.lowlevel.checkpoint()
+            return False
+        if not await self._worker._queued_below(lane, item):
+            return False
+        now = self.store.clock()
+
+        def on_commit(results: list[Any]) -> None:  # also when the caller has gone
+            if not results[0].applied:
+                return
+            if lane.current is item:
+                lane.current, lane.claimed = None, False
+            elif lane.held is item:
+                lane.held = None
+
+        results = await self.store.commit([
+            transition(item.delivery_id, "unknown", now=now, only_from=("sending",),
+                       error="older rows were handed back before its platform I/O began"),
+            transition(item.delivery_id, "queued", now=now, only_from=("unknown",))],
+            on_commit=on_commit)
+        return bool(results[0].applied)
 
     def unheld(self, session_id: str) -> trio.Event | None:
         """An event set when no :meth:`hold_binds` block holds the session; None if none does."""
