@@ -62,7 +62,7 @@ class LaneWorker:
                 await self._serve(lane, ctx.mailbox)
             finally:
                 lane.scope, lane.delivering, lane.idle_since = None, False, None
-                lane.waiting = False
+                lane.waiting, lane.holding = False, None
         # Returned (idle, or stopping). No checkpoint since the last look at the mailbox.
         self.dispatcher.lane_exited(lane)
 
@@ -229,23 +229,36 @@ class LaneWorker:
         back after them, ``unknown`` then ``queued`` in one write (provably not on the
         platform, as a reconciling channel re-queues a row), for the refill to read in seq
         order. Without this the newer row went out first, to the new route. A kick that
-        re-queued nothing older (a stranded-row scan, rows newer than it) leaves it next."""
+        re-queued nothing older (a stranded-row scan, rows newer than it) leaves it next. A
+        stop (``dispatcher.stopping``; :meth:`Dispatcher.stop` ends the wait) sends it back
+        too: never on the platform, it is ``queued`` for the next start, not ``unknown``."""
         while (unheld := self.dispatcher.unheld(lane.session_id)) is not None:
-            await unheld.wait()  # not ``lane.waiting``: claimed, stop() gives it its grace
+            if self.dispatcher.stopping:  # it never reached the platform: queued for next start
+                await self._send_back(lane, item, "the runtime stopped before its platform "
+                                                  "I/O began")
+                return None
+            with trio.CancelScope() as lane.holding:  # stop() ends the wait (not the lane)
+                await unheld.wait()
+            lane.holding = None
         if lane.current is not item:  # the binder sent it back (Dispatcher.hand_back_claimed)
             return None
         kicks = lane.kicks
         if not lane.rewind or not await self._queued_below(lane, item):
             return kicks
+        await self._send_back(lane, item, "older rows were handed back before its platform "
+                                          "I/O began")
+        return None
+
+    async def _send_back(self, lane: Lane, item: DeliveryItem, error: str) -> None:
+        """Claimed *item*, its platform I/O not started, goes back to ``queued``: ``unknown``
+        (with *error*) then ``queued`` in one write (provably not on the platform)."""
         now = self.store.clock()
         results = await self.store.commit([
-            transition(item.delivery_id, "unknown", now=now,
-                       error="older rows were handed back before its platform I/O began"),
+            transition(item.delivery_id, "unknown", now=now, error=error),
             transition(item.delivery_id, "queued", now=now, only_from=("unknown",))])
         lane.current, lane.claimed = None, False
         if not results[0].applied:  # someone else moved the row on: report where it ended
             await self._resolve_durable([item])
-        return None
 
     async def _queued_below(self, lane: Lane, item: DeliveryItem) -> bool:
         """Whether the session has a ``queued`` row older than *item* (handed back)."""

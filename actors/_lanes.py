@@ -53,10 +53,10 @@ class Lane:
     """The dispatch state of one session; it outlives crashes of its actor."""
 
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering",
-                 "flushing", "held", "idle_since", "kicks", "max_seen", "name", "overflow",
-                 "parked", "posted", "reflush", "reread", "reserved", "rewind", "scope",
-                 "session_id", "taking", "unacked", "unflushed", "unrouting", "waiting",
-                 "window")
+                 "flushing", "held", "holding", "idle_since", "kicks", "max_seen", "name",
+                 "overflow", "parked", "posted", "reflush", "reread", "reserved", "rewind",
+                 "scope", "session_id", "taking", "unacked", "unflushed", "unrouting",
+                 "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -85,6 +85,7 @@ class Lane:
         self.unacked: dict[str, DeliveryItem] = {}  # delivered to an acking route, not acked
         self.window = trio.Event()            # set when an ack frees room in the window
         self.waiting = False                  # waiting for ack-window room or a hold's end
+        self.holding: trio.CancelScope | None = None  # a claimed row's wait for a hold's end
         self.unrouting: trio.Event | None = None  # set when an ``unrouted`` write in flight ends
 
     def forget_memory(self) -> None:
@@ -330,14 +331,18 @@ class Dispatcher:
 
     async def stop(self) -> None:
         """Stop taking work: idle lanes go at once, as do lanes waiting for room in an ack
-        window or for a hold to end (they claimed nothing); busy ones finish their current
-        delivery, up to ``grace`` seconds, then are cancelled (a ``deliver()`` cut short leaves
-        its row ``sending``: ``unknown`` at the next start). Queued rows stay queued for the
-        next start. Always a checkpoint."""
+        window or for a hold to end (they claimed nothing); a lane whose claimed row waits for a
+        hold to end (its ``deliver()`` not started) sends it back to ``queued`` first (written
+        within the grace: delivered after the next start); busy ones finish their current
+        delivery, up to ``grace`` seconds, then are cancelled (a ``deliver()`` cut short, or a
+        send-back not written by then, leaves its row ``sending``: ``unknown`` at the next
+        start). Queued rows stay queued for the next start. Always a checkpoint."""
         self.stopping = True
         for lane in self.lanes.values():
             if lane.scope is not None and (lane.idle_since is not None or lane.waiting):
                 lane.scope.cancel(reason="shutdown: idle lane")
+            elif lane.holding is not None:  # its claimed row goes back to queued first
+                lane.holding.cancel(reason="shutdown: the claimed row goes back")
         with trio.move_on_after(self.grace):
             await self._idle.wait()
         for lane in self.lanes.values():
