@@ -114,6 +114,18 @@ class Lane:
         self.window = trio.Event()
 
 
+def _unstarted(lane: Lane) -> DeliveryItem | None:
+    """The row *lane* claimed whose ``deliver()`` has not begun, if any: one written claimed
+    and not taken yet, or its current one while it runs. A lane that ended (cut off inside
+    ``deliver()``, or crashed and not settled yet) has ``delivering`` unset for a row whose
+    platform I/O began: none then."""
+    if lane.held is not None:
+        return lane.held
+    if lane.scope is not None and lane.claimed and not lane.delivering:
+        return lane.current
+    return None
+
+
 class _BindHold:
     """One :meth:`Dispatcher.hold_binds` block: its route and the sessions it holds."""
 
@@ -508,13 +520,11 @@ class Dispatcher:
         yet) and does not deliver it. False when nothing moved (no such row, a claim still in
         flight: the lane then sends it back itself after the hold)."""
         lane = self.lanes.get(session_id)
-        item = None
-        if lane is not None:
-            item = lane.current if lane.claimed and not lane.delivering else lane.held
+        item = _unstarted(lane) if lane is not None else None
         if lane is None or item is None or self.unheld(session_id) is None or not item.seq:
             await trio.lowlevel.checkpoint()
             return False
-        if not await self._worker._queued_below(lane, item):
+        if not await self._worker._queued_below(lane, item) or _unstarted(lane) is not item:
             return False
         now = self.store.clock()
 

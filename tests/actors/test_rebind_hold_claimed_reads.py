@@ -17,6 +17,7 @@ import contextlib
 import trio
 import trio.testing
 
+import tidings
 from tidings.testing import MemoryRoute, writer_gate
 
 from .test_rebind_hold_claimed import HANG, _events, _hand_back, _unrouted
@@ -56,3 +57,26 @@ async def test_the_hand_back_moves_the_claimed_row_back_before_the_hold_ends(
     assert _events(db_path, newer.delivery_id) == [
         "delivery.queued", "delivery.sending", "delivery.unknown", "delivery.requeued",
         "delivery.sending", "delivery.sent"]
+
+
+async def test_a_row_whose_deliver_began_is_not_handed_back_after_its_lane_ended(
+        db_path, workspace) -> None:
+    """The hand-back moves only a row whose ``deliver()`` has not begun. A lane cut off inside
+    ``deliver()`` (a stop's grace ran out, or a crash not yet settled) still names the row as
+    claimed: it stays ``sending`` (``unknown`` at the next start), never ``queued`` to go out
+    a second time."""
+    old, new = MemoryRoute(), MemoryRoute()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0.01) as rt:
+        session_id = await rt.create_session(channel="web")
+        with trio.fail_after(HANG):
+            async with rt.open_turn(session_id) as ctx:
+                await _unrouted(rt, session_id, ctx)
+                old.stall()
+                rt.router.bind(session_id, old)
+                cut = await ctx.output.send_text("cut")
+                await old.wait_attempted(1)  # inside deliver(cut)
+            await rt.dispatcher.stop()  # the grace runs out: the lane is cancelled
+            async with rt.hold_binds(new):
+                rt.router.bind(session_id, new)
+                await _hand_back(rt, session_id)
+            assert (await rt.delivery_status(cut.delivery_id)).outbox_status == "sending"
