@@ -136,13 +136,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if report is None:
         print(f"tidings status: no delivery {args.delivery_id!r} in {args.db}", file=err)
         return 1
-    if args.json:
-        json.dump(report.as_json(), out, indent=2, ensure_ascii=False)
-        out.write("\n")
-    elif isinstance(report, DeliveryReport):
-        _print_delivery(report, out)
-    else:
-        _print_overview(report, args, out)
+    try:
+        if args.json:
+            json.dump(report.as_json(), out, indent=2, ensure_ascii=False)
+            out.write("\n")
+        elif isinstance(report, DeliveryReport):
+            _print_delivery(report, out)
+        else:
+            _print_overview(report, args, out)
+        out.flush()  # a full disk shows at the flush: here, not past the command
+    except BrokenPipeError:  # `| head`: the reader left on purpose; the caller says nothing
+        raise
+    except OSError as exc:  # `> /dev/full`: one line, not a traceback
+        print(f"tidings status: cannot write the report: {exc.strerror or exc}", file=err)
+        return 1
     return 0
 
 

@@ -189,3 +189,25 @@ async def test_the_overview_counts_messages_held_unanswered(tmp_path, capsys) ->
     assert "held:" not in out
     _, out, _ = _run(capsys, "--db", str(path), "--json")
     assert list(json.loads(out)) == ["counts", "recent"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("flags", [(), ("--json",), ("--json", "DELIVERY")],
+                         ids=["overview", "json", "one delivery"])
+async def test_a_stdout_it_cannot_write_is_one_line_on_stderr_and_exit_1(db, flags) -> None:
+    """``tidings status > /dev/full``: the report cannot be written; say so in one line on
+    stderr and exit 1, as the chat does, not with a traceback (a closed pipe, ``| head``,
+    stays silent: the reader left on purpose)."""
+    argv = [db["sent"] if flag == "DELIVERY" else flag for flag in flags]
+    full = os.open("/dev/full", os.O_WRONLY)
+    try:
+        result = await trio.run_process(
+            [sys.executable, "-m", "tidings.supervisor.cli", "status", "--db", str(db["path"]),
+             *argv], stdout=full, capture_stderr=True, check=False)
+    finally:
+        os.close(full)
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    assert "Traceback" not in err
+    assert err.startswith("tidings status: cannot write the report")
+    assert err.count("\n") == 1
