@@ -359,11 +359,23 @@ class LaneWorker:
         extra = [("delivery.degraded", degraded)] if degraded else []
         claim = transition(item.delivery_id, "sending", now=now, claimant=self.store.claimant,
                            lease_expires_at=now + self.dispatcher.lease, extra_events=extra)
-        applied = await self._commit(lane, flushed, [(item, claim)])
+
+        def landed(results: object) -> None:
+            # Sync, in the writer's task as the claim commits, before any task that commit
+            # wakes runs: a binder's hand-back woken by the same batch (hand_back_claimed)
+            # must see the row claimed, or it skips it as a claim in flight and a replay
+            # after the hold reads it ``sending`` (the race 7635166 closed).
+            if isinstance(results, list) and results and results[-1].applied \
+                    and lane.current is item:
+                lane.claimed = True
+
+        applied = await self._commit(lane, flushed, [(item, claim)], ended=landed)
         if not applied:  # someone else already moved this row on
             lane.current = None
             await self._resolve_durable([item])  # its handle reports where the row ended
             return None
+        if lane.current is not item:  # a binder's hand-back sent it back as it landed
+            return None  # (``queued``: the refill reads it after the older rows)
         lane.claimed = True
         return binding, applied[0]
 
