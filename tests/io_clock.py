@@ -34,6 +34,7 @@ from tidings.store._batch import execute_batch
 from tidings.store._writer import StoreWriter
 from tidings.store._writer_process import Answers
 from tidings.supervisor._testing_gate import WriterGate
+from tidings.testing import live_tasks
 
 __all__ = ["IO_AUTOJUMP_THRESHOLD", "STUCK_AFTER", "ClockGuard", "guard_of", "io_clock",
            "work_in_flight"]
@@ -121,7 +122,7 @@ def work_in_flight() -> list[object]:
       (``wait_ready``), unless that process is stopped (``SIGSTOP``): it then does no work.
     """
     found: list[object] = []
-    for task in _all_tasks():
+    for task in live_tasks():
         frames = [frame for frame, _ in task.iter_await_frames()]
         for caller, frame in zip([None, *frames], frames, strict=False):
             code = frame.f_code
@@ -137,19 +138,6 @@ def work_in_flight() -> list[object]:
                 if waiting_for is not None and not _stopped(_writer_pid(frames)):
                     found.append(waiting_for)
     return found
-
-
-def _all_tasks() -> list[trio.lowlevel.Task]:
-    tasks: list[trio.lowlevel.Task] = []
-    todo = [trio.lowlevel.current_root_task()]
-    while todo:
-        task = todo.pop()
-        if task is None:
-            continue
-        tasks.append(task)
-        for nursery in task.child_nurseries:
-            todo.extend(nursery.child_tasks)
-    return tasks
 
 
 def _is_tidings(frame: FrameType) -> bool:

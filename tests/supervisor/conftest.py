@@ -10,6 +10,7 @@ import trio
 import trio.testing
 
 from tidings.supervisor import ChildContext
+from tidings.testing import live_tasks as every_task
 
 
 class Boom(Exception):
@@ -106,16 +107,7 @@ async def journal(nursery: trio.Nursery) -> Journal:
 
 def task_tree() -> set[trio.lowlevel.Task]:
     """Every task alive under the root task right now."""
-    tasks: set[trio.lowlevel.Task] = set()
-    stack = [trio.lowlevel.current_root_task()]
-    while stack:
-        task = stack.pop()
-        if task is None:
-            continue
-        tasks.add(task)
-        for nursery in task.child_nurseries:
-            stack.extend(nursery.child_tasks)
-    return tasks
+    return set(every_task())
 
 
 @pytest.fixture
