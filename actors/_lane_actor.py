@@ -27,7 +27,7 @@ from tidings.supervisor import ChildContext, MailboxReceiver, Seam
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher, Lane
 
-__all__ = ["RETIRE", "WAKE", "LaneWorker"]
+__all__ = ["HANDED_BACK", "RETIRE", "WAKE", "LaneWorker", "send_back"]
 
 _SENDING = ("sending",)
 
@@ -36,6 +36,19 @@ WAKE = object()
 
 RETIRE = object()
 """Mailbox signal from the janitor: the lane has been idle for ``linger`` seconds."""
+
+HANDED_BACK = "older rows were handed back before its platform I/O began"
+"""The ``last_error`` of a claimed row sent back behind the older rows a binder handed back."""
+
+
+def send_back(delivery_id: str, *, now: float, error: str,
+              only_from: tuple[str, ...] = ()) -> list[Transition]:
+    """The moves that send a claimed row whose platform I/O never began back to ``queued``:
+    ``unknown`` (with *error*; only from *only_from*, if given) then ``queued``, to be
+    committed as one write (provably not on the platform, as a reconciling channel re-queues
+    a row). The lane's own send-back and a binder's hand-back both write these."""
+    return [transition(delivery_id, "unknown", now=now, error=error, only_from=only_from),
+            transition(delivery_id, "queued", now=now, only_from=("unknown",))]
 
 
 class LaneWorker:
@@ -245,17 +258,14 @@ class LaneWorker:
         kicks = lane.kicks
         if not lane.rewind or not await self._queued_below(lane, item):
             return kicks
-        await self._send_back(lane, item, "older rows were handed back before its platform "
-                                          "I/O began")
+        await self._send_back(lane, item, HANDED_BACK)
         return None
 
     async def _send_back(self, lane: Lane, item: DeliveryItem, error: str) -> None:
         """Claimed *item*, its platform I/O not started, goes back to ``queued``: ``unknown``
         (with *error*) then ``queued`` in one write (provably not on the platform)."""
-        now = self.store.clock()
-        results = await self.store.commit([
-            transition(item.delivery_id, "unknown", now=now, error=error),
-            transition(item.delivery_id, "queued", now=now, only_from=("unknown",))])
+        results = await self.store.commit(send_back(item.delivery_id, now=self.store.clock(),
+                                                    error=error))
         lane.current, lane.claimed = None, False
         if not results[0].applied:  # someone else moved the row on: report where it ended
             await self._resolve_durable([item])

@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from tidings.actors._handle import DeliveryItem, HandleRegistry, describe_error, outcome_of
-from tidings.actors._lane_actor import RETIRE, WAKE, LaneWorker
+from tidings.actors._lane_actor import HANDED_BACK, RETIRE, WAKE, LaneWorker, send_back
 from tidings.actors._router import SessionInteractionRouter
 from tidings.actors._status import check_id_list, check_session_id
 from tidings.errors import MailboxClosedError, TidingsError
@@ -526,8 +526,6 @@ class Dispatcher:
             return False
         if not await self._worker._queued_below(lane, item) or _unstarted(lane) is not item:
             return False
-        now = self.store.clock()
-
         def on_commit(results: list[Any]) -> None:  # also when the caller has gone
             if not results[0].applied:
                 return
@@ -536,11 +534,9 @@ class Dispatcher:
             elif lane.held is item:
                 lane.held = None
 
-        results = await self.store.commit([
-            transition(item.delivery_id, "unknown", now=now, only_from=("sending",),
-                       error="older rows were handed back before its platform I/O began"),
-            transition(item.delivery_id, "queued", now=now, only_from=("unknown",))],
-            on_commit=on_commit)
+        results = await self.store.commit(
+            send_back(item.delivery_id, now=self.store.clock(), error=HANDED_BACK,
+                      only_from=("sending",)), on_commit=on_commit)
         return bool(results[0].applied)
 
     def unheld(self, session_id: str) -> trio.Event | None:
