@@ -9,9 +9,9 @@ turn never waits for its deliveries: they belong to the runtime.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -41,6 +41,9 @@ CANCEL_REASONS = ("cancel_command", "clear", "steer", "timeout", "shutdown")
 
 ROUTE_FAILED = "route_failed"
 """The ``reason`` of a question that failed closed because its route raised while asking."""
+
+_Q = TypeVar("_Q", Prompt, ApprovalRequest)
+_A = TypeVar("_A", PromptAnswer, ApprovalDecision)
 
 
 class TurnContext:
@@ -94,17 +97,10 @@ class TurnContext:
             raise ValidationError("text", f"must be a string, got {type(text).__name__}")
         check_message_text(text, "text")
         expires_at = self._expiry(expires_in)
-        # A cancelled turn asks nothing either; a full checkpoint, as trio turns a deadline
-        # (the turn's timeout) that passed into a cancel only at a schedule point. Then the
-        # end check (an asker outside the turn's task: the turn may end meanwhile).
-        await trio.lowlevel.checkpoint()
-        self._check_not_ended()
+        await self._may_ask()
         prompt = Prompt(self.session_id, text, new_id("prompt"), self.turn_id, expires_at)
-        try:
-            return await self.runtime.router.prompt_user(prompt)
-        except Exception as exc:  # noqa: BLE001 - the route's own failure: logged, fails closed
-            await self._route_failed("prompt_user", prompt.prompt_id, exc)
-            return PromptAnswer(None, ROUTE_FAILED)
+        return await self._ask(self.runtime.router.prompt_user, prompt, prompt.prompt_id,
+                               PromptAnswer(None, ROUTE_FAILED))
 
     async def request_approval(self, action: str, *, details: Mapping[str, Any] | None = None,
                                expires_in: float | None = None) -> ApprovalDecision:
@@ -124,18 +120,31 @@ class TurnContext:
         check_message_text(action, "action")
         details = check_json_object(details, "details", max_bytes=MAX_JSON_BYTES)
         expires_at = self._expiry(expires_in)
-        # A cancelled turn asks nothing either; a full checkpoint, as trio turns a deadline
-        # (the turn's timeout) that passed into a cancel only at a schedule point. Then the
-        # end check (an asker outside the turn's task: the turn may end meanwhile).
-        await trio.lowlevel.checkpoint()
-        self._check_not_ended()
+        await self._may_ask()
         request = ApprovalRequest(self.session_id, action, new_id("approval"), details,
                                   self.turn_id, expires_at)
+        return await self._ask(self.runtime.router.request_approval, request,
+                               request.request_id, ApprovalDecision(False, ROUTE_FAILED))
+
+    async def _may_ask(self) -> None:
+        """Refuse a question from a turn that has ended or is cancelled: nobody could act on
+        the answer, so the question would be a lie. A full checkpoint first, as trio turns a
+        deadline (the turn's timeout) that passed into a cancel only at a schedule point (the
+        asker gets its ``Cancelled``); then the end check (an asker outside the turn's task:
+        the turn may end meanwhile)."""
+        await trio.lowlevel.checkpoint()
+        if self.closed:
+            raise RuntimeClosedError(f"turn {self.turn_id} has ended; it cannot ask")
+
+    async def _ask(self, ask: Callable[[_Q], Awaitable[_A]], question: _Q, question_id: str,
+                   failed: _A) -> _A:
+        """``await ask(question)`` (the router's ``prompt_user`` or ``request_approval``), or
+        *failed* when the route raised (see :meth:`_route_failed`)."""
         try:
-            return await self.runtime.router.request_approval(request)
+            return await ask(question)
         except Exception as exc:  # noqa: BLE001 - the route's own failure: logged, fails closed
-            await self._route_failed("request_approval", request.request_id, exc)
-            return ApprovalDecision(False, ROUTE_FAILED)
+            await self._route_failed(ask.__name__, question_id, exc)
+            return failed
 
     async def _route_failed(self, method: str, question_id: str, error: Exception) -> None:
         """The route's *method* raised (its platform is down, a bug of the adapter): the
@@ -150,13 +159,6 @@ class TurnContext:
         log.warning("event=question_route_failed session=%s turn=%s question=%s method=%s "
                     "error=%s", self.session_id, self.turn_id, question_id, method,
                     describe_error(error, 300))
-
-    def _check_not_ended(self) -> None:
-        """Refuse a question from a turn that has ended: nobody could act on the answer, so
-        the question would be a lie. (A turn that is cancelled, not yet ended, gets its
-        ``Cancelled`` before the route is called, for the same reason.)"""
-        if self.closed:
-            raise RuntimeClosedError(f"turn {self.turn_id} has ended; it cannot ask")
 
     def _expiry(self, expires_in: float | None) -> float | None:
         if expires_in is None:
