@@ -24,7 +24,8 @@ server's ``rate`` and ``burst`` (see :mod:`tidings.supervisor._chat_limits`): a 
 of lines, or the lines sent again after a reconnect, wait their turn rather than get the
 connection closed ``4029``.
 Ctrl-C cancels the chat at any point (exit 130, no traceback). A stderr it cannot write
-(``2>/dev/full``) loses its lines and changes nothing else (see :func:`_say`).
+(``2>/dev/full``) or closed (``2>&-``) loses its lines and changes nothing else (see
+:mod:`tidings.supervisor._stderr`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from tidings.channels._terminal import stdin_is_a_terminal
 from tidings.errors import ConfigError
 from tidings.supervisor._chat_input import input_lines
 from tidings.supervisor._chat_limits import Pace, too_big
+from tidings.supervisor._stderr import say
 from tidings.supervisor._token import read_token_file
 
 __all__ = ["DEFAULT_URL", "ChatOptions", "OutputFailed", "add_arguments", "chat_over_websocket",
@@ -431,7 +433,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                     welcome = client.welcome
                     state.session_id = welcome["session_id"]
                     state.seen[welcome["session_id"]] = welcome["last_seq"]
-                    _say(err, f"tidings chat: {options.url}, conversation "
+                    say(err, f"tidings chat: {options.url}, conversation "
                               f"{options.conversation}; /help for commands; end of input "
                               "(Ctrl-D) quits.")
                 await _talk(client, state, printer, lines, options)
@@ -443,12 +445,12 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
             # the protocol's, which the same server sends again), or never welcomed at all (a
             # server failing on the hello): as for a server it cannot reach, no retry.
             if exc.code in (1002, 4000, 4001, 4002) or state.session_id is None:
-                _say(err, f"tidings chat: {said}")
+                say(err, f"tidings chat: {said}")
                 return 1
         except (OSError, HandshakeError) as exc:
             said = f"cannot connect to {options.url}: {_reason(exc)}"
             if state.session_id is None:
-                _say(err, f"tidings chat: {said}")
+                say(err, f"tidings chat: {said}")
                 return 1
         attempts = 0 if _stayed_up(welcomed) else attempts
         if welcomed is not None:
@@ -456,31 +458,18 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
         backoff = min(8.0, _BACKOFF * math.pow(2, attempts + 1))
         left = dropped + _RECONNECT_FOR - trio.current_time() - backoff
         if attempts >= _RECONNECTS:
-            _say(err, f"tidings chat: {said}; gave up after {_RECONNECTS} reconnects")
+            say(err, f"tidings chat: {said}; gave up after {_RECONNECTS} reconnects")
             return 1
         if left <= 0:
-            _say(err, f"tidings chat: {said}; gave up: not welcomed again within "
+            say(err, f"tidings chat: {said}; gave up: not welcomed again within "
                       f"{_RECONNECT_FOR:g} s of the drop")
             return 1
-        _say(err, f"tidings chat: {said}; reconnecting")
+        say(err, f"tidings chat: {said}; reconnecting")
         attempts += 1
         await trio.sleep(backoff)
         welcome_timeout = left
-        _say(err, f"tidings chat: reconnect {attempts} of {_RECONNECTS}: waiting up to "
+        say(err, f"tidings chat: reconnect {attempts} of {_RECONNECTS}: waiting up to "
                   f"{left:.3g} s for {options.url} to welcome it")
-
-
-def _say(err: TextIO | None, text: str) -> None:
-    """*text* as a line on *err* (stderr), flushed. A stderr that cannot be written
-    (``2>/dev/full``) is not a reason to end the chat nor to change its exit code: the line
-    is lost, as nothing could tell it. An ``OSError`` out of here would otherwise be taken for
-    a connection that failed (the banner is written inside the connection). A closed stderr
-    (``2>&-``: Python's ``sys.stderr`` is None) loses the line too: ``print(file=None)``
-    would write it to stdout, into the transcript."""
-    if err is None:
-        return
-    with contextlib.suppress(OSError):
-        print(text, file=err, flush=True)
 
 
 def _stayed_up(welcomed: float | None) -> bool:
@@ -550,14 +539,14 @@ def run(args: Any) -> int:
     if args.web:
         page = web_page()
         if not page.exists():
-            _say(sys.stderr, f"tidings chat: {page} is missing")
+            say(sys.stderr, f"tidings chat: {page} is missing")
             return 1
         print(page)
         return 0
     try:
         url = check_url(args.url or DEFAULT_URL)
     except ConfigError as exc:
-        _say(sys.stderr, f"tidings chat: {exc}")
+        say(sys.stderr, f"tidings chat: {exc}")
         return 2
     token = args.token
     if token is None:
@@ -565,7 +554,7 @@ def run(args: Any) -> int:
         try:
             token = read_token_file(path, field="--token-file")
         except ConfigError as exc:
-            _say(sys.stderr, f"tidings chat: {exc}; give --token, or --token-file (tidings serve "
+            say(sys.stderr, f"tidings chat: {exc}; give --token, or --token-file (tidings serve "
                  "keeps it in <database>.token)")
             return 2
     options = ChatOptions(url=url, token=token,
@@ -591,7 +580,7 @@ def run(args: Any) -> int:
         failure = _first(failed)
         # `tidings chat | head`: the reader left, nothing to say. Else (`> /dev/full`) why.
         if not isinstance(failure.__cause__, BrokenPipeError):
-            _say(sys.stderr, f"tidings chat: cannot write to stdout: {failure}")
+            say(sys.stderr, f"tidings chat: cannot write to stdout: {failure}")
         # What stdout still buffers would fail again at the interpreter's exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -38,8 +38,8 @@ from tidings.channels._terminal import (
 )
 from tidings.errors import ConfigError, TidingsError, ValidationError
 from tidings.supervisor import _chat_ws
-from tidings.supervisor._chat_ws import _say
 from tidings.supervisor._config import read_file
+from tidings.supervisor._stderr import say
 
 __all__ = ["DEFAULT_DB", "load_channel_config", "register", "run"]
 
@@ -107,19 +107,19 @@ def run(args: argparse.Namespace) -> int:
         config = load_channel_config(args.channel, args.config)
         agent = load_agent(args.agent, field="--agent") if args.agent else None
     except ConfigError as exc:
-        _say(sys.stderr, f"tidings chat: {exc}")
+        say(sys.stderr, f"tidings chat: {exc}")
         return 2
     refused = _conversation_refused(config, args.conversation)
     if refused is not None:
-        _say(sys.stderr, f"tidings chat: --conversation: {refused}")
+        say(sys.stderr, f"tidings chat: --conversation: {refused}")
         return 2
     try:
         trio.run(_chat_local, args, config, agent)
     except TidingsError as exc:
-        _say(sys.stderr, f"tidings chat: {exc}")
+        say(sys.stderr, f"tidings chat: {exc}")
         return 2
     except sqlite3.DatabaseError as exc:  # e.g. not a database: SQLite's own error
-        _say(sys.stderr, f"tidings chat: cannot open the database {args.db}: {exc}")
+        say(sys.stderr, f"tidings chat: cannot open the database {args.db}: {exc}")
         return 2
     except KeyboardInterrupt:
         return 130
@@ -150,8 +150,8 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig, agent: An
                                   sender_id=_SENDER,
                                   show_chunks=args.chunks,
                                   redraw=(lambda: input_line(prompt)) if interactive else None)
-        # Through _say: a stderr it cannot write or closed loses the line, nothing else.
-        _say(sys.stderr, f"tidings chat (local): channel {config.name}, conversation "
+        # Through say: a stderr it cannot write or closed loses the line, nothing else.
+        say(sys.stderr, f"tidings chat (local): channel {config.name}, conversation "
                          f"{args.conversation}, database {pathlib.Path(args.db).name}. "
                          "/help for commands; end of input (Ctrl-D) quits.")
         try:

@@ -1,0 +1,24 @@
+"""The command line's lines for stderr: said when stderr can take them, else lost.
+
+A stderr that cannot be written (``2>/dev/full``) is no reason to end a command nor to change
+its exit code: the line is lost, as nothing could tell it. Closed (``2>&-``), Python's
+``sys.stderr`` is None, and ``print(file=None)`` would write the line to stdout, into the
+transcript or the report a pipe reads: it is lost too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TextIO
+
+__all__ = ["say"]
+
+
+def say(err: TextIO | None, text: str) -> None:
+    """*text* as a line on *err* (stderr), flushed; lost when *err* is None or cannot be
+    written (see the module docstring). Never raises ``OSError``: one out of the chat's
+    connection would be taken for a connection that failed (its banner is written there)."""
+    if err is None:
+        return
+    with contextlib.suppress(OSError):
+        print(text, file=err, flush=True)
