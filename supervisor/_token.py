@@ -81,7 +81,13 @@ def existing_token(given: str | None, token_file: pathlib.Path | None,
         token = read_token_file(path)  # first: a path refused (a directory...) is left as it is
         _tighten(path)
         return TokenSource(token, path)
-    _check_creatable(path)
+    folder = _nearest_folder(path)
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        if token_file is None:  # the default is beside the database: the user gave that path
+            raise ConfigError("serve.db", f"cannot create {db_path}: the database's folder "
+                                          f"{folder} is not a writable directory")
+        raise ConfigError("gateway.token_file", f"cannot create {path}: {folder} is not a "
+                                                "writable directory")
     return None
 
 
@@ -103,15 +109,13 @@ def create_token(path: pathlib.Path) -> TokenSource:
     return TokenSource(token, path, created=True)
 
 
-def _check_creatable(path: pathlib.Path) -> None:
-    """Refuse (before anything is made) a token file that could not be created: its nearest
-    existing folder is not a writable directory."""
+def _nearest_folder(path: pathlib.Path) -> pathlib.Path:
+    """The folder a file at *path* would be made in, or its nearest existing ancestor (the
+    folders between are made with the file)."""
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError("gateway.token_file", f"cannot create {path}: {folder} is not a "
-                                                "writable directory")
+    return folder
 
 
 def _tighten(path: pathlib.Path) -> None:

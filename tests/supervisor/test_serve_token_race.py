@@ -44,3 +44,18 @@ async def test_a_token_file_that_cannot_be_made_is_refused_before_the_database(t
     with pytest.raises(ConfigError, match=r"^gateway\.token_file: cannot create "):
         await serve(config, StopControl())
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a-file"]  # no database
+
+
+async def test_a_database_whose_folder_is_not_a_folder_is_refused_by_its_own_name(
+        tmp_path) -> None:
+    # The token file's default is beside the database, so its check meets the bad folder
+    # first: the error names what the user gave (--db / serve.db), not a setting never set.
+    from tidings.errors import ConfigError
+
+    (tmp_path / "a-file").write_text("not a folder\n")
+    config = load_config(db=str(tmp_path / "a-file" / "serve.db"), port=0,
+                         workspace=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"^serve\.db: cannot create .*a-file.* the database"
+                                          r"'s folder .* is not a writable directory"):
+        await serve(config, StopControl())
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a-file"]
