@@ -35,6 +35,7 @@ from tidings.store import (
     read_database,
     status_report,
 )
+from tidings.supervisor._stderr import say
 
 __all__ = ["parse_since", "register", "run"]
 
@@ -115,7 +116,7 @@ def _limit(text: str) -> int:
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
-    err = err or sys.stderr
+    err = err or sys.stderr  # None when closed (2>&-): say() loses the line, not to stdout
     if args.delivery_id is not None:
         extra = [flag for flag, value in (("--session", args.session), ("--status", args.status),
                                           ("--since", args.since)) if value is not None]
@@ -128,13 +129,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             report = read_database(args.db, status_report, session_id=args.session,
                                    status=args.status, since=args.since, limit=args.limit)
     except DatabaseNotFoundError as exc:
-        print(f"tidings status: {exc}; give the database with --db PATH", file=err)
+        say(err, f"tidings status: {exc}; give the database with --db PATH")
         return 2
     except (StoreError, ValidationError) as exc:
-        print(f"tidings status: {exc}", file=err)
+        say(err, f"tidings status: {exc}")
         return 2
     if report is None:
-        print(f"tidings status: no delivery {args.delivery_id!r} in {args.db}", file=err)
+        say(err, f"tidings status: no delivery {args.delivery_id!r} in {args.db}")
         return 1
     try:
         if args.json:
@@ -148,7 +149,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except BrokenPipeError:  # `| head`: the reader left on purpose; the caller says nothing
         raise
     except OSError as exc:  # `> /dev/full`: one line, not a traceback
-        print(f"tidings status: cannot write the report: {exc.strerror or exc}", file=err)
+        say(err, f"tidings status: cannot write the report: {exc.strerror or exc}")
         return 1
     return 0
 

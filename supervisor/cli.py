@@ -18,8 +18,10 @@ import importlib
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from typing import NoReturn
 
 import tidings
+from tidings.supervisor._stderr import say
 
 __all__ = ["build_parser", "main"]
 
@@ -37,11 +39,23 @@ _AGENT_COMMANDS = ("serve", "chat")
 """The commands that may load an agent by import path."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that with stderr closed (``2>&-``: ``sys.stderr`` is None) a
+    refused line prints nothing: argparse's ``error`` prints the usage with
+    ``print_usage(sys.stderr)``, which takes None for stdout, and the usage went into whatever
+    reads stdout. The exit code (2) is the same. Its subparsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        if sys.stderr is None:
+            self.exit(2)
+        super().error(message)
+
+
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
     """The ``tidings`` parser. Only the *commands* named (None: every one) have their whole
     parser, which imports their modules; the others have their name and help only."""
     complete = set(_COMMANDS if commands is None else commands)
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tidings", description="A durable, supervised delivery runtime for agent hosts.")
     parser.add_argument("--version", action="version", version=f"tidings {tidings.__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -84,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(_needed(argv))
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help(sys.stderr)
+        say(sys.stderr, parser.format_help().rstrip("\n"))  # stderr closed: not to stdout
         return 2
     if args.command in _AGENT_COMMANDS:
         _importable_here()
