@@ -11,6 +11,12 @@ the open pipe or socket, which stdout may share (one socket for both under socat
 systemd socket activation), and a non-blocking stdout lost the answers a slow peer had not
 read yet. A terminal keeps ``input()`` and its line editing (read through readline, not that
 reader); a regular file or ``/dev/null`` never blocks.
+
+A piped line longer than the server takes (``max_line_bytes``: its ``max_frame_bytes``; a
+frame is at least as long as its line) is not held whole: once that many of its bytes are in,
+it is yielded as a :class:`LineTooLong`, for the chat to refuse at once, and the rest of it
+is read and dropped up to its newline. ``cat bigfile.bin | tidings chat`` keeps at most the
+limit and one read in memory, not the whole input.
 """
 
 from __future__ import annotations
@@ -18,21 +24,37 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
+import attrs
 import trio
 
 from tidings.channels._terminal import stdin_lines
 
-__all__ = ["input_lines"]
+__all__ = ["LineTooLong", "input_lines"]
 
 _CHUNK = 65536
 
 
-async def input_lines(prompt: str = "> ") -> AsyncIterator[str]:
+@attrs.frozen
+class LineTooLong:
+    """A line refused as it was read: more than *limit* bytes (the server's
+    ``max_frame_bytes``) before its newline. Its bytes are dropped, up to that newline."""
+
+    limit: int
+
+
+async def input_lines(prompt: str = "> ", *,
+                      max_line_bytes: Callable[[], Awaitable[int]] | None = None,
+                      ) -> AsyncIterator[str | LineTooLong]:
     """Lines of stdin (each with its ``\\n``, undecodable bytes as lone surrogates), until
     the end of input; see the module docstring for how they are read. A closed stdin
-    (``tidings chat <&-``) has no lines, as ``/dev/null``."""
+    (``tidings chat <&-``) has no lines, as ``/dev/null``.
+
+    *max_line_bytes* gives the longest piped line to hold (awaited, as the chat knows it only
+    once welcomed; asked only about a line longer than one read): a longer one is yielded as
+    :class:`LineTooLong` as soon as it is known to be, and the rest of it dropped. None: no
+    limit."""
     if sys.stdin is None:
         return
     fd = _pipe_fd()
@@ -46,14 +68,26 @@ async def input_lines(prompt: str = "> ") -> AsyncIterator[str]:
         # Only each new chunk is split: re-splitting the whole pending line at every read
         # made a long line quadratic (a 32 MiB line took 20 s where readline took 0.5 s).
         pending = bytearray()
+        dropping = False  # in a line refused as too long: its bytes up to the newline go
         while chunk := await _receive(fd):
             *lines, rest = chunk.split(b"\n")
             for line in lines:
+                if dropping:  # the refused line's last bytes
+                    dropping = False
+                    continue
                 pending += line
                 whole = bytes(pending) + b"\n"
                 pending.clear()
                 yield whole.decode(encoding, "surrogateescape")
+            if dropping:
+                continue
             pending += rest
+            if max_line_bytes is not None and len(pending) > _CHUNK:
+                limit = await max_line_bytes()
+                if len(pending) > limit:
+                    pending.clear()
+                    dropping = True
+                    yield LineTooLong(limit)
         if pending:
             yield bytes(pending).decode(encoding, "surrogateescape")
     finally:

@@ -16,7 +16,7 @@ import trio
 from tidings.channels import GatewayClient, GatewayConfig
 from tidings.channels._gateway_frames import encode
 
-__all__ = ["PACE_MARGIN", "Pace", "positive", "too_big"]
+__all__ = ["PACE_MARGIN", "LineLimit", "Pace", "frame_limit", "positive", "too_big"]
 
 PACE_MARGIN = 0.8
 """The share of the server's ``rate`` and ``burst`` the chat uses (see :class:`Pace`)."""
@@ -66,6 +66,37 @@ def positive(value: Any) -> bool:
         return False
 
 
+def frame_limit(welcome: dict[str, Any]) -> int:
+    """The largest frame the server of *welcome* takes: its ``max_frame_bytes``, or
+    :class:`GatewayConfig`'s default when that is no limit (see :func:`too_big`)."""
+    limit = welcome.get("max_frame_bytes")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        limit = attrs.fields(GatewayConfig).max_frame_bytes.default
+    return limit
+
+
+class LineLimit:
+    """The longest line the chat's input holds (``input_lines``' ``max_line_bytes``): the
+    frame limit of the last ``welcome`` (a frame is at least as long as its line, so a longer
+    line could never be sent). Asked before the first welcome, it waits for it: the input is
+    not read further meanwhile, so nothing longer is held."""
+
+    def __init__(self) -> None:
+        self.limit: int | None = None
+        self._known = trio.Event()
+
+    def welcomed(self, welcome: dict[str, Any]) -> None:
+        """Take the limit of a connection's *welcome*."""
+        self.limit = frame_limit(welcome)
+        self._known.set()
+
+    async def wait(self) -> int:
+        """The current limit, once there is one."""
+        await self._known.wait()
+        assert self.limit is not None
+        return self.limit
+
+
 def too_big(client: GatewayClient, frame: dict[str, Any]) -> str | None:
     """Why *frame* is not to be sent: over the server's ``max_frame_bytes`` it would be
     refused (``frame_too_big``, with no ``ref`` to tell which line) or, over four times that,
@@ -73,9 +104,7 @@ def too_big(client: GatewayClient, frame: dict[str, Any]) -> str | None:
     no limit (absent, or not an integer > 0: ``true``, ``0``, NaN, a string...) is taken as
     :class:`GatewayConfig`'s default, as :class:`Pace` takes ``rate`` and ``burst``: it
     would otherwise refuse every line, or let through lines that close the connection."""
-    limit = client.welcome.get("max_frame_bytes")
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
-        limit = attrs.fields(GatewayConfig).max_frame_bytes.default
+    limit = frame_limit(client.welcome)
     size = len(encode(frame).encode("utf-8", "surrogatepass"))
     if size <= limit:
         return None

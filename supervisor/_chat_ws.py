@@ -3,7 +3,8 @@
 Each line typed is a ``message`` (slash commands pass through); while a prompt or an approval
 request is open the next line answers it (``y`` / ``yes`` / ``allow`` approves); a line over
 the server's ``max_frame_bytes``, or not valid UTF-8, is not sent (a ``!`` line says why; a
-question stays open).
+question stays open); a piped one is refused as soon as it is known to be over, and the rest
+of it skipped unread into memory (see :mod:`tidings.supervisor._chat_input`).
 Deliveries, progress, notices and lifecycle events are printed as they arrive, and every
 delivery is acked once printed. If the connection drops it reconnects with ``session_id`` and
 ``after_seq``, so nothing is missed or shown twice, and sends again, with the same id, each
@@ -53,8 +54,8 @@ from tidings.channels._gateway_client import WELCOME_TIMEOUT
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.channels._terminal import stdin_is_a_terminal
 from tidings.errors import ConfigError
-from tidings.supervisor._chat_input import input_lines
-from tidings.supervisor._chat_limits import Pace, too_big
+from tidings.supervisor._chat_input import LineTooLong, input_lines
+from tidings.supervisor._chat_limits import LineLimit, Pace, too_big
 from tidings.supervisor._stderr import say
 from tidings.supervisor._token import read_token_file
 
@@ -81,6 +82,10 @@ _IDS_KEPT = 256
 """Message ids whose answer (``accepted``, a refusal, the end of their turn) is kept: only the
 message a piped chat (or the end of input) waits for needs it, the last one sent; older ones
 are forgotten, so a long chat keeps no id per line."""
+_Line = str | LineTooLong
+"""What the chat reads: a line, or one refused as it was read (too long to hold)."""
+
+
 @attrs.frozen
 class ChatOptions:
     url: str
@@ -306,7 +311,7 @@ def _keep(answers: dict[str, tuple[dict[str, Any], dict[str, Any]]], question: d
     _remember(answers, _question_id(question), (question, frame), _ANSWERS_KEPT)
 
 
-async def _pump(lines: AsyncGenerator[str, None], send: trio.MemorySendChannel[str]) -> None:
+async def _pump(lines: AsyncGenerator[_Line, None], send: trio.MemorySendChannel[_Line]) -> None:
     """Read *lines* into *send* for as long as the chat lasts (reconnects included)."""
     try:
         async with contextlib.aclosing(lines):
@@ -331,11 +336,15 @@ async def _resend(client: GatewayClient, state: _State) -> str | None:
 
 
 async def _send(client: GatewayClient, state: _State, printer: _Printer,
-                lines: trio.MemoryReceiveChannel[str], options: ChatOptions) -> None:
+                lines: trio.MemoryReceiveChannel[_Line], options: ChatOptions) -> None:
     state.waiting = await _resend(client, state) or state.waiting
     if state.waiting is not None and not options.interactive:
         await _settle_waiting(client, state)
     async for raw in lines:
+        if isinstance(raw, LineTooLong):  # refused as it was read (a question stays open)
+            printer.line(f"! frame_too_big: the line is over {raw.limit} bytes, the server's "
+                         "max_frame_bytes; the rest of it is skipped, not sent")
+            continue
         line = raw.rstrip("\n")
         # A pipe that is not UTF-8 reads with surrogateescape: the server would refuse the
         # line (as an answer, with no ref to tell which frame).
@@ -372,19 +381,22 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
         state.waiting = None
 
 
-async def chat_over_websocket(options: ChatOptions, lines: AsyncGenerator[str, None], *,
-                              out: TextIO, err: TextIO | None) -> int:
-    """Chat until *lines* end (0), or the server refuses or cannot be reached (1)."""
-    send, receive = trio.open_memory_channel[str](0)
+async def chat_over_websocket(options: ChatOptions, lines: AsyncGenerator[_Line, None], *,
+                              out: TextIO, err: TextIO | None,
+                              line_limit: LineLimit | None = None) -> int:
+    """Chat until *lines* end (0), or the server refuses or cannot be reached (1). Each
+    welcome's frame limit is given to *line_limit*, the one *lines* reads with (see
+    :func:`~tidings.supervisor._chat_input.input_lines`)."""
+    send, receive = trio.open_memory_channel[_Line](0)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_pump, lines, send)
-        code = await _connect(options, receive, out=out, err=err)
+        code = await _connect(options, receive, out=out, err=err, line_limit=line_limit)
         nursery.cancel_scope.cancel(reason="chat ended")
     return code
 
 
 async def _talk(client: GatewayClient, state: _State, printer: _Printer,
-                lines: trio.MemoryReceiveChannel[str], options: ChatOptions) -> None:
+                lines: trio.MemoryReceiveChannel[_Line], options: ChatOptions) -> None:
     """Receive and send on one connection until the end of input. A dropped connection is
     raised as the bare :class:`GatewayClosed` (not in the nursery's group), so that
     :func:`_connect` sees it and reconnects; an :class:`OutputFailed`, even with a drop in the
@@ -404,8 +416,8 @@ async def _talk(client: GatewayClient, state: _State, printer: _Printer,
         raise _first(closed) from None
 
 
-async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], *,
-                   out: TextIO, err: TextIO | None) -> int:
+async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line], *,
+                   out: TextIO, err: TextIO | None, line_limit: LineLimit | None) -> int:
     state = _State()
     printer = _Printer(out, options.show_chunks)
     attempts = 0
@@ -425,6 +437,8 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[str], 
                                              **hello) as client:
                 welcomed = trio.current_time()
                 state.pace = Pace(client.welcome)
+                if line_limit is not None:
+                    line_limit.welcomed(client.welcome)
                 # A question from before may have closed while we were away (answered on
                 # another device, expired, the server restarted) with no prompt_closed for us:
                 # the server sends again what still waits, so the next line answers only that.
@@ -592,8 +606,10 @@ async def _until_interrupted(options: ChatOptions, interruptible: bool) -> int:
     trio's ``KeyboardInterrupt`` thrown into whatever code runs: trio-websocket's connect
     captures one that lands while it waits for the websocket handshake, then waits on for its
     reader task, and the chat went on as if Ctrl-C had not been pressed."""
-    chat = functools.partial(chat_over_websocket, options, input_lines("> "), out=sys.stdout,
-                             err=sys.stderr)
+    line_limit = LineLimit()
+    lines = input_lines("> ", max_line_bytes=line_limit.wait)
+    chat = functools.partial(chat_over_websocket, options, lines, out=sys.stdout,
+                             err=sys.stderr, line_limit=line_limit)
     if not interruptible:
         return await chat()
     code = 130

@@ -106,3 +106,52 @@ async def test_lines_split_across_reads_bad_bytes_and_a_last_line_without_newlin
                     await trio.testing.wait_all_tasks_blocked()
                     await writer.send_all(piece)
     assert lines == ["café ok\n", "bad \udcff byte\r\n", "last line, no newline"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_SETPIPE_SZ"),
+                    reason="sizes the pipe (Linux)")
+async def test_a_line_over_the_limit_is_refused_and_dropped_without_being_held(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `cat bigfile.bin | tidings chat`: the reader held each line whole until its newline,
+    # however long; past the server's frame limit it is now refused and its bytes dropped.
+    import fcntl
+    import tracemalloc
+
+    from tidings.supervisor._chat_input import LineTooLong
+
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(read_end, fcntl.F_SETPIPE_SZ, 65536)
+    size = 16 << 20
+    writer = trio.lowlevel.FdStream(write_end)
+    asked = 0
+
+    async def limit() -> int:
+        nonlocal asked
+        asked += 1
+        return 100_000
+
+    async def write() -> None:
+        piece = b"y" * 65536  # written a piece at a time: only what the reader holds counts
+        async with writer:
+            await writer.send_all(b"short\n" + b"x" * 100_000 + b"\n")
+            for _ in range(size // len(piece)):
+                await writer.send_all(piece)
+            await writer.send_all(b"\nafter\n")
+            for _ in range(size // len(piece)):
+                await writer.send_all(piece)
+
+    with open(read_end, encoding="utf-8") as stdin:  # noqa: ASYNC230 - never read from here
+        monkeypatch.setattr(sys, "stdin", stdin)
+        tracemalloc.start()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(write)
+                with trio.fail_after(20):  # a guard against hanging, not a wait
+                    lines = [line async for line in input_lines(max_line_bytes=limit)]
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert lines == ["short\n", "x" * 100_000 + "\n", LineTooLong(100_000), "after\n",
+                     LineTooLong(100_000)]
+    assert peak < 2 << 20  # the limit and a read or two, not the 16 MiB lines
+    assert asked >= 2  # asked only for lines longer than one read
