@@ -46,7 +46,7 @@ from tidings.supervisor import _chat_ws
 # should, and the signal raised below would do nothing (the run hung to its timeout).
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
-async def chat(options, lines, *, out, err):  # Ctrl-C lands in a task of a nursery
+async def chat(options, lines, *, out, err, line_limit):  # Ctrl-C lands in a task of a nursery
     async def interrupted():
         signal.raise_signal(signal.SIGINT)
         await trio.sleep_forever()
@@ -73,7 +73,8 @@ import argparse, sys, trio
 from tidings.channels import GatewayClosed
 from tidings.supervisor import _chat_ws
 
-async def chat(options, lines, *, out, err):  # Ctrl-C and a drop, out of one nursery at once
+# Ctrl-C and a drop, out of one nursery at once
+async def chat(options, lines, *, out, err, line_limit):
     dropped = trio.Event()
     async def drop():
         await dropped.wait()

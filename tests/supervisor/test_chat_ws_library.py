@@ -26,7 +26,7 @@ def chats(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The chat itself replaced by one that records its conversation and returns 7."""
     seen: list[str] = []
 
-    async def chat(options: Any, lines: Any, *, out: Any, err: Any) -> int:
+    async def chat(options: Any, lines: Any, *, out: Any, err: Any, line_limit: Any) -> int:
         seen.append(options.conversation)
         return 7
 
