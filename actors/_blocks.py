@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import attrs
 
 from tidings.errors import ValidationError
+from tidings.store._ids import lone_surrogate
 
 __all__ = [
     "BLOCK_TYPES",
@@ -104,20 +105,6 @@ def check_text_size(text: str, field: str) -> str:
                                      f"{MAX_TEXT_BYTES} (MAX_TEXT_BYTES); send a long text "
                                      "as a file")
     return text
-
-
-def lone_surrogate(value: str) -> int | None:
-    """Where *value* has a lone surrogate, or None: what ``surrogateescape`` makes of bytes that
-    are not UTF-8 (a file name, a pipe) and JSON's ``"\\ud800"`` decodes to. Such text can be
-    neither stored (SQLite refuses it in the writer, naming nothing) nor sent as UTF-8, so each
-    entry point refuses it by name first. ASCII text is answered without encoding it."""
-    if value.isascii():
-        return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return exc.start
-    return None
 
 
 def check_json_object(value: Mapping[str, Any] | None, field: str, *,

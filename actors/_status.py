@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-from tidings.actors._blocks import lone_surrogate
 from tidings.errors import DeliveryNotFoundError, ValidationError
 from tidings.store import (
     MAX_INTEGER,
@@ -19,39 +18,16 @@ from tidings.store import (
     status_counts,
     status_report,
 )
+from tidings.store._ids import MAX_ID_CHARS, check_id
 
 __all__ = ["MAX_IDS_PER_CALL", "MAX_ID_CHARS", "StatusViews", "check_id", "check_id_list",
            "check_seconds", "check_seq", "check_session_id"]
-
-MAX_ID_CHARS = 1024
-"""The most characters an id given to the runtime may have (a session, turn, message,
-inbound or delivery id, a channel name): ids are stored and indexed whole, and no platform's
-ids come near it. Longer ones are refused by field, before anything is written. The id of a
-session that exists already is not capped (:func:`check_session_id`): earlier versions stored
-longer ones."""
 
 MAX_IDS_PER_CALL = 10_000
 """The most distinct held messages a send, notice or turn may release (``settles=``,
 ``open_turn(inbound_ids=...)``): they are released in that write's one commit, which holds the
 store's only writer (every session's sends) while it runs: 10,000 take some 20 ms, a million
 took seconds. ``release_inbound`` takes any number, released this many per commit."""
-
-
-def check_id(field: str, value: object, *, max_chars: int | None = MAX_ID_CHARS) -> str:
-    """*value* as an id, or :class:`ValidationError` naming *field*: an id that is not a
-    non-empty string is a mistake, not an id that happens to be unknown, and so is one of
-    more than *max_chars* characters (:data:`MAX_ID_CHARS`; None: no cap) or with a lone
-    surrogate (SQLite would refuse it in the writer, naming nothing)."""
-    if not isinstance(value, str) or not value:
-        raise ValidationError(field, f"must be a non-empty string, got {value!r:.80}")
-    if max_chars is not None and len(value) > max_chars:
-        name = " (MAX_ID_CHARS)" if max_chars == MAX_ID_CHARS else ""
-        raise ValidationError(field, f"is {len(value)} characters, over the limit of "
-                                     f"{max_chars}{name}, got {value!r:.80}")
-    lone = lone_surrogate(value)
-    if lone is not None:  # it could be neither stored nor looked up
-        raise ValidationError(field, f"is not valid Unicode (lone surrogate at index {lone})")
-    return value
 
 
 def check_session_id(field: str, value: object) -> str:

@@ -48,12 +48,12 @@ import attrs
 import trio
 from trio_websocket import ConnectionRejected, HandshakeError
 
-from tidings.actors._blocks import lone_surrogate
 from tidings.channels import GatewayClient, GatewayClosed
 from tidings.channels._gateway_client import WELCOME_TIMEOUT
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.channels._terminal import stdin_is_a_terminal
 from tidings.errors import ConfigError
+from tidings.store._ids import lone_surrogate
 from tidings.supervisor._chat_input import LineTooLong, input_lines
 from tidings.supervisor._chat_limits import LineLimit, Pace, too_big
 from tidings.supervisor._stderr import say

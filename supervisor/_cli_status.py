@@ -35,6 +35,7 @@ from tidings.store import (
     read_database,
     status_report,
 )
+from tidings.store._ids import check_id
 from tidings.supervisor._stderr import say
 
 __all__ = ["parse_since", "register", "run"]
@@ -92,11 +93,8 @@ def _id(text: str) -> str:
     """A delivery or session id: not empty, and valid UTF-8 on the command line (Python
     hands undecodable bytes over as lone surrogates, which no id stored can hold). Not
     length-capped: it is only looked up, and earlier versions stored longer session ids.
-
-    The actors' rule is imported here, when an id is given: importing ``tidings.actors`` loads
-    trio and the whole runtime, which reading the overview has no use for."""
-    from tidings.actors._status import check_id
-
+    The runtime's own rule, from the store (importing ``tidings.actors`` would load trio and
+    the whole runtime, which a read of the database has no use for)."""
     try:
         return check_id("id", text, max_chars=None)
     except ValidationError as exc:

@@ -93,11 +93,19 @@ async def test_status_reads_the_database_without_trio_the_actors_or_the_channels
                                            str(tmp_path / "missing.db"))
     assert (loaded, code) == ([], 2)
     assert "give the database with --db PATH" in err
-    # One delivery by id: checked by the actors' id rule, imported only then.
-    _, code, out, err = await _loaded(tmp_path, "status", "--db", str(path), "--json",
-                                      delivery_id)
-    assert (code, err) == (0, "")
+    # One delivery by id, and a --session: the id is checked by the runtime's rule
+    # (tidings.store._ids), which imports neither trio nor the actors.
+    loaded, code, out, err = await _loaded(tmp_path, "status", "--db", str(path), "--json",
+                                           delivery_id)
+    assert (loaded, code, err) == ([], 0, "")
     assert json.loads(out)["delivery_id"] == delivery_id
+    loaded, code, out, err = await _loaded(tmp_path, "status", "--db", str(path), "--json",
+                                           "--session", "no-such-session")
+    assert (loaded, code, err) == ([], 0, "")
+    assert json.loads(out)["recent"] == []
+    loaded, code, _, err = await _loaded(tmp_path, "status", "--db", str(path), "bad\udcff")
+    assert (loaded, code) == ([], 2)
+    assert "not an id: is not valid Unicode (lone surrogate at index 3)" in err
 
 
 async def test_chat_over_the_websocket_does_not_load_what_serve_runs(
