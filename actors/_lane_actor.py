@@ -67,7 +67,7 @@ class LaneWorker:
             lane.forget_memory()
         if lane.reread:
             _drain(ctx.mailbox)
-            lane.reread, lane.posted = False, 0
+            lane.reread, lane.posted, lane.queued_bytes = False, 0, 0
         with trio.CancelScope() as scope:
             lane.scope = scope
             try:
@@ -147,17 +147,22 @@ class LaneWorker:
             if isinstance(message, DeliveryItem) and not lane.rewind:
                 return message
         if lane.rewind:
+            lane.queued_bytes -= sum(len(item.text) for item in lane.backlog)
             lane.backlog.clear()
             return None
-        return lane.backlog.popleft() if lane.backlog else None
+        if not lane.backlog:
+            return None
+        item = lane.backlog.popleft()
+        lane.queued_bytes -= len(item.text)
+        return item
 
     async def _refill(self, lane: Lane) -> None:
         target = lane.max_seen
         if lane.rewind:  # nothing is in memory now (refills wait for an empty backlog)
             lane.cursor, lane.rewind = 0, False
         rows = await self.store.read(functools.partial(
-            queries.open_outbox_rows, after_seq=lane.cursor,
-            limit=self.dispatcher.refill_batch), lane.session_id)
+            queries.open_outbox_rows, after_seq=lane.cursor, limit=self.dispatcher.refill_batch,
+            max_chars=self.dispatcher.lane_bytes - lane.queued_bytes), lane.session_id)
         registry = self.dispatcher.registry
         for row in rows:
             live = registry.get(row.delivery_id)
@@ -171,6 +176,7 @@ class LaneWorker:
             elif not live.seq:  # its send has not heard of its commit yet: same delivery
                 live.seq = row.seq
             lane.backlog.append(live)
+            lane.queued_bytes += len(live.text)
         if not rows:
             lane.cursor = max(lane.cursor, target)
             # A kick while the read ran (``rewind`` set again) may have re-queued rows the
@@ -529,6 +535,7 @@ def _taken(lane: Lane, message: object) -> object:
     send is written claimed between the take and :meth:`LaneWorker._process`)."""
     if isinstance(message, DeliveryItem) and lane.posted:
         lane.posted -= 1
+        lane.queued_bytes -= len(message.text)
     return message
 
 

@@ -8,7 +8,12 @@ one ``sending`` row per session — then records ``sent`` or ``failed``; with no
 
 The mailbox is a cache, the outbox is the truth: when a lane's mailbox is full (or lost with a
 crash), the lane switches to *overflow* and reads its session's ``queued`` rows back from the
-store, in seq order, until it has caught up. Nothing is dropped and memory stays bounded.
+store, in seq order, until it has caught up. Nothing is dropped and memory stays bounded:
+by count (``mailbox_size`` posted, ``refill_batch`` read back) and by the texts a lane holds
+(``lane_bytes`` per lane, counted as ``len(text)``: bytes for ASCII text; the text is what can
+be large, up to ``MAX_TEXT_BYTES``). A post that would take the lane past it overflows as a full
+mailbox does, and a refill stops reading at it; a lane holding nothing always takes one, so a
+text larger than the budget still goes. Each costs one length read and an add per delivery.
 A lane that has been idle for ``linger`` seconds exits; the next delivery starts a new one.
 
 A binder that hands a session's older rows back after binding it (a gateway client's hello
@@ -54,8 +59,8 @@ class Lane:
 
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering",
                  "flushing", "held", "holding", "idle_since", "kicks", "max_seen", "name",
-                 "overflow", "parked", "posted", "reflush", "reread", "reserved", "rewind",
-                 "scope", "session_id", "taking", "unacked", "unflushed", "unrouting",
+                 "overflow", "parked", "posted", "queued_bytes", "reflush", "reread", "reserved",
+                 "rewind", "scope", "session_id", "taking", "unacked", "unflushed", "unrouting",
                  "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
@@ -66,6 +71,7 @@ class Lane:
         self.overflow = False                 # some queued rows are only in the store
         self.backlog: collections.deque[DeliveryItem] = collections.deque()
         self.posted = 0                       # deliveries put in the mailbox, not yet taken
+        self.queued_bytes = 0                 # len(text) of those and of the backlog
         self.current: DeliveryItem | None = None
         self.taking = False                   # a delivery taken, waiting to be claimed
         self.claimed = False
@@ -94,7 +100,7 @@ class Lane:
         self.reread = True
         self.overflow = True
         self.cursor = 0
-        self.posted = 0  # the mailbox is drained: those rows are re-read too
+        self.posted = self.queued_bytes = 0  # the mailbox is drained: those are re-read too
         self.backlog.clear()
 
     def idle(self) -> bool:
@@ -144,6 +150,8 @@ class DispatchStatistics:
     delivered: int
     failed: int
     unrouted: int
+    queued_bytes: int = 0
+    """The length of the texts the lanes hold in memory (mailboxes and backlogs read back)."""
 
 
 class Dispatcher:
@@ -151,12 +159,16 @@ class Dispatcher:
 
     def __init__(self, store: Store, router: SessionInteractionRouter,
                  registry: HandleRegistry, *, mailbox_size: int = 64, refill_batch: int = 32,
-                 lease: float = 300.0, grace: float = 2.0, linger: float = 5.0) -> None:
+                 lane_bytes: int = 1 << 20, lease: float = 300.0, grace: float = 2.0,
+                 linger: float = 5.0) -> None:
         self.store = store
         self.router = router
         self.registry = registry
         self.mailbox_size = mailbox_size
         self.refill_batch = refill_batch
+        # Per lane, as mailbox_size is: one budget shared by every lane would let a stuck
+        # session's lane hold it and send every other session to the store for each row.
+        self.lane_bytes = lane_bytes
         self.lease = lease
         self.grace = grace
         self.linger = linger
@@ -299,9 +311,13 @@ class Dispatcher:
             self._ensure_running(lane)
 
     def _post(self, lane: Lane, message: object) -> bool:
-        """Put *message* in the lane's mailbox if it has one with room."""
+        """Put *message* in the lane's mailbox if it has one with room (for a delivery, also
+        within ``lane_bytes``, unless the lane holds none: a text over the budget still goes)."""
         if lane.name is None or self._sup is None:
             return False
+        item = isinstance(message, DeliveryItem)
+        if item and lane.queued_bytes and lane.queued_bytes + len(message.text) > self.lane_bytes:
+            return False  # over the lane's byte budget: the outbox has it, as when it is full
         try:
             self._sup.mailbox(lane.name).send_nowait(message)
         except (trio.WouldBlock, MailboxClosedError):
@@ -312,11 +328,12 @@ class Dispatcher:
             if lane.parked is not None:  # it may be waiting for this very message: nudge it
                 lane.parked.cancel(reason="a post to this lane failed")
             return False
-        if isinstance(message, DeliveryItem):
+        if item:
             # Until the lane takes it, the lane is not idle, although its mailbox may look
             # empty: trio hands a message straight to a parked receiver, which runs later (a
             # fault may even take it then). A send written claimed meanwhile would overtake it.
             lane.posted += 1
+            lane.queued_bytes += len(message.text)
         return True
 
     def _ensure_running(self, lane: Lane) -> None:
@@ -367,7 +384,8 @@ class Dispatcher:
         return DispatchStatistics(
             lanes=len(self.lanes), running=self._running,
             overflowing=sum(lane.overflow for lane in lanes), delivered=self.counts["delivered"],
-            failed=self.counts["failed"], unrouted=self.counts["unrouted"])
+            failed=self.counts["failed"], unrouted=self.counts["unrouted"],
+            queued_bytes=sum(lane.queued_bytes for lane in lanes))
 
     def lane(self, session_id: str) -> Lane | None:
         return self.lanes.get(session_id)

@@ -91,23 +91,42 @@ def history(conn: sqlite3.Connection, session_id: str, *,
 
 
 def open_outbox_rows(conn: sqlite3.Connection, session_id: str, *, after_seq: int,
-                     limit: int, statuses: tuple[str, ...] = ("queued",)) -> list[OutboxRow]:
+                     limit: int, statuses: tuple[str, ...] = ("queued",),
+                     max_chars: int | None = None) -> list[OutboxRow]:
     """A session's rows in *statuses* with ``seq > after_seq``, in seq order.
 
     For ``queued`` alone (what lanes read) the query goes through the partial index
     ``outbox_queued``, so it never steps over rows a long session has already sent (a rewound
     lane reads from seq 0). Left to itself SQLite picks ``outbox_session_seq`` instead.
+
+    *max_chars* (a lane's memory budget) stops the read before a row whose text would take
+    the rows' texts past it; the first row is always taken, however long, so a text larger
+    than the budget is still read. Rows are stepped one at a time: none past the row that
+    stops the read is loaded.
     """
     if statuses == ("queued",):
-        return [OutboxRow.from_row(row) for row in conn.execute(
+        cursor = conn.execute(
             f"SELECT {OutboxRow.COLUMNS} FROM outbox INDEXED BY outbox_queued "
             "WHERE session_id = ? AND seq > ? AND status = 'queued' ORDER BY seq LIMIT ?",
-            (session_id, after_seq, limit))]
-    marks = ",".join("?" * len(statuses))
-    return [OutboxRow.from_row(row) for row in conn.execute(
-        f"SELECT {OutboxRow.COLUMNS} FROM outbox WHERE session_id = ? AND seq > ? "
-        f"AND status IN ({marks}) ORDER BY seq LIMIT ?",
-        (session_id, after_seq, *statuses, limit))]
+            (session_id, after_seq, limit))
+    else:
+        marks = ",".join("?" * len(statuses))
+        cursor = conn.execute(
+            f"SELECT {OutboxRow.COLUMNS} FROM outbox WHERE session_id = ? AND seq > ? "
+            f"AND status IN ({marks}) ORDER BY seq LIMIT ?",
+            (session_id, after_seq, *statuses, limit))
+    if max_chars is None:
+        return [OutboxRow.from_row(row) for row in cursor]
+    rows: list[OutboxRow] = []
+    total = 0
+    for raw in cursor:
+        row = OutboxRow.from_row(raw)
+        total += len(row.text)
+        if rows and total > max_chars:
+            break
+        rows.append(row)
+    cursor.close()
+    return rows
 
 
 def find_idempotent(conn: sqlite3.Connection, session_id: str,
