@@ -59,6 +59,47 @@ async def test_the_hand_back_moves_the_claimed_row_back_before_the_hold_ends(
         "delivery.sending", "delivery.sent"]
 
 
+async def test_a_send_written_claimed_before_the_bind_is_queued_again_before_the_hold_ends(
+        rt, db_path) -> None:
+    """As above for a row written already claimed for the old route (the session was idle):
+    its write was handed to the writer before the bind, so it lands before the binder's
+    hand-back reads the lane (the writer answers in the order it was handed writes), and the
+    hand-back moves it too (``lane.held``, or ``lane.current`` once the lane took it)."""
+    session_id = await rt.create_session(channel="web")
+    old, new = MemoryRoute(), MemoryRoute()
+    handles = {}
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            older = await _unrouted(rt, session_id, ctx)
+            rt.router.bind(session_id, old)
+            async with trio.open_nursery() as nursery, writer_gate(rt.store) as gate:
+                async def send() -> None:
+                    handles["newer"] = await ctx.output.send_text("newer")
+
+                nursery.start_soon(send)
+                await trio.testing.wait_all_tasks_blocked()  # written claimed, gated
+                async with contextlib.AsyncExitStack() as hold:
+                    await hold.enter_async_context(rt.hold_binds(new))
+                    rt.router.bind(session_id, new)
+                    gate.release()
+                    await _hand_back(rt, session_id)
+                    async with writer_gate(rt.store) as after:
+                        await hold.aclose()  # the hold ends; nothing the lane writes lands
+                        sending = await rt.stored_deliveries(session_id,
+                                                             statuses=("sending",))
+                        after.release()
+            newer = handles["newer"]
+            assert [row.outbound.delivery_id for row in sending] == []
+            assert await newer.wait() == "delivered"
+            await new.wait_delivered(2)
+        assert (await rt.delivery_status(older.delivery_id)).status == "sent"
+    assert old.attempted == []
+    assert new.texts() == ["older", "newer"]
+    assert _events(db_path, newer.delivery_id) == [
+        "delivery.queued", "delivery.sending", "delivery.unknown", "delivery.requeued",
+        "delivery.sending", "delivery.sent"]
+
+
 async def test_a_row_whose_deliver_began_is_not_handed_back_after_its_lane_ended(
         db_path, workspace) -> None:
     """The hand-back moves only a row whose ``deliver()`` has not begun. A lane cut off inside
