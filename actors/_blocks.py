@@ -115,6 +115,10 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
     ``json.dumps`` writes it, non-ASCII escaped) is over *max_bytes* (the output SDK passes
     :data:`MAX_JSON_BYTES`; other callers keep their own rules).
 
+    A key JSON can write is written as a string (``1`` as ``"1"``, ``None`` as ``"null"``), but
+    an object with two keys that become one string, at any depth (``{1: "a", "1": "b"}``), is
+    refused: reading it back would keep one value and lose the other, silently.
+
     Returning the round trip, not the caller's objects, makes what a route or reader sees live
     the same as what is read back after a restart, whatever the caller does after the call.
     """
@@ -130,7 +134,31 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
         raise ValidationError(field, f"is {len(encoded)} bytes of JSON, over the limit of "
                                      f"{max_bytes} (MAX_JSON_BYTES); send a large payload as "
                                      "a file")
-    result: dict[str, Any] = json.loads(encoded)
+    try:
+        result: dict[str, Any] = json.loads(encoded, object_pairs_hook=_unique_keys)
+    except _CollidingKeysError as exc:
+        raise ValidationError(field, f"has two keys that collide as the JSON key {exc.key!r} "
+                                     "(a key 1, 1.5, True or None is written as a string): "
+                                     "one value would be lost") from None
+    return result
+
+
+class _CollidingKeysError(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A decoded JSON object, or :class:`_CollidingKeysError` for a key it has twice: a JSON
+    text :func:`check_json_object` just encoded has one only where two keys became one string."""
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _CollidingKeysError(key)
+            seen.add(key)
     return result
 
 
