@@ -131,9 +131,13 @@ class Interactions:
                        trio.current_effective_deadline())
         question = Question(kind, question_id, key, frame, expires_at, deadline)
         self.pending[key, question_id] = question
-        broadcast(frame)
         reason: Closed = "cancelled"  # unless the wait ends with an answer or its deadline
         try:
+            # Inside: a broadcast that raised (it does not: a full or closed connection is
+            # closed or skipped, not raised; but a KeyboardInterrupt may land anywhere) left
+            # the question pending for good, its id refused and its frame sent to every
+            # client that connects. It now closes as an unanswered question does.
+            broadcast(frame)
             with trio.move_on_at(deadline):
                 question.waited = True  # no checkpoint until it parks (unless answered)
                 await question.done.wait()
