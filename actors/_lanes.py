@@ -535,8 +535,15 @@ class Dispatcher:
         replay that did wrote it to the client ahead of the older rows, and the client's ack,
         coming after the lane's own re-queue, confirmed nothing. The lane sees its row gone
         (``lane.current``, or ``lane.held`` for a row written claimed that it has not taken
-        yet) and does not deliver it. False when nothing moved (no such row, a claim still in
-        flight: the lane then sends it back itself after the hold)."""
+        yet) and does not deliver it. False when nothing moved (no such row, or none older).
+
+        No claim can still be in flight here: a lane hands its claim to the writer's mailbox
+        in the step that finds the session unheld, and a send is written claimed only if
+        :meth:`reserve` found it unheld, handed over with no schedule point between (a full
+        mailbox queues senders in order), so any claim went in before the bind that holds the
+        session; the binder's requeue goes in after that bind, and the writer answers in the
+        order it was handed writes, so the claim has landed (``lane.claimed`` set in its
+        ``on_commit``, ``lane.held`` in :meth:`schedule`) before the requeue returns."""
         lane = self.lanes.get(session_id)
         item = _unstarted(lane) if lane is not None else None
         if lane is None or item is None or self.unheld(session_id) is None or not item.seq:
