@@ -21,10 +21,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection, open_websocket_url
+from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from tidings.actors._status import check_seconds
 from tidings.channels._gateway_frames import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION, encode
+from tidings.channels._gateway_transport import open_transport
 from tidings.errors import TidingsError
 
 __all__ = ["WELCOME_TIMEOUT", "GatewayClient", "GatewayClosed", "GatewayTimeout",
@@ -128,24 +129,6 @@ def _welcome(raw: str | bytes) -> dict[str, Any]:
             raise GatewayClosed(_PROTOCOL_ERROR, f"not a tidings gateway: welcome.{name} is "
                                                  f"{value!r}")
     return welcome
-
-
-@asynccontextmanager
-async def open_transport(url: str, **options: Any) -> AsyncIterator[WebSocketConnection]:
-    """``open_websocket_url`` that also closes the TCP stream when the server closed first
-    (trio-websocket's client waits for the server's TCP close and, if the close handshake
-    already ended, leaves its socket open: a ``ResourceWarning`` later)."""
-    connections: list[WebSocketConnection] = []
-    try:
-        async with open_websocket_url(url, **options) as ws:
-            connections.append(ws)
-            yield ws
-    finally:
-        for ws in connections:
-            stream = getattr(ws, "_stream", None)
-            if stream is not None:
-                with trio.CancelScope(shield=True):
-                    await stream.aclose()
 
 
 class GatewayClient:

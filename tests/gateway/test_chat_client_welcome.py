@@ -51,9 +51,8 @@ async def _silent(kind: Callable[[trio.Nursery], Awaitable[int]]) -> AsyncIterat
 
 SILENT = pytest.mark.parametrize("kind", [
     pytest.param(_websocket, id="websocket"),
-    # trio-websocket never closes the socket of a handshake cancelled midway (its connection
-    # object is lost with the cancelled call): the garbage collector does, with a warning.
-    pytest.param(_tcp, id="tcp", marks=pytest.mark.filterwarnings("ignore::ResourceWarning")),
+    # (the socket of the handshake cancelled midway is closed: test_client_handshake_sockets)
+    pytest.param(_tcp, id="tcp"),
 ])
 
 

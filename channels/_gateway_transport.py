@@ -1,0 +1,120 @@
+"""The websocket under :class:`~tidings.channels.GatewayClient`: a TCP (or TLS) stream this
+module opens and closes itself, with trio-websocket's client handshake over it
+(``wrap_client_stream``).
+
+trio-websocket's own ``open_websocket_url`` opens the stream inside and leaves it open when
+the handshake fails (the server rejects it: a web server's 404) or is cancelled (a peer that
+takes the TCP connection and says nothing, the caller's deadline), and when the server closed
+first after a close handshake: the garbage collector closed it later, with a
+``ResourceWarning`` in whatever ran then. Here the stream is closed on every path out.
+
+Errors are as ``open_websocket_url``'s: ``HandshakeError`` (caused by the ``OSError``) when
+the server cannot be reached, ``ConnectionRejected`` when it refuses the handshake, and what
+the body raises comes out as it was raised, not in an exception group.
+"""
+
+from __future__ import annotations
+
+import ssl
+import urllib.parse
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import trio
+from trio_websocket import HandshakeError, WebSocketConnection, wrap_client_stream
+
+__all__ = ["CLOSE_AFTER_ERROR", "CLOSE_WITHIN", "open_transport"]
+
+CLOSE_WITHIN = 60.0
+"""Seconds the close handshake may take when the body ends (trio-websocket's own
+``disconnect_timeout``; the caller may cancel it); the stream is closed after it either way."""
+CLOSE_AFTER_ERROR = 2.0
+"""Seconds, shielded, for the close handshake when the body raised (as
+:meth:`~tidings.channels.GatewayClient.aclose` gives it). None when it was cancelled or
+interrupted: the stream is closed at once."""
+
+
+def _address(url: str) -> tuple[str, int, str, str, bool]:
+    """*url*'s host, port, resource (path and query), ``Host`` header and whether it is
+    ``wss``, as trio-websocket reads a URL (``ValueError`` for one that is no ``ws://`` or
+    ``wss://`` URL with a host)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("ws", "wss"):
+        raise ValueError('WebSocket URL scheme must be "ws:" or "wss:"')
+    host = parts.hostname
+    if not host:
+        raise ValueError("URL host must not be None")
+    secure = parts.scheme == "wss"
+    port = parts.port if parts.port is not None else (443 if secure else 80)
+    resource = (parts.path or "/") + (f"?{parts.query}" if "?" in url else "")
+    named = f"[{host}]" if ":" in host else host
+    header = named if port in (80, 443) else f"{named}:{port}"
+    return host, port, resource, header, secure
+
+
+@asynccontextmanager
+async def open_transport(url: str, *, max_message_size: int = 2 ** 20,
+                         ) -> AsyncIterator[WebSocketConnection]:
+    """A websocket client connection to *url* for the body (see the module docstring); its
+    TCP stream closed when the body ends or the opening fails, whatever the reason."""
+    host, port, resource, header, secure = _address(url)
+    stream: trio.SocketStream | trio.SSLStream[trio.SocketStream]
+    try:
+        if secure:
+            stream = await trio.open_ssl_over_tcp_stream(
+                host, port, ssl_context=ssl.create_default_context(), https_compatible=True)
+        else:
+            stream = await trio.open_tcp_stream(host, port)
+    except OSError as exc:
+        raise HandshakeError from exc
+    try:
+        async with trio.open_nursery() as nursery:
+            ws = await wrap_client_stream(nursery, stream, header, resource,
+                                          max_message_size=max_message_size)
+            try:
+                yield ws
+            except BaseException as exc:
+                if not _cancelled(exc):  # a cancel leaves no time for the close handshake
+                    with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_AFTER_ERROR):
+                        await ws.aclose()
+                raise
+            else:
+                with trio.move_on_after(CLOSE_WITHIN):
+                    await ws.aclose()
+            finally:
+                nursery.cancel_scope.cancel()  # the reader task, if the close did not end it
+    except BaseExceptionGroup as group:
+        _raise_sole(group)
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(stream)
+
+
+def _cancelled(exc: BaseException) -> bool:
+    """Whether *exc* is (or holds) a cancel or a Ctrl-C: the close must not wait then."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split((trio.Cancelled, KeyboardInterrupt))[0] is not None
+    return isinstance(exc, trio.Cancelled | KeyboardInterrupt)
+
+
+def _raise_sole(group: BaseExceptionGroup) -> None:
+    """Raise the one exception of *group* that is not a ``trio.Cancelled`` (the body's, or
+    the handshake's), as it was raised; the group itself when there is none (a cancel, for its
+    scope to catch) or more than one."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        elif not isinstance(exc, trio.Cancelled):
+            leaves.append(exc)
+    if len(leaves) != 1:
+        raise group
+    [sole] = leaves
+    context = sole.__context__
+    try:
+        raise sole
+    finally:
+        sole.__context__ = context  # not the group it came out of
+        del sole, context
