@@ -11,6 +11,7 @@ before when the hold begins: ``LaneWorker._still_next``). Small sizes: one runti
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, example, given, settings
@@ -89,8 +90,19 @@ async def _run(rt, ops: list[tuple[str, int]]) -> tuple[list[MemoryRoute], list[
     return routes, sent
 
 
-def test_each_route_gets_the_rows_in_seq_order_and_every_row_once(db_path, workspace) -> None:
+async def _budget(rt, lane_bytes: int | None) -> None:
+    if lane_bytes is not None:
+        rt.dispatcher.lane_bytes = lane_bytes
+    await trio.lowlevel.checkpoint()
+
+
+# Also with a lane budget every text ("m0", ...) is over: a lane holds one at a time, a post
+# to a lane holding one overflows to the store, every refill reads one row; order holds.
+@pytest.mark.parametrize("lane_bytes", [None, 1])
+def test_each_route_gets_the_rows_in_seq_order_and_every_row_once(db_path, workspace,
+                                                                   lane_bytes) -> None:
     with RuntimeThread(db_path, workspace) as thread:
+        thread.run(_budget, thread.rt, lane_bytes)
         @settings(max_examples=40, deadline=None, database=None,
                   suppress_health_check=[HealthCheck.too_slow])
         @given(_OPS)
