@@ -1,10 +1,12 @@
 """``docs/chat.html`` (the browser client) keeps under the ``rate`` and ``burst`` of its
 ``welcome``, as ``tidings chat`` does (``supervisor/_chat_limits.py``): lines sent faster than
 that wait their turn instead of getting the connection closed ``4029``. Connecting again
-closes the connection it replaces.
+closes the connection it replaces. A lost connection is retried as ``tidings chat`` retries it
+(``supervisor/_chat_ws.py``): waits doubling from half a second to 8, 5 reconnects in a row at
+most, all welcomed within 30 s of the drop, then it stops and says so.
 
 The page's script runs under Node (skipped without it) against a stand-in DOM, WebSocket and
-clock (no real time passes); the test replays the frames it sent through the server's token
+clock (no real time passes); the pace tests replay the frames it sent through the server's token
 bucket (``channels/_gateway_conn.py``'s ``TokenBucket``)."""
 
 from __future__ import annotations
@@ -47,8 +49,12 @@ const sandbox = {
   document: {getElementById: element, createElement: () => ({textContent: "", className: ""})},
   WebSocket: FakeSocket, JSON, Math, Number, Date: {now: () => now},
   performance: {now: () => now},
-  setTimeout: (fn, ms) => timers.push({at: now + Math.max(0, ms || 0), fn}),
-  clearTimeout: () => {},
+  setTimeout: (fn, ms) => {
+    const timer = {at: now + Math.max(0, ms || 0), fn};
+    timers.push(timer);
+    return timer;
+  },
+  clearTimeout: (timer) => { const i = timers.indexOf(timer); if (i >= 0) timers.splice(i, 1); },
 };
 vm.createContext(sandbox);
 vm.runInContext(script, sandbox);
@@ -79,7 +85,7 @@ for (let i = 0; i < Number(count); i++) {  // typed (or pasted) at once
 if (Number(dropAfter) >= 0) {
   run(Number(dropAfter));
   sockets[0].drop();
-  run(now + 1500);  // the page reconnects after 1 s
+  run(now + 1500);  // the page reconnects after half a second
   sockets[1].open();
   sockets[1].frame(welcome);
 }
@@ -173,3 +179,90 @@ def test_connecting_again_closes_the_connection_it_replaces() -> None:
     assert outcome["closed"] == [True, False]
     assert outcome["count"] == 2  # no reconnect for the replaced one
     assert outcome["log"].count("hi") == 1, outcome["log"]
+
+
+_RECONNECTS = _PAGE + r"""
+// Connected and welcomed for `upFor` ms; then the connection drops and every reconnect
+// fails (`mode` "refused": closed at once; "hung": never opens nor closes) or is welcomed
+// and dropped again `upFor` ms later ("flaky").
+const [mode, upFor] = [welcome.mode, Number(welcome.upFor)];
+elements.connect.onsubmit(event);
+sockets[0].open();
+sockets[0].frame(welcome);
+run(upFor);
+sockets[0].drop();
+let handled = 1;
+while (now < 600 * 1000) {  // a millisecond at a time: a refused socket closes at once
+  run(now + 1);
+  while (handled < sockets.length) {
+    const socket = sockets[handled++];
+    if (mode === "refused") socket.drop();
+    if (mode === "flaky") {
+      socket.open();
+      socket.frame(welcome);
+      timers.push({at: now + upFor, fn: () => socket.drop()});
+    }
+  }
+}
+console.log(JSON.stringify({opened: sockets.slice(1).map((s) => s.opened_at / 1000), log}));
+"""
+
+
+def _reconnects(mode: str, up_for_ms: int = 1000) -> dict:
+    script = _RECONNECTS.replace(
+        "sockets.push(this); }", "sockets.push(this); this.opened_at = now; }")
+    result = subprocess.run(
+        [NODE, "-e", script, "--", str(web_page()),
+         json.dumps({**WELCOME, "mode": mode, "upFor": up_for_ms}), "0", "-1"],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_lost_connection_is_retried_with_waits_doubling_and_then_given_up() -> None:
+    """Before, the page reconnected every second for ever: ten minutes of a server that
+    refuses made 600 connections."""
+    outcome = _reconnects("refused")
+    opened = [1.0, *outcome["opened"]]  # the drop (after 1 s up), then each reconnect
+    waits = [round(opened[i + 1] - opened[i], 1) for i in range(len(opened) - 1)]
+    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0]  # as tidings chat: 0.25 s doubled, 8 s at most
+    assert outcome["log"][-1] == ("(gave up after 5 reconnects in a row: press connect to "
+                                  "try again)")
+
+
+def test_reconnects_not_welcomed_within_30_s_of_the_drop_are_given_up() -> None:
+    outcome = _reconnects("hung")
+    assert outcome["opened"] == [1.5]  # one attempt, given all that is left of the 30 s
+    assert outcome["log"][-1] == ("(gave up: not welcomed again within 30 s of the drop: "
+                                  "press connect to try again)")
+
+
+def test_a_connection_that_stayed_up_10_s_starts_a_fresh_count() -> None:
+    # each reconnect welcomed, then dropped: after 2 s, the count goes on (and runs out);
+    # after 10 s, its drop is a new trouble, with a new count: it goes on reconnecting
+    short = _reconnects("flaky", up_for_ms=2_000)
+    assert len(short["opened"]) == 5
+    assert short["log"][-1].startswith("(gave up after 5 reconnects in a row")
+    stable = _reconnects("flaky", up_for_ms=10_000)
+    assert len(stable["opened"]) > 50
+    assert not any(line.startswith("(gave up") for line in stable["log"])
+    assert stable["log"].count("(reconnect 1 of 5 in 0.5 s)") == len(stable["opened"])
+
+
+_CONNECT_WHILE_WAITING = _PAGE + r"""
+elements.connect.onsubmit(event);
+sockets[0].open();
+sockets[0].frame(welcome);
+sockets[0].drop();  // a reconnect is due in half a second
+elements.connect.onsubmit(event);  // connect pressed meanwhile
+run(60 * 1000);
+console.log(JSON.stringify({count: sockets.length, log}));
+"""
+
+
+def test_connecting_while_a_reconnect_waits_cancels_it() -> None:
+    result = subprocess.run([NODE, "-e", _CONNECT_WHILE_WAITING, "--", str(web_page()),
+                             json.dumps(WELCOME), "0", "-1"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["count"] == 2  # the one pressed for, no second one
