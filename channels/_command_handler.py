@@ -91,17 +91,18 @@ async def _resume(channel: ChannelBase, conversation: Conversation,
                   command: Command) -> str | None:
     """Resume (under the conversation's lock) and answer; the refusal to send, if refused.
 
-    A channel that hands rows back binds the session inside ``hold_binds`` and hands its
-    ``unrouted`` rows back there (a session the directory forgot may have got one, or be
-    writing one, since the conversation last spoke): they go out before the answer and
-    anything newer, not after it at the conversation's next message."""
+    The session is bound inside ``hold_binds`` and its ``unrouted`` rows are handed back there
+    (a session the directory forgot may have got one, or be writing one, since the
+    conversation last spoke): they go out before the answer and anything newer, not after it
+    at the conversation's next message. Every channel does this, also one that hands rows back
+    elsewhere (the gateway, at each client's hello): a hello hands back only a session not
+    bound yet, and the resumed one is bound from here on."""
     target = command.argument or ""
     rt = channel.runtime
     try:
         async with rt.hold_binds(channel):
             await channel.directory.resume(conversation, target)
-            if channel.hands_back_unrouted:
-                await requeue_unrouted(rt, target)
+            await requeue_unrouted(rt, target)
     except SessionNotFoundError as exc:
         return CLEARED_SESSION if isinstance(exc, SessionClosedError) else NO_SUCH_SESSION
     await channel.answer(conversation, target, f"Resumed session {target}.", command="resume")
