@@ -43,7 +43,9 @@ class TerminalChannel(ChannelBase):
 
     ``show_chunks`` also prints ``text_chunk`` events (the reply is printed once it is
     delivered either way). ``redraw`` (for a terminal being typed into) returns the input line
-    to put back after each print: the prompt and what was typed so far.
+    to put back after each print: the prompt and what was typed so far. ``output_error``: the
+    ``OSError`` of the first print that failed (``> /dev/full``, a reader that left), which
+    ended :meth:`chat`; None while the output works.
     """
 
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None, *,
@@ -61,23 +63,36 @@ class TerminalChannel(ChannelBase):
         self._serial = 0
         self._asked = trio.Event()
         self._input_ended = False
+        self.output_error: OSError | None = None
+        self._chat_scope: trio.CancelScope | None = None
 
     # --- output --------------------------------------------------------------------------------
 
     def _print(self, prefix: str, text: str) -> None:
+        """Print *text* after *prefix*. A write that fails is kept in :attr:`output_error` and
+        ends :meth:`chat`; nothing is written after it (a lifecycle event or a question is
+        then lost, a delivery fails)."""
+        if self.output_error is not None:
+            return
         clean = sanitize_text(text, limit=_TEXT_LIMIT)
         pad = " " * len(prefix)
         lines = clean.split("\n") or [""]
         body = "\n".join([prefix + lines[0], *(pad + line for line in lines[1:])])
-        if self.redraw is None:
-            self.out.write(body + "\n")
-        else:  # clear the input line, print, then put the prompt and what was typed back
-            self.out.write(f"\r\x1b[K{body}\n{self.redraw()}")
-        self.out.flush()
+        try:
+            if self.redraw is None:
+                self.out.write(body + "\n")
+            else:  # clear the input line, print, then put the prompt and what was typed back
+                self.out.write(f"\r\x1b[K{body}\n{self.redraw()}")
+            self.out.flush()
+        except OSError as exc:
+            self.output_error = exc
+            if self._chat_scope is not None:
+                self._chat_scope.cancel(reason="the output cannot be written")
 
     async def deliver(self, outbound: Outbound) -> None:
         """Print a delivery: a message as ``<display name>> text``, progress as ``... text``,
-        a notice (command answers included) as ``* text``."""
+        a notice (command answers included) as ``* text``. Raises ``OSError`` (the delivery
+        fails) when the output cannot be written."""
         await trio.lowlevel.checkpoint()
         if outbound.kind == "message":
             self._print(f"{self.identity.display_name}> ", outbound.text)
@@ -85,6 +100,9 @@ class TerminalChannel(ChannelBase):
             self._print("... ", outbound.text)
         else:
             self._print("* ", outbound.text)
+        if self.output_error is not None:
+            raise OSError(self.output_error.errno,
+                          f"not printed: {self.output_error.strerror or self.output_error}")
 
     def on_task_lifecycle(self, event: TaskLifecycleEvent) -> None:
         """Print lifecycle events in brackets (``text_chunk`` only with ``show_chunks``)."""
@@ -158,7 +176,19 @@ class TerminalChannel(ChannelBase):
         With ``one_at_a_time`` (for piped input) the next line is read only once the last
         one's turn has ended and its deliveries arrived, or when the agent asks something:
         the transcript is then deterministic, and no message steers the one before it.
+
+        A print that fails (:attr:`output_error`) ends it at once: nobody would see the rest.
         """
+        self._chat_scope = trio.CancelScope()
+        if self.output_error is not None:
+            self._chat_scope.cancel(reason="the output cannot be written")
+        try:
+            with self._chat_scope:
+                await self._chat(lines, one_at_a_time)
+        finally:
+            self._chat_scope = None
+
+    async def _chat(self, lines: AsyncIterable[str], one_at_a_time: bool) -> None:
         async for line in lines:
             text = line.rstrip("\r\n")
             lone = lone_surrogate(text)  # a pipe that is not UTF-8: refused, not fatal

@@ -10,15 +10,18 @@ durable: running it again on the same database continues the same session.
 
 ``--url`` (a running ``tidings serve``) is the websocket client's mode.
 
-Exit codes: 0 done; 2 bad usage or configuration (such as a ``--conversation`` whose
-conversation key would be over ``MAX_CONVERSATION_KEY_CHARS``, 8192 characters: refused before
-anything is opened, as every message would be).
+Exit codes: 0 done; 1 a stdout it cannot write (``> /dev/full``: one line on stderr; none
+for a reader that left, ``| head``), which ends the chat at once; 2 bad usage or
+configuration (such as a ``--conversation`` whose conversation key would be over
+``MAX_CONVERSATION_KEY_CHARS``, 8192 characters: refused before anything is opened, as every
+message would be).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import pathlib
 import sqlite3
 import sys
@@ -114,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         say(sys.stderr, f"tidings chat: --conversation: {refused}")
         return 2
     try:
-        trio.run(_chat_local, args, config, agent)
+        lost = trio.run(_chat_local, args, config, agent)
     except TidingsError as exc:
         say(sys.stderr, f"tidings chat: {exc}")
         return 2
@@ -123,7 +126,23 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    if lost is not None:
+        return _output_lost(lost)
     return 0
+
+
+def _output_lost(error: OSError) -> int:
+    """The chat ended because its stdout failed: say why on stderr (nothing for a reader that
+    left, ``| head``), as the websocket chat does; exit 1."""
+    if not isinstance(error, BrokenPipeError):
+        say(sys.stderr, f"tidings chat: cannot write to stdout: {error}")
+    if sys.stdout is not None:  # what stdout still buffers would fail again at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    return 1
 
 
 def _conversation_refused(config: ChannelConfig, name: str) -> str | None:
@@ -142,7 +161,9 @@ def _conversation_refused(config: ChannelConfig, name: str) -> str | None:
             f"of {MAX_CONVERSATION_KEY_CHARS}")
 
 
-async def _chat_local(args: argparse.Namespace, config: ChannelConfig, agent: Any) -> None:
+async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
+                      agent: Any) -> OSError | None:
+    """Chat until the end of input; the stdout error that ended it early, if one did."""
     async with tidings.open_runtime(args.db, workspace=args.workspace) as rt:
         interactive = stdin_is_a_terminal()
         prompt = "you> "
@@ -158,3 +179,4 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig, agent: An
             await channel.chat(stdin_lines(prompt), one_at_a_time=not interactive)
         finally:
             channel.close()
+    return channel.output_error
