@@ -92,7 +92,8 @@ ERROR_CODES = {
     "unknown_prompt": "no such prompt or approval request in this conversation",
     "already_answered": "the prompt or approval request was answered already",
     "expired": "the prompt or approval request expired; the answer was not applied",
-    "cancelled": "the turn that asked was cancelled; the answer was not applied",
+    "cancelled": ("the question was withdrawn (its turn was cancelled, or the agent stopped "
+                  "waiting); the answer was not applied"),
     "shutting_down": "the server is stopping and takes no new messages",
     "internal": "the server failed to handle the frame",
 }

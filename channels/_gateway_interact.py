@@ -53,7 +53,10 @@ _CLOSED_KEPT = 4096
 _TOO_BIG = object()
 """What :meth:`Interactions._ask` returns for a question whose frame no client would take."""
 TOO_BIG_REASON = "frame_too_big"
-_WITHDRAWN = "{0} was withdrawn: the turn that asked it was cancelled; the answer was not applied"
+# Withdrawn: the asker stopped waiting before an answer came. Its turn was cancelled (the
+# usual case) or the agent cancelled its own wait: this layer cannot tell the two apart.
+_WITHDRAWN = ("{0} was withdrawn (the turn that asked was cancelled, or the agent stopped "
+              "waiting); the answer was not applied")
 
 
 class Question:

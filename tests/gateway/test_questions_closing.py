@@ -61,6 +61,26 @@ async def test_a_question_whose_turn_is_cancelled_closes_cancelled(autojump_cloc
     assert "cancelled" in ERROR_CODES
 
 
+async def test_a_question_the_agent_stops_waiting_for_is_not_said_to_be_a_cancelled_turn(
+        autojump_clock) -> None:
+    # The agent's own cancel scope around the question (its turn goes on): a late answer is
+    # refused ``cancelled``, and its words must not claim the turn was cancelled.
+    interactions = Interactions(timeout=300)
+    frames: list[dict] = []
+    with trio.CancelScope() as own:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(interactions.prompt, Prompt("session_a", "q?", "q1"), A,
+                               frames.append)
+            await trio.testing.wait_all_tasks_blocked()
+            own.cancel(reason="the agent stopped waiting")
+    assert [f["reason"] for f in frames if f["type"] == "prompt_closed"] == ["cancelled"]
+    with pytest.raises(FrameError) as caught:
+        interactions.settle("prompt", "q1", A, "yes")
+    assert caught.value.code == "cancelled"
+    assert "or the agent stopped waiting" in str(caught.value)
+    assert "or the agent stopped waiting" in ERROR_CODES["cancelled"]
+
+
 async def test_a_question_past_its_expiry_still_closes_expired(autojump_clock) -> None:
     asker = _Asker(Interactions(timeout=300))
     async with trio.open_nursery() as nursery:
