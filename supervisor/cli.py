@@ -93,8 +93,18 @@ def _importable_here() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit code (argparse exits 2 on bad usage)."""
+    """Run the command line; returns the exit code (argparse exits 2 on bad usage). Ctrl-C
+    that no command took as its own (one landing while the command's module loads, the
+    first second or two of ``chat`` and ``serve``) is exit 130 with nothing said, as the chat's
+    own Ctrl-C."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser(_needed(argv))
     args = parser.parse_args(argv)
     if args.command is None:
