@@ -3,6 +3,7 @@ flag its `tidings serve` / `tidings status` / `tidings chat` lines name is a rea
 
 from __future__ import annotations
 
+import ast
 import pathlib
 import re
 import subprocess
@@ -42,3 +43,29 @@ def test_every_flag_the_readme_names_exists() -> None:
         assert flags, command
         missing = sorted(flag for flag in flags if flag not in usage)
         assert not missing, f"tidings {command}: README names {missing}, --help has not"
+
+
+def test_every_python_block_is_python() -> None:
+    # Fragments may show a body of async code (`async with ...` at the top): taken as in
+    # asyncio's REPL. A block meant to run as a program is run by its own test.
+    for block in _python_blocks():
+        compile(block, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def test_the_reconcile_signature_can_be_written_as_shown() -> None:
+    block = next(block for block in _python_blocks() if "async def reconcile(" in block)
+    namespace: dict[str, object] = {}
+    exec(block, namespace)  # annotations are evaluated when the function is defined
+    assert callable(namespace["reconcile"])
+
+
+def test_the_channel_example_runs_as_shown(tmp_path: pathlib.Path) -> None:
+    example = next(block for block in _python_blocks() if "class OpsChannel(" in block)
+    result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("started session_"), lines
+    assert lines[-1].startswith("completed session_"), lines
+    assert "hi" in lines  # the echo agent's reply reached the platform stand-in
+    assert (tmp_path / "tidings.db").exists()
