@@ -14,7 +14,9 @@ for. The other commands get a parser with their name and help only, which is all
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import io
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -98,10 +100,49 @@ def main(argv: list[str] | None = None) -> int:
     first second or two of ``chat`` and ``serve``) is exit 130 with nothing said, as the chat's
     own Ctrl-C."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if sys.stdout is None and _closed(1):
+        _stand_in_for_closed_stdout()
     try:
         return _main(argv)
     except KeyboardInterrupt:
         return 130
+
+
+class _ClosedStdout(io.TextIOBase):
+    """``sys.stdout`` for a stdout that was closed (``tidings ... >&-``): Python starts with
+    None there, and ``print`` to None writes nothing while ``flush`` raises AttributeError.
+    Writing fails as on a closed descriptor (``EBADF``), so that ``status`` and ``chat`` end as
+    they do with a stdout they cannot write (``> /dev/full``: one line on stderr, exit 1);
+    flushing, which is all ``serve`` does, succeeds. Descriptor 1 holds ``/dev/null`` meanwhile
+    (see :func:`_stand_in_for_closed_stdout`)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def fileno(self) -> int:
+        return 1
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def _stand_in_for_closed_stdout() -> None:
+    """Put :class:`_ClosedStdout` in ``sys.stdout``, and ``/dev/null`` on descriptor 1: left
+    free, the next file opened (the database) would get it, and what writes to descriptor 1
+    would write into that file."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    if devnull != 1:
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    sys.stdout = _ClosedStdout()
 
 
 def _main(argv: list[str]) -> int:
