@@ -136,8 +136,8 @@ def _closed(fd: int) -> bool:
 
 def _stand_in_for_closed_stdout() -> None:
     """Put :class:`_ClosedStdout` in ``sys.stdout``, and ``/dev/null`` on descriptor 1: left
-    free, the next file opened (the database) would get it, and what writes to descriptor 1
-    would write into that file."""
+    free, the next descriptor opened takes it (trio's epoll, in ``serve`` and the chats; then
+    a lock or token file could), and what writes to descriptor 1 would write there."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     if devnull != 1:
         os.dup2(devnull, 1)
