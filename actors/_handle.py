@@ -75,18 +75,21 @@ class DeliveryItem:
     """One delivery in memory: what dispatch needs, plus its status and waiters."""
 
     __slots__ = ("__weakref__", "_closed", "_event", "binding", "blocks", "channel",
-                 "delivery_id", "kind", "metadata", "seq", "session_id", "status", "text",
-                 "turn_id")
+                 "delivery_id", "kind", "metadata", "seq", "session_id", "size", "status",
+                 "text", "turn_id")
 
     def __init__(self, *, delivery_id: str, session_id: str, kind: str,
                  blocks: tuple[ContentBlock, ...], text: str, channel: str | None,
                  metadata: Mapping[str, Any], turn_id: str | None = None, seq: int = 0,
-                 status: str = "pending") -> None:
+                 status: str = "pending", size: int = 0) -> None:
         self.delivery_id = delivery_id
         self.session_id = session_id
         self.kind = kind
         self.blocks = blocks
         self.text = text
+        # What a lane counts for it against ``lane_bytes`` (``store._records.held_size``:
+        # its text, its blocks' and metadata's JSON); 0 for an item no lane holds.
+        self.size = size
         self.channel = channel
         self.metadata = metadata
         self.turn_id = turn_id

@@ -147,13 +147,13 @@ class LaneWorker:
             if isinstance(message, DeliveryItem) and not lane.rewind:
                 return message
         if lane.rewind:
-            lane.queued_bytes -= sum(len(item.text) for item in lane.backlog)
+            lane.queued_bytes -= sum(item.size for item in lane.backlog)
             lane.backlog.clear()
             return None
         if not lane.backlog:
             return None
         item = lane.backlog.popleft()
-        lane.queued_bytes -= len(item.text)
+        lane.queued_bytes -= item.size
         return item
 
     async def _refill(self, lane: Lane) -> None:
@@ -176,7 +176,7 @@ class LaneWorker:
             elif not live.seq:  # its send has not heard of its commit yet: same delivery
                 live.seq = row.seq
             lane.backlog.append(live)
-            lane.queued_bytes += len(live.text)
+            lane.queued_bytes += live.size
         if not rows:
             lane.cursor = max(lane.cursor, target)
             # A kick while the read ran (``rewind`` set again) may have re-queued rows the
@@ -535,7 +535,7 @@ def _taken(lane: Lane, message: object) -> object:
     send is written claimed between the take and :meth:`LaneWorker._process`)."""
     if isinstance(message, DeliveryItem) and lane.posted:
         lane.posted -= 1
-        lane.queued_bytes -= len(message.text)
+        lane.queued_bytes -= message.size
     return message
 
 

@@ -9,11 +9,14 @@ one ``sending`` row per session — then records ``sent`` or ``failed``; with no
 The mailbox is a cache, the outbox is the truth: when a lane's mailbox is full (or lost with a
 crash), the lane switches to *overflow* and reads its session's ``queued`` rows back from the
 store, in seq order, until it has caught up. Nothing is dropped and memory stays bounded:
-by count (``mailbox_size`` posted, ``refill_batch`` read back) and by the texts a lane holds
-(``lane_bytes`` per lane, counted as ``len(text)``: bytes for ASCII text; the text is what can
-be large, up to ``MAX_TEXT_BYTES``). A post that would take the lane past it overflows as a full
-mailbox does, and a refill stops reading at it; a lane holding nothing always takes one, so a
-text larger than the budget still goes. Each costs one length read and an add per delivery.
+by count (``mailbox_size`` posted, ``refill_batch`` read back) and by the size of what a lane
+holds (``lane_bytes`` per lane; each delivery's ``size``, :func:`tidings.store._records.held_size`:
+the length of its text, plus that of its blocks' and metadata's JSON as stored, a lone text
+block not counted twice: a text may be up to ``MAX_TEXT_BYTES``, and so may a media block's
+location, and a send may carry many control blocks of up to ``MAX_JSON_BYTES`` each, with no
+text at all). A post that would take the lane past it overflows as a full mailbox does, and a
+refill stops reading at it; a lane holding nothing always takes one, so a delivery larger than
+the budget still goes. Each costs one attribute read and an add per delivery.
 A lane that has been idle for ``linger`` seconds exits; the next delivery starts a new one.
 
 A binder that hands a session's older rows back after binding it (a gateway client's hello
@@ -71,7 +74,7 @@ class Lane:
         self.overflow = False                 # some queued rows are only in the store
         self.backlog: collections.deque[DeliveryItem] = collections.deque()
         self.posted = 0                       # deliveries put in the mailbox, not yet taken
-        self.queued_bytes = 0                 # len(text) of those and of the backlog
+        self.queued_bytes = 0                 # the sizes of those and of the backlog
         self.current: DeliveryItem | None = None
         self.taking = False                   # a delivery taken, waiting to be claimed
         self.claimed = False
@@ -151,7 +154,8 @@ class DispatchStatistics:
     failed: int
     unrouted: int
     queued_bytes: int = 0
-    """The length of the texts the lanes hold in memory (mailboxes and backlogs read back)."""
+    """The size of what the lanes hold in memory (mailboxes and backlogs read back): the length
+    of each delivery's text and of its blocks' and metadata's JSON (``DeliveryItem.size``)."""
 
 
 class Dispatcher:
@@ -312,11 +316,11 @@ class Dispatcher:
 
     def _post(self, lane: Lane, message: object) -> bool:
         """Put *message* in the lane's mailbox if it has one with room (for a delivery, also
-        within ``lane_bytes``, unless the lane holds none: a text over the budget still goes)."""
+        within ``lane_bytes``, unless the lane holds none: one over the budget still goes)."""
         if lane.name is None or self._sup is None:
             return False
         item = isinstance(message, DeliveryItem)
-        if item and lane.queued_bytes and lane.queued_bytes + len(message.text) > self.lane_bytes:
+        if item and lane.queued_bytes and lane.queued_bytes + message.size > self.lane_bytes:
             return False  # over the lane's byte budget: the outbox has it, as when it is full
         try:
             self._sup.mailbox(lane.name).send_nowait(message)
@@ -333,7 +337,7 @@ class Dispatcher:
             # empty: trio hands a message straight to a parked receiver, which runs later (a
             # fault may even take it then). A send written claimed meanwhile would overtake it.
             lane.posted += 1
-            lane.queued_bytes += len(message.text)
+            lane.queued_bytes += message.size
         return True
 
     def _ensure_running(self, lane: Lane) -> None:

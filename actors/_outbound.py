@@ -46,7 +46,7 @@ def item_from_row(row: OutboxRow) -> DeliveryItem:
     blocks = tuple(block_from_dict(_thaw(block)) for block in row.blocks)
     return DeliveryItem(delivery_id=row.delivery_id, session_id=row.session_id, kind=row.kind,
                         blocks=blocks, text=row.text, channel=row.channel,
-                        metadata=row.metadata, seq=row.seq, status="scheduled")
+                        metadata=row.metadata, seq=row.seq, status="scheduled", size=row.size)
 
 
 def _thaw(value: Mapping[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from tidings.store import (
     queries,
     release_inbound,
 )
+from tidings.store._records import held_size
 
 __all__ = ["ArtifactRecord", "DeliveryPipeline", "DeliveryRequest", "new_id"]
 
@@ -334,12 +335,14 @@ class DeliveryPipeline:
                 if degraded:
                     extra = (("delivery.degraded", json.dumps(
                         {"missing": degraded, "route": type(binding.route).__name__})),)
+            blocks_json = _blocks_json(request.blocks)
+            metadata_json = json.dumps(dict(request.metadata)) if request.metadata else "{}"
             values = {
                 "delivery_id": delivery_id, "session_id": request.session_id,
                 "owner_turn_id": request.turn_id, "work_id": work_id, "kind": request.kind,
                 "channel": request.channel, "text": request.text,
-                "blocks": _blocks_json(request.blocks),
-                "metadata": json.dumps(dict(request.metadata)) if request.metadata else "{}",
+                "blocks": blocks_json,
+                "metadata": metadata_json,
                 "visible": int(request.visible),
                 "history_message_id": message_id,
                 "failure_history_text": request.failure_history_text,
@@ -369,7 +372,10 @@ class DeliveryPipeline:
             item = DeliveryItem(delivery_id=delivery_id, session_id=request.session_id,
                                 kind=request.kind, blocks=request.blocks, text=request.text,
                                 channel=request.channel, metadata=request.metadata,
-                                turn_id=request.turn_id)
+                                turn_id=request.turn_id, size=held_size(
+                                    request.text, blocks_json, metadata_json,
+                                    lone_text=len(request.blocks) == 1
+                                    and request.blocks[0].type == "text"))
             item.binding = binding
             return item, ops
         except BaseException:  # nothing is written: give the lane's reservation back

@@ -99,10 +99,11 @@ def open_outbox_rows(conn: sqlite3.Connection, session_id: str, *, after_seq: in
     ``outbox_queued``, so it never steps over rows a long session has already sent (a rewound
     lane reads from seq 0). Left to itself SQLite picks ``outbox_session_seq`` instead.
 
-    *max_chars* (a lane's memory budget) stops the read before a row whose text would take
-    the rows' texts past it; the first row is always taken, however long, so a text larger
-    than the budget is still read. Rows are stepped one at a time: none past the row that
-    stops the read is loaded.
+    *max_chars* (a lane's memory budget) stops the read before a row whose ``size`` (its
+    text, its blocks' and metadata's JSON: ``_records.held_size``) would take the rows' sizes
+    past it; the first row is always taken, however large, so a row larger than the budget is
+    still read. Rows are stepped one at a time: none past the row that stops the read is
+    loaded.
     """
     if statuses == ("queued",):
         cursor = conn.execute(
@@ -121,7 +122,7 @@ def open_outbox_rows(conn: sqlite3.Connection, session_id: str, *, after_seq: in
     total = 0
     for raw in cursor:
         row = OutboxRow.from_row(raw)
-        total += len(row.text)
+        total += row.size
         if rows and total > max_chars:
             break
         rows.append(row)

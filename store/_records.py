@@ -17,7 +17,23 @@ __all__ = [
     "SessionRecord",
     "frozen",
     "frozen_json",
+    "held_size",
 ]
+
+
+def held_size(text: str, blocks: str, metadata: str, *, lone_text: bool) -> int:
+    """What a delivery counts against a lane's memory budget (``Dispatcher.lane_bytes``),
+    from its outbox columns as stored: the length of its text, plus that of its blocks' JSON
+    unless they are one text block (that block is the text), plus that of its metadata's JSON
+    unless it is empty. A control block's data, a media block's location and summary and the
+    metadata are held with the item as its text is, and can be as large (a control-only send
+    has no text at all)."""
+    size = len(text)
+    if not lone_text:
+        size += len(blocks)
+    if metadata != "{}":
+        size += len(metadata)
+    return size
 
 
 def frozen_json(text: str | None) -> Any:
@@ -99,6 +115,8 @@ class OutboxRow:
     visible: bool
     status: str
     attempts: int
+    size: int = 0
+    """What a lane counts for it against its memory budget (:func:`held_size`)."""
 
     COLUMNS = ("delivery_id, session_id, seq, kind, channel, text, blocks, metadata, visible, "
                "status, attempts")
@@ -107,8 +125,11 @@ class OutboxRow:
     def from_row(cls, row: tuple[Any, ...]) -> OutboxRow:
         (delivery_id, session_id, seq, kind, channel, text, blocks, metadata, visible, status,
          attempts) = row
-        return cls(delivery_id, session_id, seq, kind, channel, text, frozen_json(blocks),
-                   frozen_json(metadata), bool(visible), status, attempts)
+        decoded = frozen_json(blocks)
+        lone_text = len(decoded) == 1 and decoded[0].get("type") == "text"
+        return cls(delivery_id, session_id, seq, kind, channel, text, decoded,
+                   frozen_json(metadata), bool(visible), status, attempts,
+                   held_size(text, blocks or "", metadata or "{}", lone_text=lone_text))
 
 
 @attrs.frozen

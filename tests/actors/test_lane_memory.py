@@ -1,4 +1,5 @@
-"""A lane's memory is bounded by the size of the texts it holds, not only by their count.
+"""A lane's memory is bounded by the size of what it holds (texts, control data, metadata),
+not only by their count.
 
 Each session's lane holds deliveries in its mailbox (``mailbox_size`` of them) and reads a
 backlog back from the outbox (``refill_batch`` rows at a time), and a text may be up to
@@ -8,6 +9,8 @@ and a single text larger than the budget still goes.
 """
 
 from __future__ import annotations
+
+import json
 
 import trio
 
@@ -114,3 +117,66 @@ async def test_a_text_larger_than_the_budget_still_goes(rt) -> None:
     assert [seq for seq, _, _ in route.got] == list(range(1, count + 1))
     assert max(route.peaks) <= SIZE
     assert await _last(rt, session_id) == ["sent"] * count
+
+
+class _Sizes:
+    """A gated route that records the seq of what it gets; ``held`` is the size of what the
+    lane holds: the JSON of the blocks and metadata of the sends still alive in memory,
+    neither delivered nor in deliver() (as :class:`_Recorder` measures texts)."""
+
+    def __init__(self, rt, count: int) -> None:
+        self.rt, self.count = rt, count
+        self.ids: list[str] = []
+        self.done_ids: set[str] = set()
+        self.gate = trio.Event()
+        self.started = trio.Event()
+        self.done = trio.Event()
+        self.seqs: list[int] = []
+        self.peaks: list[int] = []
+
+    def held(self, current: str) -> int:
+        return sum(len(json.dumps([block.as_dict() for block in item.blocks]))
+                   + len(json.dumps(dict(item.metadata)))
+                   for delivery_id in self.ids[:-1]
+                   if delivery_id not in self.done_ids and delivery_id != current
+                   and (item := self.rt.registry.get(delivery_id)) is not None)
+
+    async def deliver(self, outbound) -> None:
+        self.peaks.append(self.held(outbound.delivery_id))
+        self.started.set()
+        await self.gate.wait()
+        self.done_ids.add(outbound.delivery_id)
+        self.seqs.append(outbound.seq)
+        if len(self.seqs) == self.count:
+            self.done.set()
+
+
+async def test_control_data_and_metadata_count_against_the_budget(rt) -> None:
+    # A control block's data and a send's metadata (up to MAX_JSON_BYTES each, and a send may
+    # carry many control blocks) ride with the item as its text does; a control-only send has
+    # no text at all. Counted as len(text) alone, a lane took every one of them.
+    rt.dispatcher.lane_bytes = budget = 200_000
+    payload = "x" * 60_000
+    session_id = await rt.create_session(channel="web")
+    count = 20
+    route = _Sizes(rt, count)
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id, history_policy="transient") as ctx:
+        for i in range(count):
+            if i % 2:
+                handle = await ctx.output.send_text("hi", delivery_metadata={"p": payload})
+            else:
+                handle = await ctx.output.send(
+                    [{"type": "control", "action": "a", "data": {"p": payload}}])
+            route.ids.append(handle.delivery_id)
+            if i == 0:
+                await route.started.wait()  # the first is in deliver(): the rest queue
+                continue
+            assert route.held(route.ids[0]) <= budget, i
+    route.gate.set()
+    with trio.fail_after(30):
+        await route.done.wait()
+    assert route.seqs == list(range(1, count + 1))
+    assert max(route.peaks) <= budget  # also while refills read the backlog back
+    assert await _last(rt, session_id) == ["sent"] * count
+    assert rt.statistics().dispatch.queued_bytes == 0
