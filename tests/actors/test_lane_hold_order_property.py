@@ -1,6 +1,7 @@
 """Property: however re-binds (held, with a hand-back), plain binds, unbinds and kicks
 interleave with a session's sends, each route gets the session's rows in seq order and every
-row exactly once.
+row exactly once; once every row is sent, the lane's memory accounting (``posted``,
+``queued_bytes``) is back to 0.
 
 A re-bind binds a new route inside ``rt.hold_binds`` and hands the ``unrouted`` rows back there,
 as a gateway hello does (a plain bind hands nothing back, as a host may); one kind of re-bind
@@ -87,6 +88,11 @@ async def _run(rt, ops: list[tuple[str, int]]) -> tuple[list[MemoryRoute], list[
                 if statuses <= {"sent"}:
                     break
                 await trio.testing.wait_all_tasks_blocked()  # the read above: a checkpoint
+    # Everything delivered: the lane holds nothing, and its accounting says so (a count that
+    # drifted up would send every later post to the store; down, let memory past lane_bytes).
+    lane = rt.dispatcher.lane(session_id)
+    if lane is not None:
+        assert (lane.posted, lane.queued_bytes, len(lane.backlog)) == (0, 0, 0), ops
     return routes, sent
 
 
