@@ -110,6 +110,8 @@ class CommandAgent:
                                       f"must be a string or path, not {type(arg).__name__}")
             if "\0" in os.fsdecode(arg):
                 raise ValidationError(f"argv[{index}]", "must not contain a NUL character")
+        if not os.fsdecode(argv[0]):
+            raise ValidationError("argv[0]", "must name a command, not be empty")
         if timeout is not None and (isinstance(timeout, bool)
                                     or not isinstance(timeout, int | float)
                                     or not timeout > 0 or not math.isfinite(timeout)):
@@ -117,6 +119,10 @@ class CommandAgent:
                                              f"{timeout!r}")
         if cwd is not None and not isinstance(cwd, str | os.PathLike):
             raise ValidationError("cwd", f"must be a string or path, not {type(cwd).__name__}")
+        if cwd is not None and not os.fsdecode(cwd):  # "" is no directory, not the current one
+            raise ValidationError("cwd", "must not be empty (None: the current directory)")
+        if cwd is not None and "\0" in os.fsdecode(cwd):
+            raise ValidationError("cwd", "must not contain a NUL character")
         self.argv: tuple[str, ...] = tuple(os.fsdecode(arg) for arg in argv)
         self.env = _checked_env(env) if env is not None else None
         self.cwd = cwd

@@ -218,6 +218,10 @@ async def test_running_past_the_timeout_is_an_agent_error(
     (["ok"], {"timeout": float("nan")}, "timeout"),
     (["ok"], {"timeout": float("inf")}, "timeout"),
     (["ok"], {"timeout": True}, "timeout"),
+    ([""], {}, "argv[0]"),
+    (["ok"], {"cwd": 3}, "cwd"),
+    (["ok"], {"cwd": ""}, "cwd"),
+    (["ok"], {"cwd": "work\0dir"}, "cwd"),
 ])
 def test_bad_arguments_are_rejected(argv: Any, kwargs: dict[str, Any], field: str) -> None:
     with pytest.raises(ValidationError) as info:
