@@ -14,12 +14,13 @@ import collections
 import json
 import os
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, TextIO
 
+import attrs
 import trio
 
-from tidings.actors import ApprovalRequest, Outbound, Prompt
+from tidings.actors import MAX_TEXT_BYTES, ApprovalRequest, Outbound, Prompt
 from tidings.actors._blocks import lone_surrogate, plain_json
 from tidings.channels._agents import Agent
 from tidings.channels._base import ChannelBase
@@ -28,14 +29,24 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 
-__all__ = ["DELIVERY_WAIT", "TerminalChannel", "input_line", "stdin_is_a_terminal",
-           "stdin_lines"]
+__all__ = ["DELIVERY_WAIT", "LineTooLong", "TerminalChannel", "input_line",
+           "stdin_is_a_terminal", "stdin_lines"]
 
 DELIVERY_WAIT = 30.0
 """Seconds :meth:`TerminalChannel.chat` waits at the end for deliveries still on their way."""
 _TEXT_LIMIT = 100_000
 _OPEN = ("queued", "sending")
 _RECHECK = 0.05
+_SKIP = 65536
+"""Bytes read at a time of a line refused as too long, up to its newline."""
+
+
+@attrs.frozen
+class LineTooLong:
+    """A line of input refused as it was read: more than *limit* bytes before its newline (a
+    ``\r\n`` not counted). Its bytes are skipped up to that newline, never held whole."""
+
+    limit: int
 
 
 class TerminalChannel(ChannelBase):
@@ -167,9 +178,11 @@ class TerminalChannel(ChannelBase):
 
     # --- the loop ------------------------------------------------------------------------------
 
-    async def chat(self, lines: AsyncIterable[str], *, one_at_a_time: bool = False) -> None:
+    async def chat(self, lines: AsyncIterable[str | LineTooLong], *,
+                   one_at_a_time: bool = False) -> None:
         """Send every line as a message (or as the answer to a waiting question; a line that
-        is not valid UTF-8 is refused with ``! not sent: ...``); at the end of input, decline
+        is not valid UTF-8, or one :func:`stdin_lines` found too long, is refused with
+        ``! not sent: ...`` and a question stays open); at the end of input, decline
         what is (or will be) asked, wait for running turns and (up to :data:`DELIVERY_WAIT`
         seconds) for their deliveries, then return.
 
@@ -188,8 +201,13 @@ class TerminalChannel(ChannelBase):
         finally:
             self._chat_scope = None
 
-    async def _chat(self, lines: AsyncIterable[str], one_at_a_time: bool) -> None:
+    async def _chat(self, lines: AsyncIterable[str | LineTooLong], one_at_a_time: bool) -> None:
         async for line in lines:
+            if isinstance(line, LineTooLong):
+                name = " (MAX_TEXT_BYTES)" if line.limit == MAX_TEXT_BYTES else ""
+                self._print("! ", f"not sent: the line is over {line.limit} bytes{name}; the "
+                                  "rest of it is skipped")
+                continue
             text = line.rstrip("\r\n")
             lone = lone_surrogate(text)  # a pipe that is not UTF-8: refused, not fatal
             if lone is not None:
@@ -241,7 +259,9 @@ class TerminalChannel(ChannelBase):
                 await feed.__anext__()
 
 
-async def stdin_lines(prompt: str = "> ") -> AsyncIterator[str]:
+async def stdin_lines(prompt: str = "> ", *,
+                      max_line_bytes: Callable[[], Awaitable[int]] | None = None,
+                      ) -> AsyncIterator[str | LineTooLong]:
     """Lines from stdin until end of input, read in a worker thread.
 
     On a terminal, with line editing and history (``readline``) and *prompt*; on a pipe, no
@@ -249,6 +269,12 @@ async def stdin_lines(prompt: str = "> ") -> AsyncIterator[str]:
     lone surrogates (``surrogateescape``) whatever the locale's error handler, for the chat to
     refuse that line: a strict decoder would raise, and lose the lines read with it. A closed
     stdin (``<&-``: ``sys.stdin`` is None) has no lines, as ``/dev/null``.
+
+    Not on a terminal (a file, a pipe: ``tidings chat --local < big.bin``), a line of more than
+    *max_line_bytes* (awaited before each line is read; None: :data:`MAX_TEXT_BYTES`, a message
+    text's cap) is yielded as :class:`LineTooLong` once that many of its bytes are read, and
+    the rest of it is skipped up to its newline: at most the limit is held, not the line.
+    A terminal's lines are bounded by the terminal itself.
     """
     if sys.stdin is None:
         return
@@ -263,7 +289,8 @@ async def stdin_lines(prompt: str = "> ") -> AsyncIterator[str]:
             if interactive:
                 line = await trio.to_thread.run_sync(input, prompt, abandon_on_cancel=True)
             else:
-                line = await trio.to_thread.run_sync(_read_line, abandon_on_cancel=True)
+                limit = MAX_TEXT_BYTES if max_line_bytes is None else await max_line_bytes()
+                line = await trio.to_thread.run_sync(_read_line, limit, abandon_on_cancel=True)
         except EOFError:
             return
         except UnicodeDecodeError as exc:  # a terminal's strict decoder: that line only
@@ -273,12 +300,20 @@ async def stdin_lines(prompt: str = "> ") -> AsyncIterator[str]:
         yield line
 
 
-def _read_line() -> str:
-    """One line of piped stdin ("" at the end), undecodable bytes as lone surrogates."""
+def _read_line(limit: int) -> str | LineTooLong:
+    """One line of piped stdin ("" at the end), undecodable bytes as lone surrogates; or
+    :class:`LineTooLong` for one of more than *limit* bytes, the rest of which is read and
+    skipped, :data:`_SKIP` bytes at a time."""
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # not a real file (a test's stand-in): its own decoding
         return sys.stdin.readline()
-    return buffer.readline().decode(sys.stdin.encoding or "utf-8", "surrogateescape")
+    data = buffer.readline(limit + 2)  # the limit, and a "\r\n" that it does not count
+    whole = data.endswith(b"\n") or len(data) < limit + 2  # else the line goes on
+    if whole and len(data.rstrip(b"\r\n")) <= limit:
+        return data.decode(sys.stdin.encoding or "utf-8", "surrogateescape")
+    while not data.endswith(b"\n") and (data := buffer.readline(_SKIP)):
+        pass
+    return LineTooLong(limit)
 
 
 def input_line(prompt: str) -> str:

@@ -16,7 +16,8 @@ A piped line longer than the server takes (``max_line_bytes``: its ``max_frame_b
 frame is at least as long as its line) is not held whole: once that many of its bytes are in,
 it is yielded as a :class:`LineTooLong`, for the chat to refuse at once, and the rest of it
 is read and dropped up to its newline. ``cat bigfile.bin | tidings chat`` keeps at most the
-limit and one read in memory, not the whole input.
+limit and one read in memory, not the whole input. A regular file (``tidings chat <
+big.bin``) is read by :func:`~tidings.channels._terminal.stdin_lines` with the same limit.
 """
 
 from __future__ import annotations
@@ -26,22 +27,13 @@ import stat
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-import attrs
 import trio
 
-from tidings.channels._terminal import stdin_lines
+from tidings.channels._terminal import LineTooLong, stdin_lines
 
 __all__ = ["LineTooLong", "input_lines"]
 
 _CHUNK = 65536
-
-
-@attrs.frozen
-class LineTooLong:
-    """A line refused as it was read: more than *limit* bytes (the server's
-    ``max_frame_bytes``) before its newline. Its bytes are dropped, up to that newline."""
-
-    limit: int
 
 
 async def input_lines(prompt: str = "> ", *,
@@ -53,13 +45,14 @@ async def input_lines(prompt: str = "> ", *,
 
     *max_line_bytes* gives the longest piped line to hold (awaited, as the chat knows it only
     once welcomed; asked only about a line longer than one read): a longer one is yielded as
-    :class:`LineTooLong` as soon as it is known to be, and the rest of it dropped. None: no
-    limit."""
+    :class:`LineTooLong` (the server's ``max_frame_bytes`` is its limit) as soon as it is
+    known to be, and the rest of it dropped. None: no limit on a pipe; a regular file then
+    has :func:`~tidings.channels._terminal.stdin_lines`' own (a message text's cap)."""
     if sys.stdin is None:
         return
     fd = _pipe_fd()
     if fd is None:
-        async for line in stdin_lines(prompt):
+        async for line in stdin_lines(prompt, max_line_bytes=max_line_bytes):
             yield line
         return
     encoding = sys.stdin.encoding or "utf-8"

@@ -155,3 +155,21 @@ async def test_a_line_over_the_limit_is_refused_and_dropped_without_being_held(
                      LineTooLong(100_000)]
     assert peak < 2 << 20  # the limit and a read or two, not the 16 MiB lines
     assert asked >= 2  # asked only for lines longer than one read
+
+
+async def test_a_regular_file_is_bounded_by_the_same_limit(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `tidings chat --url < big.bin`: a regular file is read by the terminal's stdin_lines,
+    # which held each line whole, whatever the server's frame limit.
+    from tidings.supervisor._chat_input import LineTooLong
+
+    async def limit() -> int:
+        return 100_000
+
+    path = tmp_path / "big.bin"
+    path.write_bytes(b"short\n" + b"x" * 300_000 + b"\nafter\n")
+    with path.open(encoding="utf-8") as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        with trio.fail_after(10):  # a guard against hanging, not a wait
+            lines = [line async for line in input_lines(max_line_bytes=limit)]
+    assert lines == ["short\n", LineTooLong(100_000), "after\n"]

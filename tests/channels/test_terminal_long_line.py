@@ -1,0 +1,93 @@
+"""``tidings chat --local < big.bin`` (stdin a regular file, or any stdin the terminal channel
+reads with :func:`stdin_lines`): a line longer than a message may be is refused as soon as that
+is known and the rest of it skipped up to its newline, never held. Before, ``readline`` held
+each line whole until its newline, however long (``tidings chat --url`` over a pipe was bounded
+by b106b52; a regular file went through this reader and was not)."""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import subprocess
+import sys
+import tracemalloc
+from collections.abc import Iterator
+
+import pytest
+import trio
+
+from tidings.actors import MAX_TEXT_BYTES
+from tidings.channels._terminal import LineTooLong, stdin_lines
+
+
+@contextlib.contextmanager
+def _stdin_from(monkeypatch: pytest.MonkeyPatch, path: pathlib.Path) -> Iterator[None]:
+    with path.open(encoding="utf-8") as stdin:  # a regular file: read through stdin_lines
+        monkeypatch.setattr(sys, "stdin", stdin)
+        yield
+
+
+async def _limit() -> int:
+    return 10
+
+
+async def test_a_line_over_the_limit_is_refused_and_its_rest_skipped(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "input.txt"
+    path.write_bytes(b"0123456789\n"  # exactly the limit: taken
+                     b"0123456789\r\n"  # the limit and CRLF: the text is within it
+                     b"0123456789a\n"  # one over
+                     b"caf\xc3\xa9 \xc3\xa9t\xc3\xa9\n"  # 8 characters, 11 bytes
+                     + b"y" * 100_000 + b"\n"
+                     b"after\n"
+                     b"0123456789")  # the limit, at the end of input
+    with _stdin_from(monkeypatch, path), trio.fail_after(10):  # (a guard, not a wait)
+        lines = [line async for line in stdin_lines(max_line_bytes=_limit)]
+    assert lines == ["0123456789\n", "0123456789\r\n", LineTooLong(10), LineTooLong(10),
+                     LineTooLong(10), "after\n", "0123456789"]
+
+
+async def test_a_long_line_at_the_end_of_input_is_refused(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "input.txt"
+    path.write_bytes(b"short\n" + b"z" * 100_000)
+    with _stdin_from(monkeypatch, path), trio.fail_after(10):
+        lines = [line async for line in stdin_lines(max_line_bytes=_limit)]
+    assert lines == ["short\n", LineTooLong(10)]
+
+
+async def test_the_lines_skipped_are_never_held(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "big.bin"
+    with path.open("wb") as file:
+        file.write(b"short\n")
+        for _ in range(16):
+            file.write(b"y" * (1 << 20))  # 16 MiB, one line
+        file.write(b"\nafter\n")
+    tracemalloc.start()
+    try:
+        with _stdin_from(monkeypatch, path), trio.fail_after(20):
+            lines = [line async for line in stdin_lines()]  # the default: MAX_TEXT_BYTES
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert lines == ["short\n", LineTooLong(MAX_TEXT_BYTES), "after\n"]
+    assert peak < 4 << 20  # the limit (and readline's copy of it), not the 16 MiB line
+
+
+def test_tidings_chat_local_refuses_a_line_over_a_message_and_goes_on(
+        tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "big.bin"
+    path.write_bytes(b"hello\n" + b"x" * (MAX_TEXT_BYTES + 1) + b"\nbye\n")
+    with path.open("rb") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--local",
+             "--db", str(tmp_path / "chat.db"), "--workspace", str(tmp_path)],
+            stdin=stdin, capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "terminal> hello" in lines
+    assert (f"! not sent: the line is over {MAX_TEXT_BYTES} bytes (MAX_TEXT_BYTES); the rest "
+            "of it is skipped") in lines
+    assert "terminal> bye" in lines
+    assert not any("xxxx" in line for line in lines)  # neither sent nor echoed
