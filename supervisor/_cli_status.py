@@ -184,6 +184,8 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
     if report.held:
         print(f"held: {report.held} accepted message(s) not yet answered (those of a stopped "
               f"server are told \"not answered\" at its next start)", file=out)
+    if args.limit == 0:  # the counts alone were asked for: "none to show" would be false
+        return
     which = f" {args.status}" if args.status else ""
     if not report.recent:
         print(f"no{which} deliveries to show", file=out)

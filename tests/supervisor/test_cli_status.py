@@ -64,6 +64,17 @@ async def test_json_overview_has_exactly_the_pinned_shape(db, capsys) -> None:
     assert all(isinstance(row["updated_at"], float) for row in data["recent"])
 
 
+async def test_limit_0_prints_the_counts_alone(db, capsys) -> None:
+    # No rows asked for: the overview must not say there are none to show (there are 3).
+    code, out, _ = _run(capsys, "--db", str(db["path"]), "--limit", "0")
+    assert code == 0
+    assert out.splitlines()[1:] == [
+        "counts: queued 0  sending 0  sent 1  failed 1  unknown 1  unrouted 0  (total 3)"]
+    _, out, _ = _run(capsys, "--db", str(db["path"]), "--limit", "0", "--status", "failed")
+    assert "failed deliveries to show" not in out
+    assert out.splitlines()[-1].startswith("counts: ")
+
+
 async def test_filters_narrow_the_rows(db, capsys) -> None:
     _, out, _ = _run(capsys, "--db", str(db["path"]), "--json", "--status", "failed")
     assert [row["delivery_id"] for row in json.loads(out)["recent"]] == [db["failed"]]
