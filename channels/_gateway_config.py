@@ -9,6 +9,7 @@ from typing import Any, final
 import attrs
 
 from tidings.errors import ConfigError
+from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token
 
 __all__ = ["GATEWAY_KEYS", "GatewayConfig"]
 
@@ -38,10 +39,9 @@ def _port(instance: Any, attribute: attrs.Attribute, value: object) -> None:
 
 
 def _token(instance: Any, attribute: attrs.Attribute, value: object) -> None:
-    if not isinstance(value, str) or len(value) < 8 or not value.isprintable() \
-            or any(ch.isspace() for ch in value):
-        raise ConfigError("gateway.token", "must be at least 8 printable characters without "
-                                           "spaces")
+    if not is_token(value):
+        raise ConfigError("gateway.token", f"must be at least {MIN_TOKEN_LENGTH} printable "
+                                           "characters without spaces")
 
 
 @final

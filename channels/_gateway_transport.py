@@ -10,7 +10,10 @@ first after a close handshake: the garbage collector closed it later, with a
 
 Errors are as ``open_websocket_url``'s: ``HandshakeError`` (caused by the ``OSError``) when
 the server cannot be reached, ``ConnectionRejected`` when it refuses the handshake, and what
-the body raises comes out as it was raised, not in an exception group.
+the body raises comes out as it was raised, not in an exception group. A ``wss`` server's
+certificate is checked as there (the system's trust store, the URL's host, sent as SNI); one
+refused is a ``HandshakeError`` caused by the ``ssl`` error, at once (see
+:func:`_tls_handshake`).
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ async def open_transport(url: str, *, max_message_size: int = 2 ** 20,
     except OSError as exc:
         raise HandshakeError from exc
     try:
+        if isinstance(stream, trio.SSLStream):
+            await _tls_handshake(stream)
         async with trio.open_nursery() as nursery:
             ws = await wrap_client_stream(nursery, stream, header, resource,
                                           max_message_size=max_message_size)
@@ -88,6 +93,18 @@ async def open_transport(url: str, *, max_message_size: int = 2 ** 20,
     finally:
         with trio.CancelScope(shield=True):
             await trio.aclose_forcefully(stream)
+
+
+async def _tls_handshake(stream: trio.SSLStream[trio.SocketStream]) -> None:
+    """The TLS handshake, before the websocket's. Left to trio-websocket, a failed one (a
+    certificate refused, a server that speaks no TLS) was taken by its reader task for a closed
+    connection, and the websocket handshake waited on: the caller's deadline ended it, the
+    reason lost. Here it is ``HandshakeError``, caused by the ``ssl`` error (an ``OSError``),
+    as a server that cannot be reached is."""
+    try:
+        await stream.do_handshake()
+    except trio.BrokenResourceError as exc:
+        raise HandshakeError from (exc.__cause__ or exc)
 
 
 def _cancelled(exc: BaseException) -> bool:

@@ -21,8 +21,8 @@ import attrs
 from tidings.errors import ConfigError
 from tidings.supervisor._log import field
 
-__all__ = ["MIN_TOKEN_LENGTH", "TokenSource", "create_token", "existing_token", "read_token_file",
-           "resolve_token", "token_path"]
+__all__ = ["MIN_TOKEN_LENGTH", "TokenSource", "create_token", "existing_token", "is_token",
+           "read_token_file", "resolve_token", "token_path"]
 
 log = logging.getLogger("tidings.serve")
 
@@ -53,10 +53,18 @@ def read_token_file(path: pathlib.Path, *, field: str = "gateway.token_file") ->
         raise ConfigError(field, f"no token file at {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(field, f"cannot read {path}: {exc}") from None
-    if len(token) < MIN_TOKEN_LENGTH or any(ch.isspace() for ch in token):
+    if not is_token(token):
         raise ConfigError(field, f"{path} does not hold a token (at least "
-                                 f"{MIN_TOKEN_LENGTH} characters, no spaces)")
+                                 f"{MIN_TOKEN_LENGTH} printable characters, no spaces)")
     return token
+
+
+def is_token(value: object) -> bool:
+    """Whether *value* is a token the gateway takes: a string of at least
+    :data:`MIN_TOKEN_LENGTH` printable characters, none of them a space. One rule for a token
+    given, generated or read from a file, so a file's is refused naming the file."""
+    return isinstance(value, str) and len(value) >= MIN_TOKEN_LENGTH and value.isprintable() \
+        and not any(ch.isspace() for ch in value)
 
 
 def resolve_token(given: str | None, token_file: pathlib.Path | None,

@@ -44,6 +44,23 @@ def test_a_token_file_that_holds_no_token_is_refused(tmp_path) -> None:
     assert caught.value.field == "gateway.token_file"
 
 
+def test_a_token_file_with_a_control_character_is_refused_by_the_files_name(tmp_path) -> None:
+    # The gateway takes printable tokens only: a file it read one from is what is wrong, not
+    # a gateway.token setting the user never wrote.
+    from tidings.channels import GatewayConfig
+    from tidings.supervisor._token import read_token_file
+
+    path = tmp_path / "bell.token"
+    path.write_text("abc\adefghij\n")
+    with pytest.raises(ConfigError) as caught:
+        GatewayConfig(token=resolve_token(None, path, tmp_path / "x.db").token)
+    assert caught.value.field == "gateway.token_file"
+    with pytest.raises(ConfigError) as caught:
+        read_token_file(path, field="--token-file")
+    assert caught.value.field == "--token-file"
+    assert "printable" in str(caught.value)
+
+
 def test_a_token_file_that_is_refused_keeps_its_mode(tmp_path) -> None:
     folder = tmp_path / "tokens"
     folder.mkdir(mode=0o755)
