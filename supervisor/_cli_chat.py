@@ -86,8 +86,13 @@ def load_channel_config(name: str, path: pathlib.Path | None) -> ChannelConfig:
     """The channel's config: ``[channels.<name>]`` of the TOML file at *path*, if any.
 
     Raises:
-      ConfigError: naming the file or the dotted key (``channels.terminal.dispatch_mode``).
+      ConfigError: naming ``--channel`` (a name that is no channel name), the file or the
+        dotted key (``channels.terminal.dispatch_mode``).
     """
+    try:
+        ChannelConfig(name)  # the name first: it is the --channel given, not a key of the file
+    except ConfigError as exc:
+        raise ConfigError("--channel", exc.reason) from None
     if path is None:
         return ChannelConfig(name)
     data = read_file(path)  # the reading `tidings serve` does: unreadable, not TOML, not UTF-8

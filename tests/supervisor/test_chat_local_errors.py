@@ -34,3 +34,17 @@ def test_a_file_that_is_not_a_database_is_refused(tmp_path: pathlib.Path) -> Non
     assert "Traceback" not in result.stderr
     assert f"tidings chat: cannot open the database {db}: file is not a database" \
         in result.stderr
+
+
+def test_a_bad_channel_name_is_refused_as_the_option_given(tmp_path: pathlib.Path,
+                                                           capsys) -> None:
+    # Said as "name: ...", the error named a key the user never wrote.
+    from tidings.supervisor.cli import main
+
+    for name in ("Bad", ""):
+        code = main(["chat", "--local", "--db", str(tmp_path / "chat.db"), "--channel", name])
+        err = capsys.readouterr().err
+        assert code == 2
+        assert err.startswith(f"tidings chat: --channel: channel name must be a lowercase "
+                              f"identifier matching ^[a-z][a-z0-9_]*$, got {name!r}"), err
+    assert not (tmp_path / "chat.db").exists()
