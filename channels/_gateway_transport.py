@@ -115,20 +115,15 @@ def _cancelled(exc: BaseException) -> bool:
 
 
 def _raise_sole(group: BaseExceptionGroup) -> None:
-    """Raise the one exception of *group* that is not a ``trio.Cancelled`` (the body's, or
-    the handshake's), as it was raised; the group itself when there is none (a cancel, for its
-    scope to catch) or more than one."""
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(exc.exceptions)
-        elif not isinstance(exc, trio.Cancelled):
-            leaves.append(exc)
-    if len(leaves) != 1:
+    """Raise the one exception of the nursery's *group* that is not a ``trio.Cancelled`` (the
+    body's, or the handshake's), as it was raised: a group the body raised stays that group,
+    as ``open_websocket_url`` left it (not its one exception alone, nor the group kept inside
+    the nursery's). The nursery's group itself when there is none (a cancel, for its scope to
+    catch) or more than one."""
+    others = [exc for exc in group.exceptions if not isinstance(exc, trio.Cancelled)]
+    if len(others) != 1:
         raise group
-    [sole] = leaves
+    [sole] = others
     context = sole.__context__
     try:
         raise sole

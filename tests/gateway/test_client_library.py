@@ -56,3 +56,24 @@ async def test_a_frame_that_is_no_json_object_after_welcome_is_gateway_closed_10
         with trio.fail_after(10), pytest.raises(GatewayClosed) as closed:
             await client.receive()
     assert closed.value.code == 1002
+
+
+@pytest.mark.parametrize("raised", [
+    ValueError("alone"),
+    ExceptionGroup("one", [ValueError("in a group")]),
+    ExceptionGroup("two", [ValueError("a"), KeyError("b")]),
+])
+async def test_what_the_body_raises_comes_out_as_it_was_raised(raised: Exception) -> None:
+    # The transport's nursery wraps the body's exception in its own group, to be taken off:
+    # the body's own group too was taken apart (one exception: that one alone, not the group
+    # an `except ExceptionGroup` waits for) or left inside the nursery's (two).
+    async with _other_server(WELCOME) as url:
+        with pytest.raises(type(raised)) as caught:
+            async with GatewayClient.connect(url, token="t" * 8, conversation="c"):
+                raise raised
+    if isinstance(raised, ExceptionGroup):  # (trio's cancel scope passes on a copy of a group)
+        assert type(caught.value) is ExceptionGroup
+        assert (caught.value.message, caught.value.exceptions) == (raised.message,
+                                                                  raised.exceptions)
+    else:
+        assert caught.value is raised
