@@ -102,9 +102,11 @@ async def serve(config: ServeConfig, control: StopControl, *,
     agent, token file or workspace).
     """
     agent = _agent(config)
+    # Absolute, as the database's (and the default token file's) path: logged and reported so.
+    token_file = config.token_file.absolute() if config.token_file is not None else None
     # A token file is made only once the database is ours (see _token): checked now, made then.
     found: TokenSource | None = await trio.to_thread.run_sync(
-        existing_token, config.token, config.token_file, config.db)
+        existing_token, config.token, token_file, config.db)
     db = config.db.absolute()
     async with contextlib.AsyncExitStack() as stack:
         # Entered before the runtime, so left after its exit: that exit waits for lanes
@@ -119,7 +121,7 @@ async def serve(config: ServeConfig, control: StopControl, *,
         rt = await _open_runtime(stack, config, db)
         opened.append(rt)
         source = found or await trio.to_thread.run_sync(
-            create_token, config.token_file or token_path(config.db))
+            create_token, token_file or token_path(config.db))
         if source.created:
             log.info("event=token_created path=%s mode=0600", field(source.path))
         settings = config.gateway_config(source.token)

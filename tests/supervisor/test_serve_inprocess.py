@@ -157,3 +157,23 @@ async def test_log_lines_stay_key_value_when_a_path_has_a_space(tmp_path, caplog
     assert lines["serving"]["token_file"] == db + ".token"
     assert lines["stop_requested"]["signal"] == "a test with spaces"
     assert lines["stopped"]["db"] == db
+
+
+async def test_a_token_file_given_relative_is_logged_as_the_absolute_path_the_db_is(
+        tmp_path, caplog, monkeypatch) -> None:
+    # The log names the database by its absolute path; a token file given as a relative one
+    # was logged as given, so the two lines a reader compares did not look alike.
+    from tidings.supervisor._logging import parse_fields
+
+    caplog.set_level(logging.INFO, logger="tidings")
+    monkeypatch.chdir(tmp_path)
+    control = StopControl()
+    async with trio.open_nursery() as nursery:
+        info = await nursery.start(serve, _config(tmp_path, token=None,
+                                                  token_file="tokens/serve.token"), control)
+        control.request("test")
+    assert info.token_file == tmp_path / "tokens" / "serve.token"
+    logged = [parse_fields(r.getMessage()) for r in caplog.records if r.name == "tidings.serve"]
+    serving = next(fields for fields in logged if fields and fields["event"] == "serving")
+    created = next(fields for fields in logged if fields and fields["event"] == "token_created")
+    assert serving["token_file"] == created["path"] == str(tmp_path / "tokens" / "serve.token")
