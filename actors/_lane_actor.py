@@ -236,6 +236,7 @@ class LaneWorker:
         if binding.ack_window:  # stays ``sending`` until the client acks (Runtime.confirm)
             if item.status not in TERMINAL:  # not acked already, while deliver() ran
                 lane.unacked[item.delivery_id] = item
+                lane.unacked_bytes += item.size
         else:
             lane.unflushed.append(item)
 
@@ -315,10 +316,17 @@ class LaneWorker:
             said = says
 
     async def _wait_for_window(self, lane: Lane, item: DeliveryItem) -> None:
-        """With an acking route, at most ``ack_window`` rows of a session are unacked."""
+        """With an acking route, at most ``ack_window`` rows of a session are unacked, and
+        they hold at most ``lane_bytes`` (their sizes, as the lane counts what it queues):
+        each is held, text and all, until its client acks it, so a client that never acks
+        would otherwise hold ``ack_window`` texts of up to ``MAX_TEXT_BYTES`` in one lane.
+        With none unacked a row always goes, however large (as a post to an empty lane)."""
         while True:
             binding = self.router.binding(item.session_id)
-            if binding is None or not binding.ack_window or len(lane.unacked) < binding.ack_window:
+            if binding is None or not binding.ack_window or (
+                    len(lane.unacked) < binding.ack_window
+                    and (not lane.unacked_bytes
+                         or lane.unacked_bytes + item.size <= self.dispatcher.lane_bytes)):
                 return
             if lane.unflushed:
                 await self._flush(lane)

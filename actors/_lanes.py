@@ -16,7 +16,10 @@ block not counted twice: a text may be up to ``MAX_TEXT_BYTES``, and so may a me
 location, and a send may carry many control blocks of up to ``MAX_JSON_BYTES`` each, with no
 text at all). A post that would take the lane past it overflows as a full mailbox does, and a
 refill stops reading at it; a lane holding nothing always takes one, so a delivery larger than
-the budget still goes. Each costs one attribute read and an add per delivery.
+the budget still goes. Each costs one attribute read and an add per delivery. Rows an acking
+route has not acked yet are held too (``Lane.unacked``, until the client acks): they count in
+``Lane.unacked_bytes``, and a lane whose unacked rows would go past ``lane_bytes`` waits for
+acks as it waits for room in the ack window (one row always goes).
 A lane that has been idle for ``linger`` seconds exits; the next delivery starts a new one.
 
 A binder that hands a session's older rows back after binding it (a gateway client's hello
@@ -63,8 +66,8 @@ class Lane:
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering",
                  "flushing", "held", "holding", "idle_since", "kicks", "max_seen", "name",
                  "overflow", "parked", "posted", "queued_bytes", "reflush", "reread", "reserved",
-                 "rewind", "scope", "session_id", "taking", "unacked", "unflushed", "unrouting",
-                 "waiting", "window")
+                 "rewind", "scope", "session_id", "taking", "unacked", "unacked_bytes", "unflushed",
+                 "unrouting", "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -92,6 +95,7 @@ class Lane:
         self.idle_since: float | None = None  # parked waiting for work since (trio clock)
         self.parked: trio.CancelScope | None = None  # around that wait: cancel it to nudge
         self.unacked: dict[str, DeliveryItem] = {}  # delivered to an acking route, not acked
+        self.unacked_bytes = 0                # the sizes of those (held until acked)
         self.window = trio.Event()            # set when an ack frees room in the window
         self.waiting = False                  # waiting for ack-window room or a hold's end
         self.holding: trio.CancelScope | None = None  # a claimed row's wait for a hold's end
@@ -461,10 +465,10 @@ class Dispatcher:
         touched: set[str] = set()
         for delivery_id in ids:
             lane = self._acked_lane(delivery_id)
-            item = lane.unacked.pop(delivery_id, None) if lane is not None else None
-            if item is None:
+            if lane is None or (item := lane.unacked.pop(delivery_id, None)) is None:
                 self.registry.resolve(delivery_id, status)
                 continue
+            lane.unacked_bytes -= item.size
             if moved is None or delivery_id in moved:
                 self.resolve(item, status)
             touched.add(item.session_id)

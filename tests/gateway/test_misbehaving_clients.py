@@ -143,7 +143,11 @@ async def test_a_client_that_does_not_read_is_closed_4009_without_blocking_anyon
 
 
 async def _fill_until_closed(rt, conn, session_id: str) -> None:
-    """Deliver big rows to a client that does not read until its backlog closes it."""
+    """Deliver big rows to a client that does not read until its backlog closes it. The
+    lane's budget is lifted: a client that does not read does not ack either, and within the
+    default ``lane_bytes`` its session would stop at ~1 MiB unacked, which the socket's buffers
+    take (the server never finds it too slow; two sessions or a larger budget would)."""
+    rt.dispatcher.lane_bytes = 1 << 30
     big = "x" * 60_000
     with trio.fail_after(30):  # mock clock: a bound in real time only when it runs
         for _ in range(2000):
