@@ -22,6 +22,7 @@ import trio
 
 from tidings.actors._blocks import BLOCK_TYPES
 from tidings.actors._handle import describe_error
+from tidings.actors._questions import checked_approval_request, checked_prompt
 from tidings.actors._records import (
     ApprovalDecision,
     ApprovalRequest,
@@ -157,8 +158,13 @@ class SessionInteractionRouter:
 
         Fails closed: without an interactive route the answer is empty with
         ``reason="no_interactive_route"``; past ``prompt.expires_at`` it is ``expired`` (a
-        prompt already past it is not shown to anyone).
+        prompt already past it is not shown to anyone). Raises :class:`ValidationError`
+        naming the field, before anything is asked, for what ``ctx.prompt_user`` refuses (a
+        ``text`` that is not a non-empty string of valid Unicode within ``MAX_TEXT_BYTES``),
+        a ``session_id``, ``prompt_id`` or ``turn_id`` that is no id, or an ``expires_at``
+        that is not None or unix seconds (see :mod:`._questions`).
         """
+        prompt = checked_prompt(prompt)
         binding = self._routes.get(prompt.session_id)
         ask = getattr(binding.route, "prompt_user", None) if binding else None
         if ask is None:
@@ -180,8 +186,13 @@ class SessionInteractionRouter:
 
         Fails closed: no interactive route is a denial with ``reason="no_interactive_route"``;
         no decision by ``request.expires_at`` is ``expired`` (a request already past it is not
-        shown to anyone); anything but allow is ``denied``.
+        shown to anyone); anything but allow is ``denied``. Raises :class:`ValidationError`
+        naming the field, before anything is asked, for what ``ctx.request_approval`` refuses
+        (an ``action`` as a prompt's text, ``details`` that are not a JSON-ready mapping of at
+        most ``MAX_JSON_BYTES``), and ids and ``expires_at`` as :meth:`prompt_user` does. The
+        route gets the ``details`` as their JSON reads back (string keys), as from a turn.
         """
+        request = checked_approval_request(request)
         binding = self._routes.get(request.session_id)
         ask = getattr(binding.route, "request_approval", None) if binding else None
         if ask is None:

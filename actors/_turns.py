@@ -15,14 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
-from tidings.actors._blocks import (
-    MAX_JSON_BYTES,
-    check_json_object,
-    check_message_text,
-)
 from tidings.actors._handle import describe_error
 from tidings.actors._pipeline import new_id
 from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_mode_allows
+from tidings.actors._questions import checked_approval_request, checked_prompt
 from tidings.actors._records import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
 from tidings.actors._sdk import OutputSDK
 from tidings.actors._status import MAX_IDS_PER_CALL, check_id, check_id_list
@@ -93,12 +89,10 @@ class TurnContext:
           RuntimeClosedError: the turn has ended.
           trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
-        if not isinstance(text, str):
-            raise ValidationError("text", f"must be a string, got {type(text).__name__}")
-        check_message_text(text, "text")
         expires_at = self._expiry(expires_in)
+        prompt = checked_prompt(Prompt(self.session_id, text, new_id("prompt"), self.turn_id,
+                                       expires_at))  # the router's own check, before the wait
         await self._may_ask()
-        prompt = Prompt(self.session_id, text, new_id("prompt"), self.turn_id, expires_at)
         return await self._ask(self.runtime.router.prompt_user, prompt, prompt.prompt_id,
                                PromptAnswer(None, ROUTE_FAILED))
 
@@ -115,14 +109,13 @@ class TurnContext:
           RuntimeClosedError: the turn has ended.
           trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
-        if not isinstance(action, str) or not action:
-            raise ValidationError("action", f"must be a non-empty string, got {action!r:.80}")
-        check_message_text(action, "action")
-        details = check_json_object(details, "details", max_bytes=MAX_JSON_BYTES)
+        if details is not None and not isinstance(details, Mapping):  # else the record's
+            raise ValidationError("details", f"must be a mapping, got "  # converter fails
+                                             f"{type(details).__name__}")  # on it, unnamed
         expires_at = self._expiry(expires_in)
+        request = checked_approval_request(ApprovalRequest(
+            self.session_id, action, new_id("approval"), details, self.turn_id, expires_at))
         await self._may_ask()
-        request = ApprovalRequest(self.session_id, action, new_id("approval"), details,
-                                  self.turn_id, expires_at)
         return await self._ask(self.runtime.router.request_approval, request,
                                request.request_id, ApprovalDecision(False, ROUTE_FAILED))
 
