@@ -22,6 +22,7 @@ __all__ = [
     "BLOCK_TYPES",
     "MAX_IDEMPOTENCY_KEY_CHARS",
     "MAX_JSON_BYTES",
+    "MAX_SEND_BYTES",
     "MAX_TEXT_BYTES",
     "MEDIA_TYPES",
     "ContentBlock",
@@ -55,6 +56,18 @@ MAX_JSON_BYTES = 1 << 16
 ``data`` and of an artifact's metadata may have (64 KiB). Each is stored whole in the outbox
 (or the artifact record) and the first two ride in every delivery frame, replayed on every
 reconnect: they are small annotations for the adapter, not a payload (send that as a file)."""
+
+MAX_SEND_BYTES = 1 << 21
+"""The most bytes a send may store beyond its text (2 MiB): the JSON of its blocks, of its
+``delivery_metadata`` and of its artifacts' metadata, as the pipeline writes them (non-ASCII
+escaped, so each is as many bytes as characters). The caps above bound each part, not how
+many there are: a hundred control blocks of 60 kB, or media blocks with a location and a
+summary of up to ``MAX_TEXT_BYTES`` each, made a send stored whole, held whole by its lane
+and read back whole, that no gateway client could take. A delivery frame carries the text
+(at most ``MAX_TEXT_BYTES``) and the blocks (in JSON no longer than stored), so a send within
+both caps makes a frame of about 3 MiB at most, within the 4 MiB the gateway sends (JSON
+escaping aside, as for ``MAX_TEXT_BYTES``). A send of one text block is not counted: its
+blocks are its text, capped already. More is refused naming ``blocks``: send it as files."""
 
 MAX_IDEMPOTENCY_KEY_CHARS = 256
 """The most characters an ``idempotency_key`` may have. A key is stored and indexed with its

@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import trio
 
-from tidings.actors._blocks import ContentBlock
+from tidings.actors._blocks import MAX_SEND_BYTES, ContentBlock
 from tidings.actors._handle import (
     TERMINAL,
     DeliveryHandle,
@@ -32,7 +32,7 @@ from tidings.actors._handle import (
 from tidings.actors._lanes import Dispatcher
 from tidings.actors._outbound import adapt_blocks, item_from_row
 from tidings.actors._router import Binding, SessionInteractionRouter
-from tidings.errors import ConflictError
+from tidings.errors import ConflictError, ValidationError
 from tidings.store import (
     OUTBOX_STATUSES,
     TERMINAL_STATUSES,
@@ -83,6 +83,18 @@ def _blocks_json(blocks: tuple[ContentBlock, ...]) -> str:
     if len(blocks) == 1 and blocks[0].type == "text":  # the common case, without a dict
         return '[{"type": "text", "text": ' + json.dumps(blocks[0].text) + "}]"  # type: ignore[union-attr]
     return json.dumps([block.as_dict() for block in blocks])
+
+
+def _check_stored_size(blocks: str, metadata: str, artifacts: Sequence[str]) -> None:
+    """Refuse, naming ``blocks``, a send that would store more than :data:`MAX_SEND_BYTES`
+    of JSON (its blocks', its metadata's and its artifacts' metadata's, as written: ASCII).
+    Each part has its own cap, but not their number; such a send could never go out whole."""
+    size = len(blocks) + len(metadata) + sum(map(len, artifacts))
+    if size > MAX_SEND_BYTES:
+        raise ValidationError("blocks", f"are {size} bytes as stored (the JSON of the blocks, "
+                                        "of delivery_metadata and of the artifacts' metadata),"
+                                        f" over the limit of {MAX_SEND_BYTES} (MAX_SEND_BYTES);"
+                                        " send large content as files")
 
 
 @attrs.frozen
@@ -326,6 +338,13 @@ class DeliveryPipeline:
         message_id = history_id if writes_history else None
         status = "queued" if request.visible else "sent"
         claimant, lease, attempts, extra = None, None, 0, ()
+        blocks_json = _blocks_json(request.blocks)
+        metadata_json = json.dumps(dict(request.metadata)) if request.metadata else "{}"
+        lone_text = len(request.blocks) == 1 and request.blocks[0].type == "text"
+        artifacts: Sequence[str] = ([json.dumps(dict(a.metadata)) for a in request.artifacts]
+                                    if request.artifacts else ())
+        if not lone_text:  # a lone text block is its text, capped already: one test
+            _check_stored_size(blocks_json, metadata_json, artifacts)
         binding = self._claimable(request)
         try:
             if binding is not None:
@@ -335,8 +354,6 @@ class DeliveryPipeline:
                 if degraded:
                     extra = (("delivery.degraded", json.dumps(
                         {"missing": degraded, "route": type(binding.route).__name__})),)
-            blocks_json = _blocks_json(request.blocks)
-            metadata_json = json.dumps(dict(request.metadata)) if request.metadata else "{}"
             values = {
                 "delivery_id": delivery_id, "session_id": request.session_id,
                 "owner_turn_id": request.turn_id, "work_id": work_id, "kind": request.kind,
@@ -367,15 +384,15 @@ class DeliveryPipeline:
                 ops.append(InsertRows("artifacts", _ARTIFACT_COLUMNS, tuple(
                     (a.artifact_id, request.session_id, request.turn_id, delivery_id, a.block_type,
                      a.source_kind, a.location, a.name, a.media_type, a.summary,
-                     json.dumps(dict(a.metadata)), now) for a in request.artifacts)))
+                     metadata, now) for a, metadata in zip(request.artifacts, artifacts,
+                                                           strict=True))))
             ops += release_inbound(request.releases, session_id=request.session_id)
             item = DeliveryItem(delivery_id=delivery_id, session_id=request.session_id,
                                 kind=request.kind, blocks=request.blocks, text=request.text,
                                 channel=request.channel, metadata=request.metadata,
                                 turn_id=request.turn_id, size=held_size(
                                     request.text, blocks_json, metadata_json,
-                                    lone_text=len(request.blocks) == 1
-                                    and request.blocks[0].type == "text"))
+                                    lone_text=lone_text))
             item.binding = binding
             return item, ops
         except BaseException:  # nothing is written: give the lane's reservation back

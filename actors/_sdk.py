@@ -4,7 +4,9 @@ Validation order is fixed so two implementations cannot disagree: the source typ
 artifact dict is a ``TypeError`` before any history rule), then policy and visibility (and
 ``history_text`` for non-text history, ``history_text`` only where a history row or a media
 fallback uses it, and ``failure_history_text`` only where a history row is written for it to
-replace), then paths. Nothing is written unless every check passes.
+replace), then paths, then the size of the whole send as the pipeline writes it (beyond a lone
+text, :data:`MAX_SEND_BYTES` of JSON: ``DeliveryPipeline`` checks it on the JSON it builds for
+the row anyway). Nothing is written unless every check passes.
 """
 
 from __future__ import annotations
@@ -175,7 +177,10 @@ class OutputSDK:
         ``action``). Kinds: message, progress, notice (progress and notice never write
         history). ``write_history`` and ``visible``
         take real bools only (otherwise a ``TypeError`` that is also a ``ValidationError``
-        naming them). ``settles`` as for :meth:`send_text`.
+        naming them). ``settles`` as for :meth:`send_text`. Each part has its cap, and so
+        has the whole: more than ``MAX_SEND_BYTES`` of JSON stored beyond a lone text (the
+        blocks, ``delivery_metadata``, the artifacts' metadata) is a ``ValidationError``
+        naming ``blocks``, with nothing written.
         """
         parts = _normalize_blocks(blocks)
         if kind not in KINDS:
