@@ -28,6 +28,7 @@ from tidings.supervisor._log import field
 from tidings.supervisor._logging import LEVELS, configure_logging
 from tidings.supervisor._serve import ServeFailed, serve
 from tidings.supervisor._signals import StopControl, watch_signals
+from tidings.supervisor._stderr import say
 
 __all__ = ["register", "run"]
 
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                              writer=args.writer,
                              log_level=args.log_level, log_json=args.log_json)
     except ConfigError as exc:
-        print(f"tidings serve: invalid configuration: {exc}", file=sys.stderr)
+        say(sys.stderr, f"tidings serve: invalid configuration: {exc}")
         return 2
     configure_logging(config.log_level, json_lines=config.log_json)
     # This process lives as long as the server: move what importing and configuring made
@@ -86,11 +87,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         trio.run(_main, config)
     except ConfigError as exc:
-        print(f"tidings serve: invalid configuration: {exc}", file=sys.stderr)
+        say(sys.stderr, f"tidings serve: invalid configuration: {exc}")
         return 2
     except ServeFailed as exc:
         log.error("event=serve_failed reason=%s", field(str(exc)))  # noqa: TRY400 - said
-        print(f"tidings serve: {exc}", file=sys.stderr)
+        say(sys.stderr, f"tidings serve: {exc}")  # closed (2>&-): lost, not to stdout
         return 1
     return 0
 

@@ -28,6 +28,7 @@ def _run_closed(tmp_path: pathlib.Path, *argv: str) -> subprocess.CompletedProce
     ["status", "--limit", "x"],  # a type's refusal
     ["status", "--db", "missing.db"],  # the command's own refusal
     ["status", "--db", "missing.db", "id", "--session", "s"],  # the command's parser.error
+    ["serve", "--config", "missing.toml"],  # serve's refusal of its configuration
 ])
 def test_a_refused_line_with_stderr_closed_prints_nothing_on_stdout(
         tmp_path: pathlib.Path, argv: list[str]) -> None:
