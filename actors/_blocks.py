@@ -9,7 +9,7 @@ block type still gets something to show.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -17,6 +17,7 @@ import attrs
 
 from tidings.errors import ValidationError
 from tidings.store._ids import lone_surrogate
+from tidings.store._records import frozen
 
 __all__ = [
     "BLOCK_TYPES",
@@ -36,6 +37,7 @@ __all__ = [
     "check_text",
     "check_text_size",
     "fallback_text",
+    "frozen_mapping",
     "lone_surrogate",
     "plain_json",
 ]
@@ -185,8 +187,22 @@ def plain_json(value: Any) -> Any:
     return value
 
 
-def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value or {}))
+def frozen_mapping(field: str, *, deep: bool = False) -> Callable[[object], Mapping[str, Any]]:
+    """The converter of a record's mapping *field*: a read-only copy (``None`` is empty;
+    *deep* freezes the values too, see :func:`~tidings.store._records.frozen`), or
+    :class:`ValidationError` naming *field* for anything else, when the record is made (a list
+    failed inside the copy naming nothing, an empty one was taken as ``{}`` and a list of pairs
+    passed for a mapping)."""
+    def convert(value: object) -> Mapping[str, Any]:
+        if value is None:
+            return MappingProxyType({})
+        if not isinstance(value, Mapping):
+            raise ValidationError(field, f"must be a mapping, got {type(value).__name__}")
+        if deep:
+            return MappingProxyType({key: frozen(item) for key, item in value.items()})
+        return MappingProxyType(dict(value))
+    convert.__name__ = f"frozen_mapping_{field}"
+    return convert
 
 
 @attrs.frozen
@@ -231,7 +247,7 @@ class ControlBlock:
     """A control instruction for the adapter (no text of its own)."""
 
     action: str
-    data: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    data: Mapping[str, Any] = attrs.field(factory=dict, converter=frozen_mapping("data"))
     type: ClassVar[str] = "control"
 
     @property

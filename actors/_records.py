@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 import attrs
 
-from tidings.actors._blocks import ContentBlock
-from tidings.store._records import frozen
+from tidings.actors._blocks import ContentBlock, frozen_mapping
 
 __all__ = ["ApprovalDecision", "ApprovalRequest", "Outbound", "Prompt", "PromptAnswer"]
-
-
-def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """*value* read-only all the way down (mappings become ``MappingProxyType``, lists and
-    tuples tuples), as a copy: a frozen record shares no mutable object with its caller, and
-    a route sees live what it sees after a restart (stored JSON is read back so)."""
-    return MappingProxyType({key: frozen(item) for key, item in (value or {}).items()})
 
 
 @attrs.frozen
@@ -38,7 +29,8 @@ class Outbound:
     blocks: tuple[ContentBlock, ...]
     text: str
     channel: str | None = None
-    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    metadata: Mapping[str, Any] = attrs.field(factory=dict,
+                                               converter=frozen_mapping("metadata", deep=True))
     seq: int = 0
     attempt: int = 1
 
@@ -76,7 +68,8 @@ class ApprovalRequest:
     session_id: str
     action: str
     request_id: str
-    details: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    details: Mapping[str, Any] = attrs.field(factory=dict,
+                                              converter=frozen_mapping("details", deep=True))
     turn_id: str | None = None
     expires_at: float | None = None
 
