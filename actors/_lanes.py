@@ -160,6 +160,9 @@ class DispatchStatistics:
     queued_bytes: int = 0
     """The size of what the lanes hold in memory (mailboxes and backlogs read back): the length
     of each delivery's text and of its blocks' and metadata's JSON (``DeliveryItem.size``)."""
+    unacked_bytes: int = 0
+    """The size, counted so, of the rows acking routes were given and their clients have not
+    acked yet (held in memory until then, within ``lane_bytes`` per lane too)."""
 
 
 class Dispatcher:
@@ -393,7 +396,8 @@ class Dispatcher:
             lanes=len(self.lanes), running=self._running,
             overflowing=sum(lane.overflow for lane in lanes), delivered=self.counts["delivered"],
             failed=self.counts["failed"], unrouted=self.counts["unrouted"],
-            queued_bytes=sum(lane.queued_bytes for lane in lanes))
+            queued_bytes=sum(lane.queued_bytes for lane in lanes),
+            unacked_bytes=sum(lane.unacked_bytes for lane in lanes))
 
     def lane(self, session_id: str) -> Lane | None:
         return self.lanes.get(session_id)

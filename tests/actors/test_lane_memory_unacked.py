@@ -44,6 +44,7 @@ async def test_a_client_that_never_acks_holds_no_more_than_the_lane_budget(rt) -
             handles = [await ctx.output.send_text(text) for text in texts]
         await _settle(rt, route, session_id, count)
         assert route.texts() == texts[:3]  # not all ten, unacked in memory
+        assert rt.statistics().dispatch.unacked_bytes == 3 * SIZE  # and shown as held
         await rt.confirm([handles[0].delivery_id])  # an ack makes room for one more
         await route.wait_delivered(4)
         await _settle(rt, route, session_id, count)
@@ -70,3 +71,4 @@ async def test_a_text_over_the_budget_still_goes_one_unacked_at_a_time(rt) -> No
             assert route.texts() == texts[:i + 1]
             await rt.confirm([handle.delivery_id])
         assert [await handle.wait() for handle in handles] == ["delivered"] * 3
+    assert rt.statistics().dispatch.unacked_bytes == 0
