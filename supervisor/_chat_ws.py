@@ -1,6 +1,7 @@
 """``tidings chat`` over the websocket gateway: a terminal client of a running ``tidings serve``.
 
-Each line typed is a ``message`` (slash commands pass through); while a prompt or an approval
+Each line typed is a ``message`` (slash commands pass through; a CRLF line's ``\r\n`` is not
+sent, as in ``--local``); while a prompt or an approval
 request is open the next line answers it (``y`` / ``yes`` / ``allow`` approves); a line over
 the server's ``max_frame_bytes``, or not valid UTF-8, is not sent (a ``!`` line says why; a
 question stays open); a piped one is refused as soon as it is known to be over, and the rest
@@ -345,7 +346,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
             printer.line(f"! frame_too_big: the line is over {raw.limit} bytes, the server's "
                          "max_frame_bytes; the rest of it is skipped, not sent")
             continue
-        line = raw.rstrip("\n")
+        line = raw.rstrip("\r\n")  # a CRLF line's \r too, as the terminal channel (--local)
         # A pipe that is not UTF-8 reads with surrogateescape: the server would refuse the
         # line (as an answer, with no ref to tell which frame).
         lone = lone_surrogate(line)
