@@ -11,6 +11,7 @@ from tidings.actors._artifacts import ArtifactRef as ArtifactRef
 from tidings.actors._blocks import BLOCK_TYPES as BLOCK_TYPES
 from tidings.actors._blocks import MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS
 from tidings.actors._blocks import MAX_JSON_BYTES as MAX_JSON_BYTES
+from tidings.actors._blocks import MAX_JSON_DEPTH as MAX_JSON_DEPTH
 from tidings.actors._blocks import MAX_SEND_BYTES as MAX_SEND_BYTES
 from tidings.actors._blocks import MAX_TEXT_BYTES as MAX_TEXT_BYTES
 from tidings.actors._blocks import ContentBlock as ContentBlock
@@ -52,6 +53,7 @@ __all__ = [
     "MAX_IDS_PER_CALL",
     "MAX_ID_CHARS",
     "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_SEND_BYTES",
     "MAX_TEXT_BYTES",
     "POLICIES",

@@ -23,6 +23,7 @@ __all__ = [
     "BLOCK_TYPES",
     "MAX_IDEMPOTENCY_KEY_CHARS",
     "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_SEND_BYTES",
     "MAX_TEXT_BYTES",
     "MEDIA_TYPES",
@@ -58,6 +59,13 @@ MAX_JSON_BYTES = 1 << 16
 ``data`` and of an artifact's metadata may have (64 KiB). Each is stored whole in the outbox
 (or the artifact record) and the first two ride in every delivery frame, replayed on every
 reconnect: they are small annotations for the adapter, not a payload (send that as a file)."""
+
+MAX_JSON_DEPTH = 100
+"""The deepest such JSON (and an approval's ``details``) may nest objects and arrays (the
+outermost object is 1). A size cap does not bound it: ``{"a": {"a": ...}}`` 500 deep is a few
+kB, and freezing it for the route (two frames a level) crashed the session's lane, the row
+left ``unknown`` with its route never called; deeper, the call itself raised a bare
+``RecursionError``. Deeper is refused naming the field."""
 
 MAX_SEND_BYTES = 1 << 21
 """The most bytes a send may store beyond its text (2 MiB): the JSON of its blocks, of its
@@ -126,9 +134,10 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
                       max_bytes: int | None = None) -> dict[str, Any]:
     """*value* as the JSON object written for it will hold it (string keys, lists, a copy of
     nested objects; ``None`` is ``{}``), or :class:`ValidationError` naming *field* for what is
-    not a mapping or not standard JSON (NaN and infinities included), or whose JSON (as
-    ``json.dumps`` writes it, non-ASCII escaped) is over *max_bytes* (the output SDK passes
-    :data:`MAX_JSON_BYTES`; other callers keep their own rules).
+    not a mapping or not standard JSON (NaN and infinities included), that nests past
+    :data:`MAX_JSON_DEPTH`, or whose JSON (as ``json.dumps`` writes it, non-ASCII escaped) is
+    over *max_bytes* (the output SDK passes :data:`MAX_JSON_BYTES`; other callers keep their
+    own rules).
 
     A key JSON can write is written as a string (``1`` as ``"1"``, ``None`` as ``"null"``), but
     an object with two keys that become one string, at any depth (``{1: "a", "1": "b"}``), is
@@ -143,6 +152,8 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
         raise ValidationError(field, f"must be a mapping, got {type(value).__name__}")
     try:
         encoded = json.dumps(dict(value), allow_nan=False)
+    except RecursionError:
+        raise _too_deep(field) from None
     except (TypeError, ValueError) as exc:
         raise ValidationError(field, f"must be JSON-serializable: {exc}") from None
     if max_bytes is not None and len(encoded) > max_bytes:  # ASCII: ensure_ascii's default
@@ -155,7 +166,31 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
         raise ValidationError(field, f"has two keys that collide as the JSON key {exc.key!r} "
                                      "(a key 1, 1.5, True or None is written as a string): "
                                      "one value would be lost") from None
+    except RecursionError:
+        raise _too_deep(field) from None
+    # Fewer brackets than the cap (the usual case: two scans in C) cannot nest past it.
+    if encoded.count("{") + encoded.count("[") > MAX_JSON_DEPTH and _deeper(result):
+        raise _too_deep(field)
     return result
+
+
+def _deeper(value: dict[str, Any]) -> bool:
+    """Whether decoded JSON *value* nests objects and arrays past :data:`MAX_JSON_DEPTH`
+    (without recursion: it is checked because it may be deep)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return False
+
+
+def _too_deep(field: str) -> ValidationError:
+    return ValidationError(field, f"nests objects and arrays more than {MAX_JSON_DEPTH} deep "
+                                  "(MAX_JSON_DEPTH)")
 
 
 class _CollidingKeysError(Exception):
@@ -199,7 +234,10 @@ def frozen_mapping(field: str, *, deep: bool = False) -> Callable[[object], Mapp
         if not isinstance(value, Mapping):
             raise ValidationError(field, f"must be a mapping, got {type(value).__name__}")
         if deep:
-            return MappingProxyType({key: frozen(item) for key, item in value.items()})
+            try:
+                return MappingProxyType({key: frozen(item) for key, item in value.items()})
+            except RecursionError:  # nested far too deep, or cyclic: checked later otherwise
+                raise _too_deep(field) from None
         return MappingProxyType(dict(value))
     convert.__name__ = f"frozen_mapping_{field}"
     return convert
