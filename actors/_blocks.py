@@ -77,7 +77,9 @@ and read back whole, that no gateway client could take. A delivery frame carries
 (at most ``MAX_TEXT_BYTES``) and the blocks (in JSON no longer than stored), so a send within
 both caps makes a frame of about 3 MiB at most, within the 4 MiB the gateway sends (JSON
 escaping aside, as for ``MAX_TEXT_BYTES``). A send of one text block is not counted: its
-blocks are its text, capped already. More is refused naming ``blocks``: send it as files."""
+blocks are its text, capped already. In a send with other blocks its text blocks count too,
+escaped (a non-ASCII character is 6 or 12 bytes: a text of 800 kB of ``é`` and a button are
+over it). More is refused naming ``blocks``: send it as files."""
 
 MAX_IDEMPOTENCY_KEY_CHARS = 256
 """The most characters an ``idempotency_key`` may have. A key is stored and indexed with its

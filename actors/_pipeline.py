@@ -91,8 +91,9 @@ def _check_stored_size(blocks: str, metadata: str, artifacts: Sequence[str]) -> 
     Each part has its own cap, but not their number; such a send could never go out whole."""
     size = len(blocks) + len(metadata) + sum(map(len, artifacts))
     if size > MAX_SEND_BYTES:
-        raise ValidationError("blocks", f"are {size} bytes as stored (the JSON of the blocks, "
-                                        "of delivery_metadata and of the artifacts' metadata),"
+        raise ValidationError("blocks", f"are {size} bytes as stored (the JSON of the blocks,"
+                                        " their text escaped, of delivery_metadata and of the "
+                                        "artifacts' metadata),"
                                         f" over the limit of {MAX_SEND_BYTES} (MAX_SEND_BYTES);"
                                         " send large content as files")
 

@@ -38,7 +38,11 @@ def _images(count: int, **fields) -> list[dict]:
     lambda ctx: ctx.output.send(
         _controls(34), history_text="h",  # 34 blocks fit; their metadata tips it over
         delivery_metadata={"m": "x" * (MAX_JSON_BYTES - 20)}),
-], ids=["controls", "text-and-controls", "summaries", "artifact-metadata", "metadata"])
+    # A text within MAX_TEXT_BYTES (800 kB of UTF-8) beside a button: its block is counted
+    # as written, each character escaped to six bytes (the README's example).
+    lambda ctx: ctx.output.send(["\u00e9" * 400_000, {"type": "control", "action": "a"}]),
+], ids=["controls", "text-and-controls", "summaries", "artifact-metadata", "metadata",
+        "escaped-text-and-a-button"])
 async def test_a_send_over_the_cap_is_refused_naming_blocks(rt, bound, send) -> None:
     session_id, route = bound
     error = await refused_by_field(rt, session_id, route, send, "blocks")
