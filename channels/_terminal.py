@@ -265,10 +265,13 @@ async def stdin_lines(prompt: str = "> ", *,
     """Lines from stdin until end of input, read in a worker thread.
 
     On a terminal, with line editing and history (``readline``) and *prompt*; on a pipe, no
-    prompt is printed. Cancelling abandons the blocked read. Bytes that do not decode come as
-    lone surrogates (``surrogateescape``) whatever the locale's error handler, for the chat to
-    refuse that line: a strict decoder would raise, and lose the lines read with it. A closed
-    stdin (``<&-``: ``sys.stdin`` is None) has no lines, as ``/dev/null``.
+    prompt is printed. Cancelling abandons the blocked read: one left blocked on a pipe at
+    interpreter exit aborts it, so ``tidings chat`` reads a pipe with
+    :func:`~tidings.supervisor._chat_input.input_lines`, which hands the rest here. Bytes
+    that do not decode come as lone surrogates (``surrogateescape``) whatever the locale's
+    error handler, for the chat to refuse that line: a strict decoder would raise, and lose
+    the lines read with it. A closed stdin (``<&-``: ``sys.stdin`` is None) has no lines, as
+    ``/dev/null``.
 
     Not on a terminal (a file, a pipe: ``tidings chat --local < big.bin``), a line of more than
     *max_line_bytes* (awaited before each line is read; None: :data:`MAX_TEXT_BYTES`, a message

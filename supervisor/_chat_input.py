@@ -1,23 +1,26 @@
-"""The lines ``tidings chat --url`` reads from its standard input.
+"""The lines ``tidings chat`` (``--url`` and ``--local``) reads from its standard input.
 
-Read in a worker thread, a line the chat no longer waits for (it ended: the server refused
-it, could not be reached, or the reconnects gave up) stays blocked in ``sys.stdin``'s
-buffered reader, holding its lock; at interpreter exit CPython cannot take that lock and
-aborts ("Fatal Python error: _enter_buffered_busy", killed by SIGABRT) instead of exiting 1.
-So a pipe or a socket (``producer | tidings chat``) is read by trio itself, from a duplicate
-of the descriptor: the end of the chat cancels the read and nothing is left blocked. It is
-read only once trio says it is readable, and never made non-blocking: that flag belongs to
-the open pipe or socket, which stdout may share (one socket for both under socat, inetd or
-systemd socket activation), and a non-blocking stdout lost the answers a slow peer had not
-read yet. A terminal keeps ``input()`` and its line editing (read through readline, not that
-reader); a regular file or ``/dev/null`` never blocks.
+Read in a worker thread, a line the chat no longer waits for (it ended: the server refused it,
+could not be reached, the reconnects gave up, or Ctrl-C) stays blocked in ``sys.stdin``'s
+buffered reader, holding its lock; at interpreter exit CPython cannot take that lock and aborts
+("Fatal Python error: _enter_buffered_busy", killed by SIGABRT) instead of exiting 1 or 130. So
+a pipe or a socket (``producer | tidings chat``) is read by trio itself, from a duplicate of
+the descriptor: the end of the chat cancels the read and nothing is left blocked. It is read
+only once trio says it is readable, and never made non-blocking: that flag belongs to the open
+pipe or socket, which stdout may share (one socket for both under socat, inetd or systemd
+socket activation), and a non-blocking stdout lost the answers a slow peer had not read yet. A
+terminal keeps ``input()`` and its line editing (read through readline, not that reader); a
+regular file or ``/dev/null`` never blocks.
 
-A piped line longer than the server takes (``max_line_bytes``: its ``max_frame_bytes``; a
-frame is at least as long as its line) is not held whole: once that many of its bytes are in,
-it is yielded as a :class:`LineTooLong`, for the chat to refuse at once, and the rest of it
-is read and dropped up to its newline. ``cat bigfile.bin | tidings chat`` keeps at most the
-limit and one read in memory, not the whole input. A regular file (``tidings chat <
-big.bin``) is read by :func:`~tidings.channels._terminal.stdin_lines` with the same limit.
+A piped line longer than the chat takes (``max_line_bytes``: the server's ``max_frame_bytes``,
+as a frame is at least as long as its line; a message text's cap for ``--local``) is not held
+whole: once that many of its bytes are in, it is yielded as a :class:`LineTooLong`, for the
+chat to refuse at once, and the rest of it is read and dropped up to its newline. The limit
+counts as :func:`~tidings.channels._terminal.stdin_lines` counts a file's: a line's text, not
+its ``\\r\\n``; it is asked only about a line longer than one read (64 KiB), so a shorter line
+over it is the chat's to refuse. ``cat bigfile.bin | tidings chat`` keeps at most the limit and
+one read in memory, not the whole input. A regular file (``tidings chat < big.bin``) is read by
+:func:`~tidings.channels._terminal.stdin_lines` with the same limit.
 """
 
 from __future__ import annotations
@@ -69,22 +72,34 @@ async def input_lines(prompt: str = "> ", *,
                     dropping = False
                     continue
                 pending += line
+                limit = await _over_limit(pending, max_line_bytes)
                 whole = bytes(pending) + b"\n"
                 pending.clear()
-                yield whole.decode(encoding, "surrogateescape")
+                yield (whole.decode(encoding, "surrogateescape") if limit is None
+                       else LineTooLong(limit))
             if dropping:
                 continue
             pending += rest
-            if max_line_bytes is not None and len(pending) > _CHUNK:
-                limit = await max_line_bytes()
-                if len(pending) > limit:
-                    pending.clear()
-                    dropping = True
-                    yield LineTooLong(limit)
+            limit = await _over_limit(pending, max_line_bytes)
+            if limit is not None:
+                pending.clear()
+                dropping = True
+                yield LineTooLong(limit)
         if pending:
             yield bytes(pending).decode(encoding, "surrogateescape")
     finally:
         os.close(fd)
+
+
+async def _over_limit(line: bytearray,
+                      max_line_bytes: Callable[[], Awaitable[int]] | None) -> int | None:
+    """The limit *line* (without its newline, whole or the start of it) is over, a ``\\r``
+    at its end not counted (as :func:`~tidings.channels._terminal.stdin_lines` counts); None
+    when it is within it, or no longer than one read (the limit is then not asked)."""
+    if max_line_bytes is None or len(line) <= _CHUNK:
+        return None
+    limit = await max_line_bytes()
+    return limit if len(line) - line.endswith(b"\r") > limit else None
 
 
 async def _receive(fd: int) -> bytes:

@@ -30,6 +30,7 @@ from typing import Any
 import trio
 
 import tidings
+from tidings.actors import MAX_TEXT_BYTES
 from tidings.actors._conversations import MAX_CONVERSATION_KEY_CHARS
 from tidings.channels import ChannelConfig, Inbound, load_agent
 from tidings.channels._inbound import inbound_conversation_key
@@ -37,10 +38,10 @@ from tidings.channels._terminal import (
     TerminalChannel,
     input_line,
     stdin_is_a_terminal,
-    stdin_lines,
 )
 from tidings.errors import ConfigError, TidingsError, ValidationError
 from tidings.supervisor import _chat_ws
+from tidings.supervisor._chat_input import input_lines
 from tidings.supervisor._config import read_file
 from tidings.supervisor._stderr import say
 
@@ -136,6 +137,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _message_limit() -> int:
+    """The longest line the local chat reads: a message text's cap (``MAX_TEXT_BYTES``)."""
+    await trio.lowlevel.checkpoint()
+    return MAX_TEXT_BYTES
+
+
 def _output_lost(error: OSError) -> int:
     """The chat ended because its stdout failed: say why on stderr (nothing for a reader that
     left, ``| head``), as the websocket chat does; exit 1."""
@@ -181,7 +188,10 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
                          f"{args.conversation}, database {pathlib.Path(args.db).name}. "
                          "/help for commands; end of input (Ctrl-D) quits.")
         try:
-            await channel.chat(stdin_lines(prompt), one_at_a_time=not interactive)
+            # A pipe is read by trio (input_lines), not in a thread that Ctrl-C would leave
+            # blocked in stdin's buffered reader: CPython aborts at exit on its lock.
+            lines = input_lines(prompt, max_line_bytes=_message_limit)
+            await channel.chat(lines, one_at_a_time=not interactive)
         finally:
             channel.close()
     return channel.output_error

@@ -173,3 +173,38 @@ async def test_a_regular_file_is_bounded_by_the_same_limit(
         with trio.fail_after(10):  # a guard against hanging, not a wait
             lines = [line async for line in input_lines(max_line_bytes=limit)]
     assert lines == ["short\n", LineTooLong(100_000), "after\n"]
+
+
+async def test_a_piped_line_is_held_to_the_limit_as_the_terminal_reader_holds_a_file(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `producer | tidings chat --local` reads its pipe here, with a message text's cap, as
+    # stdin_lines reads a file: the limit counts a line's text, its "\r\n" not included, and
+    # every line over it is refused. Before, a line whose end came in the read that took it
+    # over the limit was yielded whole (for the chat to send a text over the cap), and the
+    # limit counted a "\r" that its "\n" had not followed yet.
+    from tidings.supervisor._chat_input import LineTooLong
+
+    async def limit() -> int:
+        return 100_000
+
+    read_end, write_end = os.pipe()
+    pieces = [b"x" * 100_000 + b"\r", b"\n",  # the limit and a CRLF: taken
+              b"y" * 70_000, b"y" * 30_001 + b"\n",  # one over, its end in the last read
+              b"z" * 100_001 + b"\r\n",  # one over, and a CRLF
+              b"after\n"]
+    writer = trio.lowlevel.FdStream(write_end)
+    with open(read_end, encoding="utf-8") as stdin:  # noqa: ASYNC230 - never read from here
+        monkeypatch.setattr(sys, "stdin", stdin)
+        lines: list[str | LineTooLong] = []
+
+        async def read_input() -> None:
+            lines.extend([line async for line in input_lines(max_line_bytes=limit)])
+
+        with trio.fail_after(10):  # a guard against hanging, not a wait
+            async with trio.open_nursery() as nursery, writer:
+                nursery.start_soon(read_input)
+                for piece in pieces:  # read whole before the next is written
+                    await trio.testing.wait_all_tasks_blocked()
+                    await writer.send_all(piece)
+    assert lines == ["x" * 100_000 + "\r\n", LineTooLong(100_000), LineTooLong(100_000),
+                     "after\n"]
