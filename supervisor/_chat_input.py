@@ -9,8 +9,8 @@ the descriptor: the end of the chat cancels the read and nothing is left blocked
 only once trio says it is readable, and never made non-blocking: that flag belongs to the open
 pipe or socket, which stdout may share (one socket for both under socat, inetd or systemd
 socket activation), and a non-blocking stdout lost the answers a slow peer had not read yet. A
-terminal keeps ``input()`` and its line editing (read through readline, not that reader); a
-regular file or ``/dev/null`` never blocks.
+terminal keeps ``input()`` and its line editing (read through readline, not that reader) when
+stdout is one too; a regular file or ``/dev/null`` never blocks.
 
 A piped line longer than the chat takes (``max_line_bytes``: the server's ``max_frame_bytes``,
 as a frame is at least as long as its line; a message text's cap for ``--local``) is not held
@@ -114,8 +114,9 @@ async def _receive(fd: int) -> bytes:
 
 
 def _pipe_fd() -> int | None:
-    """stdin's descriptor when it is a pipe or a socket (None otherwise, no stdin, or a
-    platform without trio's ``FdStream``)."""
+    """stdin's descriptor when it is a pipe or a socket, or a terminal that ``input()`` would
+    read through ``sys.stdin``'s buffered reader (None otherwise, no stdin, or a platform
+    without trio's ``FdStream``)."""
     if not hasattr(trio.lowlevel, "FdStream"):  # not a Unix (wait_readable: sockets only)
         return None
     try:
@@ -123,4 +124,18 @@ def _pipe_fd() -> int | None:
         mode = os.fstat(fd).st_mode
     except (AttributeError, ValueError, OSError):  # no stdin, or a stand-in without one
         return None
-    return fd if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) else None
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return fd
+    return fd if os.isatty(fd) and not _readline_reads(fd) else None
+
+
+def _readline_reads(fd: int) -> bool:
+    """Whether ``input()`` reads the terminal *fd* with readline: only when it is fd 0 and
+    stdout is fd 1, a terminal too. Else (``tidings chat > transcript.txt`` typed into) it
+    prints its prompt to stdout and reads ``sys.stdin``'s buffered reader, as a pipe would
+    be read: the lock a cancelled read keeps would abort the exit."""
+    try:
+        out = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # no stdout (closed), or a stand-in
+        return False
+    return fd == 0 and out == 1 and os.isatty(out)
