@@ -197,6 +197,7 @@ class Dispatcher:
         self._holds = collections.Counter[str]()  # session -> blocks holding it
         self._unheld: dict[str, trio.Event] = {}  # session -> set when no block holds it
         router.add_bind_listener(self._rebound)
+        router.add_unbind_listener(self._unbound)
 
     # --- wiring --------------------------------------------------------------------------------
 
@@ -492,6 +493,13 @@ class Dispatcher:
                 hold.sessions.add(session_id)
                 self._holds[session_id] += 1
                 self._unheld.setdefault(session_id, trio.Event())
+        lane = self.lanes.get(session_id)
+        if lane is not None:
+            lane.room()
+
+    def _unbound(self, session_id: str) -> None:
+        """Router unbind listener (sync): a lane waiting for room in the ack window finds no
+        route now (its row is ``unrouted``), which only an ack would otherwise make it see."""
         lane = self.lanes.get(session_id)
         if lane is not None:
             lane.room()

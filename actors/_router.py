@@ -75,6 +75,7 @@ class SessionInteractionRouter:
         self._routes: dict[str, Binding] = {}
         self._serials = itertools.count(1)
         self._listeners: list[Callable[[str], None]] = []
+        self._unbind_listeners: list[Callable[[str], None]] = []
 
     def bind(self, session_id: str, route: Any) -> BindToken:
         """Make *route* the live route of *session_id* (replacing any other). Never blocks.
@@ -124,6 +125,8 @@ class SessionInteractionRouter:
         if binding is None or binding.serial != token.serial:
             return False
         del self._routes[token.session_id]
+        for listener in self._unbind_listeners:  # a lane waiting on its window: no route now
+            listener(token.session_id)
         return True
 
     def binding(self, session_id: str) -> Binding | None:
@@ -139,6 +142,11 @@ class SessionInteractionRouter:
     def add_bind_listener(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(session_id)`` (sync) after every bind."""
         self._listeners.append(listener)
+
+    def add_unbind_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(session_id)`` (sync) after every unbind that removed the live
+        binding (not after a stale token's, which removes nothing)."""
+        self._unbind_listeners.append(listener)
 
     async def deliver(self, outbound: Outbound) -> bool:
         """Deliver *outbound* to its session's route right now (no outbox involved).
