@@ -14,6 +14,7 @@ import collections
 import json
 import os
 import sys
+import threading
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, TextIO
 
@@ -39,6 +40,9 @@ _OPEN = ("queued", "sending")
 _RECHECK = 0.05
 _SKIP = 65536
 """Bytes read at a time of a line refused as too long, up to its newline."""
+_prompting = threading.Event()
+"""Set while :func:`stdin_lines`' ``input()`` shows its prompt on the terminal and waits for a
+line: only then has :func:`input_line` a prompt to put back."""
 
 
 @attrs.frozen
@@ -282,15 +286,22 @@ async def stdin_lines(prompt: str = "> ", *,
     if sys.stdin is None:
         return
     interactive = stdin_is_a_terminal()
+    hooked = False
     if interactive:
         try:
-            import readline  # noqa: F401 - importing it gives input() line editing
+            import readline  # importing it gives input() line editing
         except ImportError:
             pass
+        else:
+            hook = getattr(readline, "set_pre_input_hook", None)
+            if hook is not None:  # called once the prompt is printed
+                hook(_prompting.set)
+                hooked = True
     while True:
         try:
             if interactive:
-                line = await trio.to_thread.run_sync(input, prompt, abandon_on_cancel=True)
+                line = await trio.to_thread.run_sync(_input, prompt, hooked,
+                                                     abandon_on_cancel=True)
             else:
                 limit = MAX_TEXT_BYTES if max_line_bytes is None else await max_line_bytes()
                 line = await trio.to_thread.run_sync(_read_line, limit, abandon_on_cancel=True)
@@ -301,6 +312,17 @@ async def stdin_lines(prompt: str = "> ", *,
         if not interactive and line == "":
             return
         yield line
+
+
+def _input(prompt: str, hooked: bool) -> str:
+    """``input(prompt)``, with :data:`_prompting` set while its prompt is shown: from
+    readline's pre-input hook when *hooked* (the prompt is printed), else from the start."""
+    if not hooked:
+        _prompting.set()
+    try:
+        return input(prompt)
+    finally:
+        _prompting.clear()
 
 
 def _read_line(limit: int) -> str | LineTooLong:
@@ -320,7 +342,12 @@ def _read_line(limit: int) -> str | LineTooLong:
 
 
 def input_line(prompt: str) -> str:
-    """*prompt* and what has been typed on the current input line (for ``redraw``)."""
+    """*prompt* and what has been typed on the current input line (for ``redraw``); nothing
+    while :func:`stdin_lines` does not wait in ``input()`` (a line just read, the next
+    ``input()`` not started): that ``input()`` prints its prompt itself, and putting it back
+    too showed ``you> you> ``."""
+    if not _prompting.is_set():
+        return ""
     try:
         import readline
     except ImportError:
