@@ -109,11 +109,8 @@ class TurnContext:
           RuntimeClosedError: the turn has ended.
           trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
-        if details is not None and not isinstance(details, Mapping):  # else the record's
-            raise ValidationError("details", f"must be a mapping, got "  # converter fails
-                                             f"{type(details).__name__}")  # on it, unnamed
         expires_at = self._expiry(expires_in)
-        request = checked_approval_request(ApprovalRequest(
+        request = checked_approval_request(ApprovalRequest(  # its converter names details
             self.session_id, action, new_id("approval"), details, self.turn_id, expires_at))
         await self._may_ask()
         return await self._ask(self.runtime.router.request_approval, request,
