@@ -609,6 +609,8 @@ async def _until_interrupted(options: ChatOptions, interruptible: bool) -> int:
     reader task, and the chat went on as if Ctrl-C had not been pressed."""
     line_limit = LineLimit()
     lines = input_lines("> ", max_line_bytes=line_limit.wait)
+    if options.interactive:
+        lines = _once_welcomed(lines, line_limit)
     chat = functools.partial(chat_over_websocket, options, lines, out=sys.stdout,
                              err=sys.stderr, line_limit=line_limit)
     if not interruptible:
@@ -625,6 +627,18 @@ async def _until_interrupted(options: ChatOptions, interruptible: bool) -> int:
             async for _ in interrupts:
                 nursery.cancel_scope.cancel(reason="Ctrl-C")
     return code
+
+
+async def _once_welcomed(lines: AsyncGenerator[_Line, None], line_limit: LineLimit
+                         ) -> AsyncGenerator[_Line, None]:
+    """*lines*, read from the first welcome on: on a terminal the first read prints the
+    ``> `` prompt, which came before the banner while connecting (``> tidings chat: ...``), or
+    after ``cannot connect`` as the chat exited. What is typed meanwhile waits in the
+    terminal."""
+    await line_limit.wait()
+    async with contextlib.aclosing(lines):
+        async for line in lines:
+            yield line
 
 
 _ALONGSIDE = (GatewayClosed, OutputFailed, OSError, HandshakeError)

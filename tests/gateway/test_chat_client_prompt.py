@@ -1,0 +1,70 @@
+"""``tidings chat --url`` typed into on a terminal shows its ``> `` prompt only once it is
+welcomed. Before, it read the terminal from the start: ``input()`` printed ``> `` while the
+chat connected, so the banner came after it (``> tidings chat: ws://...``), and a server it
+could not reach left ``> `` after ``cannot connect`` as it exited."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import sys
+from collections.abc import Callable
+
+import pytest
+import trio
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "openpty"), reason="a pseudo-terminal")
+
+
+async def _screen(url: str, tmp_path: pathlib.Path, *,
+                  until: Callable[[bytes], bool] | None) -> bytes:
+    """What the chat at *url* shows on a terminal (stdin, stdout and stderr), until *until*
+    says it is enough (None: until it exits)."""
+    keyboard, tty = os.openpty()
+    try:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--token",
+             "gateway-test-token", "--url", url, "--conversation", "prompt"],
+            stdin=tty, stdout=tty, stderr=tty, cwd=tmp_path)
+    finally:
+        os.close(tty)
+    screen = b""
+    terminal = trio.lowlevel.FdStream(keyboard)
+    try:
+        with trio.fail_after(60):
+            while until is None or not until(screen):
+                try:
+                    chunk = await terminal.receive_some()
+                except trio.BrokenResourceError:  # EIO: the terminal's last user exited
+                    chunk = b""
+                if not chunk:
+                    break
+                screen += chunk
+            if until is None:
+                assert await process.wait() == 1, screen
+    finally:
+        process.kill()
+        await process.wait()
+        await terminal.aclose()
+    return screen
+
+
+async def test_no_prompt_after_cannot_connect(tmp_path: pathlib.Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    screen = await _screen(f"ws://127.0.0.1:{port}", tmp_path, until=None)
+    assert screen.startswith(f"tidings chat: cannot connect to ws://127.0.0.1:{port}: ".encode())
+    assert screen.endswith(b" failed\r\n"), screen  # and no "> " after it
+
+
+async def test_the_prompt_comes_after_the_banner(rt, serve_gateway,
+                                                 tmp_path: pathlib.Path) -> None:
+    def said(screen: bytes) -> bool:  # the banner, and the prompt after it if that came first
+        return b"quits." in screen and (screen.startswith(b"> ") or screen.endswith(b"> "))
+
+    async with serve_gateway(rt) as (_gateway, url):
+        screen = await _screen(url, tmp_path, until=said)
+    assert screen == (f"tidings chat: {url}, conversation prompt; /help for commands; end of "
+                      "input (Ctrl-D) quits.\r\n> ").encode(), screen
