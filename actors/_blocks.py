@@ -218,10 +218,20 @@ def plain_json(value: Any) -> Any:
     """A read-only value (a frozen record's mappings and tuples, or stored JSON read back)
     as plain JSON types again: dicts with string keys and lists, for an encoder or a person."""
     if isinstance(value, Mapping):
-        return {str(key): plain_json(item) for key, item in value.items()}
+        return {_json_key(key): plain_json(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [plain_json(item) for item in value]
     return value
+
+
+def _json_key(key: object) -> str:
+    """*key* as ``json.dumps`` writes an object key (``None`` as ``"null"``, ``True`` as
+    ``"true"``, numbers as their JSON); a key JSON cannot write, as ``str()`` shows it."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool | int | float):
+        return json.dumps(key)
+    return str(key)
 
 
 def frozen_mapping(field: str, *, deep: bool = False) -> Callable[[object], Mapping[str, Any]]:

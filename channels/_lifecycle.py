@@ -12,16 +12,15 @@ import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from types import MappingProxyType
 from typing import Any, ClassVar, Literal, final
 
 import attrs
 import trio
 
+from tidings.actors._blocks import frozen_mapping
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._sanitize import sanitize_text
 from tidings.errors import ValidationError
-from tidings.store._records import frozen
 
 __all__ = [
     "CANCEL_REASONS",
@@ -48,14 +47,6 @@ ERROR_LIMIT = 1000
 """Characters kept of a ``failed`` event's error text."""
 
 
-def _frozen_arguments(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    if value is None:
-        return MappingProxyType({})
-    if not isinstance(value, Mapping):
-        raise ValidationError("arguments", f"must be a mapping, not {type(value).__name__}")
-    return frozen(value)  # type: ignore[no-any-return]
-
-
 def _tool_name(value: object) -> str:
     if not isinstance(value, str) or not value:
         raise ValidationError("name", f"a tool call needs a non-empty name, got {value!r}")
@@ -79,7 +70,8 @@ class ToolCall:
     """
 
     name: str = attrs.field(converter=_tool_name)
-    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_arguments)
+    arguments: Mapping[str, Any] = attrs.field(
+        factory=dict, converter=frozen_mapping("arguments", deep=True))
     call_id: str | None = attrs.field(default=None, converter=_call_id)
 
 
