@@ -11,6 +11,7 @@ terminal) and works the same when stdin and stdout are pipes.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import sys
@@ -269,7 +270,8 @@ async def stdin_lines(prompt: str = "> ", *,
     """Lines from stdin until end of input, read in a worker thread.
 
     On a terminal, with line editing and history (``readline``) and *prompt*; on a pipe, no
-    prompt is printed. Cancelling abandons the blocked read: one left blocked on a pipe at
+    prompt is printed. Cancelling abandons the blocked read: a terminal's modes are put back
+    as they were (readline's would outlive the exit); one left blocked on a pipe at
     interpreter exit aborts it, so ``tidings chat`` reads a pipe with
     :func:`~tidings.supervisor._chat_input.input_lines`, which hands the rest here. Bytes
     that do not decode come as lone surrogates (``surrogateescape``) whatever the locale's
@@ -287,6 +289,7 @@ async def stdin_lines(prompt: str = "> ", *,
         return
     interactive = stdin_is_a_terminal()
     hooked = False
+    restore_modes = _terminal_modes() if interactive else None
     if interactive:
         try:
             import readline  # importing it gives input() line editing
@@ -299,9 +302,13 @@ async def stdin_lines(prompt: str = "> ", *,
                 hooked = True
     while True:
         try:
-            if interactive:
-                line = await trio.to_thread.run_sync(_input, prompt, hooked,
-                                                     abandon_on_cancel=True)
+            if restore_modes is not None:
+                try:
+                    line = await trio.to_thread.run_sync(_input, prompt, hooked,
+                                                         abandon_on_cancel=True)
+                except BaseException:  # abandoned (Ctrl-C, the chat's end) in readline; after
+                    restore_modes()  # an EOFError readline put them back already: the same
+                    raise
             else:
                 limit = MAX_TEXT_BYTES if max_line_bytes is None else await max_line_bytes()
                 line = await trio.to_thread.run_sync(_read_line, limit, abandon_on_cancel=True)
@@ -312,6 +319,27 @@ async def stdin_lines(prompt: str = "> ", *,
         if not interactive and line == "":
             return
         yield line
+
+
+def _terminal_modes() -> Callable[[], None]:
+    """A function that puts stdin's terminal modes back as they are now: an ``input()`` left
+    in readline (a read abandoned) keeps readline's (no echo, no canonical mode) after the exit,
+    for whatever reads the terminal next. One that does nothing without ``termios``."""
+    try:
+        import termios
+    except ImportError:
+        return lambda: None
+    try:
+        fd = sys.stdin.fileno()
+        modes = termios.tcgetattr(fd)
+    except (termios.error, AttributeError, OSError, ValueError):
+        return lambda: None
+
+    def restore() -> None:
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(fd, termios.TCSANOW, modes)
+
+    return restore
 
 
 def _input(prompt: str, hooked: bool) -> str:
