@@ -173,16 +173,26 @@ def _conversation_refused(config: ChannelConfig, name: str) -> str | None:
             f"of {MAX_CONVERSATION_KEY_CHARS}")
 
 
+def _stdout_is_a_terminal() -> bool:
+    try:
+        return os.isatty(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # closed, or a stand-in with no descriptor
+        return False
+
+
 async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
                       agent: Any) -> OSError | None:
     """Chat until the end of input; the stdout error that ended it early, if one did."""
     async with tidings.open_runtime(args.db, workspace=args.workspace) as rt:
         interactive = stdin_is_a_terminal()
         prompt = "you> "
+        # A prompt is shown (and put back after each line printed) only on a terminal's
+        # stdout: redirected (`> transcript.txt`), the file gets the chat's lines alone.
+        shows_prompt = interactive and _stdout_is_a_terminal()
         channel = TerminalChannel(rt, config, agent, chat_id=args.conversation,
                                   sender_id=_SENDER,
                                   show_chunks=args.chunks,
-                                  redraw=(lambda: input_line(prompt)) if interactive else None)
+                                  redraw=(lambda: input_line(prompt)) if shows_prompt else None)
         # Through say: a stderr it cannot write or closed loses the line, nothing else.
         say(sys.stderr, f"tidings chat (local): channel {config.name}, conversation "
                          f"{args.conversation}, database {pathlib.Path(args.db).name}. "
