@@ -42,17 +42,21 @@ async def test_a_host_turn_still_running_in_a_left_session_keeps_it_bound(rt) ->
     await channel.wait_idle()
     await channel.wait_for(lambda: channel.messages() == ["hi"])
     old = channel.events[0].session_id
-    go = trio.Event()
+    opened, go = trio.Event(), trio.Event()
 
     async def host_turn() -> None:
         async with rt.open_turn(old) as ctx:
+            opened.set()
             await go.wait()
             handle = await ctx.output.send_text("host says")
             await handle.wait()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(host_turn)
-        await wait_all_tasks_blocked()
+        # Open, not just blocked: opening writes the turn in a worker thread, and "all tasks
+        # blocked" holds while it waits for that thread (a loaded machine ran both switches
+        # before the turn existed, so nothing kept the session bound).
+        await opened.wait()
         for n in range(2):  # the second switch forgets what the first one left
             await channel.say("/new")
             await channel.wait_for(lambda n=n: len(channel.notices()) == n + 1)
