@@ -3,16 +3,19 @@
 :func:`random_fault_plan` builds a plan that injects a raise or a cancel with one probability
 at every seam of the runtime's actors. :func:`run_chaos` runs a workload under such a plan
 (phase 1: sessions, turns, sends, routes that sometimes fail; with ``chats``, also a channel
-adapter whose agent streams and sometimes fails, its turns running as tasks of the runtime),
-then reopens the database with no faults, binds the same routes, recovers and waits until
-nothing is left open (phase 2), and checks the invariants
-(:class:`~tidings.testing.InvariantChecker`). The same seed gives the same plan and the same
-workload; the interleaving may still differ (worker threads).
+adapter whose agent streams and sometimes fails, its turns running as tasks of the runtime;
+with ``acking``, some sessions bound to acking routes whose seeded clients ack late, in
+batches or never before dropping), then reopens the database with no faults, binds the same
+routes, recovers and waits until nothing is left open (phase 2), and checks the invariants
+(:class:`~tidings.testing.InvariantChecker`, and that every lane ends idle and empty). The
+same seed gives the same plan and the same workload; the interleaving may still differ
+(worker threads).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import os
 import random
@@ -27,8 +30,9 @@ from tidings.channels import EchoAgent
 from tidings.errors import InjectedFault, RestartIntensityExceeded, TidingsError
 from tidings.store import queries
 from tidings.supervisor import FaultPlan, FaultRule, Intensity, Seam
+from tidings.supervisor._testing_acking import AckingClient
 from tidings.supervisor._testing_channel import MemoryChannel
-from tidings.supervisor._testing_invariants import InvariantChecker, Violation
+from tidings.supervisor._testing_invariants import InvariantChecker, Violation, lane_violations
 from tidings.supervisor._testing_route import ReconcilingMemoryRoute
 
 __all__ = ["ACTORS", "ChaosReport", "random_fault_plan", "run_chaos"]
@@ -78,13 +82,21 @@ class ChaosReport:
     restarts: int = 0
     escalations: int = 0
     stranded: int = 0
+    acking: int = 0
+    """Sessions bound to an acking route (``ack_window``)."""
+    lane_bytes: int | None = None
+    """The dispatcher's per-lane budget, if not the default."""
+    acks: int = 0
+    drops: int = 0
     violations: list[Violation] = attrs.Factory(list)
 
     def summary(self) -> str:
         outcomes = " ".join(f"{k}={v}" for k, v in sorted(self.outcomes.items()))
         errors = sum(self.send_errors.values())
         turns = " ".join(f"turns_{k}={v}" for k, v in sorted(self.turns.items()))
-        return (f"seed={self.seed} rate={self.rate} sessions={self.sessions} "
+        acking = (f"acking={self.acking} lane_bytes={self.lane_bytes} acks={self.acks} "
+                  f"drops={self.drops} " if self.acking else "")
+        return (f"seed={self.seed} rate={self.rate} sessions={self.sessions} {acking}"
                 f"sends={self.sends} inbound={self.inbound} {turns} "
                 f"send_errors={errors} injected={self.injected} "
                 f"restarts={self.restarts} escalations={self.escalations} "
@@ -93,12 +105,17 @@ class ChaosReport:
 
 class _Workload:
     def __init__(self, rt: Runtime, report: ChaosReport, checker: InvariantChecker,
-                 rng: random.Random, routes: dict[str, ReconcilingMemoryRoute]) -> None:
+                 rng: random.Random, routes: dict[str, ReconcilingMemoryRoute], *,
+                 acking: float = 0.0) -> None:
         self.rt = rt
         self.report = report
         self.checker = checker
         self.rng = rng
         self.routes = routes
+        self.acking = acking
+        # Its own RNG: the plan's and the workload's draws are those of a run without it.
+        self.acks = random.Random(f"acking {report.seed}")
+        self.clients: list[AckingClient] = []
         self.handles: list[DeliveryHandle] = []
         self.refused: list[str] = []  # texts whose send raised: none may be in the outbox
 
@@ -115,7 +132,9 @@ class _Workload:
                 except TidingsError as exc:
                     self.failed(exc)
                     continue
-                route = ReconcilingMemoryRoute(fail=self.flaky(fail_rate))
+                window = (self.acks.randint(1, 3)
+                          if self.acking and self.acks.random() < self.acking else None)
+                route = ReconcilingMemoryRoute(fail=self.flaky(fail_rate), ack_window=window)
                 self.routes[session_id] = route
                 self.rt.router.bind(session_id, route)
                 break
@@ -127,6 +146,25 @@ class _Workload:
             return ConnectionError if rng.random() < fail_rate else None
 
         return fail
+
+    def start_clients(self, nursery: trio.Nursery, rt: Runtime, *, final: bool) -> None:
+        """A seeded client for each acking route (see :class:`AckingClient`); without
+        ``final`` (phase 2) one that acks all it is given, late or not, and never drops."""
+        for session_id, route in self.routes.items():
+            if getattr(route, "ack_window", None):
+                client = AckingClient(rt, session_id, route, random.Random(self.acks.random()),
+                                      self.failed, final=final, dropping=final)
+                self.clients.append(client)
+                nursery.start_soon(client.run)
+
+    def stop_clients(self) -> None:
+        for client in self.clients:
+            client.stop()
+
+    def count_clients(self) -> None:
+        self.report.acks += sum(client.acked for client in self.clients)
+        self.report.drops += sum(client.drops for client in self.clients)
+        self.clients = []
 
     async def session(self, session_id: str, turns: int, messages: int) -> None:
         rng = random.Random(f"{session_id}")
@@ -213,7 +251,8 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
                     messages: int = 4, chats: int = 3, chat_messages: int = 3,
                     plan: FaultPlan | None = None, fail_rate: float = 0.05,
                     intensity: Intensity | None = None, grace: float = 0.2,
-                    settle: float = 10.0, drain: float = 30.0) -> ChaosReport:
+                    settle: float = 10.0, drain: float = 30.0, acking: float = 0.0,
+                    lane_bytes: int | None = None) -> ChaosReport:
     """Run the workload under ``plan`` (default: :func:`random_fault_plan(seed, rate)`), then
     recover with no faults and check every invariant. Returns the report; its
     ``violations`` are empty when everything held. ``sessions`` x ``turns`` x ``messages``
@@ -221,6 +260,16 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
     through a :class:`MemoryChannel` (steer mode: a message cancels the turn before it).
     ``settle`` and ``drain`` are watchdogs (seconds of trio's clock) that only a hang
     reaches; a run takes well under a second.
+
+    ``acking`` (default 0: none) is the share of the sessions bound to an acking route
+    (``ack_window`` 1 to 3), each with an :class:`AckingClient` (in phase 1 it may end by
+    acking, dropping or just going; in phase 2 it acks all it is given, never dropping, so
+    every row delivered then ends ``sent``). Those draws come from an RNG of their own seeded
+    from ``seed``, so the plan and the rest of the workload are those of the same seed
+    without it. ``lane_bytes`` sets the dispatcher's per-lane budget in both phases; left
+    ``None`` in a run with ``acking``, the seeded RNG picks the default, 120 or 1 byte (one
+    unacked row at a time), so the acking lanes' byte wait is exercised. Phase 2 also checks
+    that every lane ends idle and empty (:func:`~tidings.testing.lane_violations`).
     """
     report = ChaosReport(seed=seed, rate=rate)
     plan = random_fault_plan(seed, rate) if plan is None else plan
@@ -234,20 +283,26 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
         try:
             async with open_runtime(db_path, workspace=workspace, fault_plan=plan,
                                     intensity=intensity, grace=grace) as rt:
-                workload = _Workload(rt, report, checker, rng, routes)
+                workload = _Workload(rt, report, checker, rng, routes, acking=acking)
+                if lane_bytes is None and acking:
+                    lane_bytes = workload.acks.choice((None, 120, 1))
+                report.lane_bytes = lane_bytes
+                if lane_bytes is not None:
+                    rt.dispatcher.lane_bytes = lane_bytes
                 channel = MemoryChannel(rt, agent=FlakyAgent(seed, fail_rate))
                 channel.platform = ReconcilingMemoryRoute(fail=workload.flaky(fail_rate))
                 await workload.create_sessions(sessions, fail_rate)
-                async with trio.open_nursery() as nursery:
-                    for session_id in list(routes):
-                        nursery.start_soon(workload.session, session_id, turns, messages)
-                    for chat in range(chats):
-                        nursery.start_soon(_chat, channel, workload, chat, chat_messages)
-                with trio.move_on_after(settle):
-                    await channel.wait_idle()
-                await workload.settle(settle)
-                if rt.supervisor is not None:
-                    checker.check_running(rt)
+                async with _clients(workload, rt, final=True):
+                    async with trio.open_nursery() as nursery:
+                        for session_id in list(routes):
+                            nursery.start_soon(workload.session, session_id, turns, messages)
+                        for chat in range(chats):
+                            nursery.start_soon(_chat, channel, workload, chat, chat_messages)
+                    with trio.move_on_after(settle):
+                        await channel.wait_idle()
+                    await workload.settle(settle)
+                    if rt.supervisor is not None:
+                        checker.check_running(rt)
         except RestartIntensityExceeded as exc:
             error = exc
         checker.ended(error)
@@ -260,11 +315,14 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
     report.restarts = checker.ledger.restarts
     report.escalations = checker.escalations
     report.sessions = len(routes) + len(chat_sessions)
+    report.acking = sum(bool(getattr(route, "ack_window", None)) for route in routes.values())
     # Phase 2: no faults; the same routes (the platform remembers); recover; drain.
     recovery = InvariantChecker()
     with recovery.watch():
         async with open_runtime(db_path, workspace=workspace, recover="manual",
                                 grace=grace) as rt:
+            if lane_bytes is not None:
+                rt.dispatcher.lane_bytes = lane_bytes
             for session_id, route in routes.items():
                 route.fail = None
                 rt.router.bind(session_id, route)
@@ -272,11 +330,13 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
                 channel.platform.fail = None
                 for session_id in chat_sessions:
                     rt.router.bind(session_id, channel.platform)
-            await rt.recover()
-            left = await _drain(rt, drain)
+            async with _clients(workload, rt, final=False):
+                await rt.recover()
+                left = await _drain(rt, drain)
             if left:
                 recovery.violations.append(Violation(
                     "liveness", f"{left} rows still queued or sending after recovery"))
+            recovery.violations += await _settled_lanes(rt)
             counts = await rt.store.read(queries.count_by_status)
             refused = workload.refused if workload is not None else []
             written = [text for text in refused
@@ -299,6 +359,40 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
     checker.check_routes(seen, db_path=db_path)
     report.violations = checker.violations
     return report
+
+
+async def _settled_lanes(rt: Runtime, rounds: int = 20) -> list[Violation]:
+    """:func:`lane_violations` once the lanes have taken in the last commits: rows read back
+    terminal may be so before the writer's task has run their lanes' callbacks (a lane's
+    flush in the background), so each round waits for an empty write (after every earlier
+    one, callbacks included) and then for every task to block. A lane still busy after
+    ``rounds`` is reported."""
+    from trio.testing import wait_all_tasks_blocked  # (not at import time)
+
+    for _ in range(rounds):
+        await rt.store.commit([])
+        await wait_all_tasks_blocked()
+        found = lane_violations(rt)
+        if not found:
+            break
+    return found
+
+
+@contextlib.asynccontextmanager
+async def _clients(workload: _Workload | None, rt: Runtime, *, final: bool) -> Any:
+    """Run the acking routes' clients while inside, and stop them on leaving (no nursery,
+    so nothing changes, in a run with none)."""
+    if workload is None or not any(getattr(route, "ack_window", None)
+                                   for route in workload.routes.values()):
+        yield
+        return
+    async with trio.open_nursery() as nursery:
+        workload.start_clients(nursery, rt, final=final)
+        try:
+            yield
+        finally:
+            workload.stop_clients()
+    workload.count_clients()
 
 
 def _has_text(conn: Any, *, text: str) -> bool:

@@ -24,7 +24,8 @@ from tidings.supervisor._testing_ledger import FaultLedger
 from tidings.supervisor._testing_route import MemoryRoute
 
 __all__ = ["InvariantChecker", "InvariantViolation", "Violation", "database_violations",
-           "escalation_violations", "lifecycle_violations", "route_violations"]
+           "escalation_violations", "lane_violations", "lifecycle_violations",
+           "route_violations"]
 
 # outbox status -> the work item status that goes with it
 _WORK_STATUS = {"queued": "pending", "sending": "claimed", "sent": "completed",
@@ -197,6 +198,36 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
     return found
 
 
+# --- lanes ---------------------------------------------------------------------------------------
+
+
+_BUSY = ("reserved", "held", "current", "taking", "unflushed", "overflow", "backlog",
+         "committing")  # what else Lane.idle() looks at
+
+
+def lane_violations(rt: Any) -> list[Violation]:
+    """The dispatcher of a running runtime *rt* once everything is terminal and acked (every
+    task blocked): each session lane is idle and holds nothing, its unacked rows gone and
+    ``unacked_bytes``, ``queued_bytes`` and ``posted`` back to 0, as are the totals of
+    ``rt.statistics().dispatch``. A count left above 0 holds the session's later rows back (the
+    budget waits compare with it); below 0, lets them past it."""
+    found: list[Violation] = []
+    for session_id, lane in rt.dispatcher.lanes.items():
+        held = {"unacked": len(lane.unacked), "unacked_bytes": lane.unacked_bytes,
+                "queued_bytes": lane.queued_bytes, "posted": lane.posted}
+        if any(held.values()) or not lane.idle():
+            busy = {name: getattr(lane, name) for name in _BUSY if getattr(lane, name)}
+            found.append(Violation("lane", f"the lane of {session_id} is not idle and empty: "
+                                           + " ".join(f"{k}={v}" for k, v in held.items())
+                                           + f" busy={busy!r}"))
+    dispatch = rt.statistics().dispatch
+    if dispatch.unacked_bytes or dispatch.queued_bytes:
+        found.append(Violation("lane", f"dispatch statistics hold unacked_bytes="
+                                       f"{dispatch.unacked_bytes} queued_bytes="
+                                       f"{dispatch.queued_bytes}"))
+    return found
+
+
 # --- turn lifecycles ------------------------------------------------------------------------------
 
 
@@ -310,6 +341,9 @@ class InvariantChecker:
 
     def check_routes(self, routes: Mapping[str, MemoryRoute], **options: Any) -> None:
         self.violations += route_violations(routes, **options)
+
+    def check_lanes(self, rt: Any) -> None:
+        self.violations += lane_violations(rt)
 
     def check_lifecycles(self, events: Iterable[Any], **options: Any) -> None:
         """Each turn's lifecycle; a turn that failed on an injected send fault reported it

@@ -9,7 +9,8 @@ mock: tests drive the runtime through it the way a platform (or a crash) would.
   ``Seam.DELIVER`` around a route's ``deliver``), :func:`random_fault_plan`, and
   :class:`CheckpointInjector`, a trio instrument that cancels an actor at scheduler step N.
 * Invariants: :class:`InvariantChecker` (with :class:`FaultLedger`, :class:`TaskCensus`,
-  :class:`ChannelCensus`, :func:`database_violations`, :func:`route_violations`) and
+  :class:`ChannelCensus`, :func:`database_violations`, :func:`route_violations`,
+  :func:`lane_violations`) and
   :func:`run_chaos`, a seeded fault run over the whole runtime, and
   :func:`sweep_delivery_path`, a cancel at every scheduler step of one actor in turn.
 * Timing without sleeps: :func:`writer_gate` holds the store's writer so writes queue.
@@ -32,6 +33,7 @@ from tidings.supervisor._testing_invariants import (
     Violation,
     database_violations,
     escalation_violations,
+    lane_violations,
     lifecycle_violations,
     route_violations,
 )
@@ -64,6 +66,7 @@ __all__ = [
     "database_violations",
     "delivery_path_run",
     "escalation_violations",
+    "lane_violations",
     "lifecycle_violations",
     "live_tasks",
     "parse_log_line",

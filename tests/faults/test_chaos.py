@@ -35,6 +35,37 @@ async def test_without_faults_every_send_is_delivered_or_failed_by_its_route(tmp
     assert report.turns["completed"] >= 3
 
 
+@pytest.mark.parametrize("rate", [0.005, 0.01])
+async def test_seeded_fault_runs_with_acking_routes_keep_every_invariant(
+        tmp_path, workspace, rate: float) -> None:
+    # Half the sessions' routes have an ack window; their seeded clients ack at once, late,
+    # in batches or never before dropping (abandon_unacked), some runs with a lane budget
+    # that holds one or two unacked rows. Phase 2 checks every lane ends idle and empty.
+    # (A run that escalates early may have acked nothing: the acks are counted over all.)
+    acks = 0
+    for seed in (4, 5, 6):
+        report = await run_chaos(tmp_path / f"{seed}" / "chaos.db", workspace, seed=seed,
+                                 rate=rate, acking=0.5)
+        assert report.violations == [], report.summary()
+        assert report.stranded == 0, report.summary()
+        assert report.acking > 0, report.summary()
+        acks += report.acks
+    assert acks > 0
+
+
+async def test_without_faults_acked_and_dropped_rows_all_end_sent(tmp_path, workspace) -> None:
+    # Every session acks; a dropped client's unknown rows are acked on its return or, in
+    # phase 2, reconciled by its route (which has them): none is left unknown, none is
+    # delivered twice (the route checks), and the 1-byte budget lets one unacked row at a time.
+    report = await run_chaos(tmp_path / "state" / "chaos.db", workspace, seed=3, rate=0.0,
+                             acking=1.0, lane_bytes=1)
+    assert (report.violations, report.injected, report.stranded) == ([], 0, 0)
+    assert (report.acking, report.lane_bytes) == (6, 1)
+    assert report.drops > 0, report.summary()
+    assert report.acks > 0, report.summary()
+    assert set(report.outcomes) <= {"sent", "failed"}, report.summary()
+
+
 def lifecycle_ok(report) -> bool:
     """Every channel turn ended with exactly one terminal event (checked by run_chaos; here:
     the counts add up)."""

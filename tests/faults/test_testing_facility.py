@@ -28,6 +28,7 @@ from tidings.testing import (
     TaskCensus,
     Violation,
     database_violations,
+    lane_violations,
     route_violations,
     runtime_fixture,
     writer_gate,
@@ -259,6 +260,24 @@ def test_the_route_check_flags_duplicates_order_and_misrouting() -> None:
                                                   "routing"]
     assert route_violations({"s1": route}, requeued={"d3", "d9"}) == [
         Violation("routing", "delivery d9 of s2 reached the route of s1")]
+
+
+async def test_the_lane_check_flags_an_unacked_row_until_its_client_acks(rt) -> None:
+    route = MemoryRoute(ack_window=2)
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("hello")
+    await route.wait_delivered(1)
+    await trio.testing.wait_all_tasks_blocked()
+    found = lane_violations(rt)
+    assert [v.invariant for v in found] == ["lane", "lane"], found
+    assert "unacked=1 unacked_bytes=5 " in found[0].detail
+    assert "unacked_bytes=5 queued_bytes=0" in found[1].detail  # the statistics' totals
+    assert await rt.confirm([handle.delivery_id]) == [handle.delivery_id]
+    assert await handle.wait() == "delivered"
+    await trio.testing.wait_all_tasks_blocked()
+    assert lane_violations(rt) == []
 
 
 def test_the_checker_raises_one_error_listing_every_violation() -> None:
