@@ -12,6 +12,7 @@ from tidings.channels._command_handler import CLEARED
 from tidings.store import Call
 from tidings.supervisor.testing import writer_gate
 
+from ..until import until
 from .conftest import RecordingChannel
 from .test_directory_memory import _cycle
 
@@ -129,23 +130,29 @@ async def test_a_send_being_written_at_the_switch_keeps_its_session_bound(rt) ->
     await channel.wait_for(lambda: channel.messages() == ["hi"])
     old = channel.events[0].session_id
     g1, g2, g3 = _Gate(), _Gate(), _Gate()
+    # Each step waits for the write it starts to be in the writer's mailbox, not for "all
+    # tasks blocked": that also holds while /new and the notice read in a worker thread
+    # before they write, so on a loaded machine g2 or g3 went into the mailbox first and the
+    # batches were not the ones this test is about (the notice then never reached the chat).
+    queued = rt.supervisor.mailbox("writer")
     async with trio.open_nursery() as nursery:
         try:
-            nursery.start_soon(rt.store.commit, [Call(g1.hold)])
-            await g1.wait_entered()
-            nursery.start_soon(channel.say, "/new")  # its write waits behind g1
-            await wait_all_tasks_blocked()
-            nursery.start_soon(rt.store.commit, [Call(g2.hold)])  # same batch as /new's write
-            await wait_all_tasks_blocked()
-            g1.opened.set()
-            await g2.wait_entered()  # /new's write is in the writer now, not committed
-            nursery.start_soon(rt.notify, old, "late news")  # written in the next batch
-            await wait_all_tasks_blocked()
-            nursery.start_soon(rt.store.commit, [Call(g3.hold)])  # ... which g3 holds
-            await wait_all_tasks_blocked()
-            g2.opened.set()
-            await g3.wait_entered()  # /new committed; the notice's write is in flight
-            await wait_all_tasks_blocked()
+            with trio.fail_after(10):  # a guard against hanging, not a wait
+                nursery.start_soon(rt.store.commit, [Call(g1.hold)])
+                await g1.wait_entered()
+                nursery.start_soon(channel.say, "/new")  # its write waits behind g1
+                await until(lambda: queued.depth == 1)
+                nursery.start_soon(rt.store.commit, [Call(g2.hold)])  # same batch as /new's write
+                await until(lambda: queued.depth == 2)
+                g1.opened.set()
+                await g2.wait_entered()  # /new's write is in the writer now, not committed
+                nursery.start_soon(rt.notify, old, "late news")  # written in the next batch
+                await until(lambda: queued.depth == 1)
+                nursery.start_soon(rt.store.commit, [Call(g3.hold)])  # ... which g3 holds
+                await until(lambda: queued.depth == 2)
+                g2.opened.set()
+                await g3.wait_entered()  # /new committed; the notice's write is in flight
+                await until(lambda: queued.depth == 1)  # the switch ran: its answer waits too
         finally:
             for gate in (g1, g2, g3):
                 gate.opened.set()
