@@ -184,7 +184,8 @@ class Dispatcher:
         self.grace = grace
         self.linger = linger
         self.lanes: dict[str, Lane] = {}
-        self.stopping = False
+        self.stopping = False  # lanes take nothing new (also while routes is torn down)
+        self._stopped = False  # stop() was called: the runtime is stopping for good
         self.counts = collections.Counter[str]()
         self._sup: Supervisor | None = None
         self._names = itertools.count(1)
@@ -207,8 +208,13 @@ class Dispatcher:
         return self._sup
 
     def attach(self, supervisor: Supervisor) -> None:
-        """Run lanes under *supervisor* (a new ``routes`` incarnation); restart pending lanes."""
+        """Run lanes under *supervisor* (a new ``routes`` incarnation); restart pending lanes.
+
+        Tearing the last incarnation down closed its lanes' mailboxes, which a lane takes for
+        the runtime stopping (``stopping``): unless :meth:`stop` was called, dispatch runs
+        again. Left set, every later row of every session stayed ``queued``, the runtime up."""
         self._sup = supervisor
+        self.stopping = self._stopped
         for lane in list(self.lanes.values()):
             if lane.has_work():
                 self._ensure_running(lane)
@@ -378,7 +384,7 @@ class Dispatcher:
         delivery, up to ``grace`` seconds, then are cancelled (a ``deliver()`` cut short, or a
         send-back not written by then, leaves its row ``sending``: ``unknown`` at the next
         start). Queued rows stay queued for the next start. Always a checkpoint."""
-        self.stopping = True
+        self.stopping = self._stopped = True
         for lane in self.lanes.values():
             if lane.scope is not None and (lane.idle_since is not None or lane.waiting):
                 lane.scope.cancel(reason="shutdown: idle lane")

@@ -51,3 +51,33 @@ async def test_a_lost_wake_up_does_not_leave_an_idle_lane_parked(db_path, worksp
                 assert route.texts() == ["m0", "m1"]
             assert await second.wait() == "delivered"
     assert len(plan.injected) == 1
+
+
+async def test_a_restart_of_routes_leaves_dispatch_running(db_path, workspace,
+                                                           autojump_clock) -> None:
+    # Session b's lane crashes at every delivery until the routes supervisor gives up
+    # (over 100 restarts in 10 s) and the root restarts routes. Stopping the lanes closed the
+    # mailbox session a's idle lane was parked on, and the lane took that for the runtime
+    # stopping (the dispatcher's stopping flag), which nothing reset when routes came back:
+    # every later row of every session stayed queued, the runtime up. Found by
+    # run_chaos(acking=0.7, intensity=Intensity(1000)), seed 3041 at rate 0.01.
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        a = await rt.create_session(channel="web")
+        b = await rt.create_session(channel="web")
+    plan = FaultPlan([FaultRule(Seam.DELIVER, child=f"route:{b}:*", action="raise")])
+    route = MemoryRoute()
+    with trio.fail_after(60):  # a watchdog: the bug this pins is a delivery that never ends
+        async with tidings.open_runtime(db_path, workspace=workspace, fault_plan=plan) as rt:
+            rt.router.bind(a, route)
+            rt.router.bind(b, MemoryRoute())
+            async with rt.open_turn(a) as ctx:
+                assert await (await ctx.output.send_text("m0")).wait() == "delivered"
+            await trio.testing.wait_all_tasks_blocked()  # a's lane is parked
+            async with rt.open_turn(b) as ctx:
+                crashing = [await ctx.output.send_text(f"b{n}") for n in range(110)]
+            for handle in crashing:
+                await handle.wait()
+            assert any(r.child == "routes" for r in rt.supervisor.restart_log)
+            async with rt.open_turn(a) as ctx:
+                assert await (await ctx.output.send_text("m1")).wait() == "delivered"
+    assert route.texts() == ["m0", "m1"]
