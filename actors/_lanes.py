@@ -366,7 +366,14 @@ class Dispatcher:
             shutdown_timeout=self.grace, start_timeout=None, mailbox_size=self.mailbox_size))
 
     def lane_exited(self, lane: Lane) -> None:
-        """A lane's actor returned (idle, or stopping): forget it unless work is left."""
+        """A lane's actor returned (idle, or stopping): forget it unless work is left.
+
+        A lane of a ``routes`` incarnation :meth:`detach` has written off (its name cleared,
+        the count of running lanes reset, its memory to be re-read) is not counted again:
+        taken off, the count went below the lanes that run, and stop() could take the
+        dispatcher for idle with a lane still delivering."""
+        if lane.name is None:
+            return
         lane.name = None
         self._running -= 1
         if not lane.has_work():

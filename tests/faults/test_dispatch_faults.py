@@ -81,3 +81,35 @@ async def test_a_restart_of_routes_leaves_dispatch_running(db_path, workspace,
             async with rt.open_turn(a) as ctx:
                 assert await (await ctx.output.send_text("m1")).wait() == "delivered"
     assert route.texts() == ["m0", "m1"]
+
+
+async def test_a_restart_of_routes_keeps_the_count_of_running_lanes(db_path, workspace,
+                                                                    autojump_clock) -> None:
+    # The lanes stopped with the old routes incarnation exit after detach() has already set
+    # the count to 0 and cleared their names: each exit took one more off it, so with two
+    # lanes running it said 1 (rt.statistics().dispatch.running), and stop(), which waits
+    # for the count to reach 0 before it cancels the lanes still running, could cut a busy
+    # lane's deliver() short without its grace.
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        a = await rt.create_session(channel="web")
+        b = await rt.create_session(channel="web")
+    plan = FaultPlan([FaultRule(Seam.DELIVER, child=f"route:{b}:*", action="raise", times=101)])
+    with trio.fail_after(60):
+        async with tidings.open_runtime(db_path, workspace=workspace, fault_plan=plan) as rt:
+            rt.router.bind(a, MemoryRoute())
+            rt.router.bind(b, MemoryRoute())
+            async with rt.open_turn(a) as ctx:
+                assert await (await ctx.output.send_text("m0")).wait() == "delivered"
+            await trio.testing.wait_all_tasks_blocked()  # a's lane is parked
+            async with rt.open_turn(b) as ctx:
+                crashing = [await ctx.output.send_text(f"b{n}") for n in range(101)]
+            for handle in crashing:
+                await handle.wait()
+            assert any(r.child == "routes" for r in rt.supervisor.restart_log)
+            async with rt.open_turn(a) as ctx:
+                assert await (await ctx.output.send_text("m1")).wait() == "delivered"
+            await trio.testing.wait_all_tasks_blocked()
+            lanes = [child for child in rt.dispatcher.supervisor.statistics().children
+                     if child.state == "running"]
+            assert len(lanes) == 2
+            assert rt.statistics().dispatch.running == 2
