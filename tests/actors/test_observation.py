@@ -71,21 +71,32 @@ async def test_a_follower_whose_read_the_close_overtakes_reads_the_rest_from_the
             sessions.add(event.session_id)
         ended.set()
 
+    caught_up = trio.Event()
+    holding = False
+
     with trio.fail_after(30):  # hang guard
         async with trio.open_nursery() as nursery:
             async with tidings.open_runtime(db_path, workspace=workspace) as rt:
-                await rt.create_session(channel="web")
-                await nursery.start(follow, rt)
-                await trio.testing.wait_all_tasks_blocked()  # caught up, waiting for a commit
                 real_read = rt.store.read
 
                 async def read(fn, *args):
-                    if fn is queries.events_after:
+                    if fn is queries.events_after and holding:
                         held.set()
                         await closed.wait()
-                    return await real_read(fn, *args)
+                    page = await real_read(fn, *args)
+                    if fn is queries.events_after and not page:
+                        caught_up.set()
+                    return page
 
                 rt.store.read = read
+                await rt.create_session(channel="web")
+                await nursery.start(follow, rt)
+                # Caught up, waiting for a commit: its reads are in worker threads, and "all
+                # tasks blocked" held while one ran, so the hold below could catch a read of
+                # the events before ``last`` instead of the one ``last`` wakes.
+                await caught_up.wait()
+                await trio.testing.wait_all_tasks_blocked()  # from the empty page to the wait
+                holding = True
                 last = await rt.create_session(channel="web")  # wakes the follower
                 await held.wait()
             closed.set()
