@@ -11,6 +11,7 @@ import trio.testing
 
 import tidings
 from tidings.actors import ApprovalDecision
+from tidings.actors._events import _newest_seq
 from tidings.errors import SessionNotFoundError, ValidationError
 from tidings.store import OutboxInsert, queries
 from tidings.testing import MemoryRoute
@@ -174,6 +175,19 @@ async def test_events_follow_every_state_change_live(rt) -> None:
     session_id = await rt.create_session(channel="web")
     rt.router.bind(session_id, MemoryRoute())
     seen: list[tuple[str, str | None]] = []
+    # "From now on" is the newest event when the feed first reads, in a worker thread: the
+    # send waits for that read to return ("all tasks blocked" held while it ran, and a send
+    # committed before it would have been skipped as old).
+    started = trio.Event()
+    real_read = rt.store.read
+
+    async def read(fn, *args):
+        result = await real_read(fn, *args)
+        if fn is _newest_seq:
+            started.set()
+        return result
+
+    rt.store.read = read
 
     async def follow(task_status=trio.TASK_STATUS_IGNORED) -> None:
         feed = rt.events()
@@ -185,7 +199,8 @@ async def test_events_follow_every_state_change_live(rt) -> None:
 
     async with trio.open_nursery() as nursery:
         await nursery.start(follow)
-        await trio.testing.wait_all_tasks_blocked()
+        with trio.fail_after(10):  # a guard against hanging, not a wait
+            await started.wait()
         handle = await _send(rt, session_id, "x")
     assert seen[-3:] == [("delivery.queued", handle.delivery_id),
                          ("delivery.sending", handle.delivery_id),
