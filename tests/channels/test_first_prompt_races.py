@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import pytest
 import trio
-import trio.testing
 
 import tidings
 from tidings.channels import STEER_NOTE, ChannelConfig, ChannelIdentity, MemoryScope
 from tidings.testing import writer_gate
 
+from ..until import until
 from .conftest import GatedAgent, RecordingChannel, rows
 
 OPS = ChannelConfig(
@@ -46,8 +46,14 @@ async def cancel_while_opening(channel: RecordingChannel, rt: tidings.Runtime,
         # Not awaited here: ``say`` returns once the message is held, behind the gate too.
         nursery.start_soon(channel.say, "first")
         await channel.wait_events("started")  # the turn is opening; its begin waits
+        queued = rt.supervisor.mailbox("writer")
+        before = queued.depth
         nursery.start_soon(channel.say, late)
-        await trio.testing.wait_all_tasks_blocked()
+        # Until both of *late*'s writes wait behind the gate too: "all tasks blocked" also
+        # held while *late* was still in a worker thread before them, and the gate then
+        # opened with none or one of them queued (even unslowed).
+        with trio.fail_after(10):  # a guard against hanging, not a wait
+            await until(lambda: queued.depth == before + 2)
         gate.release()
 
 
