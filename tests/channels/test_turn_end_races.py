@@ -13,6 +13,7 @@ import tidings
 from tidings.channels import STEER_NOTE, ChannelConfig
 from tidings.testing import writer_gate
 
+from ..until import until
 from .conftest import GatedAgent, RecordingChannel, rows
 
 
@@ -49,8 +50,13 @@ async def test_a_cancel_that_arrives_while_a_failed_turn_ends_leaves_it_failed(
     async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
         agent.fail.set()  # the agent raises; the turn's end now waits behind the gate
         await trio.testing.wait_all_tasks_blocked()
+        queued = rt.supervisor.mailbox("writer")
+        before = queued.depth
         nursery.start_soon(channel.say, "/cancel" if late == "/cancel" else "second")
-        await trio.testing.wait_all_tasks_blocked()
+        # Until the late message's write waits behind the gate too: "all tasks blocked" also
+        # held while /cancel was in a worker thread before it, and the gate opened first.
+        with trio.fail_after(10):  # a guard against hanging, not a wait
+            await until(lambda: queued.depth == before + 1)
         gate.release()
     await channel.wait_idle()
     expected = ["failed"] if late == "/cancel" else ["failed", "completed"]
@@ -99,8 +105,11 @@ async def test_a_message_whose_turn_is_cancelled_while_it_opens_is_still_in_hist
         # Not awaited here: ``say`` returns once the message is held, behind the gate too.
         nursery.start_soon(channel.say, "first")
         await channel.wait_events("started")  # the turn is opening; its begin waits
+        queued = rt.supervisor.mailbox("writer")
+        before = queued.depth
         nursery.start_soon(channel.say, "/cancel" if late == "/cancel" else "second")
-        await trio.testing.wait_all_tasks_blocked()
+        with trio.fail_after(10):  # both its writes behind the gate (as above)
+            await until(lambda: queued.depth == before + 2)
         gate.release()
     if late == "steer":
         await agent.wait_turns(1)
