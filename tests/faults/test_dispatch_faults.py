@@ -53,6 +53,25 @@ async def test_a_lost_wake_up_does_not_leave_an_idle_lane_parked(db_path, worksp
     assert len(plan.injected) == 1
 
 
+async def _restart_routes_around_a_parked_lane(rt, a: str, route: MemoryRoute, b: str, *,
+                                               crashes: int) -> None:
+    """Deliver "m0" in session *a* (its lane then parks), send *crashes* rows in *b*, whose
+    lane the fault plan crashes at each deliver() until the lanes supervisor gives up and the
+    root restarts ``routes``, then deliver "m1" in *a*."""
+    rt.router.bind(a, route)
+    rt.router.bind(b, MemoryRoute())
+    async with rt.open_turn(a) as ctx:
+        assert await (await ctx.output.send_text("m0")).wait() == "delivered"
+    await trio.testing.wait_all_tasks_blocked()  # a's lane is parked
+    async with rt.open_turn(b) as ctx:
+        crashing = [await ctx.output.send_text(f"b{n}") for n in range(crashes)]
+    for handle in crashing:
+        await handle.wait()
+    assert any(r.child == "routes" for r in rt.supervisor.restart_log)
+    async with rt.open_turn(a) as ctx:
+        assert await (await ctx.output.send_text("m1")).wait() == "delivered"
+
+
 async def test_a_restart_of_routes_leaves_dispatch_running(db_path, workspace,
                                                            autojump_clock) -> None:
     # Session b's lane crashes at every delivery until the routes supervisor gives up
@@ -68,18 +87,7 @@ async def test_a_restart_of_routes_leaves_dispatch_running(db_path, workspace,
     route = MemoryRoute()
     with trio.fail_after(60):  # a watchdog: the bug this pins is a delivery that never ends
         async with tidings.open_runtime(db_path, workspace=workspace, fault_plan=plan) as rt:
-            rt.router.bind(a, route)
-            rt.router.bind(b, MemoryRoute())
-            async with rt.open_turn(a) as ctx:
-                assert await (await ctx.output.send_text("m0")).wait() == "delivered"
-            await trio.testing.wait_all_tasks_blocked()  # a's lane is parked
-            async with rt.open_turn(b) as ctx:
-                crashing = [await ctx.output.send_text(f"b{n}") for n in range(110)]
-            for handle in crashing:
-                await handle.wait()
-            assert any(r.child == "routes" for r in rt.supervisor.restart_log)
-            async with rt.open_turn(a) as ctx:
-                assert await (await ctx.output.send_text("m1")).wait() == "delivered"
+            await _restart_routes_around_a_parked_lane(rt, a, route, b, crashes=110)
     assert route.texts() == ["m0", "m1"]
 
 
@@ -96,18 +104,7 @@ async def test_a_restart_of_routes_keeps_the_count_of_running_lanes(db_path, wor
     plan = FaultPlan([FaultRule(Seam.DELIVER, child=f"route:{b}:*", action="raise", times=101)])
     with trio.fail_after(60):
         async with tidings.open_runtime(db_path, workspace=workspace, fault_plan=plan) as rt:
-            rt.router.bind(a, MemoryRoute())
-            rt.router.bind(b, MemoryRoute())
-            async with rt.open_turn(a) as ctx:
-                assert await (await ctx.output.send_text("m0")).wait() == "delivered"
-            await trio.testing.wait_all_tasks_blocked()  # a's lane is parked
-            async with rt.open_turn(b) as ctx:
-                crashing = [await ctx.output.send_text(f"b{n}") for n in range(101)]
-            for handle in crashing:
-                await handle.wait()
-            assert any(r.child == "routes" for r in rt.supervisor.restart_log)
-            async with rt.open_turn(a) as ctx:
-                assert await (await ctx.output.send_text("m1")).wait() == "delivered"
+            await _restart_routes_around_a_parked_lane(rt, a, MemoryRoute(), b, crashes=101)
             await trio.testing.wait_all_tasks_blocked()
             lanes = [child for child in rt.dispatcher.supervisor.statistics().children
                      if child.state == "running"]
