@@ -42,7 +42,7 @@ import signal
 import sys
 import threading
 import urllib.parse
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, TextIO
 
 import attrs
@@ -52,7 +52,7 @@ from trio_websocket import ConnectionRejected, HandshakeError
 from tidings.channels import GatewayClient, GatewayClosed
 from tidings.channels._gateway_client import WELCOME_TIMEOUT
 from tidings.channels._sanitize import sanitize_line, sanitize_text
-from tidings.channels._terminal import stdin_is_a_terminal
+from tidings.channels._terminal import input_line, stdin_is_a_terminal
 from tidings.errors import ConfigError
 from tidings.store._ids import lone_surrogate
 from tidings.supervisor._chat_input import LineTooLong, input_lines
@@ -140,14 +140,36 @@ class OutputFailed(Exception):
     ``OSError`` is its ``__cause__``."""
 
 
+_PROMPT = "> "
+"""What ``input()`` shows on a terminal while it waits for a line."""
+
+
+def _is_a_terminal(out: TextIO) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError, OSError):  # closed, or a stand-in
+        return False
+
+
 class _Printer:
-    def __init__(self, out: TextIO, show_chunks: bool) -> None:
+    """Prints what the server sends. *redraw* (a terminal on stdin and stdout): a line that
+    comes while ``input()`` shows its prompt clears that prompt, is printed, and puts the
+    prompt and what was typed back (``redraw()`` gives them), as ``--local`` does; else a
+    reply came after ``> ``, as if typed, and the prompt was gone until the next line."""
+
+    def __init__(self, out: TextIO, show_chunks: bool,
+                 redraw: Callable[[], str] | None = None) -> None:
         self.out = out
         self.show_chunks = show_chunks
+        self.redraw = redraw
 
     def line(self, text: str) -> None:
         try:
-            print(text, file=self.out, flush=True)
+            if self.redraw is None:
+                print(text, file=self.out, flush=True)
+            else:
+                self.out.write(f"\r\x1b[K{text}\n{self.redraw()}")
+                self.out.flush()
         except OSError as exc:
             raise OutputFailed(str(exc)) from exc
 
@@ -420,7 +442,9 @@ async def _talk(client: GatewayClient, state: _State, printer: _Printer,
 async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line], *,
                    out: TextIO, err: TextIO | None, line_limit: LineLimit | None) -> int:
     state = _State()
-    printer = _Printer(out, options.show_chunks)
+    printer = _Printer(out, options.show_chunks,
+                       redraw=(lambda: input_line(_PROMPT)) if options.interactive
+                       and _is_a_terminal(out) else None)
     attempts = 0
     dropped = 0.0  # trio's clock when the last welcomed connection dropped
     welcome_timeout = WELCOME_TIMEOUT
@@ -608,7 +632,7 @@ async def _until_interrupted(options: ChatOptions, interruptible: bool) -> int:
     captures one that lands while it waits for the websocket handshake, then waits on for its
     reader task, and the chat went on as if Ctrl-C had not been pressed."""
     line_limit = LineLimit()
-    lines = input_lines("> ", max_line_bytes=line_limit.wait)
+    lines = input_lines(_PROMPT, max_line_bytes=line_limit.wait)
     if options.interactive:
         lines = _once_welcomed(lines, line_limit)
     chat = functools.partial(chat_over_websocket, options, lines, out=sys.stdout,

@@ -68,3 +68,46 @@ async def test_the_prompt_comes_after_the_banner(rt, serve_gateway,
         screen = await _screen(url, tmp_path, until=said)
     assert screen == (f"tidings chat: {url}, conversation prompt; /help for commands; end of "
                       "input (Ctrl-D) quits.\r\n> ").encode(), screen
+
+
+def _lines(screen: bytes) -> list[str]:
+    """The screen's lines as a terminal leaves them: ``\\r\\x1b[K`` clears the line so far."""
+    shown = []
+    for raw in screen.decode().split("\r\n"):
+        shown.append(raw.rsplit("\r\x1b[K", 1)[-1])
+    return shown
+
+
+async def test_a_reply_is_printed_on_its_own_line_and_the_prompt_put_back(
+        rt, serve_gateway, tmp_path: pathlib.Path) -> None:
+    # A reply that came while "> " waited for the next line was printed after it: "> hello",
+    # as if typed, and the prompt was gone until the next line. The terminal chat clears the
+    # prompt, prints the line and puts the prompt (and what was typed) back, as --local does.
+    keyboard, tty = os.openpty()
+    async with serve_gateway(rt) as (_gateway, url):
+        try:
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--token",
+                 "gateway-test-token", "--url", url, "--conversation", "redraw"],
+                stdin=tty, stdout=tty, stderr=tty, cwd=tmp_path)
+        finally:
+            os.close(tty)
+        screen = b""
+        terminal = trio.lowlevel.FdStream(keyboard)
+        try:
+            with trio.fail_after(60):
+                while not screen.endswith(b"quits.\r\n> "):
+                    screen += await terminal.receive_some()
+                await terminal.send_all(b"hello\r")
+                while sum("hello" in line for line in _lines(screen)) < 2:  # typed, replied
+                    screen += await terminal.receive_some()
+                while b"\r\x1b[K" in screen and not screen.endswith(b"> "):  # put back
+                    screen += await terminal.receive_some()
+        finally:
+            process.kill()
+            await process.wait()
+            await terminal.aclose()
+    lines = _lines(screen)
+    assert lines.count("> hello") == 1, screen  # the typed line, echoed
+    assert lines.count("hello") == 1, screen  # the reply, on a line of its own
+    assert lines[-1] == "> ", screen
