@@ -9,7 +9,8 @@ import os
 import pathlib
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
@@ -17,21 +18,34 @@ import trio
 pytestmark = pytest.mark.skipif(not hasattr(os, "openpty"), reason="a pseudo-terminal")
 
 
-async def _screen(url: str, tmp_path: pathlib.Path, *,
-                  until: Callable[[bytes], bool] | None) -> bytes:
-    """What the chat at *url* shows on a terminal (stdin, stdout and stderr), until *until*
-    says it is enough (None: until it exits)."""
+@asynccontextmanager
+async def _on_a_terminal(url: str, tmp_path: pathlib.Path, conversation: str = "prompt"
+                         ) -> AsyncIterator[tuple[trio.Process, trio.lowlevel.FdStream]]:
+    """The chat at *url* with a terminal for stdin, stdout and stderr, and the terminal's
+    other end (what it shows is read there, what is typed written there); killed after."""
     keyboard, tty = os.openpty()
     try:
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--token",
-             "gateway-test-token", "--url", url, "--conversation", "prompt"],
+             "gateway-test-token", "--url", url, "--conversation", conversation],
             stdin=tty, stdout=tty, stderr=tty, cwd=tmp_path)
     finally:
         os.close(tty)
-    screen = b""
     terminal = trio.lowlevel.FdStream(keyboard)
     try:
+        yield process, terminal
+    finally:
+        process.kill()
+        await process.wait()
+        await terminal.aclose()
+
+
+async def _screen(url: str, tmp_path: pathlib.Path, *,
+                  until: Callable[[bytes], bool] | None) -> bytes:
+    """What the chat at *url* shows on a terminal (stdin, stdout and stderr), until *until*
+    says it is enough (None: until it exits)."""
+    screen = b""
+    async with _on_a_terminal(url, tmp_path) as (process, terminal):
         with trio.fail_after(60):
             while until is None or not until(screen):
                 try:
@@ -43,10 +57,6 @@ async def _screen(url: str, tmp_path: pathlib.Path, *,
                 screen += chunk
             if until is None:
                 assert await process.wait() == 1, screen
-    finally:
-        process.kill()
-        await process.wait()
-        await terminal.aclose()
     return screen
 
 
@@ -83,30 +93,17 @@ async def test_a_reply_is_printed_on_its_own_line_and_the_prompt_put_back(
     # A reply that came while "> " waited for the next line was printed after it: "> hello",
     # as if typed, and the prompt was gone until the next line. The terminal chat clears the
     # prompt, prints the line and puts the prompt (and what was typed) back, as --local does.
-    keyboard, tty = os.openpty()
-    async with serve_gateway(rt) as (_gateway, url):
-        try:
-            process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--token",
-                 "gateway-test-token", "--url", url, "--conversation", "redraw"],
-                stdin=tty, stdout=tty, stderr=tty, cwd=tmp_path)
-        finally:
-            os.close(tty)
-        screen = b""
-        terminal = trio.lowlevel.FdStream(keyboard)
-        try:
-            with trio.fail_after(60):
-                while not screen.endswith(b"quits.\r\n> "):
-                    screen += await terminal.receive_some()
-                await terminal.send_all(b"hello\r")
-                while sum("hello" in line for line in _lines(screen)) < 2:  # typed, replied
-                    screen += await terminal.receive_some()
-                while b"\r\x1b[K" in screen and not screen.endswith(b"> "):  # put back
-                    screen += await terminal.receive_some()
-        finally:
-            process.kill()
-            await process.wait()
-            await terminal.aclose()
+    screen = b""
+    async with serve_gateway(rt) as (_gateway, url), \
+            _on_a_terminal(url, tmp_path, "redraw") as (_process, terminal):
+        with trio.fail_after(60):
+            while not screen.endswith(b"quits.\r\n> "):
+                screen += await terminal.receive_some()
+            await terminal.send_all(b"hello\r")
+            while sum("hello" in line for line in _lines(screen)) < 2:  # typed, replied
+                screen += await terminal.receive_some()
+            while b"\r\x1b[K" in screen and not screen.endswith(b"> "):  # put back
+                screen += await terminal.receive_some()
     lines = _lines(screen)
     assert lines.count("> hello") == 1, screen  # the typed line, echoed
     assert lines.count("hello") == 1, screen  # the reply, on a line of its own
