@@ -31,8 +31,8 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 
-__all__ = ["DELIVERY_WAIT", "LineTooLong", "TerminalChannel", "input_line",
-           "stdin_is_a_terminal", "stdin_lines"]
+__all__ = ["DELIVERY_WAIT", "LineTooLong", "TerminalChannel", "input_line", "is_a_terminal",
+           "over_prompt", "stdin_is_a_terminal", "stdin_lines"]
 
 DELIVERY_WAIT = 30.0
 """Seconds :meth:`TerminalChannel.chat` waits at the end for deliveries still on their way."""
@@ -95,10 +95,7 @@ class TerminalChannel(ChannelBase):
         lines = clean.split("\n") or [""]
         body = "\n".join([prefix + lines[0], *(pad + line for line in lines[1:])])
         try:
-            if self.redraw is None:
-                self.out.write(body + "\n")
-            else:  # clear the input line, print, then put the prompt and what was typed back
-                self.out.write(f"\r\x1b[K{body}\n{self.redraw()}")
+            self.out.write(over_prompt(body, self.redraw))
             self.out.flush()
         except OSError as exc:
             self.output_error = exc
@@ -385,7 +382,22 @@ def input_line(prompt: str) -> str:
 
 def stdin_is_a_terminal() -> bool:
     """Whether stdin is an interactive terminal (not a pipe, a file or closed)."""
+    return is_a_terminal(sys.stdin)
+
+
+def is_a_terminal(stream: object) -> bool:
+    """Whether *stream* (``sys.stdin``, ``sys.stdout``...) is an interactive terminal: not a
+    pipe or a file, not closed (None), not a stand-in with no descriptor."""
     try:
-        return os.isatty(sys.stdin.fileno())
+        return os.isatty(stream.fileno())  # type: ignore[attr-defined]
     except (AttributeError, OSError, ValueError):
         return False
+
+
+def over_prompt(text: str, redraw: Callable[[], str] | None) -> str:
+    """What to write for the line *text*: itself with its newline, or, with *redraw* (a
+    prompt shown on the terminal), the input line cleared, *text*, then the prompt and what
+    was typed put back (``redraw()``), so a line never lands after a waiting prompt."""
+    if redraw is None:
+        return text + "\n"
+    return f"\r\x1b[K{text}\n{redraw()}"

@@ -52,7 +52,12 @@ from trio_websocket import ConnectionRejected, HandshakeError
 from tidings.channels import GatewayClient, GatewayClosed
 from tidings.channels._gateway_client import WELCOME_TIMEOUT
 from tidings.channels._sanitize import sanitize_line, sanitize_text
-from tidings.channels._terminal import input_line, stdin_is_a_terminal
+from tidings.channels._terminal import (
+    input_line,
+    is_a_terminal,
+    over_prompt,
+    stdin_is_a_terminal,
+)
 from tidings.errors import ConfigError
 from tidings.store._ids import lone_surrogate
 from tidings.supervisor._chat_input import LineTooLong, input_lines
@@ -144,13 +149,6 @@ _PROMPT = "> "
 """What ``input()`` shows on a terminal while it waits for a line."""
 
 
-def _is_a_terminal(out: TextIO) -> bool:
-    try:
-        return out.isatty()
-    except (AttributeError, ValueError, OSError):  # closed, or a stand-in
-        return False
-
-
 class _Printer:
     """Prints what the server sends. *redraw* (a terminal on stdin and stdout): a line that
     comes while ``input()`` shows its prompt clears that prompt, is printed, and puts the
@@ -165,11 +163,8 @@ class _Printer:
 
     def line(self, text: str) -> None:
         try:
-            if self.redraw is None:
-                print(text, file=self.out, flush=True)
-            else:
-                self.out.write(f"\r\x1b[K{text}\n{self.redraw()}")
-                self.out.flush()
+            self.out.write(over_prompt(text, self.redraw))
+            self.out.flush()
         except OSError as exc:
             raise OutputFailed(str(exc)) from exc
 
@@ -444,7 +439,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
     state = _State()
     printer = _Printer(out, options.show_chunks,
                        redraw=(lambda: input_line(_PROMPT)) if options.interactive
-                       and _is_a_terminal(out) else None)
+                       and is_a_terminal(out) else None)
     attempts = 0
     dropped = 0.0  # trio's clock when the last welcomed connection dropped
     welcome_timeout = WELCOME_TIMEOUT

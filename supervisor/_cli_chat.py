@@ -37,6 +37,7 @@ from tidings.channels._inbound import inbound_conversation_key
 from tidings.channels._terminal import (
     TerminalChannel,
     input_line,
+    is_a_terminal,
     stdin_is_a_terminal,
 )
 from tidings.errors import ConfigError, TidingsError, ValidationError
@@ -173,13 +174,6 @@ def _conversation_refused(config: ChannelConfig, name: str) -> str | None:
             f"of {MAX_CONVERSATION_KEY_CHARS}")
 
 
-def _stdout_is_a_terminal() -> bool:
-    try:
-        return os.isatty(sys.stdout.fileno())
-    except (AttributeError, OSError, ValueError):  # closed, or a stand-in with no descriptor
-        return False
-
-
 async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
                       agent: Any) -> OSError | None:
     """Chat until the end of input; the stdout error that ended it early, if one did."""
@@ -188,7 +182,7 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
         prompt = "you> "
         # A prompt is shown (and put back after each line printed) only on a terminal's
         # stdout: redirected (`> transcript.txt`), the file gets the chat's lines alone.
-        shows_prompt = interactive and _stdout_is_a_terminal()
+        shows_prompt = interactive and is_a_terminal(sys.stdout)
         channel = TerminalChannel(rt, config, agent, chat_id=args.conversation,
                                   sender_id=_SENDER,
                                   show_chunks=args.chunks,
