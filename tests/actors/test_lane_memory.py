@@ -38,16 +38,20 @@ class _Recorder:
         keeps no handle and the registry holds items weakly, so an item alive is one the
         runtime holds. Only the first *settled* sends are looked at: the last one's item is
         still held by the write that carried it (the writer's batch, until its next one)."""
-        return sum(len(item.text) for delivery_id in self.ids[:settled]
+        return sum(self.size(item) for delivery_id in self.ids[:settled]
                    if delivery_id not in self.done_ids and delivery_id != current
                    and (item := self.rt.registry.get(delivery_id)) is not None)
+
+    def size(self, item) -> int:
+        """What :meth:`held` counts of a send alive in memory: its text."""
+        return len(item.text)
 
     async def deliver(self, outbound) -> None:
         self.peaks.append(self.held(outbound.delivery_id))
         self.started.set()
         await self.gate.wait()
         self.done_ids.add(outbound.delivery_id)
-        self.got.append((outbound.seq, outbound.text[0], len(outbound.text)))
+        self.got.append((outbound.seq, outbound.text[:1], len(outbound.text)))
         if len(self.got) == self.count:
             self.done.set()
 
@@ -119,36 +123,17 @@ async def test_a_text_larger_than_the_budget_still_goes(rt) -> None:
     assert await _last(rt, session_id) == ["sent"] * count
 
 
-class _Sizes:
-    """A gated route that records the seq of what it gets; ``held`` is the size of what the
-    lane holds: the JSON of the blocks and metadata of the sends still alive in memory,
-    neither delivered nor in deliver() (as :class:`_Recorder` measures texts)."""
+class _Sizes(_Recorder):
+    """:class:`_Recorder` whose ``held`` is the size of the JSON of the blocks and metadata of
+    the sends still alive in memory (control-only sends have no text to measure)."""
 
-    def __init__(self, rt, count: int) -> None:
-        self.rt, self.count = rt, count
-        self.ids: list[str] = []
-        self.done_ids: set[str] = set()
-        self.gate = trio.Event()
-        self.started = trio.Event()
-        self.done = trio.Event()
-        self.seqs: list[int] = []
-        self.peaks: list[int] = []
+    def held(self, current: str | None = None, *, settled: int | None = -1) -> int:
+        """As :class:`_Recorder`'s, the last send never looked at (its write holds it)."""
+        return super().held(current, settled=settled)
 
-    def held(self, current: str) -> int:
-        return sum(len(json.dumps([block.as_dict() for block in item.blocks]))
-                   + len(json.dumps(dict(item.metadata)))
-                   for delivery_id in self.ids[:-1]
-                   if delivery_id not in self.done_ids and delivery_id != current
-                   and (item := self.rt.registry.get(delivery_id)) is not None)
-
-    async def deliver(self, outbound) -> None:
-        self.peaks.append(self.held(outbound.delivery_id))
-        self.started.set()
-        await self.gate.wait()
-        self.done_ids.add(outbound.delivery_id)
-        self.seqs.append(outbound.seq)
-        if len(self.seqs) == self.count:
-            self.done.set()
+    def size(self, item) -> int:
+        return (len(json.dumps([block.as_dict() for block in item.blocks]))
+                + len(json.dumps(dict(item.metadata))))
 
 
 async def test_control_data_and_metadata_count_against_the_budget(rt) -> None:
@@ -176,7 +161,7 @@ async def test_control_data_and_metadata_count_against_the_budget(rt) -> None:
     route.gate.set()
     with trio.fail_after(30):
         await route.done.wait()
-    assert route.seqs == list(range(1, count + 1))
+    assert [seq for seq, _, _ in route.got] == list(range(1, count + 1))
     assert max(route.peaks) <= budget  # also while refills read the backlog back
     assert await _last(rt, session_id) == ["sent"] * count
     assert rt.statistics().dispatch.queued_bytes == 0
