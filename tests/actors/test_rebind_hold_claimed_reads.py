@@ -23,6 +23,22 @@ from tidings.testing import MemoryRoute, writer_gate
 from .test_rebind_hold_claimed import HANG, _events, _hand_back, _unrouted
 
 
+async def _rebound_in_a_hold(rt, session_id: str, new: MemoryRoute, gate) -> list:
+    """Bind *new* inside a hold of it, release the writer's *gate*, hand the session's older
+    rows back, and end the hold with the writer gated again: the rows still ``sending`` then,
+    before anything the lane writes after the hold lands."""
+    async with contextlib.AsyncExitStack() as hold:
+        await hold.enter_async_context(rt.hold_binds(new))
+        rt.router.bind(session_id, new)
+        gate.release()
+        await _hand_back(rt, session_id)
+        async with writer_gate(rt.store) as after:
+            await hold.aclose()  # the hold ends; nothing the lane writes lands
+            sending = await rt.stored_deliveries(session_id, statuses=("sending",))
+            after.release()
+    return sending
+
+
 async def test_the_hand_back_moves_the_claimed_row_back_before_the_hold_ends(
         rt, db_path) -> None:
     session_id = await rt.create_session(channel="web")
@@ -38,16 +54,7 @@ async def test_the_hand_back_moves_the_claimed_row_back_before_the_hold_ends(
             async with writer_gate(rt.store) as gate:
                 old.release()  # first's sent and newer's claim queue behind the gate
                 await trio.testing.wait_all_tasks_blocked()
-                async with contextlib.AsyncExitStack() as hold:
-                    await hold.enter_async_context(rt.hold_binds(new))
-                    rt.router.bind(session_id, new)
-                    gate.release()
-                    await _hand_back(rt, session_id)
-                    async with writer_gate(rt.store) as after:
-                        await hold.aclose()  # the hold ends; nothing the lane writes lands
-                        sending = await rt.stored_deliveries(session_id,
-                                                             statuses=("sending",))
-                        after.release()
+                sending = await _rebound_in_a_hold(rt, session_id, new, gate)
             assert [row.outbound.delivery_id for row in sending] == []
             assert [await h.wait() for h in (first, newer)] == ["delivered"] * 2
             await new.wait_delivered(2)
@@ -78,16 +85,7 @@ async def test_a_send_written_claimed_before_the_bind_is_queued_again_before_the
 
                 nursery.start_soon(send)
                 await trio.testing.wait_all_tasks_blocked()  # written claimed, gated
-                async with contextlib.AsyncExitStack() as hold:
-                    await hold.enter_async_context(rt.hold_binds(new))
-                    rt.router.bind(session_id, new)
-                    gate.release()
-                    await _hand_back(rt, session_id)
-                    async with writer_gate(rt.store) as after:
-                        await hold.aclose()  # the hold ends; nothing the lane writes lands
-                        sending = await rt.stored_deliveries(session_id,
-                                                             statuses=("sending",))
-                        after.release()
+                sending = await _rebound_in_a_hold(rt, session_id, new, gate)
             newer = handles["newer"]
             assert [row.outbound.delivery_id for row in sending] == []
             assert await newer.wait() == "delivered"
