@@ -32,10 +32,12 @@ _OPS = st.lists(st.one_of(
     st.tuples(st.just("kick"), st.just(0))), min_size=1, max_size=7)
 
 
-async def _hand_back(rt, session_id: str) -> None:
-    """What a binder does inside its hold (``channels/_handback.py``)."""
+async def _hand_back(rt, session_id: str, statuses: tuple[str, ...] = ("unrouted",)) -> None:
+    """What a binder does inside its hold (``channels/_handback.py``): the rows in *statuses*
+    go back to ``queued`` (a reconnecting client that lacks them also hands ``unknown`` ones
+    back)."""
     await rt.unrouted_written(session_id)
-    stored = await rt.stored_deliveries(session_id, statuses=("unrouted",))
+    stored = await rt.stored_deliveries(session_id, statuses=statuses)
     if stored:
         await rt.requeue(session_id, [row.outbound.delivery_id for row in stored])
 

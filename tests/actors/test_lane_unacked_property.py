@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 
 from tidings.testing import MemoryRoute, RuntimeThread
 
+from .test_lane_hold_order_property import _hand_back
+
 HANG = 30.0
 """Real seconds an example waits for something that takes milliseconds when it works."""
 
@@ -40,15 +42,6 @@ _OPS = st.lists(st.one_of(
 
 def _route(window: int) -> MemoryRoute:
     return MemoryRoute(ack_window=window) if window else MemoryRoute()
-
-
-async def _hand_back(rt, session_id: str) -> None:
-    """What a binder does inside its hold: the ``unrouted`` rows, and (as a reconnecting
-    client that lacks them) the ``unknown`` ones, go back to ``queued``."""
-    await rt.unrouted_written(session_id)
-    stored = await rt.stored_deliveries(session_id, statuses=("unrouted", "unknown"))
-    if stored:
-        await rt.requeue(session_id, [row.outbound.delivery_id for row in stored])
 
 
 async def _run(rt, ops: list[tuple[str, int]]) -> None:
@@ -71,7 +64,7 @@ async def _run(rt, ops: list[tuple[str, int]]) -> None:
         routes.append(route)
         async with rt.hold_binds(route):
             tokens.append(rt.router.bind(session_id, route))
-            await _hand_back(rt, session_id)
+            await _hand_back(rt, session_id, ("unrouted", "unknown"))
 
     with trio.fail_after(HANG):
         async with rt.open_turn(session_id, history_policy="transient") as ctx:
