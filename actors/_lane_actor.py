@@ -162,7 +162,7 @@ class LaneWorker:
             lane.cursor, lane.rewind = 0, False
         rows = await self.store.read(functools.partial(
             queries.open_outbox_rows, after_seq=lane.cursor, limit=self.dispatcher.refill_batch,
-            max_chars=self.dispatcher.lane_bytes - lane.queued_bytes), lane.session_id)
+            max_size=self.dispatcher.lane_bytes - lane.queued_bytes), lane.session_id)
         registry = self.dispatcher.registry
         for row in rows:
             live = registry.get(row.delivery_id)

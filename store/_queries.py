@@ -92,14 +92,14 @@ def history(conn: sqlite3.Connection, session_id: str, *,
 
 def open_outbox_rows(conn: sqlite3.Connection, session_id: str, *, after_seq: int,
                      limit: int, statuses: tuple[str, ...] = ("queued",),
-                     max_chars: int | None = None) -> list[OutboxRow]:
+                     max_size: int | None = None) -> list[OutboxRow]:
     """A session's rows in *statuses* with ``seq > after_seq``, in seq order.
 
     For ``queued`` alone (what lanes read) the query goes through the partial index
     ``outbox_queued``, so it never steps over rows a long session has already sent (a rewound
     lane reads from seq 0). Left to itself SQLite picks ``outbox_session_seq`` instead.
 
-    *max_chars* (a lane's memory budget) stops the read before a row whose ``size`` (its
+    *max_size* (a lane's memory budget) stops the read before a row whose ``size`` (its
     text, its blocks' and metadata's JSON: ``_records.held_size``) would take the rows' sizes
     past it; the first row is always taken, however large, so a row larger than the budget is
     still read. Rows are stepped one at a time: none past the row that stops the read is
@@ -116,14 +116,14 @@ def open_outbox_rows(conn: sqlite3.Connection, session_id: str, *, after_seq: in
             f"SELECT {OutboxRow.COLUMNS} FROM outbox WHERE session_id = ? AND seq > ? "
             f"AND status IN ({marks}) ORDER BY seq LIMIT ?",
             (session_id, after_seq, *statuses, limit))
-    if max_chars is None:
+    if max_size is None:
         return [OutboxRow.from_row(row) for row in cursor]
     rows: list[OutboxRow] = []
     total = 0
     for raw in cursor:
         row = OutboxRow.from_row(raw)
         total += row.size
-        if rows and total > max_chars:
+        if rows and total > max_size:
             break
         rows.append(row)
     cursor.close()
