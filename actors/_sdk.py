@@ -393,8 +393,10 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
         return block
     if isinstance(block, ControlBlock):  # the same checks as a control mapping
         check_message_text(block.action, f"{field}.action")
-        check_json_object(block.data, f"{field}.data", max_bytes=MAX_JSON_BYTES)
-        return block
+        # Its data as written (``1`` as ``"1"``), as a mapping's and a restart's read-back
+        # are, not the caller's objects: what the route gets live is what it gets later.
+        return ControlBlock(block.action, check_json_object(block.data, f"{field}.data",
+                                                            max_bytes=MAX_JSON_BYTES))
     if isinstance(block, MediaBlock):
         return _ready_made_media(block, field)
     if not isinstance(block, Mapping):

@@ -53,3 +53,21 @@ async def test_keys_that_do_not_collide_are_written_as_json_writes_them(rt, boun
     assert await handle.wait() == "delivered"
     assert route.delivered[0].metadata == {"1": "a", "false": "b", "null": "c",
                                            "n": ({"2.5": "d"},)}
+
+
+async def test_a_ready_made_control_blocks_data_reaches_the_route_as_json_writes_it(
+        rt, bound) -> None:
+    """``ControlBlock(action, data)`` and ``{"type": "control", ...}`` are one send: the route
+    gets the data as written (``1`` as ``"1"``), as it reads back after a restart, not the
+    caller's own objects (a later change to them reaches no route)."""
+    session_id, route = bound
+    nested = {"k": [1]}
+    async with rt.open_turn(session_id) as ctx:
+        made = await ctx.output.send([ControlBlock("a", {1: "x", "n": nested})],
+                                     history_text="h")
+        given = await ctx.output.send([{"type": "control", "action": "a",
+                                        "data": {1: "x", "n": nested}}], history_text="h")
+    nested["k"].append(2)
+    assert [await made.wait(), await given.wait()] == ["delivered", "delivered"]
+    [made_block], [given_block] = (outbound.blocks for outbound in route.delivered)
+    assert dict(made_block.data) == dict(given_block.data) == {"1": "x", "n": {"k": [1]}}
