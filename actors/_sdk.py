@@ -67,7 +67,8 @@ class _Media:
     """A media block before its path is resolved. ``field`` names its source in errors
     (``source`` for ``send_image(...)``, ``blocks[i].source`` for ``send([...])``) and
     ``prefix`` its other fields (``""`` or ``blocks[i].``); ``name`` is a ready-made block's
-    name, kept over the file's own."""
+    name, kept over the file's own. ``metadata`` is its artifact record's, set by
+    :func:`_check_media`: its ``ArtifactRef``'s and then its own, as JSON writes them."""
 
     type: str
     source: Any
@@ -78,6 +79,7 @@ class _Media:
     field: str = "source"
     prefix: str = ""
     name: str | None = None
+    metadata: dict[str, Any] = attrs.field(factory=dict)
 
 
 class OutputSDK:
@@ -333,15 +335,13 @@ class OutputSDK:
             media_type = part.media_type or (ref.media_type if ref else None)
             fallback = part.caption or summary or history_text or source.name
             artifact_id = new_id("art")
-            metadata = dict(ref.metadata or {}) if ref else {}  # None: none, as checked
-            metadata.update(part.artifact_metadata or {})
             blocks.append(MediaBlock(type=part.type, location=source.location,
                                      source_kind=source.kind, name=source.name,
                                      fallback=fallback, caption=part.caption,
                                      media_type=media_type, summary=summary,
                                      artifact_id=artifact_id))
             artifacts.append(ArtifactRecord(artifact_id, part.type, source.kind, source.location,
-                                            source.name, media_type, summary, metadata))
+                                            source.name, media_type, summary, part.metadata))
         return tuple(blocks), artifacts
 
 
@@ -359,8 +359,8 @@ def _check_media(part: _Media) -> None:
     ``MAX_TEXT_BYTES``) and JSON (of at most ``MAX_JSON_BYTES``), refused here
     by field rather than failing half-way through building the write."""
     prefix = part.prefix
-    check_json_object(part.artifact_metadata, prefix + "artifact_metadata",
-                      max_bytes=MAX_JSON_BYTES)
+    own = check_json_object(part.artifact_metadata, prefix + "artifact_metadata",
+                            max_bytes=MAX_JSON_BYTES)
     for value, name in ((part.caption, "caption"), (part.summary, "summary"),
                         (part.media_type, "media_type")):
         if value is not None:
@@ -375,7 +375,11 @@ def _check_media(part: _Media) -> None:
                             (ref.media_type, "media_type")):
             if value is not None:
                 check_capped_text(value, f"{part.field}.{name}")
-        check_json_object(ref.metadata, f"{part.field}.metadata", max_bytes=MAX_JSON_BYTES)
+        # Merged as written (``1`` and ``"1"`` are one key: the send's wins), from the
+        # checked copies, not the caller's mappings as they are after the send's awaits.
+        part.metadata = check_json_object(ref.metadata, f"{part.field}.metadata",
+                                          max_bytes=MAX_JSON_BYTES)
+    part.metadata.update(own)
 
 
 def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:

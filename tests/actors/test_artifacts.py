@@ -289,3 +289,18 @@ async def test_a_raw_dict_source_is_a_type_error_before_a_bad_policy(rt, bound) 
         with pytest.raises(TypeError, match=r"blocks\[0\]\.source: a raw artifact dict"):
             await ctx.output.send([{"type": "file", "source": {"path": "chart.png"}}],
                                   history_policy="bogus", visible=False)
+
+
+async def test_an_artifacts_metadata_is_stored_as_json_writes_it_with_one_value_a_key(
+        rt, bound, db_path) -> None:
+    """An ``ArtifactRef``'s ``metadata`` and the send's ``artifact_metadata`` are merged (the
+    send's wins) as JSON keys: ``1`` and ``"1"`` are one key, not two written into one object
+    (a JSON reader keeps one of them, the other lost)."""
+    session_id, _ = bound
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_file(
+            ArtifactRef(path="chart.png", metadata={"1": "ref", "r": True}),
+            artifact_metadata={1: "mine", "n": [1]}, history_policy="transient")
+    assert await handle.wait() == "delivered"
+    assert rows(db_path, "SELECT metadata FROM artifacts") == [
+        ('{"1": "mine", "r": true, "n": [1]}',)]
