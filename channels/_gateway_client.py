@@ -154,8 +154,9 @@ class GatewayClient:
         :class:`GatewayClosed` if the server refuses (or answers with anything but a
         ``welcome``: code ``1002``), :class:`GatewayTimeout` if it has not welcomed the client
         within *welcome_timeout* seconds of the call, ``OSError`` / ``HandshakeError`` if it
-        cannot be reached; :class:`ValidationError` naming ``welcome_timeout`` if it is no
-        number of seconds > 0 (``inf``, or an integer past a float's range: no bound)."""
+        cannot be reached or the connection ends before the websocket handshake's answer;
+        :class:`ValidationError` naming ``welcome_timeout`` if it is no number of seconds > 0
+        (``inf``, or an integer past a float's range: no bound)."""
         check_seconds("welcome_timeout", welcome_timeout, positive=True)
         hello: dict[str, Any] = {"type": "hello", "token": token, "conversation": conversation,
                                  "protocol": PROTOCOL_VERSION}

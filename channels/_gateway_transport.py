@@ -9,10 +9,11 @@ first after a close handshake: the garbage collector closed it later, with a
 ``ResourceWarning`` in whatever ran then. Here the stream is closed on every path out.
 
 Errors are as ``open_websocket_url``'s: ``HandshakeError`` (caused by the ``OSError``) when
-the server cannot be reached, ``ConnectionRejected`` when it refuses the handshake, and what
-the body raises comes out as it was raised, not in an exception group. A ``wss`` server's
-certificate is checked as there (the system's trust store, the URL's host, sent as SNI); one
-refused is a ``HandshakeError`` caused by the ``ssl`` error, at once (see
+the server cannot be reached (and, with its own text, when the connection ends before the
+server answers the handshake: see :func:`_handshake`), ``ConnectionRejected`` when it refuses
+the handshake, and what the body raises comes out as it was raised, not in an exception group.
+A ``wss`` server's certificate is checked as there (the system's trust store, the URL's host,
+sent as SNI); one refused is a ``HandshakeError`` caused by the ``ssl`` error, at once (see
 :func:`_tls_handshake`).
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import ssl
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import trio
@@ -74,8 +75,7 @@ async def open_transport(url: str, *, max_message_size: int = 2 ** 20,
         if isinstance(stream, trio.SSLStream):
             await _tls_handshake(stream)
         async with trio.open_nursery() as nursery:
-            ws = await wrap_client_stream(nursery, stream, header, resource,
-                                          max_message_size=max_message_size)
+            ws = await _handshake(nursery, stream, header, resource, max_message_size)
             try:
                 yield ws
             except BaseException as exc:
@@ -93,6 +93,44 @@ async def open_transport(url: str, *, max_message_size: int = 2 ** 20,
     finally:
         with trio.CancelScope(shield=True):
             await trio.aclose_forcefully(stream)
+
+
+class _Watched:
+    """The nursery trio-websocket's reader task runs in, as ``wrap_client_stream`` sees it:
+    when that task ends, *handshake* is cancelled (a no-op once the handshake is done)."""
+
+    def __init__(self, nursery: trio.Nursery, handshake: trio.CancelScope) -> None:
+        self._nursery = nursery
+        self._handshake = handshake
+
+    def start_soon(self, reader: Callable[..., Awaitable[None]], *args: object) -> None:
+        async def watched() -> None:
+            await reader(*args)
+            self._handshake.cancel()
+
+        self._nursery.start_soon(watched)
+
+
+async def _handshake(nursery: trio.Nursery,
+                     stream: trio.SocketStream | trio.SSLStream[trio.SocketStream], header: str,
+                     resource: str, max_message_size: int) -> WebSocketConnection:
+    """trio-websocket's client handshake over *stream*, its reader task in *nursery*.
+
+    ``wrap_client_stream`` waits for the server's answer until its reader task sees one, and
+    that task ends without a word when the connection ends first (a server that closes it
+    after reading the request, one at its connection limit, a service that is no web server
+    and hangs up): the handshake then waited for the caller's deadline (30 s for
+    ``GatewayClient.connect``, which then said "no welcome"). Here the end of the reader ends
+    the wait, as ``HandshakeError`` saying so. A rejection (``ConnectionRejected``) is raised
+    by the reader task itself, as before; an answer that came before the end wins (the waiter
+    was woken first: a cancel cannot undo that), and the body then sees the connection
+    closed."""
+    with trio.CancelScope() as handshake:
+        return await wrap_client_stream(
+            _Watched(nursery, handshake), stream,  # type: ignore[arg-type]
+            header, resource, max_message_size=max_message_size)
+    raise HandshakeError("the connection ended before the server answered the websocket "
+                         "handshake (it hung up, or spoke no HTTP)")
 
 
 async def _tls_handshake(stream: trio.SSLStream[trio.SocketStream]) -> None:

@@ -68,8 +68,7 @@ async def _connect(url: str) -> None:
 @pytest.mark.parametrize(("handler", "error"), [
     pytest.param(_not_found, ConnectionRejected, id="rejected"),
     pytest.param(_silent, GatewayTimeout, id="cancelled"),
-    # (trio-websocket waits on for the handshake's answer: the client's deadline ends it)
-    pytest.param(_hang_up, GatewayTimeout, id="hung-up"),
+    pytest.param(_hang_up, HandshakeError, id="hung-up"),
 ])
 async def test_a_failed_handshake_closes_its_socket(
         handler: Callable[[trio.SocketStream], Awaitable[None]], error: type[Exception],
@@ -78,6 +77,38 @@ async def test_a_failed_handshake_closes_its_socket(
         url = await _serve(nursery, handler)
         with _no_socket_left(), trio.fail_after(60), pytest.raises(error):  # (a guard)
             await _connect(url)
+        nursery.cancel_scope.cancel()
+
+
+async def _not_http(stream: trio.SocketStream) -> None:
+    await stream.send_all(b"SSH-2.0-OpenSSH_9.6\r\n")  # another service on the port
+    await stream.aclose()
+
+
+async def _half_answer(stream: trio.SocketStream) -> None:
+    await stream.receive_some()
+    await stream.send_all(b"HTTP/1.1 101 Switching Protocols\r\n")  # then gone
+    await stream.aclose()
+
+
+@pytest.mark.parametrize("handler", [
+    pytest.param(_hang_up, id="reads-then-closes"),
+    pytest.param(_not_http, id="not-http"),
+    pytest.param(_half_answer, id="half-an-answer"),
+])
+async def test_a_connection_that_ends_during_the_handshake_is_said_at_once(
+        handler: Callable[[trio.SocketStream], Awaitable[None]],
+        autojump_clock: trio.testing.MockClock) -> None:
+    """trio-websocket's reader task ended without a word when the connection ended before the
+    server's answer, and the handshake waited for the client's deadline: 30 s by default, then
+    "no welcome ... (not a tidings gateway, or a hung one?)" with the reason lost."""
+    async with trio.open_nursery() as nursery:
+        url = await _serve(nursery, handler)
+        start = trio.current_time()
+        with _no_socket_left(), trio.fail_after(60), pytest.raises(HandshakeError) as caught:
+            await _connect(url)
+        assert trio.current_time() - start < 5  # not the welcome bound (5 s here)
+        assert "ended before the server answered the websocket handshake" in str(caught.value)
         nursery.cancel_scope.cancel()
 
 
