@@ -85,7 +85,13 @@ def existing_token(given: str | None, token_file: pathlib.Path | None,
     if given is not None:
         return TokenSource(given, None)
     path = token_file or token_path(db_path)
-    if path.exists():
+    # The default is beside the database: the user gave that path (--db / serve.db).
+    key = "serve.db" if token_file is None else "gateway.token_file"
+    try:
+        exists = path.exists()
+    except OSError as exc:  # not ENOENT: a name too long, a folder it may not search...
+        raise ConfigError(key, f"cannot read {path}: {exc.strerror or exc}") from None
+    if exists:
         token = read_token_file(path)  # first: a path refused (a directory...) is left as it is
         _tighten(path)
         return TokenSource(token, path)

@@ -1,0 +1,49 @@
+"""``tidings serve`` given a path it cannot even look at (a name over the file system's limit,
+a folder it may not search): refused naming the key, exit 2, nothing created, never a
+traceback."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tidings.errors import ConfigError
+from tidings.supervisor._config import load_config
+from tidings.supervisor._serve import serve
+from tidings.supervisor._signals import StopControl
+
+TOO_LONG = "a" * 300  # over NAME_MAX (255): stat() fails with ENAMETOOLONG, even for root
+
+
+async def test_a_token_file_that_cannot_be_looked_at_is_refused_by_name(tmp_path) -> None:
+    config = load_config(db=str(tmp_path / "serve.db"), port=0, workspace=str(tmp_path),
+                         token_file=tmp_path / TOO_LONG)
+    with pytest.raises(ConfigError, match=r"^gateway\.token_file: cannot read .*File name too "
+                                          r"long") as caught:
+        await serve(config, StopControl())
+    assert caught.value.field == "gateway.token_file"
+    assert list(tmp_path.iterdir()) == []  # no database either
+
+
+async def test_a_database_whose_token_file_cannot_be_looked_at_is_refused_by_its_name(
+        tmp_path) -> None:
+    # The default token file is beside the database: the key to blame is the one given.
+    config = load_config(db=str(tmp_path / f"{TOO_LONG}.db"), port=0, workspace=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"^serve\.db: cannot read .*File name too long"):
+        await serve(config, StopControl())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_command_line_exits_2_in_one_line(tmp_path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tidings.supervisor.cli", "serve", "--port", "0",
+         "--db", f"{TOO_LONG}.db"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL,
+        check=False)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("tidings serve: invalid configuration: serve.db: ")
+    assert sorted(p.name for p in pathlib.Path(tmp_path).iterdir()) == []
