@@ -72,6 +72,10 @@ def check_source_type(source: object, field: str = "source") -> None:
     if not isinstance(source, str | os.PathLike | ArtifactRef):
         raise TypeError(f"{field}: expected a path, an http(s) URL or an ArtifactRef, "
                         f"got {type(source).__name__}")
+    if isinstance(source, os.PathLike) and not isinstance(source, str | pathlib.PurePath) \
+            and not isinstance(os.fspath(source), str):  # a path is written as text
+        raise TypeError(f"{field}: expected a path-like object of a str path, got one of "
+                        f"{type(os.fspath(source)).__name__}")
 
 
 def looks_like_url(text: str) -> bool:

@@ -295,3 +295,27 @@ async def test_metadata_that_standard_json_cannot_hold_is_refused_by_field(rt, b
         await rt.create_session(channel="web", metadata={"limits": [1, number]})
     assert caught.value.field == "metadata"
     assert rows(db_path, "SELECT count(*) FROM sessions") == [(1,)]
+
+
+class _BytesPath(os.PathLike):
+    """A path-like object whose path is bytes (``os.fspath`` gives ``b"chart.png"``)."""
+
+    def __fspath__(self) -> bytes:
+        return b"chart.png"
+
+
+@pytest.mark.parametrize(("send", "field"), [
+    (lambda output: output.send_file(_BytesPath(), history_policy="transient"), "source"),
+    (lambda output: output.send_file(ArtifactRef(path=_BytesPath()),
+                                     history_policy="transient"), "source.path"),
+    (lambda output: output.send(["x", {"type": "file", "source": _BytesPath()}],
+                                history_policy="transient"), "blocks[1].source"),
+])
+async def test_a_path_like_source_of_bytes_is_refused_by_field(rt, bound, db_path, send,
+                                                               field) -> None:
+    """A path is written and sent as text: a path-like object that gives bytes is a
+    ``TypeError`` naming its field, as a bytes source is (it failed inside the path rules,
+    ``a bytes-like object is required, not 'str'``, naming nothing)."""
+    session_id, route = bound
+    await _refused_then_next_send_is_claimed(rt, session_id, route, db_path, send, TypeError,
+                                             field)
