@@ -29,7 +29,7 @@ from tidings.store import Op, Store, begin_turn, end_turn, release_inbound
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
 
-__all__ = ["CANCEL_REASONS", "ROUTE_FAILED", "TurnContext", "open_turn"]
+__all__ = ["CANCEL_REASONS", "ROUTE_FAILED", "TurnContext", "only_cancelled", "open_turn"]
 
 log = logging.getLogger("tidings.turns")
 
@@ -217,17 +217,20 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                 yield ctx
             if ctx.cancel_scope.cancelled_caught:
                 status = "cancelled"
-        except trio.Cancelled as exc:
+        except BaseException as exc:
+            # A nursery in the body turns a cancel from outside into a group of them: still
+            # a cancel, not a failure.
+            cancelled = only_cancelled(exc)
+            if cancelled is None:
+                status, error = "failed", describe_error(exc)
+                dealt_with = isinstance(exc, Exception)  # not a KeyboardInterrupt: the host stops
+                raise
             status = "cancelled"
             if ctx.reason is None:
                 # A runtime task is cancelled at exit (reason ``shutdown``) before the runtime is
                 # marked closing: trio's reason says so.
-                stopping = runtime.closing or exc.reason == SHUTDOWN_REASON
+                stopping = runtime.closing or cancelled.reason == SHUTDOWN_REASON
                 ctx.reason = "shutdown" if stopping else "cancelled"
-            raise
-        except BaseException as exc:
-            status, error = "failed", describe_error(exc)
-            dealt_with = isinstance(exc, Exception)  # not a KeyboardInterrupt: the host stops
             raise
         finally:
             ctx.closed = True
@@ -238,6 +241,19 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                     ops += release_inbound(answers, session_id=session_id)
                 with trio.CancelScope(shield=True):  # the writer answers every request, even
                     await _record_end(store, ctx.turn_id, ops)  # stopping
+
+
+def only_cancelled(exc: BaseException) -> trio.Cancelled | None:
+    """*exc* itself if it is ``trio.Cancelled``; the first one if *exc* is a group (nested or
+    not) of nothing but ``Cancelled``, as a nursery that was cancelled from outside raises;
+    else None."""
+    if isinstance(exc, trio.Cancelled):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [only_cancelled(inner) for inner in exc.exceptions]
+        if leaves and all(leaf is not None for leaf in leaves):
+            return leaves[0]
+    return None
 
 
 @asynccontextmanager

@@ -33,6 +33,7 @@ import trio
 
 from tidings.actors import TurnContext
 from tidings.actors._blocks import check_text
+from tidings.actors._turns import only_cancelled
 from tidings.channels._boundary import compose_first_prompt
 from tidings.channels._bridge import BridgeTurn, split_reply
 from tidings.channels._lifecycle import CancelReason, LifecycleEmitter
@@ -178,7 +179,7 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                 await channel.agent.run(bridge)
                 await _finish(ctx, active, bridge, pending.held)
             except BaseException as exc:
-                cancelled = _as_cancelled(exc)
+                cancelled = only_cancelled(exc)
                 if cancelled is None:
                     # Decide now, not after the end is written: a cancel that comes while
                     # it is must not turn this failure into a cancellation.
@@ -199,7 +200,7 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                     raise
                 raise cancelled from None
     except BaseException as exc:
-        if _as_cancelled(exc) is not None:  # from outside the turn: the runtime is stopping
+        if only_cancelled(exc) is not None:  # from outside the turn: the runtime is stopping
             await emitter.cancelled("shutdown")
             raise
         if not isinstance(exc, Exception):  # KeyboardInterrupt or the like: not ours to
@@ -215,18 +216,6 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
         return
     if emitter.outcome is None:  # the turn's own scope caught the cancel
         await emitter.cancelled(active.cancel_reason or "timeout")
-
-
-def _as_cancelled(exc: BaseException) -> trio.Cancelled | None:
-    """*exc* itself if it is ``trio.Cancelled``; the first one if *exc* is a group of nothing
-    but ``Cancelled``; else None."""
-    if isinstance(exc, trio.Cancelled):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        leaves = [_as_cancelled(inner) for inner in exc.exceptions]
-        if leaves and all(leaf is not None for leaf in leaves):
-            return leaves[0]
-    return None
 
 
 def _failed_while_cancelled(exc: BaseException, active: ActiveTurn) -> bool:

@@ -91,6 +91,40 @@ async def test_a_turn_in_a_runtime_task_stopped_at_exit_records_shutdown(db_path
     assert await _turn_row(db_path, turn_ids[0]) == ("cancelled", "shutdown", None)
 
 
+async def test_a_turn_whose_nursery_is_cancelled_from_outside_records_a_cancel(
+        db_path, workspace) -> None:
+    """A nursery inside the turn turns the cancel into a group of ``Cancelled``: the turn
+    was still cancelled, not failed (at exit: ``shutdown``; by a caller's own scope:
+    ``cancelled``), and the message it held stays held for recovery to tell."""
+    opened = trio.Event()
+    turn_ids: list[str] = []
+
+    async def work(session_id: str, inbound_id: str) -> None:
+        async with rt.open_turn(session_id, inbound_ids=[inbound_id]) as ctx:
+            turn_ids.append(ctx.turn_id)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(trio.sleep_forever)
+                opened.set()
+                await trio.sleep_forever()
+
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        session_id = await rt.create_session(channel="web")
+        held = [await rt.hold_inbound(session_id, notice=f"not answered {i}")
+                for i in range(2)]
+        with trio.CancelScope() as scope:  # the caller's own scope, no reason of the turn's
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(work, session_id, held[0])
+                await opened.wait()
+                scope.cancel()
+        opened = trio.Event()
+        rt.start_task("turn", work, session_id, held[1])
+        await opened.wait()
+    assert [await _turn_row(db_path, turn_id) for turn_id in turn_ids] == [
+        ("cancelled", "cancelled", None), ("cancelled", "shutdown", None)]
+    assert rows(db_path, "SELECT inbound_id FROM inbound_messages ORDER BY inbound_id") == sorted(
+        (inbound_id,) for inbound_id in held)
+
+
 async def test_serial_turns_of_one_session_run_one_at_a_time(rt, autojump_clock) -> None:
     """Two serial turns opened at once in one session: the second begins only once the first
     has ended, so their history never interleaves; a parallel turn does not wait."""
