@@ -29,14 +29,35 @@ def resolve_roots(workspace: str | os.PathLike[str],
                    artifact_root: str | os.PathLike[str] | None
                    ) -> tuple[pathlib.Path, pathlib.Path | None]:
     root = pathlib.Path(workspace).expanduser().resolve()
-    if not root.is_dir():
+    if not _is_dir("workspace", root, workspace):
         raise ValidationError("workspace", f"not a directory: {workspace}")
     if artifact_root is None:
         return root, None
     artifacts = pathlib.Path(artifact_root).expanduser().resolve()
-    if artifacts.exists() and not artifacts.is_dir():  # missing is fine: the host may fill it
+    # Missing is fine (the host may fill it); something else there is not.
+    if _exists("artifact_root", artifacts, artifact_root) \
+            and not _is_dir("artifact_root", artifacts, artifact_root):
         raise ValidationError("artifact_root", f"not a directory: {artifact_root}")
     return root, artifacts
+
+
+def _is_dir(field: str, path: pathlib.Path, given: object) -> bool:
+    """``path.is_dir()``, or :class:`ValidationError` naming *field* when the path cannot
+    even be looked at (a folder this user may not search, a name over the file system's
+    limit): ``is_dir`` and ``exists`` raise for those, and the error, named by nothing,
+    was taken for the database's."""
+    try:
+        return path.is_dir()
+    except OSError as exc:
+        raise ValidationError(field, f"cannot read {given}: {exc.strerror or exc}") from None
+
+
+def _exists(field: str, path: pathlib.Path, given: object) -> bool:
+    """``path.exists()``, refused by *field* as :func:`_is_dir` is."""
+    try:
+        return path.exists()
+    except OSError as exc:
+        raise ValidationError(field, f"cannot read {given}: {exc.strerror or exc}") from None
 
 
 def _check_path(field: str, value: object) -> None:

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from tidings.errors import ConfigError
+import tidings
+from tidings.errors import ConfigError, ValidationError
 from tidings.supervisor._config import load_config
 from tidings.supervisor._serve import serve
 from tidings.supervisor._signals import StopControl
@@ -47,3 +48,23 @@ def test_the_command_line_exits_2_in_one_line(tmp_path) -> None:
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert result.stderr.startswith("tidings serve: invalid configuration: serve.db: ")
     assert sorted(p.name for p in pathlib.Path(tmp_path).iterdir()) == []
+
+
+async def test_a_workspace_that_cannot_be_looked_at_is_refused_by_its_name(tmp_path) -> None:
+    # Not "cannot open the database ... (serve.db)": the database is fine, the workspace not.
+    config = load_config(db=str(tmp_path / "serve.db"), port=0,
+                         workspace=str(tmp_path / TOO_LONG))
+    with pytest.raises(ConfigError, match=r"^serve\.workspace: cannot read .*File name too "
+                                          r"long") as caught:
+        await serve(config, StopControl())
+    assert caught.value.field == "serve.workspace"
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_open_runtime_refuses_such_an_artifact_root_by_name(tmp_path) -> None:
+    with pytest.raises(ValidationError, match=r"^artifact_root: cannot read ") as caught:
+        async with tidings.open_runtime(tmp_path / "serve.db", workspace=tmp_path,
+                                        artifact_root=tmp_path / TOO_LONG):
+            pass  # pragma: no cover
+    assert caught.value.field == "artifact_root"
+    assert list(tmp_path.iterdir()) == []
