@@ -24,7 +24,8 @@ def lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | 
     the database not open: nothing is left beside a file that is no database).
 
     An exclusive ``flock`` on ``<database>.runtime.lock`` (created 0600, with the holder's pid
-    in it), held until the runtime has closed; the kernel drops it when its holder dies. A
+    in it; a symbolic link there is followed, its target made if missing), held until the
+    runtime has closed; the kernel drops it when its holder dies. A
     second runtime on a live database, in this process or another, is refused: its start-up
     would register a newer epoch and recover, taking the live runtime's claims for a dead
     process's (``unknown``), its running turns for dead ones and its queued rows for
@@ -36,7 +37,10 @@ def lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | 
     missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
     for directory in reversed(missing):  # 0700, as the store creates them
         directory.mkdir(mode=0o700, exist_ok=True)
-    lock = db.with_name(db.name + LOCK_SUFFIX)
+    # A symbolic link there (into a tmpfs the last reboot emptied, say) is followed: the lock
+    # file is its target. The exclusive create below refuses any link, even to nothing, and
+    # the plain open then finds no file: that would be taken for a removed one, for ever.
+    lock = pathlib.Path(os.path.realpath(db.with_name(db.name + LOCK_SUFFIX)))
     while True:  # again when the file was removed (by its maker, see below) under this call
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
