@@ -9,6 +9,7 @@ turn never waits for its deliveries: they belong to the runtime.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -157,7 +158,11 @@ class TurnContext:
                 or not expires_in >= 0):  # NaN too
             raise ValidationError("expires_in", f"must be None or seconds >= 0, got "
                                                 f"{expires_in!r:.80}")
-        return self.runtime.store.clock() + expires_in
+        try:
+            seconds = float(expires_in)
+        except OverflowError:  # an int past a float's range: never, as math.inf is
+            seconds = math.inf
+        return self.runtime.store.clock() + seconds
 
 
 def turn_policies(slot: str, mode: str, history_policy: str | None

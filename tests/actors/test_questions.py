@@ -88,3 +88,15 @@ async def test_a_question_already_expired_is_not_asked(rt) -> None:
     assert (answer.text, answer.reason) == (None, "expired")
     assert (decision.allowed, decision.reason) == (False, "expired")
     assert (route.prompts, route.approvals) == ([], [])  # nobody was shown a void question
+
+
+async def test_an_expiry_past_a_float_s_range_never_expires(rt) -> None:
+    """``expires_in`` is seconds >= 0: an integer too large for a float (JSON and Python carry
+    any) is asked as one that never expires, as ``math.inf`` is, not an ``OverflowError``."""
+    session_id, route = await _ready_to_answer(rt, "yes")
+    async with rt.open_turn(session_id) as ctx:
+        answer = await ctx.prompt_user("q?", expires_in=10**400)
+        decision = await ctx.request_approval("deploy", expires_in=10**400)
+    assert (answer.text, decision.allowed) == ("yes", True)
+    assert [prompt.expires_at for prompt in route.prompts] == [math.inf]
+    assert [request.expires_at for request in route.approvals] == [math.inf]
