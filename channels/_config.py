@@ -231,9 +231,14 @@ def _timeout(value: object, field: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(field, f"must be a number of seconds, not {type(value).__name__}")
-    if not (math.isfinite(value) and value > 0):
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int TOML carries (it takes any) but no float does
+        raise ConfigError(field, "must be a positive finite number of seconds, got an "
+                                 "integer past a float's range") from None
+    if not (math.isfinite(seconds) and seconds > 0):
         raise ConfigError(field, f"must be a positive finite number of seconds, got {value!r}")
-    return float(value)
+    return seconds
 
 
 def _agent(value: object, field: str) -> str | None:

@@ -113,6 +113,7 @@ def test_the_name_must_be_a_lowercase_identifier(name: object) -> None:
     ({"turn_timeout": 0}, "channels.ops.turn_timeout"),
     ({"turn_timeout": -1.0}, "channels.ops.turn_timeout"),
     ({"turn_timeout": math.inf}, "channels.ops.turn_timeout"),
+    ({"turn_timeout": 10**400}, "channels.ops.turn_timeout"),  # TOML carries it; no float does
     ({"turn_timeout": math.nan}, "channels.ops.turn_timeout"),
     ({"turn_timeout": True}, "channels.ops.turn_timeout"),
     ({"turn_timeout": "120"}, "channels.ops.turn_timeout"),
