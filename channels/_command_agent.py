@@ -61,6 +61,15 @@ def _kill(process: trio.Process) -> None:
         pass
 
 
+def _finite(seconds: float) -> bool:
+    """Whether *seconds* is finite: an int no float holds is not (``math.isfinite`` fails on
+    one with an ``OverflowError``)."""
+    try:
+        return math.isfinite(seconds)
+    except OverflowError:
+        return False
+
+
 @final
 class CommandAgent:
     """Runs ``argv`` once per turn: the prompt on stdin, stdout streamed back as chunks.
@@ -114,9 +123,9 @@ class CommandAgent:
             raise ValidationError("argv[0]", "must name a command, not be empty")
         if timeout is not None and (isinstance(timeout, bool)
                                     or not isinstance(timeout, int | float)
-                                    or not timeout > 0 or not math.isfinite(timeout)):
+                                    or not timeout > 0 or not _finite(timeout)):
             raise ValidationError("timeout", f"must be a positive number of seconds, got "
-                                             f"{timeout!r}")
+                                             f"{timeout!r:.80}")
         if cwd is not None and not isinstance(cwd, str | os.PathLike):
             raise ValidationError("cwd", f"must be a string or path, not {type(cwd).__name__}")
         if cwd is not None and not os.fsdecode(cwd):  # "" is no directory, not the current one

@@ -217,6 +217,7 @@ async def test_running_past_the_timeout_is_an_agent_error(
     (["ok"], {"timeout": -1}, "timeout"),
     (["ok"], {"timeout": float("nan")}, "timeout"),
     (["ok"], {"timeout": float("inf")}, "timeout"),
+    (["ok"], {"timeout": 10**400}, "timeout"),  # an int no float holds
     (["ok"], {"timeout": True}, "timeout"),
     ([""], {}, "argv[0]"),
     (["ok"], {"cwd": 3}, "cwd"),
