@@ -137,13 +137,18 @@ class RecoveryScanner:
         """Recovery while the runtime opens: dead claims and stale progress always; with
         ``"at_open"`` also what :meth:`recover` does (no route is bound yet, so queued rows
         become ``unrouted``)."""
-        if recover == "at_open":
-            return await self.recover()
+        # The lock says no other process has the database, and this one has begun nothing
+        # yet: every turn still running and every queued progress note is an earlier
+        # process's, whatever its time says (a restart's clock may be behind the dead one's).
         async with self._lock:
-            report = await self._dead_claims() + await self._stale_progress()
+            report = await self._dead_claims() + await self._stale_progress(math.inf)
             report += await self._dead_turns()
-            await self._hold_queued()
-        return self._count(report)
+            if recover == "manual":
+                await self._hold_queued()
+        report = self._count(report)
+        if recover == "at_open":
+            report += await self.recover()
+        return report
 
     async def recover(self) -> RecoveryReport:
         """A full recovery pass, then arm the periodic scan.
@@ -154,7 +159,6 @@ class RecoveryScanner:
         """
         async with self._lock:
             report = await self._dead_claims() + await self._stale_progress()
-            report += await self._dead_turns()
             report += await self._reconcile(await self._unknown_sessions())
             report += await self._kick_queued(stranded_only=False)
             held, self._held_queued = self._held_queued, []
@@ -213,10 +217,12 @@ class RecoveryScanner:
         return RecoveryReport(unknown=progress.done())
 
     async def _dead_turns(self) -> RecoveryReport:
+        """End failed every turn still ``running``: only at open, when all are an earlier
+        process's (later, the only running turns are this process's own)."""
         store = self._store
         progress = _Progress("recovery_dead_turns")
         while True:
-            ids = await store.read(recovery.dead_turns, store.started_at, self.batch)
+            ids = await store.read(recovery.dead_turns, math.inf, self.batch)
             if not ids:
                 break
             now = store.clock()
@@ -255,11 +261,14 @@ class RecoveryScanner:
             return RecoveryReport()
         return RecoveryReport(unanswered=await self._tell_held(self.batch))
 
-    async def _stale_progress(self) -> RecoveryReport:
+    async def _stale_progress(self, before: float | None = None) -> RecoveryReport:
+        """Fail ``queued`` progress notes created before *before* (this process's start by
+        default: a note of an earlier process that reconcile put back to ``queued``)."""
         store = self._store
+        before = store.started_at if before is None else before
         progress = _Progress("recovery_stale_progress")
         while True:
-            ids = await store.read(recovery.stale_progress, store.started_at, self.batch)
+            ids = await store.read(recovery.stale_progress, before, self.batch)
             if not ids:
                 break
             now = store.clock()
