@@ -2,7 +2,10 @@
 
 A source is a path inside the resolved workspace or the session's artifact root (symlinks
 resolved; ``..`` components and escapes rejected, also through :class:`ArtifactRef`), an http(s)
-URL, or an :class:`ArtifactRef`. A plain string is a URL when it starts with a scheme and
+URL, or an :class:`ArtifactRef`. A path that is the runtime's own is refused even inside the
+workspace (where ``tidings serve``'s defaults put the database and the artifacts directory):
+another session's artifact root, the database and the files beside it
+(:data:`DATABASE_SUFFIXES`). A plain string is a URL when it starts with a scheme and
 ``://`` (``ftp://...``, refused as not http(s)), or with one of :data:`URL_SCHEMES` and a
 colon (``https:...``, ``data:...``, ``javascript:...``: never a file, even if one has that
 name); any other string is a path, so ``notes:v2.txt`` is the file of that name. A
@@ -22,9 +25,10 @@ from typing import Any
 import attrs
 
 from tidings.actors._blocks import lone_surrogate
+from tidings.actors._runtime_lock import LOCK_SUFFIX
 from tidings.errors import ArtifactError, ValidationError
 
-__all__ = ["MAX_NAME_BYTES", "URL_SCHEMES", "ArtifactRef", "ResolvedSource",
+__all__ = ["DATABASE_SUFFIXES", "MAX_NAME_BYTES", "URL_SCHEMES", "ArtifactRef", "ResolvedSource",
            "check_session_name", "check_source_type", "looks_like_url", "names_own_directory",
            "resolve_source"]
 
@@ -38,6 +42,12 @@ URL_SCHEMES = ("http", "https", "data", "javascript", "vbscript", "blob", "mailt
 """Schemes that make a plain string a URL even without ``//``: http(s) (so ``https:x`` is a
 bad URL, not a missing file) and the common URL schemes that never have one. A string with
 one of them is never read as a path, whatever the workspace holds."""
+
+
+DATABASE_SUFFIXES = ("", "-wal", "-shm", "-journal", LOCK_SUFFIX, ".token")
+"""The runtime's own files beside the database, ``<database>`` + each: the database (every
+session's history), SQLite's journals, the runtime lock, and the gateway token ``tidings
+serve`` keeps there by default. Never an artifact, wherever the workspace is."""
 
 
 @attrs.frozen
@@ -119,13 +129,17 @@ def check_session_name(field: str, value: object) -> str:
 
 
 def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: pathlib.Path,
-                   artifact_root: pathlib.Path | None, field: str = "source") -> ResolvedSource:
+                   artifact_root: pathlib.Path | None, field: str = "source",
+                   artifacts: pathlib.Path | None = None,
+                   database: pathlib.Path | None = None) -> ResolvedSource:
     """Check *source* against the roots and return where it really is (blocking: stats files).
     *artifact_root* is None for a session with none (see :func:`names_own_directory`).
+    *artifacts* is every session's artifacts directory and *database* the database: what is
+    theirs is the runtime's own, refused even inside the workspace.
 
     Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
-    symlinks), a ``..`` component, a missing or non-regular file, a non-http(s) URL (or one the
-    URL parser refuses), or one that is not valid UTF-8.
+    symlinks), the runtime's own, a ``..`` component, a missing or non-regular file, a
+    non-http(s) URL (or one the URL parser refuses), or one that is not valid UTF-8.
     """
     check_source_type(source, field)
     if isinstance(source, ArtifactRef):
@@ -142,12 +156,12 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
             if isinstance(source.path, ArtifactRef):
                 raise TypeError(f"{field}.path: expected a path, got an ArtifactRef")
             resolved = _resolve_path(os.fspath(source.path), workspace, artifact_root,
-                                     f"{field}.path")
+                                     f"{field}.path", artifacts, database)
         return attrs.evolve(resolved, name=source.name or resolved.name, ref=source)
     text = os.fspath(source)
     if isinstance(source, str) and looks_like_url(text):
         return _resolve_url(text, field)
-    return _resolve_path(text, workspace, artifact_root, field)
+    return _resolve_path(text, workspace, artifact_root, field, artifacts, database)
 
 
 def _resolve_url(text: str, field: str) -> ResolvedSource:
@@ -166,7 +180,8 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
 
 
 def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Path | None,
-                  field: str) -> ResolvedSource:
+                  field: str, artifacts: pathlib.Path | None = None,
+                  database: pathlib.Path | None = None) -> ResolvedSource:
     if not text or "\x00" in text:
         raise ArtifactError(field, "the path is empty or contains a NUL character")
     raw = pathlib.Path(text)
@@ -185,11 +200,37 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
     if not any(resolved.is_relative_to(root) for root in roots):
         raise ArtifactError(field, "the path resolves outside the workspace and the session's "
                                    "artifact root")
+    if _runtimes_own(resolved, roots[0], artifact_root, artifacts, database):
+        raise ArtifactError(field, "the path is the runtime's own (the database or a file "
+                                   "beside it, or another session's artifacts), not the "
+                                   "workspace's")
     if not resolved.is_file():
         raise ArtifactError(field, f"not a regular file: {text}")
     location = str(resolved)
     _check_utf8(location, field)
     return ResolvedSource("path", location, resolved.name)
+
+
+def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
+                  artifact_root: pathlib.Path | None, artifacts: pathlib.Path | None,
+                  database: pathlib.Path | None) -> bool:
+    """Whether the resolved path *resolved* is one of the database's files
+    (:data:`DATABASE_SUFFIXES`), or in *artifacts* outside the session's own *artifact_root*
+    where the (resolved) *workspace* holds *artifacts*: a workspace that is the artifacts
+    directory, or inside it, is the host's choice to share it, and one outside it gives no
+    access to it anyway."""
+    if artifacts is not None:
+        base = artifacts.resolve()
+        if base != workspace and base.is_relative_to(workspace) \
+                and resolved.is_relative_to(base) and not (
+                    artifact_root is not None
+                    and resolved.is_relative_to(artifact_root.resolve())):
+            return True
+    if database is None:
+        return False
+    database = database.resolve()
+    return resolved.parent == database.parent and resolved.name in {
+        database.name + suffix for suffix in DATABASE_SUFFIXES}
 
 
 def _check_utf8(location: str, field: str) -> None:

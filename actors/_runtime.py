@@ -190,8 +190,14 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
             raise ValidationError("session_id", f"{session_id!r:.80} is not one plain path "
                                                 f"component of at most {MAX_NAME_BYTES} bytes: "
                                                 f"it has no artifact root")
-        base = self._artifact_root or pathlib.Path(self.store.path).parent / "artifacts"
-        return base / session_id
+        return self.artifacts_directory / session_id
+
+    @property
+    def artifacts_directory(self) -> pathlib.Path:
+        """Where every session's artifact root is: ``artifact_root`` if given, else
+        ``<database directory>/artifacts``. What is in it is the sessions' own: a turn may
+        send from its own session's root only, even where the workspace holds the rest."""
+        return self._artifact_root or pathlib.Path(self.store.path).parent / "artifacts"
 
     # --- reading -------------------------------------------------------------------------------
 

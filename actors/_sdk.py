@@ -319,7 +319,8 @@ class OutputSDK:
                 if names_own_directory(turn.session_id) else None)
         sources = [(part.source, part.field) for part in parts if isinstance(part, _Media)]
         resolved: list[ResolvedSource] = await trio.to_thread.run_sync(
-            _resolve_all, sources, workspace, root)
+            _resolve_all, sources, workspace, root, turn.runtime.artifacts_directory,
+            pathlib.Path(turn.runtime.store.path))
         blocks: list[ContentBlock] = []
         artifacts: list[ArtifactRecord] = []
         found = iter(resolved)
@@ -346,10 +347,12 @@ class OutputSDK:
 
 
 def _resolve_all(sources: list[tuple[Any, str]], workspace: pathlib.Path,
-                 root: pathlib.Path | None) -> list[ResolvedSource]:
+                 root: pathlib.Path | None, artifacts: pathlib.Path,
+                 database: pathlib.Path) -> list[ResolvedSource]:
     """Resolve each ``(source, field)``; an error names the field of the source that failed
     (its block's index in a block list, not its rank among the media blocks)."""
-    return [resolve_source(source, workspace=workspace, artifact_root=root, field=field)
+    return [resolve_source(source, workspace=workspace, artifact_root=root, field=field,
+                           artifacts=artifacts, database=database)
             for source, field in sources]
 
 

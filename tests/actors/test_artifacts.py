@@ -304,3 +304,60 @@ async def test_an_artifacts_metadata_is_stored_as_json_writes_it_with_one_value_
     assert await handle.wait() == "delivered"
     assert rows(db_path, "SELECT metadata FROM artifacts") == [
         ('{"1": "mine", "r": true, "n": [1]}',)]
+
+
+async def test_the_runtimes_own_files_in_the_workspace_are_refused(tmp_path) -> None:
+    """With the database inside the workspace (``tidings serve``'s default: ``./tidings.db``
+    in ``.``, so the artifacts directory is ``./artifacts``), another session's artifact root
+    and the database's own files are inside the workspace too; a turn may send neither: the
+    first is that session's, the second holds every session's history (and the gateway's
+    token beside it). A file of the workspace's own is sent as before."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    db = workspace / "tidings.db"
+    (workspace / "notes.txt").write_text("mine")
+    async with tidings.open_runtime(db, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        other = await rt.create_session(channel="web")
+        route = MemoryRoute(capabilities={"text", "file"})
+        rt.router.bind(session_id, route)
+        for owner in (session_id, other):
+            await _mkdir(rt.artifact_root_for(owner))
+            (rt.artifact_root_for(owner) / "report.pdf").write_bytes(b"%PDF")
+        (workspace / "tidings.db.token").write_text("secret-token")
+        theirs = rt.artifact_root_for(other) / "report.pdf"
+        refused = [str(theirs), "artifacts/" + other + "/report.pdf", ArtifactRef(path=theirs),
+                   "tidings.db", "tidings.db-wal", "tidings.db-shm", "tidings.db.runtime.lock",
+                   "tidings.db.token", str(db)]
+        with trio.fail_after(30):  # hang guard
+            async with rt.open_turn(session_id) as ctx:
+                for source in refused:
+                    with pytest.raises(ArtifactError) as caught:
+                        await ctx.output.send_file(source, history_policy="transient")
+                    assert caught.value.field.startswith("source"), source
+                    assert "runtime's own" in str(caught.value), source
+                mine = await ctx.output.send_file(
+                    str(rt.artifact_root_for(session_id) / "report.pdf"),
+                    history_policy="transient")
+                notes = await ctx.output.send_file("notes.txt", history_policy="transient")
+            assert [await mine.wait(), await notes.wait()] == ["delivered", "delivered"]
+    assert [o.blocks[0].name for o in route.delivered] == ["report.pdf", "notes.txt"]
+    assert rows(db, "SELECT count(*) FROM artifacts") == [(2,)]
+
+
+async def test_a_workspace_that_is_the_artifacts_directory_keeps_its_files(tmp_path) -> None:
+    """``artifact_root`` set to the workspace itself (or above it) is the host sharing it: its
+    files are the workspace's, not another session's artifacts."""
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "notes.txt").write_text("mine")
+    for artifact_root in (workspace, tmp_path):
+        async with tidings.open_runtime(tmp_path / "state" / "t.db", workspace=workspace,
+                                        artifact_root=artifact_root) as rt:
+            session_id = await rt.create_session(channel="web")
+            route = MemoryRoute(capabilities={"text", "file"})
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                handle = await ctx.output.send_file("src/notes.txt",
+                                                    history_policy="transient")
+            assert await handle.wait() == "delivered"
