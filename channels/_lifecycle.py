@@ -18,6 +18,7 @@ import attrs
 import trio
 
 from tidings.actors._blocks import frozen_mapping
+from tidings.actors._status import check_seconds
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._sanitize import sanitize_text
 from tidings.errors import ValidationError
@@ -167,15 +168,21 @@ class LifecycleEmitter:
       for up to ``terminal_grace`` seconds, so a turn stopped by shutdown still reports.
 
     Every emitting method is a checkpoint; the non-terminal ones may raise ``trio.Cancelled``.
+
+    Raises:
+      ValidationError: naming ``terminal_grace`` when it is not seconds >= 0.
     """
 
     def __init__(self, hook: LifecycleHook | None, config: ChannelConfig, *, chat_id: str,
                  session_id: str, message_id: str | None = None,
                  terminal_grace: float = 5.0) -> None:
-        if math.isnan(terminal_grace) or terminal_grace < 0:
-            raise ValidationError("terminal_grace", f"must be >= 0, got {terminal_grace!r}")
+        check_seconds("terminal_grace", terminal_grace)
+        try:
+            grace = float(terminal_grace)
+        except OverflowError:  # an int no float holds: no limit, as math.inf is
+            grace = math.inf
         self._hook = hook
-        self._grace = terminal_grace
+        self._grace = grace
         self._common: dict[str, Any] = {
             "channel_name": config.name, "chat_id": chat_id, "session_id": session_id,
             "message_id": message_id, "identity": config.resolved_identity(),

@@ -341,11 +341,20 @@ async def test_a_stuck_terminal_hook_is_given_up_after_the_grace(
     assert em.outcome == "completed"
 
 
-@pytest.mark.parametrize("grace", [-1.0, float("nan")])
-def test_the_grace_must_be_a_non_negative_number(grace: float) -> None:
+@pytest.mark.parametrize("grace", [-1.0, float("nan"), "5", None, True])
+def test_the_grace_must_be_a_non_negative_number(grace: Any) -> None:
     with pytest.raises(ValidationError) as info:
         emitter(None, terminal_grace=grace)
     assert info.value.field == "terminal_grace"
+
+
+async def test_a_grace_past_a_float_s_range_is_no_limit() -> None:
+    """An int no float holds is seconds >= 0 all the same: no limit, as ``math.inf`` is."""
+    seen, hook = recorder()
+    em = emitter(hook, terminal_grace=10**400)
+    await em.started()
+    assert await em.completed()
+    assert [event.type for event in seen] == ["started", "completed"]
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [
