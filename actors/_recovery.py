@@ -37,7 +37,7 @@ import attrs
 import trio
 
 from tidings.actors._reconcile import reconcile_session, reconciler_of
-from tidings.actors._status import check_seconds
+from tidings.actors._status import check_id_list, check_seconds
 from tidings.errors import MailboxClosedError, TidingsError, ValidationError
 from tidings.store import SessionHead, Store, end_turn, recovery, transition
 from tidings.supervisor import ChildContext, ChildSpec, Mailbox
@@ -190,10 +190,14 @@ class RecoveryScanner:
 
     async def reconcile(self, session_ids: Iterable[str] | None = None) -> RecoveryReport:
         """Ask the bound reconciling routes about ``unknown`` rows (of *session_ids*, or of
-        every session that has some) and apply their answers."""
+        every session that has some) and apply their answers. *session_ids* that is a lone
+        string or lists a non-id is refused (:class:`ValidationError` naming it) before
+        anything is asked."""
+        chosen = (None if session_ids is None
+                  else sorted(check_id_list("session_ids", session_ids, "session ids",
+                                            max_chars=None)))
         async with self._lock:
-            sessions = (await self._unknown_sessions() if session_ids is None
-                        else sorted(set(session_ids)))
+            sessions = await self._unknown_sessions() if chosen is None else chosen
             report = await self._reconcile(sessions)
         return self._count(report)
 
