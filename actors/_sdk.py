@@ -190,8 +190,10 @@ class OutputSDK:
         check_flag("write_history", write_history, optional=True)
         check_flag("visible", visible)
         if kind != "message":
-            if write_history or (history_policy not in (None, "transient")):
+            if history_policy not in (None, "transient"):
                 raise ValidationError("history_policy", f"{kind} is always transient")
+            if write_history:
+                raise ValidationError("write_history", f"{kind} is always transient")
             if visible is not True:
                 raise ValidationError("visible", f"{kind} is always visible")
             history_policy = "transient"

@@ -165,6 +165,13 @@ async def test_progress_and_notice_refuse_history_controls(rt) -> None:
         with pytest.raises(ValidationError) as caught:
             await ctx.output.send("x", kind="shout")
         assert caught.value.field == "kind"
+        for kind in ("progress", "notice"):  # the argument that asked for history is named
+            with pytest.raises(ValidationError, match="always transient") as caught:
+                await ctx.output.send("x", kind=kind, write_history=True)
+            assert caught.value.field == "write_history"
+            with pytest.raises(ValidationError, match="always transient") as caught:
+                await ctx.output.send("x", kind=kind, history_policy="model_hidden")
+            assert caught.value.field == "history_policy"
 
 
 async def test_failure_history_text_is_in_history_when_wait_returns_failed(rt) -> None:
