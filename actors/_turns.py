@@ -220,7 +220,9 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                                                  f"exists") from None
             with ctx.cancel_scope:
                 yield ctx
-            if ctx.cancel_scope.cancelled_caught:
+            # A body that caught the Cancelled of a cancel it was given (ctx.cancel said
+            # yes) and returned did not complete its turn either.
+            if ctx.cancel_scope.cancelled_caught or ctx.reason is not None:
                 status = "cancelled"
         except BaseException as exc:
             # A nursery in the body turns a cancel from outside into a group of them: still

@@ -34,6 +34,19 @@ async def test_a_cancelled_turn_records_its_first_reason(rt, db_path, reason) ->
     assert await _turn_row(db_path, ctx.turn_id) == ("cancelled", reason, None)
 
 
+async def test_a_cancel_the_body_swallowed_still_ends_the_turn_cancelled(rt, db_path) -> None:
+    """``ctx.cancel`` said yes: a body that caught the ``Cancelled`` and returned did not
+    complete its turn (the row said ``completed`` with the cancel's reason)."""
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        assert ctx.cancel("cancel_command") is True
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            pass  # a careless body
+    assert await _turn_row(db_path, ctx.turn_id) == ("cancelled", "cancel_command", None)
+
+
 async def test_a_turn_that_raises_is_failed_and_the_error_propagates(rt, db_path) -> None:
     session_id = await rt.create_session(channel="web")
     with pytest.raises(KeyError):
