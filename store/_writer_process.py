@@ -4,7 +4,8 @@ With the thread backend the loop and the writer thread share one GIL, so they ta
 return from SQLite into Python waits for the loop to let go. Here the SQLite work runs in a
 child (``_writer_child``) with its own interpreter, and the loop only pickles ops and unpickles
 answers. Batches are sent as soon as the writer has them, without waiting for the previous
-answer, so the child commits one batch while the loop prepares the next. When the child is idle
+answer, so the child commits one batch while the loop prepares the next (and commits the batches
+that arrived meanwhile together, in one transaction: see ``_writer_child``). When the child is idle
 and many requests arrive at once (closed-loop senders woken by one commit), the first batch is
 split in two: the first half's answer then comes back while the second half commits, and the
 two halves keep alternating instead of moving in one wave.
@@ -52,11 +53,19 @@ RESUME_FRAME = frame(RESUME)
 """Ends the child's skipping after an ``unreadable`` answer (see ``_writer_child``)."""
 
 def child_command(path: pathlib.Path, synchronous: str) -> tuple[list[str], dict[str, str]]:
-    """The child's argv and environment: this interpreter, this ``sys.path``."""
+    """The child's argv and environment: this interpreter, this ``sys.path``.
+
+    The child ignores SIGINT and SIGTERM, first thing (before its imports): its lifetime is
+    its host's (it stops at end of input, or dies with the host). A terminal's Ctrl-C reaches
+    the whole foreground process group, and a service manager's stop may signal every process
+    of the service: the child died of them at once (a ``KeyboardInterrupt`` traceback) while
+    its host began a graceful stop that needed it to commit."""
     paths = [os.path.abspath(entry or os.curdir) for entry in sys.path]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    boot = "import sys; from tidings.store._writer_child import main; sys.exit(main(sys.argv[1:]))"
+    boot = ("import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "from tidings.store._writer_child import main; sys.exit(main(sys.argv[1:]))")
     return [sys.executable, "-c", boot, str(path), synchronous, str(os.getpid())], env
 
 
