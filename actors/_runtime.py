@@ -42,6 +42,7 @@ from tidings.actors._status import (
 from tidings.actors._tasks import TaskRunner
 from tidings.actors._turns import TurnContext, open_turn
 from tidings.errors import (
+    ConflictError,
     DeliveryNotFoundError,
     RuntimeClosedError,
     SessionNotFoundError,
@@ -119,10 +120,11 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         A caller-chosen ``session_id`` must be one plain path component (it names the
         session's artifact directory): ``.``, ``..``, ids with ``/``, ``\\``, NUL or a lone
         surrogate are refused, and so is one of more than 255 bytes of UTF-8 (no file system
-        takes a longer directory name). ``metadata`` is at most
+        takes a longer directory name), and so is one another session has (a
+        :class:`ValidationError` naming it, not a store conflict). ``metadata`` is at most
         :data:`~tidings.actors.MAX_JSON_BYTES` of JSON. Raises :class:`SessionNotFoundError`
         for an unknown parent, :class:`ValidationError` naming the field for bad arguments,
-        before anything is written.
+        with nothing written.
         """
         self.check_open()
         if channel is not None:
@@ -137,11 +139,18 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         metadata = check_json_object(metadata, "metadata", max_bytes=MAX_JSON_BYTES)
         if parent_session_id is not None:
             await self.session(check_session_id("parent_session_id", parent_session_id))
+        chosen = session_id is not None
         if session_id is None:
             session_id = new_id("session_child" if parent_session_id else "session")
-        await self.store.commit(create_session(
-            session_id, core_id=self.core_id, channel=channel, now=self.store.clock(),
-            parent_session_id=parent_session_id, metadata=metadata))
+        try:
+            await self.store.commit(create_session(
+                session_id, core_id=self.core_id, channel=channel, now=self.store.clock(),
+                parent_session_id=parent_session_id, metadata=metadata))
+        except ConflictError:  # the only rule its rows can break: the id is taken
+            if not chosen:
+                raise
+            raise ValidationError("session_id", f"a session with id {session_id!r:.80} "
+                                                f"already exists") from None
         return session_id
 
     async def session(self, session_id: str) -> SessionRecord:
