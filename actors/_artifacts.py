@@ -37,6 +37,7 @@ MAX_NAME_BYTES = 255
 session id names the session's artifact directory."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(//)?")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 URL_SCHEMES = ("http", "https", "data", "javascript", "vbscript", "blob", "mailto")
 """Schemes that make a plain string a URL even without ``//``: http(s) (so ``https:x`` is a
@@ -139,7 +140,8 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
 
     Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
     symlinks), the runtime's own, a ``..`` component, a missing or non-regular file, a
-    non-http(s) URL (or one the URL parser refuses), or one that is not valid UTF-8.
+    non-http(s) URL (or one the URL parser refuses, or one holding an ASCII control
+    character), or one that is not valid UTF-8.
     """
     check_source_type(source, field)
     if isinstance(source, ArtifactRef):
@@ -165,6 +167,11 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
 
 
 def _resolve_url(text: str, field: str) -> ResolvedSource:
+    # The parser drops tabs and line breaks first (``ex\tample.com`` parses as
+    # ``example.com``): what it checks would not be what is stored and sent.
+    if _CONTROL.search(text):
+        raise ArtifactError(field, "not a valid URL: it holds an ASCII control character "
+                                   "(a tab, a line break, NUL, ...)")
     try:  # the parser refuses some URLs itself (an unclosed IPv6 host: ``http://[::1/x``)
         parsed = urllib.parse.urlsplit(text)
     except ValueError as exc:

@@ -319,3 +319,22 @@ async def test_a_path_like_source_of_bytes_is_refused_by_field(rt, bound, db_pat
     session_id, route = bound
     await _refused_then_next_send_is_claimed(rt, session_id, route, db_path, send, TypeError,
                                              field)
+
+
+@pytest.mark.parametrize("url", ["https://ex\tample.com/a.png", "https://example.com/a.png\n",
+                                 "https://example.com/\ra.png", "https://example.com/a\x00.png",
+                                 "https://example.com/a\x7f.png"])
+@pytest.mark.parametrize(("source", "field"), [
+    (lambda url: url, "source"),
+    (lambda url: ArtifactRef(url=url), "source.url"),
+])
+async def test_a_url_with_a_control_character_is_refused_by_field(rt, bound, db_path, url,
+                                                                  source, field) -> None:
+    """The URL parser drops tabs and line breaks before it parses (``ex\\tample.com`` is
+    checked as ``example.com``), so the URL that was checked was not the one stored and sent:
+    a URL with an ASCII control character is refused, naming its field."""
+    session_id, route = bound
+    await _refused_then_next_send_is_claimed(
+        rt, session_id, route, db_path,
+        lambda output: output.send_image(source(url), history_policy="transient"),
+        ArtifactError, field)

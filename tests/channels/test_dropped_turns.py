@@ -188,3 +188,43 @@ async def test_a_drop_the_closed_runtime_cannot_tell_is_logged_and_raises_nothin
     assert "notices=0" in record.getMessage()
     assert "the runtime is closed" in record.getMessage()
     assert notices_in_outbox(db_path) == []
+
+
+async def test_a_waiting_turn_is_not_started_at_exit_though_the_grace_has_time_left(
+        db_path, workspace, autojump_clock) -> None:
+    """The grace is for the turns running when the stop begins: the one running completes
+    within it, and the message queued behind it is not started but told about (README:
+    SIGTERM, Lifecycle)."""
+    stop_began = trio.Event()
+
+    class UntilTheStop:
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+            self.entered = trio.Event()
+
+        async def run(self, turn) -> None:
+            self.texts.append(turn.text)
+            self.entered.set()
+            await stop_began.wait()
+            await turn.send_chunk("done")
+
+    agent = UntilTheStop()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=60) as rt:
+        stop = rt.tasks.stop
+
+        async def stop_and_tell() -> None:
+            stop_began.set()  # the agent runs on once stop() has begun (it takes no turn)
+            await stop()
+
+        rt.tasks.stop = stop_and_tell  # type: ignore[method-assign]
+        channel = RecordingChannel(rt, ChannelConfig(name="ops", dispatch_mode="followup"),
+                                   agent=agent)
+        await channel.say("first")
+        await agent.entered.wait()
+        assert await channel.say("second") == "queued"
+        began = trio.current_time()
+    assert trio.current_time() - began < 60  # the running turn ended within the grace
+    assert agent.texts == ["first"]
+    assert [event.type for event in channel.events if event.terminal] == ["completed"]
+    [(text, _status)] = notices_in_outbox(db_path)
+    assert '"second"' in text
