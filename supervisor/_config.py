@@ -165,6 +165,10 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
         gateway.pop("token_file", None)
     elif "token_file" in given:
         gateway.pop("token", None)
+    elif "token" in gateway and "token_file" in gateway:  # both in the file: as both flags are
+        raise ConfigError("gateway.token_file", "give gateway.token or gateway.token_file, "
+                                                "not both (the token would be used and the "
+                                                "file never read)")
     if "log_level" in given:
         logging_["level"] = given["log_level"]
     if given.get("log_json"):

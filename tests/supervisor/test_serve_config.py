@@ -102,3 +102,16 @@ def test_a_token_flag_overrides_the_files_token_either_way(tmp_path) -> None:
     path = write(tmp_path, '[gateway]\ntoken_file = "file.token"\n')
     config = load_config(path, token="from-the-flag")
     assert (config.token, config.token_file) == ("from-the-flag", None)
+
+
+def test_a_file_that_gives_both_the_token_and_a_token_file_is_refused(tmp_path) -> None:
+    # As --token and --token-file are (argparse refuses the two together): with both, the
+    # token was used and the file silently never read nor made, though a client (tidings
+    # chat --token-file) would read it.
+    path = write(tmp_path, '[gateway]\ntoken = "from-the-file"\ntoken_file = "file.token"\n')
+    with pytest.raises(ConfigError, match="not both") as caught:
+        load_config(path)
+    assert caught.value.field == "gateway.token_file"
+    # A flag still replaces both keys of the file.
+    assert load_config(path, token="from-the-flag").token == "from-the-flag"
+    assert load_config(path, token_file=tmp_path / "flag.token").token is None
