@@ -139,7 +139,8 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
     not a mapping or not standard JSON (NaN and infinities included), that nests past
     :data:`MAX_JSON_DEPTH`, or whose JSON (as ``json.dumps`` writes it, non-ASCII escaped) is
     over *max_bytes* (the output SDK passes :data:`MAX_JSON_BYTES`; other callers keep their
-    own rules).
+    own rules). A nested mapping that is not a dict (the read-only ones tidings hands out,
+    passed on) is written as an object, as a tuple is written as an array.
 
     A key JSON can write is written as a string (``1`` as ``"1"``, ``None`` as ``"null"``), but
     an object with two keys that become one string, at any depth (``{1: "a", "1": "b"}``), is
@@ -153,7 +154,7 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
     if not isinstance(value, Mapping):
         raise ValidationError(field, f"must be a mapping, got {type(value).__name__}")
     try:
-        encoded = json.dumps(dict(value), allow_nan=False)
+        encoded = json.dumps(dict(value), allow_nan=False, default=_nested_mapping)
     except RecursionError:
         raise _too_deep(field) from None
     except (TypeError, ValueError) as exc:
@@ -174,6 +175,16 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
     if encoded.count("{") + encoded.count("[") > MAX_JSON_DEPTH and _deeper(result):
         raise _too_deep(field)
     return result
+
+
+def _nested_mapping(value: object) -> dict[Any, Any]:
+    """A nested mapping that is not a dict, as one for ``json.dumps`` (called only for what it
+    cannot write itself): tidings hands out read-only mappings all the way down (an
+    ``Outbound``'s ``metadata``, a session's), and a host may pass them on. Anything else is
+    the ``TypeError`` ``json.dumps`` would raise."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _deeper(value: dict[str, Any]) -> bool:

@@ -338,3 +338,26 @@ async def test_a_url_with_a_control_character_is_refused_by_field(rt, bound, db_
         rt, session_id, route, db_path,
         lambda output: output.send_image(source(url), history_policy="transient"),
         ArtifactError, field)
+
+
+async def test_read_only_metadata_tidings_gave_out_is_taken_back(rt, db_path) -> None:
+    """What tidings hands out read-only all the way down (an ``Outbound``'s ``metadata``, a
+    session record's ``metadata``: nested read-only mappings and tuples) is JSON still: a host
+    passing it on (a reply with the metadata it got, a child session with its parent's) has it
+    written as plain JSON, not refused as 'must be JSON-serializable' for a ``mappingproxy``."""
+    parent = await rt.create_session(channel="web", metadata={"user": {"tags": ["x"]}})
+    route = MemoryRoute()
+    rt.router.bind(parent, route)
+    with trio.fail_after(30):  # hang guard
+        async with rt.open_turn(parent) as ctx:
+            first = await ctx.output.send_text("a", delivery_metadata={"n": {"k": [1]}})
+            assert await first.wait() == "delivered"
+            again = await ctx.output.send_text("b", delivery_metadata=route.delivered[0].metadata)
+        notice = await rt.notify(parent, "n", metadata=route.delivered[0].metadata)
+        assert [await again.wait(), await notice.wait()] == ["delivered", "delivered"]
+    assert rows(db_path, "SELECT metadata FROM outbox ORDER BY seq") == [
+        ('{"n": {"k": [1]}}',)] * 3
+    child = await rt.create_session(channel="web", parent_session_id=parent,
+                                    metadata=(await rt.session(parent)).metadata)
+    assert rows(db_path, "SELECT metadata FROM sessions WHERE session_id = ?", child) == [
+        ('{"user": {"tags": ["x"]}}',)]
