@@ -172,8 +172,9 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
     if _CONTROL.search(text):
         raise ArtifactError(field, "not a valid URL: it holds an ASCII control character "
                                    "(a tab, a line break, NUL, ...)")
-    try:  # the parser refuses some URLs itself (an unclosed IPv6 host: ``http://[::1/x``)
+    try:  # the parser refuses some URLs itself (an unclosed IPv6 host: ``http://[::1/x``),
         parsed = urllib.parse.urlsplit(text)
+        _ = parsed.port  # and a port that is no port only when it is read
     except ValueError as exc:
         raise ArtifactError(field, f"not a valid URL: {exc}") from None
     if parsed.scheme.lower() not in ("http", "https"):

@@ -361,3 +361,17 @@ async def test_read_only_metadata_tidings_gave_out_is_taken_back(rt, db_path) ->
                                     metadata=(await rt.session(parent)).metadata)
     assert rows(db_path, "SELECT metadata FROM sessions WHERE session_id = ?", child) == [
         ('{"user": {"tags": ["x"]}}',)]
+
+
+@pytest.mark.parametrize("url", ["https://example.com:99999/a.png",
+                                 "https://example.com:abc/a.png", "http://example.com:-1/a"])
+async def test_a_url_whose_port_is_no_port_is_refused_by_field(rt, bound, db_path,
+                                                               url) -> None:
+    """The URL parser reads the port only when asked: a port that is no port (out of range,
+    not a number) passed the host check and was stored and sent, for every client to fail
+    on; it is refused as not a valid URL, naming the field."""
+    session_id, route = bound
+    await _refused_then_next_send_is_claimed(
+        rt, session_id, route, db_path,
+        lambda output: output.send_file(url, history_policy="transient"), ArtifactError,
+        "source")
