@@ -264,7 +264,9 @@ class GatewayChannel(ChannelBase):
 
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[int]:
-        """Listen on ``settings.host:port``; yields the port (useful with port 0).
+        """Listen on ``settings.host:port``; yields the port (useful with port 0: a free one
+        is picked the first time, and every later ``serving()`` of this gateway, such as a
+        restart after a crash, listens on it again).
 
         Connections are served in this context's nursery; leaving it stops listening,
         closes every connection with ``1001`` and waits for them (unacked rows become
@@ -294,7 +296,10 @@ class GatewayChannel(ChannelBase):
     async def _listen(self, listener: trio.CancelScope, handlers: trio.Nursery, *,
                       task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
         with listener:
-            sockets = await trio.open_tcp_listeners(self.settings.port, host=self.settings.host)
+            # Port 0 picks a free port once: serving() again (the serve supervisor restarts a
+            # crashed gateway) listens on that same one, where the clients were told it is.
+            port = self.settings.port or self.port or 0
+            sockets = await trio.open_tcp_listeners(port, host=self.settings.host)
             self.port = int(sockets[0].socket.getsockname()[1])
             server = WebSocketServer(self._handle, self._handshakes.track(sockets),
                                      handler_nursery=handlers, message_queue_size=4,
