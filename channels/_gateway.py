@@ -361,8 +361,8 @@ class GatewayChannel(ChannelBase):
             try:
                 await self._abandon(session_id)
             except TidingsError as exc:  # the writer lost it (a crash): the rows stay sending,
-                log.warning("event=abandon_failed session=%s error=%r",  # unknown at the
-                            session_id, exc)  # next start, as after any crash
+                log.warning("event=abandon_failed session=%s error=%s",  # unknown at the
+                            session_id, field(repr(exc)))  # next start, as after any crash
 
     # --- one connection ----------------------------------------------------------------------
 
@@ -401,7 +401,8 @@ class GatewayChannel(ChannelBase):
                     try:
                         await self._leave(conn)
                     except TidingsError as exc:  # e.g. the store closed under us: logged
-                        log.warning("event=leave_failed connection=%d error=%r", conn.id, exc)
+                        log.warning("event=leave_failed connection=%d error=%s", conn.id,
+                                    field(repr(exc)))
                     if conn.torn:  # half a frame went out: a close frame would be garbage
                         await conn.tear()
                 await ws.aclose(code, reason)

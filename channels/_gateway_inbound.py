@@ -38,6 +38,7 @@ from tidings.channels._gateway_frames import (
 )
 from tidings.channels._inbound import Inbound
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
+from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
     from tidings.channels._gateway import GatewayChannel
@@ -135,8 +136,8 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
         conn.push(error_frame("bad_field", f"message.{exc}", field=exc.field, ref=frame.id))
         return
     except TidingsError as exc:
-        log.warning("event=message_failed connection=%d conversation=%s error=%r", conn.id,
-                    conversation.key, exc)
+        log.warning("event=message_failed connection=%d conversation=%s error=%s", conn.id,
+                    conversation.key, field(repr(exc)))
         conn.push(error_frame("internal", "the message could not be handled", ref=frame.id))
         return
     finally:
