@@ -186,9 +186,16 @@ def turn_policies(slot: str, mode: str, history_policy: str | None
 async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                     mode: str = "serial", history_policy: str | None = None,
                     message_id: str | None = None, turn_id: str | None = None,
-                    inbound_ids: Iterable[str] = ()) -> AsyncIterator[TurnContext]:
+                    inbound_ids: Iterable[str] = (),
+                    on_context: Callable[[TurnContext], object] | None = None
+                    ) -> AsyncIterator[TurnContext]:
     """See :meth:`Runtime.open_turn`. A serial turn first waits for the session's running
-    serial turn, if any, to end (see :func:`_serial_slot`)."""
+    serial turn, if any, to end (see :func:`_serial_slot`).
+
+    *on_context* (the channel turn's) is called (sync) with the turn's context as soon as it
+    exists, before its begin is written: a cancel that was waiting for the turn, or that
+    comes while the begin is written, is then the turn's reason (``ctx.cancel``), also when
+    the runtime's stop cuts that write (the row would otherwise say ``shutdown``)."""
     output_policy, input_policy = turn_policies(slot, mode, history_policy)
     if turn_id is not None:
         check_id("turn_id", turn_id)
@@ -203,6 +210,8 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
         ctx = TurnContext(runtime, turn_id=turn_id or new_id("turn"), session_id=session_id,
                           channel=session.channel, slot=slot, mode=mode,
                           output_policy=output_policy, input_policy=input_policy)
+        if on_context is not None:
+            on_context(ctx)
         store = runtime.store
         status, error = "completed", None
         dealt_with = True  # whether the turn dealt with its messages (_UNANSWERED_REASONS)

@@ -33,7 +33,7 @@ import trio
 
 from tidings.actors import TurnContext
 from tidings.actors._blocks import check_text
-from tidings.actors._turns import only_cancelled
+from tidings.actors._turns import only_cancelled, open_turn
 from tidings.channels._boundary import compose_first_prompt
 from tidings.channels._bridge import BridgeTurn, split_reply
 from tidings.channels._lifecycle import CancelReason, LifecycleEmitter
@@ -85,7 +85,8 @@ class ActiveTurn:
         return True
 
     def attach(self, ctx: TurnContext) -> None:
-        """The runtime turn is open: apply a reason recorded while it was opening."""
+        """The runtime turn exists (its begin is about to be written): apply a reason
+        recorded while it was opening, and let later cancels reach it."""
         self.ctx = ctx
         reason = self.emitter.cancel_reason
         if reason is not None:
@@ -156,10 +157,11 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                                                excluding=state.unseen_turns)
         prompt = compose_first_prompt(config, pending.text, first_in_session=first,
                                       steered=pending.steered)
-        async with rt.open_turn(state.session_id, message_id=pending.message_id,
-                                inbound_ids=pending.held) as ctx:
+        # Attached before its begin is written: a cancel recorded while it opened is the
+        # turn's reason in its row too, even when the runtime's stop cuts that write.
+        async with open_turn(rt, state.session_id, message_id=pending.message_id,
+                             inbound_ids=pending.held, on_context=active.attach) as ctx:
             state.unseen_turns.add(ctx.turn_id)  # until its agent runs, below
-            active.attach(ctx)
             try:
                 # What the user said is history whatever happens to the turn: a cancel or
                 # steer that came while it opened must not drop it (or half of a merged

@@ -5,6 +5,8 @@ never with sleeps."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import trio
 import trio.testing
@@ -118,3 +120,54 @@ async def test_a_message_whose_turn_is_cancelled_while_it_opens_is_still_in_hist
     history = await rt.history(session_id, model_context=True)
     users = [m.text for m in history if m.role == "user"]
     assert users == (["first"] if late == "/cancel" else ["first", "second"])
+
+
+async def test_a_turn_steered_while_it_opens_then_cut_by_the_stop_keeps_the_steer(
+        db_path, workspace) -> None:
+    """A steer recorded while the turn's begin is being written, then the runtime's stop
+    cutting that write: the turn was steered first (first reason wins), in the turns table as
+    in its lifecycle; the table said ``shutdown``. The steered message is dealt with (the one
+    that steered it waits, and is told it was not answered)."""
+    agent = GatedAgent()
+    stop_began = trio.Event()
+    marks: dict[str, int] = {}
+    async with (trio.open_nursery() as outer,
+                tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt):
+        stop = rt.tasks.stop
+
+        async def stop_and_tell() -> None:
+            stop_began.set()  # the gate below opens once the stop has cut the turn
+            await stop()
+
+        rt.tasks.stop = stop_and_tell  # type: ignore[method-assign]
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
+        await channel.say("/new")  # the session exists: nothing below resolves it
+        queued = rt.supervisor.mailbox("writer")
+        gated = trio.Event()
+
+        async def hold_the_writer() -> None:
+            async with writer_gate(rt.store) as gate:
+                gated.set()
+                await stop_began.wait()
+                with trio.fail_after(10):  # the cut turn's end, queued behind its begin
+                    await until(lambda: queued.depth > marks["steered"])
+                gate.release()
+
+        outer.start_soon(hold_the_writer)
+        await gated.wait()
+        outer.start_soon(functools.partial(channel.say, "first", message_id="m1"))
+        await channel.wait_events("started")  # the turn is opening; its begin waits
+        before = queued.depth
+        outer.start_soon(functools.partial(channel.say, "second", message_id="m2"))
+        with trio.fail_after(10):  # both its writes behind the gate too
+            await until(lambda: queued.depth == before + 2)
+        marks["steered"] = queued.depth
+    assert agent.turns == []
+    assert [(event.type, getattr(event, "reason", None)) for event in channel.events
+            if event.terminal] == [("cancelled", "steer")]
+    assert rows(db_path, "SELECT message_id, status, reason FROM turns") == [
+        ("m1", "cancelled", "steer")]
+    assert rows(db_path, "SELECT count(*) FROM inbound_messages") == [(0,)]
+    [notice] = [text for (text,) in rows(db_path, "SELECT text FROM outbox WHERE kind = "
+                                                  "'notice' AND text LIKE '%not answered%'")]
+    assert '"second"' in notice
