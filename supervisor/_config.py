@@ -103,10 +103,15 @@ def _text(field: str, value: Any) -> str:
 
 
 def _path(field: str, value: Any) -> pathlib.Path:
-    """A path from the file (a string) or a flag (a string or a path): not a number."""
+    """A path from the file (a string) or a flag (a string or a path): not a number, and no
+    NUL character (TOML's ``"\\u0000"``): no file system takes one, and the OS call that
+    finds out (a ``ValueError``) may come after the database was made."""
     if not isinstance(value, str | os.PathLike):
         raise ConfigError(field, f"must be a path (a string), got {value!r}")
-    return pathlib.Path(_text(field, os.fspath(value))).expanduser()
+    text = _text(field, os.fspath(value))
+    if "\x00" in text:
+        raise ConfigError(field, f"must not hold a NUL character, got {text!r}")
+    return pathlib.Path(text).expanduser()
 
 
 def _seconds(field: str, value: Any) -> float:

@@ -62,3 +62,28 @@ def test_a_refused_file_exits_2_in_one_line_and_creates_nothing(tmp_path) -> Non
         "tidings serve: invalid configuration: gateway.port: must be an integer 0-65535 "
         "(0: any free port), got '8080'"]
     assert sorted(p.name for p in pathlib.Path(tmp_path).iterdir()) == ["tidings.toml"]
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('[serve]\ndb = "x\\u0000y.db"\n', "serve.db"),
+    ('[serve]\nworkspace = "x\\u0000y"\n', "serve.workspace"),
+    ('[gateway]\ntoken_file = "x\\u0000y"\n', "gateway.token_file"),
+])
+def test_a_path_with_a_nul_character_is_refused_naming_the_key(tmp_path, text: str,
+                                                              field: str) -> None:
+    # TOML's "\u0000" is the one way a NUL reaches a path (argv cannot hold one): the OS
+    # takes no such path, and it was found out late, as a ValueError traceback (the token
+    # file's only once the database had been created).
+    path = tmp_path / "tidings.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="NUL") as caught:
+        load_config(path)
+    assert caught.value.field == field
+    result = subprocess.run(
+        [sys.executable, "-m", "tidings.supervisor.cli", "serve", "--config", "tidings.toml",
+         "--port", "0"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL,
+        check=False)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"tidings serve: invalid configuration: {field}: ")
+    assert sorted(p.name for p in pathlib.Path(tmp_path).iterdir()) == ["tidings.toml"]
