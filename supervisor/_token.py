@@ -10,6 +10,7 @@ read the same file (``tidings chat`` does by default) or are given the token.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pathlib
@@ -116,10 +117,15 @@ def create_token(path: pathlib.Path) -> TokenSource:
         return TokenSource(read_token_file(path), path)
     except OSError as exc:
         raise ConfigError("gateway.token_file", f"cannot create {path}: {exc}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(token + "\n")
-        file.flush()
-        os.fsync(file.fileno())
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(token + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+    except OSError as exc:  # a full disk...: no empty file left, refused by every later start
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise ConfigError("gateway.token_file", f"cannot write {path}: {exc}") from None
     return TokenSource(token, path, created=True)
 
 

@@ -74,3 +74,20 @@ def test_a_token_file_that_is_refused_keeps_its_mode(tmp_path) -> None:
     with pytest.raises(ConfigError, match="does not hold a token"):
         resolve_token(None, empty, tmp_path / "x.db")
     assert stat.S_IMODE(empty.stat().st_mode) == 0o644
+
+
+def test_a_token_that_cannot_be_written_leaves_no_file_behind(tmp_path, monkeypatch) -> None:
+    # A full disk (or any write error) after the file was created: refused by name, and the
+    # empty file is not left there, where every later start refused it as holding no token.
+    db = tmp_path / "tidings.db"
+
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fsync", disk_full)
+        with pytest.raises(ConfigError, match="No space left on device") as caught:
+            resolve_token(None, None, db)
+    assert caught.value.field == "gateway.token_file"
+    assert not token_path(db).exists()
+    assert resolve_token(None, None, db).created  # the next start makes it
