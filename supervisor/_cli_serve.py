@@ -7,7 +7,8 @@
 the database.
 
 Exit codes: 0 after a clean stop (SIGTERM / SIGINT); 1 it could not open its database or
-listen, or the gateway kept crashing beyond the restart intensity; 2 bad usage or configuration.
+listen, or the gateway (or the runtime's own supervision tree) kept crashing beyond its restart
+intensity; 2 bad usage or configuration.
 """
 
 from __future__ import annotations

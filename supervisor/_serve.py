@@ -22,6 +22,7 @@ import logging
 import os
 import pathlib
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -118,6 +119,7 @@ async def serve(config: ServeConfig, control: StopControl, *,
                 _stop_now(runtime)
 
         stack.enter_context(control.on_immediate(stop_now))
+        stack.enter_context(_runtime_gave_up())  # left after the runtime: sees its failure
         rt = await _open_runtime(stack, config, db)
         opened.append(rt)
         source = found or await trio.to_thread.run_sync(
@@ -152,6 +154,19 @@ async def serve(config: ServeConfig, control: StopControl, *,
             with trio.CancelScope(shield=True):
                 await _close(rt, gateway, immediate=control.immediate.is_set())
     log.info("event=stopped db=%s", field(db))
+
+
+@contextlib.contextmanager
+def _runtime_gave_up() -> Iterator[None]:
+    """The runtime's own supervision tree (its writer, lanes, recovery) gave up, past its
+    restart intensity (a failing disk, a writer process killed again and again): its exit
+    raises that, and serve ends with a message for the operator (exit 1), as it does when the
+    gateway keeps crashing."""
+    try:
+        yield
+    except RestartIntensityExceeded as exc:
+        raise ServeFailed(f"the runtime failed: {exc} (last error: {_cause(exc)}); "
+                          "stopping") from exc
 
 
 def _agent(config: ServeConfig) -> Any:
