@@ -228,16 +228,25 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport):
         return await self.store.read(functools.partial(
             queries.deliveries, session_id=session_id, status=status, since=since, limit=limit))
 
-    async def history(self, session_id: str, model_context: bool = False
+    async def history(self, session_id: str, model_context: bool = False, *,
+                      limit: int | None = None, before: str | None = None
                       ) -> list[HistoryMessage]:
-        """Every history row of the session (``model_context=True``: what a model may see).
-        Raises :class:`SessionNotFoundError` (a ``LookupError``) for an unknown session, and
-        a ``TypeError`` (also a :class:`ValidationError` naming it) for a ``model_context``
-        that is not a real bool (``"no"`` is truthy, ``1`` is not a bool)."""
+        """Every history row of the session, oldest first (``model_context=True``: what a
+        model may see), or a page of them: ``before`` (a ``message_id`` of the session) keeps
+        the rows older than that message, ``limit`` (an int >= 1) the latest ``limit`` of
+        those left, still oldest first; ``before=page[0].message_id`` gives the page before.
+        A page costs the same in a session of any length (read on the session's index).
+
+        Raises :class:`SessionNotFoundError` (a ``LookupError``) for an unknown session; a
+        :class:`ValidationError` naming ``limit`` (not an int >= 1: ``0``, a bool, a float)
+        or ``before`` (not an id, or no message of this session); and a ``TypeError`` (also
+        a :class:`ValidationError` naming it) for a ``model_context`` that is not a real bool
+        (``"no"`` is truthy, ``1`` is not a bool)."""
         check_flag("model_context", model_context)
-        found = await self.store.read(functools.partial(queries.history,
-                                                        model_context=model_context),
-                                      check_session_id("session_id", session_id))
+        queries.check_page(limit, before)
+        found = await self.store.read(functools.partial(
+            queries.history, model_context=model_context, limit=limit, before=before),
+            check_session_id("session_id", session_id))
         if found is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return found

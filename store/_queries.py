@@ -1,13 +1,18 @@
 """Read queries: plain functions of a read-only connection, run through ``Store.read``.
 
 Each takes the connection first so it can run in a worker thread inside one read transaction.
-None caps the number of rows silently: callers pass ``limit`` and page with the returned keys.
+None caps the number of rows silently. Those that can return many take a ``limit``:
+``events_after`` and ``open_outbox_rows`` page forward from a returned key (``after_seq``),
+``history`` backwards from one (``before=page[0].message_id``); ``deliveries`` only cuts (its
+``limit`` keeps the first rows of its order, and it takes no key to go on from).
 """
 
 from __future__ import annotations
 
 import sqlite3
 
+from tidings.store._errors import ValidationError
+from tidings.store._ids import check_id
 from tidings.store._records import (
     DeliveryStatus,
     HistoryMessage,
@@ -15,9 +20,11 @@ from tidings.store._records import (
     RuntimeEvent,
     SessionRecord,
 )
+from tidings.store._schema import MAX_INTEGER
 from tidings.store._status import check_filters, filter_clause
 
 __all__ = [
+    "check_page",
     "count_by_status",
     "deliveries",
     "delivery",
@@ -76,18 +83,58 @@ def events_after(conn: sqlite3.Connection, after_seq: int, limit: int) -> list[R
         "ORDER BY event_seq LIMIT ?", (after_seq, limit))]
 
 
-def history(conn: sqlite3.Connection, session_id: str, *,
-            model_context: bool = False) -> list[HistoryMessage] | None:
+def history(conn: sqlite3.Connection, session_id: str, *, model_context: bool = False,
+            limit: int | None = None,
+            before: str | None = None) -> list[HistoryMessage] | None:
     """The session's history rows in order (``model_context``: only model-visible ones), or
-    None when there is no such session (an empty history is ``[]``)."""
+    None when there is no such session (an empty history is ``[]``).
+
+    A page: ``before`` (a message id of the session) keeps the rows older than that message,
+    ``limit`` the latest ``limit`` of those left (after the ``model_context`` filter), still
+    oldest first; so ``before=page[0].message_id`` gives the page before *page*. The message
+    is found by its unique id and the page read backwards on ``messages_session (session_id,
+    history_id)`` from it, stopping after ``limit`` rows: a page costs the same in a session of
+    any length (no scan of the session, no sort). ``limit`` and ``before`` are checked by the
+    caller (:func:`check_page`); a ``before`` that is no message of this session raises
+    :class:`ValidationError` naming it.
+    """
     if conn.execute("SELECT 1 FROM sessions WHERE session_id = ?",
                     (session_id,)).fetchone() is None:
         return None
-    sql = f"SELECT {HistoryMessage.COLUMNS} FROM messages WHERE session_id = ?"
+    where = "session_id = ?"
+    params: list[object] = [session_id]
+    if before is not None:
+        found = conn.execute("SELECT session_id, history_id FROM messages WHERE message_id = ?",
+                             (before,)).fetchone()
+        if found is None or found[0] != session_id:
+            whose = "no message" if found is None else "a message of another session"
+            raise ValidationError("before", f"must be the message_id of a history row of "
+                                            f"session {session_id!r:.80}; {before!r:.80} is "
+                                            f"{whose}")
+        where += " AND history_id < ?"
+        params.append(found[1])
     if model_context:
-        sql += " AND model_visible = 1"
-    return [HistoryMessage.from_row(row)
-            for row in conn.execute(sql + " ORDER BY history_id", (session_id,))]
+        where += " AND model_visible = 1"
+    sql = (f"SELECT {HistoryMessage.COLUMNS} FROM messages INDEXED BY messages_session "
+           f"WHERE {where} ORDER BY history_id")
+    if limit is None:
+        return [HistoryMessage.from_row(row) for row in conn.execute(sql, params)]
+    page = [HistoryMessage.from_row(row)
+            for row in conn.execute(sql + " DESC LIMIT ?", (*params, limit))]
+    page.reverse()
+    return page
+
+
+def check_page(limit: object, before: object) -> None:
+    """Raise :class:`ValidationError` naming a bad ``limit`` (an int from 1 to
+    :data:`MAX_INTEGER`: ``0`` would be a page of nothing, a bool or float a mistake) or a
+    ``before`` that is no id (:func:`check_id`; not capped: it is only looked up)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or not 1 <= limit <= MAX_INTEGER):
+        raise ValidationError("limit", f"must be None or an int from 1 to {MAX_INTEGER}, "
+                                       f"got {limit!r:.80}")
+    if before is not None:
+        check_id("before", before, max_chars=None)
 
 
 def open_outbox_rows(conn: sqlite3.Connection, session_id: str, *, after_seq: int,
