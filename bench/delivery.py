@@ -15,7 +15,9 @@ Prints, each the median of three interleaved rounds:
 Both baselines also append the runtime events the runtime writes (queued, sending, sent), so all
 three variants make the same durable writes. Targets at 100 senders: >= 5x (a), >= 50% of (c),
 send_text p99 <= 10 ms. Also prints the throughput with 20,000 routes bound vs 100, and the
-cost of a history append in a session of 100,000 rows vs an empty one (both should be ~1).
+cost of a history append in a session of 100,000 rows vs an empty one, and of reading a 50-row
+page of its history (``rt.history(limit=50, before=...)``) there vs in a session of 400 rows
+(all should be ~1).
 
     .venv/bin/python bench/delivery.py [--deliveries N] [--rounds R]
 """
@@ -189,8 +191,11 @@ def raw_batched(path: pathlib.Path, deliveries: int, per_tx: int = 64) -> float:
     return deliveries / elapsed
 
 
-async def history_append(path: pathlib.Path, prefill: int, sends: int = 400) -> float:
-    """Seconds per persisted send into a session that already has *prefill* history rows."""
+async def history_append(path: pathlib.Path, prefill: int, sends: int = 400,
+                         pages: int = 400) -> tuple[float, float]:
+    """Seconds per persisted send into a session that already has *prefill* history rows, and
+    per read of a 50-row page of its model context (``rt.history(limit=50, before=...)``,
+    from the middle of what the sends wrote) after them."""
     async with tidings.open_runtime(path, workspace=path.parent) as rt:
         session_id = await rt.create_session(channel="bench")
         rt.router.bind(session_id, AcceptingRoute())
@@ -200,7 +205,12 @@ async def history_append(path: pathlib.Path, prefill: int, sends: int = 400) -> 
             start = time.perf_counter()
             for _ in range(sends):
                 await ctx.output.send_text(TEXT)
-            return (time.perf_counter() - start) / sends
+            append = (time.perf_counter() - start) / sends
+        middle = (await rt.history(session_id, limit=sends // 2))[0].message_id
+        start = time.perf_counter()
+        for _ in range(pages):
+            await rt.history(session_id, True, limit=50, before=middle)
+        return append, (time.perf_counter() - start) / pages
 
 
 def _prefill(session_id: str, rows: int, conn) -> None:
@@ -263,9 +273,10 @@ def main() -> None:
             small, _ = trio.run(runtime_run, base / f"b100-{r}.db", bound_n, 100, 0)
             large, _ = trio.run(runtime_run, base / f"b20k-{r}.db", bound_n, 100, 19_900)
             results.setdefault("bound_ratio", []).append(large / small)
-            short = trio.run(history_append, base / f"h0-{r}.db", 0)
-            long = trio.run(history_append, base / f"h100k-{r}.db", 100_000)
+            short, short_page = trio.run(history_append, base / f"h0-{r}.db", 0)
+            long, long_page = trio.run(history_append, base / f"h100k-{r}.db", 100_000)
             results.setdefault("history_ratio", []).append(long / short)
+            results.setdefault("page_ratio", []).append(long_page / short_page)
     med = {key: statistics.median(values) for key, values in results.items()}
     a, c = med["a"], med["c"]
     print(f"(a) per-delivery commits, plain sqlite3     {a:8.0f} deliveries/s")
@@ -286,6 +297,8 @@ def main() -> None:
     print(f"deliveries/s with 20,000 routes bound / with 100 bound: {med['bound_ratio']:.2f}")
     print(f"send_text time in a session with 100,000 history rows / with none: "
           f"{med['history_ratio']:.2f}")
+    print(f"rt.history page of 50 in a session with 100,400 history rows / with 400: "
+          f"{med['page_ratio']:.2f}")
 
 
 if __name__ == "__main__":
