@@ -84,7 +84,9 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
         moves = []
         for delivery_id in ids:
             answer = answers.get(delivery_id)
-            if answer not in RECONCILE_ANSWERS:
+            # A str first: comparing anything else may raise (pandas.NA's truth does), and
+            # that would crash every pass that asks this route, not leave the row undecided.
+            if not isinstance(answer, str) or answer not in RECONCILE_ANSWERS:
                 if answer is not None:
                     log.warning("event=reconcile_bad_answer session=%s delivery=%s answer=%r",
                                 session_id, delivery_id, answer)
