@@ -72,6 +72,7 @@ class EventFeed:
     With ``after_seq=None`` it starts after the newest event at the time of the first
     ``__anext__``. Once the runtime has closed, it yields the events it has not read yet (read
     from the database file, as :func:`~tidings.store.read_database` does) and then ends.
+    Tasks iterating one feed share it: each event goes to one of them, once.
     """
 
     def __init__(self, store: Store, bus: EventBus, after_seq: int | None, page: int) -> None:
@@ -86,14 +87,21 @@ class EventFeed:
 
     async def __anext__(self) -> RuntimeEvent:
         if self._after is None:
-            self._after = await self._read(_newest_seq)
+            newest = await self._read(_newest_seq)
+            if self._after is None:  # (another task sharing this feed may have set it)
+                self._after = newest
         while not self._buffer:
             version = self._bus.version  # before the read: a commit during it is not missed
             closed = self._bus.closed  # likewise: a read after the close has read everything
             events = await self._read(queries.events_after, self._after, self._page)
+            # Tasks sharing this feed read concurrently: keep only what no other read has
+            # buffered meanwhile, so each event comes out once, still in order.
+            events = [event for event in events if event.seq > self._after]
             if events:
                 self._buffer.extend(events)
                 self._after = events[-1].seq
+            elif self._buffer:  # another task's read filled it meanwhile
+                continue
             elif closed:
                 raise StopAsyncIteration
             else:
