@@ -55,16 +55,18 @@ RESUME_FRAME = frame(RESUME)
 def child_command(path: pathlib.Path, synchronous: str) -> tuple[list[str], dict[str, str]]:
     """The child's argv and environment: this interpreter, this ``sys.path``.
 
-    The child ignores SIGINT and SIGTERM, first thing (before its imports): its lifetime is
-    its host's (it stops at end of input, or dies with the host). A terminal's Ctrl-C reaches
-    the whole foreground process group, and a service manager's stop may signal every process
-    of the service: the child died of them at once (a ``KeyboardInterrupt`` traceback) while
-    its host began a graceful stop that needed it to commit."""
+    The child ignores SIGINT, SIGTERM and SIGHUP, first thing (before its imports): its
+    lifetime is its host's (it stops at end of input, or dies with the host). A terminal's
+    Ctrl-C reaches the whole foreground process group, as its hangup does (a closed window, a
+    lost ssh session), and a service manager's stop may signal every process of the service:
+    the child died of them at once (a ``KeyboardInterrupt`` traceback) while its host began a
+    graceful stop that needed it to commit."""
     paths = [os.path.abspath(entry or os.curdir) for entry in sys.path]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    boot = ("import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-            "signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    boot = ("import signal, sys\n"
+            "for name in ('SIGINT', 'SIGTERM', 'SIGHUP'):\n"
+            "    if hasattr(signal, name): signal.signal(getattr(signal, name), signal.SIG_IGN)\n"
             "from tidings.store._writer_child import main; sys.exit(main(sys.argv[1:]))")
     return [sys.executable, "-c", boot, str(path), synchronous, str(os.getpid())], env
 

@@ -1,5 +1,10 @@
-"""SIGTERM / SIGINT for ``tidings serve``: the first asks for a graceful stop, the second for
-an immediate one.
+"""SIGTERM / SIGINT / SIGHUP for ``tidings serve``: the first asks for a graceful stop, the
+second for an immediate one.
+
+SIGHUP is what a closed terminal (or a lost ssh session) sends: left to its default it killed
+the server outright, with no grace for running turns. It is watched only when it is not
+ignored already: ``nohup tidings serve`` (SIGHUP ignored) means "keep running when the terminal
+goes", and watching it would undo that.
 
 :class:`StopControl` is the seam: the signal watcher calls :meth:`StopControl.request`, and so
 can a test or an embedding host, without signals.
@@ -16,7 +21,7 @@ import trio
 
 from tidings.supervisor._log import field
 
-__all__ = ["StopControl", "watch_signals"]
+__all__ = ["StopControl", "stop_signals", "watch_signals"]
 
 log = logging.getLogger("tidings.serve")
 
@@ -62,11 +67,21 @@ class StopControl:
             self._callbacks.remove(callback)
 
 
+def stop_signals() -> list[signal.Signals]:
+    """The signals that stop ``tidings serve``: SIGTERM, SIGINT, and SIGHUP where the platform
+    has it and it is not ignored (``nohup``)."""
+    stops = [signal.SIGTERM, signal.SIGINT]
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is not None and signal.getsignal(hangup) != signal.SIG_IGN:
+        stops.append(hangup)
+    return stops
+
+
 async def watch_signals(control: StopControl, *,
                         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    """Turn SIGTERM / SIGINT into :meth:`StopControl.request` until cancelled (main thread
-    only; while it runs, Ctrl-C does not raise ``KeyboardInterrupt``)."""
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    """Turn the :func:`stop_signals` into :meth:`StopControl.request` until cancelled (main
+    thread only; while it runs, Ctrl-C does not raise ``KeyboardInterrupt``)."""
+    with trio.open_signal_receiver(*stop_signals()) as signals:
         task_status.started()
         async for signum in signals:
             control.request(signal.Signals(signum).name)

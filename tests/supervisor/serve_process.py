@@ -81,15 +81,18 @@ def environment() -> dict[str, str]:
 
 
 @asynccontextmanager
-async def serve_process(db: pathlib.Path, *args: str, own_group: bool = False
-                        ) -> AsyncIterator[ServerProcess]:
+async def serve_process(db: pathlib.Path, *args: str, own_group: bool = False,
+                        ignore: tuple[int, ...] = ()) -> AsyncIterator[ServerProcess]:
     """Start ``tidings serve --db DB --port 0 ARGS``; yield it once it serves; kill it if the
     test leaves it running. *own_group*: in a process group of its own (its pid), which a
-    test can signal whole (``os.killpg``), as a terminal's Ctrl-C does."""
+    test can signal whole (``os.killpg``), as a terminal's Ctrl-C does. *ignore*: signals it
+    starts with ignored, as ``nohup`` starts a command with SIGHUP ignored."""
     process = await trio.lowlevel.open_process(
         tidings_command("serve", "--db", str(db), "--port", "0", *args),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env=environment(), start_new_session=own_group)
+        env=environment(), start_new_session=own_group,
+        preexec_fn=(lambda: [signal.signal(signum, signal.SIG_IGN) for signum in ignore])
+        if ignore else None)
     server = ServerProcess(process, db)
     try:
         async with trio.open_nursery() as nursery:
