@@ -6,7 +6,7 @@
 ``./tidings.db`` with the built-in ``EchoAgent`` on 127.0.0.1:8765 and a token generated beside
 the database.
 
-Exit codes: 0 after a clean stop (SIGTERM / SIGINT); 1 it could not open its database or
+Exit codes: 0 after a clean stop (SIGTERM / SIGINT / SIGHUP); 1 it could not open its database or
 listen, or the gateway (or the runtime's own supervision tree) kept crashing beyond its restart
 intensity; 2 bad usage or configuration.
 """
@@ -41,7 +41,8 @@ def register(commands: Any) -> None:
     parser = commands.add_parser(
         "serve", help="run the runtime, the websocket gateway and an agent",
         description="Run the supervision tree with the websocket gateway and an agent until "
-                    "SIGTERM / SIGINT (a second one stops at once). Flags override --config.")
+                    "SIGTERM / SIGINT / SIGHUP (a second one stops at once). Flags override "
+                    "--config.")
     parser.add_argument("--config", type=pathlib.Path, metavar="FILE",
                         help="a TOML file (see docs/tidings.example.toml)")
     parser.add_argument("--db", metavar="PATH", help=f"the database (default: ./{DEFAULT_DB})")

@@ -5,7 +5,7 @@ the gateway channel and its agent; the gateway's listener is a permanent child o
 supervisor, so a crash of it is restarted and logged, and going over the restart intensity
 ends the process with a clear message (exit 1).
 
-Stopping (:class:`StopControl`: SIGTERM / SIGINT, or a host): the gateway stops accepting
+Stopping (:class:`StopControl`: SIGTERM / SIGINT / SIGHUP, or a host): the gateway stops accepting
 (no new connections, new messages refused), running turns get up to ``grace`` seconds to
 finish and the connected clients' deliveries to be acked, then the connections are closed
 (``1001``), unacked rows become ``unknown``, the runtime stops its tasks and lanes and the
