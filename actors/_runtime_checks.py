@@ -62,11 +62,15 @@ def _exists(field: str, path: pathlib.Path, given: object) -> bool:
 
 def _check_path(field: str, value: object) -> None:
     """Refuse *value* by *field* unless it is a non-empty path: a string or an
-    ``os.PathLike`` of one (``""`` would be the current directory, bytes are no text)."""
+    ``os.PathLike`` of one (``""`` would be the current directory, bytes are no text), with no
+    NUL character (no file name holds one: the first OS call on it raised a bare
+    ``ValueError``)."""
     path = os.fspath(value) if isinstance(value, os.PathLike) else value
     if not isinstance(path, str) or not path:
         raise ValidationError(field, f"must be a non-empty path (a string or a pathlib.Path), "
                                      f"got {value!r:.80}")
+    if "\x00" in path:
+        raise ValidationError(field, f"must not hold a NUL character, got {value!r:.80}")
 
 
 def check_arguments(*, db_path: object, workspace: object, artifact_root: object,

@@ -27,8 +27,10 @@ from .conftest import rows
     ({"workspace": 3}, "workspace"),
     ({"workspace": ""}, "workspace"),
     ({"workspace": b"/tmp"}, "workspace"),
+    ({"workspace": "work\x00space"}, "workspace"),  # a ValueError from the OS call before
     ({"artifact_root": 3}, "artifact_root"),
     ({"artifact_root": ""}, "artifact_root"),
+    ({"artifact_root": pathlib.Path("art\x00ifacts")}, "artifact_root"),
     ({"clock": lambda: "now"}, "clock"),
     ({"clock": lambda: math.nan}, "clock"),
     ({"clock": lambda: True}, "clock"),
@@ -45,7 +47,7 @@ async def test_bad_arguments_are_refused_by_name_before_anything_is_created(
     assert not db_path.parent.exists()  # no directory, no database, no lock
 
 
-@pytest.mark.parametrize("bad", [None, 3, "", b"state.db", ["state.db"]])
+@pytest.mark.parametrize("bad", [None, 3, "", b"state.db", ["state.db"], "state\x00.db"])
 async def test_a_database_path_that_is_no_path_is_refused_by_name(tmp_path, workspace,
                                                                  bad) -> None:
     before = sorted(os.listdir(tmp_path))
