@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from tidings.actors._status import check_seq
-from tidings.errors import StoreClosedError
+from tidings.errors import StoreClosedError, ValidationError
 from tidings.store import RuntimeEvent, Store, queries, read_database
 
 if TYPE_CHECKING:
@@ -52,7 +52,8 @@ class EventBus:
 
     def follow(self, after_seq: int | None = None, *, page: int = 500) -> EventFeed:
         """A feed of the events after *after_seq* (an event ``seq``; None: from now on).
-        Raises :class:`ValidationError` for an *after_seq* that is not an int >= 0."""
+        Raises :class:`ValidationError` for an *after_seq* that is not an int >= 0 (and the
+        feed, at its first ``__anext__``, for one past the newest event)."""
         if after_seq is not None:
             check_seq("after_seq", after_seq)
         return EventFeed(self._store, self, after_seq, page)
@@ -70,8 +71,10 @@ class EventFeed:
     """An async iterator of :class:`RuntimeEvent`, in ``seq`` order, forever.
 
     With ``after_seq=None`` it starts after the newest event at the time of the first
-    ``__anext__``. Once the runtime has closed, it yields the events it has not read yet (read
-    from the database file, as :func:`~tidings.store.read_database` does) and then ends.
+    ``__anext__``; an *after_seq* past the newest event is refused there
+    (:class:`ValidationError`). Once the runtime has closed, it yields the events it has not
+    read yet (read from the database file, as :func:`~tidings.store.read_database` does) and
+    then ends.
     Tasks iterating one feed share it: each event goes to one of them, once.
     """
 
@@ -79,6 +82,7 @@ class EventFeed:
         self._store = store
         self._bus = bus
         self._after = after_seq
+        self._checked = after_seq is None  # whether after_seq was found to be no future seq
         self._page = page
         self._buffer: collections.deque[RuntimeEvent] = collections.deque()
 
@@ -93,7 +97,10 @@ class EventFeed:
         while not self._buffer:
             version = self._bus.version  # before the read: a commit during it is not missed
             closed = self._bus.closed  # likewise: a read after the close has read everything
-            events = await self._read(queries.events_after, self._after, self._page)
+            after = self._after
+            events = await self._read(queries.events_after, after, self._page)
+            if not self._checked:
+                await self._check_after(after, events)
             # Tasks sharing this feed read concurrently: keep only what no other read has
             # buffered meanwhile, so each event comes out once, still in order.
             events = [event for event in events if event.seq > self._after]
@@ -107,6 +114,20 @@ class EventFeed:
             else:
                 await self._bus.wait_past(version)
         return self._buffer.popleft()
+
+    async def _check_after(self, after: int, events: list[RuntimeEvent]) -> None:
+        """Refuse an ``after_seq`` past the newest event, once, at the first read (*events*,
+        read after *after*): no seq this database gave out, but one of another database or of
+        this one before it was restored from an older copy. The events it writes next are new
+        to the follower, and would be skipped in silence until their seqs passed it. (Events
+        are never deleted, so a seq a follower has seen here is never past the newest.)"""
+        if not events:
+            newest = await self._read(_newest_seq)
+            if after > newest:
+                raise ValidationError("after_seq", f"{after} is past the newest event "
+                                                   f"({newest}): a seq of another database, "
+                                                   "or of this one before it was restored?")
+        self._checked = True
 
     async def _read(self, fn: Callable[..., T], *args: Any) -> T:
         # The bus closes right before the store, with no checkpoint between: while it is open,
