@@ -204,7 +204,7 @@ async def _run_until_stopped(rt: Any, gateway: GatewayChannel, control: StopCont
         log.info("event=stopping grace=%g turns_running=%d", grace, len(rt.tasks))
         with trio.move_on_at(deadline) as waited:
             await gateway.wait_idle()
-        if waited.cancelled_caught:
+        if waited.cancelled_caught and len(rt.tasks):  # (grace 0 cuts the wait at once)
             log.warning("event=grace_expired grace=%g turns_cancelled=%d", grace,
                         len(rt.tasks))
         # Cancel what still runs now (reason shutdown), while its clients can still hear it.

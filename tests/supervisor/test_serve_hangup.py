@@ -35,6 +35,7 @@ async def test_a_hangup_stops_gracefully_with_its_writer(tmp_path) -> None:
             assert await server.process.wait() == 0
     log = "\n".join(server.lines)
     assert "event=stop_requested signal=SIGHUP mode=graceful" in log, log
+    assert "event=grace_expired grace=0 turns_cancelled=1" in log, log  # the held turn
     assert "Traceback" not in log, log
     assert "child=writer" not in log, log  # the writer process never died, never restarted
     assert "event=stopped" in log

@@ -177,3 +177,17 @@ async def test_a_token_file_given_relative_is_logged_as_the_absolute_path_the_db
     serving = next(fields for fields in logged if fields and fields["event"] == "serving")
     created = next(fields for fields in logged if fields and fields["event"] == "token_created")
     assert serving["token_file"] == created["path"] == str(tmp_path / "tokens" / "serve.token")
+
+
+async def test_a_stop_with_no_grace_and_nothing_running_warns_of_nothing(tmp_path,
+                                                                         caplog) -> None:
+    """``--grace 0`` gave every stop an ``event=grace_expired ... turns_cancelled=0`` warning,
+    though nothing was running to be cut (the wait for idle is cut before it can look)."""
+    caplog.set_level(logging.INFO, logger="tidings")
+    control = StopControl()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(serve, _config(tmp_path, grace=0.0), control))
+        control.request("test")
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("event=stopping grace=0 turns_running=0" in m for m in messages), messages
+    assert not [m for m in messages if "grace_expired" in m]
