@@ -32,7 +32,7 @@ from tidings.actors._policy import check_flag
 from tidings.actors._recovery import RecoveryReport, RecoveryScanner
 from tidings.actors._router import SessionInteractionRouter
 from tidings.actors._runtime_checks import check_arguments, check_core_id_length, resolve_roots
-from tidings.actors._runtime_lock import lock_database, unlock_database
+from tidings.actors._runtime_lock import lock_database, release_database, unlock_database
 from tidings.actors._status import (
     MAX_ID_CHARS,
     StatusViews,
@@ -408,4 +408,4 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
         runtime.registry.close_all()
         runtime.bus.close()
         store.close()
-        os.close(lock)  # last: the database is free for another runtime
+        release_database(lock)  # last: the database is free for another runtime

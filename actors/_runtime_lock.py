@@ -12,10 +12,29 @@ import pathlib
 
 from tidings.errors import StoreError
 
-__all__ = ["LOCK_SUFFIX", "lock_database", "unlock_database"]
+__all__ = ["LOCK_SUFFIX", "lock_database", "release_database", "unlock_database"]
 
 LOCK_SUFFIX = ".runtime.lock"
 """The runtime lock's file is ``<database>`` + this, beside the database."""
+
+_held: set[int] = set()
+"""The descriptors of the locks this process holds. An ``flock`` belongs to the open file, and
+a forked child (a host's ``multiprocessing`` worker: no exec, so ``O_CLOEXEC`` does nothing)
+shares it: the lock would outlive the runtime's close, and a kill of the host, for as long as
+the child lived. A forked child closes its copies at once (its close leaves the lock held by
+the parent's descriptor)."""
+
+
+def _close_held_in_child() -> None:
+    for fd in _held:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_in_child)
 
 
 def lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | None]:
@@ -61,6 +80,7 @@ def lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | 
                 continue
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            _held.add(fd)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
             os.close(fd)
@@ -91,4 +111,11 @@ def unlock_database(fd: int, created: pathlib.Path | None) -> None:
         if created is not None:
             created.unlink(missing_ok=True)
     finally:
-        os.close(fd)
+        release_database(fd)
+
+
+def release_database(fd: int) -> None:
+    """Let go of the lock :func:`lock_database` took (the runtime has closed): the database is
+    free for another runtime. The lock file stays."""
+    _held.discard(fd)
+    os.close(fd)
