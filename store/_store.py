@@ -13,7 +13,12 @@ from typing import Any, TypeVar
 import trio
 
 from tidings.store._connect import Synchronous, connect_writer, prepare_path
-from tidings.store._errors import MailboxClosedError, StoreClosedError, StoreError
+from tidings.store._errors import (
+    MailboxClosedError,
+    StoreClosedError,
+    StoreError,
+    ValidationError,
+)
 from tidings.store._groups import collapse
 from tidings.store._ops import Op
 from tidings.store._reader import ReadPool
@@ -146,13 +151,31 @@ async def prepare_store(path: str | os.PathLike[str], *, synchronous: Synchronou
 
     The returned store's writer is not running: run ``store.writer.serve(mailbox)`` and
     ``store.attach(send)``, or use :func:`open_store`, which does both.
+
+    A bad argument (a *synchronous* other than ``"FULL"`` or ``"NORMAL"``, *readers* or
+    *max_batch* not an int >= 1) raises :class:`ValidationError` naming it before anything is
+    created.
     """
     check_executor(writer, "writer")
+    _check_options(synchronous=synchronous, readers=readers, max_batch=max_batch)
     db = await trio.to_thread.run_sync(prepare_path, path)
     epoch = await trio.to_thread.run_sync(_register_epoch, db, synchronous, clock())
     return Store(db, epoch=epoch, writer=StoreWriter(db, synchronous=synchronous,
                                                      max_batch=max_batch, executor=writer),
                  readers=ReadPool(db, size=readers), clock=clock)
+
+
+def _check_options(*, synchronous: object, readers: object, max_batch: object,
+                   mailbox_size: object = 0) -> None:
+    """Refuse a bad option by name (:class:`ValidationError`), before anything is created:
+    checked later, where each is used, they failed after the database file was made and an
+    epoch registered, naming another name (``size``, ``max_buffer_size``) or none."""
+    if synchronous not in ("FULL", "NORMAL"):
+        raise ValidationError("synchronous", f"must be 'FULL' or 'NORMAL', got {synchronous!r}")
+    for field, value, least in (("readers", readers, 1), ("max_batch", max_batch, 1),
+                                ("mailbox_size", mailbox_size, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValidationError(field, f"must be an int >= {least}, got {value!r:.80}")
 
 
 def _register_epoch(db: os.PathLike[str], synchronous: Synchronous, now: float) -> int:
@@ -181,8 +204,11 @@ async def open_store(path: str | os.PathLike[str], *, synchronous: Synchronous =
                      clock: Callable[[], float] = time.time) -> AsyncIterator[Store]:
     """Open the store with its writer running in a nursery of its own.
 
-    On exit the writer commits what is already in its mailbox, then closes.
+    On exit the writer commits what is already in its mailbox, then closes. Bad arguments
+    are refused as by :func:`prepare_store` (and a *mailbox_size* not an int >= 0).
     """
+    _check_options(synchronous=synchronous, readers=readers, max_batch=max_batch,
+                   mailbox_size=mailbox_size)
     store = await prepare_store(path, synchronous=synchronous, readers=readers,
                                 max_batch=max_batch, writer=writer, clock=clock)
     send, receive = trio.open_memory_channel[WriteRequest](mailbox_size)

@@ -1,0 +1,47 @@
+"""Bad arguments to ``open_store`` / ``prepare_store`` are refused by name, before anything is
+created: no database file, no directory, no process epoch registered."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidings.errors import ValidationError
+from tidings.store import open_store, prepare_store
+
+BAD = [
+    ({"synchronous": "OFF"}, "synchronous"),
+    ({"readers": 0}, "readers"),
+    ({"readers": "4"}, "readers"),
+    ({"readers": True}, "readers"),
+    ({"readers": 2.0}, "readers"),
+    ({"max_batch": 0}, "max_batch"),
+    ({"max_batch": None}, "max_batch"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "field"), BAD)
+async def test_prepare_store_refuses_a_bad_argument_by_name_creating_nothing(
+        tmp_path, kwargs, field) -> None:
+    db = tmp_path / "state" / "tidings.db"
+    with pytest.raises(ValidationError) as caught:
+        await prepare_store(db, **kwargs)
+    assert caught.value.field == field
+    assert not db.parent.exists()
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    *BAD, ({"mailbox_size": -1}, "mailbox_size"), ({"mailbox_size": "8"}, "mailbox_size")])
+async def test_open_store_refuses_a_bad_argument_by_name_creating_nothing(
+        tmp_path, kwargs, field) -> None:
+    db = tmp_path / "state" / "tidings.db"
+    with pytest.raises(ValidationError) as caught:
+        async with open_store(db, **kwargs):
+            pytest.fail("opened")
+    assert caught.value.field == field
+    assert not db.parent.exists()
+
+
+@pytest.mark.parametrize("kwargs", [{"readers": 1}, {"max_batch": 1}, {"mailbox_size": 0}])
+async def test_the_smallest_sizes_are_taken(tmp_path, kwargs) -> None:
+    async with open_store(tmp_path / "tidings.db", **kwargs) as store:
+        assert await store.read(lambda conn: conn.execute("SELECT 1").fetchone()[0]) == 1
