@@ -8,10 +8,8 @@ list of ops; the answer is ``(results, errors, merged, statements)``, with each 
 unpickle is answered ``unreadable``, and so is every batch after it (unread, unrun) until the host
 sends :data:`RESUME`: the host commits those batches itself, in order, and resumes the child only
 then, so no later batch can commit here before an earlier one commits there. It runs
-:func:`execute_batch`, the same code the in-process writer runs. Batches that wait whole in the
-pipe when the child comes to read (the host sent them while the last one committed) run in one
-transaction, each still answered on its own: the commit is most of a batch's time, and the host
-then sends ahead of a busy child without making it commit more often.
+:func:`execute_batch`, the same code the in-process writer runs, so both writers commit the same
+transactions.
 
 The process stops at end of input, when the host closes the pipe; input that ends inside a frame
 (the host was cancelled while sending it) stops it too, and that frame never runs. If the host
@@ -35,8 +33,8 @@ from tidings.store._batch import execute_batch
 from tidings.store._connect import connect_writer
 from tidings.store._errors import ConflictError, StoreError
 
-__all__ = ["CHUNK", "HEADER", "JOIN_UP_TO", "RESUME", "UNREADABLE", "FrameReader", "decode_error",
-           "encode_error", "frame", "main", "write_frame"]
+__all__ = ["HEADER", "RESUME", "UNREADABLE", "decode_error", "encode_error", "frame", "main",
+           "read_frame", "write_frame"]
 
 HEADER = 4
 """Bytes of a frame's big-endian length prefix."""
@@ -69,54 +67,15 @@ def decode_error(encoded: tuple[str, str] | None) -> BaseException | None:
     return ConflictError(message) if kind == "conflict" else StoreError(message)
 
 
-CHUNK = 1 << 20
-"""Bytes :class:`FrameReader` asks the pipe for at once: every frame the host has sent while
-the last batch ran comes in one read."""
-
-JOIN_UP_TO = 1024
-"""Requests past which no further waiting batch joins a transaction (:func:`serve`)."""
-
-
-class FrameReader:
-    """The frames of *stream*, read in large chunks so the frames already in hand can be taken
-    without blocking (:meth:`take`): the writer joins them into one transaction."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
-        self._buffer = bytearray()
-        self._held: bytes | None = None
-
-    def take(self) -> bytes | None:
-        """The next frame's payload if it is in hand whole, else ``None`` (never blocks)."""
-        if self._held is not None:
-            payload, self._held = self._held, None
-            return payload
-        buffer = self._buffer
-        if len(buffer) < HEADER:
-            return None
-        end = HEADER + int.from_bytes(buffer[:HEADER], "big")
-        if len(buffer) < end:
-            return None
-        payload = bytes(buffer[HEADER:end])
-        del buffer[:end]
-        return payload
-
-    def put_back(self, payload: bytes) -> None:
-        """Make *payload* (just taken) the next frame again."""
-        assert self._held is None
-        self._held = payload
-
-    def read(self) -> bytes | None:
-        """The next frame's payload (blocking), or ``None`` at end of input. Raises
-        ``EOFError`` when the input ends inside a frame (that frame never runs)."""
-        while (payload := self.take()) is None:
-            chunk = self._stream.read1(CHUNK)  # type: ignore[attr-defined]
-            if not chunk:
-                if self._buffer:
-                    raise EOFError("the writer pipe ended inside a frame")
-                return None
-            self._buffer += chunk
-        return payload
+def read_frame(stream: BinaryIO) -> bytes | None:
+    """The next frame's payload, or ``None`` at end of input."""
+    header = _read_exact(stream, HEADER)
+    if header is None:
+        return None
+    payload = _read_exact(stream, int.from_bytes(header, "big"))
+    if payload is None:
+        raise EOFError("the writer pipe ended inside a frame")
+    return payload
 
 
 def frame(payload: bytes) -> bytes:
@@ -129,20 +88,25 @@ def write_frame(stream: BinaryIO, payload: bytes) -> None:
     stream.flush()
 
 
+def _read_exact(stream: BinaryIO, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = stream.read(n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
 def serve(path: pathlib.Path, synchronous: Any, requests_in: BinaryIO,
           answers_out: BinaryIO) -> None:
-    """Answer batches from *requests_in* until it ends (blocking).
-
-    Batches the host sent while the last one ran (they are in hand whole) join the next one in
-    one transaction, up to :data:`JOIN_UP_TO` requests: one commit instead of one each, the
-    commit being most of a batch's time. Each is still answered on its own, in order; a
-    request that fails still fails alone (``execute_batch``)."""
+    """Answer batches from *requests_in* until it ends (blocking)."""
     conn = connect_writer(path, synchronous)
     try:
         write_frame(answers_out, pickle.dumps(("ready", os.getpid())))
-        frames = FrameReader(requests_in)
         skipping = False
-        while (payload := frames.read()) is not None:
+        while (payload := read_frame(requests_in)) is not None:
             if payload == RESUME:
                 skipping = False
                 continue
@@ -150,51 +114,19 @@ def serve(path: pathlib.Path, synchronous: Any, requests_in: BinaryIO,
                 write_frame(answers_out, pickle.dumps((UNREADABLE, "after an unreadable batch")))
                 continue
             try:
-                batches = [pickle.loads(payload)]
+                requests = pickle.loads(payload)
             except Exception as exc:  # noqa: BLE001 - a value that will not load: the host runs it
                 write_frame(answers_out, pickle.dumps((UNREADABLE, f"{type(exc).__name__}: {exc}")))
                 skipping = True
                 continue
-            _join_waiting(frames, batches)
-            answers_out.write(b"".join(frame(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
-                                       for answer in _run(conn, batches)))
-            answers_out.flush()
+            outcome = execute_batch(conn, requests)
+            errors = ([encode_error(error) for error in outcome.errors]
+                      if any(error is not None for error in outcome.errors) else None)
+            write_frame(answers_out, pickle.dumps(
+                (outcome.results, errors, outcome.merged, outcome.statements),
+                protocol=pickle.HIGHEST_PROTOCOL))
     finally:
         conn.close()
-
-
-def _join_waiting(frames: FrameReader, batches: list[Any]) -> None:
-    """Add to *batches* the batches in hand whole behind it, up to :data:`JOIN_UP_TO`
-    requests. One that will not load (or a ``RESUME``) is put back and stops the join: it is
-    answered in its turn, as before."""
-    count = len(batches[0])
-    while count < JOIN_UP_TO and (payload := frames.take()) is not None:
-        try:
-            if payload == RESUME:
-                raise ValueError("not a batch")
-            batch = pickle.loads(payload)
-        except Exception:  # noqa: BLE001 - answered unreadable in its turn
-            frames.put_back(payload)
-            return
-        batches.append(batch)
-        count += len(batch)
-
-
-def _run(conn: Any, batches: list[Any]) -> list[tuple[Any, ...]]:
-    """Run *batches* in one transaction; one answer per batch, in order (the statements are
-    counted in the first)."""
-    outcome = execute_batch(conn, [request for batch in batches for request in batch])
-    answers = []
-    start = 0
-    for number, batch in enumerate(batches):
-        end = start + len(batch)
-        errors = outcome.errors[start:end]
-        encoded = ([encode_error(error) for error in errors]
-                   if any(error is not None for error in errors) else None)
-        answers.append((outcome.results[start:end], encoded, outcome.merged,
-                        outcome.statements if number == 0 else 0))
-        start = end
-    return answers
 
 
 def die_with_parent(parent_pid: int) -> None:

@@ -4,8 +4,7 @@ With the thread backend the loop and the writer thread share one GIL, so they ta
 return from SQLite into Python waits for the loop to let go. Here the SQLite work runs in a
 child (``_writer_child``) with its own interpreter, and the loop only pickles ops and unpickles
 answers. Batches are sent as soon as the writer has them, without waiting for the previous
-answer, so the child commits one batch while the loop prepares the next (and commits the batches
-that arrived meanwhile together, in one transaction: see ``_writer_child``). When the child is idle
+answer, so the child commits one batch while the loop prepares the next. When the child is idle
 and many requests arrive at once (closed-loop senders woken by one commit), the first batch is
 split in two: the first half's answer then comes back while the second half commits, and the
 two halves keep alternating instead of moving in one wave.
