@@ -39,7 +39,8 @@ class ReadPool:
         """Run ``fn(conn, *args)`` in a worker thread inside one read transaction.
 
         Always a checkpoint. Raises :class:`StoreClosedError` after :meth:`close`, and driver
-        errors mapped to the tidings taxonomy.
+        errors mapped to the tidings taxonomy (that connection is then closed, not reused);
+        whatever else *fn* raises is raised as it is, and its connection kept.
         """
         if self._closed:
             raise StoreClosedError("the store is closed")
@@ -64,8 +65,11 @@ class ReadPool:
                 conn.execute("ROLLBACK")
             healthy = True
             return result
-        except sqlite3.Error as exc:
+        except sqlite3.Error as exc:  # the connection itself may be bad: it is not kept
             raise map_error(exc) from exc
+        except Exception:  # fn's own (a bad argument refused inside the read): ROLLBACK ran,
+            healthy = True  # so the connection is as good as before; keep it, cache and all
+            raise
         finally:
             if healthy and not self._closed:
                 self._give_back(conn)
