@@ -15,7 +15,8 @@ from tidings.errors import StoreError, ValidationError
 from tidings.store import Synchronous, check_executor, read_database
 from tidings.supervisor import FaultPlan, Intensity
 
-__all__ = ["MAX_LEASE", "MAX_TIME", "check_arguments", "check_core_id_length", "resolve_roots"]
+__all__ = ["MAX_LEASE", "MAX_TIME", "check_arguments", "check_core_id_length", "resolve_path",
+           "resolve_roots"]
 
 MAX_TIME = 253_402_300_799
 """The last second of year 9999 in unix seconds: the latest time a reader can print."""
@@ -28,17 +29,27 @@ stay one a reader can print (``inf`` or ``1e300`` cannot be)."""
 def resolve_roots(workspace: str | os.PathLike[str],
                    artifact_root: str | os.PathLike[str] | None
                    ) -> tuple[pathlib.Path, pathlib.Path | None]:
-    root = pathlib.Path(workspace).expanduser().resolve()
+    root = resolve_path("workspace", workspace)
     if not _is_dir("workspace", root, workspace):
         raise ValidationError("workspace", f"not a directory: {workspace}")
     if artifact_root is None:
         return root, None
-    artifacts = pathlib.Path(artifact_root).expanduser().resolve()
+    artifacts = resolve_path("artifact_root", artifact_root)
     # Missing is fine (the host may fill it); something else there is not.
     if _exists("artifact_root", artifacts, artifact_root) \
             and not _is_dir("artifact_root", artifacts, artifact_root):
         raise ValidationError("artifact_root", f"not a directory: {artifact_root}")
     return root, artifacts
+
+
+def resolve_path(field: str, path: str | os.PathLike[str]) -> pathlib.Path:
+    """*path* absolute, ``~`` expanded and symbolic links followed, or :class:`ValidationError`
+    naming *field* when it cannot be (a link that leads back to itself: pathlib raised a bare
+    ``RuntimeError`` naming nothing, and ``tidings serve`` died of it with a traceback)."""
+    try:
+        return pathlib.Path(path).expanduser().resolve()
+    except (RuntimeError, OSError) as exc:
+        raise ValidationError(field, f"cannot be resolved: {exc}") from None
 
 
 def _is_dir(field: str, path: pathlib.Path, given: object) -> bool:

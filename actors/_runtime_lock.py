@@ -10,6 +10,7 @@ import fcntl
 import os
 import pathlib
 
+from tidings.actors._runtime_checks import resolve_path
 from tidings.errors import StoreError
 
 __all__ = ["LOCK_SUFFIX", "lock_database", "release_database", "unlock_database"]
@@ -50,7 +51,7 @@ def lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | 
     process's (``unknown``), its running turns for dead ones and its queued rows for
     unrouted ones.
     """
-    db = pathlib.Path(db_path).expanduser().resolve()
+    db = resolve_path("db_path", db_path)
     if db.is_dir():
         raise StoreError(f"database path {str(db)!r} is a directory")
     missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
