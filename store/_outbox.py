@@ -43,9 +43,11 @@ TRANSITIONS: Mapping[str, tuple[tuple[str, ...], str, str]] = {
     "unknown": (("sending",), "abandoned", "delivery.unknown"),
     "queued": (("unknown", "unrouted"), "pending", "delivery.requeued"),
 }
-"""Every legal move. ``sent`` and ``failed`` never change again; ``unknown`` leaves only through
-reconcile (to ``sent`` or back to ``queued``); ``unrouted`` only back to ``queued``, when a
-reconciling channel's client returns."""
+"""Every legal move. ``sent`` and ``failed`` never change again; ``unknown`` leaves only on word
+from the platform's side: a route's reconcile (to ``sent``, or back to ``queued`` when provably
+missing), an acking client's ack (``rt.confirm``: ``sent``) or its channel's ``rt.requeue``
+(``queued``); ``unrouted`` only back to ``queued`` (``rt.requeue``, when a channel's client
+returns)."""
 
 _EVENT_NAMES = ("type", "session_id", "delivery_id", "data", "created_at")
 _EVENT_COLUMNS = f"({', '.join(_EVENT_NAMES)})"
