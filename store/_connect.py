@@ -9,6 +9,7 @@ mode.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import sqlite3
@@ -17,7 +18,7 @@ from typing import Literal
 from tidings.store._errors import StoreError
 from tidings.store._schema import check_database
 
-__all__ = ["Synchronous", "connect_reader", "connect_writer", "prepare_path"]
+__all__ = ["Synchronous", "close_writer", "connect_reader", "connect_writer", "prepare_path"]
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -65,6 +66,24 @@ def connect_writer(path: pathlib.Path, synchronous: Synchronous = "FULL") -> sql
         conn.close()
         raise
     return conn
+
+
+def close_writer(conn: sqlite3.Connection) -> None:
+    """Close the read-write connection after copying the write-ahead log into the database
+    file (blocking: call it from a worker thread).
+
+    SQLite makes that copy (a checkpoint) itself when the last connection to a database
+    closes, but the read pool's connections are still open when the writer stops, and they,
+    closed last, are read-only and cannot make it: the last commits stayed in the ``-wal``
+    file, and the database file copied alone after a stop (a backup, a move) lacked them. The
+    checkpoint is passive (it waits for no reader); one that fails (a full disk) loses
+    nothing, the log still has every commit.
+    """
+    try:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    finally:
+        conn.close()
 
 
 def connect_reader(path: pathlib.Path) -> sqlite3.Connection:

@@ -22,7 +22,7 @@ import attrs
 import trio
 
 from tidings.store._batch import BatchOutcome, execute_batch
-from tidings.store._connect import Synchronous, connect_writer
+from tidings.store._connect import Synchronous, close_writer, connect_writer
 from tidings.store._errors import StoreError, ValidationError
 from tidings.store._ops import Op
 from tidings.store._writer_process import (
@@ -344,7 +344,8 @@ class StoreWriter:
         except BaseException:
             conn.close()
             raise
-        await trio.to_thread.run_sync(conn.close, limiter=self._limiter)
+        # (the database file then holds every commit: see close_writer)
+        await trio.to_thread.run_sync(close_writer, conn, limiter=self._limiter)
 
 
 def _not_committed(requests: list[WriteRequest]) -> None:
