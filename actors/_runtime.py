@@ -304,7 +304,8 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     """Open a runtime on the SQLite database at *db_path*.
 
     ``recover="at_open"`` recovers while opening; with ``"manual"`` only the claims of dead
-    processes become ``unknown`` (and stale progress ``failed``) at open, and the host binds its
+    processes become ``unknown`` (and stale progress and their running turns ``failed``) at
+    open, and the host binds its
     routes, then calls ``await rt.recover()``. The recovery scanner then runs every
     ``scan_interval`` seconds (trio's clock), re-kicking sessions whose first queued row waited
     ``stranded_after`` wall seconds. ``grace`` bounds how long running deliveries may finish at
