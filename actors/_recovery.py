@@ -37,7 +37,7 @@ import attrs
 import trio
 
 from tidings.actors._reconcile import reconcile_session, reconciler_of
-from tidings.actors._status import check_id_list, check_seconds
+from tidings.actors._status import check_id_list, check_seconds, seconds_bound
 from tidings.errors import MailboxClosedError, TidingsError, ValidationError
 from tidings.store import SessionHead, Store, end_turn, recovery, transition
 from tidings.supervisor import ChildContext, ChildSpec, Mailbox
@@ -114,10 +114,10 @@ class RecoveryScanner:
         self._router = router
         self._tell_held = tell_held
         self._held_queued: list[str] = []  # held by _hold_queued until recover() kicks them
-        self.scan_interval = float(scan_interval)
-        self.stranded_after = float(stranded_after)
+        self.scan_interval = seconds_bound(scan_interval)
+        self.stranded_after = seconds_bound(stranded_after)
         self.batch = batch
-        self.reconcile_timeout = float(reconcile_timeout)
+        self.reconcile_timeout = seconds_bound(reconcile_timeout)
         self.armed = False
         self.totals = RecoveryReport()
         self.scans = 0

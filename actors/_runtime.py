@@ -38,6 +38,7 @@ from tidings.actors._status import (
     StatusViews,
     check_id,
     check_session_id,
+    seconds_bound,
 )
 from tidings.actors._tasks import TaskRunner
 from tidings.actors._turns import TurnContext, open_turn
@@ -319,7 +320,8 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     Unicode (a longer one only for a database whose sessions an earlier version stored under
     it), ``clock()`` must return unix seconds up to year 9999 (it is called once to
     see), and
-    ``lease`` (stored with each claim) be at most ten years. A
+    ``lease`` (stored with each claim) be at most ten years (``grace``, ``scan_interval`` and
+    ``stranded_after`` may be ``inf``, or an integer past a float's range: no bound). A
     path that holds something other than a tidings database (a directory, a text file,
     another program's SQLite database) raises :class:`StoreError` and leaves nothing beside
     it. One
@@ -331,6 +333,9 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                      grace=grace, lease=lease, scan_interval=scan_interval,
                      stranded_after=stranded_after, intensity=intensity,
                      fault_plan=fault_plan, clock=clock)
+    # An integer of seconds past a float's range is no bound, as inf is.
+    grace, scan_interval, stranded_after = (seconds_bound(value) for value in (
+        grace, scan_interval, stranded_after))
     if len(core_id) > MAX_ID_CHARS:
         await trio.to_thread.run_sync(check_core_id_length, db_path, core_id)
     root, artifacts = await trio.to_thread.run_sync(resolve_roots, workspace, artifact_root)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import math
+import sys
 from collections.abc import Iterable
 
 from tidings.errors import DeliveryNotFoundError, ValidationError
@@ -21,7 +23,7 @@ from tidings.store import (
 from tidings.store._ids import MAX_ID_CHARS, check_id
 
 __all__ = ["MAX_IDS_PER_CALL", "MAX_ID_CHARS", "StatusViews", "check_id", "check_id_list",
-           "check_seconds", "check_seq", "check_session_id"]
+           "check_seconds", "check_seq", "check_session_id", "seconds_bound"]
 
 MAX_IDS_PER_CALL = 10_000
 """The most distinct held messages a send, notice or turn may release (``settles=``,
@@ -80,6 +82,13 @@ def check_seconds(field: str, value: object, *, positive: bool = False) -> None:
             or (positive and value == 0)):
         bound = "> 0" if positive else ">= 0"
         raise ValidationError(field, f"must be seconds {bound}, got {value!r:.80}")
+
+
+def seconds_bound(value: float) -> float:
+    """A number of seconds :func:`check_seconds` took, as a float: an integer past a float's
+    range is no bound, as ``inf`` is (``float()`` of it, or a deadline from it, raised an
+    ``OverflowError`` naming nothing)."""
+    return math.inf if value > sys.float_info.max else float(value)
 
 
 def _session_filter(session_id: object) -> str | None:
