@@ -257,10 +257,14 @@ def check_database(conn: sqlite3.Connection, path: str = "database") -> int:
 
     Raises :class:`SchemaVersionError` when it is newer than :data:`SCHEMA_VERSION`, and
     :class:`StoreError` when it has no schema version but has tables: another program's
-    database (a mistyped path), which migrating would fill with tidings tables. Read-only, so
+    database (a mistyped path), which migrating would fill with tidings tables; so too a
+    negative version (``user_version`` is signed), which tidings never writes. Read-only, so
     the writer asks before it switches the file to WAL.
     """
     found = schema_version(conn)
+    if found < 0:
+        raise StoreError(f"{path} is not a tidings database: its schema version is {found}; "
+                         "give another path")
     if found > SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{path} has schema version {found}, newer than this tidings understands "

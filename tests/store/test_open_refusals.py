@@ -58,3 +58,17 @@ async def test_an_empty_file_and_an_empty_database_become_tidings_databases(tmp_
         conn = sqlite3.connect(db)
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         conn.close()
+
+
+async def test_a_database_with_a_negative_schema_version_is_refused_and_left_as_it_was(
+        tmp_path) -> None:
+    # user_version is a signed integer: another program may set -1. Only 0 was taken for "no
+    # tidings version", so such a database, tables and all, was migrated: every tidings table
+    # created among its own and its version overwritten with tidings'.
+    db = tmp_path / "app" / "app.db"
+    _foreign(db, user_version=-1)
+    before = _digests(db.parent)
+    with pytest.raises(StoreError, match="not a tidings database") as caught:
+        await prepare_store(db)
+    assert str(db) in str(caught.value)
+    assert _digests(db.parent) == before
