@@ -7,6 +7,7 @@ from typing import final
 import attrs
 
 from tidings.actors._blocks import check_text
+from tidings.actors._status import MAX_ID_CHARS
 from tidings.channels._config import ChannelConfig
 from tidings.channels._keys import conversation_key
 from tidings.errors import ValidationError
@@ -22,13 +23,17 @@ def _required_id(field: str):  # type: ignore[no-untyped-def]
     return convert
 
 
-def _optional_id(field: str):  # type: ignore[no-untyped-def]
+def _optional_id(field: str, max_chars: int | None = None):  # type: ignore[no-untyped-def]
     def convert(value: object) -> str | None:
         if value is None or value == "":
             return None
         if isinstance(value, bool | bytes):
             raise ValidationError(field, f"must be text or a number, got {value!r}")
-        return check_text(str(value), field)
+        text = check_text(str(value), field)
+        if max_chars is not None and len(text) > max_chars:
+            raise ValidationError(field, f"is {len(text)} characters, over the limit of "
+                                         f"{max_chars} (MAX_ID_CHARS), got {text!r:.80}")
+        return text
     return convert
 
 
@@ -46,14 +51,16 @@ class Inbound:
 
     Raises:
       ValidationError: naming ``chat_id`` / ``sender_id`` when empty or None, ``text`` when it
-        is not a string, any of them when it is not valid Unicode (a lone surrogate: it could
-        be neither stored nor sent).
+        is not a string, ``message_id`` when it is over :data:`MAX_ID_CHARS` characters (the
+        message is held, and its turn opened, under it: both refuse a longer id), any of them
+        when it is not valid Unicode (a lone surrogate: it could be neither stored nor sent).
     """
 
     chat_id: str = attrs.field(converter=_required_id("chat_id"))
     sender_id: str = attrs.field(converter=_required_id("sender_id"))
     text: str = attrs.field(converter=_text)
-    message_id: str | None = attrs.field(default=None, converter=_optional_id("message_id"))
+    message_id: str | None = attrs.field(default=None,
+                                         converter=_optional_id("message_id", MAX_ID_CHARS))
     thread_id: str | None = attrs.field(default=None, converter=_optional_id("thread_id"))
 
 
