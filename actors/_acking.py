@@ -46,6 +46,14 @@ class StoredDelivery:
     outbound: Outbound
 
 
+def _conversation(channel: object, conversation_key: object) -> tuple[str, str]:
+    """*channel* and *conversation_key* of a conversation that is looked up (uncapped: earlier
+    versions stored longer ones), or :class:`ValidationError` naming the one that is not a
+    non-empty string."""
+    return (check_id("channel", channel, max_chars=None),
+            check_id("conversation_key", conversation_key, max_chars=None))
+
+
 def _names(field: str, values: Iterable[str], allowed: tuple[str, ...]) -> tuple[str, ...]:
     """*values* as a tuple of names from *allowed*, at least one (a lone string is refused:
     it would be read as its characters)."""
@@ -70,7 +78,9 @@ class AckingSupport:
 
     async def confirm_through(self, session_id: str, seq: int) -> list[str]:
         """The client has every row of *session_id* up to *seq*: those still ``sending`` or
-        ``unknown`` become ``sent`` (as :meth:`Runtime.confirm` does). Returns their ids."""
+        ``unknown`` become ``sent`` (as :meth:`Runtime.confirm` does). Returns their ids.
+        Raises :class:`ValidationError` naming ``session_id`` or ``seq``."""
+        check_session_id("session_id", session_id)
         seq = check_seq("seq", seq)
         ids = await self.store.read(acking.ids_through, session_id, seq, ("sending", "unknown"))
         moved: list[str] = []
@@ -85,7 +95,9 @@ class AckingSupport:
         session's channel did not ask, and this session's lane is the one kicked. Inside
         ``hold_binds``, a row the lane claimed and has not handed to a route goes back too if
         one of them is older (see :meth:`Dispatcher.hand_back_claimed`). Returns the ids that
-        moved. Raises as :func:`~tidings.actors._lanes.check_delivery_ids` does."""
+        moved. Raises as :func:`~tidings.actors._lanes.check_delivery_ids` does, and
+        :class:`ValidationError` naming ``session_id``."""
+        check_session_id("session_id", session_id)
         ids = check_delivery_ids(delivery_ids)
         theirs: set[str] = set()
         for start in range(0, len(ids), _PAGE):
@@ -130,8 +142,10 @@ class AckingSupport:
         """Rows of *session_id* with ``seq > after_seq`` of *kinds* in *statuses*, in seq
         order, at most *limit* (page on with the last ``outbound.seq``); never a
         ``visible=False`` row (history only: no route ever gets it). Raises
-        :class:`ValidationError` naming a bad ``after_seq``, ``limit``, ``kinds`` (of
-        ``message``, ``progress``, ``notice``) or ``statuses`` (outbox statuses)."""
+        :class:`ValidationError` naming a bad ``session_id``, ``after_seq``, ``limit``,
+        ``kinds`` (of ``message``, ``progress``, ``notice``) or ``statuses`` (outbox
+        statuses)."""
+        check_session_id("session_id", session_id)
         after_seq = check_seq("after_seq", after_seq)
         limit = check_seq("limit", limit)
         kinds = _names("kinds", kinds, KINDS)
@@ -147,7 +161,9 @@ class AckingSupport:
 
     async def last_seq(self, session_id: str) -> int:
         """The highest ``seq`` assigned in the session (0 before its first delivery).
-        Raises :class:`SessionNotFoundError`."""
+        Raises :class:`SessionNotFoundError`, or :class:`ValidationError` naming
+        ``session_id`` if it is not a non-empty string."""
+        check_session_id("session_id", session_id)
         found = await self.store.read(acking.session_last_seq, session_id)
         if found is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
@@ -158,10 +174,12 @@ class AckingSupport:
         """Those of *delivery_ids* that are deliveries of the conversation's sessions (this
         core's, *channel*'s, *conversation_key*'s), found in one store read: what a client
         may ack although its connection was not sent them (a device catching up, a row sent
-        on a connection that dropped)."""
-        ids = list(dict.fromkeys(delivery_ids))
-        for delivery_id in ids:
-            check_id("delivery_ids", delivery_id)
+        on a connection that dropped). Raises :class:`ValidationError` naming ``channel``,
+        ``conversation_key`` or ``delivery_ids`` (as
+        :func:`~tidings.actors._lanes.check_delivery_ids` does: a lone id is refused, not
+        read as its characters)."""
+        channel, conversation_key = _conversation(channel, conversation_key)
+        ids = check_delivery_ids(delivery_ids)
         found: list[str] = []
         for start in range(0, len(ids), _PAGE):
             found += await self.store.read(acking.conversation_deliveries, self.core_id,
@@ -184,7 +202,9 @@ class AckingSupport:
     async def last_handed_seq(self, session_id: str) -> int:
         """The highest ``seq`` of a row of the session a client is or will be handed: not a
         ``visible=False`` or ``failed`` row (0 before any). A client that has it has caught up.
-        Raises :class:`SessionNotFoundError`."""
+        Raises :class:`SessionNotFoundError`, or :class:`ValidationError` naming
+        ``session_id`` if it is not a non-empty string."""
+        check_session_id("session_id", session_id)
         found = await self.store.read(acking.last_handed_seq, session_id)
         if found is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
@@ -193,15 +213,27 @@ class AckingSupport:
     async def client_message_outcome(self, channel: str, conversation_key: str,
                                      client_id: str) -> str | None:
         """What was recorded for a client's message id in the conversation, or None if the
-        id is new."""
+        id is new. Raises :class:`ValidationError` naming ``channel``, ``conversation_key``
+        or ``client_id`` if it is not a non-empty string."""
+        channel, conversation_key = _conversation(channel, conversation_key)
         return await self.store.read(acking.client_message, self.core_id, channel,
-                                     conversation_key, client_id)
+                                     conversation_key,
+                                     check_id("client_id", client_id, max_chars=None))
 
     async def remember_client_message(self, channel: str, conversation_key: str,
                                       client_id: str, *, session_id: str | None,
                                       outcome: str) -> bool:
         """Record a client's message id in the conversation (durable); False if it was
-        recorded before (nothing changes)."""
+        recorded before (nothing changes). Raises :class:`ValidationError` naming
+        ``channel``, ``conversation_key``, ``client_id`` (also over :data:`MAX_ID_CHARS`),
+        ``session_id`` (not None or a non-empty string) or ``outcome`` (not a non-empty
+        string) before anything is written."""
+        channel, conversation_key = _conversation(channel, conversation_key)
+        check_id("client_id", client_id)
+        if session_id is not None:
+            check_session_id("session_id", session_id)
+        if not isinstance(outcome, str) or not outcome:
+            raise ValidationError("outcome", f"must be a non-empty string, got {outcome!r:.80}")
         [recorded] = await self.store.commit([acking.remember_client_message(
             self.core_id, channel, conversation_key, client_id, session_id=session_id,
             outcome=outcome, now=self.store.clock())])
