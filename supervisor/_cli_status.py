@@ -43,6 +43,7 @@ __all__ = ["parse_since", "register", "run"]
 DEFAULT_DB = "tidings.db"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _RELATIVE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def register(commands: Any) -> None:
@@ -164,10 +165,18 @@ def _when(timestamp: float | None) -> str:
     return moment.isoformat(timespec="seconds")
 
 
+def _shown(text: str) -> str:
+    """*text* with its control characters (C0, DEL, C1) escaped, ``\\x1b`` for ESC: what is
+    printed comes from agents, users and platforms (a reply, a route's error, a chosen session
+    id), and a terminal acts on an escape sequence (clears the screen, sets its title, writes
+    the clipboard) instead of showing it."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
 def _clip(text: str | None, width: int) -> str:
     if not text:
         return ""
-    text = " ".join(text.split())
+    text = _shown(" ".join(text.split()))
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
@@ -192,8 +201,8 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
         return
     print(f"\nmost recent{which} deliveries, newest first:", file=out)
     rows = [("UPDATED", "STATUS", "ATTEMPTS", "DELIVERY", "SESSION", "LAST ERROR")]
-    rows += [(_when(row.updated_at), row.status, str(row.attempts), row.delivery_id,
-              row.session_id, _clip(row.last_error, 60)) for row in report.recent]
+    rows += [(_when(row.updated_at), row.status, str(row.attempts), _shown(row.delivery_id),
+              _shown(row.session_id), _clip(row.last_error, 60)) for row in report.recent]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row in rows:
         cells = [cell.rjust(w) if i == 2 else cell.ljust(w)
@@ -223,10 +232,10 @@ def _print_delivery(report: DeliveryReport, out: TextIO) -> None:
         ("text", _clip(d.text, 200)),
     ]
     for label, value in lines:
-        print(f"{label:<12} {value}", file=out)
+        print(f"{label:<12} {_shown(value)}", file=out)
     print(f"\nevents ({len(report.events)}):", file=out)
     width = max((len(event.type) for event in report.events), default=0)
     for event in report.events:
         data = json.dumps(event.as_dict()["data"], ensure_ascii=False, sort_keys=True)
-        print(f"  {event.seq:>8}  {_when(event.created_at)}  {event.type:<{width}}  {data}",
-              file=out)
+        print(_shown(f"  {event.seq:>8}  {_when(event.created_at)}  {event.type:<{width}}  "
+                     f"{data}"), file=out)  # (JSON escapes C0 controls, not DEL or C1)
