@@ -134,9 +134,9 @@ class RecoveryScanner:
     # --- the passes ----------------------------------------------------------------------------
 
     async def open(self, recover: Literal["at_open", "manual"]) -> RecoveryReport:
-        """Recovery while the runtime opens: dead claims and stale progress always; with
-        ``"at_open"`` also what :meth:`recover` does (no route is bound yet, so queued rows
-        become ``unrouted``)."""
+        """Recovery while the runtime opens: dead claims, stale progress and dead turns always
+        (dead turns only here); with ``"at_open"`` also what :meth:`recover` does (no route is
+        bound yet, so queued rows become ``unrouted``)."""
         # The lock says no other process has the database, and this one has begun nothing
         # yet: every turn still running and every queued progress note is an earlier
         # process's, whatever its time says (a restart's clock may be behind the dead one's).
