@@ -132,8 +132,8 @@ class BridgeTurn:
           ValidationError: the call has no name or bad arguments (from :class:`ToolCall`).
           TypeError: *call* is neither.
         """
-        if isinstance(call, Mapping):
-            call = ToolCall(name=call.get("name"), arguments=call.get("arguments") or {},
+        if isinstance(call, Mapping):  # a missing or None ``arguments`` is empty, as for ToolCall
+            call = ToolCall(name=call.get("name"), arguments=call.get("arguments"),
                             call_id=call.get("call_id"))
         elif not isinstance(call, ToolCall):
             raise TypeError(f"report_tool_call: expected a ToolCall or a mapping, "
