@@ -81,13 +81,14 @@ class SessionInteractionRouter:
         """Make *route* the live route of *session_id* (replacing any other). Never blocks.
 
         *route* needs ``async deliver(outbound)``; optionally ``async prompt_user(prompt)``,
-        ``async request_approval(request)``, ``capabilities`` (block types it renders; without
-        it, text only) and ``ack_window`` (an int >= 0; see ``Runtime.confirm``). A route that
-        breaks these is refused with :class:`ValidationError` naming the attribute (a
-        *session_id* no session can have, see ``check_session_id``, naming ``session_id``; a
-        ``deliver``, ``prompt_user`` or ``request_approval`` that raises when read, or a
-        question method that is there but not callable), and one whose ``deliver``,
-        ``prompt_user`` or ``request_approval`` is certainly sync (a plain function or method)
+        ``async request_approval(request)``, ``async reconcile(delivery_ids)``,
+        ``capabilities`` (block types it renders; without it, text only) and ``ack_window``
+        (an int >= 0; see ``Runtime.confirm``). A route that breaks these is refused with
+        :class:`ValidationError` naming the attribute (a *session_id* no session can have, see
+        ``check_session_id``, naming ``session_id``; a ``deliver``, ``prompt_user``,
+        ``request_approval`` or ``reconcile`` that raises when read, or an optional method
+        that is there but not callable), and one whose ``deliver``, ``prompt_user``,
+        ``request_approval`` or ``reconcile`` is certainly sync (a plain function or method)
         with ``TypeError`` naming it; the live binding stays as it was.
         """
         check_session_id("session_id", session_id)  # (not looked up: a bind never blocks)
@@ -95,7 +96,7 @@ class SessionInteractionRouter:
         if not callable(deliver):
             raise ValidationError("route", "a route needs an async deliver(outbound) method")
         _check_not_sync("deliver", deliver, "outbound")
-        for name, argument in _QUESTIONS.items():  # optional, but one there must be awaitable
+        for name, argument in _OPTIONAL.items():  # optional, but one there must be awaitable
             ask = _attribute(route, name)
             if ask is None:
                 continue
@@ -236,6 +237,11 @@ def certainly_sync(fn: Any) -> bool:
 _QUESTIONS = {"prompt_user": "prompt", "request_approval": "request"}
 """A route's optional question methods (without one, its questions fail closed), each with
 the name of its argument (for the refusal of a sync one)."""
+
+_OPTIONAL = {**_QUESTIONS, "reconcile": "delivery_ids"}
+"""Every optional async method of a route: the questions, and ``reconcile`` (asked by the
+recovery scanner about ``unknown`` rows; a sync one failed every ask, and one that raised
+when read escaped the scanner's bind listener)."""
 
 
 def _check_not_sync(name: str, fn: Any, argument: str) -> None:
