@@ -17,6 +17,7 @@ import trio
 
 from tidings.actors._blocks import ContentBlock
 from tidings.errors import RuntimeClosedError
+from tidings.store._ids import lone_surrogate
 
 __all__ = ["TERMINAL", "DeliveryHandle", "DeliveryItem", "HandleRegistry", "describe_error",
            "outcome_of"]
@@ -39,7 +40,9 @@ def describe_error(error: BaseException, limit: int = 500) -> str:
     by what it holds: its one error as that error, several after the group's own line. Never
     raises for an odd error: one whose ``str()`` raises (a broken ``__str__`` in a platform
     library) is described by its type and that failure, so the delivery it ended is still
-    recorded ``failed`` rather than crashing its session lane.
+    recorded ``failed`` rather than crashing its session lane. Lone surrogates (bytes a
+    library decoded with ``surrogateescape``: a file name, a process's output), which SQLite
+    cannot store, are written as their ``\\udcff`` escapes for the same reason.
     """
     leaves = _leaves(error) if isinstance(error, BaseExceptionGroup) else []
     if len(leaves) == 1:
@@ -47,6 +50,8 @@ def describe_error(error: BaseException, limit: int = 500) -> str:
     text = _one_line(error)
     if leaves:  # the text is capped anyway: the first few say enough
         text += ": " + "; ".join(_one_line(leaf)[:limit] for leaf in leaves[:10])
+    if lone_surrogate(text) is not None:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 

@@ -33,6 +33,23 @@ async def test_an_error_whose_str_raises_still_makes_the_delivery_failed(rt) -> 
     assert status.last_error.startswith("_Unprintable: ")
 
 
+async def test_an_error_whose_text_holds_a_lone_surrogate_still_makes_the_delivery_failed(
+        rt) -> None:
+    """Bytes a platform library decoded with ``surrogateescape`` (a file name, a process's
+    output) can reach an error's text as lone surrogates, which SQLite cannot store: recording
+    ``failed`` with that text raised, crashed the session's lane and left the delivery
+    ``unknown`` ("the session route crashed"), as if it might have been sent."""
+    session_id = await _bound(rt, MemoryRoute(fail=ValueError(
+        b"cannot open \xff.png".decode("utf-8", "surrogateescape"))))
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("x")
+    with trio.fail_after(30):  # hang guard
+        assert await handle.wait() == "failed"
+    status = await rt.delivery_status(handle.delivery_id)
+    assert (status.status, status.attempts) == ("failed", 1)
+    assert status.last_error == "ValueError: cannot open \\udcff.png"
+
+
 class _RaisingAttributes:
     """A route whose ``capabilities`` or ``ack_window`` property raises (or whose capabilities
     iterable fails while it is read)."""
