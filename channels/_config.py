@@ -16,6 +16,7 @@ from typing import Any, Literal, final
 
 import attrs
 
+from tidings.actors._blocks import lone_surrogate
 from tidings.actors._status import MAX_ID_CHARS
 from tidings.channels._loader import split_import_path
 from tidings.channels._sanitize import sanitize_line
@@ -249,7 +250,13 @@ def _agent(value: object, field: str) -> str | None:
 
 
 def _instructions(value: object, field: str) -> str | None:
-    return _optional_str(field, value)
+    """Put before every session's first prompt: text that is not valid Unicode could be
+    neither sent nor stored, so each session's first turn would fail on it."""
+    text = _optional_str(field, value)
+    lone = None if text is None else lone_surrogate(text)
+    if lone is not None:
+        raise ConfigError(field, f"is not valid Unicode (lone surrogate at index {lone})")
+    return text
 
 
 _CONFIG_KEYS = {
