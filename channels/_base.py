@@ -30,6 +30,7 @@ from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
 from tidings.errors import TidingsError, ValidationError
 from tidings.store import Op
+from tidings.supervisor._log import field
 
 __all__ = ["HELD_OUTCOMES", "REFUSAL", "ChannelBase", "InboundOutcome"]
 
@@ -222,7 +223,8 @@ class ChannelBase:
                                  message_id=inbound.message_id, channel=self.config.name,
                                  inbound_id=held, also=also)
             except TidingsError as exc:  # accepted all the same: only a crash can lose it now
-                log.warning("event=hold_failed session=%s error=%r", session_id, exc)
+                log.warning("event=hold_failed session=%s error=%s", session_id,
+                            field(repr(exc)))
 
     # --- reading ---------------------------------------------------------------------------------
 
