@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import trio
 
-from tidings.actors import Outbound, TextBlock, _held
+from tidings.actors import Outbound, Runtime, TextBlock, _held
 from tidings.actors._pipeline import new_id
 from tidings.actors._router import certainly_sync
 from tidings.channels._agents import Agent, EchoAgent
@@ -56,8 +56,10 @@ class ChannelBase:
     methods ``prompt_user`` / ``request_approval`` and ``capabilities``.
 
     Raises:
-      ValidationError: ``config`` is not a :class:`ChannelConfig` (field ``config``), or
-        ``agent`` has no ``run`` (field ``agent``).
+      ValidationError: ``runtime`` is not the runtime of ``async with
+        tidings.open_runtime(...) as rt`` (field ``runtime``), ``config`` is not a
+        :class:`ChannelConfig` (field ``config``), or ``agent`` has no ``run`` (field
+        ``agent``).
       ConfigError: ``config.agent`` cannot be loaded.
     """
 
@@ -67,6 +69,10 @@ class ChannelBase:
     gateway does it in each client's hello instead)."""
 
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None) -> None:
+        if not isinstance(runtime, Runtime):  # else the first message fails, naming nothing
+            raise ValidationError("runtime", f"must be the rt of 'async with "
+                                             f"tidings.open_runtime(...) as rt', got "
+                                             f"{runtime!r:.80}")
         if not isinstance(config, ChannelConfig):
             raise ValidationError("config", f"must be a ChannelConfig, got {config!r}")
         if agent is None:
