@@ -27,8 +27,10 @@ class MemoryRoute:
     accepted, both in order; ``delivered_at`` maps a delivery id to the trio time it was
     accepted. ``stall()`` makes ``deliver`` block until ``release()``; ``latency`` (trio
     seconds) delays each delivery; ``fail`` is an exception (class or instance) raised by every
-    delivery, or a predicate ``fail(outbound) -> exception | None``. Tests wait with
-    :meth:`wait_attempted` / :meth:`wait_delivered` instead of sleeping.
+    delivery, or a predicate ``fail(outbound)`` answering an exception (class or instance) to
+    raise, ``True`` (a ``ConnectionError``: the platform refused it) or ``None`` / ``False``
+    (accept it). Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered` instead of
+    sleeping.
     """
 
     def __init__(self, *, capabilities: Iterable[str] | None = None, latency: float = 0.0,
@@ -107,9 +109,16 @@ class MemoryRoute:
         if isinstance(fail, type) and issubclass(fail, BaseException):
             return fail(f"delivery {outbound.delivery_id} refused")
         result = fail(outbound)
+        if result is None or result is False:
+            return None
+        if result is True:
+            result = ConnectionError
         if isinstance(result, type) and issubclass(result, BaseException):
             return result(f"delivery {outbound.delivery_id} refused")
-        return result
+        if isinstance(result, BaseException):
+            return result
+        return TypeError(f"MemoryRoute.fail: must answer an exception, a bool or None, "
+                         f"got {result!r}")
 
     async def prompt_user(self, prompt: Prompt) -> str | None:
         self.prompts.append(prompt)

@@ -314,3 +314,33 @@ def test_the_ledger_tells_a_cancel_at_send_from_a_raise_at_send() -> None:
                 'error_type=InjectedFault error="injected cancel at send of writer"')
     assert [str(e) for e in ledger.entries if e.accounted_by is None] == [
         "raise at send of writer"]
+
+
+# --- the memory route ----------------------------------------------------------------------------
+
+
+async def test_a_fail_predicate_may_answer_true_or_false(rt) -> None:
+    # The README calls fail "an exception or a predicate": a predicate answering False failed
+    # every delivery ("TypeError: exceptions must derive from BaseException"), True too.
+    route = MemoryRoute(fail=lambda outbound: "boom" in outbound.text)
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        fine = await ctx.output.send_text("fine")
+        boom = await ctx.output.send_text("boom")
+    assert [await fine.wait(), await boom.wait()] == ["delivered", "failed"]
+    assert route.texts() == ["fine"]
+    status = await rt.delivery_status(boom.delivery_id)
+    assert status.last_error == f"ConnectionError: delivery {boom.delivery_id} refused"
+
+
+async def test_a_fail_predicate_answering_something_else_is_named(rt) -> None:
+    route = MemoryRoute(fail=lambda outbound: "no")
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("hello")
+    assert await handle.wait() == "failed"
+    status = await rt.delivery_status(handle.delivery_id)
+    assert status.last_error == ("TypeError: MemoryRoute.fail: must answer an exception, a bool "
+                                 "or None, got 'no'")
