@@ -166,8 +166,9 @@ class _Workload:
         self.report.drops += sum(client.drops for client in self.clients)
         self.clients = []
 
-    async def session(self, session_id: str, turns: int, messages: int) -> None:
-        rng = random.Random(f"{session_id}")
+    async def session(self, session_id: str, index: int, turns: int, messages: int) -> None:
+        # Seeded by the run's seed and the session's place, not its id (new in every run).
+        rng = random.Random(f"session {self.report.seed} {index}")
         for turn in range(turns):
             try:
                 async with self.rt.open_turn(session_id) as ctx:
@@ -208,15 +209,16 @@ class _SessionView:
 
 class FlakyAgent:
     """An echo agent that streams its reply in small chunks and fails a turn with
-    probability ``fail_rate`` (seeded)."""
+    probability ``fail_rate``: one draw per turn, seeded with ``seed`` and the turn's text (the
+    chats run at once, in an order trio varies, so one RNG for all would not replay)."""
 
     def __init__(self, seed: object, fail_rate: float) -> None:
         self.echo = EchoAgent(chunk_size=8)
-        self.rng = random.Random(f"agent {seed}")
+        self.seed = seed
         self.fail_rate = fail_rate
 
     async def run(self, turn: Any) -> None:
-        if self.rng.random() < self.fail_rate:
+        if random.Random(f"agent {self.seed} {turn.text}").random() < self.fail_rate:
             await trio.lowlevel.checkpoint()
             raise RuntimeError("the agent failed on purpose")
         await self.echo.run(turn)
@@ -294,8 +296,9 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
                 await workload.create_sessions(sessions, fail_rate)
                 async with _clients(workload, rt, final=True):
                     async with trio.open_nursery() as nursery:
-                        for session_id in list(routes):
-                            nursery.start_soon(workload.session, session_id, turns, messages)
+                        for index, session_id in enumerate(list(routes)):
+                            nursery.start_soon(workload.session, session_id, index, turns,
+                                               messages)
                         for chat in range(chats):
                             nursery.start_soon(_chat, channel, workload, chat, chat_messages)
                     with trio.move_on_after(settle):
