@@ -69,10 +69,6 @@ class ChannelBase:
     gateway does it in each client's hello instead)."""
 
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None) -> None:
-        if not isinstance(runtime, Runtime):  # else the first message fails, naming nothing
-            raise ValidationError("runtime", f"must be the rt of 'async with "
-                                             f"tidings.open_runtime(...) as rt', got "
-                                             f"{runtime!r:.80}")
         if not isinstance(config, ChannelConfig):
             raise ValidationError("config", f"must be a ChannelConfig, got {config!r}")
         if agent is None:
@@ -84,6 +80,10 @@ class ChannelBase:
         if certainly_sync(run):  # every turn would fail at its first await, naming nothing
             raise ValidationError("agent", f"run must be a coroutine function (async def "
                                            f"run(turn)), got the plain {run!r:.80}")
+        if not isinstance(runtime, Runtime):  # else the first message fails, naming nothing
+            raise ValidationError("runtime", f"must be the rt of 'async with "
+                                             f"tidings.open_runtime(...) as rt', got "
+                                             f"{runtime!r:.80}")
         self.runtime = runtime
         self.config = config
         self.agent = agent
