@@ -42,15 +42,23 @@ async def writer_gate(store: Store) -> AsyncIterator[WriterGate]:
     """Close a gate in *store*'s writer; yield once the writer thread is held in it.
 
     Leaving the block releases it (if the body did not) and waits for the gate's own write to
-    commit. Usage::
+    commit. A store that cannot commit (closed) raises its error (in an exception group, as
+    a nursery does) before the block runs. Usage::
 
         async with writer_gate(rt.store) as gate:
             ...            # every write now queues behind the gate
             gate.release()
     """
     gate = WriterGate()
+
+    async def hold() -> None:
+        try:
+            await store.commit([Call(gate._hold)])
+        finally:  # a commit that failed before the gate (a closed store) frees the wait below
+            gate._entered.set()
+
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(store.commit, [Call(gate._hold)])
+        nursery.start_soon(hold)
         try:
             await trio.to_thread.run_sync(gate._entered.wait, abandon_on_cancel=True)
             yield gate

@@ -6,6 +6,7 @@ import gc
 import sqlite3
 import subprocess
 import sys
+import threading
 
 import pytest
 import trio
@@ -13,7 +14,7 @@ import trio.testing
 
 import tidings
 from tidings.actors import Outbound
-from tidings.errors import InjectedFault
+from tidings.errors import InjectedFault, StoreClosedError
 from tidings.supervisor import ChildSpec, Intensity, open_supervisor
 from tidings.testing import (
     ChannelCensus,
@@ -344,3 +345,32 @@ async def test_a_fail_predicate_answering_something_else_is_named(rt) -> None:
     status = await rt.delivery_status(handle.delivery_id)
     assert status.last_error == ("TypeError: MemoryRoute.fail: must answer an exception, a bool "
                                  "or None, got 'no'")
+
+
+def _threads_waiting_in_a_worker() -> list[str]:
+    """Threads blocked in a threading wait that trio.to_thread runs (not idle cache workers)."""
+    waiting = []
+    for thread_id, frame in sys._current_frames().items():
+        while frame is not None:
+            caller = frame.f_back
+            if (frame.f_code.co_filename == threading.__file__ and caller is not None
+                    and caller.f_code.co_filename.endswith(("trio/_threads.py",
+                                                            "outcome/_impl.py"))):
+                waiting.append(f"{thread_id}: {frame.f_code.co_name}")
+                break
+            frame = caller
+    return waiting
+
+
+async def test_a_writer_gate_on_a_closed_store_raises_and_leaves_no_thread(tmp_path,
+                                                                          workspace) -> None:
+    # The gate's commit failed (the writer is gone) without reaching the gate, and the thread
+    # waiting for the writer to enter it waited for good: one thread leaked per call.
+    async with tidings.open_runtime(tmp_path / "state" / "tidings.db",
+                                    workspace=workspace) as rt:
+        pass
+    with pytest.RaisesGroup(StoreClosedError):
+        async with writer_gate(rt.store):
+            pytest.fail("the gate was never held")
+    await trio.testing.wait_all_tasks_blocked()
+    assert _threads_waiting_in_a_worker() == []
