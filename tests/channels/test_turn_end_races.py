@@ -155,12 +155,15 @@ async def test_a_turn_steered_while_it_opens_then_cut_by_the_stop_keeps_the_stee
 
         outer.start_soon(hold_the_writer)
         await gated.wait()
+        before = queued.depth
         outer.start_soon(functools.partial(channel.say, "first", message_id="m1"))
-        await channel.wait_events("started")  # the turn is opening; its begin waits
+        with trio.fail_after(10):  # its hold, then the turn's begin, behind the gate
+            await until(lambda: queued.depth == before + 2)
+        assert channel.types() == ["started"]  # the turn is opening; its begin waits
         before = queued.depth
         outer.start_soon(functools.partial(channel.say, "second", message_id="m2"))
-        with trio.fail_after(10):  # both its writes behind the gate too
-            await until(lambda: queued.depth == before + 2)
+        with trio.fail_after(10):  # its hold behind the gate too: it has steered the turn
+            await until(lambda: queued.depth == before + 1)
         marks["steered"] = queued.depth
     assert agent.turns == []
     assert [(event.type, getattr(event, "reason", None)) for event in channel.events
