@@ -109,8 +109,11 @@ class CommandAgent:
                  env: Mapping[str, str] | None = None,
                  cwd: str | os.PathLike[str] | None = None,
                  timeout: float | None = None) -> None:
-        if isinstance(argv, str | bytes) or not isinstance(argv, Sequence):
+        if isinstance(argv, str | bytes):
             raise ValidationError("argv", "must be a list of arguments, not a single string")
+        if not isinstance(argv, Sequence):
+            raise ValidationError("argv", f"must be a list of arguments, not "
+                                          f"{type(argv).__name__}")
         if not argv:
             raise ValidationError("argv", "must name a command")
         for index, arg in enumerate(argv):
