@@ -40,6 +40,8 @@ def _encode(part: str, value: object) -> str:
         raise ConversationKeyError(part, "must not be None")
     if isinstance(value, bytes | bytearray):
         raise ConversationKeyError(part, "must be text or a number, not bytes (decode it first)")
+    if isinstance(value, bool):  # a flag passed by mistake: every chat under one key
+        raise ConversationKeyError(part, f"must be text or a number, not the bool {value}")
     text = str(value)
     if not text:
         raise ConversationKeyError(part, "must not be empty")
@@ -60,7 +62,8 @@ def conversation_key(channel: str, scope: str, *ids: object, thread: object | No
     Raises:
       ConversationKeyError: naming the bad part (``channel``, ``scope``, ``ids``, ``ids[1]``,
         ``thread``): a name that is not a lowercase identifier, no ids, an id that is empty,
-        ``None`` or bytes, or text that cannot be encoded (a lone surrogate).
+        ``None``, bytes or a bool (a thread too, though ``None`` or ``""`` is none), or text
+        that cannot be encoded (a lone surrogate).
     """
     parts = [_check_name("channel", channel), _check_name("scope", scope)]
     if not ids:
@@ -68,7 +71,7 @@ def conversation_key(channel: str, scope: str, *ids: object, thread: object | No
     for index, value in enumerate(ids):
         encoded = _encode(f"ids[{index}]", value)
         parts.append(_THREAD_AS_ID if encoded == _THREAD else encoded)
-    if thread is not None and str(thread) != "":
+    if thread is not None and (isinstance(thread, bool) or str(thread) != ""):
         parts += [_THREAD, _encode("thread", thread)]
     return ":".join(parts)
 
