@@ -47,11 +47,11 @@ def split_reply(text: str) -> list[str]:
         cut = start + MAX_TEXT_BYTES
         while data[cut] & 0xC0 == 0x80:  # a continuation byte: the cut is inside a character
             cut -= 1
-        for separator in (b"\n", b" ", b"\t"):
-            found = data.rfind(separator, cut - _NEAR, cut)
-            if found >= 0:
-                cut = found + 1
-                break
+        found = data.rfind(b"\n", cut - _NEAR, cut)
+        if found < 0:  # the later of the last space and the last tab
+            found = max(data.rfind(b" ", cut - _NEAR, cut), data.rfind(b"\t", cut - _NEAR, cut))
+        if found >= 0:
+            cut = found + 1
         parts.append(data[start:cut].decode("utf-8", "surrogatepass"))
         start = cut
     parts.append(data[start:].decode("utf-8", "surrogatepass"))
