@@ -15,7 +15,8 @@ Everything runs in the thread's trio loop: :meth:`RuntimeThread.run` calls an as
 there and returns its result (or raises its exception) in the caller's thread;
 :meth:`RuntimeThread.enter` enters an async context manager there that lasts until the thread
 stops. Leaving the ``with`` block stops the loop (exiting those contexts, then the runtime) and
-re-raises what the loop raised, if anything.
+re-raises what the loop raised, if anything. A stopped one may be entered again (a new loop, the
+runtime reopened); entering one that runs raises ``RuntimeError``.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ class RuntimeThread:
         self.rt: Runtime | None = None
 
     def __enter__(self) -> RuntimeThread:
+        if self._thread is not None and self._thread.is_alive():
+            raise RuntimeError("RuntimeThread: already running; leave its with block first")
+        # A fresh start (one thread may be entered again once it stopped).
+        self._ready = threading.Event()
+        self._error = self._token = self._requests = self.rt = None
         self._thread = threading.Thread(target=self._main, name="tidings-runtime-thread",
                                         daemon=True)
         self._thread.start()

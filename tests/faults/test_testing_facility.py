@@ -25,6 +25,7 @@ from tidings.testing import (
     InvariantChecker,
     InvariantViolation,
     MemoryRoute,
+    RuntimeThread,
     Seam,
     TaskCensus,
     Violation,
@@ -374,3 +375,27 @@ async def test_a_writer_gate_on_a_closed_store_raises_and_leaves_no_thread(tmp_p
             pytest.fail("the gate was never held")
     await trio.testing.wait_all_tasks_blocked()
     assert _threads_waiting_in_a_worker() == []
+
+
+# --- the runtime thread --------------------------------------------------------------------------
+
+
+def test_a_runtime_thread_can_be_entered_again_after_it_stopped(tmp_path, workspace) -> None:
+    # The second with block found the first run's ready event still set: it went on at once
+    # with the stopped loop's token and runtime, and its exit joined the new loop's thread,
+    # which nothing stopped: the test hung.
+    thread = RuntimeThread(tmp_path / "state" / "tidings.db", workspace)
+    runtimes = []
+    for _ in range(2):
+        with thread:
+            assert thread.run(thread.rt.create_session).startswith("session_")
+            runtimes.append(thread.rt)
+    assert runtimes[0] is not runtimes[1]
+
+
+def test_a_runtime_thread_refuses_a_second_with_while_it_runs(tmp_path, workspace) -> None:
+    thread = RuntimeThread(tmp_path / "state" / "tidings.db", workspace)
+    with thread:
+        with pytest.raises(RuntimeError, match="already running"), thread:
+            pass
+        assert thread.run(thread.rt.create_session).startswith("session_")
