@@ -354,11 +354,32 @@ def encode(frame: Mapping[str, Any]) -> str:
 
     Text with a lone surrogate (say, an agent's text chunk) cannot be sent as UTF-8: such a
     frame is written with JSON escapes instead (``\\ud800``), so it never breaks the
-    connection's writer."""
-    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=str)
+    connection's writer. A float JSON has no number for (NaN, an infinity: a tool call's
+    arguments are the agent's own values) is sent as the string Python writes for it
+    (``"NaN"``), as a value of no JSON type is sent as its ``str()``: the bare ``NaN`` token
+    is no JSON, and a strict client (a browser's ``JSON.parse``) refused the whole frame."""
+    try:
+        text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=str,
+                          allow_nan=False)
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise
+        frame = _nan_as_text(frame)
+        text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), default=str)
     if lone_surrogate(text) is not None:
         text = json.dumps(frame, ensure_ascii=True, separators=(",", ":"), default=str)
     return text
+
+
+def _nan_as_text(value: Any) -> Any:
+    """*value* with every non-finite float (in a mapping, list or tuple) as its string."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)
+    if isinstance(value, Mapping):
+        return {key: _nan_as_text(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_nan_as_text(item) for item in value]
+    return value
 
 
 def encoded_size(text: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -142,3 +143,21 @@ def test_a_lone_surrogate_is_a_bad_field_and_never_the_errors_ref(frame: dict,
 ])
 def test_a_frame_refused_for_its_type_still_carries_its_id(frame: dict) -> None:
     assert refused(frame).frame_id == "m7"
+
+
+def _no_constant(name: str) -> object:
+    raise AssertionError(f"{name} is no JSON (a browser's JSON.parse refuses the frame)")
+
+
+def test_a_float_json_has_no_number_for_is_sent_as_its_string() -> None:
+    """A tool call's arguments are the agent's own values: NaN or an infinity went out as
+    the bare ``NaN`` / ``Infinity`` tokens, which are no JSON."""
+    frame = {"type": "lifecycle", "event": "tool_call",
+             "tool_call": {"name": "t", "arguments": {"x": float("nan"),
+                                                      "y": [float("inf"), -math.inf, 1.5],
+                                                      "z": ("\ud800", float("nan"))}}}
+    text = encode(frame)
+    assert json.loads(text, parse_constant=_no_constant)["tool_call"]["arguments"] == {
+        "x": "NaN", "y": ["Infinity", "-Infinity", 1.5], "z": ["\ud800", "NaN"]}
+    assert text.isascii()  # the lone surrogate escaped, as before
+    assert encode({"type": "event", "n": 1.5}) == '{"type":"event","n":1.5}'  # unchanged
