@@ -10,6 +10,7 @@ reopens the database without faults to recover, and checks every invariant.
 
 from __future__ import annotations
 
+import os
 import pathlib
 from collections.abc import Callable
 
@@ -17,7 +18,7 @@ import attrs
 import trio
 
 from tidings.actors import Runtime, open_runtime
-from tidings.errors import TidingsError
+from tidings.errors import TidingsError, ValidationError
 from tidings.supervisor import Supervisor
 from tidings.supervisor._testing_instrument import CheckpointInjector
 from tidings.supervisor._testing_invariants import InvariantChecker, Violation
@@ -44,7 +45,8 @@ def _supervisor_of(rt: Runtime, target: str) -> Callable[[], Supervisor | None]:
     return lambda: rt.supervisor
 
 
-async def delivery_path_run(db_path: pathlib.Path, workspace: pathlib.Path, *,
+async def delivery_path_run(db_path: str | os.PathLike[str],
+                            workspace: str | os.PathLike[str], *,
                             target: str = "route:*", at: int | None = None, messages: int = 3,
                             watchdog: float = 20.0) -> SweepRun:
     """Run the path once with a cancel at step ``at`` of ``target`` (a child name or pattern:
@@ -103,11 +105,19 @@ async def delivery_path_run(db_path: pathlib.Path, workspace: pathlib.Path, *,
                     tuple(checker.violations))
 
 
-async def sweep_delivery_path(directory: pathlib.Path, workspace: pathlib.Path, *,
+async def sweep_delivery_path(directory: str | os.PathLike[str],
+                              workspace: str | os.PathLike[str], *,
                               target: str = "route:*", every: int = 1,
                               messages: int = 3) -> list[SweepRun]:
     """Count the steps of a clean run of the path, then run it once per ``every``-th step
-    with a cancel there. Returns every run, the counting run first."""
+    with a cancel there. Returns every run, the counting run first.
+
+    Raises :class:`ValidationError` (field ``every``) before any run unless ``every`` is an
+    int >= 1 (a step of 0 or less would sweep nothing and pass)."""
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise ValidationError("every", f"must be an int >= 1, got {every!r}")
+    directory = pathlib.Path(directory)
+    workspace = pathlib.Path(workspace)
     clean = await delivery_path_run(directory / "clean.db", workspace, target=target,
                                     messages=messages)
     runs = [clean]

@@ -14,7 +14,7 @@ import trio.testing
 
 import tidings
 from tidings.actors import Outbound
-from tidings.errors import InjectedFault, StoreClosedError
+from tidings.errors import InjectedFault, StoreClosedError, ValidationError
 from tidings.supervisor import ChildSpec, Intensity, open_supervisor
 from tidings.testing import (
     ChannelCensus,
@@ -33,6 +33,7 @@ from tidings.testing import (
     lane_violations,
     route_violations,
     runtime_fixture,
+    sweep_delivery_path,
     writer_gate,
 )
 from tidings.testing import (
@@ -399,3 +400,26 @@ def test_a_runtime_thread_refuses_a_second_with_while_it_runs(tmp_path, workspac
         with pytest.raises(RuntimeError, match="already running"), thread:
             pass
         assert thread.run(thread.rt.create_session).startswith("session_")
+
+
+# --- the sweep -----------------------------------------------------------------------------------
+
+
+async def test_a_sweep_takes_a_directory_given_as_a_string(tmp_path, workspace) -> None:
+    # run_chaos takes str paths; the sweep's directory / "clean.db" was a TypeError naming
+    # nothing ("unsupported operand type(s) for /: 'str' and 'str'").
+    runs = await sweep_delivery_path(str(tmp_path / "sweep"), str(workspace), target="writer",
+                                     every=10**6)
+    assert len(runs) == 1
+    assert runs[0].steps > 0
+    assert runs[0].violations == ()
+
+
+@pytest.mark.parametrize("every", [0, -1, True, "2", 1.5])
+async def test_a_sweep_refuses_an_every_that_is_no_step_by_name(tmp_path, workspace,
+                                                                every) -> None:
+    # every=-1 swept nothing: the clean run alone, no violation, a test that passes.
+    with pytest.raises(ValidationError, match="every") as raised:
+        await sweep_delivery_path(tmp_path / "sweep", workspace, every=every)
+    assert raised.value.field == "every"
+    assert not (tmp_path / "sweep").exists()
