@@ -47,6 +47,7 @@ from tidings.actors._status import check_id_list, check_session_id
 from tidings.errors import MailboxClosedError, TidingsError
 from tidings.store import Store, transition
 from tidings.supervisor import ChildSpec, Supervisor
+from tidings.supervisor._log import field
 
 __all__ = ["DispatchStatistics", "Dispatcher", "Lane", "check_delivery_ids", "describe_error",
            "outcome_of"]
@@ -341,8 +342,8 @@ class Dispatcher:
         except (trio.WouldBlock, MailboxClosedError):
             return False
         except TidingsError as exc:  # any other failed send (a fault plan): the outbox has it
-            log.warning("event=lane_post_failed session=%s lane=%s error=%r", lane.session_id,
-                        lane.name, exc)
+            log.warning("event=lane_post_failed session=%s lane=%s error=%s", lane.session_id,
+                        lane.name, field(repr(exc)))
             if lane.parked is not None:  # it may be waiting for this very message: nudge it
                 lane.parked.cancel(reason="a post to this lane failed")
             return False

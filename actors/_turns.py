@@ -26,6 +26,7 @@ from tidings.actors._status import MAX_IDS_PER_CALL, check_id, check_id_list
 from tidings.actors._tasks import SHUTDOWN_REASON
 from tidings.errors import ConflictError, RuntimeClosedError, StoreClosedError, ValidationError
 from tidings.store import Op, Store, begin_turn, end_turn, release_inbound
+from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
@@ -149,7 +150,7 @@ class TurnContext:
         await trio.lowlevel.checkpoint_if_cancelled()
         log.warning("event=question_route_failed session=%s turn=%s question=%s method=%s "
                     "error=%s", self.session_id, self.turn_id, question_id, method,
-                    describe_error(error, 300))
+                    field(describe_error(error, 300)))
 
     def _expiry(self, expires_in: float | None) -> float | None:
         if expires_in is None:
@@ -317,5 +318,6 @@ async def _record_end(store: Store, turn_id: str, ops: list[Op]) -> None:
             break
         except Exception as exc:  # noqa: BLE001 - logged, then written again
             error = exc
-            log.info("event=turn_end_retry turn=%s attempt=%d error=%r", turn_id, attempt, exc)
-    log.warning("event=turn_end_not_recorded turn=%s error=%s", turn_id, error)
+            log.info("event=turn_end_retry turn=%s attempt=%d error=%s", turn_id, attempt,
+                     field(repr(exc)))
+    log.warning("event=turn_end_not_recorded turn=%s error=%s", turn_id, field(str(error)))

@@ -38,6 +38,7 @@ from tidings.channels._boundary import compose_first_prompt
 from tidings.channels._bridge import BridgeTurn, split_reply
 from tidings.channels._lifecycle import CancelReason, LifecycleEmitter
 from tidings.errors import TidingsError
+from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
@@ -138,7 +139,8 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
         try:
             await rt.release_inbound(pending.held)
         except TidingsError as exc:  # still held: told, needlessly, after a restart
-            log.warning("event=hold_not_released session=%s error=%r", state.session_id, exc)
+            log.warning("event=hold_not_released session=%s error=%s", state.session_id,
+                        field(repr(exc)))
     return active
 
 
@@ -189,7 +191,8 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                         active.finishing = True
                         raise
                     log.info("event=turn_error_while_cancelled session=%s reason=%s "
-                             "error=%r", state.session_id, active.cancel_reason, exc)
+                             "error=%s", state.session_id, active.cancel_reason,
+                             field(repr(exc)))
                     active.note_trio_cancel()
                     # The turn's scope (or one around it) is cancelled, so this raises
                     # Cancelled: the turn ends cancelled, in the turns table too.
@@ -210,8 +213,8 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
             raise
         if active.cancel_reason is not None:  # it failed because it was being cancelled
             # (or something else failed meanwhile: not lost, but not the turn's outcome)
-            log.info("event=turn_error_while_cancelled session=%s reason=%s error=%r",
-                     state.session_id, active.cancel_reason, exc)
+            log.info("event=turn_error_while_cancelled session=%s reason=%s error=%s",
+                     state.session_id, active.cancel_reason, field(repr(exc)))
             await emitter.cancelled()
         else:
             await emitter.failed(exc)
