@@ -26,8 +26,9 @@ import attrs
 import trio
 
 from tidings.actors import DeliveryHandle, Runtime, open_runtime
+from tidings.actors._status import check_seconds
 from tidings.channels import EchoAgent
-from tidings.errors import InjectedFault, RestartIntensityExceeded, TidingsError
+from tidings.errors import InjectedFault, RestartIntensityExceeded, TidingsError, ValidationError
 from tidings.store import queries
 from tidings.supervisor import FaultPlan, FaultRule, Intensity, Seam
 from tidings.supervisor._testing_acking import AckingClient
@@ -47,14 +48,34 @@ _LANE_SEAMS = (*_RUNTIME_SEAMS, Seam.CHILD_START, Seam.DELIVER)
 _TASK_SEAMS = (Seam.CHILD_START, Seam.SHUTDOWN)  # a turn task has no mailbox
 
 
+def _check_seed(seed: object) -> None:
+    """A seed is an int: ``None`` would seed every RNG from the OS, and nothing replays."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValidationError("seed", f"must be an int (to replay), got {seed!r:.80}")
+
+
+def _check_share(field: str, value: object) -> None:
+    """A probability or share: a number in [0, 1] (NaN refused: no comparison holds)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValidationError(field, f"must be in [0, 1], got {value!r:.80}")
+
+
+def _check_count(field: str, value: object, *, least: int = 0) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValidationError(field, f"must be an int >= {least}, got {value!r:.80}")
+
+
 def random_fault_plan(seed: int, rate: float, *, children: Sequence[str] = ACTORS,
                       actions: Sequence[str] = ("raise", "cancel")) -> FaultPlan:
     """A plan that, at every seam hit of the given actors, injects each action with
     probability ``rate`` (drawn from the plan's RNG, seeded with ``seed``).
 
     ``child_start`` and ``deliver`` are used for the lanes only: a static actor that fails
-    its first start makes ``open_runtime`` fail, which is a different test.
+    its first start makes ``open_runtime`` fail, which is a different test. ``seed`` must be
+    an int and ``rate`` in [0, 1] (a :class:`ValidationError` naming them).
     """
+    _check_seed(seed)
+    _check_share("rate", rate)
     rules = []
     for child in children:
         seams = (_LANE_SEAMS if child.startswith("route:")
@@ -272,7 +293,21 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
     ``None`` in a run with ``acking``, the seeded RNG picks the default, 120 or 1 byte (one
     unacked row at a time), so the acking lanes' byte wait is exercised. Phase 2 also checks
     that every lane ends idle and empty (:func:`~tidings.testing.lane_violations`).
+
+    Bad options raise :class:`ValidationError` naming them before anything is created: ``seed``
+    an int, ``rate``, ``fail_rate`` and ``acking`` in [0, 1], the counts ints >= 0,
+    ``lane_bytes`` ``None`` or an int >= 0, ``settle`` and ``drain`` seconds >= 0.
     """
+    _check_seed(seed)
+    for field, share in (("rate", rate), ("fail_rate", fail_rate), ("acking", acking)):
+        _check_share(field, share)
+    for field, count in (("sessions", sessions), ("turns", turns), ("messages", messages),
+                         ("chats", chats), ("chat_messages", chat_messages)):
+        _check_count(field, count)
+    if lane_bytes is not None:
+        _check_count("lane_bytes", lane_bytes)
+    check_seconds("settle", settle)
+    check_seconds("drain", drain)
     report = ChaosReport(seed=seed, rate=rate)
     plan = random_fault_plan(seed, rate) if plan is None else plan
     checker = InvariantChecker()

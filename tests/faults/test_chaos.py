@@ -12,6 +12,7 @@ import sqlite3
 
 import pytest
 
+from tidings.errors import ValidationError
 from tidings.testing import random_fault_plan, run_chaos
 
 RATES = [0.002, 0.005, 0.01]
@@ -119,3 +120,30 @@ async def test_a_seed_replays_the_same_workload(tmp_path, workspace) -> None:
     assert len(shapes[0]) == 6
     assert {"message", "notice"} <= {kind for kinds in shapes[0] for kind in kinds}
     assert shapes[0] == shapes[1]
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("seed", None), ("seed", 1.5), ("seed", True),
+    ("rate", 1.5), ("rate", -0.1), ("rate", "0.1"),
+    ("fail_rate", 2), ("acking", -1.0), ("acking", float("nan")),
+    ("sessions", -1), ("sessions", "2"), ("turns", 1.0), ("messages", -3),
+    ("chats", None), ("chat_messages", True),
+    ("lane_bytes", -5), ("lane_bytes", "120"), ("settle", -1), ("drain", "1"),
+])
+async def test_run_chaos_refuses_a_bad_option_by_name(tmp_path, workspace, option,
+                                                      value) -> None:
+    # rate was refused as 'probability' (a FaultRule's field); seed=None seeded the plan and
+    # the workload from the OS, so the report's 'seed=None' replayed nothing; a negative
+    # count ran no session, a negative lane_bytes was set on the dispatcher as given.
+    db_path = tmp_path / "state" / "chaos.db"
+    with pytest.raises(ValidationError) as raised:
+        await run_chaos(db_path, workspace, **{option: value})
+    assert raised.value.field == option
+    assert not db_path.parent.exists()
+
+
+def test_random_fault_plan_refuses_a_rate_and_seed_by_their_names() -> None:
+    for option, value in (("rate", 1.5), ("seed", None)):
+        with pytest.raises(ValidationError) as raised:
+            random_fault_plan(**{"seed": 1, "rate": 0.1, option: value})
+        assert raised.value.field == option
