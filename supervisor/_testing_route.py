@@ -14,6 +14,7 @@ from typing import Any
 import trio
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt
+from tidings.actors._status import check_seconds
 
 __all__ = ["MemoryRoute", "ReconcilingMemoryRoute"]
 
@@ -30,11 +31,13 @@ class MemoryRoute:
     delivery, or a predicate ``fail(outbound)`` answering an exception (class or instance) to
     raise, ``True`` (a ``ConnectionError``: the platform refused it) or ``None`` / ``False``
     (accept it). Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered` instead of
-    sleeping.
+    sleeping. A ``latency`` that is not seconds >= 0 (``inf``: every delivery hangs) raises
+    :class:`~tidings.errors.ValidationError` naming it.
     """
 
     def __init__(self, *, capabilities: Iterable[str] | None = None, latency: float = 0.0,
                  fail: Failure = None, ack_window: int | None = None) -> None:
+        check_seconds("latency", latency)
         if capabilities is not None:
             self.capabilities = frozenset(capabilities)
         if ack_window is not None:

@@ -423,3 +423,12 @@ async def test_a_sweep_refuses_an_every_that_is_no_step_by_name(tmp_path, worksp
         await sweep_delivery_path(tmp_path / "sweep", workspace, every=every)
     assert raised.value.field == "every"
     assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.parametrize("latency", [-1, "0.1", float("nan"), True])
+def test_a_memory_route_refuses_a_latency_that_is_no_duration_by_name(latency) -> None:
+    # It was taken, and every delivery then failed on it ("ValueError: `seconds` must be
+    # non-negative", or a TypeError about '<'), recorded as the platform's error.
+    with pytest.raises(ValidationError) as raised:
+        MemoryRoute(latency=latency)
+    assert raised.value.field == "latency"
