@@ -138,22 +138,28 @@ class AckingSupport:
                                 limit: int = 256,
                                 kinds: Iterable[str] = ("message", "notice", "progress"),
                                 statuses: Iterable[str] = REPLAYABLE_STATUSES,
+                                max_bytes: int | None = None,
                                 ) -> list[StoredDelivery]:
         """Rows of *session_id* with ``seq > after_seq`` of *kinds* in *statuses*, in seq
         order, at most *limit* (page on with the last ``outbound.seq``); never a
-        ``visible=False`` row (history only: no route ever gets it). Raises
-        :class:`ValidationError` naming a bad ``session_id``, ``after_seq``, ``limit``,
-        ``kinds`` (of ``message``, ``progress``, ``notice``) or ``statuses`` (outbox
-        statuses)."""
+        ``visible=False`` row (history only: no route ever gets it). *max_bytes* (an int >= 1,
+        or None) also stops the page before the row that would take its rows past that size,
+        counted as a lane counts its budget (``lane_bytes``: text, blocks' and metadata's
+        JSON); the first row always comes, however large. A page of texts up to 1 MiB each is
+        otherwise *limit* of them. Raises :class:`ValidationError` naming a bad
+        ``session_id``, ``after_seq``, ``limit``, ``kinds`` (of ``message``, ``progress``,
+        ``notice``), ``statuses`` (outbox statuses) or ``max_bytes``."""
         check_session_id("session_id", session_id)
         after_seq = check_seq("after_seq", after_seq)
         limit = check_seq("limit", limit)
         kinds = _names("kinds", kinds, KINDS)
         statuses = _names("statuses", statuses, OUTBOX_STATUSES)
+        if max_bytes is not None and check_seq("max_bytes", max_bytes) < 1:
+            raise ValidationError("max_bytes", "must be an int >= 1 or None, got 0")
         binding = self.router.binding(session_id)
         capabilities = binding.capabilities if binding is not None else frozenset({"text"})
         rows = await self.store.read(functools.partial(
-            acking.rows_after, kinds=kinds, statuses=statuses),
+            acking.rows_after, kinds=kinds, statuses=statuses, max_size=max_bytes),
             session_id, after_seq, limit)
         return [StoredDelivery(row.status, build_outbound(item_from_row(row), capabilities,
                                                           attempt=row.attempts)[0])

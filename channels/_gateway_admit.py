@@ -205,7 +205,10 @@ async def replay(gateway: GatewayChannel, conn: Connection,
         while True:
             rows = await rt.stored_deliveries(session_id, after_seq=cursor, limit=page,
                                               kinds=("message", "notice"),
-                                              statuses=_REPLAYED_STATUSES)
+                                              statuses=_REPLAYED_STATUSES,
+                                              max_bytes=rt.dispatcher.lane_bytes)
+            if not rows:  # a page cut by size (about lane_bytes of large rows, not
+                break  # replay_page of them) is short too: only an empty one is the end
             for row in rows:
                 outbound = row.outbound
                 cursor = outbound.seq
@@ -229,8 +232,6 @@ async def replay(gateway: GatewayChannel, conn: Connection,
                 conn.expect_ack(outbound.delivery_id, session_id, outbound.seq)
                 await conn.write_encoded(text)
                 replayed += 1
-            if len(rows) < page:
-                break
         if requeue:
             await rt.requeue(session_id, requeue)
         log.info("event=replayed connection=%d session=%s after_seq=%d rows=%d requeued=%d",

@@ -31,7 +31,8 @@ async def requeue_unrouted(rt: Any, session_id: str, page: int = HANDBACK_PAGE) 
     cursor = 0
     while True:
         rows = await rt.stored_deliveries(session_id, after_seq=cursor, limit=page,
-                                          kinds=("message", "notice"), statuses=("unrouted",))
+                                          kinds=("message", "notice"), statuses=("unrouted",),
+                                          max_bytes=rt.dispatcher.lane_bytes)
         if not rows:
             return
         cursor = rows[-1].outbound.seq

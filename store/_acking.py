@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from tidings.store._ops import Call
-from tidings.store._records import OutboxRow
+from tidings.store._records import OutboxRow, rows_within
 
 __all__ = ["client_message", "conversation_deliveries", "ids_through", "last_handed_seq",
            "remember_client_message", "rows_after", "session_deliveries", "session_last_seq",
@@ -76,17 +76,22 @@ def session_deliveries(conn: sqlite3.Connection, session_id: str,
 
 
 def rows_after(conn: sqlite3.Connection, session_id: str, after_seq: int, limit: int, *,
-               kinds: Sequence[str], statuses: Sequence[str]) -> list[OutboxRow]:
+               kinds: Sequence[str], statuses: Sequence[str],
+               max_size: int | None = None) -> list[OutboxRow]:
     """The session's visible rows with ``seq > after_seq`` of *kinds* in *statuses*, in seq
-    order (at most *limit*; page with the last row's ``seq``). A ``visible=False`` row (history
-    only, recorded ``sent`` without a route) is never read back: it was not for the person."""
+    order (at most *limit*, and within *max_size* as :func:`~tidings.store._records.rows_within`
+    reads it; page with the last row's ``seq``). A ``visible=False`` row (history only,
+    recorded ``sent`` without a route) is never read back: it was not for the person."""
     kind_marks = ",".join("?" * len(kinds))
     status_marks = ",".join("?" * len(statuses))
-    return [OutboxRow.from_row(row) for row in conn.execute(
+    cursor = conn.execute(
         f"SELECT {OutboxRow.COLUMNS} FROM outbox WHERE session_id = ? AND seq > ? "
         f"AND visible = 1 AND kind IN ({kind_marks}) AND status IN ({status_marks}) "
         "ORDER BY seq LIMIT ?",
-        (session_id, after_seq, *kinds, *statuses, limit))]
+        (session_id, after_seq, *kinds, *statuses, limit))
+    rows = rows_within(cursor, max_size)
+    cursor.close()
+    return rows
 
 
 def session_last_seq(conn: sqlite3.Connection, session_id: str) -> int | None:

@@ -19,6 +19,7 @@ from tidings.store._records import (
     OutboxRow,
     RuntimeEvent,
     SessionRecord,
+    rows_within,
 )
 from tidings.store._schema import MAX_INTEGER
 from tidings.store._status import check_filters, filter_clause
@@ -163,16 +164,7 @@ def open_outbox_rows(conn: sqlite3.Connection, session_id: str, *, after_seq: in
             f"SELECT {OutboxRow.COLUMNS} FROM outbox WHERE session_id = ? AND seq > ? "
             f"AND status IN ({marks}) ORDER BY seq LIMIT ?",
             (session_id, after_seq, *statuses, limit))
-    if max_size is None:
-        return [OutboxRow.from_row(row) for row in cursor]
-    rows: list[OutboxRow] = []
-    total = 0
-    for raw in cursor:
-        row = OutboxRow.from_row(raw)
-        total += row.size
-        if rows and total > max_size:
-            break
-        rows.append(row)
+    rows = rows_within(cursor, max_size)
     cursor.close()
     return rows
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 from types import MappingProxyType
 from typing import Any
 
@@ -18,6 +18,7 @@ __all__ = [
     "frozen",
     "frozen_json",
     "held_size",
+    "rows_within",
 ]
 
 
@@ -213,3 +214,22 @@ class SessionRecord:
     def from_row(cls, row: tuple[Any, ...]) -> SessionRecord:
         *fields, metadata = row
         return cls(*fields, frozen_json(metadata))
+
+
+def rows_within(cursor: Iterable[tuple[Any, ...]], max_size: int | None) -> list[OutboxRow]:
+    """The :class:`OutboxRow`\\ s of *cursor* (rows of ``OutboxRow.COLUMNS``), stopping before
+    the row whose ``size`` (:func:`held_size`) would take their sizes past *max_size*; the first
+    row is always taken, however large (None: every row). Rows are stepped one at a time, so
+    none past the one that stops the read is loaded: a page of large rows holds about
+    *max_size*, not its row count times the largest row."""
+    if max_size is None:
+        return [OutboxRow.from_row(row) for row in cursor]
+    rows: list[OutboxRow] = []
+    total = 0
+    for raw in cursor:
+        row = OutboxRow.from_row(raw)
+        total += row.size
+        if rows and total > max_size:
+            break
+        rows.append(row)
+    return rows
