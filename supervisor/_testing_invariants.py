@@ -9,6 +9,7 @@ tree, live memory channels, and the supervision kernel's log (``tidings.supervis
 
 from __future__ import annotations
 
+import pathlib
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -57,6 +58,12 @@ class InvariantViolation(AssertionError):
 # --- the database ------------------------------------------------------------------------------
 
 
+def _read_only(db_path: Any) -> sqlite3.Connection:
+    """*db_path* opened read-only, by a URI built from the path (as the store does): a ``#``,
+    ``?`` or ``%`` in it, which a path may hold, is then part of the path."""
+    return sqlite3.connect(f"{pathlib.Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
+
+
 def database_violations(db_path: Any, *, allow_open: bool = False,
                         check_turns: bool = True) -> list[Violation]:
     """What the database says about the durable state machines (read-only; run it while no
@@ -71,7 +78,7 @@ def database_violations(db_path: Any, *, allow_open: bool = False,
     * per-session ``seq`` runs 1, 2, 3, ... with no gap or repeat;
     * with ``check_turns``, no turn is left ``running``.
     """
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = _read_only(db_path)
     try:
         return _database_violations(conn, allow_open=allow_open, check_turns=check_turns)
     finally:
@@ -128,7 +135,7 @@ def _database_violations(conn: sqlite3.Connection, *, allow_open: bool,
 def requeued_deliveries(db_path: Any) -> set[str]:
     """Deliveries that went back to ``queued`` (reconciled as missing, or unrouted then
     re-queued): they may legitimately reach a route twice and out of order."""
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = _read_only(db_path)
     try:
         return {delivery_id for (delivery_id,) in conn.execute(
             "SELECT DISTINCT delivery_id FROM events WHERE type = 'delivery.requeued'")}
@@ -137,7 +144,7 @@ def requeued_deliveries(db_path: Any) -> set[str]:
 
 
 def _statuses(db_path: Any) -> dict[str, tuple[str, int]]:
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = _read_only(db_path)
     try:
         return {delivery_id: (status, visible) for delivery_id, status, visible in conn.execute(
             "SELECT delivery_id, status, visible FROM outbox")}

@@ -432,3 +432,22 @@ def test_a_memory_route_refuses_a_latency_that_is_no_duration_by_name(latency) -
     with pytest.raises(ValidationError) as raised:
         MemoryRoute(latency=latency)
     assert raised.value.field == "latency"
+
+
+@pytest.mark.parametrize("directory", ["a#b", "a?b", "100%41"])
+async def test_the_checks_read_a_database_whose_path_holds_uri_characters(
+        tmp_path, workspace, directory) -> None:
+    # The checks opened f"file:{db_path}?mode=ro" as a URI: a '#' or '?' in the path cut it
+    # short ("no such table: outbox", from another file) and '%41' was read as 'A' ("unable
+    # to open database file"), for a path open_runtime itself takes.
+    db_path = tmp_path / directory / "tidings.db"
+    route = MemoryRoute()
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, route)
+        async with rt.open_turn(session_id) as ctx:
+            handle = await ctx.output.send_text("hello")
+        assert await handle.wait() == "delivered"
+    assert database_violations(db_path) == []
+    assert route_violations({session_id: route}, db_path=db_path) == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([directory, "workspace"])
