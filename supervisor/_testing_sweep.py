@@ -113,13 +113,18 @@ async def sweep_delivery_path(directory: str | os.PathLike[str],
     with a cancel there. Returns every run, the counting run first.
 
     Raises :class:`ValidationError` (field ``every``) before any run unless ``every`` is an
-    int >= 1 (a step of 0 or less would sweep nothing and pass)."""
+    int >= 1 (a step of 0 or less would sweep nothing and pass), and (field ``target``) after
+    the clean run when no task of ``target`` ran a step in it (a name that matches no actor of
+    the path, or one that stays idle on it): there is nothing to sweep."""
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ValidationError("every", f"must be an int >= 1, got {every!r}")
     directory = pathlib.Path(directory)
     workspace = pathlib.Path(workspace)
     clean = await delivery_path_run(directory / "clean.db", workspace, target=target,
                                     messages=messages)
+    if not clean.steps:
+        raise ValidationError("target", f"no task of {target!r} ran a step in a clean run of "
+                                        f"the path: nothing to sweep")
     runs = [clean]
     for step in range(every, clean.steps + 1, every):
         runs.append(await delivery_path_run(directory / f"at-{step}.db", workspace,

@@ -451,3 +451,14 @@ async def test_the_checks_read_a_database_whose_path_holds_uri_characters(
     assert database_violations(db_path) == []
     assert route_violations({session_id: route}, db_path=db_path) == []
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted([directory, "workspace"])
+
+
+@pytest.mark.parametrize("target", ["Writer", "route:", "nobody"])
+async def test_a_sweep_of_a_target_that_runs_no_step_is_refused_by_name(tmp_path, workspace,
+                                                                        target) -> None:
+    # A target that names no actor of the path (a typo) counted 0 steps in the clean run, and
+    # the sweep returned that run alone, with no violation: a sweep test passed having
+    # injected nothing.
+    with pytest.raises(ValidationError, match="nothing to sweep") as raised:
+        await sweep_delivery_path(tmp_path / "sweep", workspace, target=target)
+    assert raised.value.field == "target"
