@@ -29,8 +29,8 @@ from tidings.actors._runtime_lock import LOCK_SUFFIX
 from tidings.errors import ArtifactError, ValidationError
 
 __all__ = ["DATABASE_SUFFIXES", "MAX_NAME_BYTES", "URL_SCHEMES", "ArtifactRef", "ResolvedSource",
-           "check_session_name", "check_source_type", "looks_like_url", "names_own_directory",
-           "resolve_source"]
+           "check_file_name", "check_session_name", "check_source_type", "looks_like_url",
+           "names_own_directory", "resolve_source"]
 
 MAX_NAME_BYTES = 255
 """The longest file name (``NAME_MAX``) common file systems take, in bytes: a caller-chosen
@@ -109,6 +109,31 @@ def names_own_directory(session_id: str) -> bool:
             and len(session_id.encode("utf-8", "surrogatepass")) <= MAX_NAME_BYTES)
 
 
+def check_file_name(field: str, value: str) -> str:
+    """*value* (text already) as an artifact's ``name``, what a route calls the file (an
+    upload's name, a file an adapter saves by it), or :class:`ValidationError` naming *field*:
+    one plain file name of at most :data:`MAX_NAME_BYTES`, so not ``.`` or ``..``, no ``/`` or
+    backslash, no control character. An agent chooses it, and what an agent writes can be
+    steered by what it read: a name such as ``../../.ssh/authorized_keys`` must not reach a
+    route that trusts it."""
+    problem = _name_problem(value)
+    if problem is not None:
+        raise ValidationError(field, f"must be a plain file name: {problem}, got {value!r:.80}")
+    return value
+
+
+def _name_problem(value: str) -> str | None:
+    if value in (".", ".."):
+        return "not '.' or '..'"
+    if "/" in value or "\\" in value:
+        return "no '/' or backslash (it is no path)"
+    if _CONTROL.search(value):
+        return "no control character"
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        return f"at most {MAX_NAME_BYTES} bytes of UTF-8"
+    return None
+
+
 def check_session_name(field: str, value: object) -> str:
     """*value* as a new session's id, or :class:`ValidationError` naming *field*: it must be
     usable as one plain path component on any system (its artifact root is
@@ -183,7 +208,11 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
     if not parsed.hostname:
         raise ArtifactError(field, "the URL has no host")
     _check_utf8(text, field)
-    name = pathlib.PurePosixPath(urllib.parse.unquote(parsed.path)).name or parsed.hostname
+    # The path's last part, decoded, if it is a plain file name (``/a/..``, ``%2E%2E``,
+    # ``%0A`` are not: see check_file_name); else the host.
+    name = pathlib.PurePosixPath(urllib.parse.unquote(parsed.path)).name
+    if not name or _name_problem(name) is not None:
+        name = parsed.hostname
     return ResolvedSource("url", text, name)
 
 

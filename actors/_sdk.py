@@ -22,6 +22,7 @@ import trio
 from tidings.actors._artifacts import (
     ArtifactRef,
     ResolvedSource,
+    check_file_name,
     check_source_type,
     names_own_directory,
     resolve_source,
@@ -380,6 +381,8 @@ def _check_media(part: _Media) -> None:
                             (ref.media_type, "media_type")):
             if value is not None:
                 check_capped_text(value, f"{part.field}.{name}")
+        if ref.name:
+            check_file_name(f"{part.field}.name", ref.name)
         # Merged as written (``1`` and ``"1"`` are one key: the send's wins), from the
         # checked copies, not the caller's mappings as they are after the send's awaits.
         part.metadata = check_json_object(ref.metadata, f"{part.field}.metadata",
@@ -447,5 +450,7 @@ def _ready_made_media(block: MediaBlock, field: str) -> _Media:
     check_text(block.location, f"{field}.location")
     if block.name is not None:
         check_capped_text(block.name, f"{field}.name")
+        if block.name:
+            check_file_name(f"{field}.name", block.name)
     return _Media(block.type, block.location, block.caption, block.media_type, block.summary,
                   None, f"{field}.location", f"{field}.", block.name or None)

@@ -1,0 +1,65 @@
+"""An artifact's ``name`` is what a route calls the file (a platform's upload name, a file an
+adapter saves by it): it must be one plain file name. A name chosen by the agent (an
+``ArtifactRef``'s or a ready-made block's: an agent's output can be steered by what it read)
+that was a path (``../../.ssh/authorized_keys``), ``..``, or held a control character went to
+the route as it was; a name taken from a URL (``https://example.com/a/..``, ``%2E%2E``,
+``%0A``) likewise. A chosen name is now refused by field; a URL's falls back to its host."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from tidings import ArtifactRef
+from tidings.actors import MediaBlock
+from tidings.errors import ValidationError
+
+BAD_NAMES = ["../../.ssh/authorized_keys", "..", ".", "a/b.png", "a\\b.png", "a\x00b",
+             "line\nbreak.png", "tab\t.png", "del\x7f.png", "n" * 256,
+             "é" * 128]  # 256 bytes of UTF-8: over NAME_MAX
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+async def test_a_chosen_name_that_is_no_plain_file_name_is_refused_by_field(
+        rt, bound, name) -> None:
+    session_id, route = bound
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send_image(ArtifactRef(path="chart.png", name=name),
+                                         history_policy="transient")
+        assert caught.value.field == "source.name"
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send([MediaBlock(type="image", location="chart.png", name=name,
+                                               source_kind="path", fallback="chart")],
+                                   history_policy="transient")
+        assert caught.value.field == "blocks[0].name"
+    assert route.delivered == []
+
+
+async def test_plain_file_names_are_taken(rt, bound) -> None:
+    session_id, route = bound
+    names = ["report (final).pdf", "ünïcode.png", ".hidden", "a..b.png", "n" * 255]
+    async with rt.open_turn(session_id) as ctx:
+        handles = [await ctx.output.send_image(ArtifactRef(path="chart.png", name=name),
+                                         history_policy="transient")
+                   for name in names]
+    with trio.fail_after(30):
+        assert [await handle.wait() for handle in handles] == ["delivered"] * len(names)
+    assert [o.blocks[0].name for o in route.delivered] == names
+
+
+@pytest.mark.parametrize(("url", "name"), [
+    ("https://example.com/charts/q3.png", "q3.png"),
+    ("https://example.com/a/..", "example.com"),
+    ("https://example.com/%2E%2E", "example.com"),
+    ("https://example.com/x%0Ay.png", "example.com"),
+    ("https://example.com/x%5Cy.png", "example.com"),  # a backslash
+    ("https://example.com/", "example.com"),
+])
+async def test_a_urls_name_is_a_plain_file_name_or_its_host(rt, bound, url, name) -> None:
+    session_id, route = bound
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_image(url, history_policy="transient")
+    with trio.fail_after(30):
+        assert await handle.wait() == "delivered"
+    assert [o.blocks[0].name for o in route.delivered] == [name]
