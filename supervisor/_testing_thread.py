@@ -83,17 +83,23 @@ class RuntimeThread:
         """Enter *context* in the runtime's loop until the thread stops; return its value.
 
         It is entered by the task that holds the runtime (a context's cancel scopes and
-        nurseries must be entered and exited by one task), in the order of the calls."""
+        nurseries must be entered and exited by one task), in the order of the calls. If the
+        loop stops first (a ``BaseException`` from the context, the runtime giving up), it
+        raises ``RuntimeError``; leaving the ``with`` block raises what stopped it."""
         request = _Enter(context)
 
         async def ask() -> None:
             assert self._requests is not None, "use RuntimeThread in a with block"
             await self._requests.send(request)
-            await request.done.wait()
+            with trio.CancelScope(shield=True):  # the serving task sets it, whatever happens
+                await request.done.wait()
 
-        self.run(ask)
+        with contextlib.suppress(trio.Cancelled, trio.RunFinishedError):  # the loop ended
+            self.run(ask)
         if request.error is not None:
             raise request.error
+        if not request.entered:
+            raise RuntimeError("RuntimeThread: the loop stopped before the context was entered")
         return request.value  # type: ignore[no-any-return]
 
     def _main(self) -> None:
@@ -115,6 +121,7 @@ class RuntimeThread:
             async for request in receive:  # until __exit__ closes the send side
                 try:
                     request.value = await stack.enter_async_context(request.context)
+                    request.entered = True
                 except Exception as exc:  # noqa: BLE001 - raised in the caller's thread
                     request.error = exc
                 finally:
@@ -127,5 +134,6 @@ class _Enter:
     def __init__(self, context: contextlib.AbstractAsyncContextManager[Any]) -> None:
         self.context = context
         self.value: Any = None
+        self.entered = False
         self.error: Exception | None = None
         self.done = trio.Event()

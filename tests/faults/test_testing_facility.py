@@ -462,3 +462,37 @@ async def test_a_sweep_of_a_target_that_runs_no_step_is_refused_by_name(tmp_path
     with pytest.raises(ValidationError, match="nothing to sweep") as raised:
         await sweep_delivery_path(tmp_path / "sweep", workspace, target=target)
     assert raised.value.field == "target"
+
+
+class _Stop(BaseException):
+    """Not an Exception: a request to stop (as KeyboardInterrupt), raised while entering."""
+
+
+class _StopsWhenEntered:
+    async def __aenter__(self) -> int:
+        await trio.lowlevel.checkpoint()
+        raise _Stop
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+def _enter_into(thread: RuntimeThread, outcome: list[object]) -> None:
+    try:
+        outcome.append(thread.enter(_StopsWhenEntered()))
+    except BaseException as exc:  # noqa: BLE001 - what it raised is the point
+        outcome.append(exc)
+
+
+def test_a_context_that_stops_the_runtime_thread_while_entered_is_not_entered(
+        tmp_path, workspace) -> None:
+    # Its BaseException ended the loop, and enter() returned None, as if it had been entered
+    # (a port of None from a gateway's serving(), say), while nothing ran any more.
+    # Or, as the loop's end raced the answer, with trio.Cancelled in the caller's thread.
+    for n in range(5):
+        thread = RuntimeThread(tmp_path / f"{n}" / "tidings.db", workspace)
+        outcome: list[object] = []
+        with pytest.raises(_Stop), thread:
+            _enter_into(thread, outcome)
+        assert isinstance(outcome[0], RuntimeError), outcome
+        assert "stopped before" in str(outcome[0])
