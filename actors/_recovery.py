@@ -40,7 +40,7 @@ from tidings.actors._reconcile import reconcile_session, reconciler_of
 from tidings.actors._status import check_id_list, check_seconds, seconds_bound
 from tidings.errors import MailboxClosedError, TidingsError, ValidationError
 from tidings.store import SessionHead, Store, end_turn, recovery, transition
-from tidings.supervisor import ChildContext, ChildSpec, Mailbox
+from tidings.supervisor import Backoff, ChildContext, ChildSpec, Mailbox
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
@@ -336,9 +336,14 @@ class RecoveryScanner:
     # --- the actor -----------------------------------------------------------------------------
 
     def child_spec(self, name: str = "recovery") -> ChildSpec:
-        """The supervised actor: permanent, woken by binds and by :meth:`recover`."""
+        """The supervised actor: permanent, woken by binds and by :meth:`recover`.
+
+        Restarted with a backoff (0.5 s doubling to 30 s: a handful of restarts a minute, well
+        within the root's intensity): a restarted incarnation asks the binds its predecessor
+        failed on at once, so an error that lasts (the store's, a fault) was a tight crash
+        loop that made the root give up, and the runtime died."""
         return ChildSpec(name, self.run, restart="permanent", shutdown_timeout=1.0,
-                         mailbox_size=1)
+                         mailbox_size=1, backoff=Backoff(min=0.5, max=30.0))
 
     async def run(self, ctx: ChildContext, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

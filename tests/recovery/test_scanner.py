@@ -83,6 +83,8 @@ async def test_a_crashed_scanner_is_restarted_and_keeps_its_state(db_path, works
                                     scan_interval=10.0, stranded_after=0.0) as rt:
         # recovery at open pokes the scanner; handling that poke crashes it once
         await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(1.0)  # its restart's backoff (0.5 s, jittered)
+        await trio.testing.wait_all_tasks_blocked()
         restarts = [r for r in rt.supervisor.restart_log if r.child == "recovery"]
         session_id = await rt.create_session(channel="web")
         rt.router.bind(session_id, route)
