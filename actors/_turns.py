@@ -234,6 +234,9 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
             # yes) and returned did not complete its turn either.
             if ctx.cancel_scope.cancelled_caught or ctx.reason is not None:
                 status = "cancelled"
+            if ctx.reason is None and ctx.cancel_scope.cancelled_caught \
+                    and trio.current_time() >= ctx.cancel_scope.deadline:
+                ctx.reason = "timeout"  # its own scope's deadline (DESIGN: timeout)
         except BaseException as exc:
             # A nursery in the body turns a cancel from outside into a group of them: still
             # a cancel, not a failure.
@@ -245,9 +248,11 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
             status = "cancelled"
             if ctx.reason is None:
                 # A runtime task is cancelled at exit (reason ``shutdown``) before the runtime is
-                # marked closing: trio's reason says so.
+                # marked closing: trio's reason says so. A deadline around the turn (the
+                # host's ``move_on_after``) is its timeout.
                 stopping = runtime.closing or cancelled.reason == SHUTDOWN_REASON
-                ctx.reason = "shutdown" if stopping else "cancelled"
+                ctx.reason = ("shutdown" if stopping else
+                              "timeout" if cancelled.source == "deadline" else "cancelled")
             raise
         finally:
             ctx.closed = True

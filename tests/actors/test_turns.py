@@ -47,6 +47,35 @@ async def test_a_cancel_the_body_swallowed_still_ends_the_turn_cancelled(rt, db_
     assert await _turn_row(db_path, ctx.turn_id) == ("cancelled", "cancel_command", None)
 
 
+async def test_a_turn_cut_by_its_deadline_is_recorded_as_a_timeout(rt, db_path,
+                                                                   autojump_clock) -> None:
+    """DESIGN (Lifecycle reasons): ``timeout`` is the turn's deadline, ``move_on_after`` or
+    the scope's. A host turn cut so was recorded ``cancelled`` with no reason (its own scope's
+    deadline) or with ``cancelled`` (a ``move_on_after`` around it), the reason for a cancel
+    nobody chose, which leaves its held messages to be told "not answered" at the next
+    start."""
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as own:
+        own.cancel_scope.deadline = trio.current_time() + 5
+        await trio.sleep_forever()
+    with trio.move_on_after(5) as outer:
+        async with rt.open_turn(session_id) as around:
+            await trio.sleep_forever()
+    assert outer.cancelled_caught
+    assert await _turn_row(db_path, own.turn_id) == ("cancelled", "timeout", None)
+    assert await _turn_row(db_path, around.turn_id) == ("cancelled", "timeout", None)
+
+
+async def test_a_turn_cancelled_from_outside_by_no_deadline_is_still_cancelled(
+        rt, db_path) -> None:
+    session_id = await rt.create_session(channel="web")
+    with trio.CancelScope() as outer:
+        async with rt.open_turn(session_id) as ctx:
+            outer.cancel()
+            await trio.sleep_forever()
+    assert await _turn_row(db_path, ctx.turn_id) == ("cancelled", "cancelled", None)
+
+
 async def test_a_turn_that_raises_is_failed_and_the_error_propagates(rt, db_path) -> None:
     session_id = await rt.create_session(channel="web")
     with pytest.raises(KeyError):
