@@ -32,6 +32,7 @@ import attrs
 import trio
 
 from tidings.store import Store, Transition, recovery, transition
+from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
@@ -88,8 +89,8 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
             # that would crash every pass that asks this route, not leave the row undecided.
             if not isinstance(answer, str) or answer not in RECONCILE_ANSWERS:
                 if answer is not None:
-                    log.warning("event=reconcile_bad_answer session=%s delivery=%s answer=%r",
-                                session_id, delivery_id, answer)
+                    log.warning("event=reconcile_bad_answer session=%s delivery=%s answer=%s",
+                                session_id, delivery_id, field(_bounded_repr(answer)))
                 undecided += 1
                 continue
             moves.append(transition(
@@ -120,8 +121,8 @@ async def _ask(ask: Ask, session_id: str, ids: list[str], ask_timeout: float) ->
         try:
             answer = await ask(list(ids))
         except Exception as exc:  # noqa: BLE001 - a failing route leaves its rows unknown
-            log.warning("event=reconcile_failed session=%s rows=%d error=%r", session_id,
-                        len(ids), exc)
+            log.warning("event=reconcile_failed session=%s rows=%d error=%s", session_id,
+                        len(ids), field(_bounded_repr(exc)))
             return {}
     if scope.cancelled_caught:
         log.warning("event=reconcile_timeout session=%s rows=%d timeout=%s", session_id,
@@ -137,6 +138,16 @@ async def _ask(ask: Ask, session_id: str, ids: list[str], ask_timeout: float) ->
     try:
         return {delivery_id: answer.get(delivery_id) for delivery_id in ids}
     except Exception as exc:  # noqa: BLE001 - a failing route leaves its rows unknown
-        log.warning("event=reconcile_bad_answer session=%s rows=%d error=%r", session_id,
-                    len(ids), exc)
+        log.warning("event=reconcile_bad_answer session=%s rows=%d error=%s", session_id,
+                    len(ids), field(_bounded_repr(exc)))
         return {}
+
+
+def _bounded_repr(value: object) -> str:
+    """``repr(value)`` for a log line, cut at 300 characters: a route's answer or error may be
+    anything (a whole HTTP body), and a ``repr`` that raises must not stop the reconcile."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - a log line must not fail the reconcile
+        text = f"<repr() raised {type(exc).__name__}>"
+    return text if len(text) <= 300 else text[:299] + "…"

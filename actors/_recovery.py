@@ -41,6 +41,7 @@ from tidings.actors._status import check_id_list, check_seconds, seconds_bound
 from tidings.errors import MailboxClosedError, TidingsError, ValidationError
 from tidings.store import SessionHead, Store, end_turn, recovery, transition
 from tidings.supervisor import Backoff, ChildContext, ChildSpec, Mailbox
+from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
@@ -410,9 +411,10 @@ class RecoveryScanner:
         except trio.WouldBlock:
             pass  # a wake is already waiting
         except MailboxClosedError as exc:  # stopping: nothing to wake
-            log.debug("event=recovery_poke_dropped error=%r", exc)
+            log.debug("event=recovery_poke_dropped error=%s", field(repr(exc)))
         except TidingsError as exc:  # anything else (a fault plan) is worth a line: the
-            log.info("event=recovery_poke_dropped error=%r", exc)  # period covers it
+            log.info("event=recovery_poke_dropped error=%s",  # the period covers it
+                     field(repr(exc)))
 
 
 class _Progress:

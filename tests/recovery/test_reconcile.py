@@ -8,6 +8,7 @@ import pytest
 import trio
 
 import tidings
+from tidings.supervisor._logging import parse_fields
 from tidings.testing import MemoryRoute
 
 
@@ -93,6 +94,12 @@ async def test_a_reconcile_that_raises_or_answers_nonsense_changes_nothing_and_i
     assert (healed.reconciled_sent, final) == (1, "sent")
     assert "event=reconcile_failed" in caplog.text
     assert "platform down" in caplog.text
+    # Each line reads back as key=value, the error one field (it holds spaces).
+    lines = [parse_fields(r.getMessage()) for r in caplog.records
+             if r.getMessage().startswith("event=reconcile_")]
+    assert lines
+    assert None not in lines
+    assert any("platform down" in line.get("error", "") for line in lines)
 
 
 async def test_a_reconcile_that_hangs_times_out_and_leaves_the_row_unknown(
