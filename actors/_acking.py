@@ -142,10 +142,11 @@ class AckingSupport:
                                 ) -> list[StoredDelivery]:
         """Rows of *session_id* with ``seq > after_seq`` of *kinds* in *statuses*, in seq
         order, at most *limit* (page on with the last ``outbound.seq``); never a
-        ``visible=False`` row (history only: no route ever gets it). *max_bytes* (an int >= 1,
+        ``visible=False`` row (history only: no route ever gets it). *max_bytes* (an int >= 0,
         or None) also stops the page before the row that would take its rows past that size,
         counted as a lane counts its budget (``lane_bytes``: text, blocks' and metadata's
-        JSON); the first row always comes, however large. A page of texts up to 1 MiB each is
+        JSON); the first row always comes, however large (so ``0``, a budget the lanes take
+        too, is one row a page). A page of texts up to 1 MiB each is
         otherwise *limit* of them. Raises :class:`ValidationError` naming a bad
         ``session_id``, ``after_seq``, ``limit``, ``kinds`` (of ``message``, ``progress``,
         ``notice``), ``statuses`` (outbox statuses) or ``max_bytes``."""
@@ -154,8 +155,8 @@ class AckingSupport:
         limit = check_seq("limit", limit)
         kinds = _names("kinds", kinds, KINDS)
         statuses = _names("statuses", statuses, OUTBOX_STATUSES)
-        if max_bytes is not None and check_seq("max_bytes", max_bytes) < 1:
-            raise ValidationError("max_bytes", "must be an int >= 1 or None, got 0")
+        if max_bytes is not None:
+            check_seq("max_bytes", max_bytes)
         binding = self.router.binding(session_id)
         capabilities = binding.capabilities if binding is not None else frozenset({"text"})
         rows = await self.store.read(functools.partial(
