@@ -9,7 +9,6 @@ turn never waits for its deliveries: they belong to the runtime.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,7 +21,7 @@ from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_
 from tidings.actors._questions import checked_approval_request, checked_prompt
 from tidings.actors._records import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
 from tidings.actors._sdk import OutputSDK
-from tidings.actors._status import MAX_IDS_PER_CALL, check_id, check_id_list
+from tidings.actors._status import MAX_IDS_PER_CALL, check_id, check_id_list, seconds_bound
 from tidings.actors._tasks import SHUTDOWN_REASON
 from tidings.errors import ConflictError, RuntimeClosedError, StoreClosedError, ValidationError
 from tidings.store import Op, Store, begin_turn, end_turn, release_inbound
@@ -159,11 +158,8 @@ class TurnContext:
                 or not expires_in >= 0):  # NaN too
             raise ValidationError("expires_in", f"must be None or seconds >= 0, got "
                                                 f"{expires_in!r:.80}")
-        try:
-            seconds = float(expires_in)
-        except OverflowError:  # an int past a float's range: never, as math.inf is
-            seconds = math.inf
-        return self.runtime.store.clock() + seconds
+        # (an int past a float's range: never, as math.inf is)
+        return self.runtime.store.clock() + seconds_bound(expires_in)
 
 
 def turn_policies(slot: str, mode: str, history_policy: str | None

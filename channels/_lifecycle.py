@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar, Literal, final
 
@@ -18,7 +17,7 @@ import attrs
 import trio
 
 from tidings.actors._blocks import frozen_mapping
-from tidings.actors._status import check_seconds
+from tidings.actors._status import check_seconds, seconds_bound
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._sanitize import sanitize_text
 from tidings.errors import ValidationError
@@ -177,12 +176,8 @@ class LifecycleEmitter:
                  session_id: str, message_id: str | None = None,
                  terminal_grace: float = 5.0) -> None:
         check_seconds("terminal_grace", terminal_grace)
-        try:
-            grace = float(terminal_grace)
-        except OverflowError:  # an int no float holds: no limit, as math.inf is
-            grace = math.inf
         self._hook = hook
-        self._grace = grace
+        self._grace = seconds_bound(terminal_grace)  # an int no float holds: no limit, as inf
         self._common: dict[str, Any] = {
             "channel_name": config.name, "chat_id": chat_id, "session_id": session_id,
             "message_id": message_id, "identity": config.resolved_identity(),
