@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt
-from tidings.actors._status import check_seconds
+from tidings.actors._status import check_seconds, seconds_bound
 
 __all__ = ["MemoryRoute", "ReconcilingMemoryRoute"]
 
@@ -31,8 +31,9 @@ class MemoryRoute:
     delivery, or a predicate ``fail(outbound)`` answering an exception (class or instance) to
     raise, ``True`` (a ``ConnectionError``: the platform refused it) or ``None`` / ``False``
     (accept it). Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered` instead of
-    sleeping. A ``latency`` that is not seconds >= 0 (``inf``: every delivery hangs) raises
-    :class:`~tidings.errors.ValidationError` naming it.
+    sleeping. A ``latency`` that is not seconds >= 0 raises
+    :class:`~tidings.errors.ValidationError` naming it; ``inf`` (or an integer past a float's
+    range) holds every delivery.
     """
 
     def __init__(self, *, capabilities: Iterable[str] | None = None, latency: float = 0.0,
@@ -42,7 +43,7 @@ class MemoryRoute:
             self.capabilities = frozenset(capabilities)
         if ack_window is not None:
             self.ack_window = ack_window
-        self.latency = latency
+        self.latency = seconds_bound(latency)  # an int no float holds: as inf
         self.fail = fail
         self.delivered: list[Outbound] = []
         self.attempted: list[Outbound] = []

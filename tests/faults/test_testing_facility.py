@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import sqlite3
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import trio.testing
 import tidings
 from tidings.actors import Outbound
 from tidings.errors import InjectedFault, StoreClosedError, ValidationError
+from tidings.store import delivery_report, read_database
 from tidings.supervisor import ChildSpec, Intensity, open_supervisor
 from tidings.testing import (
     ChannelCensus,
@@ -423,6 +425,25 @@ def test_a_memory_route_refuses_a_latency_that_is_no_duration_by_name(latency) -
     with pytest.raises(ValidationError) as raised:
         MemoryRoute(latency=latency)
     assert raised.value.field == "latency"
+
+
+@pytest.mark.parametrize("latency", [math.inf, 10 ** 400], ids=["inf", "10**400"])
+async def test_a_latency_past_a_float_s_range_holds_a_delivery_as_inf_does(
+        tmp_path, workspace, latency) -> None:
+    # The check takes an integer of seconds no float holds (seconds >= 0, as for open_runtime's
+    # grace, where it is no bound); trio.sleep then failed every delivery with an
+    # OverflowError, recorded as the platform's error, as a bad latency was before it.
+    route = MemoryRoute(latency=latency)
+    async with tidings.open_runtime(tmp_path / "tidings.db", workspace=workspace,
+                                    grace=0) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, route)
+        async with rt.open_turn(session_id) as ctx:
+            handle = await ctx.output.send_text("hello")
+        await route.wait_attempted(1)
+    status = read_database(tmp_path / "tidings.db", delivery_report, handle.delivery_id).delivery
+    assert (status.status, status.last_error) == ("sending", None)  # held until the stop
+    assert route.delivered == []
 
 
 @pytest.mark.parametrize("directory", ["a#b", "a?b", "100%41"])
