@@ -115,10 +115,19 @@ def _path(field: str, value: Any) -> pathlib.Path:
 
 
 def _seconds(field: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or value < 0:
+    """A finite number of seconds >= 0. An integer TOML carries (it takes any) but no float
+    holds is refused as ``inf`` is, by field (``math.isfinite`` raised a bare
+    ``OverflowError`` on it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(field, f"must be a number of seconds >= 0, got {value!r:.80}")
+    try:
+        seconds = float(value)
+    except OverflowError:
+        raise ConfigError(field, "must be a finite number of seconds >= 0, got an integer "
+                                 "past a float's range") from None
+    if not math.isfinite(seconds) or seconds < 0:
         raise ConfigError(field, f"must be a number of seconds >= 0, got {value!r}")
-    return float(value)
+    return seconds
 
 
 def read_file(path: pathlib.Path) -> dict[str, Any]:

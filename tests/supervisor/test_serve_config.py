@@ -64,6 +64,9 @@ def test_flags_override_the_file(tmp_path) -> None:
     ("[gateway]\ntoken_file = 5\n", "gateway.token_file"),
     ("[gateway]\ntoken_file = [\"a.token\"]\n", "gateway.token_file"),
     ("[serve]\ngrace = -1\n", "serve.grace"),
+    # TOML carries any integer; one no float holds is refused as inf is, not an OverflowError
+    (f"[serve]\ngrace = {10 ** 400}\n", "serve.grace"),
+    (f"[supervisor]\nperiod = {10 ** 400}\n", "supervisor.period"),
     ("[serve]\nagent = \"not an import path\"\n", "serve.agent"),
     ("[serve]\nspeed = 1\n", "serve.speed"),
     ("[serve]\nwriter = \"fork\"\n", "serve.writer"),
