@@ -20,6 +20,9 @@ def test_defaults_listen_on_loopback_8765_with_a_window_of_32() -> None:
     ({"ack_window": 0}, "gateway.ack_window"),
     ({"heartbeat_s": 0}, "gateway.heartbeat_s"),
     ({"heartbeat_s": float("inf")}, "gateway.heartbeat_s"),
+    # TOML carries any integer: one no float holds is refused as inf is, by its key
+    ({"heartbeat_s": 10**400}, "gateway.heartbeat_s"),
+    ({"prompt_timeout": 10**400}, "gateway.prompt_timeout"),
     ({"max_frame_bytes": 10}, "gateway.max_frame_bytes"),
     ({"rate": -1}, "gateway.rate"),
     ({"burst": True}, "gateway.burst"),
