@@ -26,7 +26,7 @@ import attrs
 import trio
 
 from tidings.actors import DeliveryHandle, Runtime, open_runtime
-from tidings.actors._status import check_seconds
+from tidings.actors._status import check_seconds, seconds_bound
 from tidings.channels import EchoAgent
 from tidings.errors import InjectedFault, RestartIntensityExceeded, TidingsError, ValidationError
 from tidings.store import queries
@@ -308,6 +308,7 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
         _check_count("lane_bytes", lane_bytes)
     check_seconds("settle", settle)
     check_seconds("drain", drain)
+    settle, drain = seconds_bound(settle), seconds_bound(drain)  # 10**400: no bound, as inf
     report = ChaosReport(seed=seed, rate=rate)
     plan = random_fault_plan(seed, rate) if plan is None else plan
     checker = InvariantChecker()

@@ -147,3 +147,13 @@ def test_random_fault_plan_refuses_a_rate_and_seed_by_their_names() -> None:
         with pytest.raises(ValidationError) as raised:
             random_fault_plan(**{"seed": 1, "rate": 0.1, option: value})
         assert raised.value.field == option
+
+
+async def test_watchdogs_past_a_floats_range_are_no_bound(tmp_path, workspace) -> None:
+    """``settle`` and ``drain`` of ``10**400`` passed their check (seconds >= 0), then
+    ``move_on_after`` raised ``OverflowError`` mid-run; such a watchdog is no bound, as
+    ``inf`` is."""
+    report = await run_chaos(tmp_path / "state" / "chaos.db", workspace, seed=3, rate=0.0,
+                             sessions=1, turns=1, messages=1, chats=1, chat_messages=1,
+                             settle=10**400, drain=10**400)
+    assert report.violations == []
