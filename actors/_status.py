@@ -23,7 +23,7 @@ from tidings.store import (
 from tidings.store._ids import MAX_ID_CHARS, check_id
 
 __all__ = ["MAX_IDS_PER_CALL", "MAX_ID_CHARS", "StatusViews", "check_id", "check_id_list",
-           "check_seconds", "check_seq", "check_session_id", "seconds_bound"]
+           "check_seconds", "check_seq", "check_session_id", "finite", "seconds_bound"]
 
 MAX_IDS_PER_CALL = 10_000
 """The most distinct held messages a send, notice or turn may release (``settles=``,
@@ -82,6 +82,15 @@ def check_seconds(field: str, value: object, *, positive: bool = False) -> None:
             or (positive and value == 0)):
         bound = "> 0" if positive else ">= 0"
         raise ValidationError(field, f"must be seconds {bound}, got {value!r:.80}")
+
+
+def finite(value: float) -> bool:
+    """Whether the number *value* is finite: an integer past a float's range (TOML and JSON
+    carry any) is not, as ``inf`` is not (``math.isfinite`` raises ``OverflowError`` on it)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def seconds_bound(value: float) -> float:

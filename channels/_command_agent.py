@@ -13,6 +13,7 @@ from typing import final
 
 import trio
 
+from tidings.actors._status import finite
 from tidings.channels._agents import AgentTurn
 from tidings.channels._sanitize import sanitize_text
 from tidings.errors import AgentError, ValidationError
@@ -59,15 +60,6 @@ def _kill(process: trio.Process) -> None:
         process.kill()
     except ProcessLookupError:
         pass
-
-
-def _finite(seconds: float) -> bool:
-    """Whether *seconds* is finite: an int no float holds is not (``math.isfinite`` fails on
-    one with an ``OverflowError``)."""
-    try:
-        return math.isfinite(seconds)
-    except OverflowError:
-        return False
 
 
 @final
@@ -126,7 +118,7 @@ class CommandAgent:
             raise ValidationError("argv[0]", "must name a command, not be empty")
         if timeout is not None and (isinstance(timeout, bool)
                                     or not isinstance(timeout, int | float)
-                                    or not timeout > 0 or not _finite(timeout)):
+                                    or not timeout > 0 or not finite(timeout)):
             raise ValidationError("timeout", f"must be a positive number of seconds, got "
                                              f"{timeout!r:.80}")
         if cwd is not None and not isinstance(cwd, str | os.PathLike):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -23,7 +22,7 @@ from typing import Any
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
-from tidings.actors._status import check_seconds
+from tidings.actors._status import check_seconds, seconds_bound
 from tidings.channels._gateway_frames import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION, encode
 from tidings.channels._gateway_transport import open_transport
 from tidings.errors import TidingsError
@@ -171,7 +170,7 @@ class GatewayClient:
         # connection and says nothing, and so hangs for ever in its nursery; this scope
         # cancels that nursery too. Lifted once welcomed.
         # An integer past a float's range is a number of seconds too: no bound, as inf.
-        bound = welcome_timeout if welcome_timeout <= sys.float_info.max else math.inf
+        bound = seconds_bound(welcome_timeout)
         with trio.CancelScope(deadline=trio.current_time() + bound) as opening:
             async with open_transport(url, max_message_size=max_message_size) as ws:
                 try:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, final
 
 import attrs
 
+from tidings.actors._status import finite
 from tidings.errors import ConfigError
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token
 
@@ -19,21 +19,12 @@ def _number(*, minimum: float, integer: bool = False, above: bool = False) -> An
         field = f"gateway.{attribute.name}"
         kind = "an integer" if integer else "a number"
         if (isinstance(value, bool) or not isinstance(value, int if integer else int | float)
-                or (not integer and not _finite(value))):
+                or (not integer and not finite(value))):
             raise ConfigError(field, f"must be {kind}, got {value!r:.80}")
         if value < minimum or (above and value == minimum):
             bound = f"> {minimum}" if above else f">= {minimum}"
             raise ConfigError(field, f"must be {bound}, got {value!r}")
     return check
-
-
-def _finite(value: float) -> bool:
-    """Whether *value* is a finite number: an integer TOML carries (it takes any) but no float
-    holds is not, as inf is not (``math.isfinite`` raised a bare ``OverflowError`` on it)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 def _host(instance: Any, attribute: attrs.Attribute, value: object) -> None:
