@@ -8,6 +8,7 @@ import math
 import os
 import pathlib
 import sqlite3
+from collections.abc import Callable
 from typing import get_args
 
 from tidings.actors._status import check_id, check_seconds
@@ -30,14 +31,14 @@ def resolve_roots(workspace: str | os.PathLike[str],
                    artifact_root: str | os.PathLike[str] | None
                    ) -> tuple[pathlib.Path, pathlib.Path | None]:
     root = resolve_path("workspace", workspace)
-    if not _is_dir("workspace", root, workspace):
+    if not _look("workspace", workspace, root.is_dir):
         raise ValidationError("workspace", f"not a directory: {workspace}")
     if artifact_root is None:
         return root, None
     artifacts = resolve_path("artifact_root", artifact_root)
     # Missing is fine (the host may fill it); something else there is not.
-    if _exists("artifact_root", artifacts, artifact_root) \
-            and not _is_dir("artifact_root", artifacts, artifact_root):
+    if _look("artifact_root", artifact_root, artifacts.exists) \
+            and not _look("artifact_root", artifact_root, artifacts.is_dir):
         raise ValidationError("artifact_root", f"not a directory: {artifact_root}")
     return root, artifacts
 
@@ -52,21 +53,13 @@ def resolve_path(field: str, path: str | os.PathLike[str]) -> pathlib.Path:
         raise ValidationError(field, f"cannot be resolved: {exc}") from None
 
 
-def _is_dir(field: str, path: pathlib.Path, given: object) -> bool:
-    """``path.is_dir()``, or :class:`ValidationError` naming *field* when the path cannot
-    even be looked at (a folder this user may not search, a name over the file system's
-    limit): ``is_dir`` and ``exists`` raise for those, and the error, named by nothing,
-    was taken for the database's."""
+def _look(field: str, given: object, look: Callable[[], bool]) -> bool:
+    """``look()`` (a path's ``is_dir`` or ``exists``), or :class:`ValidationError` naming
+    *field* when the path cannot even be looked at (a folder this user may not search, a name
+    over the file system's limit): those raise for that, and the error, named by nothing, was
+    taken for the database's."""
     try:
-        return path.is_dir()
-    except OSError as exc:
-        raise ValidationError(field, f"cannot read {given}: {exc.strerror or exc}") from None
-
-
-def _exists(field: str, path: pathlib.Path, given: object) -> bool:
-    """``path.exists()``, refused by *field* as :func:`_is_dir` is."""
-    try:
-        return path.exists()
+        return look()
     except OSError as exc:
         raise ValidationError(field, f"cannot read {given}: {exc.strerror or exc}") from None
 
