@@ -9,11 +9,10 @@ import os
 import pathlib
 import sqlite3
 from collections.abc import Callable
-from typing import get_args
 
 from tidings.actors._status import check_id, check_seconds
 from tidings.errors import StoreError, ValidationError
-from tidings.store import Synchronous, check_executor, read_database
+from tidings.store import check_executor, check_synchronous, read_database
 from tidings.supervisor import FaultPlan, Intensity
 
 __all__ = ["MAX_LEASE", "MAX_TIME", "check_arguments", "check_core_id_length", "resolve_path",
@@ -94,9 +93,7 @@ def check_arguments(*, db_path: object, workspace: object, artifact_root: object
     # Stored in every session and conversation row: capped (MAX_ID_CHARS) by
     # check_core_id_length, which reads the database, unless the database has it already.
     check_id("core_id", core_id, max_chars=None)
-    if synchronous not in get_args(Synchronous):
-        raise ValidationError("synchronous", f"must be 'FULL' or 'NORMAL', got "
-                                             f"{synchronous!r:.80}")
+    check_synchronous(synchronous, "synchronous")
     for field, value in (("grace", grace), ("lease", lease),
                          ("stranded_after", stranded_after)):
         check_seconds(field, value)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from tidings.store._batch import BatchOutcome as BatchOutcome
     from tidings.store._batch import plan_segments as plan_segments
     from tidings.store._connect import Synchronous as Synchronous
+    from tidings.store._connect import check_synchronous as check_synchronous
     from tidings.store._inbound import HeldInbound as HeldInbound
     from tidings.store._inbound import ResumeOutcome as ResumeOutcome
     from tidings.store._inbound import append_user_message as append_user_message
@@ -137,6 +138,7 @@ __getattr__, __dir__ = lazy_exports(globals(), {
     "WriteRequest": "._writer",
     "WriterStatistics": "._writer",
     "check_executor": "._writer",
+    "check_synchronous": "._connect",
 })
 
 __all__ = [
@@ -179,6 +181,7 @@ __all__ = [
     "begin_turn",
     "bind_conversation",
     "check_executor",
+    "check_synchronous",
     "create_session",
     "delivery_report",
     "end_turn",

@@ -13,14 +13,24 @@ import contextlib
 import os
 import pathlib
 import sqlite3
-from typing import Literal
+from typing import Literal, get_args
 
-from tidings.store._errors import StoreError
+from tidings.store._errors import StoreError, ValidationError
 from tidings.store._schema import check_database
 
-__all__ = ["Synchronous", "close_writer", "connect_reader", "connect_writer", "prepare_path"]
+__all__ = ["Synchronous", "check_synchronous", "close_writer", "connect_reader", "connect_writer",
+           "prepare_path"]
 
 Synchronous = Literal["FULL", "NORMAL"]
+
+
+def check_synchronous(value: object, field: str) -> Synchronous:
+    """*value* if it is a :data:`Synchronous` mode; else :class:`ValidationError` on *field*
+    (each public entry point checks it before it creates or writes anything)."""
+    if value not in get_args(Synchronous):
+        raise ValidationError(field, f"must be 'FULL' or 'NORMAL', got {value!r:.80}")
+    return value  # type: ignore[return-value]
+
 
 _BUSY_TIMEOUT_MS = 10_000
 _WRITER_CACHE_KIB = 64 * 1024

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from tidings.store._connect import Synchronous, connect_writer, prepare_path
+from tidings.store._connect import Synchronous, check_synchronous, connect_writer, prepare_path
 from tidings.store._errors import (
     MailboxClosedError,
     StoreClosedError,
@@ -170,8 +170,7 @@ def _check_options(*, synchronous: object, readers: object, max_batch: object,
     """Refuse a bad option by name (:class:`ValidationError`), before anything is created:
     checked later, where each is used, they failed after the database file was made and an
     epoch registered, naming another name (``size``, ``max_buffer_size``) or none."""
-    if synchronous not in ("FULL", "NORMAL"):
-        raise ValidationError("synchronous", f"must be 'FULL' or 'NORMAL', got {synchronous!r}")
+    check_synchronous(synchronous, "synchronous")
     for field, value, least in (("readers", readers, 1), ("max_batch", max_batch, 1),
                                 ("mailbox_size", mailbox_size, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
