@@ -140,9 +140,10 @@ class MailboxReceiver:
     """What a child incarnation receives through: ``ctx.mailbox``.
 
     ``async for message in ctx.mailbox:`` ends once the shutdown ladder has closed the mailbox and
-    everything buffered has been received. A fault plan is consulted at ``receive`` (a message
-    was taken), ``before_message`` (it is about to be handed over) and ``after_message`` (the
-    child asks for the next one, or leaves its function, after handling one).
+    everything buffered has been received, in each of the child's tasks that receive from it. A
+    fault plan is consulted at ``receive`` (a message was taken), ``before_message`` (it is
+    about to be handed over) and ``after_message`` (the child asks for the next one, or leaves
+    its function, after handling one).
     """
 
     __slots__ = ("_cancel_fault", "_closing", "_dead_letter", "_handling", "_name", "_plan",
@@ -157,7 +158,7 @@ class MailboxReceiver:
         self._plan = plan
         self._cancel_fault = cancel_fault
         self._closing = False
-        self._waiting = False
+        self._waiting = 0  # tasks of the child blocked in receive (a pool of workers: several)
         self._handling = False
         self._shutdown_fault = False
 
@@ -190,13 +191,13 @@ class MailboxReceiver:
             await trio.lowlevel.checkpoint()
             message = self._take_nowait(ending=True)
         else:
-            self._waiting = True
+            self._waiting += 1
             try:
                 message = await self._receive.receive()
             except (trio.EndOfChannel, trio.ClosedResourceError):
                 raise self._end() from None
             finally:
-                self._waiting = False
+                self._waiting -= 1
         if plan is not None:
             try:
                 cancel = act_at(plan, self._name, Seam.RECEIVE, self._cancel_fault)
@@ -257,7 +258,11 @@ class MailboxReceiver:
         return self._handling
 
     def _begin_shutdown(self, *, fault: bool) -> None:
-        """The ladder began: end after draining (or raise the injected shutdown fault)."""
+        """The ladder began: end after draining (or raise the injected shutdown fault).
+
+        Receivers blocked right now are woken by closing this incarnation's clone: every one
+        of them (a count, not a flag, so a worker that was handling a message when another
+        began to wait does not leave that other blocked until the child is killed)."""
         self._closing = True
         self._shutdown_fault = fault
         if self._waiting:

@@ -144,3 +144,39 @@ async def test_receive_and_receive_nowait(autojump_clock):
         sup.mailbox("a").send_nowait(2)
         await trio.testing.wait_all_tasks_blocked()
     assert got == [1, 2, "ended"]
+
+
+@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
+async def test_a_group_restart_ends_every_receiver_of_a_sibling_not_just_the_last_to_wait(
+        journal, autojump_clock, strategy):
+    # A child may serve its mailbox from several tasks (a pool of workers). One worker is
+    # handling a message when the group restart begins, the other waits in receive: both
+    # must leave their loop, so the sibling ends on its own, not killed by its timeout
+    # (or, with shutdown_timeout=None, the group restart never ending).
+    async def pool(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        journal.add("start", ctx)
+
+        async def worker(n: int) -> None:
+            async for message in ctx.mailbox:
+                journal.add("msg", ctx, n, message)
+                await trio.sleep(1.0)
+            journal.add("stop", ctx, n)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(worker, 0)  # it waits first: the first message is its
+            nursery.start_soon(worker, 1)
+            task_status.started()
+
+    specs = [ChildSpec("b", journal.worker()), ChildSpec("pool", pool, shutdown_timeout=None)]
+    async with open_supervisor(specs, strategy=strategy) as sup:
+        await sup.mailbox("pool").send("work")  # worker 0 takes it, worker 1 is waiting
+        await journal.wait_for("msg", "pool", 1)
+        started = trio.current_time()
+        await sup.mailbox("b").send("crash")
+        with trio.fail_after(60):
+            await journal.wait_for("start", "pool", 2)
+        assert trio.current_time() - started == 1.0  # worker 0 finished its message, no more
+        assert sorted(event[3] for event in journal.of("stop") if event[1] == "pool") == [0, 1]
+        await trio.testing.wait_all_tasks_blocked()
+        assert [(c.name, c.incarnation, c.state) for c in sup.statistics().children] == [
+            ("b", 2, "running"), ("pool", 2, "running")]
