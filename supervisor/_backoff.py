@@ -8,6 +8,7 @@ from typing import final
 import attrs
 
 from tidings.errors import ValidationError
+from tidings.supervisor._seconds import past_float_as_inf
 
 __all__ = ["Backoff", "BackoffTimer"]
 
@@ -29,17 +30,18 @@ class Backoff:
     The ``n``-th consecutive restart (from 0) waits ``min * 2**n`` seconds, capped at ``max``,
     then scaled by a random factor in ``[1 - jitter, 1 + jitter]`` (and capped at ``max`` again).
     Once an incarnation has run for ``reset_after`` seconds the sequence starts again at ``min``.
-    ``seed`` makes the jitter reproducible (``None``: seeded from the OS).
+    ``seed`` makes the jitter reproducible (``None``: seeded from the OS). A number of seconds
+    past a float's range is ``inf``.
 
     The wait goes through trio's clock (a :class:`trio.testing.MockClock` controls it) and happens
     in the restarted child's own task, so it delays nobody else, except that in a
     ``one_for_all`` / ``rest_for_one`` group restart the children after it start after it.
     """
 
-    min: float = 0.1
-    max: float = 30.0
+    min: float = attrs.field(default=0.1, converter=past_float_as_inf)
+    max: float = attrs.field(default=30.0, converter=past_float_as_inf)
     jitter: float = 0.1
-    reset_after: float = 60.0
+    reset_after: float = attrs.field(default=60.0, converter=past_float_as_inf)
     seed: int | None = None
 
     def __attrs_post_init__(self) -> None:

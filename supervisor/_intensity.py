@@ -8,6 +8,7 @@ from typing import final
 import attrs
 
 from tidings.errors import ValidationError
+from tidings.supervisor._seconds import past_float_as_inf
 
 __all__ = ["Intensity", "RestartWindow"]
 
@@ -29,11 +30,13 @@ class Intensity:
 
     The window slides on :func:`trio.current_time`: a restart at time ``t`` counts while
     ``now - t <= period``. The restart that would make the count exceed ``max_restarts``
-    escalates instead (``max_restarts=0``: the first failure escalates).
+    escalates instead (``max_restarts=0``: the first failure escalates). A ``period`` past a
+    float's range is ``inf``: every restart counts for good.
     """
 
     max_restarts: int = attrs.field(default=3, validator=_check_max_restarts)
-    period: float = attrs.field(default=5.0, validator=_check_period)
+    period: float = attrs.field(default=5.0, converter=past_float_as_inf,
+                                validator=_check_period)
 
 
 @final

@@ -9,6 +9,7 @@ import attrs
 
 from tidings.errors import ValidationError
 from tidings.supervisor._backoff import Backoff
+from tidings.supervisor._seconds import past_float_as_inf
 
 if TYPE_CHECKING:
     from tidings.supervisor._mailbox import MailboxReceiver
@@ -54,7 +55,8 @@ class ChildSpec:
     ``task_status.started()`` when ready, then usually serves ``async for msg in ctx.mailbox``.
     ``start_timeout`` bounds the time to readiness and ``shutdown_timeout`` the time the shutdown
     ladder waits after closing the mailbox before it cancels the child (``None``: no limit, the
-    right choice for a nested supervisor; ``0``: cancel at once). ``mailbox_size`` bounds the
+    right choice for a nested supervisor; ``0``: cancel at once; ``inf``, or an integer past a
+    float's range, is no limit as ``None`` is). ``mailbox_size`` bounds the
     mailbox (``0``: a rendezvous). ``backoff`` delays restarts after failures.
 
     ``on_exit()`` (sync; optional) is called once the child's task has ended for good: it
@@ -71,8 +73,8 @@ class ChildSpec:
     name: str
     fn: ChildFunction = attrs.field(repr=False)
     restart: Restart = "permanent"
-    shutdown_timeout: float | None = 5.0
-    start_timeout: float | None = 10.0
+    shutdown_timeout: float | None = attrs.field(default=5.0, converter=past_float_as_inf)
+    start_timeout: float | None = attrs.field(default=10.0, converter=past_float_as_inf)
     mailbox_size: int = 64
     backoff: Backoff | None = None
     dead_letter: DeadLetter | None = attrs.field(default=None, repr=False)

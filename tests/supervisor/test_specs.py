@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
+import trio
 
 from tidings.errors import ValidationError
 from tidings.supervisor import Backoff, ChildSpec, Intensity, open_supervisor
@@ -61,3 +64,42 @@ async def test_open_supervisor_rejects_bad_arguments(kwargs, field):
         async with open_supervisor(**kwargs):
             pytest.fail("body ran")
     assert caught.value.field == field
+
+
+HUGE = 10**400
+"""An integer of seconds no float holds (TOML and JSON carry any): no bound, as inf is."""
+
+
+@pytest.mark.parametrize(("make", "field"), [
+    (lambda: ChildSpec("a", _noop, shutdown_timeout=HUGE), "shutdown_timeout"),
+    (lambda: ChildSpec("a", _noop, start_timeout=HUGE), "start_timeout"),
+    (lambda: Backoff(min=HUGE, max=HUGE), "min"),
+    (lambda: Backoff(max=HUGE), "max"),
+    (lambda: Backoff(reset_after=HUGE), "reset_after"),
+    (lambda: Intensity(period=HUGE), "period"),
+])
+def test_seconds_past_a_float_s_range_are_no_bound_as_inf_is(make, field):
+    assert getattr(make(), field) == math.inf
+
+
+async def test_timeouts_past_a_float_s_range_start_and_stop_a_child_with_no_limit(
+        journal, autojump_clock):
+    fn = journal.worker(ready_after=1000.0, stuck_at_shutdown=True)
+    specs = [ChildSpec("a", fn, start_timeout=HUGE, shutdown_timeout=HUGE)]
+    with trio.move_on_after(5000.0) as stopping:
+        async with open_supervisor(specs) as sup:
+            assert trio.current_time() == 1000.0  # its start was waited for, not refused
+    assert stopping.cancelled_caught  # its ladder waits on, as with inf: only we cut it
+    assert [event[:2] for event in journal.of("ready", "stop", "cancelled")] == [
+        ("ready", "a"), ("stop", "a"), ("cancelled", "a")]
+    assert sup.statistics().state == "stopped"
+
+
+async def test_a_backoff_capped_past_a_float_s_range_restarts_a_crashed_child(
+        journal, autojump_clock):
+    backoff = Backoff(min=2.0, max=HUGE, jitter=0)
+    async with open_supervisor([ChildSpec("a", journal.worker(), backoff=backoff)]) as sup:
+        crashed = trio.current_time()
+        await sup.mailbox("a").send("crash")
+        assert await journal.wait_for("start", "a", 2) == crashed + 2.0
+        assert [r.action for r in sup.restart_log] == ["restart"]
