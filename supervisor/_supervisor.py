@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections import deque
 from collections.abc import Iterable
 from functools import partial
@@ -64,9 +65,10 @@ class Supervisor:
         if fault_plan is not None and not isinstance(fault_plan, FaultPlan):
             raise ValidationError("fault_plan", f"must be a FaultPlan or None, got {fault_plan!r}")
         if (not isinstance(restart_log_size, int) or isinstance(restart_log_size, bool)
-                or restart_log_size < 1):
+                or not 1 <= restart_log_size <= sys.maxsize):  # past it no deque is made
             raise ValidationError("restart_log_size",
-                                  f"must be an int >= 1, got {restart_log_size!r}")
+                                  f"must be an int from 1 to {sys.maxsize}, "
+                                  f"got {restart_log_size!r:.80}")
         self._name = name
         self._strategy: Strategy = strategy
         self._intensity = intensity

@@ -57,6 +57,7 @@ def test_intensity_and_backoff_reject_bad_fields(make, field):
     ({"name": ""}, "name"),
     ({"fault_plan": "chaos"}, "fault_plan"),
     ({"restart_log_size": 0}, "restart_log_size"),
+    ({"restart_log_size": 10**400}, "restart_log_size"),  # no deque holds it: OverflowError
     ({"children": ["not a spec"]}, "children"),
 ])
 async def test_open_supervisor_rejects_bad_arguments(kwargs, field):
