@@ -22,7 +22,7 @@ from tidings.store._records import (
     rows_within,
 )
 from tidings.store._schema import MAX_INTEGER
-from tidings.store._status import check_filters, filter_clause
+from tidings.store._status import check_filters, filter_clause, shown
 
 __all__ = [
     "check_page",
@@ -133,7 +133,7 @@ def check_page(limit: object, before: object) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or not 1 <= limit <= MAX_INTEGER):
         raise ValidationError("limit", f"must be None or an int from 1 to {MAX_INTEGER}, "
-                                       f"got {limit!r:.80}")
+                                       f"got {shown(limit)}")
     if before is not None:
         check_id("before", before, max_chars=None)
 

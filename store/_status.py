@@ -87,15 +87,25 @@ def check_filters(*, status: str | None = None, since: float | None = None,
     """Raise :class:`ValidationError` naming the first bad filter."""
     if status is not None and status not in OUTBOX_STATUSES:
         raise ValidationError("status", f"must be one of {', '.join(OUTBOX_STATUSES)}, "
-                                        f"got {status!r}")
+                                        f"got {shown(status)}")
     # NaN compares as NULL (nothing would match, silently); an int SQLite cannot store would
     # fail to bind with a bare OverflowError.
     if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)
                               or since != since or abs(since) > MAX_INTEGER):
-        raise ValidationError("since", f"must be unix seconds, got {since!r}")
+        raise ValidationError("since", f"must be unix seconds, got {shown(since)}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or not 0 <= limit <= MAX_INTEGER):
-        raise ValidationError("limit", f"must be an int from 0 to {MAX_INTEGER}, got {limit!r}")
+        raise ValidationError("limit", f"must be an int from 0 to {MAX_INTEGER}, "
+                                       f"got {shown(limit)}")
+
+
+def shown(value: object) -> str:
+    """*value* as a refusal quotes it: its ``repr``, cut at 80 characters; an int past
+    :data:`MAX_INTEGER` (either way) as that, not its digits: Python builds no ``repr`` of an
+    int of more than 4300 digits (``ValueError``, which escaped the refusal naming nothing)."""
+    if isinstance(value, int) and abs(value) > MAX_INTEGER:
+        return f"an integer past {'-' if value < 0 else ''}{MAX_INTEGER}"
+    return f"{value!r:.80}"
 
 
 def filter_clause(session_id: str | None, status: str | None,
