@@ -36,7 +36,10 @@ __all__ = ["DELIVERY_WAIT", "LineTooLong", "TerminalChannel", "input_line", "is_
 
 DELIVERY_WAIT = 30.0
 """Seconds :meth:`TerminalChannel.chat` waits at the end for deliveries still on their way."""
-_TEXT_LIMIT = 100_000
+_TEXT_LIMIT = MAX_TEXT_BYTES
+"""Characters :meth:`TerminalChannel._print` shows of one text: a message's cap (its UTF-8
+bytes, so never fewer characters), so a reply is printed whole, never cut with an ellipsis
+while its delivery is ``sent``."""
 _OPEN = ("queued", "sending")
 _RECHECK = 0.05
 _SKIP = 65536

@@ -49,6 +49,7 @@ import attrs
 import trio
 from trio_websocket import ConnectionRejected, HandshakeError
 
+from tidings.actors import MAX_TEXT_BYTES
 from tidings.channels import GatewayClient, GatewayClosed
 from tidings.channels._gateway_client import WELCOME_TIMEOUT
 from tidings.channels._sanitize import sanitize_line, sanitize_text
@@ -147,6 +148,10 @@ class OutputFailed(Exception):
 
 _PROMPT = "> "
 """What ``input()`` shows on a terminal while it waits for a line."""
+_SHOWN = MAX_TEXT_BYTES
+"""Characters shown of a delivery's text, a question or an approval's action and details: a
+message's cap, so none is cut (a reply acked as printed, a request the person approves must
+be read whole)."""
 
 
 class _Printer:
@@ -171,19 +176,19 @@ class _Printer:
     def frame(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
         if kind == "delivery":
-            text = sanitize_text(str(frame.get("text", "")), limit=100_000)
+            text = sanitize_text(str(frame.get("text", "")), limit=_SHOWN)
             mark = {"progress": "... ", "notice": "* "}.get(str(frame.get("kind")), "")
             self.line(f"{mark}{text}")
         elif kind == "notice":
-            self.line(f"* {sanitize_text(str(frame.get('text', '')), limit=100_000)}")
+            self.line(f"* {sanitize_text(str(frame.get('text', '')), limit=_SHOWN)}")
         elif kind == "lifecycle":
             self._lifecycle(frame)
         elif kind == "prompt":
-            self.line(f"? {sanitize_line(str(frame.get('text', '')), limit=2000)}")
+            self.line(f"? {sanitize_line(str(frame.get('text', '')), limit=_SHOWN)}")
         elif kind == "approval_request":
             details = json.dumps(frame.get("details") or {}, ensure_ascii=False)
-            self.line(f"? approve {sanitize_line(str(frame.get('action', '')), limit=500)} "
-                      f"{sanitize_line(details, limit=500)} [y/N]")
+            self.line(f"? approve {sanitize_line(str(frame.get('action', '')), limit=_SHOWN)} "
+                      f"{sanitize_line(details, limit=_SHOWN)} [y/N]")
         elif kind == "error":
             self.line(f"! {sanitize_line(str(frame.get('code')), limit=100)}: "
                       f"{sanitize_line(str(frame.get('message')), limit=500)}")
