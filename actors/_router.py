@@ -14,7 +14,7 @@ import inspect
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -82,7 +82,8 @@ class SessionInteractionRouter:
 
         *route* needs ``async deliver(outbound)``; optionally ``async prompt_user(prompt)``,
         ``async request_approval(request)``, ``async reconcile(delivery_ids)``,
-        ``capabilities`` (block types it renders; without it, text only) and ``ack_window``
+        ``capabilities`` (a collection of the block types it renders, read at each bind;
+        without it, text only) and ``ack_window``
         (an int >= 0; see ``Runtime.confirm``). A route that breaks these is refused with
         :class:`ValidationError` naming the attribute (a *session_id* no session can have, see
         ``check_session_id``, naming ``session_id``; a ``deliver``, ``prompt_user``,
@@ -266,9 +267,15 @@ def _attribute(route: Any, name: str) -> object:
 def _capabilities(caps: object) -> frozenset[str]:
     """A route's block types (text only when it declares none). A string is refused: it would
     read as its letters; so is an iterable that fails while it is read, and a name that is no
-    block type (a misspelt ``"images"`` would silently degrade every image)."""
+    block type (a misspelt ``"images"`` would silently degrade every image). So is a one-shot
+    iterator (a generator): read at each bind, it would be empty at the route's next one, and
+    every block but text degraded from then on."""
     if caps is None:
         return frozenset({"text"})
+    if isinstance(caps, Iterator):
+        raise ValidationError("capabilities", f"a route's capabilities must be a collection "
+                                              f"of block type names (read at every bind), not "
+                                              f"a one-shot iterator: got {caps!r:.80}")
     try:
         types = frozenset(caps) if not isinstance(caps, str | bytes) else None
     except Exception:  # noqa: BLE001 - not iterable, or its iteration failed: refused below
