@@ -29,16 +29,16 @@ from tidings.supervisor._spec import ChildContext, ChildSpec
 if TYPE_CHECKING:
     from tidings.supervisor._supervisor import Supervisor
 
-__all__ = ["ChildSlot", "Ending", "StartResult", "run_child"]
+__all__ = ["ChildSlot", "Ending", "StartResult", "run_child", "settle_exit"]
 
 
 @final
 class ChildSlot:
     """A child's place in its supervisor; it outlives incarnations (name, mailbox, counters)."""
 
-    __slots__ = ("backoff", "delay", "done", "fault_scope", "fault_seam", "incarnation",
-                 "mailbox", "ready_at", "receiver", "removed", "restarts", "scope", "spec",
-                 "state", "stopping", "task")
+    __slots__ = ("backoff", "delay", "done", "exit_owed", "fault_scope", "fault_seam",
+                 "incarnation", "mailbox", "ready_at", "receiver", "removed", "restarts",
+                 "scope", "spec", "state", "stopping", "task")
 
     def __init__(self, spec: ChildSpec, plan: FaultPlan | None) -> None:
         self.spec = spec
@@ -58,6 +58,7 @@ class ChildSlot:
         self.ready_at = 0.0
         self.delay = 0.0  # backoff before the next incarnation
         self.backoff: BackoffTimer | None = None
+        self.exit_owed = False  # its task ended, a group restart may run it again: on_exit waits
 
     def __repr__(self) -> str:
         return f"<ChildSlot {self.spec.name!r} {self.state} incarnation={self.incarnation}>"
@@ -292,11 +293,28 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
     finally:
         slot.task = None
         done.set()
-        if slot.spec.on_exit is not None:
-            try:
-                slot.spec.on_exit()
-            except Exception as exc:  # noqa: BLE001 - a hook's failure is logged, not raised
-                log_event(logging.ERROR, "on_exit_failed", supervisor=sup.name,
-                          child=slot.spec.name, error_type=type(exc).__name__, error=str(exc))
+        if sup.strategy == "one_for_one" or slot.removed or not sup._live():
+            _tell_exit(sup, slot)  # it will never run again
+        else:  # a group restart may run it again (it stopped for one, or failed into one)
+            slot.exit_owed = True
     if starter is not None:  # stopped (no-op if it had been ready)
         starter.tell(StartResult(stopped=True))
+
+
+def settle_exit(sup: Supervisor, slot: ChildSlot) -> None:
+    """Its task ended awaiting a group restart that will not come (it was stopped, forgotten,
+    or its supervisor is stopping): call the ``on_exit`` owed since. Sync; a no-op otherwise.
+    """
+    if slot.exit_owed:
+        _tell_exit(sup, slot)
+
+
+def _tell_exit(sup: Supervisor, slot: ChildSlot) -> None:
+    slot.exit_owed = False
+    if slot.spec.on_exit is None:
+        return
+    try:
+        slot.spec.on_exit()
+    except Exception as exc:  # noqa: BLE001 - a hook's failure is logged, not raised
+        log_event(logging.ERROR, "on_exit_failed", supervisor=sup.name,
+                  child=slot.spec.name, error_type=type(exc).__name__, error=str(exc))

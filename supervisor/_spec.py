@@ -61,7 +61,10 @@ class ChildSpec:
 
     ``on_exit()`` (sync; optional) is called once the child's task has ended for good: it
     returned or crashed and is not restarted, or it was stopped, also when its function never
-    ran (a failure at child start, or stopped before it began). What it raises is logged.
+    ran (a failure at child start, or stopped before it began). A child that a
+    ``one_for_all`` / ``rest_for_one`` group restart stops (or that fails into one) runs again,
+    so it is not called then; if the group restart never comes (its supervisor stops first),
+    it is. What it raises is logged.
 
     ``dead_letter(message, error)`` (sync; optional) is told of every message the child will
     never get: one a fault plan took at the ``receive`` / ``before_message`` seams, and what is

@@ -19,7 +19,7 @@ from tidings.errors import (
     ValidationError,
 )
 from tidings.supervisor._backoff import BackoffTimer
-from tidings.supervisor._child import ChildSlot, Ending, StartResult, run_child
+from tidings.supervisor._child import ChildSlot, Ending, StartResult, run_child, settle_exit
 from tidings.supervisor._faults import FaultPlan, Seam, _to_seam, act_at
 from tidings.supervisor._intensity import Intensity, RestartWindow
 from tidings.supervisor._ladder import run_ladder
@@ -199,6 +199,7 @@ class Supervisor:
                 slot.scope.cancel(reason=f"stop of {name} cut short")
             slot.mailbox._close()
             slot.state = "stopped"
+            settle_exit(self, slot)
 
     def inject_cancel(self, name: str, *, seam: Seam | str | None = None) -> bool:
         """Cancel child ``name``'s fault scope: it crashes with InjectedFault at its next
@@ -250,6 +251,7 @@ class Supervisor:
         if self._children.get(slot.spec.name) is slot:
             del self._children[slot.spec.name]
         slot.mailbox._close()
+        settle_exit(self, slot)
 
     def _task_name(self, slot: ChildSlot) -> str:
         return f"{self._name}/{slot.spec.name}"
@@ -257,6 +259,7 @@ class Supervisor:
     async def _launch(self, slot: ChildSlot) -> StartResult:
         assert self._nursery is not None
         slot.scope, slot.done, slot.stopping = trio.CancelScope(), trio.Event(), False
+        slot.exit_owed = False  # it runs again: its next end for good tells on_exit
         result: StartResult = await self._nursery.start(run_child, self, slot,
                                                         name=self._task_name(slot))
         return result
@@ -434,6 +437,7 @@ class Supervisor:
                     remaining.pop(0)
                     slot.mailbox._close()
                     slot.state = "stopped"
+                    settle_exit(self, slot)
         finally:
             for slot in remaining:  # sync: this may run with a cancellation on its way
                 slot.mailbox._close_send()
@@ -455,6 +459,7 @@ class Supervisor:
         for slot in self._children.values():
             slot.mailbox._close()
             slot.state = "stopped"
+            settle_exit(self, slot)
         if self._state in ("stopped", "failed"):
             return
         self._state = "failed" if failed or self._failure is not None else "stopped"

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import pytest
 import trio
 import trio.testing
 
-from tidings.errors import ChildStartError, SupervisorError, ValidationError
-from tidings.supervisor import Backoff, ChildSpec, open_supervisor
+from tidings.errors import (
+    ChildStartError,
+    RestartIntensityExceeded,
+    SupervisorError,
+    ValidationError,
+)
+from tidings.supervisor import Backoff, ChildSpec, Intensity, open_supervisor
 
 
 async def test_children_start_in_order_each_ready_before_the_next(journal, autojump_clock):
@@ -299,3 +305,43 @@ async def test_exit_during_a_group_restart_start_uses_the_ladder(journal, autoju
         exited = trio.current_time()
     assert trio.current_time() - exited == 5.0
     assert [c.state for c in sup.statistics().children] == ["stopped", "stopped"]
+
+
+@pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
+async def test_on_exit_is_called_once_when_a_child_ends_for_good_not_at_a_group_restart(
+        journal, autojump_clock, strategy):
+    """ChildSpec's on_exit: 'called once the child's task has ended for good: ... not
+    restarted'. A group restart ends the tasks of the children it restarts; they run again."""
+    exits: list[str] = []
+    specs = [ChildSpec(name, journal.worker(), on_exit=functools.partial(exits.append, name))
+             for name in "abc"]
+    async with open_supervisor(specs, strategy=strategy) as sup:
+        await sup.mailbox("b").send("crash")
+        await journal.wait_for("ready", "b", 2)
+        await trio.testing.wait_all_tasks_blocked()
+        assert exits == []  # everyone is running again
+        await sup.stop_child("a")
+        assert exits == ["a"]
+    assert exits == ["a", "c", "b"]  # then in reverse order, as they stopped
+
+
+@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
+async def test_on_exit_of_a_child_whose_group_restart_never_came_is_still_called(
+        journal, autojump_clock, strategy):
+    # b fails to start again, past the intensity: the supervisor gives up in the middle of
+    # the group restart, and c, stopped for it, is never started again: it ended for good.
+    exits: list[str] = []
+    specs = [ChildSpec("a", journal.worker(), on_exit=functools.partial(exits.append, "a")),
+             ChildSpec("b", journal.worker(fail_at_start=lambda n: n > 1),
+                       on_exit=functools.partial(exits.append, "b")),
+             ChildSpec("c", journal.worker(), on_exit=functools.partial(exits.append, "c"))]
+
+    async def run() -> None:
+        async with open_supervisor(specs, strategy=strategy,
+                                   intensity=Intensity(max_restarts=1, period=60.0)) as sup:
+            await sup.mailbox("b").send("crash")
+            await trio.sleep_forever()
+
+    with pytest.raises(RestartIntensityExceeded):
+        await run()
+    assert sorted(exits) == ["a", "b", "c"]  # each once
