@@ -139,7 +139,10 @@ class GatewayClient:
         self.session_id: str = welcome["session_id"]
         self.seen: dict[str, int] = {}
         self._ids = itertools.count(1)
-        self._prefix = uuid.uuid4().hex[:8]
+        # The whole uuid4: the gateway remembers a conversation's message ids for good, and
+        # 32 random bits (8 hex digits) met between two connections often enough in a long
+        # conversation that a new message was answered ``duplicate`` and never run.
+        self._prefix = uuid.uuid4().hex
 
     @classmethod
     @asynccontextmanager
