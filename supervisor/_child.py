@@ -21,7 +21,7 @@ import trio
 
 from tidings.supervisor._backoff import BackoffTimer
 from tidings.supervisor._faults import FaultPlan, Seam, act_at, injected_fault
-from tidings.supervisor._log import log_event
+from tidings.supervisor._log import describe, log_event
 from tidings.supervisor._mailbox import Mailbox, MailboxReceiver
 from tidings.supervisor._records import ChildState
 from tidings.supervisor._spec import ChildContext, ChildSpec
@@ -316,5 +316,6 @@ def _tell_exit(sup: Supervisor, slot: ChildSlot) -> None:
     try:
         slot.spec.on_exit()
     except Exception as exc:  # noqa: BLE001 - a hook's failure is logged, not raised
+        error_type, text = describe(exc)
         log_event(logging.ERROR, "on_exit_failed", supervisor=sup.name,
-                  child=slot.spec.name, error_type=type(exc).__name__, error=str(exc))
+                  child=slot.spec.name, error_type=error_type, error=text)

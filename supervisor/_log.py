@@ -35,7 +35,15 @@ def log_event(level: int, event: str, **fields: object) -> None:
 
 
 def describe(error: BaseException | None) -> tuple[str, str]:
-    """``(error_type, error)`` strings for a record or a log line; ``("", "")`` for no error."""
+    """``(error_type, error)`` strings for a record or a log line; ``("", "")`` for no error.
+
+    Never raises: an error whose ``str()`` fails (a ``__str__`` formatting its own arguments
+    wrongly) is still a crash to record, so it is described as such; describing it must not
+    take its supervisor down."""
     if error is None:
         return "", ""
-    return type(error).__name__, str(error)
+    try:
+        text = str(error)
+    except Exception as exc:  # noqa: BLE001 - a record of the crash matters more than its text
+        text = f"<str() failed: {type(exc).__name__}>"
+    return type(error).__name__, text

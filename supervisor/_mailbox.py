@@ -17,7 +17,7 @@ import trio
 
 from tidings.errors import MailboxClosedError
 from tidings.supervisor._faults import CancelFault, FaultPlan, Seam, act_at, injected_fault
-from tidings.supervisor._log import log_event
+from tidings.supervisor._log import describe, log_event
 from tidings.supervisor._spec import DeadLetter
 
 __all__ = ["Mailbox", "MailboxReceiver", "MailboxStatistics", "tell_dead_letter"]
@@ -29,8 +29,9 @@ def tell_dead_letter(hook: DeadLetter, name: str, message: object,
     try:
         hook(message, error)
     except Exception as exc:  # noqa: BLE001 - a hook's failure must not hide the fault
-        log_event(logging.ERROR, "dead_letter_failed", child=name, error_type=type(exc).__name__,
-                  error=str(exc))
+        error_type, text = describe(exc)
+        log_event(logging.ERROR, "dead_letter_failed", child=name, error_type=error_type,
+                  error=text)
 
 @final
 @attrs.frozen

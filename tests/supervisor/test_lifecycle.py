@@ -345,3 +345,38 @@ async def test_on_exit_of_a_child_whose_group_restart_never_came_is_still_called
     with pytest.raises(RestartIntensityExceeded):
         await run()
     assert sorted(exits) == ["a", "b", "c"]  # each once
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("str() of this error fails")
+
+
+async def test_an_error_whose_str_fails_is_a_crash_like_any_other(journal, autojump_clock):
+    """The child boundary: whatever an incarnation raises is its crash, restarted and recorded;
+    it never takes the supervisor down, not even when describing it fails."""
+    exits: list[str] = []
+
+    async def crashes(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        if ctx.incarnation > 1:
+            await trio.sleep_forever()  # it reads no more: what is sent now stays buffered
+        async for _ in ctx.mailbox:
+            raise Unprintable
+
+    def on_exit() -> None:
+        exits.append("a")
+        raise Unprintable
+
+    specs = [ChildSpec("a", crashes, on_exit=on_exit, dead_letter=lambda m, e: on_exit(),
+                       shutdown_timeout=0)]
+    async with open_supervisor(specs) as sup:
+        await sup.mailbox("a").send("go")
+        await trio.testing.wait_all_tasks_blocked()
+        [record] = sup.restart_log
+        assert (record.action, record.error_type) == ("restart", "Unprintable")
+        assert "str() failed" in record.error
+        assert sup.statistics().children[0].incarnation == 2
+        sup.mailbox("a").send_nowait("left for the dead-letter hook")
+        await sup.stop_child("a")
+    assert exits == ["a", "a"]  # on_exit, then the dead-letter hook: both failures logged
