@@ -31,8 +31,8 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 
-__all__ = ["DELIVERY_WAIT", "LineTooLong", "TerminalChannel", "input_line", "is_a_terminal",
-           "over_prompt", "stdin_is_a_terminal", "stdin_lines"]
+__all__ = ["DELIVERY_WAIT", "LineTooLong", "TerminalChannel", "allows", "input_line",
+           "is_a_terminal", "over_prompt", "stdin_is_a_terminal", "stdin_lines"]
 
 DELIVERY_WAIT = 30.0
 """Seconds :meth:`TerminalChannel.chat` waits at the end for deliveries still on their way."""
@@ -145,11 +145,12 @@ class TerminalChannel(ChannelBase):
         return await self._ask()
 
     async def request_approval(self, request: ApprovalRequest) -> str:
-        """Print the request; a next line of ``y`` / ``yes`` allows it, anything else denies."""
+        """Print the request; a next line that :func:`allows` allows it, anything else
+        denies."""
         details = json.dumps(plain_json(request.details), sort_keys=True, default=str)
         self._print("? ", f"approve {request.action} {details}? [y/N]")
         answer = await self._ask()
-        return "allow" if (answer or "").strip().lower() in ("y", "yes") else "deny"
+        return "allow" if allows(answer) else "deny"
 
     async def _ask(self) -> str | None:
         if self._input_ended:  # nobody is left to answer
@@ -367,6 +368,14 @@ def _read_line(limit: int) -> str | LineTooLong:
     while not data.endswith(b"\n") and (data := buffer.readline(_SKIP)):
         pass
     return LineTooLong(limit)
+
+
+def allows(answer: str | None) -> bool:
+    """Whether the line *answer* to an approval request allows it: ``y``, ``yes`` or
+    ``allow``, in any case, spaces around them aside. One rule for ``tidings chat --local``
+    and ``--url`` (and ``docs/chat.html``): the same word must not allow in one and deny in
+    the other. Anything else (an empty line, the end of input: None) denies."""
+    return (answer or "").strip().lower() in ("y", "yes", "allow")
 
 
 def input_line(prompt: str) -> str:

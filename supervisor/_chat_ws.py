@@ -54,6 +54,7 @@ from tidings.channels import GatewayClient, GatewayClosed
 from tidings.channels._gateway_client import WELCOME_TIMEOUT
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.channels._terminal import (
+    allows,
     input_line,
     is_a_terminal,
     over_prompt,
@@ -290,7 +291,7 @@ def _answer(question: dict[str, Any], line: str) -> dict[str, Any]:
     """The frame that answers *question* with *line*."""
     if question["type"] == "prompt":
         return {"type": "answer", "prompt_id": question["prompt_id"], "text": line}
-    decision = "allow" if line.strip().lower() in ("y", "yes", "allow") else "deny"
+    decision = "allow" if allows(line) else "deny"
     return {"type": "approval", "request_id": question["request_id"], "decision": decision}
 
 
