@@ -292,6 +292,8 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
         raise
     finally:
         slot.task = None
+        if slot.state in ("starting", "running", "backoff"):  # not stopped, nor to restart
+            slot.state = "exited"
         done.set()
         if sup.strategy == "one_for_one" or slot.removed or not sup._live():
             _tell_exit(sup, slot)  # it will never run again

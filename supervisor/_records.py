@@ -20,6 +20,11 @@ RestartAction = Literal["restart", "escalate", "forget", "shutdown_error"]
 
 ChildState = Literal["starting", "running", "backoff", "stopping", "restarting", "exited",
                      "stopped"]
+"""A child's state: ``starting`` (until it reports readiness), ``running``, ``backoff``
+(waiting out its restart delay), ``stopping`` (its shutdown ladder runs), ``restarting``
+(waiting for its group restart), ``exited`` (it ended on its own and will not run again: the
+crash that made its supervisor give up, or one while the supervisor stops; ``stopped`` once
+the supervisor has stopped), ``stopped``."""
 SupervisorState = Literal["starting", "running", "stopping", "stopped", "failed"]
 
 

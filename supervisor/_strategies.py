@@ -67,6 +67,7 @@ async def _restart_group(sup: Supervisor, failed: ChildSlot) -> None:
                 if decision == "escalate":
                     return
                 if decision == "restart":
+                    slot.state = "restarting"
                     pending = slot
                     break
 

@@ -202,3 +202,35 @@ async def test_an_escalation_while_a_later_child_starts_stops_it_and_is_the_erro
     assert str(caught.value.__cause__) == "a broke"
     assert trio.current_time() == 1.0 + 5.0
     assert journal.of("cancelled") == [("cancelled", "b", 1, "shutdown timeout of b", 6.0)]
+
+
+async def test_a_child_that_escalated_reads_exited_not_running_while_the_others_stop(
+        journal, autojump_clock):
+    """Statistics as a user reads them (rt.statistics() carries them): the child whose crash
+    made the supervisor give up has ended; it must not read 'running' (a state its task no
+    longer has) while b takes its shutdown_timeout to stop."""
+    specs = [ChildSpec("a", journal.worker()),
+             ChildSpec("b", journal.worker(stuck_at_shutdown=True), shutdown_timeout=5.0)]
+    supervisors = []
+
+    async def supervise() -> None:
+        async with open_supervisor(specs, intensity=Intensity(max_restarts=0)) as sup:
+            supervisors.append(sup)
+            await sup.mailbox("a").send("crash")
+            await trio.sleep_forever()
+
+    async def expect_escalation() -> None:
+        with pytest.raises(RestartIntensityExceeded):
+            await supervise()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(expect_escalation)
+        await journal.wait_for("stop", "b", 1)  # b's ladder began: a had ended before it
+        [sup] = supervisors
+        stats = sup.statistics()
+        assert stats.state == "stopping"
+        assert [(c.name, c.state) for c in stats.children] == [
+            ("a", "exited"), ("b", "stopping")]
+        assert sup.child_task("a") is None
+    assert [(c.name, c.state) for c in sup.statistics().children] == [
+        ("a", "stopped"), ("b", "stopped")]
