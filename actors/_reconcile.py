@@ -90,7 +90,7 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
             if not isinstance(answer, str) or answer not in RECONCILE_ANSWERS:
                 if answer is not None:
                     log.warning("event=reconcile_bad_answer session=%s delivery=%s answer=%s",
-                                session_id, delivery_id, field(_bounded_repr(answer)))
+                                field(session_id), delivery_id, field(_bounded_repr(answer)))
                 undecided += 1
                 continue
             moves.append(transition(
@@ -121,15 +121,15 @@ async def _ask(ask: Ask, session_id: str, ids: list[str], ask_timeout: float) ->
         try:
             answer = await ask(list(ids))
         except Exception as exc:  # noqa: BLE001 - a failing route leaves its rows unknown
-            log.warning("event=reconcile_failed session=%s rows=%d error=%s", session_id,
+            log.warning("event=reconcile_failed session=%s rows=%d error=%s", field(session_id),
                         len(ids), field(_bounded_repr(exc)))
             return {}
     if scope.cancelled_caught:
-        log.warning("event=reconcile_timeout session=%s rows=%d timeout=%s", session_id,
+        log.warning("event=reconcile_timeout session=%s rows=%d timeout=%s", field(session_id),
                     len(ids), ask_timeout)
         return {}
     if not isinstance(answer, Mapping):
-        log.warning("event=reconcile_bad_answer session=%s answer_type=%s", session_id,
+        log.warning("event=reconcile_bad_answer session=%s answer_type=%s", field(session_id),
                     type(answer).__name__)
         return {}
     # Read the route's mapping here, under the same rule: a mapping that fails when read is a
@@ -138,7 +138,7 @@ async def _ask(ask: Ask, session_id: str, ids: list[str], ask_timeout: float) ->
     try:
         return {delivery_id: answer.get(delivery_id) for delivery_id in ids}
     except Exception as exc:  # noqa: BLE001 - a failing route leaves its rows unknown
-        log.warning("event=reconcile_bad_answer session=%s rows=%d error=%s", session_id,
+        log.warning("event=reconcile_bad_answer session=%s rows=%d error=%s", field(session_id),
                     len(ids), field(_bounded_repr(exc)))
         return {}
 

@@ -22,6 +22,7 @@ from tidings.actors._router import certainly_sync
 from tidings.actors._status import check_id
 from tidings.errors import RuntimeClosedError, ValidationError
 from tidings.supervisor import ChildContext, ChildSpec, Supervisor
+from tidings.supervisor._log import field
 
 __all__ = ["SHUTDOWN_REASON", "TaskRunner", "TaskStatistics"]
 
@@ -157,7 +158,7 @@ class TaskRunner:
         if child not in self._scopes:
             return  # it ran, and _run's finally has forgotten it
         self._finished(child)
-        log.warning("event=task_abandoned task=%s reason=\"ended before it ran\"", child)
+        log.warning("event=task_abandoned task=%s reason=\"ended before it ran\"", field(child))
         if on_abandon is not None:
             on_abandon()
 

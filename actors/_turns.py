@@ -148,7 +148,7 @@ class TurnContext:
         while the route asks properly gives it, not an answer ``route_failed``."""
         await trio.lowlevel.checkpoint_if_cancelled()
         log.warning("event=question_route_failed session=%s turn=%s question=%s method=%s "
-                    "error=%s", self.session_id, self.turn_id, question_id, method,
+                    "error=%s", field(self.session_id), self.turn_id, question_id, method,
                     field(describe_error(error, 300)))
 
     def _expiry(self, expires_in: float | None) -> float | None:

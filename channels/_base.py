@@ -229,7 +229,7 @@ class ChannelBase:
                                  message_id=inbound.message_id, channel=self.config.name,
                                  inbound_id=held, also=also)
             except TidingsError as exc:  # accepted all the same: only a crash can lose it now
-                log.warning("event=hold_failed session=%s error=%s", session_id,
+                log.warning("event=hold_failed session=%s error=%s", field(session_id),
                             field(repr(exc)))
 
     # --- reading ---------------------------------------------------------------------------------

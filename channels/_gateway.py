@@ -362,7 +362,7 @@ class GatewayChannel(ChannelBase):
                 await self._abandon(session_id)
             except TidingsError as exc:  # the writer lost it (a crash): the rows stay sending,
                 log.warning("event=abandon_failed session=%s error=%s",  # unknown at the
-                            session_id, field(repr(exc)))  # next start, as after any crash
+                            field(session_id), field(repr(exc)))  # next start, as after any crash
 
     # --- one connection ----------------------------------------------------------------------
 
@@ -421,8 +421,8 @@ class GatewayChannel(ChannelBase):
         for frame in self.interactions.waiting_in(conversation.key):
             conn.push(frame)
         log.info("event=connection_opened connection=%d remote=%s conversation=%s session=%s "
-                 "after_seq=%s", conn.id, remote, conversation.key, admission.session_id,
-                 admission.hello.after_seq)
+                 "after_seq=%s", conn.id, remote, conversation.key,
+                 field(admission.session_id), admission.hello.after_seq)
         return conn
 
     def _welcome(self, admission: Admission) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from tidings.channels._gateway_frames import (
 )
 from tidings.channels._handback import requeue_unrouted
 from tidings.errors import RuntimeClosedError
+from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
     from tidings.channels._gateway import GatewayChannel
@@ -235,4 +236,4 @@ async def replay(gateway: GatewayChannel, conn: Connection,
         if requeue:
             await rt.requeue(session_id, requeue)
         log.info("event=replayed connection=%d session=%s after_seq=%d rows=%d requeued=%d",
-                 conn.id, session_id, after_seq, replayed, len(requeue))
+                 conn.id, field(session_id), after_seq, replayed, len(requeue))

@@ -139,7 +139,7 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
         try:
             await rt.release_inbound(pending.held)
         except TidingsError as exc:  # still held: told, needlessly, after a restart
-            log.warning("event=hold_not_released session=%s error=%s", state.session_id,
+            log.warning("event=hold_not_released session=%s error=%s", field(state.session_id),
                         field(repr(exc)))
     return active
 
@@ -191,7 +191,7 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                         active.finishing = True
                         raise
                     log.info("event=turn_error_while_cancelled session=%s reason=%s "
-                             "error=%s", state.session_id, active.cancel_reason,
+                             "error=%s", field(state.session_id), field(active.cancel_reason),
                              field(repr(exc)))
                     active.note_trio_cancel()
                     # The turn's scope (or one around it) is cancelled, so this raises
@@ -214,7 +214,7 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
         if active.cancel_reason is not None:  # it failed because it was being cancelled
             # (or something else failed meanwhile: not lost, but not the turn's outcome)
             log.info("event=turn_error_while_cancelled session=%s reason=%s error=%s",
-                     state.session_id, active.cancel_reason, field(repr(exc)))
+                     field(state.session_id), field(active.cancel_reason), field(repr(exc)))
             await emitter.cancelled()
         else:
             await emitter.failed(exc)

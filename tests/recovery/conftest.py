@@ -84,16 +84,16 @@ class Leftovers:
 
 
 async def leave_leftovers(db_path: pathlib.Path, workspace: pathlib.Path, *, queued: int = 2,
-                          progress: int = 1) -> Leftovers:
+                          progress: int = 1, session_id: str | None = None) -> Leftovers:
     """Run a runtime whose route stalls on its first delivery, and stop it (grace 0).
 
     The first message stays ``sending`` (claimed by that process), the rest stay ``queued``,
-    exactly what a crash mid-delivery leaves.
+    exactly what a crash mid-delivery leaves. *session_id*: the session's chosen id.
     """
     route = MemoryRoute()
     route.stall()
     async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
-        session_id = await rt.create_session(channel="web")
+        session_id = await rt.create_session(channel="web", session_id=session_id)
         rt.router.bind(session_id, route)
         async with rt.open_turn(session_id) as ctx:
             first = await ctx.output.send_text("in flight")

@@ -102,6 +102,33 @@ async def test_a_reconcile_that_raises_or_answers_nonsense_changes_nothing_and_i
     assert any("platform down" in line.get("error", "") for line in lines)
 
 
+async def test_a_chosen_session_id_is_one_field_of_the_reconcile_lines(
+        db_path, workspace, leftovers, reconciling_route, caplog) -> None:
+    # A host chooses session ids (any text): one with a space, an "=" and a line break was
+    # written bare, so the line read as other fields (a forged event) or as two lines.
+    chosen = "ops room\nevent=forged session=other"
+    left = await leftovers(queued=0, progress=0, session_id=chosen)
+    route = reconciling_route({left.in_flight: "sent"})
+    route.error = ConnectionError("platform down")
+    caplog.set_level(logging.WARNING, logger="tidings.recovery")
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
+        rt.router.bind(chosen, route)
+        await rt.recover()
+
+        class Nonsense(reconciling_route):  # type: ignore[misc, valid-type]
+            async def reconcile(self, delivery_ids: list[str]) -> object:
+                return ["not", "a", "mapping"]
+
+        rt.router.bind(chosen, Nonsense({}))
+        await rt.scanner.reconcile()
+    messages = [r.getMessage() for r in caplog.records
+                if r.getMessage().startswith("event=reconcile_")]
+    assert not any("\n" in message for message in messages)
+    lines = [parse_fields(message) for message in messages]
+    assert {line["event"] for line in lines} == {"reconcile_failed", "reconcile_bad_answer"}
+    assert {line["session"] for line in lines} == {chosen}
+
+
 async def test_a_reconcile_that_hangs_times_out_and_leaves_the_row_unknown(
         db_path, workspace, leftovers, reconciling_route, autojump_clock) -> None:
     left = await leftovers(queued=0, progress=0)
