@@ -252,13 +252,15 @@ class TerminalChannel(ChannelBase):
             nursery.start_soon(until_asked, nursery.cancel_scope)
 
     async def wait_delivered(self) -> None:
-        """Block until no delivery of this channel's sessions is queued or being sent."""
+        """Block until no delivery of this channel's sessions is queued or being sent. Each
+        look counts the session's rows by status (one snapshot), not reading every row of a
+        history that a conversation continued run after run makes long."""
         feed = self.runtime.events()
         while True:
             open_rows = 0
             for session_id in self.directory.sessions():
-                rows = await self.runtime.deliveries(session_id=session_id)
-                open_rows += sum(row.status in _OPEN for row in rows)
+                counts = await self.runtime.status_counts(session_id=session_id)
+                open_rows += sum(counts[status] for status in _OPEN)
             if not open_rows:
                 return
             with trio.move_on_after(_RECHECK):
