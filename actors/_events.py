@@ -53,7 +53,9 @@ class EventBus:
     def follow(self, after_seq: int | None = None, *, page: int = 500) -> EventFeed:
         """A feed of the events after *after_seq* (an event ``seq``; None: from now on).
         Raises :class:`ValidationError` for an *after_seq* that is not an int >= 0 (and the
-        feed, at its first ``__anext__``, for one past the newest event)."""
+        feed, at its first ``__anext__``, for one past the newest event; at any
+        ``__anext__``, :class:`~tidings.errors.EventsPrunedError` for one below the event
+        horizon)."""
         if after_seq is not None:
             check_seq("after_seq", after_seq)
         return EventFeed(self._store, self, after_seq, page)
@@ -76,6 +78,12 @@ class EventFeed:
     read yet (read from the database file, as :func:`~tidings.store.read_database` does) and
     then ends.
     Tasks iterating one feed share it: each event goes to one of them, once.
+
+    A prune (:meth:`Runtime.prune`, ``tidings prune``) deletes old events below a horizon.
+    A feed whose cursor is below it (an *after_seq* given, or a follower that fell that far
+    behind) raises :class:`~tidings.errors.EventsPrunedError` (a ``ValidationError`` naming
+    ``after_seq``, with ``first_kept``) instead of skipping them in silence; following again
+    from ``first_kept - 1`` accepts the gap.
     """
 
     def __init__(self, store: Store, bus: EventBus, after_seq: int | None, page: int) -> None:
@@ -119,8 +127,9 @@ class EventFeed:
         """Refuse an ``after_seq`` past the newest event, once, at the first read (*events*,
         read after *after*): no seq this database gave out, but one of another database or of
         this one before it was restored from an older copy. The events it writes next are new
-        to the follower, and would be skipped in silence until their seqs passed it. (Events
-        are never deleted, so a seq a follower has seen here is never past the newest.)"""
+        to the follower, and would be skipped in silence until their seqs passed it. (A prune
+        never deletes the newest event, so a seq a follower has seen here is never past the
+        newest.)"""
         if not events:
             newest = await self._read(_newest_seq)
             if after > newest:

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from tidings.store._outbox import OutboxInsert as OutboxInsert
     from tidings.store._outbox import Transition as Transition
     from tidings.store._outbox import transition as transition
+    from tidings.store._prune import PruneReport as PruneReport
+    from tidings.store._prune import prune_call as prune_call
+    from tidings.store._prune import prune_file as prune_file
     from tidings.store._reader import ReadPool as ReadPool
     from tidings.store._records import DeliveryStatus as DeliveryStatus
     from tidings.store._records import HistoryMessage as HistoryMessage
@@ -105,6 +108,9 @@ __getattr__, __dir__ = lazy_exports(globals(), {
     "OutboxInsert": "._outbox",
     "Transition": "._outbox",
     "transition": "._outbox",
+    "PruneReport": "._prune",
+    "prune_call": "._prune",
+    "prune_file": "._prune",
     "ReadPool": "._reader",
     "DeliveryStatus": "._records",
     "HistoryMessage": "._records",
@@ -163,6 +169,7 @@ __all__ = [
     "Op",
     "OutboxInsert",
     "OutboxRow",
+    "PruneReport",
     "ReadPool",
     "ResumeOutcome",
     "RuntimeEvent",
@@ -192,6 +199,8 @@ __all__ = [
     "open_store",
     "plan_segments",
     "prepare_store",
+    "prune_call",
+    "prune_file",
     "queries",
     "read_database",
     "recent_deliveries",

@@ -19,6 +19,7 @@ __all__ = [
     "ConversationKeyError",
     "DatabaseNotFoundError",
     "DeliveryNotFoundError",
+    "EventsPrunedError",
     "HistoryPolicyError",
     "InjectedFault",
     "MailboxClosedError",
@@ -63,6 +64,21 @@ class NotABoolError(ValidationError, TypeError):
 
 class ConfigError(ValidationError):
     """A configuration file or option is invalid; ``field`` is the dotted key."""
+
+
+class EventsPrunedError(ValidationError):
+    """A feed of runtime events was asked for events a prune has deleted: its ``after_seq``
+    is below the event horizon (``first_kept - 1``), and reading on would skip them in
+    silence. ``field`` is ``after_seq``; ``after_seq`` is the cursor, ``first_kept`` the
+    lowest ``seq`` still kept: follow again from ``first_kept - 1`` to accept the gap (and
+    read current state from the status views), or from ``None`` (from now on)."""
+
+    def __init__(self, after_seq: int, first_kept: int) -> None:
+        super().__init__("after_seq", f"events up to seq {first_kept - 1} were pruned "
+                                      f"(retention); {after_seq} is below them. Follow again "
+                                      f"from after_seq={first_kept - 1} to accept the gap")
+        self.after_seq = after_seq
+        self.first_kept = first_kept
 
 
 class ConversationKeyError(ValidationError):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from tidings.store._errors import ValidationError
+from tidings.store._errors import EventsPrunedError, ValidationError
 from tidings.store._ids import check_id
+from tidings.store._prune import first_kept_event
 from tidings.store._records import (
     DeliveryStatus,
     HistoryMessage,
@@ -79,6 +80,13 @@ def delivery_events(conn: sqlite3.Connection, delivery_id: str) -> list[RuntimeE
 
 
 def events_after(conn: sqlite3.Connection, after_seq: int, limit: int) -> list[RuntimeEvent]:
+    """The events with ``seq > after_seq``, in order (at most *limit*). Raises
+    :class:`~tidings.errors.EventsPrunedError` when a prune has deleted some of them (the
+    cursor is below the event horizon): the page would start past a gap. One read
+    transaction (``Store.read``), so the horizon and the page agree."""
+    first_kept = first_kept_event(conn)
+    if after_seq < first_kept - 1:
+        raise EventsPrunedError(after_seq, first_kept)
     return [RuntimeEvent.from_row(row) for row in conn.execute(
         f"SELECT {RuntimeEvent.COLUMNS} FROM events WHERE event_seq > ? "
         "ORDER BY event_seq LIMIT ?", (after_seq, limit))]

@@ -7,11 +7,12 @@ rather than misread, and one with tables but no version (another program's) with
 :class:`StoreError`; both before the writer writes anything (:func:`check_database`).
 
 Timestamps are unix seconds stored as REAL everywhere. ``events.event_seq`` and
-``messages.history_id`` are plain integer keys: rows are never deleted (events refuse it by
-trigger), so each new key is the largest so far and the sequence is monotonic without the cost
-of ``AUTOINCREMENT``. Indexes serve the recovery scan (open
-outbox rows by status), the status view (status + time), per-session order, history by session
-(append cost independent of the session's size) and the event history of one delivery.
+``messages.history_id`` are plain integer keys: history rows are never deleted, and events only
+below the recorded horizon (v5, by a prune, which always keeps the newest), so each new key is
+the largest so far and the sequence is monotonic without the cost of ``AUTOINCREMENT``.
+Indexes serve the recovery scan (open outbox rows by status), the status view (status + time),
+per-session order, history by session (append cost independent of the session's size) and the
+event history of one delivery.
 """
 
 from __future__ import annotations
@@ -241,7 +242,31 @@ And the ``unrouted`` rows by session: a gateway hello looks for the sessions of 
 conversation that have some (without it, SQLite scanned every ``unrouted`` row of the
 database for each)."""
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4))
+_V5 = """
+CREATE TABLE event_horizon (
+    singleton   INTEGER PRIMARY KEY CHECK (singleton = 1),
+    lowest_kept INTEGER NOT NULL
+);
+INSERT INTO event_horizon (singleton, lowest_kept) VALUES (1, 1);
+CREATE TRIGGER event_horizon_never_lowered BEFORE UPDATE ON event_horizon
+    WHEN NEW.lowest_kept < OLD.lowest_kept OR NEW.singleton IS NOT OLD.singleton
+    BEGIN SELECT RAISE(ABORT, 'the event horizon only rises'); END;
+CREATE TRIGGER event_horizon_no_delete BEFORE DELETE ON event_horizon
+    BEGIN SELECT RAISE(ABORT, 'the event horizon only rises'); END;
+DROP TRIGGER events_no_delete;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+    WHEN OLD.event_seq >= (SELECT lowest_kept FROM event_horizon WHERE singleton = 1)
+    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE INDEX client_messages_received ON client_messages(received_at);
+"""
+"""v5: retention (``rt.prune``). ``event_horizon`` holds the lowest ``event_seq`` a reader of
+the feed may still ask for: events below it may have been deleted, at or above it none can be
+(the delete trigger refuses it), and it never goes down. A prune raises it in the same
+transaction as it deletes the events under it. The prune never deletes the newest event, so
+``event_seq`` (no ``AUTOINCREMENT``: the next key is the largest + 1) never gives a seq out
+twice. And ``client_messages`` by age, for the prune of the dedupe window."""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5))
 """Ordered ``(version, script)`` pairs; append, never edit a released one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

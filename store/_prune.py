@@ -1,0 +1,196 @@
+"""Retention: deleting what a long-running runtime no longer needs, a bounded chunk at a time.
+
+Every delivery leaves an outbox row, a work item and a few events; the gateway leaves a
+``client_messages`` row per client message id. A prune deletes, for a cutoff (unix seconds):
+
+- deliveries whose outbox status is final (``sent``, ``failed``: they never change again, see
+  :data:`~tidings.store._outbox.TRANSITIONS`) and whose ``updated_at`` is older than the
+  cutoff, with their work items, and their events below the event horizon;
+- events older than the cutoff, from the oldest on: the horizon (schema v5, the lowest
+  ``event_seq`` a feed reader may still ask for) rises past them in the same transaction.
+  The events of a delivery still in the outbox are kept (its report stays whole); they go with
+  it. The newest event is always kept (it keeps ``event_seq`` from being given out twice);
+- ``client_messages`` rows older than the cutoff (the dedupe window of client message ids).
+
+Never history (``messages``), sessions, turns, artifacts, conversation bindings or held
+inbound messages. Each call of :func:`prune_step` does at most :data:`DELIVERIES_PER_STEP`
+deliveries, :data:`EVENTS_PER_STEP` events and :data:`CLIENT_MESSAGES_PER_STEP` client ids in
+the caller's transaction (the runtime's: one :class:`~tidings.store.Call` through the single
+writer, so a live send waits for one chunk at most), all-or-nothing; the caller repeats it
+while :attr:`PruneStep.more`.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sqlite3
+
+import attrs
+
+from tidings.store._connect import close_writer, connect_writer
+from tidings.store._ops import Call
+from tidings.store._schema import MIGRATIONS, _statements, check_database, migrate
+
+__all__ = ["CLIENT_MESSAGES_PER_STEP", "DELIVERIES_PER_STEP", "EVENTS_PER_STEP",
+           "FINAL_STATUSES", "PruneReport", "PruneStep", "first_kept_event", "prune_call",
+           "prune_file", "prune_step"]
+
+FINAL_STATUSES = ("sent", "failed")
+"""The outbox statuses a prune deletes: the only ones no move leaves (DESIGN, Durable state
+machines). ``queued``, ``sending``, ``unknown`` and ``unrouted`` rows are still owed something."""
+
+DELIVERIES_PER_STEP = 1_000
+EVENTS_PER_STEP = 5_000
+CLIENT_MESSAGES_PER_STEP = 1_000
+
+
+@attrs.frozen
+class PruneReport:
+    """How many rows a prune deleted (or, for a dry run, would delete), per kind."""
+
+    deliveries: int = 0
+    work_items: int = 0
+    events: int = 0
+    client_messages: int = 0
+
+    def __add__(self, other: PruneReport) -> PruneReport:
+        return PruneReport(self.deliveries + other.deliveries,
+                           self.work_items + other.work_items, self.events + other.events,
+                           self.client_messages + other.client_messages)
+
+    @property
+    def total(self) -> int:
+        return self.deliveries + self.work_items + self.events + self.client_messages
+
+    def as_json(self) -> dict[str, int]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class PruneStep:
+    """What one :func:`prune_step` deleted, and whether there may be more to delete."""
+
+    report: PruneReport
+    more: bool
+
+
+def first_kept_event(conn: sqlite3.Connection) -> int:
+    """The event horizon: the lowest ``event_seq`` no prune has passed (1 before any)."""
+    return int(conn.execute(
+        "SELECT lowest_kept FROM event_horizon WHERE singleton = 1").fetchone()[0])
+
+
+def prune_step(conn: sqlite3.Connection, cutoff: float) -> PruneStep:
+    """Delete one chunk of what is older than *cutoff* (see the module docstring), in the
+    caller's transaction."""
+    deliveries, work_items, their_events, more_deliveries = _deliveries(conn, cutoff)
+    events, more_events = _events(conn, cutoff)
+    client_messages = conn.execute(
+        "DELETE FROM client_messages WHERE (core_id, channel, conversation_key, client_id) IN "
+        "(SELECT core_id, channel, conversation_key, client_id FROM client_messages "
+        "INDEXED BY client_messages_received WHERE received_at < ? LIMIT ?)",
+        (cutoff, CLIENT_MESSAGES_PER_STEP)).rowcount
+    return PruneStep(PruneReport(deliveries, work_items, their_events + events, client_messages),
+                     more_deliveries or more_events
+                     or client_messages == CLIENT_MESSAGES_PER_STEP)
+
+
+def prune_call(cutoff: float) -> Call:
+    """A :class:`Call` op running :func:`prune_step`; its result is a :class:`PruneStep`."""
+    def run(conn: sqlite3.Connection) -> PruneStep:
+        return prune_step(conn, cutoff)
+    return Call(run)
+
+
+def _deliveries(conn: sqlite3.Connection, cutoff: float) -> tuple[int, int, int, bool]:
+    marks = ",".join("?" * len(FINAL_STATUSES))
+    rows = conn.execute(
+        "SELECT delivery_id, work_id FROM outbox INDEXED BY outbox_status_updated "
+        f"WHERE status IN ({marks}) AND updated_at < ? LIMIT ?",
+        (*FINAL_STATUSES, cutoff, DELIVERIES_PER_STEP)).fetchall()
+    if not rows:
+        return 0, 0, 0, False
+    ids = [row[0] for row in rows]
+    values = ",".join(["(?)"] * len(rows))
+    events = conn.execute(
+        f"DELETE FROM events WHERE delivery_id IN (VALUES {values}) AND event_seq < "
+        "(SELECT lowest_kept FROM event_horizon WHERE singleton = 1)", ids).rowcount
+    work_items = conn.execute(f"DELETE FROM work_items WHERE work_id IN (VALUES {values})",
+                              [row[1] for row in rows]).rowcount
+    deliveries = conn.execute(
+        f"DELETE FROM outbox WHERE delivery_id IN (VALUES {values}) AND status IN ({marks})",
+        (*ids, *FINAL_STATUSES)).rowcount
+    return deliveries, work_items, events, len(rows) == DELIVERIES_PER_STEP
+
+
+def _events(conn: sqlite3.Connection, cutoff: float) -> tuple[int, bool]:
+    """Raise the horizon past the oldest events older than *cutoff* (never past the newest
+    event) and delete those under it that no outbox row still owns."""
+    horizon = first_kept_event(conn)
+    newest = conn.execute("SELECT MAX(event_seq) FROM events").fetchone()[0]
+    if newest is None or newest <= horizon:
+        return 0, False
+    rows = conn.execute(
+        "SELECT event_seq, created_at FROM events WHERE event_seq >= ? AND event_seq < ? "
+        "ORDER BY event_seq LIMIT ?", (horizon, newest, EVENTS_PER_STEP)).fetchall()
+    raised = horizon
+    more = len(rows) == EVENTS_PER_STEP
+    for seq, created_at in rows:
+        if not created_at < cutoff:  # the first one the cutoff keeps: the rest are newer
+            more = False
+            break
+        raised = seq + 1
+    if raised == horizon:
+        return 0, False
+    conn.execute("UPDATE event_horizon SET lowest_kept = ? WHERE singleton = 1", (raised,))
+    deleted = conn.execute(
+        "DELETE FROM events WHERE event_seq >= ? AND event_seq < ? AND (delivery_id IS NULL "
+        "OR NOT EXISTS (SELECT 1 FROM outbox WHERE outbox.delivery_id = events.delivery_id))",
+        (horizon, raised)).rowcount
+    return deleted, more
+
+
+def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False) -> PruneReport:
+    """Prune the database file *db* (blocking: the command line's, with no runtime running:
+    the caller holds the runtime lock), a chunk per transaction as the runtime does. The
+    database is brought to the current schema first, as a runtime's start does. With
+    *dry_run*, everything runs in one transaction that is rolled back (migration included):
+    the counts are exact and nothing changes. Registers no process epoch."""
+    conn = connect_writer(pathlib.Path(db))
+    try:
+        if dry_run:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                found = check_database(conn, os.fspath(db))
+                for version, script in MIGRATIONS:
+                    if version > found:
+                        for statement in _statements(script):
+                            conn.execute(statement)
+                return _repeat(conn, cutoff, commit=False)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+        migrate(conn, os.fspath(db))
+        return _repeat(conn, cutoff, commit=True)
+    finally:
+        close_writer(conn)
+
+
+def _repeat(conn: sqlite3.Connection, cutoff: float, *, commit: bool) -> PruneReport:
+    total = PruneReport()
+    while True:
+        if commit:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                step = prune_step(conn, cutoff)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        else:
+            step = prune_step(conn, cutoff)
+        total += step.report
+        if not step.more:
+            return total
