@@ -186,7 +186,7 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
         scope.append(f"session {args.session}")
     if args.since is not None:
         scope.append(f"updated since {_when(args.since)}")
-    print(", ".join(scope), file=out)
+    print(_shown(", ".join(scope)), file=out)  # the session asked for is an id as stored
     total = sum(report.counts.values())
     counts = "  ".join(f"{status} {n}" for status, n in report.counts.items())
     print(f"counts: {counts}  (total {total})", file=out)

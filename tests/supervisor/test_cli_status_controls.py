@@ -43,3 +43,14 @@ async def test_control_characters_in_stored_text_are_printed_escaped(db, capsys,
     assert r"s\x1b[31mred" in out
     if one:
         assert r"hi \x1b[2J\x9b31m there" in out
+
+
+async def test_the_session_asked_for_is_printed_escaped_in_the_header(db, capsys) -> None:
+    # The header said "session <the id given>" as it was, escape sequences and all: the
+    # same chosen id, copied from a listing into --session, drove the terminal there.
+    path, _ = db
+    code = main(["status", "--db", str(path), "--session", "s\x1b[31mred"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert _CONTROL.findall(out) == []
+    assert out.splitlines()[0] == rf"database {path}, session s\x1b[31mred"
