@@ -185,6 +185,10 @@ class Supervisor:
         If the caller is cancelled before that, the child is cancelled: it is forgotten
         already, so no later stop (not even the supervisor's own) would end it.
 
+        Called by the child itself (or by a task it runs), it returns at once and the ladder
+        runs beside it: waiting for its own caller to end, it waited out the child's
+        ``shutdown_timeout`` and killed it (or, with ``None``, waited forever).
+
         Raises:
           SupervisorError: no child has that name.
         """
@@ -192,11 +196,21 @@ class Supervisor:
         slot = self._slot(name)
         slot.removed = True  # from now on nobody restarts it
         del self._children[name]
+        if _called_within(slot.task):
+            assert self._nursery is not None
+            self._nursery.start_soon(self._stop_forgotten, slot,
+                                     name=f"{self._task_name(slot)}/stop")
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return
+        await self._stop_forgotten(slot)
+
+    async def _stop_forgotten(self, slot: ChildSlot) -> None:
+        """:meth:`stop_child`'s ladder, for a child already forgotten."""
         try:
             await run_ladder(slot, self._plan, supervisor=self._name, final=True)
         finally:
             if slot.done is not None and not slot.done.is_set() and slot.scope is not None:
-                slot.scope.cancel(reason=f"stop of {name} cut short")
+                slot.scope.cancel(reason=f"stop of {slot.spec.name} cut short")
             slot.mailbox._close()
             slot.state = "stopped"
             settle_exit(self, slot)
@@ -464,3 +478,15 @@ class Supervisor:
             return
         self._state = "failed" if failed or self._failure is not None else "stopped"
         log_event(logging.INFO, "supervisor_stopped", supervisor=self._name, state=self._state)
+
+
+def _called_within(task: trio.lowlevel.Task | None) -> bool:
+    """Whether the calling task is ``task`` or runs under it (in a nursery of its, at any
+    depth): a child's own task, or one of its workers, or a nested supervisor's child."""
+    current: trio.lowlevel.Task | None = trio.lowlevel.current_task()
+    while current is not None:
+        if current is task:
+            return True
+        nursery = current.parent_nursery
+        current = None if nursery is None else nursery.parent_task
+    return False

@@ -6,7 +6,12 @@ import pytest
 import trio
 import trio.testing
 
-from tidings.errors import ChildStartError, SupervisorError, ValidationError
+from tidings.errors import (
+    ChildStartError,
+    MailboxClosedError,
+    SupervisorError,
+    ValidationError,
+)
 from tidings.supervisor import ChildSpec, Intensity, open_supervisor
 
 SESSIONS = 2000
@@ -112,3 +117,46 @@ async def test_no_new_children_once_the_supervisor_is_stopping(journal, autojump
         pass
     with pytest.raises(SupervisorError, match="takes no new children"):
         sup.start_child_soon(ChildSpec("late", journal.worker()))
+
+
+@pytest.mark.parametrize("shutdown_timeout", [None, 5.0])
+@pytest.mark.parametrize("from_a_task_of_its_own", [False, True])
+async def test_a_child_that_stops_itself_ends_gracefully_not_by_waiting_for_itself(
+        journal, autojump_clock, caplog, shutdown_timeout, from_a_task_of_its_own):
+    """stop_child(its own name) from the child (or a task it runs): the ladder waited for the
+    very task that called it, so the child was killed at its shutdown_timeout (a warning, its
+    cleanup cut) or, with None, the call never returned."""
+
+    async def retiring(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        try:
+            async with trio.open_nursery() as nursery:
+                async for message in ctx.mailbox:
+                    journal.add("msg", ctx, message)
+                    if message != "retire":
+                        continue
+                    if from_a_task_of_its_own:
+                        nursery.start_soon(ctx.supervisor.stop_child, ctx.name)
+                    else:
+                        await ctx.supervisor.stop_child(ctx.name)
+                journal.add("stop", ctx)
+        except trio.Cancelled:
+            journal.add("cancelled", ctx)
+            raise
+
+    exits: list[str] = []
+    async with open_supervisor([ChildSpec("a", retiring, shutdown_timeout=shutdown_timeout,
+                                          on_exit=lambda: exits.append("a"))]) as sup:
+        mailbox = sup.mailbox("a")
+        mailbox.send_nowait("retire")
+        mailbox.send_nowait("buffered before")  # still handed over: a graceful stop
+        await journal.wait_for("stop", "a", 1)
+        await trio.testing.wait_all_tasks_blocked()
+        assert trio.current_time() == 0.0
+        assert sup.statistics().children == ()
+        assert exits == ["a"]
+        with pytest.raises(MailboxClosedError):
+            mailbox.send_nowait("after")
+    assert [event[3] for event in journal.of("msg")] == ["retire", "buffered before"]
+    assert journal.of("cancelled") == []
+    assert "child_killed" not in caplog.text
