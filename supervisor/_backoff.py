@@ -53,6 +53,9 @@ class Backoff:
         jitter = self.jitter
         if isinstance(jitter, bool) or not isinstance(jitter, int | float) or not 0 <= jitter <= 1:
             raise ValidationError("jitter", f"must be a fraction in [0, 1], got {jitter!r}")
+        seed = self.seed  # else random.Random refused it at the first restart, in the kernel
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValidationError("seed", f"must be an int or None, got {seed!r:.80}")
 
     def delay(self, attempt: int, rng: random.Random) -> float:
         """The delay in seconds before restart number ``attempt`` (0-based) of a sequence."""

@@ -45,6 +45,8 @@ def test_child_spec_defaults():
     (lambda: Backoff(min=2.0, max=1.0), "min"),
     (lambda: Backoff(jitter=2.0), "jitter"),
     (lambda: Backoff(reset_after=-1), "reset_after"),
+    (lambda: Backoff(seed=[7]), "seed"),  # refused by random.Random at the first restart
+    (lambda: Backoff(seed=object()), "seed"),
 ])
 def test_intensity_and_backoff_reject_bad_fields(make, field):
     with pytest.raises(ValidationError) as caught:
