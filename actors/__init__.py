@@ -43,6 +43,7 @@ from tidings.actors._turns import CANCEL_REASONS as CANCEL_REASONS
 from tidings.actors._turns import TurnContext as TurnContext
 from tidings.store import DeliveryStatus as DeliveryStatus
 from tidings.store import HistoryMessage as HistoryMessage
+from tidings.store import PruneReport as PruneReport
 from tidings.store import RuntimeEvent as RuntimeEvent
 from tidings.store import SessionRecord as SessionRecord
 
@@ -74,6 +75,7 @@ __all__ = [
     "OutputSDK",
     "Prompt",
     "PromptAnswer",
+    "PruneReport",
     "ReconcileAnswer",
     "RecoveryReport",
     "RecoveryScanner",

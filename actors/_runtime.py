@@ -30,6 +30,7 @@ from tidings.actors._lanes import Dispatcher, DispatchStatistics
 from tidings.actors._pipeline import DeliveryPipeline, new_id
 from tidings.actors._policy import check_flag
 from tidings.actors._recovery import RecoveryReport, RecoveryScanner
+from tidings.actors._retention import RetentionSupport
 from tidings.actors._router import SessionInteractionRouter
 from tidings.actors._runtime_checks import check_arguments, check_core_id_length, resolve_roots
 from tidings.actors._runtime_lock import lock_database, release_database, unlock_database
@@ -85,7 +86,7 @@ class RuntimeStatistics:
     bound_routes: int
 
 
-class Runtime(StatusViews, ChannelSupport, AckingSupport):
+class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
     """A running tidings runtime. Get one from :func:`open_runtime`."""
 
     def __init__(self, store: Store, *, core_id: str, workspace: pathlib.Path,

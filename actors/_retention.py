@@ -1,0 +1,70 @@
+"""Retention as a runtime method: ``await rt.prune(older_than=...)``.
+
+A mixin of :class:`~tidings.actors.Runtime`. The prune itself is the store's
+(:mod:`tidings.store._prune`): one bounded chunk per commit through the writer, repeated until
+nothing older than the cutoff is left, so live sends are group-committed between chunks and
+wait for one chunk at most. Only final rows (``sent``, ``failed``) go, and nothing in memory
+refers to one once it is final: a lane holds ``queued`` and ``sending`` rows only, a handle
+its own outcome (which it keeps), and an idempotency key in flight is a write not yet
+committed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tidings.actors._status import finite
+from tidings.errors import ValidationError
+from tidings.store import PruneReport, prune_call
+from tidings.store._status import shown
+
+if TYPE_CHECKING:
+    from tidings.store import Store
+
+__all__ = ["RetentionSupport", "check_older_than"]
+
+
+def check_older_than(field: str, value: object) -> float:
+    """*value* as a finite number of seconds >= 0, or :class:`ValidationError` naming *field*:
+    a bool, a string, NaN, a negative number, ``inf`` or an integer past a float's range (a
+    retention of for ever is no prune at all: a mistake, not a request)."""
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not finite(value)
+            or not value >= 0):
+        raise ValidationError(field, f"must be a finite number of seconds >= 0, "
+                                     f"got {shown(value)}")
+    return float(value)
+
+
+class RetentionSupport:
+    """``prune``: delete what is older than a retention period (see the module docstring)."""
+
+    store: Store
+
+    if TYPE_CHECKING:
+        def check_open(self) -> None: ...  # Runtime's: RuntimeClosedError once stopping
+
+    async def prune(self, *, older_than: float) -> PruneReport:
+        """Delete what is older than *older_than* seconds (by ``store.clock``) and return how
+        many rows went, per kind.
+
+        Deleted: deliveries whose status is final (``sent``, ``failed``) and last updated
+        before the cutoff, with their work items and events (``rt.delivery_status`` of one
+        raises :class:`~tidings.errors.DeliveryNotFoundError`, and its idempotency key is
+        free again); runtime events older than the cutoff but those of deliveries still kept
+        (a feed whose cursor is below what is left raises
+        :class:`~tidings.errors.EventsPrunedError`); client message ids received before it
+        (the dedupe window). Never history, sessions, turns, artifacts, conversation
+        bindings, held messages, or a ``queued``, ``sending``, ``unknown`` or ``unrouted``
+        delivery. A chunk (1,000 deliveries) per commit, each all-or-nothing: a cancel or a
+        crash keeps the chunks committed before it. Raises :class:`ValidationError` naming
+        ``older_than`` unless it is a finite number of seconds >= 0, and
+        :class:`~tidings.errors.RuntimeClosedError` once the runtime is stopping.
+        """
+        cutoff = self.store.clock() - check_older_than("older_than", older_than)
+        self.check_open()
+        total = PruneReport()
+        while True:
+            [step] = await self.store.commit([prune_call(cutoff)])
+            total += step.report
+            if not step.more:
+                return total

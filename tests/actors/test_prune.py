@@ -1,0 +1,218 @@
+"""``rt.prune(older_than=...)``: retention on a live runtime."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+
+import tidings
+from tidings.actors import PruneReport, Runtime
+from tidings.errors import (
+    DeliveryNotFoundError,
+    EventsPrunedError,
+    RuntimeClosedError,
+    ValidationError,
+)
+from tidings.testing import MemoryRoute
+
+from ..database_template import fresh_database
+
+
+@pytest.fixture
+def clock() -> list[float]:
+    """The runtime's wall clock (``store.clock``), moved by hand."""
+    return [1_000.0]
+
+
+@pytest.fixture
+async def rt(db_path, workspace, clock) -> AsyncIterator[Runtime]:
+    async with tidings.open_runtime(fresh_database(db_path), workspace=workspace,
+                                    clock=lambda: clock[0]) as runtime:
+        yield runtime
+
+
+@pytest.mark.parametrize("value", [-1, -0.5, math.nan, math.inf, True, False, "30d", None,
+                                   10**400, -10**400, 10**5000, [1]],
+                         ids=["-1", "-0.5", "nan", "inf", "True", "False", "str", "None",
+                              "10**400", "-10**400", "10**5000", "list"])
+async def test_a_bad_retention_is_refused_naming_older_than(rt, value) -> None:
+    session_id = await rt.create_session()
+    async with rt.open_turn(session_id) as ctx:
+        await ctx.output.send_text("kept")
+    with pytest.raises(ValidationError) as caught:
+        await rt.prune(older_than=value)
+    assert caught.value.field == "older_than"
+    assert "finite number of seconds >= 0" in str(caught.value)
+    assert len(str(caught.value)) < 200
+    assert len(await rt.deliveries(session_id)) == 1
+
+
+async def test_a_prune_deletes_old_final_deliveries_and_frees_their_keys(rt, clock) -> None:
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        old = await ctx.output.send_text("old", idempotency_key="k")
+        assert await old.wait() == "delivered"
+        assert (await ctx.output.send_text("again", idempotency_key="k")).delivery_id \
+            == old.delivery_id  # remembered while the row is kept
+    clock[0] += 100
+    history = await rt.history(session_id)
+    async with rt.open_turn(session_id) as ctx:
+        young = await ctx.output.send_text("young")
+        assert await young.wait() == "delivered"
+
+    assert await rt.prune(older_than=200) == PruneReport()  # nothing that old yet
+    report = await rt.prune(older_than=50)
+
+    assert (report.deliveries, report.work_items) == (1, 1)
+    assert report.events >= 3  # queued, sending, sent at least
+    with pytest.raises(DeliveryNotFoundError) as caught:
+        await rt.delivery_status(old.delivery_id)
+    assert isinstance(caught.value, LookupError)
+    assert (await rt.delivery_status(young.delivery_id)).status == "sent"
+    assert (await rt.history(session_id))[:len(history)] == history
+    assert len(await rt.history(session_id)) == len(history) + 1
+    # the key of a pruned delivery is free again: the same key is a new delivery
+    async with rt.open_turn(session_id) as ctx:
+        anew = await ctx.output.send_text("anew", idempotency_key="k")
+        assert anew.delivery_id != old.delivery_id
+        assert await anew.wait() == "delivered"
+    assert [d.text for d in await rt.deliveries(session_id)] == ["young", "anew"]
+
+
+async def test_catch_up_from_an_older_cursor_still_works(rt, clock) -> None:
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, MemoryRoute())
+    async with rt.open_turn(session_id) as ctx:
+        for text in ("a", "b"):
+            assert await (await ctx.output.send_text(text)).wait() == "delivered"
+        clock[0] += 100
+        for text in ("c", "d"):
+            assert await (await ctx.output.send_text(text)).wait() == "delivered"
+    assert (await rt.prune(older_than=50)).deliveries == 2
+    rows = await rt.stored_deliveries(session_id, after_seq=0)
+    assert [(row.outbound.seq, row.outbound.text, row.status) for row in rows] == [
+        (3, "c", "sent"), (4, "d", "sent")]
+    assert await rt.last_seq(session_id) == 4
+    assert await rt.last_handed_seq(session_id) == 4
+
+
+async def test_a_feed_reader_behind_a_prune_is_told_and_can_go_on_from_the_horizon(
+        rt, clock, autojump_clock) -> None:
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, MemoryRoute())
+    async with rt.open_turn(session_id) as ctx:
+        assert await (await ctx.output.send_text("old")).wait() == "delivered"
+    behind = rt.events(after_seq=0)
+    read = [event.seq async for event in _until_empty(behind)]
+    async with rt.open_turn(session_id) as ctx:  # old too, and never read by *behind*
+        assert await (await ctx.output.send_text("old, unread")).wait() == "delivered"
+    clock[0] += 100
+    async with rt.open_turn(session_id) as ctx:
+        assert await (await ctx.output.send_text("new")).wait() == "delivered"
+    everything = [event.seq async for event in _until_empty(rt.events(after_seq=0))]
+    assert (await rt.prune(older_than=50)).events > 0
+    with pytest.raises(EventsPrunedError) as caught:
+        await behind.__anext__()
+    assert caught.value.field == "after_seq"
+    assert caught.value.after_seq == read[-1]
+    horizon = caught.value.first_kept
+    assert horizon - 1 > read[-1]
+    with pytest.raises(EventsPrunedError):  # so is a new feed from a cursor so old
+        await rt.events(after_seq=read[-1]).__anext__()
+    after = [event async for event in _until_empty(rt.events(after_seq=horizon - 1))]
+    assert [event.seq for event in after] == [seq for seq in everything if seq >= horizon]
+    assert after[-1].type == "delivery.sent"
+
+
+async def _until_empty(feed) -> AsyncIterator:
+    """The events the feed has now (it would wait for the next commit after them)."""
+    while True:
+        with trio.move_on_after(1) as waited:
+            event = await feed.__anext__()
+        if waited.cancelled_caught:
+            return
+        yield event
+
+
+async def test_a_prune_while_sends_flow_never_touches_what_is_in_flight(
+        rt, clock, autojump_clock) -> None:
+    """Sends of five sessions go to routes that take a while, while prunes with no retention
+    at all run again and again: every send is delivered (the rows a lane holds are never
+    final, so never pruned), and what is left at the end is exactly the final rows none of
+    the prunes reached, which the last one takes."""
+    sessions = [await rt.create_session(channel="web") for _ in range(5)]
+    routes = [MemoryRoute(latency=0.001) for _ in sessions]
+    for session_id, route in zip(sessions, routes, strict=True):
+        rt.router.bind(session_id, route)
+    handles = []
+    pruned = PruneReport()
+    checks: list[int] = []
+
+    async def send(session_id: str) -> None:
+        async with rt.open_turn(session_id) as ctx:
+            for n in range(40):
+                handles.append(await ctx.output.send_text(f"{n}", idempotency_key=f"k{n}"))
+                clock[0] += 0.01
+                await trio.lowlevel.checkpoint()
+
+    async def prune_while_sending(done: trio.Event) -> None:
+        nonlocal pruned
+        while not done.is_set():
+            clock[0] += 0.01  # what was updated before now is older than no retention
+            pruned += await rt.prune(older_than=0)
+            held = _held_by_lanes(rt)  # (no checkpoint since the prune's commit)
+            stored = {d.delivery_id for d in await rt.deliveries()}
+            assert held <= stored, "a lane holds a row a prune deleted"
+            checks.append(len(held))
+            await trio.sleep(0.002)
+
+    with trio.fail_after(60):
+        done = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(prune_while_sending, done)
+            async with trio.open_nursery() as senders:
+                for session_id in sessions:
+                    senders.start_soon(send, session_id)
+            assert [await handle.wait() for handle in handles] == ["delivered"] * 200
+            done.set()
+    assert pruned.deliveries > 0  # some went while others were in flight
+    assert any(checks)
+    for route in routes:
+        assert [out.text for out in route.delivered] == [f"{n}" for n in range(40)]
+    clock[0] += 1
+    last = await rt.prune(older_than=0)
+    assert pruned.deliveries + last.deliveries == 200
+    assert pruned.work_items + last.work_items == 200
+    assert await rt.deliveries() == []
+    assert _held_by_lanes(rt) == set()
+    stats = rt.statistics().dispatch
+    assert (stats.delivered, stats.failed, stats.queued_bytes) == (200, 0, 0)
+    # the lanes go on from where they were: the next sends are delivered, in order
+    async with rt.open_turn(sessions[0]) as ctx:
+        again = await ctx.output.send_text("after", idempotency_key="k0")
+        assert await again.wait() == "delivered"
+    assert routes[0].delivered[-1].text == "after"
+    assert (await rt.delivery_status(again.delivery_id)).seq == 41
+
+
+def _held_by_lanes(rt: Runtime) -> set[str]:
+    """The ids of every row a lane holds in memory: to deliver, being delivered, delivered
+    with ``sent`` not yet written, or waiting for an ack."""
+    ids: set[str] = set()
+    for lane in rt.dispatcher.lanes.values():
+        items = [*lane.backlog, *lane.unflushed, *lane.unacked.values()]
+        items += [item for item in (lane.current, lane.held) if item is not None]
+        ids.update(item.delivery_id for item in items)
+    return ids
+
+
+async def test_a_stopped_runtime_refuses_to_prune(db_path, workspace) -> None:
+    async with tidings.open_runtime(fresh_database(db_path), workspace=workspace) as rt:
+        pass
+    with pytest.raises(RuntimeClosedError):
+        await rt.prune(older_than=0)
