@@ -13,7 +13,7 @@ from tidings.supervisor._faults import FaultPlan
 from tidings.supervisor._intensity import Intensity
 from tidings.supervisor._log import log_event
 from tidings.supervisor._spec import ChildContext, ChildFunction, ChildSpec, Strategy
-from tidings.supervisor._supervisor import Supervisor
+from tidings.supervisor._supervisor import Supervisor, check_options
 
 __all__ = ["open_supervisor", "supervisor_child"]
 
@@ -108,8 +108,16 @@ def supervisor_child(children: Iterable[ChildSpec], *, strategy: Strategy = "one
     (give its spec ``shutdown_timeout=None`` so they get their own ladders), and its restart
     intensity escalation is a crash of this child in the parent. ``name`` defaults to the
     child's name, ``fault_plan`` to the parent's. Messages sent to it are dropped (logged).
+
+    Raises:
+      ValidationError: bad arguments, as :func:`open_supervisor` refuses them, now rather
+        than at each start of the child.
     """
     specs = tuple(children)
+    check_options(specs, strategy=strategy,
+                  intensity=Intensity() if intensity is None else intensity,
+                  name="nested" if name is None else name,  # None: the child's, a name
+                  fault_plan=fault_plan)
 
     async def run_nested_supervisor(ctx: ChildContext, *,
                                     task_status: trio.TaskStatus[Supervisor]

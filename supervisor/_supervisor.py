@@ -35,7 +35,7 @@ from tidings.supervisor._records import (
 from tidings.supervisor._spec import STRATEGIES, ChildSpec, Strategy, check_unique_names
 from tidings.supervisor._strategies import LIVE, serve_group_restarts
 
-__all__ = ["Supervisor"]
+__all__ = ["Supervisor", "check_options"]
 
 _Decision = Literal["restart", "escalate", "retire", "stop"]
 
@@ -54,16 +54,8 @@ class Supervisor:
                  intensity: Intensity, name: str, fault_plan: FaultPlan | None,
                  restart_log_size: int) -> None:
         specs = tuple(children)
-        check_unique_names(specs)
-        if strategy not in STRATEGIES:
-            raise ValidationError("strategy", f"must be one of {', '.join(STRATEGIES)}, "
-                                              f"got {strategy!r}")
-        if not isinstance(intensity, Intensity):
-            raise ValidationError("intensity", f"must be an Intensity, got {intensity!r}")
-        if not isinstance(name, str) or not name:
-            raise ValidationError("name", f"must be a non-empty string, got {name!r}")
-        if fault_plan is not None and not isinstance(fault_plan, FaultPlan):
-            raise ValidationError("fault_plan", f"must be a FaultPlan or None, got {fault_plan!r}")
+        check_options(specs, strategy=strategy, intensity=intensity, name=name,
+                      fault_plan=fault_plan)
         if (not isinstance(restart_log_size, int) or isinstance(restart_log_size, bool)
                 or not 1 <= restart_log_size <= sys.maxsize):  # past it no deque is made
             raise ValidationError("restart_log_size",
@@ -478,6 +470,22 @@ class Supervisor:
             return
         self._state = "failed" if failed or self._failure is not None else "stopped"
         log_event(logging.INFO, "supervisor_stopped", supervisor=self._name, state=self._state)
+
+
+def check_options(specs: tuple[ChildSpec, ...], *, strategy: object, intensity: object,
+                  name: object, fault_plan: object) -> None:
+    """Refuse a supervisor's arguments by name (:class:`ValidationError`): run by the
+    supervisor, and by :func:`supervisor_child` when called, not at each start of its child."""
+    check_unique_names(specs)
+    if strategy not in STRATEGIES:
+        raise ValidationError("strategy", f"must be one of {', '.join(STRATEGIES)}, "
+                                          f"got {strategy!r}")
+    if not isinstance(intensity, Intensity):
+        raise ValidationError("intensity", f"must be an Intensity, got {intensity!r}")
+    if not isinstance(name, str) or not name:
+        raise ValidationError("name", f"must be a non-empty string, got {name!r}")
+    if fault_plan is not None and not isinstance(fault_plan, FaultPlan):
+        raise ValidationError("fault_plan", f"must be a FaultPlan or None, got {fault_plan!r}")
 
 
 def _called_within(task: trio.lowlevel.Task | None) -> bool:

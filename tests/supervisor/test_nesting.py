@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
+from tidings.errors import ValidationError
 from tidings.supervisor import (
     ChildSpec,
     FaultPlan,
@@ -15,6 +17,10 @@ from tidings.supervisor import (
     open_supervisor,
     supervisor_child,
 )
+
+
+async def _idle(ctx, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    task_status.started()
 
 
 def _inner(journal, seen: list[Supervisor] | None = None, **options) -> ChildSpec:
@@ -94,3 +100,21 @@ async def test_messages_to_a_supervisor_child_are_dropped(journal, autojump_cloc
         await trio.testing.wait_all_tasks_blocked()
     assert "event=message_dropped supervisor=inner" in caplog.text
 
+
+
+@pytest.mark.parametrize(("children", "options", "field"), [
+    (["not a spec"], {}, "children"),
+    ([ChildSpec("x", _idle), ChildSpec("x", _idle)], {}, "children"),
+    ([], {"strategy": "one_for_none"}, "strategy"),
+    ([], {"intensity": (3, 5)}, "intensity"),
+    ([], {"name": ""}, "name"),
+    ([], {"fault_plan": "chaos"}, "fault_plan"),
+])
+def test_supervisor_child_refuses_bad_arguments_when_called_not_at_each_start(
+        children, options, field):
+    # Refused only when the nested supervisor started, they were a ChildStartError of the
+    # parent, or for a permanent child started with start_child_soon, a crash at every
+    # restart until the parent gave up.
+    with pytest.raises(ValidationError) as caught:
+        supervisor_child(children, **options)
+    assert caught.value.field == field
