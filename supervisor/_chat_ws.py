@@ -12,7 +12,9 @@ delivery is acked once printed. If the connection drops it reconnects with ``ses
 message the server had not answered ``accepted`` (or refused) yet: one the drop cut is not lost,
 one it had taken is answered ``duplicate``; an answer to a prompt or an approval request that
 the drop cut is given again when the server asks again (it asks every new connection what still
-waits), so the person is not asked twice. :data:`_RECONNECTS` times in a row at most,
+waits), so the person is not asked twice; and a line typed while it reconnects, with a
+question open, answers that question if the server asks it again (it is read only once the
+server has asked), else it is a message. :data:`_RECONNECTS` times in a row at most,
 the count starting afresh once a connection has stayed up :data:`_STABLE` seconds. With stdin a
 pipe each line waits for its turn (or command answer) to be delivered before the next is sent,
 and the end of input ends the chat once everything is in: a deterministic transcript. That wait
@@ -359,8 +361,23 @@ async def _resend(client: GatewayClient, state: _State) -> str | None:
     return last
 
 
+async def _asked_again(client: GatewayClient, state: _State) -> None:
+    """After a reconnect with a question open: wait until the server has asked again what
+    still waits, before a line is read. It queues those questions as the connection starts,
+    so its answer to a ``sync`` comes after them. Else a line typed while away (the answer)
+    was read before the question came again, and sent as a message, which steered (cancelled)
+    the very turn that asked."""
+    state.synced = None
+    await state.pace.take()
+    await client.sync()
+    await state.wait_for(lambda: state.synced is not None)
+
+
 async def _send(client: GatewayClient, state: _State, printer: _Printer,
-                lines: trio.MemoryReceiveChannel[_Line], options: ChatOptions) -> None:
+                lines: trio.MemoryReceiveChannel[_Line], options: ChatOptions,
+                asked: bool = False) -> None:
+    if asked:  # a question was open when the last connection dropped
+        await _asked_again(client, state)
     state.waiting = await _resend(client, state) or state.waiting
     if state.waiting is not None and not options.interactive:
         await _settle_waiting(client, state)
@@ -420,7 +437,8 @@ async def chat_over_websocket(options: ChatOptions, lines: AsyncGenerator[_Line,
 
 
 async def _talk(client: GatewayClient, state: _State, printer: _Printer,
-                lines: trio.MemoryReceiveChannel[_Line], options: ChatOptions) -> None:
+                lines: trio.MemoryReceiveChannel[_Line], options: ChatOptions,
+                asked: bool = False) -> None:
     """Receive and send on one connection until the end of input. A dropped connection is
     raised as the bare :class:`GatewayClosed` (not in the nursery's group), so that
     :func:`_connect` sees it and reconnects; an :class:`OutputFailed`, even with a drop in the
@@ -428,7 +446,7 @@ async def _talk(client: GatewayClient, state: _State, printer: _Printer,
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_receive, client, state, printer)
-            await _send(client, state, printer, lines, options)
+            await _send(client, state, printer, lines, options, asked)
             nursery.cancel_scope.cancel(reason="end of input")
     except BaseExceptionGroup as group:
         failed, rest = group.split(OutputFailed)
@@ -467,8 +485,9 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                     line_limit.welcomed(client.welcome)
                 # A question from before may have closed while we were away (answered on
                 # another device, expired, the server restarted) with no prompt_closed for us:
-                # the server sends again what still waits, so the next line answers only that.
-                state.question = None
+                # the server sends again what still waits, so the next line answers only that
+                # (once that is known: see _asked_again).
+                asked, state.question = state.question, None
                 if state.session_id is None:
                     welcome = client.welcome
                     state.session_id = welcome["session_id"]
@@ -476,7 +495,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                     say(err, f"tidings chat: {options.url}, conversation "
                               f"{options.conversation}; /help for commands; end of input "
                               "(Ctrl-D) quits.")
-                await _talk(client, state, printer, lines, options)
+                await _talk(client, state, printer, lines, options, asked is not None)
                 await client.aclose()
                 return 0
         except GatewayClosed as exc:
