@@ -33,6 +33,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("tidings.supervisor._cli_status",
                "show delivery counts and recent deliveries, or one delivery"),
     "chat": ("tidings.supervisor._cli_chat", "chat with an agent from this terminal"),
+    "prune": ("tidings.supervisor._cli_prune",
+              "delete deliveries, events and client ids older than an age"),
 }
 """Each command's module and its help in ``tidings --help`` (the help the module's ``register``
 gives it: tests/supervisor/test_cli_light_imports.py holds them to it), in the order listed."""

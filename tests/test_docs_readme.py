@@ -36,7 +36,7 @@ def _help(command: str) -> str:
 
 
 def test_every_flag_the_readme_names_exists() -> None:
-    for command in ("serve", "status", "chat"):
+    for command in ("serve", "status", "chat", "prune"):
         usage = _help(command)
         named = set(re.findall(rf"tidings {command}\b[^`\n]*(?:\n[^`\n]*){{0,2}}", README))
         flags = {flag for line in named for flag in re.findall(r"--[a-z][a-z-]*", line)}

@@ -1,0 +1,101 @@
+"""``tidings prune DB --older-than AGE [--dry-run] [--json]``: retention on a stopped database.
+
+Deletes what ``rt.prune(older_than=...)`` deletes (see README, Retention): final deliveries
+with their work items and events, events and client message ids older than AGE. A chunk per
+transaction, as the runtime does; no process epoch is registered. ``--dry-run`` counts
+exactly what would go (everything runs in one transaction that is rolled back).
+
+It takes the runtime lock (``<database>.runtime.lock``) for its run: while a runtime (``tidings
+serve``, a host's ``open_runtime``) holds the database it refuses, so prune while serve runs
+through its ``[retention]`` config instead.
+
+Exit codes: 0 done; 1 a stdout it cannot write; 2 bad usage, or no (tidings) database; 3 a
+runtime holds the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sqlite3
+import sys
+import time
+from typing import Any, TextIO
+
+from tidings.errors import StoreError
+from tidings.supervisor._age import parse_age
+from tidings.supervisor._stderr import say
+
+__all__ = ["EXIT_IN_USE", "register", "run"]
+
+EXIT_IN_USE = 3
+"""The exit code when a runtime holds the database."""
+
+
+def register(commands: Any) -> None:
+    """Add ``prune`` to the subparsers *commands*."""
+    parser = commands.add_parser(
+        "prune", help="delete deliveries, events and client ids older than an age",
+        description="Delete the sent and failed deliveries (with their work items and "
+                    "events), the events and the client message ids older than AGE from a "
+                    "database no runtime has open. History, sessions and undelivered rows "
+                    "are kept.")
+    parser.add_argument("db", metavar="DB", type=pathlib.Path, help="the database")
+    parser.add_argument("--older-than", required=True, type=_age, metavar="AGE",
+                        help="what to delete: older than AGE, like 30d, 12h, 90m, 3600s")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="count what would be deleted; delete nothing")
+    parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+    parser.set_defaults(run=run, parser=parser)
+
+
+def _age(text: str) -> float:
+    try:
+        return parse_age(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    from tidings.actors._runtime_lock import lock_database, unlock_database
+    from tidings.store import prune_file
+
+    db: pathlib.Path = args.db
+    if not db.exists():
+        say(err, f"tidings prune: no database at {db}")
+        return 2
+    if db.is_dir():
+        say(err, f"tidings prune: {db} is a directory, not a database")
+        return 2
+    cutoff = time.time() - args.older_than
+    try:
+        fd, created = lock_database(db)
+    except StoreError as exc:
+        say(err, f"tidings prune: {exc}: stop it first (or set [retention] in its serve "
+                 "config)")
+        return EXIT_IN_USE
+    try:
+        report = prune_file(db, cutoff, dry_run=args.dry_run)
+    except (StoreError, sqlite3.Error) as exc:
+        say(err, f"tidings prune: cannot prune {db}: {exc}")
+        return 2
+    finally:
+        unlock_database(fd, created)
+    try:
+        if args.json:
+            json.dump({"dry_run": args.dry_run, "cutoff": cutoff, **report.as_json()}, out)
+            out.write("\n")
+        else:
+            verb = "would delete" if args.dry_run else "deleted"
+            counts = "  ".join(f"{kind} {n}" for kind, n in report.as_json().items())
+            print(f"{verb}: {counts}", file=out)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        say(err, f"tidings prune: cannot write the counts: {exc.strerror or exc}")
+        return 1
+    return 0

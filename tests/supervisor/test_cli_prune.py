@@ -1,0 +1,111 @@
+"""``tidings prune DB --older-than AGE``: retention from the command line."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sqlite3
+import time
+
+import pytest
+
+import tidings
+from tidings.supervisor import cli
+from tidings.supervisor._cli_prune import EXIT_IN_USE
+from tidings.testing import MemoryRoute
+
+DAY = 86_400.0
+
+
+def _count(db: pathlib.Path, table: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+async def database(tmp_path: pathlib.Path) -> pathlib.Path:
+    """A stopped database: two deliveries sent 40 days ago, one sent now, one unrouted 40
+    days ago, and a client message id 40 days old."""
+    db = tmp_path / "tidings.db"
+    clock = [time.time() - 40 * DAY]
+    async with tidings.open_runtime(db, workspace=tmp_path, grace=0,
+                                    clock=lambda: clock[0]) as rt:
+        session_id = await rt.create_session(channel="web")
+        lost = await rt.create_session(channel="web")
+        rt.router.bind(session_id, MemoryRoute())
+        await rt.remember_client_message("web", "chat:1", "c1", session_id=session_id,
+                                         outcome="accepted")
+        async with rt.open_turn(session_id) as ctx:
+            for text in ("old 1", "old 2"):
+                assert await (await ctx.output.send_text(text)).wait() == "delivered"
+        async with rt.open_turn(lost) as ctx:
+            assert await (await ctx.output.send_text("nobody")).wait() == "unrouted"
+        clock[0] = time.time()
+        async with rt.open_turn(session_id) as ctx:
+            assert await (await ctx.output.send_text("new")).wait() == "delivered"
+    return db
+
+
+async def test_prune_deletes_what_is_older_and_dry_run_only_counts(database, capsys) -> None:
+    events, messages = _count(database, "events"), _count(database, "messages")
+    assert messages == 4
+    assert cli.main(["prune", str(database), "--older-than", "30d", "--dry-run"]) == 0
+    dry = capsys.readouterr().out
+    assert dry.startswith("would delete: deliveries 2  work_items 2  events ")
+    assert dry.rstrip().endswith("client_messages 1")
+    assert (_count(database, "outbox"), _count(database, "events")) == (4, events)
+
+    assert cli.main(["prune", str(database), "--older-than", "30d"]) == 0
+    assert capsys.readouterr().out == dry.replace("would delete", "deleted")
+    assert (_count(database, "outbox"), _count(database, "client_messages")) == (2, 0)
+    assert _count(database, "events") < events
+    assert _count(database, "messages") == messages  # history stays
+
+    assert cli.main(["prune", str(database), "--older-than", "12h", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) | {"cutoff": 0} == {
+        "dry_run": False, "cutoff": 0, "deliveries": 0, "work_items": 0, "events": 0,
+        "client_messages": 0}
+    # with no retention at all, the new sent row goes too; the unrouted one never does
+    assert cli.main(["prune", str(database), "--older-than", "0s"]) == 0
+    capsys.readouterr()
+    assert _count(database, "outbox") == 1
+
+
+async def test_prune_refuses_while_a_runtime_holds_the_database(database, tmp_path,
+                                                               capsys) -> None:
+    async with tidings.open_runtime(database, workspace=tmp_path):
+        code = cli.main(["prune", str(database), "--older-than", "1d"])
+        assert code == EXIT_IN_USE == 3
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert "already open in another runtime" in captured.err
+        assert "stop it first" in captured.err
+        dry = cli.main(["prune", str(database), "--older-than", "1d", "--dry-run"])
+        assert dry == EXIT_IN_USE
+    assert _count(database, "outbox") == 4
+    assert cli.main(["prune", str(database), "--older-than", "1d"]) == 0  # free again
+
+
+@pytest.mark.parametrize("age", ["30", "d", "-1d", "1.d", "1e3d", "30 days", "",
+                                 "9" * 400 + "d"])
+async def test_a_bad_age_is_bad_usage(database, capsys, age) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["prune", str(database), "--older-than", age])
+    assert exited.value.code == 2
+    assert "--older-than" in capsys.readouterr().err
+    assert _count(database, "outbox") == 4
+
+
+def test_no_database_is_said_and_nothing_is_made(tmp_path, capsys) -> None:
+    missing = tmp_path / "nothing.db"
+    assert cli.main(["prune", str(missing), "--older-than", "1d"]) == 2
+    assert "no database at" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "text.db").write_text("not a database")
+    assert cli.main(["prune", str(tmp_path / "text.db"), "--older-than", "1d"]) == 2
+    assert "cannot prune" in capsys.readouterr().err
+    assert cli.main(["prune", str(tmp_path), "--older-than", "1d"]) == 2
+    assert "is a directory" in capsys.readouterr().err
