@@ -8,7 +8,10 @@ each line waits for the previous one's turn and deliveries (a deterministic tran
 end of input it waits for running turns and their deliveries, then exits. The conversation is
 durable: running it again on the same database continues the same session.
 
-``--url`` (a running ``tidings serve``) is the websocket client's mode.
+``--url`` (a running ``tidings serve``) is the websocket client's mode. A flag of one mode
+given in the other is refused, naming it (exit 2): ``--db``, ``--agent``, ``--config``,
+``--channel`` and ``--workspace`` need ``--local``; ``--token``, ``--token-file`` and
+``--web`` are not for it.
 
 Exit codes: 0 done; 1 a stdout it cannot write (``> /dev/full``: one line on stderr; none
 for a reader that left, ``| head``), which ends the chat at once; 2 bad usage or
@@ -65,18 +68,21 @@ def register(commands: Any) -> None:
     mode.add_argument("--local", action="store_true",
                       help="run the runtime, the agent and a terminal channel in this process")
     mode.add_argument("--url", metavar="URL", help="connect to a running `tidings serve`")
-    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+    # None: not given (a flag of the local chat is refused without --local, see run)
+    parser.add_argument("--db", metavar="PATH",
                         help=f"the database, with --local (default: ./{DEFAULT_DB})")
     parser.add_argument("--agent", metavar="pkg.mod:Name",
-                        help="the agent, by import path (default: the config's, else EchoAgent)")
+                        help="the agent, by import path, with --local (default: the config's, "
+                             "else EchoAgent)")
     parser.add_argument("--config", type=pathlib.Path, metavar="FILE",
-                        help="a TOML file; its [channels.<channel>] table configures the channel")
-    parser.add_argument("--channel", default="terminal", metavar="NAME",
-                        help="the channel name (default: terminal)")
+                        help="a TOML file, with --local; its [channels.<channel>] table configures "
+                             "the channel")
+    parser.add_argument("--channel", metavar="NAME",
+                        help="the channel name, with --local (default: terminal)")
     parser.add_argument("--conversation", default="default", metavar="NAME",
                         help="the conversation to continue (default: default)")
-    parser.add_argument("--workspace", default=".", metavar="DIR",
-                        help="the agent's workspace (default: the current directory)")
+    parser.add_argument("--workspace", metavar="DIR",
+                        help="the agent's workspace, with --local (default: the current directory)")
     parser.add_argument("--chunks", action="store_true",
                         help="also print streamed text chunks as they arrive")
     parser.add_argument("--verbose", "-v", action="store_true", help="log runtime events")
@@ -109,8 +115,15 @@ def load_channel_config(name: str, path: pathlib.Path | None) -> ChannelConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``tidings chat`` for parsed *args*; returns the exit code."""
+    refused = _other_mode(args)
+    if refused is not None:
+        say(sys.stderr, f"tidings chat: {refused}")
+        return 2
     if not args.local:  # the websocket client of a running `tidings serve`
         return _chat_ws.run(args)
+    args.db = DEFAULT_DB if args.db is None else args.db
+    args.channel = "terminal" if args.channel is None else args.channel
+    args.workspace = "." if args.workspace is None else args.workspace
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
                         stream=sys.stderr, format="%(name)s %(levelname)s %(message)s")
     try:
@@ -136,6 +149,24 @@ def run(args: argparse.Namespace) -> int:
     if lost is not None:
         return _output_lost(lost)
     return 0
+
+
+def _other_mode(args: argparse.Namespace) -> str | None:
+    """Why a flag given is not one of the mode's (naming it), None when each is: ignored, it
+    would do something else than asked (``--agent`` without ``--local`` talks to the agent a
+    server runs; ``--web`` with it starts a chat)."""
+    if args.local:
+        given = [("--token", args.token), ("--token-file", args.token_file),
+                 ("--web", args.web or None)]
+        why = "not with --local"
+    else:
+        given = [("--db", args.db), ("--agent", args.agent), ("--config", args.config),
+                 ("--channel", args.channel), ("--workspace", args.workspace)]
+        why = "only with --local"
+    for flag, value in given:
+        if value is not None:
+            return f"{flag}: {why}"
+    return None
 
 
 async def _message_limit() -> int:
