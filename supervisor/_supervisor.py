@@ -462,7 +462,9 @@ class Supervisor:
         self._requests.close()
         if not self._serving_restarts:  # else the restart helper owns (and closed) it
             self._request_queue.close()
-        for slot in self._children.values():
+        if self._state in LIVE:  # cut short: it takes no new child (an on_exit below may try)
+            self._state = "stopping"
+        for slot in list(self._children.values()):
             slot.mailbox._close()
             slot.state = "stopped"
             settle_exit(self, slot)

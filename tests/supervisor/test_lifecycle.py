@@ -380,3 +380,30 @@ async def test_an_error_whose_str_fails_is_a_crash_like_any_other(journal, autoj
         sup.mailbox("a").send_nowait("left for the dead-letter hook")
         await sup.stop_child("a")
     assert exits == ["a", "a"]  # on_exit, then the dead-letter hook: both failures logged
+
+
+async def test_an_on_exit_told_as_an_outer_cancellation_ends_the_supervisor_starts_nothing(
+        journal, autojump_clock, caplog):
+    """b is stopped for a group restart that waits out a's backoff, then an outer
+    cancellation ends the supervisor: b's on_exit is told as the supervisor finishes, and a
+    replacement it starts there is refused (logged), not half-registered, and the
+    cancellation goes on."""
+    supervisors = []
+
+    def replace_b() -> None:
+        journal.events.append(("on_exit", "b"))
+        supervisors[0].start_child_soon(ChildSpec("b2", journal.worker()))
+
+    specs = [ChildSpec("a", journal.worker(), backoff=Backoff(min=10.0, max=10.0, jitter=0)),
+             ChildSpec("b", journal.worker(), on_exit=replace_b)]
+    with trio.move_on_after(5.0) as cut:
+        async with open_supervisor(specs, strategy="one_for_all") as sup:
+            supervisors.append(sup)
+            await sup.mailbox("a").send("crash")
+            await trio.sleep_forever()
+    assert cut.cancelled_caught
+    assert journal.of("on_exit") == [("on_exit", "b")]
+    assert [c.name for c in sup.statistics().children] == ["a", "b"]
+    assert {c.state for c in sup.statistics().children} == {"stopped"}
+    assert "event=on_exit_failed" in caplog.text
+    assert "takes no new children" in caplog.text
