@@ -367,13 +367,17 @@ class LaneWorker:
         if binding is None:
             lane.unrouting = written = trio.Event()  # see Dispatcher.unrouted_written
 
-            def ended(_: object) -> None:
+            def ended(results: object) -> None:
                 # When the write has ended, not when this lane stops waiting for it: a lane
                 # that crashes meanwhile leaves it in the writer, and a binder reading the
-                # ``unrouted`` rows before it commits would miss this one.
+                # ``unrouted`` rows before it commits would miss this one. Its handle is
+                # resolved here too: such a lane's restart finds the row neither ``queued``
+                # (read again) nor its current row (settled), and its waiters waited for good.
                 if lane.unrouting is written:
                     lane.unrouting = None
                 written.set()
+                if isinstance(results, list) and results and results[-1].applied:
+                    self.dispatcher.resolve(item, "unrouted")
 
             await self._commit(lane, flushed, [(item, transition(
                 item.delivery_id, "unrouted", now=now))], ended=ended)

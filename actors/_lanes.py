@@ -40,7 +40,13 @@ from typing import Any
 import attrs
 import trio
 
-from tidings.actors._handle import DeliveryItem, HandleRegistry, describe_error, outcome_of
+from tidings.actors._handle import (
+    TERMINAL,
+    DeliveryItem,
+    HandleRegistry,
+    describe_error,
+    outcome_of,
+)
 from tidings.actors._lane_actor import HANDED_BACK, RETIRE, WAKE, LaneWorker, send_back
 from tidings.actors._router import SessionInteractionRouter
 from tidings.actors._status import check_id_list, check_session_id
@@ -621,8 +627,11 @@ class Dispatcher:
         return self.lanes.get(item.session_id) if item is not None else None
 
     def resolve(self, item: DeliveryItem, status: str) -> None:
+        """Record *item*'s terminal *status* (its first one wins), and count it once: an end
+        may be reported twice (as its write commits, and by the lane that waited for it)."""
+        if item.status not in TERMINAL:
+            self.counts[status] += 1
         item.resolve(status)
         live = self.registry.get(item.delivery_id)
         if live is not None and live is not item:  # a handle built from the row meanwhile
             live.resolve(status)
-        self.counts[status] += 1
