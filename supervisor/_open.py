@@ -12,7 +12,13 @@ from tidings.errors import SupervisorError
 from tidings.supervisor._faults import FaultPlan
 from tidings.supervisor._intensity import Intensity
 from tidings.supervisor._log import log_event
-from tidings.supervisor._spec import ChildContext, ChildFunction, ChildSpec, Strategy
+from tidings.supervisor._spec import (
+    ChildContext,
+    ChildFunction,
+    ChildSpec,
+    Strategy,
+    child_specs,
+)
 from tidings.supervisor._supervisor import Supervisor, check_options
 
 __all__ = ["open_supervisor", "supervisor_child"]
@@ -113,7 +119,7 @@ def supervisor_child(children: Iterable[ChildSpec], *, strategy: Strategy = "one
       ValidationError: bad arguments, as :func:`open_supervisor` refuses them, now rather
         than at each start of the child.
     """
-    specs = tuple(children)
+    specs = child_specs(children)
     check_options(specs, strategy=strategy,
                   intensity=Intensity() if intensity is None else intensity,
                   name="nested" if name is None else name,  # None: the child's, a name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Literal, final
 
 import attrs
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from tidings.supervisor._supervisor import Supervisor
 
 __all__ = ["RESTART_TYPES", "STRATEGIES", "ChildContext", "ChildFunction", "ChildSpec",
-           "DeadLetter", "Restart", "Strategy", "check_unique_names"]
+           "DeadLetter", "Restart", "Strategy", "check_unique_names", "child_specs"]
 
 Restart = Literal["permanent", "transient", "temporary"]
 """``permanent``: restarted whenever it ends; ``transient``: only when it ends with an exception;
@@ -120,6 +120,17 @@ class ChildContext:
     incarnation: int
     mailbox: MailboxReceiver
     supervisor: Supervisor = attrs.field(repr=False)
+
+
+def child_specs(children: Iterable[ChildSpec]) -> tuple[ChildSpec, ...]:
+    """``children`` as a tuple, refused by name when it is no iterable: ``None``, or one
+    :class:`ChildSpec` given where a list of them is (``tuple()`` raised a bare TypeError)."""
+    try:
+        iterator = iter(children)
+    except TypeError:
+        raise ValidationError("children", f"must be an iterable of ChildSpec objects, "
+                                          f"got {children!r:.80}") from None
+    return tuple(iterator)
 
 
 def check_unique_names(specs: tuple[ChildSpec, ...]) -> None:

@@ -32,7 +32,13 @@ from tidings.supervisor._records import (
     SupervisorState,
     SupervisorStatistics,
 )
-from tidings.supervisor._spec import STRATEGIES, ChildSpec, Strategy, check_unique_names
+from tidings.supervisor._spec import (
+    STRATEGIES,
+    ChildSpec,
+    Strategy,
+    check_unique_names,
+    child_specs,
+)
 from tidings.supervisor._strategies import LIVE, serve_group_restarts
 
 __all__ = ["Supervisor", "check_options"]
@@ -53,7 +59,7 @@ class Supervisor:
     def __init__(self, children: Iterable[ChildSpec], *, strategy: Strategy,
                  intensity: Intensity, name: str, fault_plan: FaultPlan | None,
                  restart_log_size: int) -> None:
-        specs = tuple(children)
+        specs = child_specs(children)
         check_options(specs, strategy=strategy, intensity=intensity, name=name,
                       fault_plan=fault_plan)
         if (not isinstance(restart_log_size, int) or isinstance(restart_log_size, bool)

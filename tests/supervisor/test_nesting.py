@@ -104,6 +104,8 @@ async def test_messages_to_a_supervisor_child_are_dropped(journal, autojump_cloc
 
 @pytest.mark.parametrize(("children", "options", "field"), [
     (["not a spec"], {}, "children"),
+    (None, {}, "children"),
+    (ChildSpec("x", _idle), {}, "children"),
     ([ChildSpec("x", _idle), ChildSpec("x", _idle)], {}, "children"),
     ([], {"strategy": "one_for_none"}, "strategy"),
     ([], {"intensity": (3, 5)}, "intensity"),

@@ -61,6 +61,8 @@ def test_intensity_and_backoff_reject_bad_fields(make, field):
     ({"restart_log_size": 0}, "restart_log_size"),
     ({"restart_log_size": 10**400}, "restart_log_size"),  # no deque holds it: OverflowError
     ({"children": ["not a spec"]}, "children"),
+    ({"children": None}, "children"),  # a bare TypeError: 'NoneType' object is not iterable
+    ({"children": ChildSpec("a", _noop)}, "children"),  # one spec, not a list of them
 ])
 async def test_open_supervisor_rejects_bad_arguments(kwargs, field):
     with pytest.raises(ValidationError) as caught:
