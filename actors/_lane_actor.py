@@ -6,6 +6,13 @@ already claimed (its session was idle) skips the claim. With no route bound it i
 An incarnation restarted after a crash first settles what the crashed one left: delivered rows
 become ``sent``; the row it was handling becomes ``unknown`` if it was claimed (the platform may
 have it) or ``failed`` if not — that message is not retried.
+
+A write of the lane's own that the store refuses (:class:`StoreError`: a full disk, an I/O
+error, a writer that died mid-batch) is no crash: the lane waits (0.1 s doubling to 30 s, no
+restart counted against the supervisor's intensity) and settles as a restarted incarnation
+would, except that the row whose claim did not commit goes back to ``queued``, not ``failed``:
+the message was not at fault. Before, a full disk made every lane crash and restart in a
+tight loop until the supervisors gave up and the runtime stopped.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +29,11 @@ import trio
 from tidings.actors._handle import TERMINAL, DeliveryItem, describe_error, outcome_of
 from tidings.actors._outbound import adapt_blocks, build_outbound, item_from_row
 from tidings.actors._router import Binding
+from tidings.errors import ConflictError, StoreClosedError, StoreError
 from tidings.store import TERMINAL_STATUSES, InsertRows, Transition, queries, transition
-from tidings.supervisor import ChildContext, MailboxReceiver, Seam
+from tidings.supervisor import Backoff, ChildContext, MailboxReceiver, Seam
+from tidings.supervisor._backoff import BackoffTimer
+from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher, Lane
@@ -30,6 +41,11 @@ if TYPE_CHECKING:
 __all__ = ["HANDED_BACK", "RETIRE", "WAKE", "LaneWorker", "send_back"]
 
 _SENDING = ("sending",)
+
+log = logging.getLogger("tidings.dispatch")
+
+STORE_BACKOFF = Backoff(min=0.1, max=30.0)
+"""How long a lane waits before it tries again after the store refused one of its writes."""
 
 WAKE = object()
 """Mailbox signal: a delivery written already claimed is held for the lane."""
@@ -65,19 +81,45 @@ class LaneWorker:
         task_status.started()
         if ctx.incarnation > 1:  # restarted after a crash
             lane.forget_memory()
-        if lane.reread:
-            _drain(ctx.mailbox)
-            lane.reread, lane.posted, lane.queued_bytes = False, 0, 0
         with trio.CancelScope() as scope:
             lane.scope = scope
             try:
-                await self._settle(lane)
-                await self._serve(lane, ctx.mailbox)
+                await self._run(lane, ctx.mailbox)
             finally:
                 lane.scope, lane.delivering, lane.idle_since = None, False, None
                 lane.waiting, lane.holding = False, None
         # Returned (idle, or stopping). No checkpoint since the last look at the mailbox.
         self.dispatcher.lane_exited(lane)
+
+    async def _run(self, lane: Lane, mailbox: MailboxReceiver) -> None:
+        """Settle, then serve; after a write the store refused, wait and do both again."""
+        timer: BackoffTimer | None = None
+        while True:
+            if lane.reread:
+                _drain(mailbox)
+                lane.reread, lane.posted, lane.queued_bytes = False, 0, 0
+            started = trio.current_time()
+            try:
+                await self._settle(lane)
+                await self._serve(lane, mailbox)
+                return
+            except StoreError as exc:
+                # A conflict is a bug, a closed store a stop: those end the incarnation.
+                if isinstance(exc, ConflictError | StoreClosedError) \
+                        or self.dispatcher.stopping:
+                    raise
+                error = exc
+            timer = timer or BackoffTimer(STORE_BACKOFF)
+            delay = timer.next_delay(trio.current_time() - started)
+            log.warning("event=lane_store_error session=%s retry_in=%.2f error=%s",
+                        field(lane.session_id), delay, field(describe_error(error, 300)))
+            if lane.current is not None and not lane.claimed:
+                lane.unclaimed = True  # its claim did not commit (or may not have)
+            lane.delivering, lane.waiting = False, False
+            lane.forget_memory()  # as after a crash: what is in memory is read again
+            with trio.CancelScope() as lane.holding:  # stop() ends the wait, not the lane
+                await trio.sleep(delay)
+            lane.holding = None
 
     async def _serve(self, lane: Lane, mailbox: MailboxReceiver) -> None:
         dispatcher = self.dispatcher
@@ -524,6 +566,10 @@ class LaneWorker:
                 moves.append((current, transition(
                     current.delivery_id, "unknown", now=now,
                     error="the session route crashed while delivering")))
+            elif lane.unclaimed:  # the store refused its claim: back in line, not failed
+                moves += [(current, move) for move in send_back(
+                    current.delivery_id, now=now, only_from=_SENDING,
+                    error="the store refused a write of its lane before its platform I/O")]
             else:
                 moves.append((current, transition(
                     current.delivery_id, "failed", now=now,
@@ -531,7 +577,7 @@ class LaneWorker:
         flushed = self._take_unflushed(lane)
         if flushed or moves:
             await self._commit(lane, flushed, moves)  # on failure, flushed is put back
-        lane.current = None
+        lane.current, lane.unclaimed = None, False
 
 
 def _degradation(item: DeliveryItem, binding: Binding) -> dict[str, Any] | None:

@@ -73,8 +73,8 @@ class Lane:
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering",
                  "flushing", "held", "holding", "idle_since", "kicks", "max_seen", "name",
                  "overflow", "parked", "posted", "queued_bytes", "reflush", "reread", "reserved",
-                 "rewind", "scope", "session_id", "taking", "unacked", "unacked_bytes", "unflushed",
-                 "unrouting", "waiting", "window")
+                 "rewind", "scope", "session_id", "taking", "unacked", "unacked_bytes", "unclaimed",
+                 "unflushed", "unrouting", "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -88,6 +88,7 @@ class Lane:
         self.current: DeliveryItem | None = None
         self.taking = False                   # a delivery taken, waiting to be claimed
         self.claimed = False
+        self.unclaimed = False                # the store refused that claim: send it back
         self.unflushed: list[DeliveryItem] = []  # delivered; ``sent`` not yet committed
         self.reread = False                   # mailbox contents are suspect: read the store
         self.rewind = False                   # next refill starts from seq 0 (rows re-queued)
