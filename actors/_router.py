@@ -14,7 +14,7 @@ import inspect
 import itertools
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -269,13 +269,16 @@ def _capabilities(caps: object) -> frozenset[str]:
     read as its letters; so is an iterable that fails while it is read, and a name that is no
     block type (a misspelt ``"images"`` would silently degrade every image). So is a one-shot
     iterator (a generator): read at each bind, it would be empty at the route's next one, and
-    every block but text degraded from then on."""
+    every block but text degraded from then on; and a mapping, which reads as its keys: flags
+    such as ``{"file": False}`` would hand the route every file it said it cannot render."""
     if caps is None:
         return frozenset({"text"})
-    if isinstance(caps, Iterator):
+    if isinstance(caps, Iterator | Mapping):
+        what = "a mapping (its keys, whatever their values)" if isinstance(caps, Mapping) \
+            else "a one-shot iterator"
         raise ValidationError("capabilities", f"a route's capabilities must be a collection "
                                               f"of block type names (read at every bind), not "
-                                              f"a one-shot iterator: got {caps!r:.80}")
+                                              f"{what}: got {caps!r:.80}")
     try:
         types = frozenset(caps) if not isinstance(caps, str | bytes) else None
     except Exception:  # noqa: BLE001 - not iterable, or its iteration failed: refused below

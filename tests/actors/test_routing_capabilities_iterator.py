@@ -51,3 +51,16 @@ async def test_a_collection_of_capabilities_holds_for_every_bind(
             handle = await ctx.output.send_image("chart.png", history_text="a chart")
         assert await handle.wait() == "delivered"
     assert route.blocks == [["image"], ["image"]]
+
+
+async def test_capabilities_given_as_a_mapping_of_flags_are_refused_naming_them(rt) -> None:
+    """``{"image": True, "file": False}`` read as its keys: the route said it cannot render
+    files and was handed them all the same (no fallback text, no degraded event)."""
+    session_id = await rt.create_session(channel="web")
+    live = MemoryRoute()
+    rt.router.bind(session_id, live)
+    with pytest.raises(ValidationError) as caught:
+        rt.router.bind(session_id, _Route({"text": True, "image": True, "file": False}))
+    assert caught.value.field == "capabilities"
+    assert "mapping" in str(caught.value)
+    assert rt.router.binding(session_id).route is live
