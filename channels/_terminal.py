@@ -84,6 +84,9 @@ class TerminalChannel(ChannelBase):
         self._input_ended = False
         self.output_error: OSError | None = None
         self._chat_scope: trio.CancelScope | None = None
+        # Piped (one_at_a_time): the turns' ends, printed once their replies are (see
+        # _release_ends); None while ends are printed as they come.
+        self._ends: list[str] | None = None
 
     # --- output --------------------------------------------------------------------------------
 
@@ -121,7 +124,9 @@ class TerminalChannel(ChannelBase):
                           f"not printed: {self.output_error.strerror or self.output_error}")
 
     def on_task_lifecycle(self, event: TaskLifecycleEvent) -> None:
-        """Print lifecycle events in brackets (``text_chunk`` only with ``show_chunks``)."""
+        """Print lifecycle events in brackets (``text_chunk`` only with ``show_chunks``). Piped,
+        a turn's end (``completed``, ``cancelled``, ``failed``) waits for the turn's replies,
+        which come through the outbox: else the two came in either order."""
         if event.type == "text_chunk":
             if self.show_chunks:
                 self._print("  ", f"[chunk {json.dumps(event.chunk)}]")  # type: ignore[attr-defined]
@@ -135,7 +140,18 @@ class TerminalChannel(ChannelBase):
             detail = f": {event.reason}"  # type: ignore[attr-defined]
         elif event.type == "failed":
             detail = f": {event.error}"  # type: ignore[attr-defined]
+        if self._ends is not None and event.type in ("completed", "cancelled", "failed"):
+            self._ends.append(f"[{event.type}{detail}]")
+            return
         self._print("  ", f"[{event.type}{detail}]")
+
+    def _release_ends(self) -> None:
+        """Print the turns' ends held back: every turn has ended and its deliveries are in."""
+        if self._ends:
+            ends = self._ends[:]
+            self._ends.clear()
+            for end in ends:
+                self._print("  ", end)
 
     # --- questions from the agent ---------------------------------------------------------------
 
@@ -194,18 +210,21 @@ class TerminalChannel(ChannelBase):
 
         With ``one_at_a_time`` (for piped input) the next line is read only once the last
         one's turn has ended and its deliveries arrived, or when the agent asks something:
-        the transcript is then deterministic, and no message steers the one before it.
+        the transcript is then deterministic (a turn's end, ``[completed]``, is printed after
+        its replies), and no message steers the one before it.
 
         A print that fails (:attr:`output_error`) ends it at once: nobody would see the rest.
         """
         self._chat_scope = trio.CancelScope()
         if self.output_error is not None:
             self._chat_scope.cancel(reason="the output cannot be written")
+        self._ends = [] if one_at_a_time else None
         try:
             with self._chat_scope:
                 await self._chat(lines, one_at_a_time)
         finally:
             self._chat_scope = None
+            self._ends = None
 
     async def _chat(self, lines: AsyncIterable[str | LineTooLong], one_at_a_time: bool) -> None:
         async for line in lines:
@@ -232,6 +251,7 @@ class TerminalChannel(ChannelBase):
         await self.wait_idle()
         with trio.move_on_after(DELIVERY_WAIT):
             await self.wait_delivered()
+        self._release_ends()
 
     async def _settle(self) -> None:
         """Wait until the agent asks something, or until every turn ended and its
@@ -240,6 +260,7 @@ class TerminalChannel(ChannelBase):
             await self.wait_idle()
             with trio.move_on_after(DELIVERY_WAIT):
                 await self.wait_delivered()
+            self._release_ends()
             scope.cancel()
 
         async def until_asked(scope: trio.CancelScope) -> None:
