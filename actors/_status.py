@@ -21,6 +21,7 @@ from tidings.store import (
     status_report,
 )
 from tidings.store._ids import MAX_ID_CHARS, check_id
+from tidings.store._status import shown
 
 __all__ = ["MAX_IDS_PER_CALL", "MAX_ID_CHARS", "StatusViews", "check_id", "check_id_list",
            "check_seconds", "check_seq", "check_session_id", "finite", "seconds_bound"]
@@ -69,7 +70,7 @@ def check_seq(field: str, value: object) -> int:
     """*value* as a ``seq`` (or a count) SQLite can bind: an int from 0 to
     :data:`~tidings.store.MAX_INTEGER`, or :class:`ValidationError` naming *field*."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError(field, f"must be an int >= 0, got {value!r}")
+        raise ValidationError(field, f"must be an int >= 0, got {shown(value)}")
     if value > MAX_INTEGER:  # (its repr may be too long to build)
         raise ValidationError(field, f"must be at most {MAX_INTEGER}")
     return value
@@ -81,7 +82,7 @@ def check_seconds(field: str, value: object, *, positive: bool = False) -> None:
     if (isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0
             or (positive and value == 0)):
         bound = "> 0" if positive else ">= 0"
-        raise ValidationError(field, f"must be seconds {bound}, got {value!r:.80}")
+        raise ValidationError(field, f"must be seconds {bound}, got {shown(value)}")
 
 
 def finite(value: float) -> bool:
