@@ -15,6 +15,7 @@ shows them all)::
                       not served, but checked as ChannelConfigs all the same
     [logging]         level, json
     [supervisor]      max_restarts, period
+    [retention]       keep, interval (default: no retention, nothing is ever deleted)
 
 Anything invalid is a :class:`ConfigError` naming the dotted key and the reason; nothing
 starts then (``tidings serve`` exits 2).
@@ -36,16 +37,18 @@ from tidings.channels._gateway_config import GATEWAY_KEYS
 from tidings.channels._loader import split_import_path
 from tidings.errors import ConfigError
 from tidings.store import EXECUTORS, Executor
+from tidings.supervisor._age import parse_age
 from tidings.supervisor._logging import LEVELS
 
 __all__ = ["DEFAULT_DB", "ServeConfig", "load_config"]
 
 DEFAULT_DB = "tidings.db"
 
-_TABLES = ("serve", "gateway", "channels", "logging", "supervisor")
+_TABLES = ("serve", "gateway", "channels", "logging", "supervisor", "retention")
 _SERVE_KEYS = ("db", "workspace", "core_id", "agent", "grace", "writer")
 _LOGGING_KEYS = ("level", "json")
 _SUPERVISOR_KEYS = ("max_restarts", "period")
+_RETENTION_KEYS = ("keep", "interval")
 
 
 @attrs.frozen
@@ -67,6 +70,10 @@ class ServeConfig:
     log_json: bool = False
     max_restarts: int = 5
     period: float = 60.0
+    keep: float | None = None
+    """``retention.keep``: prune what is older than this many seconds (None: never)."""
+    prune_interval: float = 3600.0
+    """``retention.interval``: seconds between prunes (the first comes at start)."""
 
     def gateway_config(self, token: str) -> GatewayConfig:
         return GatewayConfig.from_mapping(self.gateway, token=token)
@@ -130,6 +137,35 @@ def _seconds(field: str, value: Any) -> float:
     return seconds
 
 
+def _age(field: str, value: Any) -> float:
+    """An age: a string like ``"30d"``, ``"12h"``, ``"90m"``, ``"3600s"``, or a number of
+    seconds (finite, >= 0)."""
+    if isinstance(value, str):
+        try:
+            return parse_age(value)
+        except ValueError as exc:
+            raise ConfigError(field, str(exc)) from None
+    try:
+        return _seconds(field, value)
+    except ConfigError:
+        raise ConfigError(field, f"must be an age like \"30d\", \"12h\", \"90m\" or a number of "
+                                 f"seconds >= 0, got {value!r:.80}") from None
+
+
+def _retention(table: Mapping[str, Any]) -> tuple[float | None, float]:
+    """``[retention]`` as (keep, interval). ``interval`` alone is refused: nothing would be
+    pruned, which is not what someone who wrote it meant."""
+    interval = _age("retention.interval", table.get("interval", "1h"))
+    if interval == 0:
+        raise ConfigError("retention.interval", "must be more than 0 seconds")
+    if "keep" not in table:
+        if "interval" in table:
+            raise ConfigError("retention.keep", "missing: retention.interval is given, but "
+                                                "without keep nothing is pruned")
+        return None, interval
+    return _age("retention.keep", table["keep"]), interval
+
+
 def read_file(path: pathlib.Path) -> dict[str, Any]:
     """The TOML file at *path*. Raises :class:`ConfigError` (field ``config``)."""
     try:
@@ -159,6 +195,7 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     gateway = _table(data, "gateway", (*GATEWAY_KEYS, "token_file"))
     logging_ = _table(data, "logging", _LOGGING_KEYS)
     supervisor = _table(data, "supervisor", _SUPERVISOR_KEYS)
+    keep, prune_interval = _retention(_table(data, "retention", _RETENTION_KEYS))
     channels = data.get("channels", {})
     if not isinstance(channels, Mapping):
         raise ConfigError("channels", "must be a table of channel tables")
@@ -224,4 +261,5 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
         grace=_seconds("serve.grace", serve.get("grace", 10.0)), writer=writer,
         token=token, token_file=token_file, gateway=gateway,
         channel=_channel_config("gateway", channel_table),
-        log_level=level, log_json=as_json, max_restarts=max_restarts, period=period)
+        log_level=level, log_json=as_json, max_restarts=max_restarts, period=period,
+        keep=keep, prune_interval=prune_interval)

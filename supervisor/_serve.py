@@ -47,6 +47,7 @@ from tidings.supervisor import (
 )
 from tidings.supervisor._config import ServeConfig
 from tidings.supervisor._log import field
+from tidings.supervisor._serve_retention import retention_spec
 from tidings.supervisor._signals import StopControl
 from tidings.supervisor._token import TokenSource, create_token, existing_token, token_path
 
@@ -131,8 +132,11 @@ async def serve(config: ServeConfig, control: StopControl, *,
         spec = ChildSpec("gateway", functools.partial(_gateway_child, gateway),
                          restart="permanent", shutdown_timeout=config.grace + 5.0,
                          start_timeout=30.0, mailbox_size=1)
+        specs = [spec]
+        if config.keep is not None:  # [retention]: off unless asked for
+            specs.append(retention_spec(rt, config.keep, config.prune_interval))
         try:
-            async with open_supervisor([spec], name="serve", fault_plan=fault_plan,
+            async with open_supervisor(specs, name="serve", fault_plan=fault_plan,
                                        intensity=Intensity(config.max_restarts,
                                                            config.period)) as sup:
                 port = gateway.port

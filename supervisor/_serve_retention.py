@@ -1,0 +1,61 @@
+"""``tidings serve``'s periodic retention (``[retention] keep``, ``interval``).
+
+A permanent child of the ``serve`` supervisor, there only when ``retention.keep`` is set: it
+prunes at start and then every ``interval`` seconds (trio's clock), through the live
+runtime's ``rt.prune`` (a chunk per commit through the writer: sends go on meanwhile). One
+``event=pruned`` line per prune that deleted something. A prune the store refuses (a full
+disk) is logged (``event=prune_failed``) and tried again at the next interval: retention is
+never a reason to restart the gateway's supervisor, let alone to stop serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import trio
+
+from tidings.errors import RuntimeClosedError, StoreError
+from tidings.supervisor import ChildContext, ChildSpec
+from tidings.supervisor._log import field
+
+__all__ = ["retention_spec"]
+
+log = logging.getLogger("tidings.serve")
+
+
+def retention_spec(rt: Any, keep: float, interval: float) -> ChildSpec:
+    """The ``retention`` child for the runtime *rt*."""
+
+    async def retention(ctx: ChildContext, *,
+                        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_prune_every, rt, keep, interval)
+            task_status.started()
+            async for message in ctx.mailbox:
+                log.warning("event=message_dropped child=retention type=%s",
+                            type(message).__name__)
+            nursery.cancel_scope.cancel(reason="retention stopping")
+
+    return ChildSpec("retention", retention, restart="permanent", shutdown_timeout=5.0,
+                     mailbox_size=1)
+
+
+async def _prune_every(rt: Any, keep: float, interval: float) -> None:
+    while True:
+        started = time.perf_counter()
+        try:
+            report = await rt.prune(older_than=keep)
+        except RuntimeClosedError:
+            return
+        except StoreError as exc:
+            log.warning("event=prune_failed keep=%g error=%s next_in=%g", keep,
+                        field(str(exc)[:300]), interval)
+        else:
+            if report.total:
+                log.info("event=pruned deliveries=%d work_items=%d events=%d "
+                         "client_messages=%d keep=%g seconds=%.3f", report.deliveries,
+                         report.work_items, report.events, report.client_messages, keep,
+                         time.perf_counter() - started)
+        await trio.sleep(interval)
