@@ -349,8 +349,8 @@ class Dispatcher:
         except (trio.WouldBlock, MailboxClosedError):
             return False
         except TidingsError as exc:  # any other failed send (a fault plan): the outbox has it
-            log.warning("event=lane_post_failed session=%s lane=%s error=%s", lane.session_id,
-                        lane.name, field(repr(exc)))
+            log.warning("event=lane_post_failed session=%s lane=%s error=%s",
+                        field(lane.session_id), field(lane.name), field(repr(exc)))
             if lane.parked is not None:  # it may be waiting for this very message: nudge it
                 lane.parked.cancel(reason="a post to this lane failed")
             return False

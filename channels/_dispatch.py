@@ -362,8 +362,8 @@ class Dispatch:
             self._not_told(session_id, len(dropped), told, f"the notice failed: {exc!r}")
         else:
             log.warning("event=turns_dropped channel=%s session=%s count=%d "
-                        "reason=worker_ended notices=%d", self._channel.config.name,
-                        session_id, len(dropped), told)
+                        "reason=worker_ended notices=%d", field(self._channel.config.name),
+                        field(session_id), len(dropped), told)
         finally:
             self._told()
 
@@ -375,7 +375,8 @@ class Dispatch:
 
     def _not_told(self, session_id: str, count: int, told: int, why: str) -> None:
         log.error("event=turns_dropped channel=%s session=%s count=%d reason=worker_ended "
-                  "notices=%d note=%s", self._channel.config.name, session_id, count, told,
+                  "notices=%d note=%s", field(self._channel.config.name), field(session_id),
+                  count, told,
                   field(f"{count - told} accepted message(s) were not answered and the "
                           f"sender was not told: {why}"))
 
