@@ -168,7 +168,9 @@ class SessionInteractionRouter:
 
         Fails closed: without an interactive route the answer is empty with
         ``reason="no_interactive_route"``; past ``prompt.expires_at`` it is ``expired`` (a
-        prompt already past it is not shown to anyone). Raises :class:`ValidationError`
+        prompt already past it is not shown to anyone). What the route's ``prompt_user``
+        raises is raised here (``ctx.prompt_user`` turns an ``Exception`` into the answer
+        ``route_failed``; a host asking itself decides). Raises :class:`ValidationError`
         naming the field, before anything is asked, for what ``ctx.prompt_user`` refuses (a
         ``text`` that is not a non-empty string of valid Unicode within ``MAX_TEXT_BYTES``),
         a ``session_id``, ``prompt_id`` or ``turn_id`` that is no id, or an ``expires_at``
@@ -196,7 +198,9 @@ class SessionInteractionRouter:
 
         Fails closed: no interactive route is a denial with ``reason="no_interactive_route"``;
         no decision by ``request.expires_at`` is ``expired`` (a request already past it is not
-        shown to anyone); anything but allow is ``denied``. Raises :class:`ValidationError`
+        shown to anyone); anything but allow is ``denied``. What the route's
+        ``request_approval`` raises is raised here (``ctx.request_approval`` denies with
+        ``route_failed``). Raises :class:`ValidationError`
         naming the field, before anything is asked, for what ``ctx.request_approval`` refuses
         (an ``action`` as a prompt's text, ``details`` that are not a JSON-ready mapping of at
         most ``MAX_JSON_BYTES``), and ids and ``expires_at`` as :meth:`prompt_user` does. The
