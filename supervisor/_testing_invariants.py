@@ -9,6 +9,7 @@ tree, live memory channels, and the supervision kernel's log (``tidings.supervis
 
 from __future__ import annotations
 
+import itertools
 import pathlib
 import sqlite3
 from collections import Counter
@@ -75,7 +76,8 @@ def database_violations(db_path: Any, *, allow_open: bool = False,
       names one (one transaction wrote them);
     * its events: exactly one ``delivery.queued``, at most one ``delivery.sent``, and the
       event of its final status;
-    * per-session ``seq`` runs 1, 2, 3, ... with no gap or repeat;
+    * per-session ``seq`` runs 1, 2, 3, ... with no gap or repeat (in a database a prune has
+      trimmed, :func:`pruned`, gaps are the deliveries it deleted: only increasing, no repeat);
     * with ``check_turns``, no turn is left ``running``.
     """
     conn = _read_only(db_path)
@@ -121,8 +123,10 @@ def _database_violations(conn: sqlite3.Connection, *, allow_open: bool,
         if status != "queued" and kinds[f"delivery.{status}"] < 1:
             found.append(Violation("events", f"delivery {delivery_id} is {status} without a "
                                              f"delivery.{status} event"))
+    trimmed = _pruned(conn)
     for session_id, numbers in seqs.items():
-        if numbers != list(range(1, len(numbers) + 1)):
+        if (numbers != list(range(1, len(numbers) + 1)) if not trimmed
+                else any(b <= a for a, b in itertools.pairwise(numbers))):
             found.append(Violation("seq", f"session {session_id} has seqs {numbers[:20]}"))
     if check_turns:
         for turn_id, session_id in conn.execute(
@@ -130,6 +134,25 @@ def _database_violations(conn: sqlite3.Connection, *, allow_open: bool,
             found.append(Violation("turn_terminal", f"turn {turn_id} of {session_id} was "
                                                     f"left running"))
     return found
+
+
+def pruned(db_path: Any) -> bool:
+    """Whether a prune (``rt.prune``, ``tidings prune``) has deleted anything from the
+    database at *db_path*: its event horizon has risen (a delivery pruned took at least its
+    ``delivery.queued`` event below it)."""
+    conn = _read_only(db_path)
+    try:
+        return _pruned(conn)
+    finally:
+        conn.close()
+
+
+def _pruned(conn: sqlite3.Connection) -> bool:
+    try:
+        row = conn.execute("SELECT lowest_kept FROM event_horizon").fetchone()
+    except sqlite3.OperationalError:  # a database of a schema before retention (v5)
+        return False
+    return row is not None and row[0] > 1
 
 
 def requeued_deliveries(db_path: Any) -> set[str]:
@@ -163,8 +186,9 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
     * per session, ``seq`` strictly increases over what the route was handed (re-queued
       deliveries aside: they keep their old ``seq``);
     * every outbound went to the route of its own session;
-    * with ``db_path``: whatever a route accepted is ``sent`` or ``unknown`` in the outbox,
-      and every visible ``sent`` row was accepted by its route.
+    * with ``db_path``: whatever a route accepted is ``sent`` or ``unknown`` in the outbox
+      (or gone, once a prune has trimmed the database: :func:`pruned`), and every visible
+      ``sent`` row was accepted by its route.
     """
     found: list[Violation] = []
     again = set(requeued)
@@ -193,9 +217,10 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
             accepted[outbound.delivery_id] = session_id
     if db_path is not None:
         statuses = _statuses(db_path)
+        trimmed = pruned(db_path)
         for delivery_id, session_id in accepted.items():
             status = statuses.get(delivery_id, ("missing", 1))[0]
-            if status not in ("sent", "unknown"):
+            if status not in ("sent", "unknown") and not (trimmed and status == "missing"):
                 found.append(Violation("outcome", f"the route of {session_id} accepted "
                                                   f"{delivery_id}, but the outbox says {status}"))
         for delivery_id, (status, visible) in statuses.items():

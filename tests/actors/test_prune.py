@@ -16,7 +16,7 @@ from tidings.errors import (
     RuntimeClosedError,
     ValidationError,
 )
-from tidings.testing import MemoryRoute
+from tidings.testing import MemoryRoute, database_violations, route_violations
 
 from ..database_template import fresh_database
 
@@ -216,3 +216,24 @@ async def test_a_stopped_runtime_refuses_to_prune(db_path, workspace) -> None:
         pass
     with pytest.raises(RuntimeClosedError):
         await rt.prune(older_than=0)
+
+
+async def test_the_testing_invariants_hold_on_a_pruned_database(rt, clock) -> None:
+    """tidings.testing's checks take a pruned database for what it is: seqs with the pruned
+    deliveries' gaps, routes that accepted rows that are gone."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        for n in range(3):
+            assert await (await ctx.output.send_text(f"old {n}")).wait() == "delivered"
+        clock[0] += 100
+        rt.router.unbind(rt.router.bind(session_id, route))
+        assert await (await ctx.output.send_text("kept")).wait() == "unrouted"
+        rt.router.bind(session_id, route)
+        clock[0] += 1
+        assert await (await ctx.output.send_text("new")).wait() == "delivered"
+    assert (await rt.prune(older_than=50)).deliveries == 3
+    assert [d.seq for d in await rt.deliveries(session_id)] == [4, 5]
+    assert database_violations(rt.store.path) == []
+    assert route_violations({session_id: route}, db_path=rt.store.path) == []
