@@ -9,8 +9,6 @@ sessions cost what 100 do per delivery.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import itertools
 import logging
 import time
@@ -32,8 +30,9 @@ from tidings.actors._records import (
 )
 from tidings.actors._status import check_session_id
 from tidings.errors import RouteMismatchError, ValidationError
+from tidings.supervisor._callables import certainly_sync
 
-__all__ = ["BindToken", "Binding", "SessionInteractionRouter", "certainly_sync"]
+__all__ = ["BindToken", "Binding", "SessionInteractionRouter"]
 
 log = logging.getLogger("tidings.router")
 
@@ -225,18 +224,6 @@ class SessionInteractionRouter:
         if expires_at is None:
             return float("inf")
         return max(0.0, expires_at - self._clock())
-
-
-def certainly_sync(fn: Any) -> bool:
-    """Whether *fn* is certainly a plain (sync) function or method, partials unwrapped.
-
-    For ``deliver`` and an agent's ``run``: awaiting what a plain one returns fails every call
-    at run time, naming nothing. Anything else (a callable object, a mock) may be async.
-    """
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    return ((inspect.isfunction(fn) or inspect.ismethod(fn))
-            and not inspect.iscoroutinefunction(fn))
 
 
 _QUESTIONS = {"prompt_user": "prompt", "request_approval": "request"}

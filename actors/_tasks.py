@@ -18,10 +18,10 @@ from typing import Any
 import attrs
 import trio
 
-from tidings.actors._router import certainly_sync
 from tidings.actors._status import check_id
 from tidings.errors import RuntimeClosedError, ValidationError
 from tidings.supervisor import ChildContext, ChildSpec, Supervisor
+from tidings.supervisor._callables import certainly_sync
 from tidings.supervisor._log import field
 
 __all__ = ["SHUTDOWN_REASON", "TaskRunner", "TaskStatistics"]

@@ -17,7 +17,6 @@ import trio
 
 from tidings.actors import Outbound, Runtime, TextBlock, _held
 from tidings.actors._pipeline import new_id
-from tidings.actors._router import certainly_sync
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._command_handler import run_command
 from tidings.channels._commands import parse_command
@@ -30,6 +29,7 @@ from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
 from tidings.errors import TidingsError, ValidationError
 from tidings.store import Op
+from tidings.supervisor._callables import certainly_sync
 from tidings.supervisor._log import field
 
 __all__ = ["HELD_OUTCOMES", "REFUSAL", "ChannelBase", "InboundOutcome"]

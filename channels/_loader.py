@@ -6,8 +6,8 @@ import importlib
 import re
 from typing import Any
 
-from tidings.actors._router import certainly_sync
 from tidings.errors import ConfigError
+from tidings.supervisor._callables import certainly_sync
 
 __all__ = ["load_agent", "split_import_path"]
 

@@ -9,6 +9,7 @@ import attrs
 
 from tidings.errors import ValidationError
 from tidings.supervisor._backoff import Backoff
+from tidings.supervisor._callables import certainly_sync
 from tidings.supervisor._seconds import past_float_as_inf
 
 if TYPE_CHECKING:
@@ -87,9 +88,9 @@ class ChildSpec:
         name = self.name
         if not isinstance(name, str) or not name:
             raise ValidationError("name", f"must be a non-empty string, got {name!r}")
-        if not callable(self.fn):
-            raise ValidationError("fn", f"child {name!r}: must be an async function, "
-                                        f"got {self.fn!r}")
+        if not callable(self.fn) or certainly_sync(self.fn):
+            raise ValidationError("fn", f"child {name!r}: must be an async function "
+                                        f"(async def), got {self.fn!r:.80}")
         if self.restart not in RESTART_TYPES:
             raise ValidationError("restart", f"child {name!r}: must be one of "
                                              f"{', '.join(RESTART_TYPES)}, got {self.restart!r}")

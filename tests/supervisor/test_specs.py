@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -15,9 +16,21 @@ async def _noop(ctx, *, task_status=None) -> None:
     return None
 
 
+def _sync(ctx, *, task_status=None) -> None:  # forgot the async: every start would fail
+    return None
+
+
+class _Child:
+    def serve(self, ctx, *, task_status=None) -> None:
+        return None
+
+
 @pytest.mark.parametrize(("kwargs", "field"), [
     ({"name": ""}, "name"),
     ({"fn": "not callable"}, "fn"),
+    ({"fn": _sync}, "fn"),
+    ({"fn": functools.partial(_sync)}, "fn"),
+    ({"fn": _Child().serve}, "fn"),
     ({"restart": "sometimes"}, "restart"),
     ({"shutdown_timeout": -1}, "shutdown_timeout"),
     ({"start_timeout": 0}, "start_timeout"),

@@ -1,0 +1,23 @@
+"""What can be told about a callable before it is called: here, whether it is certainly sync."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+__all__ = ["certainly_sync"]
+
+
+def certainly_sync(fn: Any) -> bool:
+    """Whether *fn* is certainly a plain (sync) function or method, partials unwrapped.
+
+    For what tidings awaits (a child's function, a route's ``deliver``, an agent's ``run``):
+    awaiting what a plain one returns fails every call at run time, naming nothing. Anything
+    else (a callable object, a mock) may be async. A plain function that returns an awaitable
+    (a ``lambda`` around a coroutine) counts as sync: write it ``async def``.
+    """
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return ((inspect.isfunction(fn) or inspect.ismethod(fn))
+            and not inspect.iscoroutinefunction(fn))
