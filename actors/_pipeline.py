@@ -307,10 +307,11 @@ class DeliveryPipeline:
             live = self._registry.get(found.delivery_id)
             if live is not None:  # a lane loaded it meanwhile
                 return DeliveryHandle(live)
-            status = row.status if row is not None else status
+            if row is None:  # it ended and a prune deleted it meanwhile: the key is free
+                return await self._existing(session_id, key)
+            status = row.status
         if row is None or status in TERMINAL_STATUSES:
-            # Ended (rows are never deleted): nothing delivers it again; the item only
-            # answers wait().
+            # Ended: nothing delivers it again; the item only answers wait().
             item = DeliveryItem(delivery_id=found.delivery_id, session_id=session_id,
                                 kind=found.kind, blocks=(), text=found.text,
                                 channel=found.channel, metadata={}, seq=found.seq,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import math
+import time
 from collections.abc import AsyncIterator
 
 import pytest
 import trio
+import trio.testing
 
 import tidings
 from tidings.actors import PruneReport, Runtime
@@ -16,9 +20,11 @@ from tidings.errors import (
     RuntimeClosedError,
     ValidationError,
 )
+from tidings.store import queries
 from tidings.testing import MemoryRoute, database_violations, route_violations
 
 from ..database_template import fresh_database
+from .conftest import leave_a_queued_row
 
 
 @pytest.fixture
@@ -237,3 +243,60 @@ async def test_the_testing_invariants_hold_on_a_pruned_database(rt, clock) -> No
     assert [d.seq for d in await rt.deliveries(session_id)] == [4, 5]
     assert database_violations(rt.store.path) == []
     assert route_violations({session_id: route}, db_path=rt.store.path) == []
+
+
+@pytest.mark.parametrize("when", ["reading the row", "registered"])
+async def test_a_key_whose_delivery_is_pruned_while_a_send_looks_it_up_is_free(
+        db_path, workspace, autojump_clock, when) -> None:
+    """A send finds its key on a ``queued`` row no lane holds yet (left by the last process),
+    reads the row, registers an item for it and looks the key up once more; meanwhile the row
+    is delivered, ends ``sent`` and a prune with no retention deletes it. While it reads the
+    row: the key is then free, as after any prune, and the send is a new delivery, not the
+    old one answered with the status it had when first read (a handle whose wait() said
+    'queued'). Once it has registered its item: the lane resolved that item, and the send is
+    the old delivery, delivered, as without the prune."""
+    session_id, queued_id = await leave_a_queued_row(db_path, workspace)  # key "k"
+    clock = [time.time() + 10]
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual",
+                                    clock=lambda: clock[0]) as rt:
+        route = MemoryRoute()
+        read = rt.store.read
+        armed = [True]
+        lookups = []
+
+        async def meanwhile() -> None:
+            rt.router.bind(session_id, route)
+            await rt.recover()
+            await route.wait_delivered(1)
+            while (await rt.delivery_status(queued_id)).status != "sent":
+                await trio.testing.wait_all_tasks_blocked()
+            gc.collect()  # the lane's item of it is gone with the lane's reference
+            clock[0] += 1
+            assert (await rt.prune(older_than=0)).deliveries == 1
+
+        def hooked(fn) -> bool:
+            if when == "reading the row":
+                return (isinstance(fn, functools.partial) and fn.func is queries.open_outbox_rows
+                        and fn.keywords.get("limit") == 1)
+            if fn is queries.find_idempotent:
+                lookups.append(fn)
+            return len(lookups) == 2  # the look once more, after the registration
+
+        async def read_after_the_prune(fn, *args):
+            if armed[0] and hooked(fn):
+                armed[0] = False
+                await meanwhile()
+            return await read(fn, *args)
+
+        rt.store.read = read_after_the_prune
+        with trio.fail_after(30):
+            async with rt.open_turn(session_id) as ctx:
+                handle = await ctx.output.send_text("b again", idempotency_key="k")
+                assert not armed[0]
+                assert await handle.wait() == "delivered"
+        if when == "reading the row":
+            assert handle.delivery_id != queued_id
+            assert [out.text for out in route.delivered] == ["b", "b again"]
+        else:
+            assert handle.delivery_id == queued_id
+            assert [out.text for out in route.delivered] == ["b"]
