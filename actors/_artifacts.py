@@ -19,7 +19,7 @@ import os
 import pathlib
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -157,11 +157,13 @@ def check_session_name(field: str, value: object) -> str:
 def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: pathlib.Path,
                    artifact_root: pathlib.Path | None, field: str = "source",
                    artifacts: pathlib.Path | None = None,
-                   database: pathlib.Path | None = None) -> ResolvedSource:
+                   databases: Sequence[pathlib.Path] = ()) -> ResolvedSource:
     """Check *source* against the roots and return where it really is (blocking: stats files).
     *artifact_root* is None for a session with none (see :func:`names_own_directory`).
-    *artifacts* is every session's artifacts directory and *database* the database: what is
-    theirs is the runtime's own, refused even inside the workspace.
+    *artifacts* is every session's artifacts directory and *databases* the database's paths
+    (the file, and the symbolic link it was opened by, if any: files such as the gateway
+    token are kept beside the name given): what is theirs is the runtime's own, refused even
+    inside the workspace.
 
     Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
     symlinks), the runtime's own, a ``..`` component, a missing or non-regular file, a
@@ -183,12 +185,12 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
             if isinstance(source.path, ArtifactRef):
                 raise TypeError(f"{field}.path: expected a path, got an ArtifactRef")
             resolved = _resolve_path(os.fspath(source.path), workspace, artifact_root,
-                                     f"{field}.path", artifacts, database)
+                                     f"{field}.path", artifacts, databases)
         return attrs.evolve(resolved, name=source.name or resolved.name, ref=source)
     text = os.fspath(source)
     if isinstance(source, str) and looks_like_url(text):
         return _resolve_url(text, field)
-    return _resolve_path(text, workspace, artifact_root, field, artifacts, database)
+    return _resolve_path(text, workspace, artifact_root, field, artifacts, databases)
 
 
 def _resolve_url(text: str, field: str) -> ResolvedSource:
@@ -218,7 +220,7 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
 
 def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Path | None,
                   field: str, artifacts: pathlib.Path | None = None,
-                  database: pathlib.Path | None = None) -> ResolvedSource:
+                  databases: Sequence[pathlib.Path] = ()) -> ResolvedSource:
     if not text or "\x00" in text:
         raise ArtifactError(field, "the path is empty or contains a NUL character")
     raw = pathlib.Path(text)
@@ -237,7 +239,7 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
     if not any(resolved.is_relative_to(root) for root in roots):
         raise ArtifactError(field, "the path resolves outside the workspace and the session's "
                                    "artifact root")
-    if _runtimes_own(resolved, roots[0], artifact_root, artifacts, database):
+    if _runtimes_own(resolved, roots[0], artifact_root, artifacts, databases):
         raise ArtifactError(field, "the path is the runtime's own (the database or a file "
                                    "beside it, or another session's artifacts), not the "
                                    "workspace's")
@@ -250,9 +252,11 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
 
 def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
                   artifact_root: pathlib.Path | None, artifacts: pathlib.Path | None,
-                  database: pathlib.Path | None) -> bool:
+                  databases: Sequence[pathlib.Path]) -> bool:
     """Whether the resolved path *resolved* is one of the database's files
-    (:data:`DATABASE_SUFFIXES`), or in *artifacts* outside the session's own *artifact_root*
+    (:data:`DATABASE_SUFFIXES`, beside each of *databases*: a symbolic link's name is the one
+    ``tidings serve`` keeps its token by, while SQLite keeps its journals beside the file the
+    link leads to), or in *artifacts* outside the session's own *artifact_root*
     where the (resolved) *workspace* holds *artifacts*: a workspace that is the artifacts
     directory, or inside it, is the host's choice to share it, and one outside it gives no
     access to it anyway."""
@@ -263,11 +267,8 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
                     artifact_root is not None
                     and resolved.is_relative_to(artifact_root.resolve())):
             return True
-    if database is None:
-        return False
-    database = database.resolve()
-    return resolved.parent == database.parent and resolved.name in {
-        database.name + suffix for suffix in DATABASE_SUFFIXES}
+    return any(resolved.parent == database.parent and resolved.name in {
+        database.name + suffix for suffix in DATABASE_SUFFIXES} for database in databases)
 
 
 def _check_utf8(location: str, field: str) -> None:

@@ -91,8 +91,14 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
 
     def __init__(self, store: Store, *, core_id: str, workspace: pathlib.Path,
                  artifact_root: pathlib.Path | None, grace: float, lease: float,
-                 scan_interval: float = 30.0, stranded_after: float = 60.0) -> None:
+                 scan_interval: float = 30.0, stranded_after: float = 60.0,
+                 database_name: pathlib.Path | None = None) -> None:
         self.store = store
+        # The database file, and the name it was opened by if that is a symbolic link to it
+        # (``tidings serve`` keeps the gateway token beside that name): never artifacts.
+        database = pathlib.Path(store.path)
+        self.database_paths: tuple[pathlib.Path, ...] = (database,) + (
+            (database_name,) if database_name not in (None, database) else ())
         self.core_id = core_id
         self.workspace = workspace
         self._artifact_root = artifact_root
@@ -293,6 +299,13 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
             raise RuntimeClosedError("the runtime is stopping; no new work is accepted")
 
 
+def _named(db_path: str | os.PathLike[str]) -> pathlib.Path:
+    """*db_path* absolute with its directory's symbolic links followed, but not its own: the
+    name a symbolic link to the database gives it (checked already: the lock resolved it)."""
+    path = pathlib.Path(db_path).expanduser()
+    return pathlib.Path(os.path.realpath(path.parent)) / path.name
+
+
 @asynccontextmanager
 async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.PathLike[str] = ".",
                        core_id: str = "default", *,
@@ -346,7 +359,7 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                                     clock=clock)
         runtime = Runtime(store, core_id=core_id, workspace=root, artifact_root=artifacts,
                           grace=grace, lease=lease, scan_interval=scan_interval,
-                          stranded_after=stranded_after)
+                          stranded_after=stranded_after, database_name=_named(db_path))
     except BaseException:
         unlock_database(lock, created)
         raise

@@ -323,7 +323,7 @@ class OutputSDK:
         sources = [(part.source, part.field) for part in parts if isinstance(part, _Media)]
         resolved: list[ResolvedSource] = await trio.to_thread.run_sync(
             _resolve_all, sources, workspace, root, turn.runtime.artifacts_directory,
-            pathlib.Path(turn.runtime.store.path))
+            turn.runtime.database_paths)
         blocks: list[ContentBlock] = []
         artifacts: list[ArtifactRecord] = []
         found = iter(resolved)
@@ -351,11 +351,11 @@ class OutputSDK:
 
 def _resolve_all(sources: list[tuple[Any, str]], workspace: pathlib.Path,
                  root: pathlib.Path | None, artifacts: pathlib.Path,
-                 database: pathlib.Path) -> list[ResolvedSource]:
+                 databases: Sequence[pathlib.Path]) -> list[ResolvedSource]:
     """Resolve each ``(source, field)``; an error names the field of the source that failed
     (its block's index in a block list, not its rank among the media blocks)."""
     return [resolve_source(source, workspace=workspace, artifact_root=root, field=field,
-                           artifacts=artifacts, database=database)
+                           artifacts=artifacts, databases=databases)
             for source, field in sources]
 
 

@@ -361,3 +361,33 @@ async def test_a_workspace_that_is_the_artifacts_directory_keeps_its_files(tmp_p
                 handle = await ctx.output.send_file("src/notes.txt",
                                                     history_policy="transient")
             assert await handle.wait() == "delivered"
+
+
+async def test_the_token_beside_a_symbolic_link_to_the_database_is_the_runtimes_own(
+        tmp_path) -> None:
+    """``tidings serve`` keeps its gateway token beside the database's name as given
+    (``<db>.token``); when that name is a symbolic link (the database kept on another disk),
+    the token sits beside the link, in the workspace, while SQLite's files are beside the
+    file the link leads to. Only the latter were refused: a turn could send the token."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "data").mkdir()
+    link = workspace / "tidings.db"
+    link.symlink_to(tmp_path / "data" / "real.db")
+    (workspace / "tidings.db.token").write_text("secret-token")
+    (workspace / "tidings.db.notes").write_text("mine")
+    async with tidings.open_runtime(link, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        route = MemoryRoute(capabilities={"text", "file"})
+        rt.router.bind(session_id, route)
+        with trio.fail_after(30):  # hang guard
+            async with rt.open_turn(session_id) as ctx:
+                for source in ("tidings.db.token", str(workspace / "tidings.db.token"),
+                               ArtifactRef(path="tidings.db.token")):
+                    with pytest.raises(ArtifactError) as caught:
+                        await ctx.output.send_file(source, history_policy="transient")
+                    assert "runtime's own" in str(caught.value), source
+                notes = await ctx.output.send_file("tidings.db.notes",
+                                                   history_policy="transient")
+            assert await notes.wait() == "delivered"
+    assert [o.blocks[0].name for o in route.delivered] == ["tidings.db.notes"]
