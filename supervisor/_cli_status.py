@@ -16,6 +16,7 @@ Exit codes: 0 done; 1 no such delivery; 2 bad usage, or no (readable) database.
 from __future__ import annotations
 
 import argparse
+import codecs
 import datetime
 import json
 import pathlib
@@ -138,7 +139,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return 1
     try:
         if args.json:
-            json.dump(report.as_json(), out, indent=2, ensure_ascii=False)
+            # \u escapes where stdout's encoding cannot hold every character: valid JSON
+            json.dump(report.as_json(), out, indent=2, ensure_ascii=not _holds_any(out))
             out.write("\n")
         elif isinstance(report, DeliveryReport):
             _print_delivery(report, out)
@@ -151,6 +153,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         say(err, f"tidings status: cannot write the report: {exc.strerror or exc}")
         return 1
     return 0
+
+
+def _holds_any(out: TextIO) -> bool:
+    """Whether *out*'s encoding holds every character (a UTF): else the commands print what
+    it cannot escaped (see ``cli._escape_what_stdout_cannot_encode``), which in JSON must be
+    its own ``\\u`` escapes."""
+    try:
+        return codecs.lookup(getattr(out, "encoding", None) or "utf-8").name.startswith("utf")
+    except LookupError:
+        return False
 
 
 def _when(timestamp: float | None) -> str:

@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if sys.stdout is None and _closed(1):
         _stand_in_for_closed_stdout()
+    _escape_what_stdout_cannot_encode()
     try:
         return _main(argv)
     except KeyboardInterrupt:
@@ -126,6 +127,18 @@ class _ClosedStdout(io.TextIOBase):
 
     def fileno(self) -> int:
         return 1
+
+
+def _escape_what_stdout_cannot_encode() -> None:
+    """Print a character stdout's encoding has no code for escaped (``\\u65e5``), as
+    ``PYTHONIOENCODING`` and legacy locales (ISO-8859-1) or a Windows redirect (its ANSI code
+    page) make it: what the commands print comes from agents, users and platforms, and one
+    such character in a reply, an error or an id ended ``status`` with a
+    ``UnicodeEncodeError`` traceback and failed the delivery ``chat --local`` printed. A
+    stdout set to handle them otherwise (not ``strict``) is left so."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and getattr(sys.stdout, "errors", None) == "strict":
+        reconfigure(errors="backslashreplace")
 
 
 def _closed(fd: int) -> bool:
