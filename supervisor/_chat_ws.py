@@ -131,6 +131,9 @@ class _State:
         # and any mode at the end of input): kept across a reconnect, which must not end that
         # wait (the answer comes on the next connection).
         self.waiting: str | None = None
+        # A question was open when a connection dropped, and no connection since has told
+        # whether it still waits (see _asked_again).
+        self.recheck = False
         self.pace = Pace({})  # the connection's, from its welcome (see _connect)
         self.changed = trio.Event()
 
@@ -374,10 +377,10 @@ async def _asked_again(client: GatewayClient, state: _State) -> None:
 
 
 async def _send(client: GatewayClient, state: _State, printer: _Printer,
-                lines: trio.MemoryReceiveChannel[_Line], options: ChatOptions,
-                asked: bool = False) -> None:
-    if asked:  # a question was open when the last connection dropped
+                lines: trio.MemoryReceiveChannel[_Line], options: ChatOptions) -> None:
+    if state.recheck:  # a question was open when a connection dropped
         await _asked_again(client, state)
+        state.recheck = False  # (not before: a drop meanwhile leaves it to the next one)
     state.waiting = await _resend(client, state) or state.waiting
     if state.waiting is not None and not options.interactive:
         await _settle_waiting(client, state)
@@ -437,8 +440,7 @@ async def chat_over_websocket(options: ChatOptions, lines: AsyncGenerator[_Line,
 
 
 async def _talk(client: GatewayClient, state: _State, printer: _Printer,
-                lines: trio.MemoryReceiveChannel[_Line], options: ChatOptions,
-                asked: bool = False) -> None:
+                lines: trio.MemoryReceiveChannel[_Line], options: ChatOptions) -> None:
     """Receive and send on one connection until the end of input. A dropped connection is
     raised as the bare :class:`GatewayClosed` (not in the nursery's group), so that
     :func:`_connect` sees it and reconnects; an :class:`OutputFailed`, even with a drop in the
@@ -446,7 +448,7 @@ async def _talk(client: GatewayClient, state: _State, printer: _Printer,
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_receive, client, state, printer)
-            await _send(client, state, printer, lines, options, asked)
+            await _send(client, state, printer, lines, options)
             nursery.cancel_scope.cancel(reason="end of input")
     except BaseExceptionGroup as group:
         failed, rest = group.split(OutputFailed)
@@ -487,7 +489,9 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                 # another device, expired, the server restarted) with no prompt_closed for us:
                 # the server sends again what still waits, so the next line answers only that
                 # (once that is known: see _asked_again).
-                asked, state.question = state.question, None
+                if state.question is not None:
+                    state.recheck = True
+                state.question = None
                 if state.session_id is None:
                     welcome = client.welcome
                     state.session_id = welcome["session_id"]
@@ -495,7 +499,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                     say(err, f"tidings chat: {options.url}, conversation "
                               f"{options.conversation}; /help for commands; end of input "
                               "(Ctrl-D) quits.")
-                await _talk(client, state, printer, lines, options, asked is not None)
+                await _talk(client, state, printer, lines, options)
                 await client.aclose()
                 return 0
         except GatewayClosed as exc:
