@@ -30,6 +30,7 @@ from tidings.store._writer_process import (
     RESUME_FRAME,
     SPLIT_AT,
     Answers,
+    WriterChild,
     encode_batch,
     open_child,
     unknown_outcome,
@@ -228,8 +229,8 @@ class StoreWriter:
 
     async def _serve_process(self, mailbox: Receiver, conn: sqlite3.Connection,
                              task_status: trio.TaskStatus[None]) -> None:
-        child = await open_child(self.path, self.synchronous)
-        answers = Answers(child.stdout)  # type: ignore[arg-type]
+        child = open_child(self.path, self.synchronous)
+        answers = Answers(child.stdout)
         taken: list[WriteRequest] = []
         try:
             self._child_pid = await answers.wait_ready()
@@ -259,7 +260,7 @@ class StoreWriter:
                 self._child_pid = None
 
     async def _dispatch(self, taken: list[WriteRequest], answers: Answers,
-                        child: trio.Process, conn: sqlite3.Connection) -> None:
+                        child: WriterChild, conn: sqlite3.Connection) -> None:
         """Send *taken* to the child (in two halves if it was idle), or commit it here when an
         op cannot cross the pipe. Empties *taken* once every request is sent or answered.
 
@@ -353,12 +354,11 @@ def _not_committed(requests: list[WriteRequest]) -> None:
         request.finish(None, StoreError("the writer stopped before this write committed"))
 
 
-async def _send(child: trio.Process, data: bytes) -> None:
+async def _send(child: WriterChild, data: bytes) -> None:
     """Write *data* to the child's input. A broken pipe means the child is gone: its output
     ends too, and the task reading its answers fails the writer with the error that says so
     ("the writer process exited ..."). Wait for that (bounded) rather than raise a second,
     bare ``BrokenResourceError`` beside it, which made the two a group of errors."""
-    assert child.stdin is not None
     try:
         await child.stdin.send_all(data)
     except trio.BrokenResourceError as exc:
@@ -367,9 +367,7 @@ async def _send(child: trio.Process, data: bytes) -> None:
         raise StoreError("the writer process stopped reading its input") from exc
 
 
-def _stop_child(child: trio.Process) -> None:
-    for stream in (child.stdin, child.stdout):
-        close = getattr(stream, "close", None)
-        if close is not None:
-            close()
+def _stop_child(child: WriterChild) -> None:
+    child.stdin.close()
+    child.stdout.close()
     child.kill()

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
     from tidings.store._writer import WriteRequest
 
-__all__ = ["ANSWER_GRACE", "RESUME_FRAME", "SPLIT_AT", "Answers", "child_command",
-           "encode_batch", "open_child", "unknown_outcome"]
+__all__ = ["ANSWER_GRACE", "RESUME_FRAME", "SPLIT_AT", "Answers", "WriterChild",
+           "child_command", "encode_batch", "open_child", "unknown_outcome"]
 
 SPLIT_AT = 8
 """An idle child's first batch of at least this many requests is sent as two halves."""
@@ -70,10 +70,48 @@ def child_command(path: pathlib.Path, synchronous: str) -> tuple[list[str], dict
     return [sys.executable, "-c", boot, str(path), synchronous, str(os.getpid())], env
 
 
-async def open_child(path: pathlib.Path, synchronous: str) -> trio.Process:
+class WriterChild:
+    """The writer process and the host's ends of its pipes: ``stdin`` (frames to it) and
+    ``stdout`` (its answers), trio streams."""
+
+    __slots__ = ("_popen", "stdin", "stdout")
+
+    def __init__(self, popen: subprocess.Popen[bytes], stdin: trio.lowlevel.FdStream,
+                 stdout: trio.lowlevel.FdStream) -> None:
+        self._popen = popen
+        self.stdin = stdin
+        self.stdout = stdout
+
+    def kill(self) -> None:
+        self._popen.kill()
+
+    async def wait(self) -> int:
+        """Until it has exited (it has been killed: a short wait); its exit status."""
+        return await trio.to_thread.run_sync(self._popen.wait)
+
+
+def open_child(path: pathlib.Path, synchronous: str) -> WriterChild:
+    """Start the writer process (sync: spawning it takes under a millisecond).
+
+    Spawned from the event loop's own thread, on purpose. The child dies with "its parent"
+    (``PR_SET_PDEATHSIG``), which the kernel takes to be the *thread* that spawned it, not its
+    process: ``trio.lowlevel.open_process`` spawns from one of trio's worker threads, which
+    ends after 10 s without work, and the child was killed with it (an idle host lost its
+    writer every 10 s). The loop's thread lives as long as the writer can run."""
     argv, env = child_command(path, synchronous)
-    return await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            env=env)
+    child_stdin, to_child = os.pipe()  # non-inheritable: Popen gives the child its own copy
+    from_child, child_stdout = os.pipe()
+    try:
+        popen = subprocess.Popen(argv, stdin=child_stdin, stdout=child_stdout, env=env)
+    except BaseException:
+        for fd in (to_child, from_child):
+            os.close(fd)
+        raise
+    finally:
+        os.close(child_stdin)
+        os.close(child_stdout)
+    return WriterChild(popen, trio.lowlevel.FdStream(to_child),
+                       trio.lowlevel.FdStream(from_child))
 
 
 def encode_batch(requests: Sequence[WriteRequest]) -> bytes | None:
