@@ -27,9 +27,10 @@ of the drop: a hung server ends the chat then (exit 1). The frames it sends keep
 server's ``rate`` and ``burst`` (see :mod:`tidings.supervisor._chat_limits`): a pasted block
 of lines, or the lines sent again after a reconnect, wait their turn rather than get the
 connection closed ``4029``.
-Ctrl-C cancels the chat at any point (exit 130, no traceback). A stderr it cannot write
-(``2>/dev/full``) or closed (``2>&-``) loses its lines and changes nothing else (see
-:mod:`tidings.supervisor._stderr`).
+Ctrl-C cancels the chat at any point (exit 130, no traceback). A ``--token`` or
+``--conversation`` no gateway takes is bad usage (exit 2, naming it), before connecting. A
+stderr it cannot write (``2>/dev/full``) or closed (``2>&-``) loses its lines and changes
+nothing else (see :mod:`tidings.supervisor._stderr`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ from trio_websocket import ConnectionRejected, HandshakeError
 from tidings.actors import MAX_TEXT_BYTES
 from tidings.channels import GatewayClient, GatewayClosed
 from tidings.channels._gateway_client import WELCOME_TIMEOUT
+from tidings.channels._gateway_frames import (
+    MAX_SERVER_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    FrameError,
+    encode,
+    parse_client_frame,
+)
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.channels._terminal import (
     allows,
@@ -67,7 +75,7 @@ from tidings.store._ids import lone_surrogate
 from tidings.supervisor._chat_input import LineTooLong, input_lines
 from tidings.supervisor._chat_limits import LineLimit, Pace, too_big
 from tidings.supervisor._stderr import say
-from tidings.supervisor._token import read_token_file
+from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token, read_token_file
 
 __all__ = ["DEFAULT_URL", "ChatOptions", "OutputFailed", "add_arguments", "chat_over_websocket",
            "check_url", "default_token_file", "run", "web_page"]
@@ -612,6 +620,10 @@ def run(args: Any) -> int:
         say(sys.stderr, f"tidings chat: {exc}")
         return 2
     token = args.token
+    refused = _hello_refused(token, args.conversation)
+    if refused is not None:
+        say(sys.stderr, f"tidings chat: {refused}")
+        return 2
     if token is None:
         path = args.token_file or default_token_file()
         try:
@@ -648,6 +660,23 @@ def run(args: Any) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+
+
+def _hello_refused(token: str | None, conversation: str) -> str | None:
+    """Why no gateway would take *token* (None: read from its file later, checked there) or
+    *conversation* in a hello, naming ``--token`` or ``--conversation``; None when it
+    would. The gateway's own rules (:func:`~tidings.supervisor._token.is_token`, its hello
+    parser): refused before connecting, as bad usage, not as a server's refusal."""
+    if token is not None and not is_token(token):
+        return (f"--token: not a token (at least {MIN_TOKEN_LENGTH} printable characters, no "
+                "spaces)")
+    hello = {"type": "hello", "token": "", "conversation": conversation,
+             "protocol": PROTOCOL_VERSION}
+    try:
+        parse_client_frame(encode(hello), max_frame_bytes=MAX_SERVER_FRAME_BYTES)
+    except FrameError as exc:
+        return f"--conversation: {exc.reason.partition(': ')[2] or exc.reason}"
+    return None
 
 
 async def _until_interrupted(options: ChatOptions, interruptible: bool) -> int:

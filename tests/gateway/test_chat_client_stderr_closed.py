@@ -51,8 +51,8 @@ def test_the_command_with_stderr_closed_prints_nothing_on_stdout(
         url = f"ws://127.0.0.1:{_unused_port()}"
     result = subprocess.run(
         ["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable, "-m", "tidings.supervisor.cli",
-         "chat", "--token", "t", "--url", url], input=b"hello\n", stdout=subprocess.PIPE,
-        timeout=60, cwd=tmp_path, check=False)
+         "chat", "--token", "chat-test-token", "--url", url], input=b"hello\n",
+        stdout=subprocess.PIPE, timeout=60, cwd=tmp_path, check=False)
     assert (result.returncode, result.stdout) == (expected, b"")
 
 

@@ -80,9 +80,9 @@ def test_the_command_with_stderr_full_exits_with_its_documented_code(
         pytest.skip("no /dev/full")
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--token", "t", "--url",
-             url], input=b"hello\n", stdout=subprocess.PIPE, stderr=full, timeout=60,
-            cwd=tmp_path, check=False)
+            [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--token",
+             "chat-test-token", "--url", url], input=b"hello\n", stdout=subprocess.PIPE,
+            stderr=full, timeout=60, cwd=tmp_path, check=False)
     finally:
         os.close(full)
     assert result.returncode == expected
