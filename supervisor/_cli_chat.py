@@ -129,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_channel_config(args.channel, args.config)
         agent = load_agent(args.agent, field="--agent") if args.agent else None
+        if agent is None and config.agent is not None:  # before the database is made
+            agent = load_agent(config.agent, field=f"channels.{config.name}.agent")
     except ConfigError as exc:
         say(sys.stderr, f"tidings chat: {exc}")
         return 2

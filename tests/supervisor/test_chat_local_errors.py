@@ -48,3 +48,16 @@ def test_a_bad_channel_name_is_refused_as_the_option_given(tmp_path: pathlib.Pat
         assert err.startswith(f"tidings chat: --channel: channel name must be a lowercase "
                               f"identifier matching ^[a-z][a-z0-9_]*$, got {name!r}"), err
     assert not (tmp_path / "chat.db").exists()
+
+
+def test_a_config_agent_it_cannot_load_is_refused_before_the_database_is_made(
+        tmp_path: pathlib.Path) -> None:
+    # --agent was loaded up front, the config's agent only by the channel, once the runtime
+    # had made (and migrated) the database: a typo in the file left a new chat.db behind.
+    config = tmp_path / "tidings.toml"
+    config.write_text('[channels.terminal]\nagent = "no_such_module:Agent"\n')
+    result = chat(tmp_path, "--db", str(tmp_path / "chat.db"), "--config", str(config))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == ("tidings chat: channels.terminal.agent: cannot import module "
+                             "'no_such_module': No module named 'no_such_module'\n")
+    assert not (tmp_path / "chat.db").exists()
