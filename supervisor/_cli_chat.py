@@ -57,6 +57,9 @@ _SENDER = "you"
 DEFAULT_DB = "tidings-local.db"
 """Not ``tidings.db``: a local chat must not recover (and so disturb) a running server's rows."""
 
+_FLAGS = {"db_path": "--db", "workspace": "--workspace"}
+"""``open_runtime``'s parameters that are options of ``tidings chat --local``."""
+
 
 def register(commands: Any) -> None:
     """Add ``chat`` to the subparsers *commands*."""
@@ -141,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         lost = trio.run(_chat_local, args, config, agent)
     except TidingsError as exc:
-        say(sys.stderr, f"tidings chat: {exc}")
+        say(sys.stderr, f"tidings chat: {_as_given(exc)}")
         return 2
     except sqlite3.DatabaseError as exc:  # e.g. not a database: SQLite's own error
         say(sys.stderr, f"tidings chat: cannot open the database {args.db}: {exc}")
@@ -169,6 +172,14 @@ def _other_mode(args: argparse.Namespace) -> str | None:
         if value is not None:
             return f"{flag}: {why}"
     return None
+
+
+def _as_given(exc: TidingsError) -> str:
+    """*exc* as said to the user: one naming a parameter of ``open_runtime`` that is an option
+    here names the option (``--db: ...``, not ``db_path: ...``, a key never typed)."""
+    if isinstance(exc, ValidationError) and exc.field in _FLAGS:
+        return f"{_FLAGS[exc.field]}: {exc.reason}"
+    return str(exc)
 
 
 async def _message_limit() -> int:

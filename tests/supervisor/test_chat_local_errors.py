@@ -61,3 +61,21 @@ def test_a_config_agent_it_cannot_load_is_refused_before_the_database_is_made(
     assert result.stderr == ("tidings chat: channels.terminal.agent: cannot import module "
                              "'no_such_module': No module named 'no_such_module'\n")
     assert not (tmp_path / "chat.db").exists()
+
+
+def test_a_database_or_workspace_it_cannot_use_is_refused_as_the_option_given(
+        tmp_path: pathlib.Path) -> None:
+    # Said as open_runtime's parameters (db_path: ..., workspace: ...), keys the user never
+    # wrote.
+    empty_db = subprocess.run(
+        [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--local", "--db", ""],
+        input="hello\n", capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
+    assert empty_db.returncode == 2, empty_db.stderr
+    assert empty_db.stderr.startswith("tidings chat: --db: must be a non-empty path"), \
+        empty_db.stderr
+    no_workspace = chat(tmp_path, "--db", str(tmp_path / "chat.db"), "--workspace",
+                        str(tmp_path / "missing"))
+    assert no_workspace.returncode == 2, no_workspace.stderr
+    assert no_workspace.stderr == (f"tidings chat: --workspace: not a directory: "
+                                   f"{tmp_path / 'missing'}\n")
+    assert not (tmp_path / "chat.db").exists()
