@@ -230,7 +230,7 @@ class StoreWriter:
     async def _serve_process(self, mailbox: Receiver, conn: sqlite3.Connection,
                              task_status: trio.TaskStatus[None]) -> None:
         child = open_child(self.path, self.synchronous)
-        answers = Answers(child.stdout)
+        answers = Answers(child.answers)
         taken: list[WriteRequest] = []
         try:
             self._child_pid = await answers.wait_ready()
@@ -369,5 +369,5 @@ async def _send(child: WriterChild, data: bytes) -> None:
 
 def _stop_child(child: WriterChild) -> None:
     child.stdin.close()
-    child.stdout.close()
+    child.answers.close()
     child.kill()

@@ -1,10 +1,11 @@
 """The writer process: runs group-commit batches on its own connection, outside the host's GIL.
 
-Started by ``_writer_process`` with the database path and ``FULL`` or ``NORMAL``, it opens its
-connection, says it is ready, then reads batches from stdin and answers each on stdout, in
-order. A frame is a 4-byte big-endian length and a pickle. A batch is a list of requests, each a
-list of ops; the answer is ``(results, errors, merged, statements)``, with each error encoded by
-:func:`encode_error` (``errors`` is ``None`` when every request succeeded). A batch that will not
+Started by ``_writer_process`` with the database path, ``FULL`` or ``NORMAL``, its host's pid and
+the file descriptor to answer on, it opens its connection, says it is ready, then reads batches from
+stdin and answers each on that descriptor, in order (not on stdout, where an interpreter's start-up
+hooks may print). A frame is a 4-byte big-endian length and a pickle. A batch is a list of requests,
+each a list of ops; the answer is ``(results, errors, merged, statements)``, with each error encoded
+by :func:`encode_error` (``errors`` is ``None`` when every request succeeded). A batch that will not
 unpickle is answered ``unreadable``, and so is every batch after it (unread, unrun) until the host
 sends :data:`RESUME`: the host commits those batches itself, in order, and resumes the child only
 then, so no later batch can commit here before an earlier one commits there. It runs
@@ -141,11 +142,10 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    path, synchronous, parent_pid = argv
+    path, synchronous, parent_pid, answers_fd = argv
     die_with_parent(int(parent_pid))
-    # The protocol owns the real stdout; anything printed goes to stderr instead.
-    answers_out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
+    answers_out = os.fdopen(int(answers_fd), "wb")
+    os.dup2(2, 1)  # anything printed goes to stderr, beside the host's own
     try:
         serve(pathlib.Path(path), synchronous, sys.stdin.buffer, answers_out)
     except BrokenPipeError:  # the host closed its end first: nobody is left to answer

@@ -72,15 +72,15 @@ def child_command(path: pathlib.Path, synchronous: str) -> tuple[list[str], dict
 
 class WriterChild:
     """The writer process and the host's ends of its pipes: ``stdin`` (frames to it) and
-    ``stdout`` (its answers), trio streams."""
+    ``answers`` (its answers), trio streams."""
 
-    __slots__ = ("_popen", "stdin", "stdout")
+    __slots__ = ("_popen", "answers", "stdin")
 
     def __init__(self, popen: subprocess.Popen[bytes], stdin: trio.lowlevel.FdStream,
-                 stdout: trio.lowlevel.FdStream) -> None:
+                 answers: trio.lowlevel.FdStream) -> None:
         self._popen = popen
         self.stdin = stdin
-        self.stdout = stdout
+        self.answers = answers
 
     def kill(self) -> None:
         self._popen.kill()
@@ -97,19 +97,24 @@ def open_child(path: pathlib.Path, synchronous: str) -> WriterChild:
     (``PR_SET_PDEATHSIG``), which the kernel takes to be the *thread* that spawned it, not its
     process: ``trio.lowlevel.open_process`` spawns from one of trio's worker threads, which
     ends after 10 s without work, and the child was killed with it (an idle host lost its
-    writer every 10 s). The loop's thread lives as long as the writer can run."""
+    writer every 10 s). The loop's thread lives as long as the writer can run.
+
+    The child answers on a pipe of its own, whose descriptor ends its argv, not on its stdout:
+    what its interpreter prints before the child's code runs (a ``sitecustomize`` or ``.pth``
+    banner) was read as a frame, whose "length" the host then waited for, for ever."""
     argv, env = child_command(path, synchronous)
     child_stdin, to_child = os.pipe()  # non-inheritable: Popen gives the child its own copy
-    from_child, child_stdout = os.pipe()
+    from_child, child_answers = os.pipe()
     try:
-        popen = subprocess.Popen(argv, stdin=child_stdin, stdout=child_stdout, env=env)
+        popen = subprocess.Popen([*argv, str(child_answers)], stdin=child_stdin, env=env,
+                                 pass_fds=(child_answers,))
     except BaseException:
         for fd in (to_child, from_child):
             os.close(fd)
         raise
     finally:
         os.close(child_stdin)
-        os.close(child_stdout)
+        os.close(child_answers)
     return WriterChild(popen, trio.lowlevel.FdStream(to_child),
                        trio.lowlevel.FdStream(from_child))
 
