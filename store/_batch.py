@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from tidings.store._errors import ConflictError, StoreError
+from tidings.store._errors import ConflictError, StoreError, ValidationError
 from tidings.store._ops import Call, Op, run_request
 
 __all__ = ["BatchOutcome", "execute_batch", "plan_segments"]
@@ -191,9 +191,15 @@ def _execute_isolated(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]
     n = len(requests)
     results: list[list[Any] | None] = [None] * n
     errors: list[BaseException | None] = [None] * n
+    statements = 0
     try:
         conn.execute("BEGIN IMMEDIATE")
         for r, ops in enumerate(requests):
+            refusal = _refused(ops)
+            if refusal is not None:  # not run at all: iterating it could raise, or consume it
+                errors[r] = refusal
+                continue
+            statements += len(ops)
             conn.execute("SAVEPOINT request")
             try:
                 results[r] = run_request(conn, ops)
@@ -208,7 +214,7 @@ def _execute_isolated(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]
         _rollback(conn)
         return BatchOutcome([None] * n, [_request_error(exc, ops) for ops in requests],
                             merged=False)
-    return BatchOutcome(results, errors, merged=False, statements=sum(map(len, requests)))
+    return BatchOutcome(results, errors, merged=False, statements=statements)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -216,12 +222,31 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
+def _refused(ops: object) -> ValidationError | None:
+    """:class:`ValidationError` naming ``ops`` if *ops* is no sequence of :class:`Op` (one op
+    not in a list, a generator, ``None``, a tuple of SQL and parameters), else ``None``.
+
+    Checked only once a batch has failed (such a request always fails the merged run: it is
+    not iterable, has no length, cannot be indexed or holds no ops), so a write costs nothing
+    more; it then fails alone, by name, instead of raising inside the writer (which stopped
+    it, and told batch mates that had committed that they had not)."""
+    if (isinstance(ops, Sequence) and not isinstance(ops, str | bytes | bytearray)
+            and all(isinstance(op, Op) for op in ops)):
+        return None
+    return ValidationError("ops", f"must be a list of store ops (Op instances), "
+                                  f"got {ops!r:.80}")
+
+
 def _request_error(exc: Exception, ops: Sequence[Op]) -> BaseException:
     """:func:`map_error` for a write request that failed. Only a :class:`Call` can raise on
     purpose; in a request without one, whatever else was raised came from the driver or an op
     (``OverflowError`` for an integer SQLite cannot store, ``UnicodeEncodeError`` for a lone
     surrogate) and is a :class:`StoreError`, as :meth:`Store.commit` documents and as the
-    writer process answers it (it sends errors as their class name and text)."""
+    writer process answers it (it sends errors as their class name and text). Ops that are no
+    sequence of ops are refused by name (:func:`_refused`)."""
+    refusal = _refused(ops)
+    if refusal is not None:
+        return refusal
     error = map_error(exc)
     if error is exc and not any(isinstance(op, Call) for op in ops):
         error = StoreError(f"{type(exc).__name__}: {exc}")

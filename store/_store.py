@@ -81,7 +81,9 @@ class Store:
         (sync): ``on_commit(results)`` once the transaction is durable, or ``on_error(error)``
         when it will not commit (it failed, or never reached the writer). Raises
         :class:`StoreClosedError` when no writer is attached, :class:`ConflictError` on an
-        integrity violation (nothing of this request is written), :class:`StoreError` otherwise.
+        integrity violation (nothing of this request is written), :class:`ValidationError`
+        naming ``ops`` when they are no list of ops (one op not in a list, a generator: it fails
+        alone), :class:`StoreError` otherwise.
         """
         request = WriteRequest(ops, on_commit, on_error)
         try:

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 
 from tidings.store._batch import execute_batch
 from tidings.store._connect import connect_writer
-from tidings.store._errors import ConflictError, StoreError
+from tidings.store._errors import ConflictError, StoreError, ValidationError
 
 __all__ = ["HEADER", "RESUME", "UNREADABLE", "decode_error", "encode_error", "frame", "main",
            "read_frame", "write_frame"]
@@ -56,6 +56,8 @@ def encode_error(error: BaseException | None) -> tuple[str, str] | None:
         return None
     if isinstance(error, ConflictError):
         return ("conflict", str(error))
+    if isinstance(error, ValidationError):  # "field: message"
+        return ("validation", str(error))
     if isinstance(error, StoreError):
         return ("store", str(error))
     return ("store", f"{type(error).__name__}: {error}")
@@ -65,6 +67,9 @@ def decode_error(encoded: tuple[str, str] | None) -> BaseException | None:
     if encoded is None:
         return None
     kind, message = encoded
+    if kind == "validation":
+        field, _, text = message.partition(": ")
+        return ValidationError(field, text)
     return ConflictError(message) if kind == "conflict" else StoreError(message)
 
 

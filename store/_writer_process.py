@@ -121,15 +121,15 @@ def open_child(path: pathlib.Path, synchronous: str) -> WriterChild:
 
 def encode_batch(requests: Sequence[WriteRequest]) -> bytes | None:
     """The frame for *requests*, or ``None`` if an op cannot cross the pipe (a :class:`Call`,
-    a value that will not pickle, or a batch whose pickle is too long for a frame's
-    ``HEADER``-byte length: 4 GiB)."""
+    a value that will not pickle, ops that are no list of ops, or a batch whose pickle is too
+    long for a frame's ``HEADER``-byte length: 4 GiB)."""
     ops = [request.ops for request in requests]
-    if any(isinstance(op, Call) for request_ops in ops for op in request_ops):
-        return None
     try:
+        if any(isinstance(op, Call) for request_ops in ops for op in request_ops):
+            return None
         payload = pickle.dumps(ops, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - any value that will not pickle: commit it in-process
-        return None
+    except Exception:  # noqa: BLE001 - a value that will not pickle, or ops that are no list
+        return None  # of ops: commit it in-process, where a bad request fails alone
     if len(payload) >= 1 << (8 * HEADER):  # its length would not fit the frame's prefix
         return None
     return frame(payload)
