@@ -103,18 +103,19 @@ def open_child(path: pathlib.Path, synchronous: str) -> WriterChild:
     what its interpreter prints before the child's code runs (a ``sitecustomize`` or ``.pth``
     banner) was read as a frame, whose "length" the host then waited for, for ever."""
     argv, env = child_command(path, synchronous)
-    child_stdin, to_child = os.pipe()  # non-inheritable: Popen gives the child its own copy
-    from_child, child_answers = os.pipe()
+    opened: list[int] = []  # closed if anything fails (out of descriptors, Popen's OSError)
     try:
+        opened += os.pipe()  # non-inheritable: Popen gives the child its own copy
+        opened += os.pipe()
+        child_stdin, to_child, from_child, child_answers = opened
         popen = subprocess.Popen([*argv, str(child_answers)], stdin=child_stdin, env=env,
                                  pass_fds=(child_answers,))
     except BaseException:
-        for fd in (to_child, from_child):
+        for fd in opened:
             os.close(fd)
         raise
-    finally:
-        os.close(child_stdin)
-        os.close(child_answers)
+    os.close(child_stdin)
+    os.close(child_answers)
     return WriterChild(popen, trio.lowlevel.FdStream(to_child),
                        trio.lowlevel.FdStream(from_child))
 

@@ -6,6 +6,9 @@ child was spawned from one of trio's worker threads (``trio.lowlevel.open_proces
 lost its writer child (``open_store`` failed with "the writer process exited", a runtime
 restarted its writer every 10 s of quiet, and a batch in flight then "may or may not have
 committed").
+
+Spawning it from the loop's thread, the writer makes the child's pipes itself: a spawn that
+fails (the process is out of descriptors) must leave none of them open.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import time
 import pytest
 import trio
 
-from tidings.store import Execute, InsertRows, open_store
+from tidings.store import Execute, InsertRows, open_store, prepare_store
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="PR_SET_PDEATHSIG and /proc/self/task are Linux's")
@@ -67,3 +70,26 @@ async def test_the_writer_child_outlives_the_worker_threads_of_its_host(
             assert store.writer.process_id == pid
             assert await store.read(lambda c: c.execute("SELECT k FROM kv").fetchall()) \
                 == [("k",)]
+
+
+async def test_a_writer_child_that_cannot_be_spawned_leaves_no_descriptor_open(
+        tmp_path, monkeypatch) -> None:
+    pipe = os.pipe
+    calls = 0
+
+    def second_pipe_fails() -> tuple[int, int]:  # the process is out of descriptors (EMFILE)
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise OSError(24, "Too many open files")
+        return pipe()
+
+    await prepare_store(tmp_path / "a.db")  # its files made, so only the writer opens more
+    before = sorted(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "pipe", second_pipe_fails)
+    with pytest.raises(OSError, match="Too many open files"):
+        async with open_store(tmp_path / "a.db", writer="process"):
+            pass
+    monkeypatch.setattr(os, "pipe", pipe)
+    assert calls == 2
+    assert sorted(os.listdir("/proc/self/fd")) == before
