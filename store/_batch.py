@@ -163,6 +163,9 @@ def execute_batch(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]) ->
         conn.execute("BEGIN IMMEDIATE")
         results, statements = _run_merged(conn, requests)
         conn.execute("COMMIT")
+    except _TransactionEnded as exc:  # not run again: what ran before it may have committed
+        _rollback(conn)
+        return BatchOutcome([None] * n, [_unknown(exc) for _ in requests], merged=True)
     except Exception as exc:  # noqa: BLE001 - any failure sends the batch to the isolated path
         _rollback(conn)
         if n == 1:
@@ -179,7 +182,12 @@ def _run_merged(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]
     for segment in plan_segments(requests):
         for members in segment.values():
             ops = [requests[r][i] for r, i in members]
-            values = type(ops[0]).run_group(conn, ops)
+            try:
+                values = type(ops[0]).run_group(conn, ops)
+            except Exception as exc:
+                _check_still_open(conn, exc)
+                raise
+            _check_still_open(conn)
             statements += 1
             for (r, i), value in zip(members, values, strict=True):
                 results[r][i] = value
@@ -204,17 +212,61 @@ def _execute_isolated(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]
             try:
                 results[r] = run_request(conn, ops)
             except Exception as exc:  # the request fails alone, whatever it raised
+                _check_still_open(conn, exc, at=r)
                 if not conn.in_transaction:  # SQLite rolled it all back itself (a full disk,
                     raise  # an interrupt): every request failed, with this error, not with
                 conn.execute("ROLLBACK TO request")  # "no such savepoint" from this line
                 errors[r] = _request_error(exc, ops)
+            else:
+                _check_still_open(conn, at=r)
             conn.execute("RELEASE request")
         conn.execute("COMMIT")
+    except _TransactionEnded as exc:  # by request exc.at: those after it never ran
+        _rollback(conn)
+        for r in range(n):
+            if r > exc.at:
+                errors[r] = StoreError("a write batched before this one ended the writer's "
+                                       "transaction itself; this write was not run")
+            elif errors[r] is None:  # (one that failed alone was rolled back to its savepoint)
+                errors[r] = _unknown(exc)
+        return BatchOutcome([None] * n, errors, merged=False)
     except Exception as exc:  # noqa: BLE001 - the transaction failed: every request fails
         _rollback(conn)
         return BatchOutcome([None] * n, [_request_error(exc, ops) for ops in requests],
                             merged=False)
     return BatchOutcome(results, errors, merged=False, statements=statements)
+
+
+class _TransactionEnded(Exception):
+    """An op ended the batch's transaction itself: a :class:`Call` or an :class:`Execute` ran
+    ``COMMIT`` or ``ROLLBACK`` (``conn.commit()``, the sqlite3 habit, is refused: see
+    ``_connect``). What ran before it may have committed (a commit) or not (a rollback), and
+    running the batch again, as after any failure, wrote it twice (an increment applied twice)
+    and told writes that had committed they had not. So nothing runs after it, and every
+    request that ran is answered "may or may not have committed". ``at``: the request being run
+    when it was seen (isolated path; the merged one cannot tell)."""
+
+    def __init__(self, at: int = -1) -> None:
+        super().__init__("an op of this batch ended the writer's transaction itself (a COMMIT "
+                         "or ROLLBACK: ops run inside the writer's transaction and must leave "
+                         "it to the writer)")
+        self.at = at
+
+
+def _check_still_open(conn: sqlite3.Connection, exc: Exception | None = None, *,
+                      at: int = -1) -> None:
+    """Raise :class:`_TransactionEnded` if an op that returned, or raised *exc*, left no
+    transaction open. A driver error is not counted: SQLite rolls a transaction back on its own
+    after some (a full disk, an interrupt), and then nothing committed. One attribute read per
+    op group."""
+    if not conn.in_transaction and not isinstance(exc, sqlite3.Error):
+        raise _TransactionEnded(at) from exc
+
+
+def _unknown(exc: _TransactionEnded) -> StoreError:
+    error = StoreError(f"{exc}; this write may or may not have committed")
+    error.__cause__ = exc
+    return error
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -18,8 +18,8 @@ from typing import Literal, get_args
 from tidings.store._errors import StoreError, ValidationError
 from tidings.store._schema import check_database
 
-__all__ = ["Synchronous", "check_synchronous", "close_writer", "connect_reader", "connect_writer",
-           "prepare_path"]
+__all__ = ["Synchronous", "WriterConnection", "check_synchronous", "close_writer",
+           "connect_reader", "connect_writer", "prepare_path"]
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -55,12 +55,29 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
     return db
 
 
+class WriterConnection(sqlite3.Connection):
+    """The read-write connection. Its transactions are the writer's (``BEGIN IMMEDIATE`` ...
+    ``COMMIT`` around a whole batch), so :meth:`commit` and :meth:`rollback`, which a ``Call``'s
+    function may call out of sqlite3 habit, are refused with :class:`StoreError`: they ended
+    the transaction of every write in the batch (the writer now answers those "may or may not
+    have committed"); refused, the ``Call``'s own write fails alone. Nothing else changes: the
+    writer runs its statements with ``execute``."""
+
+    def commit(self) -> None:
+        raise StoreError("the writer commits its own transactions: a Call must not call "
+                         "conn.commit() (what it writes commits with its batch)")
+
+    def rollback(self) -> None:
+        raise StoreError("the writer rolls back its own transactions: a Call must not call "
+                         "conn.rollback() (raise instead: its write is then rolled back alone)")
+
+
 def connect_writer(path: pathlib.Path, synchronous: Synchronous = "FULL") -> sqlite3.Connection:
     """Open the read-write connection (blocking: call it from a worker thread)."""
     if synchronous not in ("FULL", "NORMAL"):
         raise ValueError(f"synchronous: expected 'FULL' or 'NORMAL', got {synchronous!r}")
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
-                           cached_statements=512)
+                           cached_statements=512, factory=WriterConnection)
     try:
         conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
         check_database(conn, str(path))  # before WAL: switching mode writes the file

@@ -151,7 +151,10 @@ class UpdateRows(Op):
 
 @attrs.frozen
 class Execute(Op):
-    """One statement with parameters, never merged. Result: ``cursor.fetchall()``."""
+    """One statement with parameters, never merged. Result: ``cursor.fetchall()``.
+
+    Not ``COMMIT`` or ``ROLLBACK``: it runs inside the writer's transaction (see :class:`Call`).
+    """
 
     sql: str
     params: Sequence[Any] = ()
@@ -166,7 +169,10 @@ class Call(Op):
     """Run ``fn(conn)`` in the write transaction, never merged. Result: what *fn* returns.
 
     *fn* runs in the writer thread and may be re-run after a rollback (when a neighbour in its
-    batch fails), so it must act only through *conn*.
+    batch fails), so it must act only through *conn*, and leave the transaction to the writer:
+    ``conn.commit()`` and ``conn.rollback()`` raise :class:`StoreError` (raise to have this
+    write rolled back alone), and a ``COMMIT`` or ``ROLLBACK`` statement leaves every write of
+    its batch "may or may not have committed".
     """
 
     fn: Callable[[sqlite3.Connection], Any]
