@@ -58,10 +58,11 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
 class WriterConnection(sqlite3.Connection):
     """The read-write connection. Its transactions are the writer's (``BEGIN IMMEDIATE`` ...
     ``COMMIT`` around a whole batch), so :meth:`commit` and :meth:`rollback`, which a ``Call``'s
-    function may call out of sqlite3 habit, are refused with :class:`StoreError`: they ended
-    the transaction of every write in the batch (the writer now answers those "may or may not
-    have committed"); refused, the ``Call``'s own write fails alone. Nothing else changes: the
-    writer runs its statements with ``execute``."""
+    function may call out of sqlite3 habit, are refused with :class:`StoreError`, and so is
+    :meth:`executescript`, which commits first: they ended the transaction of every write in
+    the batch (the writer now answers those "may or may not have committed"); refused, the
+    ``Call``'s own write fails alone. Nothing else changes: the writer runs its statements with
+    ``execute``."""
 
     def commit(self) -> None:
         raise StoreError("the writer commits its own transactions: a Call must not call "
@@ -70,6 +71,10 @@ class WriterConnection(sqlite3.Connection):
     def rollback(self) -> None:
         raise StoreError("the writer rolls back its own transactions: a Call must not call "
                          "conn.rollback() (raise instead: its write is then rolled back alone)")
+
+    def executescript(self, sql_script: str) -> sqlite3.Cursor:
+        raise StoreError("conn.executescript() commits the writer's transaction before it "
+                         "runs: a Call must run each statement with conn.execute()")
 
 
 def connect_writer(path: pathlib.Path, synchronous: Synchronous = "FULL") -> sqlite3.Connection:

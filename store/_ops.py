@@ -170,9 +170,9 @@ class Call(Op):
 
     *fn* runs in the writer thread and may be re-run after a rollback (when a neighbour in its
     batch fails), so it must act only through *conn*, and leave the transaction to the writer:
-    ``conn.commit()`` and ``conn.rollback()`` raise :class:`StoreError` (raise to have this
-    write rolled back alone), and a ``COMMIT`` or ``ROLLBACK`` statement leaves every write of
-    its batch "may or may not have committed".
+    ``conn.commit()``, ``conn.rollback()`` and ``conn.executescript()`` (which commits first)
+    raise :class:`StoreError` (raise to have this write rolled back alone), and a ``COMMIT`` or
+    ``ROLLBACK`` statement leaves every write of its batch "may or may not have committed".
     """
 
     fn: Callable[[sqlite3.Connection], Any]

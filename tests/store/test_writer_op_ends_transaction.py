@@ -151,3 +151,25 @@ async def test_an_execute_of_commit_leaves_its_batch_may_or_may_not_committed(
                 assert isinstance(what, StoreError)
                 assert "may or may not have committed" in str(what)
             assert await store.commit([Execute("SELECT n FROM counter")]) in ([[(0,)]], [[(1,)]])
+
+
+def _create_by_script(conn: sqlite3.Connection) -> None:
+    conn.executescript("CREATE TABLE t1 (x); CREATE TABLE t2 (y);")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+async def test_a_call_that_runs_a_script_fails_alone_and_writes_nothing(
+        tmp_path, writer) -> None:
+    # executescript() commits a pending transaction first: the writer's, mid-batch.
+    with trio.fail_after(30):  # hang guard (real time: the process writer's child)
+        async with open_store(tmp_path / "a.db", writer=writer) as store:
+            await store.commit([Execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)")])
+            await store.commit([Execute("CREATE TABLE counter (id INTEGER PRIMARY KEY, n)")])
+            await store.commit([Execute("INSERT INTO counter VALUES (1, 0)")])
+            heard = await _batch_around(store, [Call(_create_by_script)])
+            assert {name: heard[name] for name in ("a", "inc", "b")} \
+                == dict.fromkeys(("a", "inc", "b"), "committed")
+            assert isinstance(heard["call"], StoreError)
+            assert "conn.executescript()" in str(heard["call"])
+            assert await store.commit([Execute(
+                "SELECT name FROM sqlite_master WHERE name IN ('t1', 't2')")]) == [[]]
