@@ -47,9 +47,14 @@ if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
     from tidings.actors._router import SessionInteractionRouter
 
-__all__ = ["RecoveryReport", "RecoveryScanner", "ScannerStatistics"]
+__all__ = ["RECONCILE_CONCURRENCY", "RecoveryReport", "RecoveryScanner", "ScannerStatistics"]
 
 log = logging.getLogger("tidings.recovery")
+
+RECONCILE_CONCURRENCY = 16
+"""Sessions whose routes a reconcile pass asks at the same time (each session's pages in
+order): a platform that does not answer costs a pass ``reconcile_timeout`` per 16 sessions,
+not per session."""
 
 _DEAD_TURN = "the process stopped before it recorded how this turn ended"
 _DEAD_CLAIM = "claimed by a process that stopped before recording the platform result"
@@ -322,13 +327,35 @@ class RecoveryScanner:
         return reconciler_of(self._router, session_id)
 
     async def _reconcile(self, session_ids: Iterable[str]) -> RecoveryReport:
+        """Reconcile *session_ids*, up to :data:`RECONCILE_CONCURRENCY` sessions at a time: one
+        after another, a platform that does not answer held every later session (and the
+        hand-on of queued rows behind the pass) for ``reconcile_timeout`` each. Each session's
+        rows stay in order; sessions are independent. A store error ends the pass, raised as
+        itself (the others are cancelled), as when they ran one by one."""
         report = RecoveryReport()
-        for session_id in session_ids:
-            done = await reconcile_session(self._store, self._router, self._dispatcher,
-                                           session_id, batch=self.batch,
-                                           ask_timeout=self.reconcile_timeout)
-            report += RecoveryReport(reconciled_sent=done.sent, requeued=done.requeued,
-                                     undecided=done.undecided)
+        pending = iter(session_ids)
+        failed: list[Exception] = []
+
+        async def worker(scope: trio.CancelScope) -> None:
+            nonlocal report
+            for session_id in pending:  # shared: each session is taken by one worker
+                try:
+                    done = await reconcile_session(self._store, self._router,
+                                                   self._dispatcher, session_id,
+                                                   batch=self.batch,
+                                                   ask_timeout=self.reconcile_timeout)
+                except Exception as exc:  # noqa: BLE001 - the first ends the pass, re-raised
+                    failed.append(exc)
+                    scope.cancel(reason="reconcile failed")
+                    return
+                report += RecoveryReport(reconciled_sent=done.sent, requeued=done.requeued,
+                                         undecided=done.undecided)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(RECONCILE_CONCURRENCY):
+                nursery.start_soon(worker, nursery.cancel_scope)
+        if failed:
+            raise failed[0]
         if report != RecoveryReport():
             log.info("event=recovery_reconciled sent=%d requeued=%d undecided=%d",
                      report.reconciled_sent, report.requeued, report.undecided)

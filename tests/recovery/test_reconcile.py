@@ -191,3 +191,25 @@ async def test_reconciling_twice_records_each_event_once(db_path, workspace, lef
     counts = events_in(db_path)
     assert counts[(left.in_flight, "delivery.sent")] == 1
     assert counts[(left.in_flight, "delivery.reconciled")] == 1
+
+
+async def test_a_platform_that_does_not_answer_costs_a_pass_one_timeout_not_one_per_session(
+        db_path, workspace, leftovers, reconciling_route, autojump_clock) -> None:
+    # Each session's reconcile was asked in turn, so a hanging platform held recovery (and
+    # the queued rows, handed on after it) reconcile_timeout (30 s) per session: with 20
+    # sessions, ten minutes before anything queued moved.
+    lefts = [await leftovers(queued=0, progress=0) for _ in range(19)]
+    lefts.append(await leftovers(queued=1, progress=0))
+    route = reconciling_route()
+    route.hang = True
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
+        for left in lefts:
+            rt.router.bind(left.session_id, route)
+        start = trio.current_time()
+        report = await rt.recover()
+        took = trio.current_time() - start
+        [queued] = await route.wait_delivered(1)
+    assert sorted(len(ids) for ids in route.asked) == [1] * 20  # each session asked once
+    assert (report.undecided, report.queued_sessions) == (20, 1)
+    assert took == pytest.approx(2 * 30.0)  # 16 sessions at a time: two timeouts in all
+    assert queued.text == "m0"
