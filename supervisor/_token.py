@@ -22,12 +22,16 @@ import attrs
 from tidings.errors import ConfigError
 from tidings.supervisor._log import field
 
-__all__ = ["MIN_TOKEN_LENGTH", "TokenSource", "create_token", "existing_token", "is_token",
-           "read_token_file", "resolve_token", "token_path"]
+__all__ = ["MAX_TOKEN_FILE_BYTES", "MIN_TOKEN_LENGTH", "TokenSource", "create_token",
+           "existing_token", "is_token", "read_token_file", "resolve_token", "token_path"]
 
 log = logging.getLogger("tidings.serve")
 
 MIN_TOKEN_LENGTH = 8
+
+MAX_TOKEN_FILE_BYTES = 4096
+"""The largest token file read: a token and its line break, with room to spare (a generated
+one is 43 characters)."""
 
 
 @attrs.frozen
@@ -47,12 +51,31 @@ def token_path(db_path: str | os.PathLike[str]) -> pathlib.Path:
 
 
 def read_token_file(path: pathlib.Path, *, field: str = "gateway.token_file") -> str:
-    """The token stored at *path*. Raises :class:`ConfigError` naming *field*."""
+    """The token stored at *path*. Raises :class:`ConfigError` naming *field*.
+
+    Only a regular file of at most :data:`MAX_TOKEN_FILE_BYTES` is read: ``/dev/zero`` (or a
+    large file named by mistake, the database itself) was read whole, for ever or into
+    memory, and a named pipe blocked the start until something wrote to it."""
     try:
-        token = path.read_text(encoding="utf-8").strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ConfigError(field, f"no token file at {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise ConfigError(field, f"cannot read {path}: {exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(field, f"{path} is not a regular file")
+        data = os.read(fd, MAX_TOKEN_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(field, f"cannot read {path}: {exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TOKEN_FILE_BYTES:
+        raise ConfigError(field, f"{path} is over {MAX_TOKEN_FILE_BYTES} bytes: a token file "
+                                 "holds one token")
+    try:
+        token = data.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
         raise ConfigError(field, f"cannot read {path}: {exc}") from None
     if not is_token(token):
         raise ConfigError(field, f"{path} does not hold a token (at least "
@@ -93,7 +116,8 @@ def existing_token(given: str | None, token_file: pathlib.Path | None,
     except OSError as exc:  # not ENOENT: a name too long, a folder it may not search...
         raise ConfigError(key, f"cannot read {path}: {exc.strerror or exc}") from None
     if exists:
-        token = read_token_file(path)  # first: a path refused (a directory...) is left as it is
+        token = read_token_file(path, field=key)  # first: a path refused (a directory...)
+        # is left as it is
         _tighten(path)
         return TokenSource(token, path)
     folder = _nearest_folder(path)

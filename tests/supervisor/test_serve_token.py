@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import stat
 
 import pytest
@@ -91,3 +92,34 @@ def test_a_token_that_cannot_be_written_leaves_no_file_behind(tmp_path, monkeypa
     assert caught.value.field == "gateway.token_file"
     assert not token_path(db).exists()
     assert resolve_token(None, None, db).created  # the next start makes it
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "large"])
+def test_a_token_file_that_is_no_small_regular_file_is_refused_at_once(tmp_path, kind) -> None:
+    # /dev/zero was read for ever (and a large file named by mistake, the database itself,
+    # read whole into memory); a named pipe blocked the start until something wrote to it.
+    from tidings.supervisor._token import MAX_TOKEN_FILE_BYTES, read_token_file
+
+    if kind == "dev-zero":
+        path = pathlib.Path("/dev/zero")
+    elif kind == "fifo":
+        path = tmp_path / "token.fifo"
+        os.mkfifo(path)
+    else:
+        path = tmp_path / "big.token"
+        path.write_text("a" * (MAX_TOKEN_FILE_BYTES + 1))
+    with pytest.raises(ConfigError) as caught:
+        read_token_file(path, field="--token-file")
+    assert caught.value.field == "--token-file"
+    assert ("not a regular file" if kind != "large" else "over 4096 bytes") in str(caught.value)
+
+
+def test_a_bad_token_file_beside_the_database_is_refused_naming_serve_db(tmp_path) -> None:
+    # The default token file is the database's (<db>.token): the user gave serve.db, not
+    # gateway.token_file, and was told to fix a setting they never wrote.
+    db = tmp_path / "x.db"
+    (tmp_path / "x.db.token").write_text("short\n")
+    with pytest.raises(ConfigError) as caught:
+        resolve_token(None, None, db)
+    assert caught.value.field == "serve.db"
+    assert "x.db.token" in str(caught.value)
