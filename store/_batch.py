@@ -187,7 +187,8 @@ def _run_merged(conn: sqlite3.Connection, requests: Sequence[Sequence[Op]]
             except Exception as exc:
                 _check_still_open(conn, exc)
                 raise
-            _check_still_open(conn)
+            if not conn.in_transaction:  # (inline: this loop runs for every write)
+                raise _TransactionEnded
             statements += 1
             for (r, i), value in zip(members, values, strict=True):
                 results[r][i] = value
