@@ -79,11 +79,14 @@ class Store:
         Returns only once the transaction is durable. If the caller is cancelled while waiting,
         the write may still commit. Whatever happens to the caller, exactly one callback runs
         (sync): ``on_commit(results)`` once the transaction is durable, or ``on_error(error)``
-        when it will not commit (it failed, or never reached the writer). Raises
-        :class:`StoreClosedError` when no writer is attached, :class:`ConflictError` on an
-        integrity violation (nothing of this request is written), :class:`ValidationError`
-        naming ``ops`` when they are no list of ops (one op not in a list, a generator: it fails
-        alone), :class:`StoreError` otherwise.
+        when it will not commit (it failed, or never reached the writer), or when the writer
+        cannot know (the error, a :class:`StoreError`, then says it "may or may not have
+        committed": a writer process that died before answering, an op of its batch that ran
+        ``COMMIT`` itself). Raises :class:`StoreClosedError` when no writer is attached,
+        :class:`ConflictError` on an integrity violation (nothing of this request is written),
+        :class:`ValidationError` naming ``ops`` when they are no list of ops (one op not in a
+        list, a generator: it fails alone), :class:`StoreError` otherwise (nothing of it is
+        written, unless it says "may or may not have committed").
         """
         request = WriteRequest(ops, on_commit, on_error)
         try:
@@ -107,7 +110,8 @@ class Store:
                       on_error: Callable[[BaseException], None]) -> None:
         """Hand *ops* to the writer without waiting; exactly one of the callbacks runs later,
         in the writer's task: ``on_commit(results)`` once the transaction is durable, or
-        ``on_error(error)`` if it failed (nothing of it was written).
+        ``on_error(error)`` if it failed (nothing of it was written) or the writer cannot know
+        (as for :meth:`commit`: the error says it "may or may not have committed").
 
         Sync. Raises ``trio.WouldBlock`` when the writer's mailbox is full (then nothing was
         handed over: use :meth:`commit`), :class:`StoreClosedError` when no writer is attached.

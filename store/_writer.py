@@ -69,8 +69,9 @@ class WriteRequest:
     ``on_commit(results)`` runs in the writer task right after the commit, whether or not the
     caller is still waiting: it is how work that must follow a durable write (dispatching a
     queued delivery, say) never depends on the caller surviving cancellation. ``on_error(error)``
-    runs instead when the request fails (it was not committed), so a caller that does not wait
-    (:meth:`Store.commit_nowait`) still hears of it.
+    runs instead when the request fails (it was not committed; or, when the error says it "may
+    or may not have committed", the writer cannot know: a writer process died before it
+    answered), so a caller that does not wait (:meth:`Store.commit_nowait`) still hears of it.
 
     Waiting parks the caller with ``trio.lowlevel`` directly (no Event, no parking lot): this is
     the hottest object in tidings, one per write.
