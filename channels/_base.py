@@ -28,7 +28,7 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
 from tidings.errors import TidingsError, ValidationError
-from tidings.store import Op
+from tidings.store import Op, acking
 from tidings.supervisor._callables import certainly_sync
 from tidings.supervisor._log import field
 
@@ -36,10 +36,12 @@ __all__ = ["HELD_OUTCOMES", "REFUSAL", "ChannelBase", "InboundOutcome"]
 
 log = logging.getLogger("tidings.channels")
 
-InboundOutcome = Literal["started", "queued", "merged", "command", "refused", "ignored"]
+InboundOutcome = Literal["started", "queued", "merged", "command", "refused", "ignored",
+                         "duplicate"]
 """What ``handle_inbound`` did: a turn ``started`` now, was ``queued`` behind another, or
 ``merged`` into a waiting one; a ``command`` was answered; the sender was ``refused`` by the
-access policy; a blank message was ``ignored``."""
+access policy; a blank message was ``ignored``; a message id seen before (with
+``ChannelConfig(dedupe_message_ids=True)``) was a ``duplicate``: nothing was done."""
 
 HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 """The outcomes of a message that became (part of) a turn: held until dealt with."""
@@ -96,6 +98,8 @@ class ChannelBase:
         # conversation key -> the runtime's unrouted count when its rows were last handed
         # back (see _hand_back)
         self._handed_back: dict[str, int] = {}
+        # (conversation key, message id) being handled now (dedupe_message_ids)
+        self._handling_ids: set[tuple[str, str]] = set()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.config.name!r}>"
@@ -126,6 +130,13 @@ class ChannelBase:
         conversation's session (created with the first message), dispatched by the channel's
         dispatch mode; the channel is bound as that session's route first.
 
+        With ``config.dedupe_message_ids``, a ``message_id`` already handled in the
+        conversation (also before a restart, or still being handled) is answered
+        ``"duplicate"`` and nothing else happens: a platform that delivers a webhook again
+        starts no second turn. The id of a message that becomes a turn is written in the
+        transaction that holds it (a crash keeps both or neither); that of a command, a
+        refusal or a blank message once it is handled.
+
         Raises:
           TypeError: *inbound* is not an :class:`Inbound`.
           RuntimeClosedError: the runtime is stopping (nothing was accepted).
@@ -136,6 +147,38 @@ class ChannelBase:
         self.runtime.check_open()
         self.runtime.tasks.check_open()
         conversation = self.conversation_for(inbound)
+        if self._dedupes(inbound):
+            return await self._inbound_once(conversation, inbound)
+        return await self._inbound(conversation, inbound)
+
+    def _dedupes(self, inbound: Inbound) -> bool:
+        """Whether :meth:`handle_inbound` looks *inbound*'s id up first (the gateway's
+        connections do that themselves, for their clients' ids)."""
+        return self.config.dedupe_message_ids and inbound.message_id is not None
+
+    async def _inbound_once(self, conversation: Conversation, inbound: Inbound
+                           ) -> InboundOutcome:
+        """:meth:`_inbound` unless the message id is known (durably, or in hand right now)."""
+        rt, name, message_id = self.runtime, self.config.name, inbound.message_id
+        assert message_id is not None
+        marker = (conversation.key, message_id)
+        if marker in self._handling_ids:  # a twin still being handled: one wins
+            await trio.lowlevel.checkpoint()
+            return "duplicate"
+        self._handling_ids.add(marker)
+        try:
+            if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
+                return "duplicate"
+            outcome = await self._inbound(conversation, inbound)
+            if outcome not in HELD_OUTCOMES:  # a turn's id was written with its hold
+                await rt.remember_client_message(
+                    name, conversation.key, message_id,
+                    session_id=self.directory.cached(conversation), outcome=outcome)
+            return outcome
+        finally:
+            self._handling_ids.discard(marker)
+
+    async def _inbound(self, conversation: Conversation, inbound: Inbound) -> InboundOutcome:
         if not self.config.access.allows(inbound.sender_id):
             await self._deliver_direct(conversation, REFUSAL, extra={"refused": True})
             return "refused"
@@ -208,9 +251,15 @@ class ChannelBase:
     def _accepted_ops(self, conversation: Conversation, session_id: str, inbound: Inbound,
                       outcome: InboundOutcome) -> list[Op]:
         """Store ops to write with the hold of a message accepted as a turn (*outcome*), in
-        the same transaction; none by default. The gateway records the client's message id
-        there, so a crash cannot keep one without the other."""
-        return []
+        the same transaction: its message id (``dedupe_message_ids``; the gateway always),
+        so a crash cannot keep one without the other."""
+        if not self._dedupes(inbound):
+            return []
+        rt = self.runtime
+        assert inbound.message_id is not None
+        return [acking.remember_client_message(
+            rt.core_id, self.config.name, conversation.key, inbound.message_id,
+            session_id=session_id, outcome=outcome, now=rt.store.clock())]
 
     async def _hold(self, session_id: str, inbound: Inbound, held: str,
                     also: list[Op]) -> None:

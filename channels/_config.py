@@ -242,6 +242,13 @@ def _timeout(value: object, field: str) -> float | None:
     return seconds
 
 
+def _flag(value: object, field: str) -> bool:
+    """A yes/no key: a real bool (TOML's ``true``), not a string or a number read as one."""
+    if not isinstance(value, bool):
+        raise ConfigError(field, f"must be true or false, got {value!r:.80}")
+    return value
+
+
 def _agent(value: object, field: str) -> str | None:
     if value is None:
         return None
@@ -265,6 +272,7 @@ _CONFIG_KEYS = {
     "dispatch_mode": "dispatch_mode", "dispatchMode": "dispatch_mode",
     "session_scope": "session_scope", "sessionScope": "session_scope",
     "turn_timeout": "turn_timeout", "turnTimeout": "turn_timeout",
+    "dedupe_message_ids": "dedupe_message_ids", "dedupeMessageIds": "dedupe_message_ids",
 }
 
 
@@ -278,7 +286,9 @@ class ChannelConfig:
     (default), ``followup`` or ``collect``; ``session_scope``: ``chat`` (default) or
     ``sender``; ``turn_timeout``: seconds or ``None``; ``access``: ``"open"`` (default), an
     :class:`AccessPolicy` or a list of allowed sender ids; ``agent``: an optional import path
-    ``package.module:Name``.
+    ``package.module:Name``; ``dedupe_message_ids``: ``True`` to answer a platform message id
+    seen before (a webhook delivered again) ``duplicate`` instead of handling it again (see
+    :meth:`ChannelBase.handle_inbound`).
 
     Raises:
       ConfigError: naming the field: ``name`` for a name that is not a lowercase identifier
@@ -301,6 +311,8 @@ class ChannelConfig:
                                              converter=_convert(_timeout))
     access: AccessPolicy = attrs.field(default="open", kw_only=True, converter=_convert(_access))
     agent: str | None = attrs.field(default=None, kw_only=True, converter=_convert(_agent))
+    dedupe_message_ids: bool = attrs.field(default=False, kw_only=True,
+                                           converter=_convert(_flag))
 
     @classmethod
     def from_mapping(cls, name: str, mapping: Mapping[str, Any]) -> ChannelConfig:

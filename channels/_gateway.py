@@ -123,6 +123,11 @@ class GatewayChannel(ChannelBase):
 
     hands_back_unrouted = False  # each client's hello does it (channels/_gateway_admit.py)
 
+    def _dedupes(self, inbound: Inbound) -> bool:
+        """No look-up in :meth:`handle_inbound`: a connection looks its client's message id
+        up (and marks it in flight) before it calls it (see ``_gateway_inbound``)."""
+        return False
+
     def _accepted_ops(self, conversation: Conversation, session_id: str, inbound: Inbound,
                       outcome: InboundOutcome) -> list[Op]:
         """A client's message id is remembered in the commit that holds its message: were it
