@@ -42,6 +42,7 @@ from tidings.supervisor._stderr import say
 __all__ = ["parse_since", "register", "run"]
 
 DEFAULT_DB = "tidings.db"
+DEFAULT_LIMIT = 20
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _RELATIVE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -55,7 +56,7 @@ def register(commands: Any) -> None:
                     "runtime).")
     parser.add_argument("delivery_id", nargs="?", metavar="DELIVERY_ID", type=_id,
                         help="show this delivery and its events instead of the overview")
-    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH",
+    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH", type=_db,
                         help=f"the database (default: ./{DEFAULT_DB})")
     parser.add_argument("--session", metavar="ID", type=_id, help="only this session")
     parser.add_argument("--status", choices=OUTBOX_STATUSES,
@@ -63,8 +64,8 @@ def register(commands: Any) -> None:
     parser.add_argument("--since", type=parse_since, metavar="T",
                         help="only rows updated since T: unix seconds, an ISO 8601 time "
                              "(local unless it has an offset) or an age like 90s, 15m, 2h, 1d")
-    parser.add_argument("--limit", type=_limit, default=20, metavar="N",
-                        help="how many recent rows to print (default: 20)")
+    parser.add_argument("--limit", type=_limit, metavar="N",
+                        help=f"how many recent rows to print (default: {DEFAULT_LIMIT})")
     parser.add_argument("--json", action="store_true", help="print stable JSON")
     parser.set_defaults(run=run, parser=parser)
 
@@ -103,6 +104,14 @@ def _id(text: str) -> str:
         raise argparse.ArgumentTypeError(f"not an id: {exc.reason}") from None
 
 
+def _db(text: str) -> str:
+    """``--db``: a path. An empty one was taken for the current directory (``'.' is a
+    directory``), a message about a path the user never gave."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return text
+
+
 def _limit(text: str) -> int:
     try:
         value = int(text)
@@ -119,7 +128,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err or sys.stderr  # None when closed (2>&-): say() loses the line, not to stdout
     if args.delivery_id is not None:
         extra = [flag for flag, value in (("--session", args.session), ("--status", args.status),
-                                          ("--since", args.since)) if value is not None]
+                                          ("--since", args.since), ("--limit", args.limit))
+                 if value is not None]
         if extra:
             args.parser.error(f"DELIVERY_ID cannot be combined with {', '.join(extra)}")
     try:
@@ -127,7 +137,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             report = read_database(args.db, delivery_report, args.delivery_id)
         else:
             report = read_database(args.db, status_report, session_id=args.session,
-                                   status=args.status, since=args.since, limit=args.limit)
+                                   status=args.status, since=args.since,
+                                   limit=DEFAULT_LIMIT if args.limit is None else args.limit)
     except DatabaseNotFoundError as exc:
         say(err, f"tidings status: {exc}; give the database with --db PATH")
         return 2

@@ -134,13 +134,24 @@ def test_a_missing_database_exits_2_and_creates_nothing(tmp_path, capsys,
 
 
 @pytest.mark.parametrize("argv", [["--since", "yesterday"], ["--limit", "-3"],
-                                  ["--status", "done"], ["dlv_x", "--status", "sent"]])
+                                  ["--status", "done"], ["dlv_x", "--status", "sent"],
+                                  # --limit was ignored beside a DELIVERY_ID, silently
+                                  ["dlv_x", "--limit", "5"]])
 def test_bad_arguments_exit_2_naming_the_option(tmp_path, capsys, argv) -> None:
     with pytest.raises(SystemExit) as caught:
         main(["status", "--db", str(tmp_path / "x.db"), *argv])
     assert caught.value.code == 2
     err = capsys.readouterr().err
-    assert argv[0] in err or "--status" in err
+    assert argv[0] in err or argv[1] in err
+
+
+def test_an_empty_db_path_is_refused_as_such(capsys) -> None:
+    # It was taken for the current directory: "'.' is a directory", of a path never given.
+    with pytest.raises(SystemExit) as caught:
+        main(["status", "--db", ""])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --db: expected a path, got an empty string" in err
 
 
 def test_since_accepts_seconds_iso_times_and_ages() -> None:
