@@ -110,8 +110,10 @@ def supervisor_child(children: Iterable[ChildSpec], *, strategy: Strategy = "one
     """A child function that runs a nested supervisor, for ``ChildSpec(fn=...)``.
 
     It is ready once all its children are (``start_child`` returns the nested
-    :class:`Supervisor`); it stops its children when the shutdown ladder closes its mailbox
-    (give its spec ``shutdown_timeout=None`` so they get their own ladders), and its restart
+    :class:`Supervisor`), so its spec's ``start_timeout`` (10 s by default) bounds the start
+    of all of them together: give it room for their sum, or ``None``. It stops its children
+    when the shutdown ladder closes its mailbox (give its spec ``shutdown_timeout=None`` so
+    they get their own ladders), and its restart
     intensity escalation is a crash of this child in the parent. ``name`` defaults to the
     child's name, ``fault_plan`` to the parent's. Messages sent to it are dropped (logged).
 
