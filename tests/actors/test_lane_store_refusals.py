@@ -56,10 +56,10 @@ async def _full_disk_episode(rt, sessions: int, per_session: int, refusing_for: 
 async def test_a_full_disk_stops_no_runtime_and_every_message_goes_out_once(
         db_path, workspace, autojump_clock, caplog) -> None:
     caplog.set_level(logging.WARNING)
-    sessions, per_session = 6, 20
+    sessions, per_session = 3, 10
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         routes, handles, while_full = await _full_disk_episode(
-            rt, sessions, per_session, refusing_for=120.0)
+            rt, sessions, per_session, refusing_for=60.0)
         outcomes = [[await h.wait() for h in session] for session in handles]
         restarts = rt.dispatcher.supervisor.restart_log
         statuses = {(s.outbox_status, s.attempts) for s in await rt.deliveries()}
@@ -69,7 +69,7 @@ async def test_a_full_disk_stops_no_runtime_and_every_message_goes_out_once(
                 if r.getMessage().startswith("event=lane_store_error")]
     assert refusals
     assert all("disk is full" in line["error"] for line in refusals)
-    # Waiting, not crashing: no restart, and in 120 s at most a dozen tries per lane.
+    # Waiting, not crashing: no restart, and in 60 s at most a dozen tries per lane.
     assert list(restarts) == []
     assert len(refusals) <= sessions * 12
     # Then everything went out, in order, once; the refused claim was not recorded failed.
