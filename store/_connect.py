@@ -64,6 +64,8 @@ class WriterConnection(sqlite3.Connection):
     ``Call``'s own write fails alone. Nothing else changes: the writer runs its statements with
     ``execute``."""
 
+    __slots__ = ()  # no instance dict: attribute lookups stay those of sqlite3.Connection
+
     def commit(self) -> None:
         raise StoreError("the writer commits its own transactions: a Call must not call "
                          "conn.commit() (what it writes commits with its batch)")
