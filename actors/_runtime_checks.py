@@ -13,6 +13,7 @@ from collections.abc import Callable
 from tidings.actors._status import check_id, check_seconds
 from tidings.errors import StoreError, ValidationError
 from tidings.store import check_executor, check_synchronous, read_database
+from tidings.store._status import shown
 from tidings.supervisor import FaultPlan, Intensity
 
 __all__ = ["MAX_LEASE", "MAX_TIME", "check_arguments", "check_core_id_length", "resolve_path",
@@ -99,7 +100,7 @@ def check_arguments(*, db_path: object, workspace: object, artifact_root: object
         check_seconds(field, value)
     if lease > MAX_LEASE:  # type: ignore[operator]
         raise ValidationError("lease", f"must be at most {MAX_LEASE} seconds (10 years): each "
-                                       f"claim stores when it ends, got {lease!r:.80}")
+                                       f"claim stores when it ends, got {shown(lease)}")
     check_seconds("scan_interval", scan_interval, positive=True)
     if intensity is not None and not isinstance(intensity, Intensity):
         raise ValidationError("intensity", f"must be an Intensity or None, got {intensity!r:.80}")

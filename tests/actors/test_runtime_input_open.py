@@ -69,7 +69,8 @@ async def test_good_paths_core_ids_and_clocks_are_still_taken(tmp_path, workspac
         (session_id, core_id, 1_700_000_000)]
 
 
-@pytest.mark.parametrize("lease", [math.inf, 1e300, 10 * 365 * 86400 + 1])
+@pytest.mark.parametrize("lease", [math.inf, 1e300, 10 * 365 * 86400 + 1,
+                                   pytest.param(10 ** 5000, id="10**5000")])  # no repr
 async def test_a_lease_that_is_no_time_to_store_is_refused(db_path, workspace, lease) -> None:
     """Each claimed row stores ``now + lease`` as its lease's end: an infinite lease wrote
     ``inf``, which ``tidings status DELIVERY_ID`` could not print (an ``OverflowError``
