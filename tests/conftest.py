@@ -8,6 +8,7 @@ override any of them.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pathlib
 from collections.abc import AsyncIterator, Iterator
@@ -33,6 +34,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+HANG_LIMIT = 600.0
+"""Real seconds one test may take before the run is ended with every thread's traceback."""
+
+
+_STDERR_KEY = pytest.StashKey[int]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The terminal's stderr, before output capture takes fd 2 over (as pytest's faulthandler
+    # plugin keeps it): where the watchdog's tracebacks must go to be seen.
+    config.stash[_STDERR_KEY] = os.dup(2)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _STDERR_KEY in config.stash:
+        os.close(config.stash[_STDERR_KEY])
+        del config.stash[_STDERR_KEY]
+
+
+@pytest.fixture(autouse=True)
+def hang_watchdog(pytestconfig: pytest.Config) -> Iterator[None]:
+    """End the whole run, printing where every thread stands, when one test takes longer than
+    :data:`HANG_LIMIT` real seconds (the slowest takes seconds; the ``--slow`` forms, a few
+    minutes). Tests guard their own waits with ``trio.fail_after``, but a wait left unguarded
+    (a ``handle.wait()`` a regression never resolves) hung the run until CI's own limit, with
+    nothing said of where."""
+    faulthandler.dump_traceback_later(HANG_LIMIT, exit=True,
+                                      file=pytestconfig.stash[_STDERR_KEY])
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture(scope="session", autouse=True)
