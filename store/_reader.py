@@ -36,7 +36,9 @@ class ReadPool:
         self._closed = False
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` in a worker thread inside one read transaction.
+        """Run ``fn(conn, *args)`` in a worker thread inside one read transaction (one that
+        *fn* ends itself, with ``conn.commit()`` say, is not an error: its queries after that
+        just see later commits).
 
         Always a checkpoint. Raises :class:`StoreClosedError` after :meth:`close`, and driver
         errors mapped to the tidings taxonomy (that connection is then closed, not reused);
@@ -62,7 +64,8 @@ class ReadPool:
             try:
                 result = fn(conn, *args)
             finally:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # fn may have ended it (conn.commit() out of habit)
+                    conn.execute("ROLLBACK")
             healthy = True
             return result
         except sqlite3.Error as exc:  # the connection itself may be bad: it is not kept
