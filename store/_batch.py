@@ -283,11 +283,15 @@ def _refused(ops: object) -> ValidationError | None:
     not iterable, has no length, cannot be indexed or holds no ops), so a write costs nothing
     more; it then fails alone, by name, instead of raising inside the writer (which stopped
     it, and told batch mates that had committed that they had not)."""
-    if (isinstance(ops, Sequence) and not isinstance(ops, str | bytes | bytearray)
-            and all(isinstance(op, Op) for op in ops)):
-        return None
-    return ValidationError("ops", f"must be a list of store ops (Op instances), "
-                                  f"got {ops!r:.80}")
+    if not isinstance(ops, Sequence) or isinstance(ops, str | bytes | bytearray):
+        got = type(ops).__name__
+    else:
+        got = next((f"{type(ops).__name__} holding {type(op).__name__}"
+                    for op in ops if not isinstance(op, Op)), None)
+        if got is None:
+            return None
+    # Types only: a repr could be huge, or raise, and this runs inside the writer.
+    return ValidationError("ops", f"must be a list of store ops (Op instances), got {got}")
 
 
 def _request_error(exc: Exception, ops: Sequence[Op]) -> BaseException:

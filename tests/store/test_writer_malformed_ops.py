@@ -24,11 +24,19 @@ def _row(key: str) -> InsertRows:
     return InsertRows("kv", ("k", "v"), ((key, "v"),))
 
 
+class _Unprintable:
+    """Not an op, and its repr raises: the refusal must not print it."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
 MALFORMED = {
     "one op not in a list": lambda: _row("bad"),
     "a generator of ops": lambda: (op for op in [_row("bad")]),
     "None": lambda: None,
     "a list holding a tuple": lambda: [("INSERT INTO kv VALUES (?, ?)", ("bad", "v"))],
+    "a list holding what cannot be printed": lambda: [_Unprintable()],
 }
 
 
