@@ -277,7 +277,8 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 def _refused(ops: object) -> ValidationError | None:
     """:class:`ValidationError` naming ``ops`` if *ops* is no sequence of :class:`Op` (one op
-    not in a list, a generator, ``None``, a tuple of SQL and parameters), else ``None``.
+    not in a list, a generator, ``None``, a tuple of SQL and parameters) or an op cannot be
+    grouped (:func:`_unhashable`), else ``None``.
 
     Checked only once a batch has failed (such a request always fails the merged run: it is
     not iterable, has no length, cannot be indexed or holds no ops), so a write costs nothing
@@ -289,9 +290,22 @@ def _refused(ops: object) -> ValidationError | None:
         got = next((f"{type(ops).__name__} holding {type(op).__name__}"
                     for op in ops if not isinstance(op, Op)), None)
         if got is None:
-            return None
+            return _unhashable(ops)
     # Types only: a repr could be huge, or raise, and this runs inside the writer.
     return ValidationError("ops", f"must be a list of store ops (Op instances), got {got}")
+
+
+def _unhashable(ops: Sequence[Op]) -> ValidationError | None:
+    """:class:`ValidationError` naming ``ops`` if an op's group key cannot be hashed (a list
+    given where a tuple goes: ``columns``, ``exprs``, ``guard_params``): it failed with a bare
+    "unhashable type: 'list'"."""
+    for op in ops:
+        try:
+            hash(op.group_key())
+        except TypeError as exc:
+            return ValidationError("ops", f"{type(op).__name__} holds a list where a tuple "
+                                          f"must be (columns, exprs, guard_params): {exc}")
+    return None
 
 
 def _request_error(exc: Exception, ops: Sequence[Op]) -> BaseException:
@@ -300,7 +314,8 @@ def _request_error(exc: Exception, ops: Sequence[Op]) -> BaseException:
     (``OverflowError`` for an integer SQLite cannot store, ``UnicodeEncodeError`` for a lone
     surrogate) and is a :class:`StoreError`, as :meth:`Store.commit` documents and as the
     writer process answers it (it sends errors as their class name and text). Ops that are no
-    sequence of ops are refused by name (:func:`_refused`)."""
+    sequence of ops, or whose fields are not what they must be, are refused by name
+    (:func:`_refused`)."""
     refusal = _refused(ops)
     if refusal is not None:
         return refusal

@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from tidings.errors import ValidationError
-from tidings.store import Execute, InsertRows, open_store
+from tidings.store import Execute, InsertRows, UpdateRows, open_store
 
 
 def _row(key: str) -> InsertRows:
@@ -74,3 +74,24 @@ async def test_malformed_ops_are_refused_by_name_and_alone(tmp_path, writer, mal
                 await store.commit(malformed())
             assert await store.commit([Execute("SELECT k FROM kv ORDER BY k")]) \
                 == [[("good1",), ("good2",)]]
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+@pytest.mark.parametrize("op", [
+    InsertRows("kv", ["k", "v"], (("bad", "v"),)),  # type: ignore[arg-type]
+    UpdateRows("kv", "k", ["v"], (("good1", "w"),)),  # type: ignore[arg-type]
+    UpdateRows("kv", "k", ("v",), (("good1", "w"),), guard="v = ?",
+               guard_params=["v"]),  # type: ignore[arg-type]
+], ids=["InsertRows columns", "UpdateRows columns", "UpdateRows guard_params"])
+async def test_an_op_given_a_list_for_a_tuple_is_refused_saying_so(tmp_path, writer, op) -> None:
+    # Such an op cannot be grouped (its group key cannot be hashed): it failed with "StoreError:
+    # TypeError: unhashable type: 'list'", naming nothing.
+    with trio.fail_after(30):  # hang guard (real time: the process writer's child)
+        async with open_store(tmp_path / "a.db", writer=writer) as store:
+            await store.commit([Execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)")])
+            await store.commit([_row("good1")])
+            with pytest.raises(ValidationError, match=r"^ops: .*a tuple") as caught:
+                await store.commit([op])
+            assert caught.value.field == "ops"
+            assert type(op).__name__ in str(caught.value)
+            assert await store.commit([Execute("SELECT k, v FROM kv")]) == [[("good1", "v")]]
