@@ -4,6 +4,7 @@ that name the dotted key."""
 from __future__ import annotations
 
 import pathlib
+import re
 
 import pytest
 
@@ -38,6 +39,16 @@ def test_the_example_file_is_valid_and_documents_every_key() -> None:
                 "turn_timeout"):
         assert f"{key} =" in text, key
     assert config.gateway_config("x" * 16).port == 8765
+
+
+def test_the_example_file_names_every_channel_and_retention_key() -> None:
+    """Every key a [channels.<name>] table takes (the gateway's own table is the example's)
+    and both [retention] keys appear in the example, set, commented out, or said to have no
+    effect there: a key added to ChannelConfig must reach the file that lists them all."""
+    from tidings.channels._config import _CONFIG_KEYS
+    text = EXAMPLE.read_text()
+    for key in (*sorted(set(_CONFIG_KEYS.values())), "keep", "interval"):
+        assert re.search(rf"^#? *(\[channels\.gateway\.)?{key}\b", text, re.MULTILINE), key
 
 
 def test_flags_override_the_file(tmp_path) -> None:
