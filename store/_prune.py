@@ -29,6 +29,7 @@ import sqlite3
 import attrs
 
 from tidings.store._connect import close_writer, connect_writer
+from tidings.store._errors import DatabaseNotFoundError, StoreError
 from tidings.store._ops import Call
 from tidings.store._schema import MIGRATIONS, _statements, check_database, migrate
 
@@ -156,7 +157,10 @@ def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False) ->
     the caller holds the runtime lock), a chunk per transaction as the runtime does. The
     database is brought to the current schema first, as a runtime's start does. With
     *dry_run*, everything runs in one transaction that is rolled back (migration included):
-    the counts are exact and nothing changes. Registers no process epoch."""
+    the counts are exact and nothing changes. Registers no process epoch. A file with no
+    tidings schema (an empty one) is no database to prune: :class:`StoreError`, the file
+    untouched (and a missing one :class:`DatabaseNotFoundError`)."""
+    _check_schema(pathlib.Path(db))
     conn = connect_writer(pathlib.Path(db))
     try:
         if dry_run:
@@ -175,6 +179,24 @@ def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False) ->
         return _repeat(conn, cutoff, commit=True)
     finally:
         close_writer(conn)
+
+
+def _check_schema(db: pathlib.Path) -> None:
+    """Refuse, read-only, a file that holds no tidings database: an empty one (a placeholder
+    made with ``touch``, a mistyped path) reads as a database of no schema, which the writer's
+    connection would switch to WAL and a migration fill with tidings tables, so a prune of a
+    file that ``tidings status`` calls no tidings database made it one ('deleted: 0'), and a
+    dry run wrote its header. The other refusals are :func:`check_database`'s, as before;
+    no file at all is :class:`DatabaseNotFoundError`, as for ``read_database``."""
+    if not db.exists():
+        raise DatabaseNotFoundError(f"no database at {str(db)!r}")
+    conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        found = check_database(conn, str(db))
+    finally:
+        conn.close()
+    if found == 0:
+        raise StoreError(f"{db} is not a tidings database (no schema)")
 
 
 def _repeat(conn: sqlite3.Connection, cutoff: float, *, commit: bool) -> PruneReport:

@@ -109,3 +109,20 @@ def test_no_database_is_said_and_nothing_is_made(tmp_path, capsys) -> None:
     assert "cannot prune" in capsys.readouterr().err
     assert cli.main(["prune", str(tmp_path), "--older-than", "1d"]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["prune", "dry-run"])
+def test_a_file_with_no_tidings_schema_is_no_database_and_is_left_as_it_was(tmp_path, capsys,
+                                                                           dry_run) -> None:
+    """An empty file (a placeholder made with touch, a path mistyped onto an empty log) holds
+    no tidings database, as tidings status says of it: prune refuses it (exit 2) and leaves
+    it empty, rather than writing a whole tidings schema into it and saying 'deleted: 0'."""
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    args = ["prune", str(empty), "--older-than", "1d"] + (["--dry-run"] if dry_run else [])
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "empty.db is not a tidings database" in err
+    assert empty.stat().st_size == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["empty.db"]
+    assert cli.main(["status", "--db", str(empty)]) == 2  # what status says of it too
