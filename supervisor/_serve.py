@@ -151,7 +151,9 @@ async def serve(config: ServeConfig, control: StopControl, *,
             raise ServeFailed(f"cannot listen on {_url(settings.host, settings.port)}: "
                               f"{_cause(exc)}") from exc
         except RestartIntensityExceeded as exc:
-            raise ServeFailed(f"the gateway kept crashing: more than {config.max_restarts} "
+            # The gateway's listener, or the retention pruner: both are serve's children.
+            who = "the gateway" if exc.child in (None, "gateway") else f"serve's {exc.child}"
+            raise ServeFailed(f"{who} kept crashing: more than {config.max_restarts} "
                               f"restarts in {config.period:g}s (last error: {_cause(exc)}); "
                               "stopping") from exc
         finally:

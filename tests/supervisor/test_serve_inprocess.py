@@ -65,6 +65,27 @@ async def test_restart_intensity_exceeded_ends_serve_with_a_clear_message(tmp_pa
     assert caught.group_contains(ServeFailed, match=r"kept crashing: more than 1 restarts")
 
 
+async def test_a_retention_child_that_keeps_crashing_is_named_not_the_gateway(
+        tmp_path) -> None:
+    # Both are serve's children and share its restart budget: the message said "the gateway
+    # kept crashing" whichever it was.
+    plan = FaultPlan([FaultRule(Seam.BEFORE_MESSAGE, child="retention"),
+                      FaultRule(Seam.CHILD_START, child="retention", nth=2)])
+    control = StopControl()
+    config = attrs.evolve(_config(tmp_path), max_restarts=1, keep=3600.0)
+
+    async def crash_it() -> None:
+        async with trio.open_nursery() as nursery:
+            info = await nursery.start(functools.partial(serve, config, control,
+                                                         fault_plan=plan))
+            info.supervisor.mailbox("retention").send_nowait("crash")
+
+    with pytest.raises(ExceptionGroup) as caught:
+        await crash_it()
+    assert caught.group_contains(ServeFailed,
+                                 match=r"^serve's retention kept crashing: more than 1 restarts")
+
+
 async def test_a_port_in_use_is_a_clear_failure(tmp_path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
