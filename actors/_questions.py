@@ -13,6 +13,7 @@ as unix seconds or None. Nothing else checks them: a route was handed whatever i
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,12 +32,13 @@ def checked_prompt(prompt: object) -> Prompt:
     (``prompt`` for anything but a :class:`Prompt`)."""
     if not isinstance(prompt, Prompt):
         raise ValidationError("prompt", f"must be a Prompt, got {type(prompt).__name__}")
-    _check_common(prompt.session_id, prompt.turn_id, prompt.expires_at)
+    expires_at = _check_common(prompt.session_id, prompt.turn_id, prompt.expires_at)
     check_id("prompt_id", prompt.prompt_id)
     if not isinstance(prompt.text, str):
         raise ValidationError("text", f"must be a string, got {type(prompt.text).__name__}")
     check_message_text(prompt.text, "text")
-    return prompt
+    return prompt if expires_at is prompt.expires_at else attrs.evolve(prompt,
+                                                                        expires_at=expires_at)
 
 
 def checked_approval_request(request: object) -> ApprovalRequest:
@@ -46,25 +48,33 @@ def checked_approval_request(request: object) -> ApprovalRequest:
     if not isinstance(request, ApprovalRequest):
         raise ValidationError("request", f"must be an ApprovalRequest, got "
                                          f"{type(request).__name__}")
-    _check_common(request.session_id, request.turn_id, request.expires_at)
+    expires_at = _check_common(request.session_id, request.turn_id, request.expires_at)
     check_id("request_id", request.request_id)
     action = request.action
     if not isinstance(action, str) or not action:
         raise ValidationError("action", f"must be a non-empty string, got {action!r:.80}")
     check_message_text(action, "action")
     details = check_json_object(_thawed(request.details), "details", max_bytes=MAX_JSON_BYTES)
-    return attrs.evolve(request, details=details)
+    return attrs.evolve(request, details=details, expires_at=expires_at)
 
 
-def _check_common(session_id: object, turn_id: object, expires_at: object) -> None:
+def _check_common(session_id: object, turn_id: object, expires_at: object) -> float | None:
+    """Check the fields every question has; returns its ``expires_at``, an int past a float's
+    range as ``inf`` (``-inf`` below it): no expiry, as a turn's ``expires_in=10**400`` asks
+    (``math.isnan`` of it, or the time left, raised an ``OverflowError`` naming nothing)."""
     check_session_id("session_id", session_id)
     if turn_id is not None:  # a turn of an earlier version may have a longer id
         check_id("turn_id", turn_id, max_chars=None)
-    if expires_at is not None and (isinstance(expires_at, bool)
-                                   or not isinstance(expires_at, int | float)
-                                   or math.isnan(expires_at)):
+    if expires_at is None:
+        return None
+    if isinstance(expires_at, int) and not isinstance(expires_at, bool) \
+            and abs(expires_at) > sys.float_info.max:
+        return math.inf if expires_at > 0 else -math.inf
+    if (isinstance(expires_at, bool) or not isinstance(expires_at, int | float)
+            or math.isnan(expires_at)):
         raise ValidationError("expires_at", f"must be None or unix seconds, got "
                                             f"{expires_at!r:.80}")
+    return expires_at
 
 
 def _thawed(value: Any) -> Any:

@@ -92,3 +92,26 @@ async def test_good_questions_through_the_router_are_asked_with_json_details(rt)
     [asked] = route.approvals
     # As a turn's request: the details as their JSON reads back (string keys, lists frozen).
     assert dict(asked.details) == {"env": "prod", "hosts": ("a", "b"), "n": {"2": 1}}
+
+
+@pytest.mark.parametrize("kind", ["prompt", "approval"])
+async def test_an_expires_at_past_a_float_s_range_is_no_expiry_as_inf_is(rt, kind) -> None:
+    # An int of unix seconds is unix seconds: ctx.prompt_user(expires_in=10**400) asks with
+    # expires_at=inf, but the router's own questions raised a bare 'OverflowError: int too
+    # large to convert to float' (naming nothing) computing the time left.
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.answers.append("yes")
+    route.decisions.append("allow")
+    rt.router.bind(session_id, route)
+    with trio.fail_after(30):  # hang guard: a question asked is answered at once
+        if kind == "prompt":
+            answer = await rt.router.prompt_user(Prompt(session_id, "ok?", "p1",
+                                                        expires_at=10**400))
+            assert answer.text == "yes"
+        else:
+            decision = await rt.router.request_approval(ApprovalRequest(
+                session_id, "deploy", "r1", {}, expires_at=10**400))
+            assert decision.allowed
+    [asked] = route.prompts if kind == "prompt" else route.approvals
+    assert asked.expires_at == float("inf")  # what a turn's question past it carries
