@@ -333,7 +333,7 @@ def _approval(f: _Fields) -> Approval:
     request_id = f.text("request_id", limit=_ID_LIMIT, empty=False)
     decision = f.text("decision")
     if decision not in ("allow", "deny"):
-        raise f._error("bad_field", "decision", f"must be 'allow' or 'deny', got {decision!r}")
+        raise f._error("bad_field", "decision", f"must be 'allow' or 'deny', got {decision!r:.80}")
     return Approval(request_id=request_id or "", decision=decision)
 
 
