@@ -110,55 +110,63 @@ async def serve(config: ServeConfig, control: StopControl, *,
     found: TokenSource | None = await trio.to_thread.run_sync(
         existing_token, config.token, token_file, config.db)
     db = config.db.absolute()
-    async with contextlib.AsyncExitStack() as stack:
-        # Entered before the runtime, so left after its exit: that exit waits for lanes
-        # still in a delivery (up to grace), and a second request must cut that wait too.
-        opened: list[Any] = []  # the runtime, once open
+    with trio.CancelScope() as starting:
+        async with contextlib.AsyncExitStack() as stack:
+            # Entered before the runtime, so left after its exit: that exit waits for lanes
+            # still in a delivery (up to grace), and a second request must cut that wait too.
+            opened: list[Any] = []  # the runtime, once open
 
-        def stop_now() -> None:
-            for runtime in opened:
-                _stop_now(runtime)
+            def stop_now() -> None:
+                for runtime in opened:
+                    _stop_now(runtime)
 
-        stack.enter_context(control.on_immediate(stop_now))
-        stack.enter_context(_runtime_gave_up())  # left after the runtime: sees its failure
-        rt = await _open_runtime(stack, config, db)
-        opened.append(rt)
-        source = found or await trio.to_thread.run_sync(
-            create_token, token_file or token_path(config.db))
-        if source.created:
-            log.info("event=token_created path=%s mode=0600", field(source.path))
-        settings = config.gateway_config(source.token)
-        gateway = GatewayChannel(rt, settings, config.channel, agent)
-        spec = ChildSpec("gateway", functools.partial(_gateway_child, gateway),
-                         restart="permanent", shutdown_timeout=config.grace + 5.0,
-                         start_timeout=30.0, mailbox_size=1)
-        specs = [spec]
-        if config.keep is not None:  # [retention]: off unless asked for
-            specs.append(retention_spec(rt, config.keep, config.prune_interval))
-        try:
-            async with open_supervisor(specs, name="serve", fault_plan=fault_plan,
-                                       intensity=Intensity(config.max_restarts,
-                                                           config.period)) as sup:
-                port = gateway.port
-                assert port is not None
-                info = ServeInfo(_url(settings.host, port), port, db, source.path, gateway, sup)
-                log.info("event=serving url=%s db=%s token_file=%s agent=%s writer=%s pid=%d "
-                         "version=%s", info.url, field(db), field(source.path or "(given)"),
-                         type(agent).__name__, config.writer, os.getpid(), tidings.__version__)
-                task_status.started(info)
-                await _run_until_stopped(rt, gateway, control, config.grace)
-        except ChildStartError as exc:
-            raise ServeFailed(f"cannot listen on {_url(settings.host, settings.port)}: "
-                              f"{_cause(exc)}") from exc
-        except RestartIntensityExceeded as exc:
-            # The gateway's listener, or the retention pruner: both are serve's children.
-            who = "the gateway" if exc.child in (None, "gateway") else f"serve's {exc.child}"
-            raise ServeFailed(f"{who} kept crashing: more than {config.max_restarts} "
-                              f"restarts in {config.period:g}s (last error: {_cause(exc)}); "
-                              "stopping") from exc
-        finally:
-            with trio.CancelScope(shield=True):
-                await _close(rt, gateway, immediate=control.immediate.is_set())
+            stack.enter_context(control.on_immediate(stop_now))
+            stack.enter_context(_runtime_gave_up())  # left after the runtime: sees its failure
+            # A second request while the runtime opens (a long recovery) ends the start (the
+            # scope around it all: the runtime's own scopes live on the stack): nothing was
+            # served yet, and what recovery had not done is done at the next start. A first
+            # one lets the start finish, then stops.
+            with control.on_immediate(starting.cancel):
+                rt = await _open_runtime(stack, config, db)
+            opened.append(rt)
+            source = found or await trio.to_thread.run_sync(
+                create_token, token_file or token_path(config.db))
+            if source.created:
+                log.info("event=token_created path=%s mode=0600", field(source.path))
+            settings = config.gateway_config(source.token)
+            gateway = GatewayChannel(rt, settings, config.channel, agent)
+            spec = ChildSpec("gateway", functools.partial(_gateway_child, gateway),
+                             restart="permanent", shutdown_timeout=config.grace + 5.0,
+                             start_timeout=30.0, mailbox_size=1)
+            specs = [spec]
+            if config.keep is not None:  # [retention]: off unless asked for
+                specs.append(retention_spec(rt, config.keep, config.prune_interval))
+            try:
+                async with open_supervisor(specs, name="serve", fault_plan=fault_plan,
+                                           intensity=Intensity(config.max_restarts,
+                                                               config.period)) as sup:
+                    port = gateway.port
+                    assert port is not None
+                    info = ServeInfo(_url(settings.host, port), port, db, source.path, gateway, sup)
+                    log.info("event=serving url=%s db=%s token_file=%s agent=%s writer=%s pid=%d "
+                             "version=%s", info.url, field(db), field(source.path or "(given)"),
+                             type(agent).__name__, config.writer, os.getpid(), tidings.__version__)
+                    task_status.started(info)
+                    await _run_until_stopped(rt, gateway, control, config.grace)
+            except ChildStartError as exc:
+                raise ServeFailed(f"cannot listen on {_url(settings.host, settings.port)}: "
+                                  f"{_cause(exc)}") from exc
+            except RestartIntensityExceeded as exc:
+                # The gateway's listener, or the retention pruner: both are serve's children.
+                who = "the gateway" if exc.child in (None, "gateway") else f"serve's {exc.child}"
+                raise ServeFailed(f"{who} kept crashing: more than {config.max_restarts} "
+                                  f"restarts in {config.period:g}s (last error: {_cause(exc)}); "
+                                  "stopping") from exc
+            finally:
+                with trio.CancelScope(shield=True):
+                    await _close(rt, gateway, immediate=control.immediate.is_set())
+    if starting.cancelled_caught:
+        log.warning("event=start_abandoned reason=\"a second stop request while starting\"")
     log.info("event=stopped db=%s", field(db))
 
 

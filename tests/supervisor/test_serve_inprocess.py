@@ -3,6 +3,7 @@ it with a clear message, a port in use is a clear failure, a stop is clean."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import socket
@@ -212,3 +213,39 @@ async def test_a_stop_with_no_grace_and_nothing_running_warns_of_nothing(tmp_pat
     messages = [record.getMessage() for record in caplog.records]
     assert any("event=stopping grace=0 turns_running=0" in m for m in messages), messages
     assert not [m for m in messages if "grace_expired" in m]
+
+
+async def test_a_second_stop_request_while_starting_ends_the_start(tmp_path, monkeypatch,
+                                                                    caplog) -> None:
+    # A start that takes long (a big recovery at open) ran to its end whatever was asked:
+    # the first request was honoured only once serving, the second reached nothing.
+    import tidings
+    from tidings.supervisor import _serve
+
+    caplog.set_level(logging.INFO, logger="tidings")
+    opening, real = trio.Event(), tidings.open_runtime
+
+    def slow_open(*args, **kwargs):
+        @contextlib.asynccontextmanager
+        async def opened():
+            opening.set()
+            await trio.sleep_forever()  # a recovery that does not end soon
+            async with real(*args, **kwargs) as rt:  # never reached
+                yield rt
+        return opened()
+
+    monkeypatch.setattr(_serve.tidings, "open_runtime", slow_open)
+    control = StopControl()
+    config = attrs.evolve(_config(tmp_path), token=None)  # its token file: made once open
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve, config, control)
+            await opening.wait()
+            control.request("SIGINT")  # the first: the start goes on
+            await trio.testing.wait_all_tasks_blocked()
+            assert opening.is_set()
+            control.request("SIGINT")  # the second: the start ends, serve returns
+    messages = [record.getMessage() for record in caplog.records]
+    assert any(m.startswith("event=start_abandoned") for m in messages)
+    assert not any(m.startswith("event=serving") for m in messages)
+    assert not (tmp_path / "serve.db.token").exists()  # a start that did not happen: no token
