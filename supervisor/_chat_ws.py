@@ -2,7 +2,8 @@
 
 Each line typed is a ``message`` (slash commands pass through; a CRLF line's ``\r\n`` is not
 sent, as in ``--local``); while a prompt or an approval
-request is open the next line answers it (``y`` / ``yes`` / ``allow`` approves); a line over
+request is open the next line answers it (``y`` / ``yes`` / ``allow`` approves; with several
+open, the oldest first, as ``--local`` does); a line over
 the server's ``max_frame_bytes``, or not valid UTF-8, is not sent (a ``!`` line says why; a
 question stays open); a piped one is refused as soon as it is known to be over, and the rest
 of it skipped unread into memory (see :mod:`tidings.supervisor._chat_input`).
@@ -130,7 +131,9 @@ class _State:
         self.unanswered: dict[str, dict[str, Any]] = {}
         self.finished: dict[str, None] = {}
         self.synced: dict[str, int] | None = None
-        self.question: dict[str, Any] | None = None
+        # question id -> its frame, oldest first: the questions open in the conversation
+        # (an agent may ask two at once); the next line answers the oldest, as --local does.
+        self.questions: dict[Any, dict[str, Any]] = {}
         # question id -> (the question frame, the answer or approval frame sent for it), until
         # its prompt_closed: a drop may cut it, and the gateway then asks again after the
         # reconnect (see _asked).
@@ -253,7 +256,7 @@ async def _asked(client: GatewayClient, state: _State, printer: _Printer,
         await client.send(kept[1])
         return
     printer.frame(frame)
-    state.question = frame
+    state.questions[_question_id(frame)] = frame
 
 
 async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> None:
@@ -287,8 +290,7 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             state.synced = {frame["session_id"]: frame["last_seq"]}
         elif kind == "prompt_closed":
             state.answers.pop(str(frame.get("id")), None)
-            if state.question is not None and frame.get("id") == _question_id(state.question):
-                state.question = None
+            state.questions.pop(frame.get("id"), None)
         state.poke()
 
 
@@ -314,7 +316,7 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool
     await state.wait_for(lambda: message_id in state.accepted)
     if state.accepted[message_id] in ("started", "queued", "merged"):
         await state.wait_for(lambda: message_id in state.finished
-                             or state.question is not None)
+                             or bool(state.questions))
         if message_id not in state.finished:
             return False
     state.synced = None
@@ -404,7 +406,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
         if lone is not None:
             printer.line(f"! not sent: the line is not valid UTF-8 (at index {lone})")
             continue
-        question = state.question
+        question = next(iter(state.questions.values()), None)  # the oldest open
         frame: dict[str, Any] | None = None
         if question is not None:
             frame = _answer(question, line)
@@ -416,7 +418,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
                 printer.line(f"! frame_too_big: {refused}")
                 continue
             if question is not None:
-                state.question = None
+                state.questions.pop(_question_id(question), None)
                 # kept until the question closes: a drop before then answers it again
                 _keep(state.answers, question, frame)
             else:  # kept until answered: a drop before then sends it again (_resend)
@@ -497,9 +499,9 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                 # another device, expired, the server restarted) with no prompt_closed for us:
                 # the server sends again what still waits, so the next line answers only that
                 # (once that is known: see _asked_again).
-                if state.question is not None:
+                if state.questions:
                     state.recheck = True
-                state.question = None
+                state.questions.clear()
                 if state.session_id is None:
                     welcome = client.welcome
                     state.session_id = welcome["session_id"]
