@@ -266,3 +266,36 @@ def test_connecting_while_a_reconnect_waits_cancels_it() -> None:
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["count"] == 2  # the one pressed for, no second one
+
+
+_TWO_QUESTIONS = _PAGE + r"""
+elements.connect.onsubmit(event);
+sockets[0].open();
+sockets[0].frame(welcome);
+sockets[0].frame({type: "prompt", prompt_id: "p1", session_id: "s1", text: "first?",
+                  expires_at: 1e10});
+sockets[0].frame({type: "approval_request", request_id: "r2", session_id: "s1",
+                  action: "deploy", details: {}, expires_at: 1e10});
+for (const line of ["one", "yes", "hello"]) {
+  elements.text.value = line;
+  elements.send.onsubmit(event);
+}
+run(3600 * 1000);
+console.log(JSON.stringify({sent: sockets[0].sent.map(([, f]) => f)
+                                          .filter((f) => f.type !== "hello"), log}));
+"""
+
+
+def test_two_open_questions_are_answered_oldest_first() -> None:
+    """As ``tidings chat`` and ``--local`` do. The page kept the last question only: the
+    first line answered the second question, and the next went as a message (which steers:
+    the turn that asked both was cancelled), the first question left open for nobody."""
+    result = subprocess.run([NODE, "-e", _TWO_QUESTIONS, "--", str(web_page()),
+                             json.dumps(WELCOME), "0", "-1"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    sent = json.loads(result.stdout)["sent"]
+    assert [{k: v for k, v in f.items() if k != "id"} for f in sent] == [
+        {"type": "answer", "prompt_id": "p1", "text": "one"},
+        {"type": "approval", "request_id": "r2", "decision": "allow"},
+        {"type": "message", "text": "hello"}]
