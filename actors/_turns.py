@@ -60,6 +60,8 @@ class TurnContext:
         self.cancel_scope = trio.CancelScope()
         self.reason: str | None = None
         self.closed = False
+        # The waits of questions being asked (see _ask): cancelled when the turn ends.
+        self._asking: set[trio.CancelScope] = set()
 
     def cancel(self, reason: str) -> bool:
         """Cancel the turn; the first recorded reason wins. Returns False if it already had one
@@ -87,7 +89,8 @@ class TurnContext:
           ValidationError: *text* is not a string, is empty, not valid Unicode or over
             :data:`MAX_TEXT_BYTES` (as a message's text), or *expires_in* is not None or a
             number of seconds >= 0 (the field is named); nothing is asked.
-          RuntimeClosedError: the turn has ended.
+          RuntimeClosedError: the turn has ended (or ended while the question waited,
+            asked from a task outside the turn: it is withdrawn).
           trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
         expires_at = self._expiry(expires_in)
@@ -107,7 +110,8 @@ class TurnContext:
             :data:`MAX_TEXT_BYTES`), *details* not a JSON-ready mapping of at most
             :data:`MAX_JSON_BYTES`, or *expires_in* not None or a number of seconds >= 0 (the
             field is named); nothing is asked.
-          RuntimeClosedError: the turn has ended.
+          RuntimeClosedError: the turn has ended (or ended while the question waited,
+            asked from a task outside the turn: it is withdrawn).
           trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
         expires_at = self._expiry(expires_in)
@@ -130,12 +134,31 @@ class TurnContext:
     async def _ask(self, ask: Callable[[_Q], Awaitable[_A]], question: _Q, question_id: str,
                    failed: _A) -> _A:
         """``await ask(question)`` (the router's ``prompt_user`` or ``request_approval``), or
-        *failed* when the route raised (see :meth:`_route_failed`)."""
+        *failed* when the route raised (see :meth:`_route_failed`).
+
+        Withdrawn when the turn ends (:meth:`withdraw_questions`) while it waits: an asker
+        outside the turn's task (the turn's own are cancelled with it) then gets
+        :class:`RuntimeClosedError`, as it would asking after the end, instead of a question
+        left open for a turn that is over."""
+        scope = trio.CancelScope()
+        self._asking.add(scope)  # (no checkpoint since _may_ask saw the turn open)
         try:
-            return await ask(question)
-        except Exception as exc:  # noqa: BLE001 - the route's own failure: logged, fails closed
-            await self._route_failed(ask.__name__, question_id, exc)
-            return failed
+            with scope:
+                try:
+                    return await ask(question)
+                except Exception as exc:  # noqa: BLE001 - the route's failure: fails closed
+                    await self._route_failed(ask.__name__, question_id, exc)
+                    return failed
+        finally:
+            self._asking.discard(scope)
+        raise RuntimeClosedError(f"turn {self.turn_id} ended while {question_id} waited for "
+                                 "an answer; the question was withdrawn")
+
+    def withdraw_questions(self) -> None:
+        """Cancel the waits of the questions still being asked (the turn has ended). Never
+        blocks."""
+        for scope in self._asking:
+            scope.cancel(reason="the turn that asked has ended")
 
     async def _route_failed(self, method: str, question_id: str, error: Exception) -> None:
         """The route's *method* raised (its platform is down, a bug of the adapter): the
@@ -252,6 +275,7 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
             raise
         finally:
             ctx.closed = True
+            ctx.withdraw_questions()  # an asker outside the turn's task: nobody would act
             if ours:
                 ops = end_turn(ctx.turn_id, status=status, now=store.clock(),
                                reason=ctx.reason, error=error)
