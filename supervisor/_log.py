@@ -12,13 +12,18 @@ logger = logging.getLogger("tidings.supervisor")
 
 def field(value: object) -> str:
     """*value* as the value of a ``key=value`` log field: as it is when it is one plain word,
-    else JSON-quoted (a path or a reason with a space, a quote or ``=``), so that a reader
+    else JSON-quoted (a path or a reason with a space, a quote or ``=``; with a character that
+    does not print, such as a terminal escape, escaped to ASCII), so that a reader
     splitting on spaces (and :func:`~tidings.supervisor._logging.parse_fields`, and so the JSON
     lines) reads it back whole. :func:`log_event` formats every field so; lines formatted by
     hand call it for each value that may hold a space."""
     text = value if isinstance(value, str) else str(value)
-    if not text or any(ch.isspace() or ch in '"=' for ch in text):
-        return json.dumps(text, ensure_ascii=False)
+    printable = text.isprintable()
+    if not text or not printable or any(ch.isspace() or ch in '"=' for ch in text):
+        # Escaped to ASCII when anything in it does not print: an escape sequence (a chat
+        # id, a platform's error) reached the operator's terminal raw, and JSON escapes only
+        # what is below U+0020, not DEL or the C1 controls.
+        return json.dumps(text, ensure_ascii=not printable)
     return text
 
 

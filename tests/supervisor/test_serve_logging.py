@@ -44,3 +44,18 @@ def test_configure_logging_writes_to_the_stream() -> None:
     finally:
         logging.getLogger().removeHandler(handler)
     assert json.loads(stream.getvalue())["n"] == "3"
+
+
+def test_a_value_that_does_not_print_is_escaped_and_reads_back_whole() -> None:
+    # A chat id or a platform's error with a terminal escape (ESC, DEL, a C1 control such as
+    # the 8-bit CSI) went to the operator's terminal raw: only spaces, quotes and '=' were
+    # quoted, and JSON escapes nothing from U+007F up.
+    from tidings.supervisor._log import field
+
+    for value in ("a\x1b[2Jb", "del\x7f", "csi\x9b31m", "caf\u00e9\x1b", "tab\there"):
+        quoted = field(value)
+        assert quoted.isprintable(), quoted
+        assert quoted.isascii(), quoted
+        assert parse_fields(f"event=x v={quoted}") == {"event": "x", "v": value}
+    assert field("caf\u00e9") == "caf\u00e9"  # printable: as it was
+    assert field("two words") == '"two words"'
