@@ -90,7 +90,8 @@ class TurnContext:
             :data:`MAX_TEXT_BYTES` (as a message's text), or *expires_in* is not None or a
             number of seconds >= 0 (the field is named); nothing is asked.
           RuntimeClosedError: the turn has ended (or ended while the question waited,
-            asked from a task outside the turn: it is withdrawn).
+            asked from a task outside the turn: it is withdrawn), or its runtime has
+            stopped.
           trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
         expires_at = self._expiry(expires_in)
@@ -111,7 +112,8 @@ class TurnContext:
             :data:`MAX_JSON_BYTES`, or *expires_in* not None or a number of seconds >= 0 (the
             field is named); nothing is asked.
           RuntimeClosedError: the turn has ended (or ended while the question waited,
-            asked from a task outside the turn: it is withdrawn).
+            asked from a task outside the turn: it is withdrawn), or its runtime has
+            stopped.
           trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
         expires_at = self._expiry(expires_in)
@@ -126,10 +128,13 @@ class TurnContext:
         the answer, so the question would be a lie. A full checkpoint first, as trio turns a
         deadline (the turn's timeout) that passed into a cancel only at a schedule point (the
         asker gets its ``Cancelled``); then the end check (an asker outside the turn's task:
-        the turn may end meanwhile)."""
+        the turn may end meanwhile), and the runtime's, as for a send (:meth:`check_open`:
+        a host's turn may outlive its runtime)."""
         await trio.lowlevel.checkpoint()
         if self.closed:
             raise RuntimeClosedError(f"turn {self.turn_id} has ended; it cannot ask")
+        if self.runtime.closing:
+            raise RuntimeClosedError("the runtime is stopping; turns can no longer ask")
 
     async def _ask(self, ask: Callable[[_Q], Awaitable[_A]], question: _Q, question_id: str,
                    failed: _A) -> _A:
