@@ -48,8 +48,9 @@ class AgentTurn(Protocol):
     async def report_tool_call(self, call: ToolCall) -> None:
         """Report a tool call (shown to lifecycle hooks)."""
 
-    # ``timeout`` is the prompt's answer window, recorded with the durable prompt (expiry gives
-    # None / the runtime's expired answer), not a deadline for the call: hence the noqa.
+    # ``timeout`` is the question's answer window (its ``expires_in``: expiry gives None / the
+    # runtime's expired answer; questions are not stored), not a deadline for the call: hence
+    # the noqa.
     async def prompt_user(self, text: str, *,
                           timeout: float | None = None) -> str | None:  # noqa: ASYNC109
         """Ask the user something in this session; None when unanswered in time."""
