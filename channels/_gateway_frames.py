@@ -16,7 +16,7 @@ from typing import Any, final
 
 import attrs
 
-from tidings.actors import ContentBlock, Outbound
+from tidings.actors import MAX_ID_CHARS, ContentBlock, Outbound
 from tidings.actors._blocks import lone_surrogate, plain_json
 from tidings.errors import ProtocolError
 from tidings.store import MAX_INTEGER
@@ -100,6 +100,10 @@ ERROR_CODES = {
 """Every ``error`` frame code and what it means."""
 
 _ID_LIMIT = 200
+_QUESTION_ID_LIMIT = MAX_ID_CHARS
+"""A prompt's or approval request's id is the asker's (a host's ``Prompt(prompt_id=...)`` may
+be any id, up to ``MAX_ID_CHARS``), not the client's: an answer takes any id a question has
+(one over :data:`_ID_LIMIT` was sent, then every answer to it refused)."""
 _MAX_ACK_IDS = 1000
 
 
@@ -325,12 +329,12 @@ def _ack(f: _Fields) -> Ack:
 
 
 def _answer(f: _Fields) -> Answer:
-    prompt_id = f.text("prompt_id", limit=_ID_LIMIT, empty=False)
+    prompt_id = f.text("prompt_id", limit=_QUESTION_ID_LIMIT, empty=False)
     return Answer(prompt_id=prompt_id or "", text=f.text("text") or "")
 
 
 def _approval(f: _Fields) -> Approval:
-    request_id = f.text("request_id", limit=_ID_LIMIT, empty=False)
+    request_id = f.text("request_id", limit=_QUESTION_ID_LIMIT, empty=False)
     decision = f.text("decision")
     if decision not in ("allow", "deny"):
         raise f._error("bad_field", "decision", f"must be 'allow' or 'deny', got {decision!r:.80}")
