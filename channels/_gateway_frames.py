@@ -254,7 +254,7 @@ class _Fields:
                 raise self._error("missing_field", name, "is required")
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self._error("bad_field", name, f"must be an integer >= 0, got {value!r}")
+            raise self._error("bad_field", name, f"must be an integer >= 0, got {value!r:.80}")
         if value > MAX_INTEGER:  # a seq beyond what SQLite stores is no seq
             raise self._error("bad_field", name, f"must be at most {MAX_INTEGER}")
         return value
@@ -296,7 +296,7 @@ def _hello(f: _Fields) -> Hello:
     if protocol is None:
         raise f._error("missing_field", "protocol", "is required")
     if isinstance(protocol, bool) or not isinstance(protocol, int):
-        raise f._error("bad_field", "protocol", f"must be an integer, got {protocol!r}")
+        raise f._error("bad_field", "protocol", f"must be an integer, got {protocol!r:.80}")
     conversation = f.text("conversation", limit=_ID_LIMIT, empty=False)
     if conversation is not None and not conversation.isprintable():
         raise f._error("bad_field", "conversation", "must be printable text")

@@ -27,3 +27,22 @@ async def test_a_long_bad_decision_is_refused_by_name_and_told(
     [error] = [f for f in frames if f["type"] == "error"]  # before the pong, not dropped
     assert (error["code"], error["field"]) == ("bad_field", "decision")
     assert len(error["message"]) < 300
+
+
+@pytest.mark.parametrize(("frame", "field"), [
+    ({"type": "hello", "token": "t" * 16, "protocol": "p" * 60_000}, "protocol"),
+    ({"type": "hello", "token": "t" * 16, "protocol": 1, "conversation": "c",
+      "after_seq": "s" * 60_000},
+     "after_seq"),
+])
+def test_other_refused_values_are_quoted_cut_too(frame, field) -> None:
+    # The same as the decision's: a hello's protocol and any count (after_seq, up_to_seq)
+    # were quoted whole in their refusal.
+    import json
+
+    from tidings.channels._gateway_frames import FrameError, parse_client_frame
+
+    with pytest.raises(FrameError) as caught:
+        parse_client_frame(json.dumps(frame), max_frame_bytes=1 << 20)
+    assert caught.value.field == field
+    assert len(str(caught.value)) < 300
