@@ -49,29 +49,14 @@ async def test_a_crashed_gateway_is_restarted_and_logged(tmp_path, caplog) -> No
     assert any("event=gateway_listening" in m and "incarnation=2" in m for m in messages)
 
 
-async def test_restart_intensity_exceeded_ends_serve_with_a_clear_message(tmp_path) -> None:
-    plan = FaultPlan([FaultRule(Seam.BEFORE_MESSAGE, child="gateway"),
-                      FaultRule(Seam.CHILD_START, child="gateway", nth=2)])
-    control = StopControl()
-    config = attrs.evolve(_config(tmp_path), max_restarts=1)
-
-    async def crash_it() -> None:
-        async with trio.open_nursery() as nursery:
-            info = await nursery.start(functools.partial(serve, config, control,
-                                                         fault_plan=plan))
-            info.supervisor.mailbox("gateway").send_nowait("crash")
-
-    with pytest.raises(ExceptionGroup) as caught:
-        await crash_it()
-    assert caught.group_contains(ServeFailed, match=r"kept crashing: more than 1 restarts")
-
-
-async def test_a_retention_child_that_keeps_crashing_is_named_not_the_gateway(
-        tmp_path) -> None:
-    # Both are serve's children and share its restart budget: the message said "the gateway
-    # kept crashing" whichever it was.
-    plan = FaultPlan([FaultRule(Seam.BEFORE_MESSAGE, child="retention"),
-                      FaultRule(Seam.CHILD_START, child="retention", nth=2)])
+# The gateway's listener and the retention pruner are both serve's children and share its
+# restart budget; the message named the gateway whichever kept crashing.
+@pytest.mark.parametrize(("child", "said"), [("gateway", "the gateway"),
+                                             ("retention", "serve's retention")])
+async def test_restart_intensity_exceeded_ends_serve_naming_the_child(tmp_path, child,
+                                                                      said) -> None:
+    plan = FaultPlan([FaultRule(Seam.BEFORE_MESSAGE, child=child),
+                      FaultRule(Seam.CHILD_START, child=child, nth=2)])
     control = StopControl()
     config = attrs.evolve(_config(tmp_path), max_restarts=1, keep=3600.0)
 
@@ -79,12 +64,12 @@ async def test_a_retention_child_that_keeps_crashing_is_named_not_the_gateway(
         async with trio.open_nursery() as nursery:
             info = await nursery.start(functools.partial(serve, config, control,
                                                          fault_plan=plan))
-            info.supervisor.mailbox("retention").send_nowait("crash")
+            info.supervisor.mailbox(child).send_nowait("crash")
 
     with pytest.raises(ExceptionGroup) as caught:
         await crash_it()
     assert caught.group_contains(ServeFailed,
-                                 match=r"^serve's retention kept crashing: more than 1 restarts")
+                                 match=f"^{said} kept crashing: more than 1 restarts")
 
 
 async def test_a_port_in_use_is_a_clear_failure(tmp_path) -> None:
