@@ -104,6 +104,10 @@ _QUESTION_ID_LIMIT = MAX_ID_CHARS
 """A prompt's or approval request's id is the asker's (a host's ``Prompt(prompt_id=...)`` may
 be any id, up to ``MAX_ID_CHARS``), not the client's: an answer takes any id a question has
 (one over :data:`_ID_LIMIT` was sent, then every answer to it refused)."""
+_SESSION_ID_LIMIT = MAX_ID_CHARS
+"""A session id a client names (hello, ack, sync) is one the server gave it in a frame, and a
+host may make sessions with ids of up to ``MAX_ID_CHARS``: a client could be sent such a
+session's deliveries and questions, then not name it back (refused over :data:`_ID_LIMIT`)."""
 _MAX_ACK_IDS = 1000
 
 
@@ -302,7 +306,8 @@ def _hello(f: _Fields) -> Hello:
         raise f._error("bad_field", "conversation", "must be printable text")
     return Hello(token=token or "", conversation=conversation or "", protocol=protocol,
                  after_seq=f.count("after_seq"),
-                 session_id=f.text("session_id", required=False, limit=_ID_LIMIT, empty=False),
+                 session_id=f.text("session_id", required=False, limit=_SESSION_ID_LIMIT,
+                                   empty=False),
                  client=f.text("client", required=False, limit=100, empty=False))
 
 
@@ -317,7 +322,7 @@ def _ack(f: _Fields) -> Ack:
     if (ids is None) == (up_to is None):
         raise f._error("missing_field", "delivery_ids", "an ack has delivery_ids or up_to_seq "
                                                         "(exactly one)")
-    session_id = f.text("session_id", required=False, limit=_ID_LIMIT, empty=False)
+    session_id = f.text("session_id", required=False, limit=_SESSION_ID_LIMIT, empty=False)
     if ids is None:
         return Ack(up_to_seq=up_to, session_id=session_id)
     if (not isinstance(ids, list) or not ids or len(ids) > _MAX_ACK_IDS
@@ -342,7 +347,8 @@ def _approval(f: _Fields) -> Approval:
 
 
 def _sync(f: _Fields) -> Sync:
-    return Sync(session_id=f.text("session_id", required=False, limit=_ID_LIMIT, empty=False))
+    return Sync(session_id=f.text("session_id", required=False, limit=_SESSION_ID_LIMIT,
+                                  empty=False))
 
 
 _PARSERS = {"hello": _hello, "message": _message, "ack": _ack, "answer": _answer,

@@ -44,3 +44,25 @@ async def test_a_question_with_a_long_id_can_be_answered(rt, serve_gateway, conn
                                       "reason": "answered"}, frames[-1]
     [answer] = outcome
     assert answer.text == "yes" if kind == "prompt" else answer.allowed
+
+
+@pytest.mark.parametrize("frame", [
+    {"type": "hello", "token": "t" * 16, "protocol": 1, "conversation": "c"},
+    {"type": "ack", "up_to_seq": 3},
+    {"type": "sync"},
+])
+def test_a_client_may_name_any_session_id_a_host_may_make(frame) -> None:
+    # A host's session id may be up to MAX_ID_CHARS (1024); its deliveries and questions reach
+    # a client with that id, but a hello, ack or sync naming it back was refused over 200.
+    import json
+
+    from tidings.channels._gateway_frames import FrameError, parse_client_frame
+
+    longest = "s" * MAX_ID_CHARS
+    parsed = parse_client_frame(json.dumps({**frame, "session_id": longest}),
+                                max_frame_bytes=1 << 16)
+    assert parsed.session_id == longest
+    with pytest.raises(FrameError) as caught:
+        parse_client_frame(json.dumps({**frame, "session_id": longest + "s"}),
+                           max_frame_bytes=1 << 16)
+    assert caught.value.field == "session_id"
