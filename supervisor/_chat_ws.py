@@ -290,7 +290,11 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             state.synced = {frame["session_id"]: frame["last_seq"]}
         elif kind == "prompt_closed":
             state.answers.pop(str(frame.get("id")), None)
-            state.questions.pop(frame.get("id"), None)
+            if state.questions.pop(frame.get("id"), None) is not None:
+                # Still open here (not answered by this chat): say so, or the next line, the
+                # person's answer, would go out as a message and steer the turn.
+                printer.line(f"(question closed: "
+                             f"{sanitize_line(str(frame.get('reason')), limit=100)})")
         state.poke()
 
 
