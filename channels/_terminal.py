@@ -183,6 +183,9 @@ class TerminalChannel(ChannelBase):
         finally:  # expired or cancelled unanswered: the next line is a message again
             if not answered.is_set() and question in self._questions:
                 self._questions.remove(question)
+                # Said, or the person, still looking at the question, types its answer and it
+                # goes out as a message (which steers the turn), as tidings chat --url says.
+                self._print("", "(question closed)")
         return slot[0] if slot else None
 
     def _answer(self, text: str | None) -> bool:

@@ -43,6 +43,12 @@ async def test_a_question_that_expired_does_not_swallow_the_next_line(
     text = out.getvalue()
     assert "terminal> answer=None" in text
     assert "terminal> echo hello" in text  # a message, not the answer to a dead question
+    # And the person was told, before the turn went on (as tidings chat --url says it): a
+    # question still on the screen invited an answer that went out as a message.
+    lines_out = text.splitlines()
+    closed = lines_out.index("(question closed)")
+    assert lines_out[closed - 1].endswith("? Which branch?")
+    assert closed < lines_out.index("terminal> answer=None")
 
 
 class AskForever:
