@@ -299,3 +299,37 @@ def test_two_open_questions_are_answered_oldest_first() -> None:
         {"type": "answer", "prompt_id": "p1", "text": "one"},
         {"type": "approval", "request_id": "r2", "decision": "allow"},
         {"type": "message", "text": "hello"}]
+
+
+_QUESTION_CLOSED = _PAGE + r"""
+elements.connect.onsubmit(event);
+sockets[0].open();
+sockets[0].frame(welcome);
+sockets[0].frame({type: "prompt", prompt_id: "p1", session_id: "s1", text: "quick?",
+                  expires_at: 1e10});
+sockets[0].frame({type: "prompt_closed", id: "p1", reason: "expired"});
+sockets[0].frame({type: "prompt", prompt_id: "p2", session_id: "s1", text: "again?",
+                  expires_at: 1e10});
+elements.text.value = "mine";
+elements.send.onsubmit(event);
+sockets[0].frame({type: "prompt_closed", id: "p2", reason: "answered"});
+run(3600 * 1000);
+console.log(JSON.stringify({sent: sockets[0].sent.map(([, f]) => f)
+                                          .filter((f) => f.type !== "hello"), log}));
+"""
+
+
+def test_a_question_that_closes_unanswered_is_said_closed() -> None:
+    """As ``tidings chat`` does: a question the page showed that closed without its answer
+    (expired, answered on another device) was forgotten silently, and the answer the person
+    then typed went as a message (which steers the turn). One it answered itself is not."""
+    result = subprocess.run([NODE, "-e", _QUESTION_CLOSED, "--", str(web_page()),
+                             json.dumps(WELCOME), "0", "-1"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)["log"]
+    assert [line for line in shown if "question closed" in line] == [
+        "(question closed: expired)"]
+    assert shown.index("? quick?") < shown.index("(question closed: expired)")
+    sent = json.loads(result.stdout)["sent"]
+    assert [f["type"] for f in sent] == ["answer"]
