@@ -275,7 +275,7 @@ sockets[0].frame(welcome);
 sockets[0].frame({type: "prompt", prompt_id: "p1", session_id: "s1", text: "first?",
                   expires_at: 1e10});
 sockets[0].frame({type: "approval_request", request_id: "r2", session_id: "s1",
-                  action: "deploy", details: {}, expires_at: 1e10});
+                  action: "deploy", details: {branch: "main"}, expires_at: 1e10});
 for (const line of ["one", "yes", "hello"]) {
   elements.text.value = line;
   elements.send.onsubmit(event);
@@ -299,6 +299,9 @@ def test_two_open_questions_are_answered_oldest_first() -> None:
         {"type": "answer", "prompt_id": "p1", "text": "one"},
         {"type": "approval", "request_id": "r2", "decision": "allow"},
         {"type": "message", "text": "hello"}]
+    # The approval is shown with its details, as both terminal clients show them: the page
+    # showed the action alone, so a person approved what they could not read.
+    assert '? approve deploy {"branch":"main"}? (y/n)' in json.loads(result.stdout)["log"]
 
 
 _QUESTION_CLOSED = _PAGE + r"""
