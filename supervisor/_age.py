@@ -1,5 +1,5 @@
 """Ages as operators write them: ``30d``, ``12h``, ``90m``, ``3600s`` (``tidings prune
---older-than``, the serve config's ``[retention]``)."""
+--older-than``, the serve config's ``[retention]``, ``tidings status --since``)."""
 
 from __future__ import annotations
 

@@ -37,14 +37,13 @@ from tidings.store import (
     status_report,
 )
 from tidings.store._ids import check_id
+from tidings.supervisor._age import parse_age
 from tidings.supervisor._stderr import say
 
 __all__ = ["parse_since", "register", "run"]
 
 DEFAULT_DB = "tidings.db"
 DEFAULT_LIMIT = 20
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_RELATIVE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -74,15 +73,8 @@ def parse_since(text: str, *, now: Callable[[], float] = time.time) -> float:
     """``--since`` as unix seconds. Raises ``argparse.ArgumentTypeError`` naming the forms
     (also for a time that is not finite or out of range: ``nan``, ``1e400``, year 1)."""
     value = text.strip()
-    relative = _RELATIVE.fullmatch(value)
     try:
-        if relative:
-            since = now() - float(relative.group(1)) * _UNITS[relative.group(2)]
-        else:
-            try:
-                since = float(value)
-            except ValueError:
-                since = datetime.datetime.fromisoformat(value).timestamp()
+        since = _since(value, now)
         # The row times are shown as local times: the bound must be one too.
         datetime.datetime.fromtimestamp(since)
     except (ValueError, OverflowError, OSError):
@@ -90,6 +82,18 @@ def parse_since(text: str, *, now: Callable[[], float] = time.time) -> float:
             f"expected unix seconds, an ISO 8601 time or an age like 15m, "
             f"got {text!r}") from None
     return since
+
+
+def _since(value: str, now: Callable[[], float]) -> float:
+    """An age before *now*, else unix seconds, else an ISO 8601 time; ``ValueError`` if none."""
+    try:
+        return now() - parse_age(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return datetime.datetime.fromisoformat(value).timestamp()
 
 
 def _id(text: str) -> str:
