@@ -248,12 +248,19 @@ class ChannelBase:
         for session_id in session_ids:
             self.dispatch.forget(session_id)
 
+    def _remembers(self, inbound: Inbound) -> bool:
+        """Whether *inbound*'s message id is remembered with the hold of its turn (with
+        ``dedupe_message_ids``; the gateway remembers every client's)."""
+        return self._dedupes(inbound)
+
     def _accepted_ops(self, conversation: Conversation, session_id: str, inbound: Inbound,
                       outcome: InboundOutcome) -> list[Op]:
         """Store ops to write with the hold of a message accepted as a turn (*outcome*), in
-        the same transaction: its message id (``dedupe_message_ids``; the gateway always),
-        so a crash cannot keep one without the other."""
-        if not self._dedupes(inbound):
+        the same transaction: its message id (see :meth:`_remembers`), so a crash cannot keep
+        one without the other: were it written after (as for commands), a crash between the
+        two would make the resend a new message, answered, while the held first one got a
+        "not answered" notice too."""
+        if not self._remembers(inbound):
             return []
         rt = self.runtime
         assert inbound.message_id is not None

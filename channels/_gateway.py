@@ -33,7 +33,7 @@ from trio_websocket import (
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt, PromptAnswer
 from tidings.channels._agents import Agent
-from tidings.channels._base import ChannelBase, InboundOutcome
+from tidings.channels._base import ChannelBase
 from tidings.channels._config import ChannelConfig
 from tidings.channels._directory import Conversation
 from tidings.channels._gateway_admit import Admission, Refused, admit, replay
@@ -56,7 +56,6 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.errors import SessionNotFoundError, TidingsError
-from tidings.store import Op, acking
 from tidings.supervisor._log import field
 
 __all__ = ["FrameTooBig", "GatewayChannel", "StaleProgress"]
@@ -128,18 +127,10 @@ class GatewayChannel(ChannelBase):
         up (and marks it in flight) before it calls it (see ``_gateway_inbound``)."""
         return False
 
-    def _accepted_ops(self, conversation: Conversation, session_id: str, inbound: Inbound,
-                      outcome: InboundOutcome) -> list[Op]:
-        """A client's message id is remembered in the commit that holds its message: were it
-        written after (as for commands), a crash between the two would make the resend (never
-        told ``accepted``) a new message, answered, while the held first one got a "not
-        answered" notice too."""
-        if inbound.message_id is None:
-            return []
-        rt = self.runtime
-        return [acking.remember_client_message(
-            rt.core_id, self.config.name, conversation.key, inbound.message_id,
-            session_id=session_id, outcome=outcome, now=rt.store.clock())]
+    def _remembers(self, inbound: Inbound) -> bool:
+        """Every client's message id is remembered with the hold of its turn (see
+        :meth:`ChannelBase._accepted_ops`)."""
+        return inbound.message_id is not None
 
     def _sessions_forgotten(self, conversation: Conversation, session_ids: list[str]) -> None:
         """The directory forgot sessions *conversation* left, with nothing of theirs in hand
