@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 from collections.abc import Iterable
 
 from tidings.errors import DeliveryNotFoundError, ValidationError
@@ -22,6 +21,7 @@ from tidings.store import (
 )
 from tidings.store._ids import MAX_ID_CHARS, check_id
 from tidings.store._status import shown
+from tidings.supervisor._seconds import past_float_as_inf
 
 __all__ = ["MAX_IDS_PER_CALL", "MAX_ID_CHARS", "StatusViews", "check_id", "check_id_list",
            "check_seconds", "check_seq", "check_session_id", "finite", "seconds_bound"]
@@ -97,8 +97,8 @@ def finite(value: float) -> bool:
 def seconds_bound(value: float) -> float:
     """A number of seconds :func:`check_seconds` took, as a float: an integer past a float's
     range is no bound, as ``inf`` is (``float()`` of it, or a deadline from it, raised an
-    ``OverflowError`` naming nothing)."""
-    return math.inf if value > sys.float_info.max else float(value)
+    ``OverflowError`` naming nothing): the kernel's rule for its own fields."""
+    return float(past_float_as_inf(value))  # type: ignore[arg-type]
 
 
 def _session_filter(session_id: object) -> str | None:

@@ -1,6 +1,5 @@
-"""Seconds past a float's range: the kernel's twin of ``actors._status.seconds_bound``.
-
-The kernel cannot import that one (the actors import the kernel); the rule is the same.
+"""Seconds past a float's range: no bound, as ``inf`` is. The kernel's rule, which the actors'
+``actors._status.seconds_bound`` applies too (the kernel cannot import the actors).
 """
 
 from __future__ import annotations
