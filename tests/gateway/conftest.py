@@ -81,6 +81,22 @@ def is_frame() -> Callable[..., Any]:
     return frame_is
 
 
+class GatedClient:
+    """``GatewayClient`` whose reconnects (every connect after the first) wait for ``back``."""
+
+    def __init__(self) -> None:
+        self.back = trio.Event()
+        self.connects = 0
+
+    @asynccontextmanager
+    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[GatewayClient]:
+        self.connects += 1
+        if self.connects > 1:
+            await self.back.wait()
+        async with GatewayClient.connect(*args, **kwargs) as client:
+            yield client
+
+
 class Asker:
     """An agent: ``ask:Q`` prompts the person with Q and replies ``answer: <answer>``;
     anything else is echoed."""

@@ -17,23 +17,7 @@ from tidings.channels import GatewayClient, GatewayClosed
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
-from .conftest import Asker, Transcript
-
-
-class GatedClient:
-    """``GatewayClient`` whose reconnects (every connect after the first) wait for ``back``."""
-
-    def __init__(self) -> None:
-        self.back = trio.Event()
-        self.connects = 0
-
-    @asynccontextmanager
-    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[GatewayClient]:
-        self.connects += 1
-        if self.connects > 1:
-            await self.back.wait()
-        async with GatewayClient.connect(*args, **kwargs) as client:
-            yield client
+from .conftest import Asker, GatedClient, Transcript
 
 
 async def test_an_answer_typed_while_away_answers_the_question_still_open(
