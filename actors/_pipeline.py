@@ -324,6 +324,11 @@ class DeliveryPipeline:
         again = await self._store.read(queries.find_idempotent, session_id, key)
         if again is not None and again.outbox_status in TERMINAL_STATUSES:
             item.resolve(outcome_of(again.outbox_status))
+        elif again is None and item.status not in TERMINAL:
+            # It ended before the registration (no lane holds this item) and a prune deleted
+            # it: nothing would ever resolve the item. The key is free, as after any prune.
+            self._registry.discard(item)
+            return await self._existing(session_id, key)
         return DeliveryHandle(item)
 
     async def _row(self, found: DeliveryStatus) -> OutboxRow | None:

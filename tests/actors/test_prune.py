@@ -300,3 +300,44 @@ async def test_a_key_whose_delivery_is_pruned_while_a_send_looks_it_up_is_free(
         else:
             assert handle.delivery_id == queued_id
             assert [out.text for out in route.delivered] == ["b"]
+
+
+async def test_a_key_whose_delivery_ends_and_is_pruned_right_after_its_row_is_read_is_free(
+        db_path, workspace, autojump_clock) -> None:
+    """As above, but the row is read ``queued`` and only then (before the send registers its
+    item, so no lane ever holds that item) delivered by its lane, ended ``sent`` and pruned:
+    the look once more finds no row. The send's item was waited on for ever (no lane would
+    resolve it, no row was left to say how it ended); the key is free, as after any prune,
+    and the send is a new delivery."""
+    session_id, queued_id = await leave_a_queued_row(db_path, workspace)  # key "k"
+    clock = [time.time() + 10]
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual",
+                                    clock=lambda: clock[0]) as rt:
+        route = MemoryRoute()
+        read = rt.store.read
+        armed = [True]
+
+        async def read_then_deliver_and_prune(fn, *args):
+            result = await read(fn, *args)
+            if (armed[0] and isinstance(fn, functools.partial)
+                    and fn.func is queries.open_outbox_rows and fn.keywords.get("limit") == 1):
+                armed[0] = False
+                assert [row.status for row in result] == ["queued"]
+                rt.router.bind(session_id, route)
+                await rt.recover()
+                await route.wait_delivered(1)
+                while (await rt.delivery_status(queued_id)).status != "sent":
+                    await trio.testing.wait_all_tasks_blocked()
+                gc.collect()  # the lane's item of it is gone with the lane's reference
+                clock[0] += 1
+                assert (await rt.prune(older_than=0)).deliveries == 1
+            return result
+
+        rt.store.read = read_then_deliver_and_prune
+        with trio.fail_after(30):
+            async with rt.open_turn(session_id) as ctx:
+                handle = await ctx.output.send_text("b again", idempotency_key="k")
+                assert not armed[0]
+                assert await handle.wait() == "delivered"
+        assert handle.delivery_id != queued_id
+        assert [out.text for out in route.delivered] == ["b", "b again"]
