@@ -8,7 +8,8 @@ opened read-only: nothing is created or written, no process epoch is registered.
 ``--json`` output is stable for scripts: ``{"counts": {status: n, ...}, "recent": [{"delivery_id",
 "session_id", "status", "attempts", "last_error", "updated_at"}, ...]}`` (every status is listed
 in ``counts``, zeros included; ``updated_at`` is unix seconds), and for one delivery its
-lifecycle fields plus ``"events": [...]``.
+lifecycle fields plus ``"events": [...]``. It is strict JSON: a time that is no number (an
+infinite lease end an old database may hold) is ``null``.
 
 Exit codes: 0 done; 1 no such delivery; 2 bad usage, or no (readable) database.
 """
@@ -19,6 +20,7 @@ import argparse
 import codecs
 import datetime
 import json
+import math
 import pathlib
 import re
 import sys
@@ -155,7 +157,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         if args.json:
             # \u escapes where stdout's encoding cannot hold every character: valid JSON
-            json.dump(report.as_json(), out, indent=2, ensure_ascii=not _holds_any(out))
+            json.dump(_json_safe(report.as_json()), out, indent=2,
+                      ensure_ascii=not _holds_any(out), allow_nan=False)
             out.write("\n")
         elif isinstance(report, DeliveryReport):
             _print_delivery(report, out)
@@ -168,6 +171,19 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         say(err, f"tidings status: cannot write the report: {exc.strerror or exc}")
         return 1
     return 0
+
+
+def _json_safe(value: Any) -> Any:
+    """*value* with each float that is no number (``inf``: a lease end stored by versions
+    that took ``lease=inf``) as ``None``: ``json`` writes it ``Infinity``, which is not JSON,
+    and the scripts ``--json`` is for refuse the whole report."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    return value
 
 
 def _holds_any(out: TextIO) -> bool:

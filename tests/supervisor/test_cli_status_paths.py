@@ -3,6 +3,7 @@ directory was reported as "no database at ...", as if nothing were there."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 
@@ -70,3 +71,34 @@ async def test_a_stored_time_out_of_range_is_printed_not_a_traceback(tmp_path, w
     assert f"lease until  {when!r}" in out
     assert main(["status", "--db", str(path)]) == 0
     assert handle.delivery_id in capsys.readouterr().out
+
+
+def _strict(text: str) -> object:
+    """*text* as strict JSON: ``Infinity`` and ``NaN`` are Python's extension, which ``jq``
+    and every other parser refuse."""
+    def refuse(constant: str) -> object:
+        raise ValueError(f"not JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("when", [float("inf"), float("-inf")])
+async def test_json_holds_a_time_that_is_no_number_as_null(tmp_path, workspace, capsys,
+                                                           when) -> None:
+    """An infinite lease end (stored by versions that took ``lease=inf``) was written by
+    ``--json`` as ``Infinity``: not JSON, so the scripts the option is for failed on it."""
+    path = tmp_path / "tidings.db"
+    async with tidings.open_runtime(path, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        async with rt.open_turn(session_id) as ctx:
+            handle = await ctx.output.send_text("hi")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE outbox SET lease_expires_at = ?", (when,))
+    conn.commit()
+    conn.close()
+    assert main(["status", "--db", str(path), handle.delivery_id, "--json"]) == 0
+    report = _strict(capsys.readouterr().out)
+    assert report["delivery_id"] == handle.delivery_id
+    assert report["lease_expires_at"] is None
+    assert main(["status", "--db", str(path), "--json"]) == 0
+    overview = _strict(capsys.readouterr().out)
+    assert [row["delivery_id"] for row in overview["recent"]] == [handle.delivery_id]
