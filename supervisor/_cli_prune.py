@@ -9,8 +9,9 @@ It takes the runtime lock (``<database>.runtime.lock``) for its run: while a run
 serve``, a host's ``open_runtime``) holds the database it refuses, so prune while serve runs
 through its ``[retention]`` config instead.
 
-Exit codes: 0 done; 1 a stdout it cannot write; 2 bad usage, or no (tidings) database; 3 a
-runtime holds the database.
+Exit codes: 0 done; 1 a stdout it cannot write; 2 bad usage, or no (tidings) database, or a
+path or lock file the system refuses (one line naming it, not a traceback); 3 a runtime holds
+the database.
 """
 
 from __future__ import annotations
@@ -64,11 +65,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from tidings.store import prune_file
 
     db: pathlib.Path = args.db
-    if not db.exists():
-        say(err, f"tidings prune: no database at {db}")
-        return 2
-    if db.is_dir():
-        say(err, f"tidings prune: {db} is a directory, not a database")
+    try:
+        if not db.exists():
+            say(err, f"tidings prune: no database at {db}")
+            return 2
+        if db.is_dir():
+            say(err, f"tidings prune: {db} is a directory, not a database")
+            return 2
+    except OSError as exc:  # a name over the file system's limit, a folder it may not search
+        say(err, f"tidings prune: cannot look at {db}: {exc.strerror or exc}")
         return 2
     cutoff = time.time() - args.older_than
     try:
@@ -77,6 +82,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         say(err, f"tidings prune: {exc}: stop it first (or set [retention] in its serve "
                  "config)")
         return EXIT_IN_USE
+    except OSError as exc:  # the lock file will not open: another user's, a read-only folder
+        lock = exc.filename or f"{db}.runtime.lock"
+        say(err, f"tidings prune: cannot take the runtime lock {lock}: {exc.strerror or exc}")
+        return 2
     try:
         report = prune_file(db, cutoff, dry_run=args.dry_run)
     except (StoreError, sqlite3.Error) as exc:

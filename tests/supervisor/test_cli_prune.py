@@ -126,3 +126,35 @@ def test_a_file_with_no_tidings_schema_is_no_database_and_is_left_as_it_was(tmp_
     assert empty.stat().st_size == 0
     assert sorted(path.name for path in tmp_path.iterdir()) == ["empty.db"]
     assert cli.main(["status", "--db", str(empty)]) == 2  # what status says of it too
+
+
+def _lock_is_a_directory(database: pathlib.Path) -> str:
+    lock = database.parent / (database.name + ".runtime.lock")  # the runtime's, left there
+    lock.unlink()
+    lock.mkdir()
+    return str(database)
+
+
+def _name_too_long(database: pathlib.Path) -> str:
+    return str(database.parent / ("d" * 300 + ".db"))
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["prune", "dry-run"])
+@pytest.mark.parametrize("path", [_lock_is_a_directory, _name_too_long],
+                         ids=["lock-unopenable", "name-too-long"])
+async def test_a_path_or_lock_the_os_refuses_is_one_line_and_exit_2(database, capsys, path,
+                                                                   dry_run) -> None:
+    """The runtime lock's file beside the database may not open (a database of another user,
+    whose lock file is theirs, 0600; a read-only folder; something else there), and a path
+    may be one the OS cannot even look up (a name over 255 bytes): tidings prune died of the
+    OSError with a traceback and exit 1 (a stdout it cannot write), the database untouched.
+    One line naming the path, exit 2, as for another path that holds no database to prune."""
+    given = path(database)
+    args = ["prune", given, "--older-than", "1d"] + (["--dry-run"] if dry_run else [])
+    assert cli.main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("tidings prune: ")
+    assert len(captured.err.splitlines()) == 1
+    assert "Traceback" not in captured.err
+    assert _count(database, "outbox") == 4
