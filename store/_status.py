@@ -233,15 +233,19 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     or a log appeared; after a few such reads it gives up with :class:`StoreError`.
 
     Raises :class:`DatabaseNotFoundError` when *path* does not exist,
-    :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a directory or
-    a file that is not a tidings database.
+    :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a directory, a
+    file that is not a tidings database, or a path the system will not look up (a name over
+    its limit, a folder this user may not search).
     """
     db = pathlib.Path(path).expanduser()
-    if db.is_dir():  # something is there: "no database" would send the user looking elsewhere
-        raise StoreError(f"{str(db)!r} is a directory, not a database file")
-    if not db.is_file():
-        raise DatabaseNotFoundError(f"no database at {str(db)!r}")
-    db = db.resolve()
+    try:
+        if db.is_dir():  # something is there: "no database" would send the user elsewhere
+            raise StoreError(f"{str(db)!r} is a directory, not a database file")
+        if not db.is_file():
+            raise DatabaseNotFoundError(f"no database at {str(db)!r}")
+        db = db.resolve()
+    except OSError as exc:  # a name over the file system's limit, a folder it may not search
+        raise StoreError(f"cannot look at {str(db)!r}: {exc.strerror or exc}") from None
     wal = db.with_name(db.name + "-wal")
     for _ in range(_READ_ATTEMPTS):
         if wal.exists():

@@ -102,3 +102,18 @@ async def test_json_holds_a_time_that_is_no_number_as_null(tmp_path, workspace, 
     assert main(["status", "--db", str(path), "--json"]) == 0
     overview = _strict(capsys.readouterr().out)
     assert [row["delivery_id"] for row in overview["recent"]] == [handle.delivery_id]
+
+
+def test_a_path_the_system_cannot_look_up_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+    """A name over the file system's limit (or a folder this user may not search): the
+    first look at the path raised the OSError out of read_database, and tidings status died
+    with a traceback (exit 1). A StoreError naming the path; exit 2 with one line."""
+    path = tmp_path / ("d" * 300 + ".db")
+    with pytest.raises(StoreError, match="cannot look at"):
+        read_database(path, status_report)
+    code, out, err = _status(capsys, path)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("tidings status: cannot look at ")
+    assert len(err.splitlines()) == 1
+    assert os.listdir(tmp_path) == []
