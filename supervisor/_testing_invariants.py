@@ -185,6 +185,8 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
     * no delivery reached a route twice (unless it was re-queued);
     * per session, ``seq`` strictly increases over what the route was handed (re-queued
       deliveries aside: they keep their old ``seq``);
+    * (once a prune has trimmed the database, a delivery it deleted may have been re-queued:
+      its ``delivery.requeued`` event went with it, so the two checks above pass it);
     * every outbound went to the route of its own session;
     * with ``db_path``: whatever a route accepted is ``sent`` or ``unknown`` in the outbox
       (or gone, once a prune has trimmed the database: :func:`pruned`), and every visible
@@ -192,9 +194,16 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
     """
     found: list[Violation] = []
     again = set(requeued)
+    statuses: dict[str, tuple[str, int]] = {}
+    trimmed = False
     if db_path is not None:
         again |= requeued_deliveries(db_path)
+        statuses = _statuses(db_path)
+        trimmed = pruned(db_path)
     accepted: dict[str, str] = {}
+    if trimmed:  # whether a pruned delivery was re-queued is not known any more
+        again |= {outbound.delivery_id for route in routes.values()
+                  for outbound in route.attempted if outbound.delivery_id not in statuses}
     for session_id, route in routes.items():
         seen = Counter(outbound.delivery_id for outbound in route.attempted)
         for delivery_id, count in seen.items():
@@ -216,8 +225,6 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
         for outbound in route.delivered:
             accepted[outbound.delivery_id] = session_id
     if db_path is not None:
-        statuses = _statuses(db_path)
-        trimmed = pruned(db_path)
         for delivery_id, session_id in accepted.items():
             status = statuses.get(delivery_id, ("missing", 1))[0]
             if status not in ("sent", "unknown") and not (trimmed and status == "missing"):

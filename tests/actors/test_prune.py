@@ -245,6 +245,29 @@ async def test_the_testing_invariants_hold_on_a_pruned_database(rt, clock) -> No
     assert route_violations({session_id: route}, db_path=rt.store.path) == []
 
 
+async def test_the_route_invariants_hold_once_a_requeued_delivery_is_pruned(rt, clock) -> None:
+    """A delivery re-queued (its client lost it: unknown, then requeue) reaches its route
+    twice, which route_violations allows for a row with a delivery.requeued event. Once a
+    prune deletes the row with its events, nothing says it was re-queued: its second arrival
+    was taken for a duplicate, and its old seq after a newer one for disorder."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute(ack_window=1)
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        lost = await ctx.output.send_text("lost once")
+        await route.wait_delivered(1)
+        assert await rt.abandon_unacked(session_id) == [lost.delivery_id]
+        assert await rt.requeue(session_id, [lost.delivery_id]) == [lost.delivery_id]
+        await route.wait_delivered(2)
+        assert await rt.confirm([lost.delivery_id]) == [lost.delivery_id]
+        assert (await rt.delivery_status(lost.delivery_id)).status == "sent"
+    assert route_violations({session_id: route}, db_path=rt.store.path) == []
+    clock[0] += 100
+    assert (await rt.prune(older_than=50)).deliveries == 1
+    assert database_violations(rt.store.path) == []
+    assert route_violations({session_id: route}, db_path=rt.store.path) == []
+
+
 @pytest.mark.parametrize("when", ["reading the row", "registered"])
 async def test_a_key_whose_delivery_is_pruned_while_a_send_looks_it_up_is_free(
         db_path, workspace, autojump_clock, when) -> None:
