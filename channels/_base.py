@@ -98,8 +98,9 @@ class ChannelBase:
         # conversation key -> the runtime's unrouted count when its rows were last handed
         # back (see _hand_back)
         self._handed_back: dict[str, int] = {}
-        # (conversation key, message id) being handled now (dedupe_message_ids)
-        self._handling_ids: set[tuple[str, str]] = set()
+        # (conversation key, message id) being handled now -> set when that ends
+        # (dedupe_message_ids)
+        self._handling_ids: dict[tuple[str, str], trio.Event] = {}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.config.name!r}>"
@@ -131,9 +132,11 @@ class ChannelBase:
         dispatch mode; the channel is bound as that session's route first.
 
         With ``config.dedupe_message_ids``, a ``message_id`` already handled in the
-        conversation (also before a restart, or still being handled) is answered
-        ``"duplicate"`` and nothing else happens: a platform that delivers a webhook again
-        starts no second turn. The id of a message that becomes a turn is written in the
+        conversation (also before a restart) is answered ``"duplicate"`` and nothing else
+        happens: a platform that delivers a webhook again starts no second turn. One that
+        comes while the first delivery of its id is still being handled waits for it: a
+        ``"duplicate"`` if that was handled, handled itself if it was not (it raised, or its
+        caller was cancelled). The id of a message that becomes a turn is written in the
         transaction that holds it (a crash keeps both or neither); that of a command, a
         refusal or a blank message once it is handled.
 
@@ -158,14 +161,18 @@ class ChannelBase:
 
     async def _inbound_once(self, conversation: Conversation, inbound: Inbound
                            ) -> InboundOutcome:
-        """:meth:`_inbound` unless the message id is known (durably, or in hand right now)."""
+        """:meth:`_inbound` unless the message id is known durably.
+
+        A twin still being handled is waited for first, then the record is read: answered
+        ``duplicate`` at once, this delivery would be acknowledged for a message the first
+        may never handle (it fails, or its caller is cancelled: the platform gave up on that
+        request, which is why it delivers the message again)."""
         rt, name, message_id = self.runtime, self.config.name, inbound.message_id
         assert message_id is not None
         marker = (conversation.key, message_id)
-        if marker in self._handling_ids:  # a twin still being handled: one wins
-            await trio.lowlevel.checkpoint()
-            return "duplicate"
-        self._handling_ids.add(marker)
+        while (twin := self._handling_ids.get(marker)) is not None:
+            await twin.wait()
+        done = self._handling_ids[marker] = trio.Event()
         try:
             if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
                 return "duplicate"
@@ -176,7 +183,8 @@ class ChannelBase:
                     session_id=self.directory.cached(conversation), outcome=outcome)
             return outcome
         finally:
-            self._handling_ids.discard(marker)
+            del self._handling_ids[marker]
+            done.set()
 
     async def _inbound(self, conversation: Conversation, inbound: Inbound) -> InboundOutcome:
         if not self.config.access.allows(inbound.sender_id):
