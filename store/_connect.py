@@ -42,10 +42,23 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
 
     Existing directories and files keep their modes: tidings never loosens or tightens what an
     operator set by hand.
+
+    A write-ahead log (``-wal``) that holds something beside a missing or empty database file
+    is refused with :class:`StoreError`, nothing created: SQLite takes it for stale and
+    deletes it, but tidings switches every database it makes to WAL with its first page
+    already in the file, so such a log is a database's whose file was moved or removed after
+    a crash (no checkpoint), and holds its last commits.
     """
     db = pathlib.Path(path).expanduser().resolve()
     if db.exists() and db.is_dir():
         raise StoreError(f"database path {str(db)!r} is a directory")
+    wal = db.with_name(db.name + "-wal")
+    if (not db.exists() or db.stat().st_size == 0) and wal.is_file() and wal.stat().st_size:
+        raise StoreError(
+            f"database {str(db)!r} is {'empty' if db.exists() else 'missing'}, but its "
+            f"write-ahead log {str(wal)!r} is there and may hold its last commits (was the "
+            "database file moved or removed after a crash?): put the file back, or move the "
+            "log away to start a new database")
     missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
     for directory in reversed(missing):
         directory.mkdir(mode=0o700, exist_ok=True)
