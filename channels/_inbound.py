@@ -9,7 +9,7 @@ import attrs
 from tidings.actors._blocks import check_text
 from tidings.actors._status import MAX_ID_CHARS
 from tidings.channels._config import ChannelConfig
-from tidings.channels._keys import conversation_key
+from tidings.channels._keys import conversation_key, id_refusal
 from tidings.errors import ValidationError
 
 __all__ = ["Inbound", "inbound_conversation_key"]
@@ -19,6 +19,9 @@ def _required_id(field: str):  # type: ignore[no-untyped-def]
     def convert(value: object) -> str:
         if value is None or isinstance(value, bool | bytes) or str(value) == "":
             raise ValidationError(field, f"must be a non-empty id, got {value!r}")
+        refusal = id_refusal(value)
+        if refusal is not None:
+            raise ValidationError(field, refusal)
         return check_text(str(value), field)
     return convert
 
@@ -29,6 +32,9 @@ def _optional_id(field: str, max_chars: int | None = None):  # type: ignore[no-u
             return None
         if isinstance(value, bool | bytes):
             raise ValidationError(field, f"must be text or a number, got {value!r}")
+        refusal = id_refusal(value)
+        if refusal is not None:
+            raise ValidationError(field, refusal)
         text = check_text(str(value), field)
         if max_chars is not None and len(text) > max_chars:
             raise ValidationError(field, f"is {len(text)} characters, over the limit of "
@@ -46,11 +52,13 @@ def _text(value: object) -> str:
 @final
 @attrs.frozen
 class Inbound:
-    """One message from a platform. Ids are ``str()``-ed (platforms often use numbers);
-    ``message_id`` and ``thread_id`` are optional (``""`` counts as missing).
+    """One message from a platform. Ids are text or numbers, ``str()``-ed (platforms often use
+    numbers); ``message_id`` and ``thread_id`` are optional (``""`` counts as missing).
 
     Raises:
-      ValidationError: naming ``chat_id`` / ``sender_id`` when empty or None, ``text`` when it
+      ValidationError: naming ``chat_id`` / ``sender_id`` when empty or None, any id that is
+        neither text nor a number (a bool, bytes, the platform's chat object instead of its
+        id: a key made of its text would change with its other fields), ``text`` when it
         is not a string, ``message_id`` when it is over :data:`MAX_ID_CHARS` characters (the
         message is held, and its turn opened, under it: both refuse a longer id), any of them
         when it is not valid Unicode (a lone surrogate: it could be neither stored nor sent).

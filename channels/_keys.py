@@ -8,6 +8,7 @@ keys. Keys are durable (they bind conversations to sessions), so the encoding ne
 
 from __future__ import annotations
 
+import numbers
 import re
 import urllib.parse
 from typing import final
@@ -16,7 +17,7 @@ import attrs
 
 from tidings.errors import ConversationKeyError
 
-__all__ = ["ConversationKey", "conversation_key", "parse_conversation_key"]
+__all__ = ["ConversationKey", "conversation_key", "id_refusal", "parse_conversation_key"]
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _ENCODED = re.compile(r"(?:[A-Za-z0-9._~-]|%[0-9A-F]{2})+")
@@ -35,13 +36,28 @@ def _check_name(part: str, value: object) -> str:
     return value
 
 
-def _encode(part: str, value: object) -> str:
+def id_refusal(value: object) -> str | None:
+    """Why *value* cannot be an id (a key's part, an inbound message's id), or None if it can:
+    text or a number (``str()``-ed: platforms often send numbers). Not ``None``, bytes, a bool
+    (a flag passed by mistake: every chat under one key), nor any other object: a platform's
+    chat object passed instead of its id would make a key of its text, which changes with its
+    other fields (or, the default repr, with every message)."""
+    if isinstance(value, str) or (isinstance(value, numbers.Number)
+                                  and not isinstance(value, bool)):
+        return None
     if value is None:
-        raise ConversationKeyError(part, "must not be None")
+        return "must not be None"
     if isinstance(value, bytes | bytearray):
-        raise ConversationKeyError(part, "must be text or a number, not bytes (decode it first)")
-    if isinstance(value, bool):  # a flag passed by mistake: every chat under one key
-        raise ConversationKeyError(part, f"must be text or a number, not the bool {value}")
+        return "must be text or a number, not bytes (decode it first)"
+    if isinstance(value, bool):
+        return f"must be text or a number, not the bool {value}"
+    return f"must be text or a number (the id, not the object), not a {type(value).__name__}"
+
+
+def _encode(part: str, value: object) -> str:
+    refusal = id_refusal(value)
+    if refusal is not None:
+        raise ConversationKeyError(part, refusal)
     text = str(value)
     if not text:
         raise ConversationKeyError(part, "must not be empty")
@@ -61,9 +77,10 @@ def conversation_key(channel: str, scope: str, *ids: object, thread: object | No
 
     Raises:
       ConversationKeyError: naming the bad part (``channel``, ``scope``, ``ids``, ``ids[1]``,
-        ``thread``): a name that is not a lowercase identifier, no ids, an id that is empty,
-        ``None``, bytes or a bool (a thread too, though ``None`` or ``""`` is none), or text
-        that cannot be encoded (a lone surrogate).
+        ``thread``): a name that is not a lowercase identifier, no ids, an id that is empty
+        or neither text nor a number (``None``, bytes, a bool, a platform's chat object; a
+        thread too, though ``None`` or ``""`` is none), or text that cannot be encoded (a
+        lone surrogate).
     """
     parts = [_check_name("channel", channel), _check_name("scope", scope)]
     if not ids:
