@@ -18,7 +18,7 @@ from typing import Literal, get_args
 from tidings.store._errors import StoreError, ValidationError
 from tidings.store._schema import check_database
 
-__all__ = ["Synchronous", "WriterConnection", "check_synchronous", "close_writer",
+__all__ = ["Synchronous", "WriterConnection", "check_synchronous", "checkpoint", "close_writer",
            "connect_reader", "connect_writer", "prepare_path"]
 
 Synchronous = Literal["FULL", "NORMAL"]
@@ -131,6 +131,19 @@ def close_writer(conn: sqlite3.Connection) -> None:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
     finally:
         conn.close()
+
+
+def checkpoint(path: pathlib.Path) -> None:
+    """Copy the write-ahead log into the database file on a connection of its own, as
+    :func:`close_writer` does, for a reader that may have held that copy back (blocking: call
+    it from a worker thread). Opened ``mode=rw``: it never creates the file. Best effort, as
+    there: one that fails loses nothing, the log still has every commit."""
+    with contextlib.suppress(sqlite3.Error):
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, isolation_level=None)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
 
 
 def connect_reader(path: pathlib.Path) -> sqlite3.Connection:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import trio
 
 from tidings.store._batch import map_error
-from tidings.store._connect import connect_reader
+from tidings.store._connect import checkpoint, connect_reader
 from tidings.store._errors import StoreClosedError
 
 __all__ = ["ReadPool"]
@@ -78,6 +78,12 @@ class ReadPool:
                 self._give_back(conn)
             else:
                 conn.close()
+            if self._closed:
+                # This read was in flight when the store closed: its snapshot may have held
+                # back the writer's last checkpoint (see close_writer), which copies the log
+                # only up to the oldest snapshot a reader holds, leaving the last commits out
+                # of the database file. Read-only, this connection could not make it: copy now.
+                checkpoint(self.path)
 
     def _give_back(self, conn: sqlite3.Connection) -> None:
         """Put *conn* back in the pool, or close it if :meth:`close` ran meanwhile.
@@ -100,7 +106,8 @@ class ReadPool:
 
         Afterwards no connection stays open once the calls in flight have ended, and a call
         not yet running (:meth:`run` after this, or one still waiting for a thread) raises
-        :class:`StoreClosedError`.
+        :class:`StoreClosedError`. Each call in flight copies the write-ahead log into the
+        database file as it ends (its snapshot may have held the writer's copy back).
         """
         self._closed = True
         while self._idle:
