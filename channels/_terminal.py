@@ -24,6 +24,7 @@ import trio
 
 from tidings.actors import MAX_TEXT_BYTES, ApprovalRequest, Outbound, Prompt
 from tidings.actors._blocks import lone_surrogate, plain_json
+from tidings.actors._pipeline import new_id
 from tidings.channels._agents import Agent
 from tidings.channels._base import ChannelBase
 from tidings.channels._config import ChannelConfig
@@ -79,7 +80,6 @@ class TerminalChannel(ChannelBase):
         self.redraw = redraw
         self._questions: collections.deque[tuple[trio.Event, list[str | None]]] = (
             collections.deque())
-        self._serial = 0
         self._asked = trio.Event()
         self._input_ended = False
         self.output_error: OSError | None = None
@@ -242,10 +242,12 @@ class TerminalChannel(ChannelBase):
                 self._print("! ", f"not sent: the line is not valid UTF-8 (at index {lone})")
                 continue
             if not self._answer(text):
-                self._serial += 1
+                # Unique across runs, not numbered from 1 in each: the conversation outlives
+                # the run, and a channel with dedupe_message_ids would take every line of
+                # the next run for the line of that number (a duplicate: nothing done).
                 await self.handle_inbound(Inbound(chat_id=self.chat_id,
                                                   sender_id=self.sender_id, text=text,
-                                                  message_id=str(self._serial)))
+                                                  message_id=new_id("line")))
             if one_at_a_time:
                 await self._settle()
         self._input_ended = True
