@@ -159,9 +159,17 @@ def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False) ->
     *dry_run*, everything runs in one transaction that is rolled back (migration included):
     the counts are exact and nothing changes. Registers no process epoch. A file with no
     tidings schema (an empty one) is no database to prune: :class:`StoreError`, the file
-    untouched (and a missing one :class:`DatabaseNotFoundError`)."""
-    _check_schema(pathlib.Path(db))
-    conn = connect_writer(pathlib.Path(db))
+    untouched (and a missing one :class:`DatabaseNotFoundError`); so is one SQLite cannot
+    read (a text file), and SQLite's other errors (a full disk), each naming the file."""
+    try:
+        return _prune_file(pathlib.Path(db), cutoff, dry_run=dry_run)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot prune {os.fspath(db)}: {exc}") from exc
+
+
+def _prune_file(db: pathlib.Path, cutoff: float, *, dry_run: bool) -> PruneReport:
+    _check_schema(db)
+    conn = connect_writer(db)
     try:
         if dry_run:
             conn.execute("BEGIN IMMEDIATE")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import sqlite3
 import sys
 import time
 from typing import Any, TextIO
@@ -88,8 +87,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return 2
     try:
         report = prune_file(db, cutoff, dry_run=args.dry_run)
-    except (StoreError, sqlite3.Error) as exc:
-        say(err, f"tidings prune: cannot prune {db}: {exc}")
+    except StoreError as exc:  # each names the file ("cannot prune ...", "not a tidings ...")
+        say(err, f"tidings prune: {exc}")
         return 2
     finally:
         unlock_database(fd, created)

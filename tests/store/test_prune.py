@@ -281,3 +281,18 @@ async def test_a_feed_reader_below_the_horizon_is_told_events_were_pruned(
             assert isinstance(caught.value, ValidationError)
         event = await rt.events(after_seq=horizon - 1).__anext__()  # the gap accepted
         assert event.seq >= horizon
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["prune", "dry-run"])
+def test_prune_file_refuses_a_file_sqlite_cannot_read_as_a_store_error(tmp_path,
+                                                                       dry_run) -> None:
+    """A text file (a mistyped path): prune_file let SQLite's own DatabaseError out, a
+    library internal (tidings.errors: callers catch a few meaningful classes), where its
+    docstring and every other opener say StoreError, naming the file."""
+    text = tmp_path / "notes.db"
+    text.write_text("not a database\n")
+    with pytest.raises(StoreError, match="file is not a database") as caught:
+        prune_file(text, 2_000.0, dry_run=dry_run)
+    assert str(text) in str(caught.value)
+    assert text.read_text() == "not a database\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.db"]
