@@ -9,7 +9,9 @@ runtime's supervision tree owns (a channel needs no nursery of its own).
 
 from __future__ import annotations
 
+import inspect
 import logging
+import types
 import uuid
 from typing import Any, Literal
 
@@ -60,8 +62,9 @@ class ChannelBase:
     Raises:
       ValidationError: ``runtime`` is not the runtime of ``async with
         tidings.open_runtime(...) as rt`` (field ``runtime``), ``config`` is not a
-        :class:`ChannelConfig` (field ``config``), or ``agent`` has no ``run`` (field
-        ``agent``).
+        :class:`ChannelConfig` (field ``config``), or ``agent`` has no ``run``, a plain
+        ``def run``, or is a class whose ``run`` wants an instance (``EchoAgent`` for
+        ``EchoAgent()``) (field ``agent``).
       ConfigError: ``config.agent`` cannot be loaded.
     """
 
@@ -79,6 +82,11 @@ class ChannelBase:
         run = getattr(agent, "run", None)
         if not callable(run):
             raise ValidationError("agent", f"must have an async run(turn) method, got {agent!r}")
+        if isinstance(agent, type) and isinstance(inspect.getattr_static(agent, "run"),
+                                                  types.FunctionType):
+            # its run wants an instance: every turn would fail, missing its turn argument
+            raise ValidationError("agent", f"must be an agent, not its class: pass "
+                                           f"{agent.__name__}(), not {agent.__name__}")
         if certainly_sync(run):  # every turn would fail at its first await, naming nothing
             raise ValidationError("agent", f"run must be a coroutine function (async def "
                                            f"run(turn)), got the plain {run!r:.80}")
