@@ -60,14 +60,17 @@ def _table(field: str, value: object, keys: Mapping[str, str]) -> dict[str, obje
     if not isinstance(value, Mapping):
         raise ConfigError(field, f"must be a table, not {type(value).__name__}")
     out: dict[str, object] = {}
+    spelled: dict[str, str] = {}  # name -> the key it was given as (named if given again)
     for key, item in value.items():
         if key not in keys:
             known = ", ".join(sorted(set(keys.values())))
             raise ConfigError(f"{field}.{key}", f"unknown key (known: {known})")
         name = keys[key]
         if name in out:
-            raise ConfigError(f"{field}.{key}", f"given twice (as {name!r} and {key!r})")
+            raise ConfigError(f"{field}.{key}",
+                              f"given twice (as {spelled[name]!r} and {key!r})")
         out[name] = item
+        spelled[name] = key
     return out
 
 
