@@ -13,7 +13,8 @@ import pathlib
 from tidings.actors._runtime_checks import resolve_path
 from tidings.errors import StoreError
 
-__all__ = ["LOCK_SUFFIX", "lock_database", "release_database", "unlock_database"]
+__all__ = ["LOCK_SUFFIX", "DatabaseInUseError", "lock_database", "release_database",
+           "unlock_database"]
 
 LOCK_SUFFIX = ".runtime.lock"
 """The runtime lock's file is ``<database>`` + this, beside the database."""
@@ -24,6 +25,11 @@ a forked child (a host's ``multiprocessing`` worker: no exec, so ``O_CLOEXEC`` d
 shares it: the lock would outlive the runtime's close, and a kill of the host, for as long as
 the child lived. A forked child closes its copies at once (its close leaves the lock held by
 the parent's descriptor)."""
+
+
+class DatabaseInUseError(StoreError):
+    """The runtime lock is held: a runtime (or ``tidings prune``) has the database open. Its
+    own class so that ``tidings prune`` can tell it (exit 3) from a lock it cannot take."""
 
 
 def _close_held_in_child() -> None:
@@ -49,9 +55,21 @@ def lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | 
     second runtime on a live database, in this process or another, is refused: its start-up
     would register a newer epoch and recover, taking the live runtime's claims for a dead
     process's (``unknown``), its running turns for dead ones and its queued rows for
-    unrouted ones.
+    unrouted ones: :class:`DatabaseInUseError`. A lock file the system refuses (another
+    user's, a read-only folder, a full disk, a directory there, a name over its limit) is a
+    :class:`StoreError` naming the database and the system's reason: the bare ``OSError``
+    escaped ``open_runtime``, which says it refuses a path it cannot use with ``StoreError``.
     """
     db = resolve_path("db_path", db_path)
+    try:
+        return _lock(db)
+    except OSError as exc:  # (BlockingIOError, the lock held, is DatabaseInUseError)
+        where = exc.filename if exc.filename is not None else db.name + LOCK_SUFFIX
+        raise StoreError(f"cannot open the database {str(db)!r}: cannot take its runtime "
+                         f"lock ({where}: {exc.strerror or exc})") from exc
+
+
+def _lock(db: pathlib.Path) -> tuple[int, pathlib.Path | None]:
     if db.is_dir():
         raise StoreError(f"database path {str(db)!r} is a directory")
     missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
@@ -85,8 +103,9 @@ def lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | 
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
             os.close(fd)
-            raise StoreError(f"database {str(db)!r} is already open in another runtime"
-                             + (f" (pid {holder})" if holder else "")) from None
+            raise DatabaseInUseError(f"database {str(db)!r} is already open in another "
+                                     "runtime" + (f" (pid {holder})" if holder else "")
+                                     ) from None
         except BaseException:
             os.close(fd)
             raise

@@ -160,11 +160,17 @@ async def prepare_store(path: str | os.PathLike[str], *, synchronous: Synchronou
 
     A bad argument (a *synchronous* other than ``"FULL"`` or ``"NORMAL"``, *readers* or
     *max_batch* not an int >= 1) raises :class:`ValidationError` naming it before anything is
-    created.
+    created. A path it cannot use (not a database, newer, a folder or file the system will not
+    make) raises :class:`StoreError` naming it.
     """
     check_executor(writer, "writer")
     _check_options(synchronous=synchronous, readers=readers, max_batch=max_batch)
-    db = await trio.to_thread.run_sync(prepare_path, path)
+    try:
+        db = await trio.to_thread.run_sync(prepare_path, path)
+    except OSError as exc:  # a folder it cannot make or a file it cannot create (read-only,
+        where = f" ({exc.filename})" if exc.filename is not None else ""  # full, a file)
+        raise StoreError(f"cannot open the database {os.fspath(path)}: "
+                         f"{exc.strerror or exc}{where}") from exc
     epoch = await trio.to_thread.run_sync(_register_epoch, db, synchronous, clock())
     return Store(db, epoch=epoch, writer=StoreWriter(db, synchronous=synchronous,
                                                      max_batch=max_batch, executor=writer),

@@ -60,7 +60,7 @@ def _age(text: str) -> float:
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    from tidings.actors._runtime_lock import lock_database, unlock_database
+    from tidings.actors._runtime_lock import DatabaseInUseError, lock_database, unlock_database
     from tidings.store import prune_file
 
     db: pathlib.Path = args.db
@@ -77,13 +77,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     cutoff = time.time() - args.older_than
     try:
         fd, created = lock_database(db)
-    except StoreError as exc:
+    except DatabaseInUseError as exc:
         say(err, f"tidings prune: {exc}: stop it first (or set [retention] in its serve "
                  "config)")
         return EXIT_IN_USE
-    except OSError as exc:  # the lock file will not open: another user's, a read-only folder
-        lock = exc.filename or f"{db}.runtime.lock"
-        say(err, f"tidings prune: cannot take the runtime lock {lock}: {exc.strerror or exc}")
+    except StoreError as exc:  # a lock file it cannot take: another user's, a read-only folder
+        say(err, f"tidings prune: {exc}")
         return 2
     try:
         report = prune_file(db, cutoff, dry_run=args.dry_run)
