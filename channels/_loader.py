@@ -38,8 +38,9 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
 
     Raises:
       ConfigError: naming ``field`` when the path is malformed, the module cannot be
-        imported, the name is missing, the class cannot be built without arguments, or the
-        result has no callable ``run``. The underlying error is ``__cause__``.
+        imported (it raised, or exited: ``SystemExit``, a script's top level), the name is
+        missing, the class cannot be built without arguments (or exits), or the result has
+        no callable ``run``. The underlying error is ``__cause__``.
     """
     module_name, attr_path = split_import_path(path, field=field)
     try:
@@ -50,6 +51,11 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
         raise ConfigError(
             field, f"importing module {module_name!r} failed: {type(exc).__name__}: {exc}",
         ) from exc
+    except SystemExit as exc:  # a script's top level (its argparse read our argv): not a stop
+        raise ConfigError(
+            field, f"importing module {module_name!r} exited (SystemExit: {exc}): is it a "
+                   f"script that runs at import?",
+        ) from exc
     for attr in attr_path.split("."):
         try:
             target = getattr(target, attr)
@@ -58,7 +64,7 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
     if isinstance(target, type):
         try:
             target = target()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # an exit here is a refusal to be built
             raise ConfigError(
                 field, f"cannot create {attr_path} with no arguments: {type(exc).__name__}: {exc}",
             ) from exc
