@@ -325,11 +325,22 @@ class ChannelConfig:
         keys (``memory_scope`` / ``memoryScope``), but not both at once.
 
         Raises:
-          ConfigError: naming the bad key or value (``channels.ops.colour``).
+          ConfigError: naming the bad key or value (``channels.ops.colour``), as spelled in
+            *mapping* (``channels.ops.dispatchMode``).
         """
         _check_name(name)
         items = _table(f"channels.{name}", mapping, _CONFIG_KEYS)
-        return cls(name, **items)
+        try:
+            return cls(name, **items)
+        except ConfigError as exc:  # named by the field: renamed to the key as written
+            prefix = f"channels.{name}."
+            head, dot, rest = exc.field.removeprefix(prefix).partition(".")
+            head, bracket, index = head.partition("[")
+            written = {_CONFIG_KEYS[key]: key for key in mapping}.get(head, head)
+            if not exc.field.startswith(prefix) or written == head:
+                raise
+            raise ConfigError(f"{prefix}{written}{bracket}{index}{dot}{rest}",
+                              exc.reason) from None
 
     @property
     def identity_configured(self) -> bool:
