@@ -77,9 +77,17 @@ class PruneStep:
 
 
 def first_kept_event(conn: sqlite3.Connection) -> int:
-    """The event horizon: the lowest ``event_seq`` no prune has passed (1 before any)."""
-    return int(conn.execute(
-        "SELECT lowest_kept FROM event_horizon WHERE singleton = 1").fetchone()[0])
+    """The event horizon: the lowest ``event_seq`` no prune has passed (1 before any, and in a
+    database of a schema before v5, read as it is by :func:`~tidings.store.read_database`:
+    no prune has run on it)."""
+    try:
+        return int(conn.execute(
+            "SELECT lowest_kept FROM event_horizon WHERE singleton = 1").fetchone()[0])
+    except sqlite3.OperationalError:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                        "AND name = 'event_horizon'").fetchone() is not None:
+            raise
+        return 1
 
 
 def prune_step(conn: sqlite3.Connection, cutoff: float) -> PruneStep:

@@ -18,6 +18,7 @@ from tidings.store import (
     open_store,
     prune_call,
     prune_file,
+    queries,
     read_database,
 )
 from tidings.store import _prune as prune_module
@@ -232,6 +233,26 @@ async def test_a_database_of_schema_v4_is_migrated_keeping_its_events(
     report, _ = await _prune(db_path, 10.0)
     assert report == PruneReport(events=1)  # the newest stays
     assert _rows(db_path, "SELECT event_seq FROM events") == [(2,)]
+
+
+def test_the_events_of_a_v4_database_read_as_they_are(db_path) -> None:
+    """A database of schema v4 (a copy from before retention, one no runtime of this version
+    has opened yet) read as it is, read-only: its events page from any cursor as before. The
+    feed's query read the event horizon (v5), a table such a file does not have, and every
+    read_database(path, queries.events_after, ...) failed with 'no such table'. No prune has
+    run on it: the horizon is 1."""
+    db_path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db_path)
+    for version, script in MIGRATIONS[:4]:
+        conn.executescript(script)
+        conn.execute(f"PRAGMA user_version = {version}")
+    conn.execute("INSERT INTO events (type, created_at) VALUES ('old', 1.0), ('old', 2.0)")
+    conn.commit()
+    conn.close()
+    events = read_database(db_path, queries.events_after, 0, 10)
+    assert [(event.seq, event.type) for event in events] == [(1, "old"), (2, "old")]
+    assert [event.seq for event in read_database(db_path, queries.events_after, 1, 10)] == [2]
+    assert _rows(db_path, "PRAGMA user_version") == [(4,)]  # read as it is, not migrated
 
 
 async def test_prune_file_counts_exactly_on_a_dry_run_and_changes_nothing(
