@@ -123,12 +123,11 @@ def close_writer(conn: sqlite3.Connection) -> None:
     closes, but the read pool's connections are still open when the writer stops, and they,
     closed last, are read-only and cannot make it: the last commits stayed in the ``-wal``
     file, and the database file copied alone after a stop (a backup, a move) lacked them. The
-    checkpoint is passive (it waits for no reader); one that fails (a full disk) loses
-    nothing, the log still has every commit.
+    checkpoint waits for no reader (see :func:`_checkpoint`); one that fails (a full disk)
+    loses nothing, the log still has every commit.
     """
     try:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        _checkpoint(conn)
     finally:
         conn.close()
 
@@ -141,9 +140,20 @@ def checkpoint(path: pathlib.Path) -> None:
     with contextlib.suppress(sqlite3.Error):
         conn = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, isolation_level=None)
         try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            _checkpoint(conn)
         finally:
             conn.close()
+
+
+def _checkpoint(conn: sqlite3.Connection) -> None:
+    """Copy the log into the file and, when no reader is using it, empty it (``TRUNCATE``),
+    waiting for nobody (no busy timeout: with a reader in the way it copies what it can, as a
+    ``PASSIVE`` one). An emptied log is what a stop leaves: a log of some length beside a
+    missing database file is then a crashed database's (:func:`prepare_path` refuses it),
+    never a stopped one's whose file was removed to start anew."""
+    with contextlib.suppress(sqlite3.Error):
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def connect_reader(path: pathlib.Path) -> sqlite3.Connection:

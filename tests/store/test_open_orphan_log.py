@@ -70,3 +70,21 @@ async def test_a_log_without_its_database_is_refused_and_left_as_it_was(tmp_path
     moved.replace(db)
     async with tidings.open_runtime(db, workspace=workspace) as rt:
         assert (await rt.delivery_status(delivery_id)).text == "kept in the log"
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+async def test_after_a_clean_stop_the_database_file_removed_starts_anew(tmp_path, workspace,
+                                                                        writer) -> None:
+    """A stop copies the log into the file (close_writer), so the log holds nothing the file
+    lacks: it must not be taken for a crashed database's. It was left at full length (its
+    frames copied, but the file not emptied: the read pool's connections, closed last, may
+    not), so removing the database file to start anew was refused as if commits were lost."""
+    db = tmp_path / "tidings.db"
+    async with tidings.open_runtime(db, workspace=workspace, writer=writer) as rt:
+        session_id = await rt.create_session(channel="web")
+        async with rt.open_turn(session_id) as ctx:
+            await ctx.output.send_text("before the reset")
+        assert await rt.deliveries()  # the pool has read: its connections close last
+    db.unlink()
+    async with tidings.open_runtime(db, workspace=workspace) as rt:
+        assert await rt.deliveries() == []
