@@ -29,7 +29,7 @@ from tidings.channels._handback import requeue_unrouted
 from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
-from tidings.errors import TidingsError, ValidationError
+from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 from tidings.store import Op, acking
 from tidings.supervisor._callables import certainly_sync
 from tidings.supervisor._log import field
@@ -150,11 +150,15 @@ class ChannelBase:
 
         Raises:
           TypeError: *inbound* is not an :class:`Inbound`.
-          RuntimeClosedError: the runtime is stopping (nothing was accepted).
+          RuntimeClosedError: the runtime is stopping, or the channel was closed (nothing
+            was accepted).
           Whatever :meth:`deliver` raises for an answer that has no session.
         """
         if not isinstance(inbound, Inbound):
             raise TypeError(f"handle_inbound: expected an Inbound, got {type(inbound).__name__}")
+        if self.directory.closed:
+            raise RuntimeClosedError(f"the channel {self.config.name!r} is closed; no new "
+                                     f"messages are accepted")
         self.runtime.check_open()
         self.runtime.tasks.check_open()
         conversation = self.conversation_for(inbound)
@@ -325,8 +329,11 @@ class ChannelBase:
         await self.dispatch.wait_idle()
 
     def close(self) -> None:
-        """Unbind the channel from every session it is the route of. Never blocks. Turns still
-        running go on; what they send is ``unrouted`` unless another route binds."""
+        """Unbind the channel from every session it is the route of, for good. Never blocks.
+        Turns still running go on; what they send is ``unrouted`` unless another route binds
+        (a new channel of the same name hands it back when the conversation next speaks).
+        A closed channel takes no more messages (:meth:`handle_inbound` raises
+        :class:`RuntimeClosedError`), and one it was handling meanwhile binds nothing."""
         self.directory.close()
 
     # --- answers ---------------------------------------------------------------------------------

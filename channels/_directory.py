@@ -107,6 +107,7 @@ class SessionDirectory:
         self._tokens: dict[str, BindToken] = {}
         self._keys: dict[str, set[str]] = {}  # conversation key -> its sessions held here
         self._locks = _KeyedLock()
+        self._closed = False
 
     def lock(self, conversation: Conversation) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold the conversation's lock (session-changing steps run under it)."""
@@ -187,8 +188,16 @@ class SessionDirectory:
             self.attach(conversation, old)
         return old
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called: nothing is bound any more."""
+        return self._closed
+
     def close(self) -> None:
-        """Unbind every route this directory bound (stale tokens are ignored)."""
+        """Unbind every route this directory bound (stale tokens are ignored), for good: a
+        step still in hand (a message that came before) binds nothing after it, else the
+        closed channel would take its sessions back from the one that replaced it."""
+        self._closed = True
         for token in self._tokens.values():
             self._rt.router.unbind(token)
         self._tokens.clear()
@@ -234,6 +243,8 @@ class SessionDirectory:
             self._forgotten(conversation, done)
 
     def _bind(self, session_id: str) -> None:
+        if self._closed:
+            return
         token = self._tokens.get(session_id)
         binding = self._rt.router.binding(session_id)
         if token is not None and binding is not None and binding.serial == token.serial:
