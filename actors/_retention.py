@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tidings.actors._status import finite
-from tidings.errors import ValidationError
+from tidings.errors import StoreClosedError, ValidationError
 from tidings.store import PruneReport, prune_call
 from tidings.store._status import shown
 
@@ -58,13 +58,18 @@ class RetentionSupport:
         delivery. A chunk (1,000 deliveries) per commit, each all-or-nothing: a cancel or a
         crash keeps the chunks committed before it. Raises :class:`ValidationError` naming
         ``older_than`` unless it is a finite number of seconds >= 0, and
-        :class:`~tidings.errors.RuntimeClosedError` once the runtime is stopping.
+        :class:`~tidings.errors.RuntimeClosedError` once the runtime is stopping (also a
+        prune it stops under: at the next chunk, the chunks before it kept).
         """
         cutoff = self.store.clock() - check_older_than("older_than", older_than)
-        self.check_open()
         total = PruneReport()
         while True:
-            [step] = await self.store.commit([prune_call(cutoff)])
+            self.check_open()  # also between chunks: a stop ends the prune, chunks kept
+            try:
+                [step] = await self.store.commit([prune_call(cutoff)])
+            except StoreClosedError:  # the writer closed under this chunk, as the runtime
+                self.check_open()     # stopped: that is RuntimeClosedError, as documented
+                raise
             total += step.report
             if not step.more:
                 return total

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import math
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 
@@ -20,6 +21,7 @@ from tidings.errors import (
     RuntimeClosedError,
     ValidationError,
 )
+from tidings.store import _prune as prune_module
 from tidings.store import queries
 from tidings.testing import MemoryRoute, database_violations, route_violations
 
@@ -266,6 +268,58 @@ async def test_the_route_invariants_hold_once_a_requeued_delivery_is_pruned(rt, 
     assert (await rt.prune(older_than=50)).deliveries == 1
     assert database_violations(rt.store.path) == []
     assert route_violations({session_id: route}, db_path=rt.store.path) == []
+
+
+async def test_a_prune_the_runtime_stops_under_raises_runtime_closed(
+        db_path, workspace, clock, autojump_clock, monkeypatch) -> None:
+    """A prune still going (chunk after chunk) when its runtime stops: the chunk it sends once
+    the writer has closed was refused with the store's StoreClosedError, where rt.prune says
+    RuntimeClosedError once the runtime is stopping (a host whose prune loop ends on that,
+    as serve's retention child's does, got a store error instead). It raises
+    RuntimeClosedError, and the chunks committed before stay."""
+    monkeypatch.setattr(prune_module, "DELIVERIES_PER_STEP", 1)
+    caught: list[BaseException] = []
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery, tidings.open_runtime(
+                fresh_database(db_path), workspace=workspace, clock=lambda: clock[0]) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, MemoryRoute())
+            async with rt.open_turn(session_id) as ctx:
+                for n in range(3):
+                    assert await (await ctx.output.send_text(f"{n}")).wait() == "delivered"
+            clock[0] += 100
+            commit = rt.store.commit
+            first = trio.Event()
+
+            async def chunk_by_chunk(ops, **kwargs):
+                if first.is_set():  # the next chunk reaches the writer once it has closed
+                    while not rt.bus.closed:  # woken by each commit, and by the close
+                        await rt.bus.wait_past(rt.bus.version)
+                results = await commit(ops, **kwargs)
+                first.set()
+                return results
+
+            rt.store.commit = chunk_by_chunk
+
+            async def prune() -> None:
+                try:
+                    await rt.prune(older_than=50)
+                except Exception as exc:  # noqa: BLE001 - asserted below
+                    caught.append(exc)
+
+            nursery.start_soon(prune)
+            await first.wait()  # one chunk committed; the runtime stops now
+    assert [type(exc) for exc in caught] == [RuntimeClosedError]
+    assert len(rows := _outbox_texts(db_path)) == 2, rows  # the first chunk's delivery went
+    assert database_violations(db_path) == []
+
+
+def _outbox_texts(db_path) -> list[str]:
+    conn = sqlite3.connect(db_path)
+    try:
+        return [row[0] for row in conn.execute("SELECT text FROM outbox ORDER BY seq")]
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("when", ["reading the row", "registered"])
