@@ -43,7 +43,7 @@ InboundOutcome = Literal["started", "queued", "merged", "command", "refused", "i
 """What ``handle_inbound`` did: a turn ``started`` now, was ``queued`` behind another, or
 ``merged`` into a waiting one; a ``command`` was answered; the sender was ``refused`` by the
 access policy; a blank message was ``ignored``; a message id seen before (with
-``ChannelConfig(dedupe_message_ids=True)``) was a ``duplicate``: nothing was done."""
+``ChannelConfig(dedupe_message_ids=True)``) was a ``duplicate``: nothing was run again."""
 
 HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 """The outcomes of a message that became (part of) a turn: held until dealt with."""
@@ -140,8 +140,10 @@ class ChannelBase:
         dispatch mode; the channel is bound as that session's route first.
 
         With ``config.dedupe_message_ids``, a ``message_id`` already handled in the
-        conversation (also before a restart) is answered ``"duplicate"`` and nothing else
-        happens: a platform that delivers a webhook again starts no second turn. One that
+        conversation (also before a restart) is answered ``"duplicate"`` and starts nothing:
+        a platform that delivers a webhook again starts no second turn. (The conversation
+        spoke, though: rows waiting for that are handed back, such as the "not answered"
+        notice of a first delivery a restart cut short, unless the sender is refused.) One that
         comes while the first delivery of its id is still being handled waits for it: a
         ``"duplicate"`` if that was handled, handled itself if it was not (it raised, or its
         caller was cancelled). The id of a message that becomes a turn is written in the
@@ -187,6 +189,11 @@ class ChannelBase:
         done = self._handling_ids[marker] = trio.Event()
         try:
             if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
+                # The conversation spoke all the same: what waits for that goes out (the
+                # "not answered" notice of the first delivery, cut by a restart, above all).
+                if (self.hands_back_unrouted and self.config.access.allows(inbound.sender_id)
+                        and not self._handed_back_since(conversation)):
+                    await self._hand_back(conversation)
                 return "duplicate"
             outcome = await self._inbound(conversation, inbound)
             if outcome not in HELD_OUTCOMES:  # a turn's id was written with its hold
