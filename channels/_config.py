@@ -18,6 +18,7 @@ import attrs
 
 from tidings.actors._blocks import lone_surrogate
 from tidings.actors._status import MAX_ID_CHARS
+from tidings.channels._keys import id_refusal
 from tidings.channels._loader import split_import_path
 from tidings.channels._sanitize import sanitize_line
 from tidings.errors import ConfigError
@@ -170,7 +171,17 @@ class AccessPolicy:
 
     @classmethod
     def allow(cls, *sender_ids: object) -> AccessPolicy:
-        """Only ``sender_ids`` (each ``str()``-ed) may talk to the channel."""
+        """Only ``sender_ids`` (each text or a number, ``str()``-ed) may talk to the channel.
+
+        Raises:
+          ConfigError: naming ``access`` for an id that is neither (a list passed whole, not
+            as arguments, would otherwise become one id no sender has: all refused).
+        """
+        for sender in sender_ids:
+            refusal = id_refusal(sender)
+            if refusal is not None:
+                raise ConfigError("access", f"each sender id {refusal} (pass the ids as "
+                                            f"arguments: AccessPolicy.allow(*ids))")
         return cls(frozenset(str(sender) for sender in sender_ids))
 
     @property
