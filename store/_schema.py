@@ -21,8 +21,8 @@ import sqlite3
 
 from tidings.store._errors import SchemaVersionError, StoreError
 
-__all__ = ["MAX_INTEGER", "MIGRATIONS", "SCHEMA_VERSION", "check_database", "migrate",
-           "schema_version"]
+__all__ = ["MAX_INTEGER", "MIGRATIONS", "SCHEMA_VERSION", "check_database",
+           "has_tidings_tables", "migrate", "schema_version"]
 
 MAX_INTEGER = 2 ** 63 - 1
 """The largest integer SQLite stores: a seq (or count) beyond it names no row, and SQLite
@@ -277,14 +277,31 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+_V1_TABLES = ("process_epochs", "sessions", "turns", "messages", "outbox", "work_items",
+               "artifacts", "conversation_bindings", "events")
+"""The tables of v1, which every later version keeps."""
+
+
+def has_tidings_tables(conn: sqlite3.Connection) -> bool:
+    """Whether *conn*'s database has every table of v1: a schema version alone does not say
+    the database is tidings', as other programs number their schemas with ``user_version``
+    too (1, 2, ...)."""
+    marks = ",".join("?" * len(_V1_TABLES))
+    found = conn.execute(f"SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                         f"AND name IN ({marks})", _V1_TABLES).fetchone()[0]
+    return int(found) == len(_V1_TABLES)
+
+
 def check_database(conn: sqlite3.Connection, path: str = "database") -> int:
     """The schema version of *conn*'s database, refusing one this code must not write to.
 
     Raises :class:`SchemaVersionError` when it is newer than :data:`SCHEMA_VERSION`, and
     :class:`StoreError` when it has no schema version but has tables: another program's
     database (a mistyped path), which migrating would fill with tidings tables; so too a
-    negative version (``user_version`` is signed), which tidings never writes. Read-only, so
-    the writer asks before it switches the file to WAL.
+    negative version (``user_version`` is signed), which tidings never writes, and a version
+    of ours without the tidings tables (:func:`has_tidings_tables`): another program that
+    numbers its schema with ``user_version``, which migrating would write tidings tables into.
+    Read-only, so the writer asks before it switches the file to WAL.
     """
     found = schema_version(conn)
     if found < 0:
@@ -298,6 +315,9 @@ def check_database(conn: sqlite3.Connection, path: str = "database") -> int:
     if found == 0 and conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
         raise StoreError(f"{path} is not a tidings database: it has tables but no tidings "
                          "schema version; give another path")
+    if found > 0 and not has_tidings_tables(conn):
+        raise StoreError(f"{path} is not a tidings database: it has schema version {found} "
+                         "but not the tidings tables (another program's?); give another path")
     return found
 
 

@@ -27,7 +27,7 @@ from tidings.store._errors import (
 )
 from tidings.store._outbox import OUTBOX_STATUSES
 from tidings.store._records import DeliveryStatus, RuntimeEvent
-from tidings.store._schema import MAX_INTEGER, SCHEMA_VERSION
+from tidings.store._schema import MAX_INTEGER, SCHEMA_VERSION, has_tidings_tables
 
 __all__ = [
     "RECENT_FIELDS",
@@ -288,6 +288,9 @@ def _read(db: pathlib.Path, query: str, fn: Callable[..., T], args: tuple[Any, .
                 f"({SCHEMA_VERSION}); upgrade tidings")
         if version < 1:
             raise StoreError(f"{db} is not a tidings database (no schema)")
+        if not has_tidings_tables(conn):  # another program's, numbered as ours
+            raise StoreError(f"{db} is not a tidings database (schema version {version}, but "
+                             "not the tidings tables)")
         conn.execute("BEGIN")
         try:
             return fn(conn, *args, **kwargs)

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from tidings.errors import SchemaVersionError, StoreError
-from tidings.store import SCHEMA_VERSION, prepare_store
+from tidings.store import SCHEMA_VERSION, prepare_store, read_database, status_report
 
 
 def _digests(directory: pathlib.Path) -> dict[str, str]:
@@ -71,4 +71,25 @@ async def test_a_database_with_a_negative_schema_version_is_refused_and_left_as_
     with pytest.raises(StoreError, match="not a tidings database") as caught:
         await prepare_store(db)
     assert str(db) in str(caught.value)
+    assert _digests(db.parent) == before
+
+
+@pytest.mark.parametrize("user_version", [1, 2, SCHEMA_VERSION])
+async def test_another_programs_database_with_a_schema_version_of_ours_is_refused(
+        tmp_path, user_version) -> None:
+    """Many programs number their own schema with user_version: one at 1 was taken for a
+    tidings v1 database, and migrated (a client_messages table written into it, its version
+    overwritten with 2) until a later step failed on a table it lacked ('no such table:
+    main.turns'); at any version it was switched to WAL first. Refused as another program's
+    now, by its missing tidings tables, before anything is written; tidings status says the
+    same of it."""
+    db = tmp_path / "app" / "app.db"
+    _foreign(db, user_version=user_version)
+    before = _digests(db.parent)
+    with pytest.raises(StoreError, match="not a tidings database") as caught:
+        await prepare_store(db)
+    assert str(db) in str(caught.value)
+    assert _digests(db.parent) == before
+    with pytest.raises(StoreError, match="not a tidings database"):
+        read_database(db, status_report)
     assert _digests(db.parent) == before

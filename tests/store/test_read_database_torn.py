@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 
 from tidings.errors import StoreError
+from tidings.store._schema import MIGRATIONS
 from tidings.store._status import read_database
 
 
@@ -18,7 +19,8 @@ def _closed_database(tmp_path: pathlib.Path) -> pathlib.Path:
     db = tmp_path / "t.db"
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("CREATE TABLE a (x)")
+    conn.executescript(MIGRATIONS[0][1])  # a tidings v1 database (read_database wants its
+    conn.execute("CREATE TABLE a (x)")  # tables), with two of the test's own
     conn.execute("CREATE TABLE b (x)")
     conn.execute("PRAGMA user_version = 1")
     conn.close()  # the last connection: the log is checkpointed and deleted
