@@ -21,7 +21,8 @@ A message that was accepted but whose turn never ran (the runtime stopped while 
 its worker's task was cancelled or abandoned) is not dropped silently: the session gets one
 notice per such turn through the outbox (:func:`unanswered_notice`), so the user learns it was
 not answered and can send it again, even after a restart. ``/clear`` drops waiting turns too,
-but at the user's own request: nothing is said about those.
+but at the user's own request: nothing is said about those, nor about a waiting turn
+``/cancel`` had cancelled (:meth:`Dispatch.cancel`).
 
 Each accepted message is also held in the store (``rt.hold_inbound``, by the channel before it
 is submitted here) until it is dealt with: the end of the turn that answered it, the notice, or
@@ -91,6 +92,10 @@ class PendingTurn:
     id_bytes: int = attrs.field(default=0, init=False)
     """What its messages' ids add to its "not answered" notice's metadata, in bytes of
     JSON (kept as messages join, so a merge costs no more than the message)."""
+    cancelled: CancelReason | None = attrs.field(default=None, init=False)
+    """Why it was cancelled before it ran (``/cancel`` while the turn ahead of it was already
+    ending, see :meth:`Dispatch.cancel`): it runs as a turn cancelled while it opens (its
+    messages into history, its agent never called) and takes no more messages."""
 
     def __attrs_post_init__(self) -> None:
         self.id_bytes = sum(_id_bytes(inbound.message_id) for inbound in self.inbounds)
@@ -99,7 +104,7 @@ class PendingTurn:
         """Whether *inbound* (held under *held*) may join: the turn's end releases its held
         messages in one commit (at most :data:`MAX_IDS_PER_CALL`), and its notice, should it
         never run, lists their ids in metadata of at most :data:`MAX_JSON_BYTES`."""
-        return (len(self.held) + len(held) <= MAX_IDS_PER_CALL
+        return (self.cancelled is None and len(self.held) + len(held) <= MAX_IDS_PER_CALL
                 and (_NOTICE_METADATA_BYTES + self.id_bytes + _id_bytes(inbound.message_id)
                      <= MAX_JSON_BYTES))
 
@@ -232,10 +237,22 @@ class Dispatch:
         return outcome
 
     def cancel(self, conversation: Conversation, reason: CancelReason) -> int:
-        """Cancel the active turns of *conversation*'s sessions; how many were cancelled."""
+        """Cancel, in each of *conversation*'s sessions, the oldest request not yet over:
+        the active turn, or, when it is already ending (steered away, timed out, writing its
+        reply, failed) or has not begun, the first waiting turn not cancelled yet, which then
+        runs as one cancelled while it opens. How many were cancelled.
+
+        So a message that steered a turn that takes a while to stop, then ``/cancel``, cancels
+        that message, as the user meant: "Nothing to cancel." and the message answered after
+        all is what it did before."""
         cancelled = 0
         for state in self.states_of(conversation):
             if state.active is not None and state.active.cancel(reason):
+                cancelled += 1
+                continue
+            waiting = next((turn for turn in state.pending if turn.cancelled is None), None)
+            if waiting is not None:
+                waiting.cancelled = reason
                 cancelled += 1
         return cancelled
 
@@ -339,7 +356,9 @@ class Dispatch:
     async def _tell_unanswered(self, session_id: str, dropped: list[PendingTurn]) -> None:
         """Tell the user, in the session, about each turn in *dropped* (accepted, never run):
         one notice through the runtime's outbox per turn, so it reaches the platform whenever
-        the session has a route again (after a restart too). Never raises for a failed write:
+        the session has a route again (after a restart too); a turn the user had cancelled
+        (:attr:`PendingTurn.cancelled`) is only released, as ``/clear`` releases the turns it
+        drops. Never raises for a failed write:
         the runtime may already be closed; then the drop is only logged.
 
         The dropped text does not become a ``user`` history row: history is what the model
@@ -350,6 +369,10 @@ class Dispatch:
         told = 0
         try:
             for pending in dropped:
+                if pending.cancelled is not None:  # the user cancelled it: as /clear, no word
+                    await rt.release_inbound(pending.held)
+                    told += 1
+                    continue
                 ids = [inbound.message_id for inbound in pending.inbounds
                        if inbound.message_id is not None]
                 await rt.notify(session_id, unanswered_notice(pending.text),

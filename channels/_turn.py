@@ -126,6 +126,8 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
                                chat_id=state.conversation.chat_id, session_id=state.session_id,
                                message_id=pending.message_id)
     active = ActiveTurn(emitter)
+    if pending.cancelled is not None:  # cancelled while it waited: it opens cancelled
+        active.cancel(pending.cancelled)
     state.active = active
     try:
         await _drive(channel, state, pending, active)
