@@ -219,7 +219,9 @@ _READ_ATTEMPTS = 5
 
 def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any,
                   **kwargs: Any) -> T:
-    """Run ``fn(conn, *args, **kwargs)`` on a read-only connection to the database at *path*.
+    """Run ``fn(conn, *args, **kwargs)`` on a read-only connection to the database at *path*,
+    in one read transaction (one that *fn* ends itself, with ``conn.commit()`` say, is not an
+    error, as in the read pool).
 
     Blocking (call it from a worker thread inside trio). Creates nothing and writes nothing: a
     database whose write-ahead log exists is read through it (``mode=ro``); one with no log (no
@@ -295,7 +297,8 @@ def _read(db: pathlib.Path, query: str, fn: Callable[..., T], args: tuple[Any, .
         try:
             return fn(conn, *args, **kwargs)
         finally:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # fn may have ended it (conn.commit() out of habit), as
+                conn.execute("ROLLBACK")  # the read pool allows
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {str(db)!r}: {exc}") from exc
     finally:
