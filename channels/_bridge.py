@@ -22,6 +22,9 @@ from tidings.errors import ValidationError
 
 __all__ = ["BridgeTurn", "split_reply"]
 
+_TOOL_CALL_KEYS = ("name", "arguments", "call_id")
+"""The keys of a tool call given as a mapping (:meth:`BridgeTurn.report_tool_call`)."""
+
 _NEAR = MAX_TEXT_BYTES // 4
 """How far back from a cut :func:`split_reply` looks for a line break or a space."""
 
@@ -129,10 +132,15 @@ class BridgeTurn:
         ``arguments`` / ``call_id``. A checkpoint.
 
         Raises:
-          ValidationError: the call has no name or bad arguments (from :class:`ToolCall`).
+          ValidationError: the call has no name or bad arguments (from :class:`ToolCall`),
+            or the mapping has a key a tool call does not (named: ``input``, ``args``).
           TypeError: *call* is neither.
         """
         if isinstance(call, Mapping):  # a missing or None ``arguments`` is empty, as for ToolCall
+            for key in call:  # else dropped: a model's tool-use block lost its input and id
+                if key not in _TOOL_CALL_KEYS:
+                    raise ValidationError(str(key), f"is not a key of a tool call (known: "
+                                                    f"{', '.join(_TOOL_CALL_KEYS)})")
             call = ToolCall(name=call.get("name"), arguments=call.get("arguments"),
                             call_id=call.get("call_id"))
         elif not isinstance(call, ToolCall):
