@@ -322,11 +322,13 @@ class DeliveryPipeline:
         self._registry.add(item)  # from now on, the lane that ends the row resolves it too
         # It may have ended between the read and the registration: look once more.
         again = await self._store.read(queries.find_idempotent, session_id, key)
-        if again is not None and again.outbox_status in TERMINAL_STATUSES:
+        gone = again is None or again.delivery_id != found.delivery_id
+        if not gone and again.outbox_status in TERMINAL_STATUSES:
             item.resolve(outcome_of(again.outbox_status))
-        elif again is None and item.status not in TERMINAL:
+        elif gone and item.status not in TERMINAL:
             # It ended before the registration (no lane holds this item) and a prune deleted
-            # it: nothing would ever resolve the item. The key is free, as after any prune.
+            # it: nothing would ever resolve the item. The key is free, as after any prune
+            # (another send may have taken it meanwhile: the look again finds that one).
             self._registry.discard(item)
             return await self._existing(session_id, key)
         return DeliveryHandle(item)

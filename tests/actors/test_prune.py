@@ -379,13 +379,16 @@ async def test_a_key_whose_delivery_is_pruned_while_a_send_looks_it_up_is_free(
             assert [out.text for out in route.delivered] == ["b"]
 
 
+@pytest.mark.parametrize("then", ["nothing", "another send of the key"])
 async def test_a_key_whose_delivery_ends_and_is_pruned_right_after_its_row_is_read_is_free(
-        db_path, workspace, autojump_clock) -> None:
+        db_path, workspace, autojump_clock, then) -> None:
     """As above, but the row is read ``queued`` and only then (before the send registers its
     item, so no lane ever holds that item) delivered by its lane, ended ``sent`` and pruned:
     the look once more finds no row. The send's item was waited on for ever (no lane would
     resolve it, no row was left to say how it ended); the key is free, as after any prune,
-    and the send is a new delivery."""
+    and the send is a new delivery. Or another send took the freed key meanwhile: the look
+    once more found that one's row, not yet ended, and the send answered with the pruned
+    delivery's item, again for ever; it is that other send's delivery now."""
     session_id, queued_id = await leave_a_queued_row(db_path, workspace)  # key "k"
     clock = [time.time() + 10]
     async with tidings.open_runtime(db_path, workspace=workspace, recover="manual",
@@ -408,13 +411,23 @@ async def test_a_key_whose_delivery_ends_and_is_pruned_right_after_its_row_is_re
                 gc.collect()  # the lane's item of it is gone with the lane's reference
                 clock[0] += 1
                 assert (await rt.prune(older_than=0)).deliveries == 1
+                if then == "another send of the key":
+                    route.stall()  # its row stays sending while the first send looks again
+                    other.append(await turn[0].output.send_text("b other", idempotency_key="k"))
             return result
 
         rt.store.read = read_then_deliver_and_prune
+        turn, other = [], []
         with trio.fail_after(30):
             async with rt.open_turn(session_id) as ctx:
+                turn.append(ctx)
                 handle = await ctx.output.send_text("b again", idempotency_key="k")
                 assert not armed[0]
+                route.release()
                 assert await handle.wait() == "delivered"
         assert handle.delivery_id != queued_id
-        assert [out.text for out in route.delivered] == ["b", "b again"]
+        if then == "nothing":
+            assert [out.text for out in route.delivered] == ["b", "b again"]
+        else:
+            assert handle.delivery_id == other[0].delivery_id
+            assert [out.text for out in route.delivered] == ["b", "b other"]
