@@ -181,7 +181,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         ``background``. ``ctx.output`` writes ``persist`` history by default in a serial output
         turn and ``transient`` otherwise; ``ctx.input`` is ``transient``; ``history_policy``
         sets the turn's default (a request overrides it). Serial turns of one session run one
-        at a time: a second one waits until the first has ended (one opened inside another in
+        at a time, in the order they were opened: a second one waits until the first has
+        ended (one opened inside another in
         the same task raises :class:`ValidationError` on ``mode``); parallel and background
         turns never wait. A ``turn_id`` another turn already has raises
         :class:`ValidationError` on ``turn_id`` (that turn is left alone). ``message_id``: the

@@ -21,7 +21,13 @@ from tidings.actors._policy import MODES, POLICIES, SLOTS, HistoryPolicy, check_
 from tidings.actors._questions import checked_approval_request, checked_prompt
 from tidings.actors._records import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
 from tidings.actors._sdk import OutputSDK
-from tidings.actors._status import MAX_IDS_PER_CALL, check_id, check_id_list, seconds_bound
+from tidings.actors._status import (
+    MAX_IDS_PER_CALL,
+    check_id,
+    check_id_list,
+    check_session_id,
+    seconds_bound,
+)
 from tidings.actors._tasks import SHUTDOWN_REASON
 from tidings.errors import ConflictError, RuntimeClosedError, StoreClosedError, ValidationError
 from tidings.store import Op, Store, begin_turn, end_turn, release_inbound
@@ -215,7 +221,8 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
                     on_context: Callable[[TurnContext], object] | None = None
                     ) -> AsyncIterator[TurnContext]:
     """See :meth:`Runtime.open_turn`. A serial turn first waits for the session's running
-    serial turn, if any, to end (see :func:`_serial_slot`).
+    serial turn, if any, to end (see :func:`_serial_slot`), in line from the call on: it
+    takes its place before its first await (the session's read comes after).
 
     *on_context* (the channel turn's) is called (sync) with the turn's context as soon as it
     exists, before its begin is written: a cancel that was waiting for the turn, or that
@@ -227,10 +234,13 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
     if message_id is not None:  # stored as the turn's message
         check_id("message_id", message_id)
     answers = check_id_list("inbound_ids", inbound_ids, max_ids=MAX_IDS_PER_CALL)
-    runtime.check_open()  # before the read: a closed runtime's store can no longer answer
-    session = await runtime.session(session_id)
+    check_session_id("session_id", session_id)  # before it names a serial slot
     runtime.check_open()
+    # In line for the slot before the first await: serial turns begin in the order they were
+    # opened, not in the order their session reads (worker threads) happen to finish.
     async with _serial_slot(runtime, session_id, mode):
+        runtime.check_open()  # before the read: a closed runtime's store can no longer answer
+        session = await runtime.session(session_id)
         runtime.check_open()  # it may have begun stopping while this turn waited
         ctx = TurnContext(runtime, turn_id=turn_id or new_id("turn"), session_id=session_id,
                           channel=session.channel, slot=slot, mode=mode,
