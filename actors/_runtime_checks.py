@@ -13,6 +13,7 @@ from collections.abc import Callable
 from tidings.actors._status import check_id, check_seconds
 from tidings.errors import StoreError, ValidationError
 from tidings.store import check_executor, check_synchronous, read_database
+from tidings.store._connect import check_path
 from tidings.store._status import shown
 from tidings.supervisor import FaultPlan, Intensity
 
@@ -64,19 +65,6 @@ def _look(field: str, given: object, look: Callable[[], bool]) -> bool:
         raise ValidationError(field, f"cannot read {given}: {exc.strerror or exc}") from None
 
 
-def _check_path(field: str, value: object) -> None:
-    """Refuse *value* by *field* unless it is a non-empty path: a string or an
-    ``os.PathLike`` of one (``""`` would be the current directory, bytes are no text), with no
-    NUL character (no file name holds one: the first OS call on it raised a bare
-    ``ValueError``)."""
-    path = os.fspath(value) if isinstance(value, os.PathLike) else value
-    if not isinstance(path, str) or not path:
-        raise ValidationError(field, f"must be a non-empty path (a string or a pathlib.Path), "
-                                     f"got {value!r:.80}")
-    if "\x00" in path:
-        raise ValidationError(field, f"must not hold a NUL character, got {value!r:.80}")
-
-
 def check_arguments(*, db_path: object, workspace: object, artifact_root: object,
                      writer: object, recover: object, core_id: object,
                      synchronous: object, grace: object, lease: object,
@@ -84,10 +72,10 @@ def check_arguments(*, db_path: object, workspace: object, artifact_root: object
                      fault_plan: object, clock: object) -> None:
     """Refuse bad ``open_runtime`` arguments by name, before the database (or its directory)
     is created or this process registered in it."""
-    _check_path("db_path", db_path)
-    _check_path("workspace", workspace)
+    check_path("db_path", db_path)
+    check_path("workspace", workspace)
     if artifact_root is not None:
-        _check_path("artifact_root", artifact_root)
+        check_path("artifact_root", artifact_root)
     check_executor(writer, "writer")
     if recover not in ("at_open", "manual"):
         raise ValidationError("recover", f"must be 'at_open' or 'manual', got {recover!r}")

@@ -18,8 +18,8 @@ from typing import Literal, get_args
 from tidings.store._errors import StoreError, ValidationError
 from tidings.store._schema import check_database
 
-__all__ = ["Synchronous", "WriterConnection", "check_synchronous", "checkpoint", "close_writer",
-           "connect_reader", "connect_writer", "prepare_path"]
+__all__ = ["Synchronous", "WriterConnection", "check_path", "check_synchronous", "checkpoint",
+           "close_writer", "connect_reader", "connect_writer", "prepare_path"]
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -30,6 +30,20 @@ def check_synchronous(value: object, field: str) -> Synchronous:
     if value not in get_args(Synchronous):
         raise ValidationError(field, f"must be 'FULL' or 'NORMAL', got {value!r:.80}")
     return value  # type: ignore[return-value]
+
+
+def check_path(field: str, value: object) -> None:
+    """Refuse *value* by *field* (:class:`ValidationError`) unless it is a non-empty path: a
+    string or an ``os.PathLike`` of one (``""`` would be the current directory, bytes are no
+    text), with no NUL character (no file name holds one: the first OS call on it raised a
+    bare ``ValueError``). Every public entry point that takes a database path checks it
+    before it creates or reads anything."""
+    path = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(path, str) or not path:
+        raise ValidationError(field, f"must be a non-empty path (a string or a pathlib.Path), "
+                                     f"got {value!r:.80}")
+    if "\x00" in path:
+        raise ValidationError(field, f"must not hold a NUL character, got {value!r:.80}")
 
 
 _BUSY_TIMEOUT_MS = 10_000

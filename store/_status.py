@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from tidings.store._connect import check_path
 from tidings.store._errors import (
     DatabaseNotFoundError,
     SchemaVersionError,
@@ -234,11 +235,13 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     and after such a read, and the read is done again (*fn* runs again) when the file changed
     or a log appeared; after a few such reads it gives up with :class:`StoreError`.
 
-    Raises :class:`DatabaseNotFoundError` when *path* does not exist,
+    Raises :class:`ValidationError` naming ``path`` when it is no non-empty path (``""``, a
+    NUL character, bytes), :class:`DatabaseNotFoundError` when *path* does not exist,
     :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a directory, a
     file that is not a tidings database, or a path the system will not look up (a name over
     its limit, a folder this user may not search).
     """
+    check_path("path", path)
     db = pathlib.Path(path).expanduser()
     try:
         if db.is_dir():  # something is there: "no database" would send the user elsewhere

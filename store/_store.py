@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 
 import trio
 
-from tidings.store._connect import Synchronous, check_synchronous, connect_writer, prepare_path
+from tidings.store._connect import (
+    Synchronous,
+    check_path,
+    check_synchronous,
+    connect_writer,
+    prepare_path,
+)
 from tidings.store._errors import (
     MailboxClosedError,
     StoreClosedError,
@@ -158,13 +164,13 @@ async def prepare_store(path: str | os.PathLike[str], *, synchronous: Synchronou
     The returned store's writer is not running: run ``store.writer.serve(mailbox)`` and
     ``store.attach(send)``, or use :func:`open_store`, which does both.
 
-    A bad argument (a *synchronous* other than ``"FULL"`` or ``"NORMAL"``, *readers* or
-    *max_batch* not an int >= 1) raises :class:`ValidationError` naming it before anything is
-    created. A path it cannot use (not a database, newer, a folder or file the system will not
-    make) raises :class:`StoreError` naming it.
+    A bad argument (a *path* that is no non-empty path, a *synchronous* other than ``"FULL"``
+    or ``"NORMAL"``, *readers* or *max_batch* not an int >= 1) raises :class:`ValidationError`
+    naming it before anything is created. A path it cannot use (not a database, newer, a
+    folder or file the system will not make) raises :class:`StoreError` naming it.
     """
     check_executor(writer, "writer")
-    _check_options(synchronous=synchronous, readers=readers, max_batch=max_batch)
+    _check_options(path=path, synchronous=synchronous, readers=readers, max_batch=max_batch)
     try:
         db = await trio.to_thread.run_sync(prepare_path, path)
     except OSError as exc:  # a folder it cannot make or a file it cannot create (read-only,
@@ -177,11 +183,12 @@ async def prepare_store(path: str | os.PathLike[str], *, synchronous: Synchronou
                  readers=ReadPool(db, size=readers), clock=clock)
 
 
-def _check_options(*, synchronous: object, readers: object, max_batch: object,
+def _check_options(*, path: object, synchronous: object, readers: object, max_batch: object,
                    mailbox_size: object = 0) -> None:
     """Refuse a bad option by name (:class:`ValidationError`), before anything is created:
     checked later, where each is used, they failed after the database file was made and an
     epoch registered, naming another name (``size``, ``max_buffer_size``) or none."""
+    check_path("path", path)
     check_synchronous(synchronous, "synchronous")
     for field, value, least in (("readers", readers, 1), ("max_batch", max_batch, 1),
                                 ("mailbox_size", mailbox_size, 0)):
@@ -218,7 +225,7 @@ async def open_store(path: str | os.PathLike[str], *, synchronous: Synchronous =
     On exit the writer commits what is already in its mailbox, then closes. Bad arguments
     are refused as by :func:`prepare_store` (and a *mailbox_size* not an int >= 0).
     """
-    _check_options(synchronous=synchronous, readers=readers, max_batch=max_batch,
+    _check_options(path=path, synchronous=synchronous, readers=readers, max_batch=max_batch,
                    mailbox_size=mailbox_size)
     store = await prepare_store(path, synchronous=synchronous, readers=readers,
                                 max_batch=max_batch, writer=writer, clock=clock)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tidings.errors import ValidationError
-from tidings.store import open_store, prepare_store
+from tidings.store import open_store, prepare_store, read_database, status_report
 
 BAD = [
     ({"synchronous": "OFF"}, "synchronous"),
@@ -45,3 +45,20 @@ async def test_open_store_refuses_a_bad_argument_by_name_creating_nothing(
 async def test_the_smallest_sizes_are_taken(tmp_path, kwargs) -> None:
     async with open_store(tmp_path / "tidings.db", **kwargs) as store:
         assert await store.read(lambda conn: conn.execute("SELECT 1").fetchone()[0]) == 1
+
+
+@pytest.mark.parametrize("path", ["", None, b"tidings.db", "a\x00b.db", 5],
+                         ids=["empty", "none", "bytes", "nul", "int"])
+async def test_a_path_that_is_no_path_is_refused_by_name(tmp_path, monkeypatch, path) -> None:
+    """As open_runtime's db_path is: "" was taken for the current directory ('database path
+    /cwd is a directory', a path the caller never gave), and the rest failed in pathlib or
+    the OS with a TypeError or ValueError naming nothing."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValidationError) as caught:
+        async with open_store(path):
+            pytest.fail("opened")
+    assert caught.value.field == "path"
+    with pytest.raises(ValidationError) as caught:
+        read_database(path, status_report)
+    assert caught.value.field == "path"
+    assert list(tmp_path.iterdir()) == []
