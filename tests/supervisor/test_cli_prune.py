@@ -158,3 +158,16 @@ async def test_a_path_or_lock_the_os_refuses_is_one_line_and_exit_2(database, ca
     assert len(captured.err.splitlines()) == 1
     assert "Traceback" not in captured.err
     assert _count(database, "outbox") == 4
+
+
+def test_an_empty_db_path_is_refused_as_such(tmp_path, capsys, monkeypatch) -> None:
+    """"" was taken for the current directory: '. is a directory, not a database', a path the
+    user never gave (tidings status --db "" was fixed so before)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["prune", "", "--older-than", "1d"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "DB: expected a path, got an empty string" in err
+    assert "directory" not in err
+    assert list(tmp_path.iterdir()) == []
