@@ -64,7 +64,8 @@ class ChannelBase:
         tidings.open_runtime(...) as rt`` (field ``runtime``), ``config`` is not a
         :class:`ChannelConfig` (field ``config``), or ``agent`` has no ``run``, a plain
         ``def run``, or is a class whose ``run`` wants an instance (``EchoAgent`` for
-        ``EchoAgent()``) (field ``agent``).
+        ``EchoAgent()``) (field ``agent``), or the subclass implements no ``async
+        deliver`` (none, or a plain ``def deliver``: field ``deliver``).
       ConfigError: ``config.agent`` cannot be loaded.
     """
 
@@ -94,6 +95,13 @@ class ChannelBase:
             raise ValidationError("runtime", f"must be the rt of 'async with "
                                              f"tidings.open_runtime(...) as rt', got "
                                              f"{runtime!r:.80}")
+        adapter = type(self).__name__
+        if type(self).deliver is ChannelBase.deliver:  # else every reply fails at delivery
+            raise ValidationError("deliver", f"{adapter} must implement async "
+                                             f"deliver(outbound)")
+        if certainly_sync(self.deliver):  # else the first message fails as its route binds
+            raise ValidationError("deliver", f"{adapter}.deliver must be a coroutine function "
+                                             f"(async def deliver(self, outbound))")
         self.runtime = runtime
         self.config = config
         self.agent = agent
