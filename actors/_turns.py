@@ -97,7 +97,8 @@ class TurnContext:
             number of seconds >= 0 (the field is named); nothing is asked.
           RuntimeClosedError: the turn has ended (or ended while the question waited,
             asked from a task outside the turn: it is withdrawn), or its runtime has
-            stopped.
+            stopped; or it is cancelled, or past its timeout, and asks from a shielded
+            section (nothing is asked).
           trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
         expires_at = self._expiry(expires_in)
@@ -119,7 +120,8 @@ class TurnContext:
             field is named); nothing is asked.
           RuntimeClosedError: the turn has ended (or ended while the question waited,
             asked from a task outside the turn: it is withdrawn), or its runtime has
-            stopped.
+            stopped; or it is cancelled, or past its timeout, and asks from a shielded
+            section (nothing is asked).
           trio.Cancelled: the turn is cancelled, or its timeout has passed (nothing is asked).
         """
         expires_at = self._expiry(expires_in)
@@ -134,11 +136,17 @@ class TurnContext:
         the answer, so the question would be a lie. A full checkpoint first, as trio turns a
         deadline (the turn's timeout) that passed into a cancel only at a schedule point (the
         asker gets its ``Cancelled``); then the end check (an asker outside the turn's task:
-        the turn may end meanwhile), and the runtime's, as for a send (:meth:`check_open`:
-        a host's turn may outlive its runtime)."""
+        the turn may end meanwhile), the cancel check (an asker in a shielded section, which
+        the checkpoint cannot stop: :class:`RuntimeClosedError`), and the runtime's, as for a
+        send (:meth:`check_open`: a host's turn may outlive its runtime)."""
         await trio.lowlevel.checkpoint()
         if self.closed:
             raise RuntimeClosedError(f"turn {self.turn_id} has ended; it cannot ask")
+        # Asked from a shielded section (an agent's cleanup) no Cancelled stops it: the user,
+        # told the request was cancelled, would be asked about it all the same.
+        if self.reason is not None or self.cancel_scope.cancel_called \
+                or self.cancel_scope.deadline <= trio.current_time():
+            raise RuntimeClosedError(f"turn {self.turn_id} was cancelled; it cannot ask")
         if self.runtime.closing:
             raise RuntimeClosedError("the runtime is stopping; turns can no longer ask")
 
