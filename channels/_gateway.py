@@ -102,7 +102,8 @@ class GatewayChannel(ChannelBase):
         # session -> conversation key, served here, until the directory forgets the session
         # (a left one with nothing in hand: see _sessions_forgotten)
         self.session_keys: dict[str, str] = {}
-        self.inflight_ids: set[tuple[str, str]] = set()
+        # (conversation key, client message id) being handled -> set when that ends
+        self.inflight_ids: dict[tuple[str, str], trio.Event] = {}
         self._delivering = 0
         self._quiet = trio.Event()
         self._quiet.set()

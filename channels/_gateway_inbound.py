@@ -1,13 +1,15 @@
 """What the gateway does with a client's frames after the hello (:func:`on_frame`).
 
-A message is refused while the server stops (``shutting_down``). Its client ``id`` is looked
-up in the conversation's durable record first: a known id is answered ``accepted`` with
-``duplicate: true`` (and the first outcome) and not processed again; the same id racing on
-two connections is caught in memory. A new message goes through ``handle_inbound`` (commands
-included) and, once it was accepted, its id is recorded, as one step that a kill of the
-connection cannot cut in two (a resend must be a duplicate); then the client gets ``accepted``.
-A message that became a turn has its id written in the commit that holds it
-(``GatewayChannel._accepted_ops``), so even a crash cannot keep one without the other.
+A message is refused while the server stops (``shutting_down``). Its client ``id`` is looked up
+in the conversation's durable record first: a known id is answered ``accepted`` with
+``duplicate: true`` (and the first outcome) and not processed again; the same id on another
+connection while its first copy is still being handled waits for that one and is then looked up
+(a duplicate only of a message that was handled: the first may still fail). A new message goes
+through ``handle_inbound`` (commands included) and, once it was accepted, its id is recorded,
+as one step that a kill of the connection cannot cut in two (a resend must be a duplicate);
+then the client gets ``accepted``. A message that became a turn has its id written in the
+commit that holds it (``GatewayChannel._accepted_ops``), so even a crash cannot keep one
+without the other.
 
 An ack confirms only deliveries of the connection's own conversation: ids this connection
 was sent (once each) or this gateway sent there are confirmed at once, for free; others are
@@ -102,13 +104,14 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
                               ref=frame.id))
         return
     marker = (conversation.key, frame.id)
-    if marker in gateway.inflight_ids:
-        conn.push({"type": "accepted", "id": frame.id, "outcome": "pending",
-                   "duplicate": True})
-        return
-    # In flight from before the durable look-up: a twin whose look-up overlaps this one's
-    # whole run (and so misses its record) still finds the marker.
-    gateway.inflight_ids.add(marker)
+    # A copy still being handled (on another connection: a client that lost its connection
+    # and resends) is waited for, then the record read. Answered a duplicate at once, this
+    # one would be acknowledged for a message the first may still fail to handle. In flight
+    # from before the durable look-up: a copy whose look-up would overlap this one's whole
+    # run (and so miss its record) waits instead.
+    while (first := gateway.inflight_ids.get(marker)) is not None:
+        await first.wait()
+    done = gateway.inflight_ids[marker] = trio.Event()
     try:
         known = await rt.client_message_outcome(channel, conversation.key, frame.id)
         if known is not None:
@@ -141,7 +144,8 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
         conn.push(error_frame("internal", "the message could not be handled", ref=frame.id))
         return
     finally:
-        gateway.inflight_ids.discard(marker)
+        del gateway.inflight_ids[marker]
+        done.set()
     conn.push({"type": "accepted", "id": frame.id, "outcome": outcome})
 
 
