@@ -206,6 +206,8 @@ def _check_schema(db: pathlib.Path) -> None:
     no file at all is :class:`DatabaseNotFoundError`, as for ``read_database``."""
     if not db.exists():
         raise DatabaseNotFoundError(f"no database at {str(db)!r}")
+    if not db.is_file():  # a directory, a named pipe (a read-only open of one blocks for ever)
+        raise StoreError(f"{db} is not a regular file, so no database to prune")
     conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True)
     try:
         found = check_database(conn, str(db))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import sqlite3
 import time
@@ -171,3 +172,14 @@ def test_an_empty_db_path_is_refused_as_such(tmp_path, capsys, monkeypatch) -> N
     assert "DB: expected a path, got an empty string" in err
     assert "directory" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_fifo_is_no_database_and_the_prune_does_not_hang(tmp_path, capsys) -> None:
+    """A named pipe at the path (exotic, but a mistyped path can name one): prune took the
+    runtime lock and SQLite's read-only open blocked for ever waiting for a writer to the
+    pipe, every runtime start on that database refused meanwhile as 'already open'."""
+    fifo = tmp_path / "pipe.db"
+    os.mkfifo(fifo)
+    assert cli.main(["prune", str(fifo), "--older-than", "1d"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["pipe.db"]
