@@ -40,9 +40,15 @@ from tidings.store import EXECUTORS, Executor
 from tidings.supervisor._age import parse_age
 from tidings.supervisor._logging import LEVELS
 
-__all__ = ["DEFAULT_DB", "ServeConfig", "load_config"]
+__all__ = ["DEFAULT_DB", "MAX_CONFIG_BYTES", "ServeConfig", "load_config"]
 
 DEFAULT_DB = "tidings.db"
+
+MAX_CONFIG_BYTES = 1024 * 1024
+"""The largest configuration file read (1 MiB; the example with every key is about 4 KiB).
+Read whole into memory otherwise: ``--config /dev/zero``, or a log or dump named by mistake,
+took all the memory it could and ended in a ``MemoryError`` traceback. A pipe (``--config
+<(...)``) is still read, up to this size."""
 
 _TABLES = ("serve", "gateway", "channels", "logging", "supervisor", "retention")
 _SERVE_KEYS = ("db", "workspace", "core_id", "agent", "grace", "writer")
@@ -167,12 +173,18 @@ def _retention(table: Mapping[str, Any]) -> tuple[float | None, float]:
 
 
 def read_file(path: pathlib.Path) -> dict[str, Any]:
-    """The TOML file at *path*. Raises :class:`ConfigError` (field ``config``)."""
+    """The TOML file at *path*, of at most :data:`MAX_CONFIG_BYTES`. Raises
+    :class:`ConfigError` (field ``config``)."""
     try:
         with path.open("rb") as file:
-            return tomllib.load(file)
+            data = file.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError("config", f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError("config", f"{path} is over {MAX_CONFIG_BYTES} bytes: not a "
+                                    "configuration file")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("config", f"{path} is not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:  # TOML is UTF-8

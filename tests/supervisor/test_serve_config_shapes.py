@@ -87,3 +87,33 @@ def test_a_path_with_a_nul_character_is_refused_naming_the_key(tmp_path, text: s
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith(f"tidings serve: invalid configuration: {field}: ")
     assert sorted(p.name for p in pathlib.Path(tmp_path).iterdir()) == ["tidings.toml"]
+
+
+def test_a_file_over_the_size_limit_is_refused_by_name_before_it_is_read_whole(
+        tmp_path) -> None:
+    # The file was read whole into memory before anything looked at it: --config /dev/zero
+    # (or a log or dump given by mistake) ended in a MemoryError traceback, exit 1, after
+    # taking all the memory it could.
+    from tidings.supervisor._config import MAX_CONFIG_BYTES
+
+    path = tmp_path / "tidings.toml"
+    path.write_text("# a comment\n" * (MAX_CONFIG_BYTES // 12 + 1))  # valid TOML, too big
+    with pytest.raises(ConfigError, match=rf"^config: {path} is over {MAX_CONFIG_BYTES} "
+                                          "bytes") as caught:
+        load_config(path)
+    assert caught.value.field == "config"
+    path.write_text("# a comment\n" * (MAX_CONFIG_BYTES // 12 - 1))
+    assert load_config(path) == load_config()  # under the limit: read as ever
+
+
+def test_a_file_with_no_end_is_refused_exit_2_in_one_line_and_creates_nothing(
+        tmp_path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tidings.supervisor.cli", "serve", "--config", "/dev/zero",
+         "--port", "0"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL,
+        check=False)
+    assert result.returncode == 2, result.stderr[-2000:]
+    [line] = result.stderr.splitlines()
+    assert line.startswith("tidings serve: invalid configuration: config: /dev/zero is over ")
+    assert list(pathlib.Path(tmp_path).iterdir()) == []
