@@ -166,7 +166,8 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
     inside the workspace.
 
     Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
-    symlinks), the runtime's own, a ``..`` component, a missing or non-regular file, a
+    symlinks; a session's root that is itself a link is not followed: see :func:`_in_place`),
+    the runtime's own, a ``..`` component, a missing or non-regular file, a
     non-http(s) URL (or one the URL parser refuses, or one holding an ASCII control
     character), or one that is not valid UTF-8.
     """
@@ -235,7 +236,7 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
         raise ArtifactError(field, f"cannot resolve {text}: {exc}") from None
     roots = [workspace.resolve()]
     if artifact_root is not None:
-        roots.append(artifact_root.resolve())
+        roots.append(_in_place(artifact_root))
     if not any(resolved.is_relative_to(root) for root in roots):
         raise ArtifactError(field, "the path resolves outside the workspace and the session's "
                                    "artifact root")
@@ -265,10 +266,19 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
         if base != workspace and base.is_relative_to(workspace) \
                 and resolved.is_relative_to(base) and not (
                     artifact_root is not None
-                    and resolved.is_relative_to(artifact_root.resolve())):
+                    and resolved.is_relative_to(_in_place(artifact_root))):
             return True
     return any(resolved.parent == database.parent and resolved.name in {
         database.name + suffix for suffix in DATABASE_SUFFIXES} for database in databases)
+
+
+def _in_place(artifact_root: pathlib.Path) -> pathlib.Path:
+    """The session's root where it is: its directory resolved, the root itself not followed.
+    Whoever can make it (an agent saving its first file there; the artifacts directory is in
+    the workspace with ``tidings serve``'s defaults) can make it a symbolic link instead, to
+    ``/`` or to another session's root: what is through it is then where the link leads,
+    outside the root, as through a link inside it."""
+    return artifact_root.parent.resolve() / artifact_root.name
 
 
 def _check_utf8(location: str, field: str) -> None:

@@ -259,6 +259,44 @@ async def test_a_symlink_in_the_session_root_pointing_outside_is_refused(rooted,
     assert rows(db_path, "SELECT count(*) FROM artifacts") == [(0,)]
 
 
+@pytest.mark.parametrize("target", ["outside", "another session's root"])
+async def test_a_session_root_that_is_a_symlink_gives_no_access_where_it_leads(
+        tmp_path, target) -> None:
+    """Whoever can make the session's artifact directory (an agent saving its first file
+    there; with ``tidings serve``'s defaults the artifacts directory is in the workspace) can
+    make it a symbolic link instead: to ``/``, or to another session's root. What is through
+    it is where the link leads, as for a link inside the root: outside both roots, or in
+    another session's; refused, nothing written."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret")
+    db = workspace / "tidings.db"
+    async with tidings.open_runtime(db, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        other = await rt.create_session(channel="web")
+        theirs = rt.artifact_root_for(other)
+        await _mkdir(theirs)
+        (theirs / "private.pdf").write_bytes(b"%PDF")
+        root = rt.artifact_root_for(session_id)
+        if target == "outside":
+            root.symlink_to(tmp_path)
+            sources = [str(secret), str(root / "secret.txt"),
+                       ArtifactRef(path=root / "secret.txt")]
+        else:
+            root.symlink_to(theirs)
+            sources = [str(theirs / "private.pdf"), str(root / "private.pdf"),
+                       "artifacts/" + session_id + "/private.pdf"]
+        with trio.fail_after(30):  # hang guard
+            async with rt.open_turn(session_id) as ctx:
+                for source in sources:
+                    with pytest.raises(ArtifactError) as caught:
+                        await ctx.output.send_file(source, history_policy="transient")
+                    assert caught.value.field.startswith("source"), source
+    assert rows(db, "SELECT count(*) FROM outbox") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM artifacts") == [(0,)]
+
+
 async def test_policy_and_visibility_are_checked_before_paths(rt, bound, db_path) -> None:
     session_id, _ = bound
     async with rt.open_turn(session_id) as ctx:
