@@ -9,12 +9,14 @@ import attrs
 
 from tidings.actors._status import finite
 from tidings.errors import ConfigError
+from tidings.store import MAX_INTEGER
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token
 
 __all__ = ["GATEWAY_KEYS", "GatewayConfig"]
 
 
-def _number(*, minimum: float, integer: bool = False, above: bool = False) -> Any:
+def _number(*, minimum: float, integer: bool = False, above: bool = False,
+            maximum: int | None = None) -> Any:
     def check(instance: Any, attribute: attrs.Attribute, value: object) -> None:
         field = f"gateway.{attribute.name}"
         kind = "an integer" if integer else "a number"
@@ -24,6 +26,8 @@ def _number(*, minimum: float, integer: bool = False, above: bool = False) -> An
         if value < minimum or (above and value == minimum):
             bound = f"> {minimum}" if above else f">= {minimum}"
             raise ConfigError(field, f"must be {bound}, got {value!r}")
+        if maximum is not None and value > maximum:
+            raise ConfigError(field, f"must be at most {maximum}, got {value!r:.80}")
     return check
 
 
@@ -77,7 +81,9 @@ class GatewayConfig:
     burst: int = attrs.field(default=60, validator=_number(minimum=1, integer=True))
     hello_timeout: float = attrs.field(default=10.0, validator=_number(minimum=0, above=True))
     prompt_timeout: float = attrs.field(default=300.0, validator=_number(minimum=0, above=True))
-    replay_page: int = attrs.field(default=256, validator=_number(minimum=1, integer=True))
+    replay_page: int = attrs.field(default=256, validator=_number(minimum=1, integer=True,
+                                                                  maximum=MAX_INTEGER))
+    """A page's row limit is a SQLite integer: a larger one failed every hello (1011)."""
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any], **overrides: Any) -> GatewayConfig:

@@ -70,6 +70,8 @@ def test_flags_override_the_file(tmp_path) -> None:
 @pytest.mark.parametrize(("text", "field"), [
     ("[gateway]\nport = -1\n", "gateway.port"),
     ("[gateway]\nack_window = 0\n", "gateway.ack_window"),
+    # A page the store cannot read (past SQLite's integers): every hello failed, 1011.
+    (f"[gateway]\nreplay_page = {2 ** 63}\n", "gateway.replay_page"),
     ("[gateway]\nportt = 1\n", "gateway.portt"),
     ("[gateway]\ntoken = \"short\"\n", "gateway.token"),
     ("[gateway]\ntoken_file = 5\n", "gateway.token_file"),
@@ -129,3 +131,27 @@ def test_a_file_that_gives_both_the_token_and_a_token_file_is_refused(tmp_path) 
     # A flag still replaces both keys of the file.
     assert load_config(path, token="from-the-flag").token == "from-the-flag"
     assert load_config(path, token_file=tmp_path / "flag.token").token is None
+
+
+async def test_the_largest_replay_page_taken_is_one_a_hello_can_use(tmp_path) -> None:
+    # replay_page = 2**63 was taken, and every hello then failed (1011, internal error: the
+    # store's limit must be at most 2**63 - 1): the largest one taken still welcomes.
+    import functools
+
+    import trio
+
+    from tidings.channels import GatewayClient
+    from tidings.supervisor._serve import serve
+    from tidings.supervisor._signals import StopControl
+
+    path = write(tmp_path, f"[gateway]\nreplay_page = {2 ** 63 - 1}\n")
+    config = load_config(path, db=str(tmp_path / "serve.db"), port=0, token="x" * 16,
+                         workspace=str(tmp_path))
+    control = StopControl()
+    async with trio.open_nursery() as nursery:
+        info = await nursery.start(functools.partial(serve, config, control))
+        for after_seq in (None, 0):
+            async with GatewayClient.connect(info.url, token="x" * 16, conversation="a",
+                                             after_seq=after_seq) as client:
+                assert client.welcome["type"] == "welcome"
+        control.request("test")
