@@ -9,9 +9,12 @@ it was asked about it answers:
 * ``None``, or no key for it: undecided; the row stays ``unknown``.
 
 A ``reconcile`` that raises, times out, answers something that is not a mapping or a mapping
-that raises when read leaves every row it was asked about ``unknown`` (logged); an answer that
-is not one of the above counts as undecided (logged). Each move is a transition that applies
-only from ``unknown``, and records ``delivery.reconciled`` (with the answer) after its own event.
+that raises when read leaves every row it was asked about ``unknown`` (logged), and the
+session's later pages are not asked in that pass: a platform that failed one page would most
+likely fail the next too, each costing the ask timeout (they stay ``unknown``, asked on the
+next pass). An answer that is not one of the above counts as undecided (logged). Each move is
+a transition that applies only from ``unknown``, and records ``delivery.reconciled`` (with the
+answer) after its own event.
 
 An answer is applied even when the session was re-bound to another route while this one was
 asked: it is a fact about the platform the asked route speaks for, and nothing else moves an
@@ -81,6 +84,9 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
         after = rows[-1][1]
         ids = [delivery_id for delivery_id, _ in rows]
         answers = await _ask(ask, session_id, ids, ask_timeout)
+        if answers is None:  # failed: the next page would wait out the timeout again
+            undecided += len(ids)
+            break
         now = store.clock()
         moves = []
         for delivery_id in ids:
@@ -114,8 +120,10 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
     return Reconciled(sent, requeued, undecided)
 
 
-async def _ask(ask: Ask, session_id: str, ids: list[str], ask_timeout: float) -> Mapping[str, Any]:
-    """The route's answers; ``{}`` (all undecided) when it fails, stalls or talks nonsense."""
+async def _ask(ask: Ask, session_id: str, ids: list[str],
+               ask_timeout: float) -> Mapping[str, Any] | None:
+    """The route's answers; None (all undecided, and the session asked no more in this pass)
+    when it fails, stalls or talks nonsense."""
     answer: Any = None
     with trio.move_on_after(ask_timeout) as scope:
         try:
@@ -123,15 +131,15 @@ async def _ask(ask: Ask, session_id: str, ids: list[str], ask_timeout: float) ->
         except Exception as exc:  # noqa: BLE001 - a failing route leaves its rows unknown
             log.warning("event=reconcile_failed session=%s rows=%d error=%s", field(session_id),
                         len(ids), field(_bounded_repr(exc)))
-            return {}
+            return None
     if scope.cancelled_caught:
         log.warning("event=reconcile_timeout session=%s rows=%d timeout=%s", field(session_id),
                     len(ids), ask_timeout)
-        return {}
+        return None
     if not isinstance(answer, Mapping):
         log.warning("event=reconcile_bad_answer session=%s answer_type=%s", field(session_id),
                     type(answer).__name__)
-        return {}
+        return None
     # Read the route's mapping here, under the same rule: a mapping that fails when read is a
     # route bug that leaves its rows unknown, not a scanner crash (a crash puts the session
     # back to be asked again at once, so a route that always fails would crash it in a loop).
@@ -140,7 +148,7 @@ async def _ask(ask: Ask, session_id: str, ids: list[str], ask_timeout: float) ->
     except Exception as exc:  # noqa: BLE001 - a failing route leaves its rows unknown
         log.warning("event=reconcile_bad_answer session=%s rows=%d error=%s", field(session_id),
                     len(ids), field(_bounded_repr(exc)))
-        return {}
+        return None
 
 
 def _bounded_repr(value: object) -> str:

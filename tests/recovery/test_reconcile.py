@@ -213,3 +213,31 @@ async def test_a_platform_that_does_not_answer_costs_a_pass_one_timeout_not_one_
     assert (report.undecided, report.queued_sessions) == (20, 1)
     assert took == pytest.approx(2 * 30.0)  # 16 sessions at a time: two timeouts in all
     assert queued.text == "m0"
+
+
+async def test_a_platform_that_does_not_answer_is_not_asked_the_sessions_next_pages(
+        db_path, workspace, reconciling_route, autojump_clock) -> None:
+    # A session with more unknown rows than a page (a client gone with many unacked rows,
+    # several times over) was asked page after page, each ask waiting reconcile_timeout for
+    # a platform that had not answered the first: 3 pages, 90 s of a pass holding the lock
+    # (and, in recover(), the queued rows of every session) where the README says one
+    # timeout per 16 sessions. The rest stays unknown, asked again on the next pass.
+    route = reconciling_route(ack_window=5)
+    async with tidings.open_runtime(db_path, workspace=workspace, scan_interval=3600) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, route)
+        async with rt.open_turn(session_id) as ctx:
+            for i in range(5):
+                await ctx.output.send_text(f"m{i}")
+        await route.wait_delivered(5)
+        unknown = await rt.abandon_unacked(session_id)
+        rt.scanner.batch = 2
+        route.hang = True
+        start = trio.current_time()
+        report = await rt.scanner.reconcile([session_id])
+        took = trio.current_time() - start
+        statuses = [(await rt.delivery_status(i)).status for i in unknown]
+    assert route.asked == [unknown[:2]]  # the first page only
+    assert took == pytest.approx(30.0)
+    assert report.undecided == 2
+    assert statuses == ["unknown"] * 5
