@@ -117,3 +117,21 @@ def test_a_file_with_no_end_is_refused_exit_2_in_one_line_and_creates_nothing(
     [line] = result.stderr.splitlines()
     assert line.startswith("tidings serve: invalid configuration: config: /dev/zero is over ")
     assert list(pathlib.Path(tmp_path).iterdir()) == []
+
+
+@pytest.mark.parametrize("flag", ["--config", "--token-file"])
+def test_an_empty_path_flag_is_refused_as_such(tmp_path, capsys, monkeypatch, flag) -> None:
+    # "" was taken for the current directory: 'config: cannot read .: Is a directory' and
+    # 'gateway.token_file: /the/cwd is not a regular file', paths the user never gave (as
+    # tidings prune's DB was, 388bc3a).
+    from tidings.supervisor import cli
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", flag, "", "--port", "0"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: expected a path, got an empty string" in err
+    assert "directory" not in err
+    assert "regular file" not in err
+    assert list(tmp_path.iterdir()) == []
