@@ -157,19 +157,22 @@ def check_session_name(field: str, value: object) -> str:
 def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: pathlib.Path,
                    artifact_root: pathlib.Path | None, field: str = "source",
                    artifacts: pathlib.Path | None = None,
-                   databases: Sequence[pathlib.Path] = ()) -> ResolvedSource:
+                   databases: Sequence[pathlib.Path] = (),
+                   name: str | None = None) -> ResolvedSource:
     """Check *source* against the roots and return where it really is (blocking: stats files).
     *artifact_root* is None for a session with none (see :func:`names_own_directory`).
     *artifacts* is every session's artifacts directory and *databases* the database's paths
     (the file, and the symbolic link it was opened by, if any: files such as the gateway
     token are kept beside the name given): what is theirs is the runtime's own, refused even
-    inside the workspace.
+    inside the workspace. *name* is one chosen for it elsewhere (a ready-made block's, checked
+    already): it, or an ``ArtifactRef``'s, is the source's name; else a file's own name must
+    be a plain file name (:func:`check_file_name`), as a chosen one must.
 
     Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
     symlinks; a session's root that is itself a link is not followed: see :func:`_in_place`),
-    the runtime's own, a ``..`` component, a missing or non-regular file, a
-    non-http(s) URL (or one the URL parser refuses, or one holding an ASCII control
-    character), or one that is not valid UTF-8.
+    the runtime's own, a file whose own name is no plain file name (none chosen), a ``..``
+    component, a missing or non-regular file, a non-http(s) URL (or one the URL parser
+    refuses, or one holding an ASCII control character), or one that is not valid UTF-8.
     """
     check_source_type(source, field)
     if isinstance(source, ArtifactRef):
@@ -186,12 +189,15 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
             if isinstance(source.path, ArtifactRef):
                 raise TypeError(f"{field}.path: expected a path, got an ArtifactRef")
             resolved = _resolve_path(os.fspath(source.path), workspace, artifact_root,
-                                     f"{field}.path", artifacts, databases)
+                                     f"{field}.path", artifacts, databases, bool(source.name))
         return attrs.evolve(resolved, name=source.name or resolved.name, ref=source)
     text = os.fspath(source)
     if isinstance(source, str) and looks_like_url(text):
-        return _resolve_url(text, field)
-    return _resolve_path(text, workspace, artifact_root, field, artifacts, databases)
+        resolved = _resolve_url(text, field)
+    else:
+        resolved = _resolve_path(text, workspace, artifact_root, field, artifacts, databases,
+                                 bool(name))
+    return attrs.evolve(resolved, name=name) if name else resolved
 
 
 def _resolve_url(text: str, field: str) -> ResolvedSource:
@@ -221,7 +227,8 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
 
 def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Path | None,
                   field: str, artifacts: pathlib.Path | None = None,
-                  databases: Sequence[pathlib.Path] = ()) -> ResolvedSource:
+                  databases: Sequence[pathlib.Path] = (), named: bool = False
+                  ) -> ResolvedSource:
     if not text or "\x00" in text:
         raise ArtifactError(field, "the path is empty or contains a NUL character")
     raw = pathlib.Path(text)
@@ -248,6 +255,13 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
         raise ArtifactError(field, f"not a regular file: {text}")
     location = str(resolved)
     _check_utf8(location, field)
+    # The name the route gets, unless one is chosen: an agent wrote the file under it, so it
+    # is held to what a chosen name is (a line break, a backslash: see check_file_name).
+    problem = None if named else _name_problem(resolved.name)
+    if problem is not None:
+        raise ArtifactError(field, f"the file's name {resolved.name!r:.80} is no plain file "
+                                   f"name ({problem}); choose one: ArtifactRef(path=..., "
+                                   "name=...)")
     return ResolvedSource("path", location, resolved.name)
 
 

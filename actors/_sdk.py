@@ -320,7 +320,8 @@ class OutputSDK:
         workspace = turn.runtime.workspace
         root = (turn.runtime.artifact_root_for(turn.session_id)
                 if names_own_directory(turn.session_id) else None)
-        sources = [(part.source, part.field) for part in parts if isinstance(part, _Media)]
+        sources = [(part.source, part.field, part.name) for part in parts
+                   if isinstance(part, _Media)]
         resolved: list[ResolvedSource] = await trio.to_thread.run_sync(
             _resolve_all, sources, workspace, root, turn.runtime.artifacts_directory,
             turn.runtime.database_paths)
@@ -331,9 +332,7 @@ class OutputSDK:
             if not isinstance(part, _Media):
                 blocks.append(part)
                 continue
-            source = next(found)
-            if part.name:
-                source = attrs.evolve(source, name=part.name)
+            source = next(found)  # named part.name, if it has one
             ref = source.ref
             summary = part.summary if part.summary is not None else (ref.summary if ref else None)
             media_type = part.media_type or (ref.media_type if ref else None)
@@ -349,14 +348,15 @@ class OutputSDK:
         return tuple(blocks), artifacts
 
 
-def _resolve_all(sources: list[tuple[Any, str]], workspace: pathlib.Path,
+def _resolve_all(sources: list[tuple[Any, str, str | None]], workspace: pathlib.Path,
                  root: pathlib.Path | None, artifacts: pathlib.Path,
                  databases: Sequence[pathlib.Path]) -> list[ResolvedSource]:
-    """Resolve each ``(source, field)``; an error names the field of the source that failed
-    (its block's index in a block list, not its rank among the media blocks)."""
+    """Resolve each ``(source, field, name)`` (*name*: a ready-made block's, or None); an
+    error names the field of the source that failed (its block's index in a block list, not
+    its rank among the media blocks)."""
     return [resolve_source(source, workspace=workspace, artifact_root=root, field=field,
-                           artifacts=artifacts, databases=databases)
-            for source, field in sources]
+                           artifacts=artifacts, databases=databases, name=name)
+            for source, field, name in sources]
 
 
 def _check_media(part: _Media) -> None:

@@ -63,3 +63,38 @@ async def test_a_urls_name_is_a_plain_file_name_or_its_host(rt, bound, url, name
     with trio.fail_after(30):
         assert await handle.wait() == "delivered"
     assert [o.blocks[0].name for o in route.delivered] == [name]
+
+
+@pytest.mark.parametrize("name", ["line\nbreak.png", "x\r\nContent-Type: a.png", "tab\t.png",
+                                  "del\x7f.png", "..\\..\\evil.png"])
+async def test_a_files_own_name_that_is_no_plain_file_name_is_refused_unless_one_is_chosen(
+        rt, bound, workspace, name) -> None:
+    """A workspace file's own name (what an agent wrote it as: steerable, as a chosen name
+    is) went to the route as it was, a line break, a control character or backslashes in it,
+    while the same name chosen by an ``ArtifactRef`` is refused and a URL's falls back to its
+    host. Such a file is refused by its source's field, nothing written; with a plain name
+    chosen for it (``ArtifactRef(path=..., name=...)``, a ready-made block's ``name``) it is
+    sent under that name."""
+    session_id, route = bound
+    (workspace / name).write_bytes(b"\x89PNG")
+    async with rt.open_turn(session_id) as ctx:
+        for source, field in ((name, "source"), (ArtifactRef(path=name), "source.path")):
+            with pytest.raises(ValidationError) as caught:
+                await ctx.output.send_image(source, history_policy="transient")
+            assert caught.value.field == field
+            assert "name" in str(caught.value)
+        with pytest.raises(ValidationError) as caught:
+            await ctx.output.send([MediaBlock(type="image", location=name, source_kind="path",
+                                              name="", fallback="chart")],
+                                  history_policy="transient")
+        assert caught.value.field == "blocks[0].location"
+        assert await rt.deliveries(session_id) == []
+        handles = [await ctx.output.send_image(ArtifactRef(path=name, name="chart.png"),
+                                               history_policy="transient"),
+                   await ctx.output.send([MediaBlock(type="image", location=name,
+                                                     source_kind="path", fallback="chart",
+                                                     name="chart.png")],
+                                         history_policy="transient")]
+    with trio.fail_after(30):
+        assert [await handle.wait() for handle in handles] == ["delivered"] * 2
+    assert [o.blocks[0].name for o in route.delivered] == ["chart.png"] * 2
