@@ -75,7 +75,8 @@ class ResolvedSource:
 
 
 def check_source_type(source: object, field: str = "source") -> None:
-    """Raise ``TypeError`` for a source of the wrong type (checked before any history rule)."""
+    """Raise ``TypeError`` for a source of the wrong type (checked before any history rule),
+    an ``ArtifactRef``'s ``path=`` and ``url=`` included."""
     if isinstance(source, Mapping):
         raise TypeError(
             f"{field}: a raw artifact dict is not accepted; pass the file as a path, URL or "
@@ -87,6 +88,13 @@ def check_source_type(source: object, field: str = "source") -> None:
             and not isinstance(os.fspath(source), str):  # a path is written as text
         raise TypeError(f"{field}: expected a path-like object of a str path, got one of "
                         f"{type(os.fspath(source)).__name__}")
+    if isinstance(source, ArtifactRef):
+        if isinstance(source.path, ArtifactRef):
+            raise TypeError(f"{field}.path: expected a path, got an ArtifactRef")
+        if source.path is not None:
+            check_source_type(source.path, f"{field}.path")
+        if source.url is not None and not isinstance(source.url, str):
+            raise TypeError(f"{field}.url: expected str, got {type(source.url).__name__}")
 
 
 def looks_like_url(text: str) -> bool:
@@ -179,15 +187,10 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
         if (source.path is None) == (source.url is None):
             raise ArtifactError(field, "an ArtifactRef needs exactly one of path= or url=")
         # path= is always a path (a file may be named ``notes:v2.txt``) and url= always a URL.
-        if source.url is not None:
-            if not isinstance(source.url, str):
-                raise TypeError(f"{field}.url: expected str, got {type(source.url).__name__}")
+        if source.url is not None:  # their types: checked by check_source_type
             resolved = _resolve_url(source.url, f"{field}.url")
         else:
             assert source.path is not None
-            check_source_type(source.path, f"{field}.path")
-            if isinstance(source.path, ArtifactRef):
-                raise TypeError(f"{field}.path: expected a path, got an ArtifactRef")
             resolved = _resolve_path(os.fspath(source.path), workspace, artifact_root,
                                      f"{field}.path", artifacts, databases, bool(source.name))
         return attrs.evolve(resolved, name=source.name or resolved.name, ref=source)

@@ -329,6 +329,31 @@ async def test_a_raw_dict_source_is_a_type_error_before_a_bad_policy(rt, bound) 
                                   history_policy="bogus", visible=False)
 
 
+@pytest.mark.parametrize(("ref", "message"), [
+    (ArtifactRef(path={"path": "chart.png"}), "source.path: a raw artifact dict"),
+    (ArtifactRef(path=42), "source.path: expected a path"),
+    (ArtifactRef(path=b"chart.png"), "source.path: expected a path"),
+    (ArtifactRef(path=ArtifactRef(path="chart.png")), "source.path: expected a path"),
+    (ArtifactRef(url=42), "source.url: expected str"),
+    (ArtifactRef(url=b"https://example.com/a.png"), "source.url: expected str"),
+])
+async def test_an_artifact_refs_path_or_url_of_the_wrong_type_is_a_type_error_first(
+        rt, bound, db_path, ref, message) -> None:
+    """The source's type is checked before any history rule (DESIGN.md, the SDK's
+    docstring), a ready-made block's ``location`` too; an ``ArtifactRef``'s ``path=`` or
+    ``url=`` of the wrong type (a raw artifact dict among them) was found only with the
+    paths, after the policy, visibility and ``history_text`` had been refused."""
+    session_id, _ = bound
+    async with rt.open_turn(session_id) as ctx:
+        for controls in ({"history_policy": "bogus"}, {"history_policy": "transient",
+                                                       "visible": False}, {}):
+            with pytest.raises(TypeError, match=message.replace(".", r"\.")):
+                await ctx.output.send_file(ref, **controls)
+            with pytest.raises(TypeError, match=r"blocks\[1\]\." + message.replace(".", r"\.")):
+                await ctx.output.send(["look", {"type": "file", "source": ref}], **controls)
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+
+
 async def test_an_artifacts_metadata_is_stored_as_json_writes_it_with_one_value_a_key(
         rt, bound, db_path) -> None:
     """An ``ArtifactRef``'s ``metadata`` and the send's ``artifact_metadata`` are merged (the
