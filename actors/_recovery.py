@@ -120,6 +120,7 @@ class RecoveryScanner:
         self._router = router
         self._tell_held = tell_held
         self._held_queued: list[str] = []  # held by _hold_queued until recover() kicks them
+        self._opened_at_rowid: int | None = None  # the outbox's last rowid at open()
         self.scan_interval = seconds_bound(scan_interval)
         self.stranded_after = seconds_bound(stranded_after)
         self.batch = batch
@@ -149,6 +150,8 @@ class RecoveryScanner:
         async with self._lock:
             report = await self._dead_claims() + await self._stale_progress(math.inf)
             report += await self._dead_turns()
+            # Every row an earlier process wrote is at or below it (see _stale_progress).
+            self._opened_at_rowid = await self._store.read(recovery.last_outbox_rowid)
             if recover == "manual":
                 await self._hold_queued()
         report = self._count(report)
@@ -272,13 +275,16 @@ class RecoveryScanner:
         return RecoveryReport(unanswered=await self._tell_held(self.batch))
 
     async def _stale_progress(self, before: float | None = None) -> RecoveryReport:
-        """Fail ``queued`` progress notes created before *before* (this process's start by
-        default: a note of an earlier process that reconcile put back to ``queued``)."""
+        """Fail ``queued`` progress notes created before *before* (by default: before this
+        process's start, and written before it opened: a note of an earlier process that
+        reconcile or ``rt.requeue`` put back to ``queued``; not one of this process's own
+        that a wall clock stepped back after the open dates before its start)."""
         store = self._store
+        up_to = self._opened_at_rowid if before is None else None
         before = store.started_at if before is None else before
         progress = _Progress("recovery_stale_progress")
         while True:
-            ids = await store.read(recovery.stale_progress, before, self.batch)
+            ids = await store.read(recovery.stale_progress, before, self.batch, up_to)
             if not ids:
                 break
             now = store.clock()

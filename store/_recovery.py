@@ -17,6 +17,7 @@ __all__ = [
     "SessionHead",
     "dead_claims",
     "dead_turns",
+    "last_outbox_rowid",
     "queued_heads",
     "stale_progress",
     "unknown_rows",
@@ -51,12 +52,23 @@ def dead_turns(conn: sqlite3.Connection, before: float, limit: int) -> list[str]
         "WHERE status = 'running' AND started_at < ? LIMIT ?", (before, limit))]
 
 
-def stale_progress(conn: sqlite3.Connection, before: float, limit: int) -> list[str]:
-    """Ids of ``queued`` progress rows created before *before* (an earlier process's)."""
+def stale_progress(conn: sqlite3.Connection, before: float, limit: int,
+                   up_to_rowid: int | None = None) -> list[str]:
+    """Ids of ``queued`` progress rows created before *before* (an earlier process's), and,
+    given *up_to_rowid* (:func:`last_outbox_rowid` when this process opened), written
+    before this process opened: a wall clock stepped back after the open dates this
+    process's own notes before its start, and that alone must not make them stale."""
+    bound = "" if up_to_rowid is None else " AND rowid <= ?"
     return [row[0] for row in conn.execute(
         "SELECT delivery_id FROM outbox INDEXED BY outbox_stale_progress "
-        "WHERE status = 'queued' AND kind = 'progress' AND created_at < ? LIMIT ?",
-        (before, limit))]
+        f"WHERE status = 'queued' AND kind = 'progress' AND created_at < ?{bound} LIMIT ?",
+        (before, limit) if up_to_rowid is None else (before, up_to_rowid, limit))]
+
+
+def last_outbox_rowid(conn: sqlite3.Connection) -> int:
+    """The highest ``rowid`` of the outbox (0 when empty): a row written later has a higher
+    one (SQLite gives a new row the highest rowid + 1), whatever the wall clock says."""
+    return int(conn.execute("SELECT max(rowid) FROM outbox").fetchone()[0] or 0)
 
 
 def queued_heads(conn: sqlite3.Connection, after_session: str, limit: int) -> list[SessionHead]:

@@ -112,3 +112,32 @@ async def test_a_later_recover_leaves_a_live_turn_alone_after_the_clock_stepped_
             await ctx.output.send_text("still here")
         assert report.dead_turns == 0
     assert turn_states(db_path) == [("completed", None)]
+
+
+@pytest.mark.parametrize("pass_", ["scan", "recover"])
+async def test_a_live_progress_note_is_not_stale_after_the_clock_stepped_back(
+        db_path, workspace, autojump_clock, pass_) -> None:
+    # The scan (and a later recover()) failed as stale every queued progress note created
+    # before this process's start by the wall clock: an earlier process's note that reconcile
+    # or rt.requeue put back to queued. A note this process had just sent, queued behind a
+    # slow route, was one once NTP stepped the clock back: failed, never delivered.
+    clock = Clock(T)
+    route = MemoryRoute()
+    route.stall()
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual",
+                                    clock=clock, scan_interval=3600) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, route)
+        await rt.recover()
+        async with rt.open_turn(session_id) as ctx:
+            await ctx.output.send_text("first")
+            await route.wait_attempted(1)
+            clock.now = T - 10  # NTP steps the clock back
+            note = await ctx.output.progress("working on it")
+            report = await (rt.scanner.scan() if pass_ == "scan" else rt.recover())
+            route.release()
+            with trio.fail_after(60):  # hang guard (mock clock)
+                outcome = await note.wait()
+    assert report.stale_progress == 0
+    assert outcome == "delivered"
+    assert route.texts() == ["first", "working on it"]

@@ -68,6 +68,7 @@ async def _migrated(db: pathlib.Path) -> None:
 READS = [
     (recovery.dead_claims, ("epoch:9", 10)),
     (recovery.stale_progress, (100.0, 10)),
+    (recovery.stale_progress, (100.0, 10, 20)),  # bounded by the outbox's rowid at open
     (recovery.queued_heads, ("", 10)),
     (recovery.unknown_sessions, ("", 10)),
     (recovery.unknown_rows, ("s1", 0, 10)),
@@ -127,6 +128,8 @@ async def test_pages_cover_every_row_and_every_session_once(db) -> None:
             rows += page
             seq = page[-1][1]
         stale = recovery.stale_progress(conn, 100.0, 10)
+        written_by = recovery.stale_progress(conn, 100.0, 10, 13)  # rows s0-*, s1-* only
+        last = recovery.last_outbox_rowid(conn)
         claims = recovery.dead_claims(conn, "epoch:0", 10) + recovery.dead_claims(conn, "x", 10)
     finally:
         conn.close()
@@ -134,6 +137,7 @@ async def test_pages_cover_every_row_and_every_session_once(db) -> None:
     assert sessions == ["s0", "s1", "s2"]
     assert rows == [("s1-4", 4), ("s1-8", 8)]
     assert sorted(stale) == ["s0-5", "s1-5", "s2-5"]
+    assert (sorted(written_by), last) == (["s0-5", "s1-5"], 24)
     assert sorted(claims) == ["s0-3", "s1-3", "s2-3"]  # none of them for their own claimant
 
 
