@@ -193,6 +193,10 @@ def _agent(config: ServeConfig) -> Any:
     return EchoAgent()
 
 
+_KEYS = {"db_path": "db"}
+"""``open_runtime``'s arguments whose ``[serve]`` key has another name."""
+
+
 async def _open_runtime(stack: contextlib.AsyncExitStack, config: ServeConfig,
                         db: pathlib.Path) -> Any:
     """The runtime, entered on *stack*. A database or workspace it cannot open is refused
@@ -203,8 +207,9 @@ async def _open_runtime(stack: contextlib.AsyncExitStack, config: ServeConfig,
             db, workspace=config.workspace, core_id=config.core_id, grace=config.grace,
             writer=config.writer))
     except (TidingsError, sqlite3.Error, OSError) as exc:
-        if isinstance(exc, ValidationError):
-            raise ConfigError(f"serve.{exc.field}", exc.reason) from exc
+        if isinstance(exc, ValidationError):  # named by the key: db_path is serve.db
+            key = _KEYS.get(exc.field, exc.field)
+            raise ConfigError(f"serve.{key}", exc.reason) from exc
         raise ServeFailed(f"cannot open the database {db} (serve.db): {_cause(exc)}") from exc
 
 

@@ -68,3 +68,15 @@ async def test_open_runtime_refuses_such_an_artifact_root_by_name(tmp_path) -> N
             pass  # pragma: no cover
     assert caught.value.field == "artifact_root"
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_database_path_that_cannot_be_resolved_is_refused_as_serve_db(tmp_path) -> None:
+    # open_runtime names it db_path, its own argument: serve said 'serve.db_path: cannot be
+    # resolved: Symlink loop ...', a key no file and no flag has (it is serve.db, --db).
+    (tmp_path / "a.db").symlink_to(tmp_path / "b.db")
+    (tmp_path / "b.db").symlink_to(tmp_path / "a.db")
+    config = load_config(db=str(tmp_path / "a.db"), port=0, workspace=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"^serve\.db: cannot be resolved") as caught:
+        await serve(config, StopControl())
+    assert caught.value.field == "serve.db"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.db", "b.db"]
