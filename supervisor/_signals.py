@@ -16,6 +16,7 @@ import logging
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import trio
 
@@ -79,9 +80,26 @@ def stop_signals() -> list[signal.Signals]:
 
 async def watch_signals(control: StopControl, *,
                         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    """Turn the :func:`stop_signals` into :meth:`StopControl.request` until cancelled (main
-    thread only; while it runs, Ctrl-C does not raise ``KeyboardInterrupt``)."""
-    with trio.open_signal_receiver(*stop_signals()) as signals:
+    """Turn each of the :func:`stop_signals` into :meth:`StopControl.request` until cancelled
+    (main thread only; while it runs, Ctrl-C does not raise ``KeyboardInterrupt``), then put
+    their handlers back as they were.
+
+    Every signal counts, however close to the last: ``trio.open_signal_receiver`` keeps one of
+    a signal not yet taken, so a second Ctrl-C (or SIGTERM, SIGHUP) that came while the event
+    loop was busy (importing a slow agent, say) was lost, and the stop was the graceful one
+    after a whole start, not the immediate one a second signal asks for. The handler hands
+    each one to the loop (``run_sync_soon``, signal-safe), none merged."""
+    token = trio.lowlevel.current_trio_token()
+
+    def handler(signum: int, frame: object) -> None:
+        token.run_sync_soon(control.request, signal.Signals(signum).name)
+
+    before: dict[signal.Signals, Any] = {}
+    try:
+        for signum in stop_signals():
+            before[signum] = signal.signal(signum, handler)
         task_status.started()
-        async for signum in signals:
-            control.request(signal.Signals(signum).name)
+        await trio.sleep_forever()
+    finally:
+        for signum, handled in before.items():
+            signal.signal(signum, handled)
