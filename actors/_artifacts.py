@@ -38,6 +38,9 @@ session id names the session's artifact directory."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(//)?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Never in a host name (RFC 3986; the URL standard's forbidden domain code points): see
+# _host_problem. The parser's own delimiters (``/?#@:[]``) cannot be in a parsed host.
+_NOT_IN_HOSTS = frozenset('<>\\^|%"`{}')
 
 URL_SCHEMES = ("http", "https", "data", "javascript", "vbscript", "blob", "mailto")
 """Schemes that make a plain string a URL even without ``//``: http(s) (so ``https:x`` is a
@@ -180,7 +183,8 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
     symlinks; a session's root that is itself a link is not followed: see :func:`_in_place`),
     the runtime's own, a file whose own name is no plain file name (none chosen), a ``..``
     component, a missing or non-regular file, a non-http(s) URL (or one the URL parser
-    refuses, or one holding an ASCII control character), or one that is not valid UTF-8.
+    refuses, one holding an ASCII control character, or whose host is no host name: see
+    :func:`_host_problem`), or one that is not valid UTF-8.
     """
     check_source_type(source, field)
     if isinstance(source, ArtifactRef):
@@ -219,6 +223,10 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
                                    "URL (a file named so: pass a pathlib.Path or './name')")
     if not parsed.hostname:
         raise ArtifactError(field, "the URL has no host")
+    problem = _host_problem(parsed.hostname)
+    if problem is not None:
+        raise ArtifactError(field, f"not a valid URL: its host {parsed.hostname!r:.80} is no "
+                                   f"host name ({problem})")
     _check_utf8(text, field)
     # The path's last part, decoded, if it is a plain file name (``/a/..``, ``%2E%2E``,
     # ``%0A`` are not: see check_file_name); else the host.
@@ -266,6 +274,25 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
                                    f"name ({problem}); choose one: ArtifactRef(path=..., "
                                    "name=...)")
     return ResolvedSource("path", location, resolved.name)
+
+
+def _host_problem(host: str) -> str | None:
+    """What makes *host* (a parsed URL's, lowercased; ASCII controls refused already) no host
+    name, or None. The parser takes any text between ``//`` and the path for one: ``..``,
+    ``a\\b``, ``a b``, which no client fetches (a browser reads ``https://..\\..\\x`` as
+    host ``..``, path ``/x``), and a URL with no plain last part is named after its host, so
+    such a host would be what a route calls the file (see :func:`check_file_name`). Refused:
+    ``.``, ``..``, over :data:`MAX_NAME_BYTES` (DNS names have at most 253 characters), and
+    whitespace or a code point URL parsers refuse in a domain. An IPv6 literal (``[::1]``,
+    here without its brackets: it has a colon) is the parser's to check."""
+    if ":" in host:
+        return None
+    if host in (".", ".."):
+        return "not '.' or '..'"
+    if len(host.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        return f"at most {MAX_NAME_BYTES} bytes of UTF-8"
+    bad = next((char for char in host if char in _NOT_IN_HOSTS or char.isspace()), None)
+    return None if bad is None else f"no {bad!r} in it"
 
 
 def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
