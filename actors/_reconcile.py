@@ -6,6 +6,8 @@ it was asked about it answers:
 * ``"sent"``: the platform has it; the row becomes ``sent``.
 * ``"missing"``: the platform provably does not have it; the row goes back to ``queued`` and is
   delivered again (a new attempt, in its old place in the session's order). Only with proof.
+  A progress note an earlier process wrote goes on to ``failed`` (``stale_progress``) in the
+  same write instead: late, it is noise (a dead turn's "working on it").
 * ``None``, or no key for it: undecided; the row stays ``unknown``.
 
 A ``reconcile`` that raises, times out, answers something that is not a mapping or a mapping
@@ -55,11 +57,13 @@ Ask = Callable[[list[str]], Awaitable[Any]]
 
 @attrs.frozen
 class Reconciled:
-    """What reconciling one session did: rows now ``sent``, re-queued, and left ``unknown``."""
+    """What reconciling one session did: rows now ``sent``, re-queued, left ``unknown``, and
+    an earlier process's progress notes the platform lacks, ``failed`` as stale."""
 
     sent: int = 0
     requeued: int = 0
     undecided: int = 0
+    stale: int = 0
 
 
 def reconciler_of(router: SessionInteractionRouter, session_id: str) -> Ask | None:
@@ -71,11 +75,13 @@ def reconciler_of(router: SessionInteractionRouter, session_id: str) -> Ask | No
 
 async def reconcile_session(store: Store, router: SessionInteractionRouter,
                             dispatcher: Dispatcher, session_id: str, *, batch: int,
-                            ask_timeout: float) -> Reconciled:
+                            ask_timeout: float, stale_up_to: int | None = None) -> Reconciled:
     """Ask *session_id*'s route about its ``unknown`` rows, a page of *batch* at a time (each
     ask bounded by *ask_timeout* seconds), and apply the answers; kick the session's lane if
-    any row went back to ``queued``."""
-    sent = requeued = undecided = 0
+    any row went back to ``queued``. A progress note *stale_up_to* says an earlier process
+    wrote (its rowid at most that: the outbox's last rowid when this process opened) that
+    is ``"missing"`` ends ``failed`` (``stale_progress``) instead of being sent late."""
+    sent = requeued = undecided = stale = 0
     after = 0
     while (ask := reconciler_of(router, session_id)) is not None:  # the route may change
         rows = await store.read(recovery.unknown_rows, session_id, after, batch)
@@ -89,6 +95,7 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
             break
         now = store.clock()
         moves = []
+        missing: list[str] = []
         for delivery_id in ids:
             answer = answers.get(delivery_id)
             # A str first: comparing anything else may raise (pandas.NA's truth does), and
@@ -99,25 +106,38 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
                                 field(session_id), delivery_id, field(_bounded_repr(answer)))
                 undecided += 1
                 continue
+            if answer == "missing":
+                missing.append(delivery_id)
             moves.append(transition(
                 delivery_id, "sent" if answer == "sent" else "queued", now=now,
                 only_from=("unknown",), extra_events=[("delivery.reconciled",
                                                        {"answer": answer})]))
         if not moves:
             continue
+        if missing and stale_up_to is not None:
+            # An earlier process's progress note goes on from queued to failed in the same
+            # write, as the stale-progress pass fails one: late, it is noise.
+            moves += [transition(delivery_id, "failed", now=now, error="stale_progress",
+                                 only_from=("queued",))
+                      for delivery_id in await store.read(recovery.earlier_progress, missing,
+                                                          stale_up_to)]
         def on_commit(results: list[Any], moves: list[Transition] = moves) -> None:
             # The lane is kicked by the write, also when the caller has gone meanwhile.
-            if any(result.applied and move.to == "queued"
-                   for move, result in zip(moves, results, strict=True)):
+            if _moved(moves, results, "queued") - _moved(moves, results, "failed"):
                 dispatcher.kick(session_id)
 
         results = await store.commit(moves, on_commit=on_commit)
-        for move, result in zip(moves, results, strict=True):
-            if result.applied and move.to == "sent":
-                sent += 1
-            elif result.applied:
-                requeued += 1
-    return Reconciled(sent, requeued, undecided)
+        ended = _moved(moves, results, "failed")
+        sent += len(_moved(moves, results, "sent"))
+        requeued += len(_moved(moves, results, "queued") - ended)
+        stale += len(ended)
+    return Reconciled(sent, requeued, undecided, stale)
+
+
+def _moved(moves: list[Transition], results: list[Any], to: str) -> set[str]:
+    """The ids of *moves* into *to* that applied."""
+    return {move.delivery_id for move, result in zip(moves, results, strict=True)
+            if result.applied and move.to == to}
 
 
 async def _ask(ask: Ask, session_id: str, ids: list[str],

@@ -67,7 +67,8 @@ class RecoveryReport:
     unknown: int = 0
     """``sending`` rows of dead processes that became ``unknown``."""
     stale_progress: int = 0
-    """``queued`` progress rows of earlier processes that became ``failed``."""
+    """``queued`` progress rows of earlier processes that became ``failed`` (and such
+    ``unknown`` ones a reconciling route said the platform lacks)."""
     queued_sessions: int = 0
     """Sessions whose ``queued`` rows were handed to their lanes by recovery."""
     stranded_sessions: int = 0
@@ -349,13 +350,14 @@ class RecoveryScanner:
                     done = await reconcile_session(self._store, self._router,
                                                    self._dispatcher, session_id,
                                                    batch=self.batch,
-                                                   ask_timeout=self.reconcile_timeout)
+                                                   ask_timeout=self.reconcile_timeout,
+                                                   stale_up_to=self._opened_at_rowid)
                 except Exception as exc:  # noqa: BLE001 - the first ends the pass, re-raised
                     failed.append(exc)
                     scope.cancel(reason="reconcile failed")
                     return
                 report += RecoveryReport(reconciled_sent=done.sent, requeued=done.requeued,
-                                         undecided=done.undecided)
+                                         undecided=done.undecided, stale_progress=done.stale)
 
         async with trio.open_nursery() as nursery:
             for _ in range(RECONCILE_CONCURRENCY):

@@ -17,6 +17,7 @@ __all__ = [
     "SessionHead",
     "dead_claims",
     "dead_turns",
+    "earlier_progress",
     "last_outbox_rowid",
     "queued_heads",
     "stale_progress",
@@ -63,6 +64,21 @@ def stale_progress(conn: sqlite3.Connection, before: float, limit: int,
         "SELECT delivery_id FROM outbox INDEXED BY outbox_stale_progress "
         f"WHERE status = 'queued' AND kind = 'progress' AND created_at < ?{bound} LIMIT ?",
         (before, limit) if up_to_rowid is None else (before, up_to_rowid, limit))]
+
+
+def earlier_progress(conn: sqlite3.Connection, delivery_ids: list[str],
+                     up_to_rowid: int) -> list[str]:
+    """Those of *delivery_ids* that are progress notes written at or below *up_to_rowid*
+    (before this process opened: see :func:`stale_progress`). One primary-key seek each,
+    500 ids a statement (under SQLite's limit of parameters, whatever the page size)."""
+    found: list[str] = []
+    for start in range(0, len(delivery_ids), 500):
+        chunk = delivery_ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        found += [row[0] for row in conn.execute(
+            f"SELECT delivery_id FROM outbox WHERE delivery_id IN ({marks}) "
+            "AND kind = 'progress' AND rowid <= ?", (*chunk, up_to_rowid))]
+    return found
 
 
 def last_outbox_rowid(conn: sqlite3.Connection) -> int:

@@ -241,3 +241,32 @@ async def test_a_platform_that_does_not_answer_is_not_asked_the_sessions_next_pa
     assert took == pytest.approx(30.0)
     assert report.undecided == 2
     assert statuses == ["unknown"] * 5
+
+
+async def test_an_earlier_process_s_progress_note_the_platform_lacks_is_stale_not_sent_late(
+        db_path, workspace, reconciling_route) -> None:
+    # A dead turn's "working on it", cut in its delivery, came back from reconcile's
+    # "missing" as queued, and its lane (kicked by that write) sent it late: the scan's
+    # stale-progress pass that is there for such a note ran before the reconcile (and would
+    # have found it gone anyway). A late progress note is noise (the README's table).
+    first = MemoryRoute()
+    first.stall()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, first)
+        async with rt.open_turn(session_id) as ctx:
+            note = await ctx.output.progress("working on it")
+            await first.wait_attempted(1)
+    route = reconciling_route({note.delivery_id: "missing"})
+    with trio.fail_after(30):  # hang guard (real time; it takes milliseconds)
+        async with tidings.open_runtime(db_path, workspace=workspace, recover="manual",
+                                        scan_interval=3600) as rt:
+            rt.router.bind(session_id, route)
+            report = await rt.recover()
+            async with rt.open_turn(session_id) as ctx:
+                after = await ctx.output.send_text("after the restart")
+            assert await after.wait() == "delivered"  # its lane went past the note's seq
+            status = await rt.delivery_status(note.delivery_id)
+    assert route.texts() == ["after the restart"]
+    assert (status.status, status.last_error) == ("failed", "stale_progress")
+    assert (report.requeued, report.stale_progress) == (0, 1)
