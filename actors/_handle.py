@@ -162,7 +162,7 @@ class DeliveryHandle:
     @property
     def status(self) -> str:
         """In-memory dispatch status: pending, scheduled, delivered, failed, unrouted,
-        unknown."""
+        unknown; once terminal, it stays (see :meth:`wait`)."""
         return self._item.status
 
     async def wait(self) -> str:
@@ -172,6 +172,11 @@ class DeliveryHandle:
         ``"unrouted"``, or ``"unknown"`` (a crash interrupted the platform call, or an acking
         route's client went away before acking it: ``rt.abandon_unacked``). Raises
         :class:`RuntimeClosedError` if the runtime stops first. Always a checkpoint.
+
+        The handle keeps that first outcome: a row that moves on afterwards (an ``unknown``
+        one its client acks, ``rt.confirm``, or a reconcile settles; an ``unknown`` or
+        ``unrouted`` one handed back with ``rt.requeue`` and delivered) is followed with
+        ``rt.delivery_status``, whose ``status`` is the durable one.
         """
         return await self._item.wait()
 
