@@ -82,11 +82,16 @@ class JsonLinesFormatter(logging.Formatter):
 def configure_logging(level: str = "info", *, json_lines: bool = False,
                       stream: TextIO | None = None) -> logging.Handler:
     """Send tidings' (and trio-websocket's warnings) logs to *stream* (stderr) in the chosen
-    form; returns the handler (remove it to undo)."""
+    form; returns the handler (remove it, and ``logging.captureWarnings(False)``, to undo).
+    Python's warnings (a library's, as an agent imports it) are logged too, on
+    ``py.warnings`` (``logging.captureWarnings``): printed as they were, as lines of plain
+    text, they broke the one-JSON-object-per-line of ``--log-json`` that a log shipper
+    reads."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLinesFormatter() if json_lines else KeyValueFormatter())
     root = logging.getLogger()
     root.addHandler(handler)
+    logging.captureWarnings(True)
     root.setLevel(logging.WARNING)
     logging.getLogger("tidings").setLevel(level.upper())
     return handler

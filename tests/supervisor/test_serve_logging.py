@@ -43,6 +43,7 @@ def test_configure_logging_writes_to_the_stream() -> None:
         logging.getLogger("tidings.test").info("event=hello n=%d", 3)
     finally:
         logging.getLogger().removeHandler(handler)
+        logging.captureWarnings(False)  # configure_logging's, as removing the handler
     assert json.loads(stream.getvalue())["n"] == "3"
 
 
