@@ -207,8 +207,10 @@ class AckingSupport:
                                               max_chars=None))
 
     async def last_handed_seq(self, session_id: str) -> int:
-        """The highest ``seq`` of a row of the session a client is or will be handed: not a
-        ``visible=False`` or ``failed`` row (0 before any). A client that has it has caught up.
+        """The highest ``seq`` of a message or notice row of the session a client is or will
+        be handed: not a ``visible=False`` or ``failed`` row, nor a progress row (never
+        replayed: a client catching up does not get one), 0 before any. A client that has it
+        has caught up.
         Raises :class:`SessionNotFoundError`, or :class:`ValidationError` naming
         ``session_id`` if it is not a non-empty string."""
         check_session_id("session_id", session_id)

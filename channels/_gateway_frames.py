@@ -180,8 +180,9 @@ class Pong:
 @attrs.frozen
 class Sync:
     """Ask for the highest seq a client gets in a session (default: the conversation's current
-    one; not a ``visible=False`` or ``failed`` row); answered with ``synced``. A client that has
-    received that seq has caught up."""
+    one; a message or notice row, not a ``visible=False`` or ``failed`` one: progress rows are
+    never replayed); answered with ``synced``. A client that has received that seq has caught
+    up."""
 
     session_id: str | None = None
 

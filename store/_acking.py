@@ -102,15 +102,18 @@ def session_last_seq(conn: sqlite3.Connection, session_id: str) -> int | None:
 
 
 def last_handed_seq(conn: sqlite3.Connection, session_id: str) -> int | None:
-    """The highest ``seq`` of a row of the session that a route is or will be handed (0 before
-    any), or None if the session is unknown. Not a ``visible=False`` row (history only) nor a
-    ``failed`` one (a stale progress note, a refused delivery): a client never gets those, so
-    it could never reach their seq."""
+    """The highest ``seq`` of a message or notice row of the session that a route is or will
+    be handed (0 before any), or None if the session is unknown. Not a ``visible=False`` row
+    (history only) nor a ``failed`` one (a stale progress note, a refused delivery): a client
+    never gets those, so it could never reach their seq. Nor a progress row: one is never
+    replayed, so a client catching up (``after_seq``) never gets one another device got or
+    lost."""
     if session_last_seq(conn, session_id) is None:
         return None
     row = conn.execute(
         "SELECT seq FROM outbox WHERE session_id = ? AND visible = 1 AND status != 'failed' "
-        "ORDER BY seq DESC LIMIT 1", (session_id,)).fetchone()
+        "AND kind IN ('message', 'notice') ORDER BY seq DESC LIMIT 1",
+        (session_id,)).fetchone()
     return 0 if row is None else int(row[0])
 
 

@@ -5,6 +5,7 @@ each piped line 30 seconds when a turn's last row was one of those."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 
@@ -42,3 +43,26 @@ async def test_synced_last_seq_leaves_out_a_stale_progress_row(rt, serve_gateway
         async with connect(url, "alpha", session_id=session_id, after_seq=0) as client:
             frame = await _synced(client)
             assert frame["last_seq"] == 0
+
+
+@pytest.mark.parametrize("acked", [True, False], ids=["sent", "unknown"])
+async def test_synced_last_seq_leaves_out_a_progress_row_a_client_catching_up_never_gets(
+        rt, serve_gateway, connect, is_frame, acked) -> None:
+    """Progress rows are never replayed: a progress note a device got (acked, ``sent``) or
+    lost (``unknown``) is not handed to a client catching up with ``after_seq``, so its seq
+    is not one that client can reach. It was ``last_seq``, and the client waited for it."""
+    async with serve_gateway(rt) as (_gateway, url):
+        async with connect(url, "alpha") as first:
+            session_id = first.welcome["session_id"]
+            told = await rt.notify(session_id, "told")
+            note = await rt.notify(session_id, "working...", kind="progress")
+            with trio.fail_after(10):
+                await first.receive_until(is_frame("delivery", kind="progress"), ack=acked)
+                if acked:
+                    assert await note.wait() == "delivered"
+        async with connect(url, "alpha", session_id=session_id, after_seq=0) as second:
+            with trio.fail_after(10):
+                [replayed] = await second.receive_until(is_frame("delivery"))
+                assert replayed["seq"] == told.seq < note.seq
+                frame = await _synced(second)
+            assert frame["last_seq"] == told.seq  # the client has it: caught up
