@@ -10,6 +10,10 @@ it was asked about it answers:
   same write instead: late, it is noise (a dead turn's "working on it").
 * ``None``, or no key for it: undecided; the row stays ``unknown``.
 
+A ``"missing"`` about a row that went out again while the platform was asked (handed back with
+``rt.requeue``, delivered, and ``unknown`` again: its attempt count changed) is undecided too
+(logged): it was about an earlier attempt, and the platform may have the latest.
+
 A ``reconcile`` that raises, times out, answers something that is not a mapping or a mapping
 that raises when read leaves every row it was asked about ``unknown`` (logged), and the
 session's later pages are not asked in that pass: a platform that failed one page would most
@@ -89,10 +93,12 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
             break
         after = rows[-1][1]
         ids = [delivery_id for delivery_id, _ in rows]
+        asked = await store.read(recovery.unknown_attempts, ids)
         answers = await _ask(ask, session_id, ids, ask_timeout)
         if answers is None:  # failed: the next page would wait out the timeout again
             undecided += len(ids)
             break
+        answers = await _still_asked(store, session_id, answers, asked)
         now = store.clock()
         moves = []
         missing: list[str] = []
@@ -132,6 +138,25 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
         requeued += len(_moved(moves, results, "queued") - ended)
         stale += len(ended)
     return Reconciled(sent, requeued, undecided, stale)
+
+
+async def _still_asked(store: Store, session_id: str, answers: Mapping[str, Any],
+                      asked: Mapping[str, int]) -> Mapping[str, Any]:
+    """*answers* without the ``"missing"`` ones about a row that went out again while the
+    platform was asked (handed back, delivered and left ``unknown`` again: its attempts
+    changed): the answer was about an earlier attempt, and the platform may have the
+    latest. Undecided (logged); the next pass asks about the row as it is."""
+    missing = [delivery_id for delivery_id, answer in answers.items()
+               if isinstance(answer, str) and answer == "missing"]
+    if not missing:
+        return answers
+    now = await store.read(recovery.unknown_attempts, missing)
+    stale = [delivery_id for delivery_id in missing
+             if delivery_id in now and now[delivery_id] != asked.get(delivery_id)]
+    for delivery_id in stale:
+        log.info("event=reconcile_answer_outdated session=%s delivery=%s", field(session_id),
+                 delivery_id)
+    return answers if not stale else {**answers, **dict.fromkeys(stale)}
 
 
 def _moved(moves: list[Transition], results: list[Any], to: str) -> set[str]:

@@ -21,6 +21,7 @@ __all__ = [
     "last_outbox_rowid",
     "queued_heads",
     "stale_progress",
+    "unknown_attempts",
     "unknown_rows",
     "unknown_sessions",
 ]
@@ -78,6 +79,21 @@ def earlier_progress(conn: sqlite3.Connection, delivery_ids: list[str],
         found += [row[0] for row in conn.execute(
             f"SELECT delivery_id FROM outbox WHERE delivery_id IN ({marks}) "
             "AND kind = 'progress' AND rowid <= ?", (*chunk, up_to_rowid))]
+    return found
+
+
+def unknown_attempts(conn: sqlite3.Connection, delivery_ids: list[str]) -> dict[str, int]:
+    """``delivery_id -> attempts`` of those of *delivery_ids* still ``unknown``: a reconcile
+    compares them before and after its ask, since a row handed back, delivered again and
+    left ``unknown`` again meanwhile is no longer the one the platform was asked about. One
+    primary-key seek each, 500 ids a statement."""
+    found: dict[str, int] = {}
+    for start in range(0, len(delivery_ids), 500):
+        chunk = delivery_ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        found.update((row[0], int(row[1])) for row in conn.execute(
+            f"SELECT delivery_id, attempts FROM outbox WHERE delivery_id IN ({marks}) "
+            "AND status = 'unknown'", chunk))
     return found
 
 

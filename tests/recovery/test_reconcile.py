@@ -270,3 +270,40 @@ async def test_an_earlier_process_s_progress_note_the_platform_lacks_is_stale_no
     assert route.texts() == ["after the restart"]
     assert (status.status, status.last_error) == ("failed", "stale_progress")
     assert (report.requeued, report.stale_progress) == (0, 1)
+
+
+async def test_a_missing_answer_about_an_attempt_since_delivered_again_is_not_applied(
+        db_path, workspace, reconciling_route) -> None:
+    # The platform was asked about a row's first attempt; while it looked, the channel
+    # handed the row back (rt.requeue: its client lacked it), it went out again and its
+    # client left before acking (unknown again). The answer "missing" was about the first
+    # attempt, not the second, which the platform may have: applied, the row went out a
+    # third time. It is undecided now (logged); the next pass asks about the row as it is.
+    route = reconciling_route(ack_window=2)
+    with trio.fail_after(30):  # hang guard (real time; it takes milliseconds)
+        async with tidings.open_runtime(db_path, workspace=workspace,
+                                        scan_interval=3600) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                row = (await ctx.output.send_text("once")).delivery_id
+            await route.wait_delivered(1)
+            assert await rt.abandon_unacked(session_id) == [row]
+            route.answers[row] = "missing"
+            route.hold()
+            async with trio.open_nursery() as nursery:
+                reports = []
+
+                async def reconcile() -> None:
+                    reports.append(await rt.scanner.reconcile([session_id]))
+
+                nursery.start_soon(reconcile)
+                await route.wait_asked(1)
+                assert await rt.requeue(session_id, [row]) == [row]
+                await route.wait_delivered(2)
+                assert await rt.abandon_unacked(session_id) == [row]
+                route.let_answer()
+            status = await rt.delivery_status(row)
+    assert (reports[0].requeued, reports[0].undecided) == (0, 1)
+    assert (status.status, status.attempts) == ("unknown", 2)
+    assert route.texts() == ["once", "once"]
