@@ -142,7 +142,8 @@ class AckingSupport:
                                 ) -> list[StoredDelivery]:
         """Rows of *session_id* with ``seq > after_seq`` of *kinds* in *statuses*, in seq
         order, at most *limit* (page on with the last ``outbound.seq``); never a
-        ``visible=False`` row (history only: no route ever gets it). *max_bytes* (an int >= 0,
+        ``visible=False`` row (history only: no route ever gets it); *limit* is an int >= 1.
+        *max_bytes* (an int >= 0,
         or None) also stops the page before the row that would take its rows past that size,
         counted as a lane counts its budget (``lane_bytes``: text, blocks' and metadata's
         JSON); the first row always comes, however large (so ``0``, a budget the lanes take
@@ -153,6 +154,8 @@ class AckingSupport:
         check_session_id("session_id", session_id)
         after_seq = check_seq("after_seq", after_seq)
         limit = check_seq("limit", limit)
+        if limit < 1:  # an empty page, which a pager reads as the end
+            raise ValidationError("limit", "must be an int >= 1, got 0")
         kinds = _names("kinds", kinds, KINDS)
         statuses = _names("statuses", statuses, OUTBOX_STATUSES)
         if max_bytes is not None:

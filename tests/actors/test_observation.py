@@ -208,6 +208,7 @@ async def test_child_sessions_nest_and_an_unknown_parent_is_a_lookup_error(rt) -
     ({"kinds": ("text",)}, "kinds"),
     ({"limit": -1}, "limit"),
     ({"limit": "10"}, "limit"),
+    ({"limit": 0}, "limit"),  # an empty page, which a pager reads as the end: nothing replayed
 ])
 async def test_stored_deliveries_refuse_bad_filters_by_name(rt, kwargs, field) -> None:
     session_id = await rt.create_session(channel="web")
