@@ -80,8 +80,8 @@ async def _sync(gateway: GatewayChannel, conn: Connection, frame: Sync) -> None:
     conversation = conn.conversation
     session_id = frame.session_id or gateway.directory.cached(conversation) or conn.session_id
     if frame.session_id is not None and not await gateway.owns(conversation, session_id):
-        raise FrameError("unknown_delivery", "sync.session_id: not a session of this "
-                                             "conversation", field="session_id")
+        raise FrameError("bad_field", "sync.session_id: not a session of this conversation",
+                         field="session_id")  # no delivery named: not unknown_delivery
     # The seq a client can reach: a history-only or failed row is never handed to it.
     conn.push({"type": "synced", "session_id": session_id,
                "last_seq": await gateway.runtime.last_handed_seq(session_id)})
