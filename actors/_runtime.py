@@ -132,7 +132,7 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         :class:`ValidationError` naming it, not a store conflict). ``metadata`` is at most
         :data:`~tidings.actors.MAX_JSON_BYTES` of JSON. Raises :class:`SessionNotFoundError`
         for an unknown parent, :class:`ValidationError` naming the field for bad arguments,
-        with nothing written.
+        with nothing written, and :class:`RuntimeClosedError` once the runtime is stopping.
         """
         self.check_open()
         if channel is not None:
@@ -147,6 +147,7 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         metadata = check_json_object(metadata, "metadata", max_bytes=MAX_JSON_BYTES)
         if parent_session_id is not None:
             await self.session(check_session_id("parent_session_id", parent_session_id))
+            self.check_open()  # again after the read: the runtime may have stopped meanwhile
         chosen = session_id is not None
         if session_id is None:
             session_id = new_id("session_child" if parent_session_id else "session")

@@ -5,11 +5,15 @@ session and read back whole by every ``rt.session``."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
+import trio
 
+import tidings
 from tidings.actors import MAX_JSON_BYTES
-from tidings.errors import ValidationError
+from tidings.errors import RuntimeClosedError, ValidationError
+from tidings.store import queries
 
 from .conftest import rows
 
@@ -49,3 +53,39 @@ async def test_create_session_refuses_an_id_another_session_has_by_name(rt, db_p
     assert (record.channel, dict(record.metadata)) == ("web", {"a": 1})
     assert rows(db_path, "SELECT count(*) FROM sessions") == [(1,)]
     assert rows(db_path, "SELECT count(*) FROM events WHERE type = 'session.created'") == [(1,)]
+
+
+async def test_a_child_session_made_as_the_runtime_stops_is_refused_as_closed(
+        db_path, workspace, monkeypatch) -> None:
+    """``create_session(parent_session_id=...)`` reads the parent first (a worker thread);
+    a runtime that stopped meanwhile had its writer closed, and the create raised the store's
+    ``StoreClosedError`` where every other write a host makes raises ``RuntimeClosedError``
+    once the runtime stops (a host's loop that ends on it crashed instead). It checks the
+    runtime again after the read, as ``rt.notify`` does; nothing is written."""
+    started, go = threading.Event(), threading.Event()
+    read = queries.session
+
+    def gated(conn, session_id):  # the parent's read waits until the runtime has stopped
+        if not go.is_set():
+            started.set()
+            go.wait(10)
+        return read(conn, session_id)
+
+    outcome: dict[str, BaseException] = {}
+
+    async def make_child(rt, parent) -> None:
+        try:
+            await rt.create_session(parent_session_id=parent)
+        except Exception as exc:  # noqa: BLE001 - what it raised is the point
+            outcome["error"] = exc
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+                parent = await rt.create_session(channel="web")
+                monkeypatch.setattr(queries, "session", gated)
+                nursery.start_soon(make_child, rt, parent)
+                await trio.to_thread.run_sync(started.wait)
+            go.set()
+    assert isinstance(outcome["error"], RuntimeClosedError), outcome
+    assert rows(db_path, "SELECT session_id FROM sessions") == [(parent,)]
