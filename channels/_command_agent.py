@@ -86,7 +86,9 @@ class CommandAgent:
 
     On POSIX the process starts in its own session and cancel (or ``timeout``) kills the whole
     process group with SIGKILL, even once the command itself has exited, so nothing it spawned
-    outlives the turn; the process is always reaped before :meth:`run` returns or raises.
+    in that group outlives the turn (a process that left the group, by ``setsid`` or by
+    daemonizing, is out of reach of a group kill and runs on, as at the command's exit); the
+    process is always reaped before :meth:`run` returns or raises.
 
     Raises:
       ValidationError: (from the constructor, naming the field: ``argv``, ``argv[i]``, ``env``,
