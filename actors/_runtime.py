@@ -245,7 +245,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         model may see), or a page of them: ``before`` (a ``message_id`` of the session) keeps
         the rows older than that message, ``limit`` (an int >= 1) the latest ``limit`` of
         those left, still oldest first; ``before=page[0].message_id`` gives the page before.
-        A page costs the same in a session of any length (read on the session's index).
+        A page costs the same in a session of any length (read on the session's index; with
+        ``model_context``, plus the model-hidden rows it steps over).
 
         Raises :class:`SessionNotFoundError` (a ``LookupError``) for an unknown session; a
         :class:`ValidationError` naming ``limit`` (not an int >= 1: ``0``, a bool, a float)

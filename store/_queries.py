@@ -103,9 +103,10 @@ def history(conn: sqlite3.Connection, session_id: str, *, model_context: bool = 
     oldest first; so ``before=page[0].message_id`` gives the page before *page*. The message
     is found by its unique id and the page read backwards on ``messages_session (session_id,
     history_id)`` from it, stopping after ``limit`` rows: a page costs the same in a session of
-    any length (no scan of the session, no sort). ``limit`` and ``before`` are checked by the
-    caller (:func:`check_page`); a ``before`` that is no message of this session raises
-    :class:`ValidationError` naming it.
+    any length (no scan of the session, no sort); with ``model_context`` the model-hidden rows
+    it passes over are read too (the index does not hold the flag). ``limit`` and ``before``
+    are checked by the caller (:func:`check_page`); a ``before`` that is no message of this
+    session raises :class:`ValidationError` naming it.
     """
     if conn.execute("SELECT 1 FROM sessions WHERE session_id = ?",
                     (session_id,)).fetchone() is None:
