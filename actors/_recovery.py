@@ -18,9 +18,10 @@ progress, and reconciles ``unknown`` rows with routes that offer ``reconcile(del
 (answers ``"sent"`` / ``"missing"`` / ``None``: see :mod:`tidings.actors._reconcile`).
 
 Routes bound after recovery are asked at once (a bind wakes the actor). A bind stays pending
-until its reconcile finished: one bound while a ``recover()`` pass runs waits for that pass to
-arm the scanner, and one whose reconcile raised or was cancelled (a store error, an injected
-fault) is asked again by the restarted actor as soon as it starts. Every pass works in
+until its reconcile finished: one bound while a ``recover()`` pass runs is asked by that pass
+before it hands the queued rows on (bound later in the pass, it waits for the pass to arm the
+scanner), and one whose reconcile raised or was cancelled (a store error, an injected fault)
+is asked again by the restarted actor as soon as it starts. Every pass works in
 pages of ``batch`` rows (no row cap), logs its progress as ``key=value`` lines on the
 ``tidings.recovery`` logger, and is idempotent: each move is a guarded transition that records
 its event only when it applied, so repeating a pass (or a start-up) records nothing twice.
@@ -170,6 +171,7 @@ class RecoveryScanner:
         async with self._lock:
             report = await self._dead_claims() + await self._stale_progress()
             report += await self._reconcile(await self._unknown_sessions())
+            report += await self._reconcile_bound_in_pass()
             report += await self._kick_queued(stranded_only=False)
             held, self._held_queued = self._held_queued, []
             self._dispatcher.release_sessions(held)  # kicked: their lanes read them first
@@ -428,6 +430,23 @@ class RecoveryScanner:
         except BaseException:
             self._bound |= bound
             raise
+
+    async def _reconcile_bound_in_pass(self) -> RecoveryReport:
+        """In :meth:`recover`, before its queued rows are handed on: reconcile the sessions
+        whose reconciling route was bound while the pass ran (after it chose its sessions).
+        Asked after the hand-on (by the woken actor), a row their platform lacks went out
+        after the rows a ``"manual"`` hold kept behind it. Binds made meanwhile are asked
+        too; the lock is held, so this calls :meth:`_reconcile` (as :meth:`_reconcile_bound`
+        does, they are put back if it raises)."""
+        report = RecoveryReport()
+        while self._bound:
+            bound, self._bound = self._bound, set()
+            try:
+                report += await self._reconcile(sorted(bound))
+            except BaseException:
+                self._bound |= bound
+                raise
+        return report
 
     def _on_bind(self, session_id: str) -> None:
         """Router bind listener (sync): a reconciling route was bound; ask it soon."""

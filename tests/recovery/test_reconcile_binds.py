@@ -199,3 +199,33 @@ async def test_the_answer_of_the_route_asked_is_applied_after_the_session_is_reb
     assert status == "sent"
     assert old.texts() == []
     assert new.texts() == ([] if answer == "sent" else ["in flight"])
+
+
+async def test_a_route_bound_while_recover_asks_another_keeps_its_rows_in_order(
+        db_path, workspace, leftovers, reconciling_route, autojump_clock) -> None:
+    # recover="manual" holds a session's queued rows until recover() hands them on, so a
+    # row its platform lacks goes out in its place. A route bound while the pass still asked
+    # another session's platform was asked only after the hand-on, by the woken scanner: the
+    # row cut in flight went out after the queued rows behind it ('m0', 'in flight', 'm1').
+    slow = await leftovers(queued=0, progress=0)
+    left = await leftovers(queued=2, progress=0)
+    slow_route = reconciling_route()
+    route = reconciling_route({left.in_flight: "missing"})
+    with trio.fail_after(HOUR / 2):  # hang guard (mock clock), far below the period
+        async with tidings.open_runtime(db_path, workspace=workspace, recover="manual",
+                                        scan_interval=HOUR) as rt:
+            slow_route.hold()
+            rt.router.bind(slow.session_id, slow_route)
+            async with trio.open_nursery() as nursery:
+                reports = []
+
+                async def recover() -> None:
+                    reports.append(await rt.recover())
+
+                nursery.start_soon(recover)
+                await slow_route.wait_asked(1)  # the pass chose its sessions: not this one
+                rt.router.bind(left.session_id, route)
+                slow_route.let_answer()
+            await route.wait_delivered(3)
+    assert route.texts() == ["in flight", "m0", "m1"]
+    assert reports[0].requeued == 1
