@@ -2,7 +2,8 @@
 
 A mixin of :class:`~tidings.actors.Runtime`. ``Runtime.confirm`` / ``abandon_unacked`` settle
 single rows; these settle what a reconnecting client says it has (``confirm_through``), read
-back what it lacks (``stored_deliveries``), hand ``unknown`` / ``unrouted`` rows back to the
+back what it lacks (``stored_deliveries``; ``drop_missed_progress`` ends the progress notes
+among those, never replayed), hand ``unknown`` / ``unrouted`` rows back to the
 session's lane (``requeue``; after a bind, inside ``hold_binds``), and remember the client's
 message ids durably so a repeated message is recognised (``remember_client_message``).
 """
@@ -87,6 +88,29 @@ class AckingSupport:
         for start in range(0, len(ids), _PAGE):
             moved += await self.dispatcher.confirm(ids[start:start + _PAGE])
         return moved
+
+    async def drop_missed_progress(self, session_id: str, after_seq: int) -> list[str]:
+        """The client has the rows of *session_id* up to *after_seq* and no later one: its
+        progress rows after that left ``unknown`` (sent on a connection that dropped) become
+        ``failed`` with ``stale_progress``, as a progress note for nobody does. A replay never
+        sends one (late, it is noise), so nothing else would ever settle it. Returns their
+        ids. Raises :class:`ValidationError` naming ``session_id`` or ``after_seq``."""
+        check_session_id("session_id", session_id)
+        after_seq = check_seq("after_seq", after_seq)
+        ids = await self.store.read(acking.progress_after, session_id, after_seq, ("unknown",))
+        if not ids:
+            return []
+        now = self.store.clock()
+        # unknown -> queued -> failed in one write (no lane sees it queued), as a reconcile
+        # ends an earlier process's missing progress note: unknown leaves only on word from
+        # the client's side, and after_seq is that word.
+        results = await self.store.commit([
+            move for delivery_id in ids for move in (
+                transition(delivery_id, "queued", now=now, only_from=("unknown",)),
+                transition(delivery_id, "failed", now=now, error="stale_progress",
+                           only_from=("queued",)))])
+        return [delivery_id for delivery_id, result in zip(ids, results[1::2], strict=True)
+                if result.applied]
 
     async def requeue(self, session_id: str, delivery_ids: Iterable[str]) -> list[str]:
         """Hand rows of *session_id* that are ``unknown`` or ``unrouted`` back to its lane

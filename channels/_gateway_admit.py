@@ -19,7 +19,8 @@ is sent. After ``welcome``, message and notice rows after it that are ``sending`
 ones (left while no gateway of this process had the session bound) are re-queued and come
 through the lane; ``queued`` ones come through the lane anyway. If the client names an older
 session of the conversation, the current one is then replayed from its start. Progress rows
-are never replayed.
+are never replayed: those after ``after_seq`` still ``unknown`` (the client never got them)
+become ``failed`` (``stale_progress``) before ``welcome`` too.
 """
 
 from __future__ import annotations
@@ -170,6 +171,8 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
             for delivery_id in await gateway.runtime.confirm_through(replayed_session,
                                                                      after_seq):
                 gateway.sent.pop(delivery_id, None)
+            # Never replayed: a progress note the client lacks would stay unknown for good.
+            await gateway.runtime.drop_missed_progress(replayed_session, after_seq)
     except RuntimeClosedError:
         raise Refused(CLOSE_GOING_AWAY, "server shutting down") from None
     return Admission(hello, conversation, session_id, last_seq, tuple(plan))

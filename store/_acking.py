@@ -15,8 +15,8 @@ from tidings.store._ops import Call
 from tidings.store._records import OutboxRow, rows_within
 
 __all__ = ["client_message", "conversation_deliveries", "ids_through", "last_handed_seq",
-           "remember_client_message", "rows_after", "session_deliveries", "session_last_seq",
-           "unrouted_sessions"]
+           "progress_after", "remember_client_message", "rows_after", "session_deliveries",
+           "session_last_seq", "unrouted_sessions"]
 
 
 def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
@@ -25,6 +25,15 @@ def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
     marks = ",".join("?" * len(statuses))
     return [row[0] for row in conn.execute(
         f"SELECT delivery_id FROM outbox WHERE session_id = ? AND seq <= ? "
+        f"AND status IN ({marks}) ORDER BY seq", (session_id, seq, *statuses))]
+
+
+def progress_after(conn: sqlite3.Connection, session_id: str, seq: int,
+                   statuses: Sequence[str]) -> list[str]:
+    """Ids of the session's progress rows with ``seq > seq`` in *statuses*, in seq order."""
+    marks = ",".join("?" * len(statuses))
+    return [row[0] for row in conn.execute(
+        f"SELECT delivery_id FROM outbox WHERE session_id = ? AND seq > ? AND kind = 'progress' "
         f"AND status IN ({marks}) ORDER BY seq", (session_id, seq, *statuses))]
 
 
