@@ -18,7 +18,7 @@ import trio
 
 from tidings.actors import MAX_TEXT_BYTES, ApprovalDecision, OutputSDK, TurnContext
 from tidings.channels._lifecycle import LifecycleEmitter, ToolCall
-from tidings.errors import ValidationError
+from tidings.errors import RuntimeClosedError, ValidationError
 
 __all__ = ["BridgeTurn", "split_reply"]
 
@@ -115,9 +115,13 @@ class BridgeTurn:
 
         Raises:
           TypeError: *text* is not a string.
+          RuntimeClosedError: the turn has ended (work the agent left running when it
+            returned): the chunk could reach nobody. A chunk after a cancel, while the turn
+            still ends, is dropped.
         """
         if not isinstance(text, str):
             raise TypeError(f"send_chunk: expected str, got {type(text).__name__}")
+        self._check_not_ended("stream")
         if not self._emitter.streaming:
             await trio.lowlevel.checkpoint()
             return
@@ -135,6 +139,7 @@ class BridgeTurn:
           ValidationError: the call has no name or bad arguments (from :class:`ToolCall`),
             or the mapping has a key a tool call does not (named: ``input``, ``args``).
           TypeError: *call* is neither.
+          RuntimeClosedError: the turn has ended (as for :meth:`send_chunk`).
         """
         if isinstance(call, Mapping):  # a missing or None ``arguments`` is empty, as for ToolCall
             for key in call:  # else dropped: a model's tool-use block lost its input and id
@@ -146,7 +151,14 @@ class BridgeTurn:
         elif not isinstance(call, ToolCall):
             raise TypeError(f"report_tool_call: expected a ToolCall or a mapping, "
                             f"got {type(call).__name__}")
+        self._check_not_ended("report a tool call")
         await self._emitter.tool_call(call)
+
+    def _check_not_ended(self, what: str) -> None:
+        """Refuse streaming once the turn has ended, as its ``ctx.output`` refuses a send: work
+        the agent left running when it returned would otherwise lose its output unseen."""
+        if self._emitter.outcome is not None:
+            raise RuntimeClosedError(f"turn {self._ctx.turn_id} has ended; it cannot {what}")
 
     async def prompt_user(self, text: str, *,
                           timeout: float | None = None) -> str | None:  # noqa: ASYNC109
