@@ -275,12 +275,15 @@ class OutputSDK:
         if non_text and policy != "transient" and history_text is None:
             raise ValidationError("history_text", "a non-text send that writes history must "
                                                   "give history_text (the host never invents it)")
-        if history_text is not None and policy == "transient" and not media:
-            # No row to write it to, and no media block to show it as a fallback: it would be
-            # dropped without a word (as failure_history_text is refused, above).
+        if history_text is not None and policy == "transient" and not any(
+                not _shows_its_own_text(part) for part in media):
+            # No row to write it to, and no media block to show it as a fallback (one with a
+            # caption or summary shows that): it would be dropped without a word (as
+            # failure_history_text is refused, above).
             raise ValidationError("history_text", "this send writes no history (its policy is "
                                   "transient) and has no media block to show it as a "
-                                  "fallback, so the text would never be used")
+                                  "fallback (none, or each with a caption or summary of its "
+                                  "own), so the text would never be used")
         metadata = check_json_object(delivery_metadata, "delivery_metadata",
                                      max_bytes=MAX_JSON_BYTES)
         releases = tuple(check_id_list("settles", settles, max_ids=MAX_IDS_PER_CALL))
@@ -357,6 +360,17 @@ def _resolve_all(sources: list[tuple[Any, str, str | None]], workspace: pathlib.
     return [resolve_source(source, workspace=workspace, artifact_root=root, field=field,
                            artifacts=artifacts, databases=databases, name=name)
             for source, field, name in sources]
+
+
+def _shows_its_own_text(part: ContentBlock | _Media) -> bool:
+    """Whether a media part's text fallback is its caption or its summary (its
+    ``ArtifactRef``'s), as :meth:`OutputSDK._resolve` picks it, not the send's
+    ``history_text``."""
+    if not isinstance(part, _Media):
+        return True
+    ref = part.source if isinstance(part.source, ArtifactRef) else None
+    summary = part.summary if part.summary is not None else (ref.summary if ref else None)
+    return any(isinstance(text, str) and text for text in (part.caption, summary))
 
 
 def _check_media(part: _Media) -> None:

@@ -88,7 +88,7 @@ SOURCES = {
     "no_host": Src("no_host", "path"),
     "javascript": Src("javascript", "path"),
     "ref_both": Src("ref_both", "path"),
-    "ref_none": Src("ref_none", "path"),
+    "ref_none": Src("ref_none", "path", ref_summary="nothing"),
     "dict": Src("dict", "type"),
     "int": Src("int", "type"),
     "bytes": Src("bytes", "type"),
@@ -291,6 +291,15 @@ def _blocks_of(call: Call) -> list[tuple]:
     return [("media", call.method.removeprefix("send_"), call.source)]
 
 
+def _shows_its_own_text(call: Call, block: tuple, single: bool) -> bool:
+    """A media block's text fallback is its caption, else its summary (its ArtifactRef's),
+    else the send's history_text: whether it is one of the first two."""
+    caption = call.caption if single and call.caption is not OMIT else None
+    summary = call.summary if single and call.summary is not OMIT else None
+    summary = summary if summary is not None else SOURCES[block[2]].ref_summary
+    return bool(caption or summary)
+
+
 def model(call: Call, defaults: dict[str, str], mode: str, route: str,
           keys: dict[str, int]) -> Refused | Accepted:
     ctl = call.controls
@@ -371,7 +380,8 @@ def model(call: Call, defaults: dict[str, str], mode: str, route: str,
         non_text = bool(media) or not texts
         if non_text and policy != "transient" and history_text is None:
             stage2.add((ValidationError, "history_text"))
-        if isinstance(history_text, str) and policy == "transient" and not media:
+        if isinstance(history_text, str) and policy == "transient" and not any(
+                not _shows_its_own_text(call, block, single) for block in media):
             stage2.add((ValidationError, "history_text"))  # no row, no media fallback
         if failure_text is not None and (policy == "transient" or visible is False):
             stage2.add((ValidationError, "failure_history_text"))
