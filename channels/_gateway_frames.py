@@ -296,7 +296,9 @@ def peek_hello_token(raw: str | bytes, *, max_frame_bytes: int) -> str | None:
 
 
 def _hello(f: _Fields) -> Hello:
-    token = f.text("token", limit=1000)
+    # No length limit: the token was compared with the server's before this parse (see
+    # peek_hello_token), and a server may have any token of MIN_TOKEN_LENGTH or more.
+    token = f.text("token")
     protocol = f.data.get("protocol")
     if protocol is None:
         raise f._error("missing_field", "protocol", "is required")
