@@ -38,8 +38,9 @@ session id names the session's artifact directory."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(//)?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# Never in a host name (RFC 3986; the URL standard's forbidden domain code points): see
-# _host_problem. The parser's own delimiters (``/?#@:[]``) cannot be in a parsed host.
+# Never in a host name, percent-decoded (the URL standard's forbidden domain code points, and
+# what RFC 3986 does not allow): see _host_problem. The parser's own delimiters (``/?#@:[]``)
+# cannot be in a parsed host.
 _NOT_IN_HOSTS = frozenset('<>\\^|%"`{}')
 
 URL_SCHEMES = ("http", "https", "data", "javascript", "vbscript", "blob", "mailto")
@@ -283,15 +284,19 @@ def _host_problem(host: str) -> str | None:
     host ``..``, path ``/x``), and a URL with no plain last part is named after its host, so
     such a host would be what a route calls the file (see :func:`check_file_name`). Refused:
     ``.``, ``..``, over :data:`MAX_NAME_BYTES` (DNS names have at most 253 characters), and
-    whitespace or a code point URL parsers refuse in a domain. An IPv6 literal (``[::1]``,
-    here without its brackets: it has a colon) is the parser's to check."""
+    whitespace, a control character or a code point URL parsers refuse in a domain, once
+    percent-decoded as they decode it (``ex%41mple.com`` is ``example.com``, ``x%0Ay`` holds
+    a line break). An IPv6 literal (``[::1]``, here without its brackets: it has a colon) is
+    the parser's to check."""
     if ":" in host:
         return None
-    if host in (".", ".."):
-        return "not '.' or '..'"
     if len(host.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
         return f"at most {MAX_NAME_BYTES} bytes of UTF-8"
-    bad = next((char for char in host if char in _NOT_IN_HOSTS or char.isspace()), None)
+    decoded = urllib.parse.unquote(host)
+    if decoded in (".", ".."):
+        return "not '.' or '..'"
+    bad = next((char for char in decoded if char in _NOT_IN_HOSTS or char.isspace()
+                or _CONTROL.match(char)), None)
     return None if bad is None else f"no {bad!r} in it"
 
 

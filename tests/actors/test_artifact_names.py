@@ -103,14 +103,16 @@ async def test_a_files_own_name_that_is_no_plain_file_name_is_refused_unless_one
 @pytest.mark.parametrize("url", ["https://..\\..\\evil.png", "https://../", "https://./a/..",
                                  "https://a b/x.png", "https://a<b>/x.png", "https://a|b/",
                                  "https://a^b/", "https://x%0Ay/", "https://exa\u3000mple.com/",
-                                 "https://" + "a" * 300 + "/"])
+                                 "https://" + "a" * 300 + "/", "https://%2E%2E/",
+                                 "https://a%20b/"])
 async def test_a_url_whose_host_is_no_host_name_is_refused_by_field(rt, bound, url) -> None:
     """A URL with no plain last part is named after its host, but the parser takes for a
     host what none is: ``https://..\\..\\evil.png`` went to the route named
     ``..\\..\\evil.png``, ``https://../`` named ``..`` and a 300-letter host so named, the
-    names a chosen one may not have; a space, ``<``, ``|``, ``^`` or ``%`` in a host (what URL
-    parsers refuse in a domain: no client fetches it) was stored and sent as well. Such a
-    URL is refused, naming its field, nothing written."""
+    names a chosen one may not have; a space, ``<``, ``|``, ``^`` or a line break (``%0A``)
+    in a host (what URL parsers refuse in a domain, percent-decoded: no client fetches it)
+    was stored and sent as well. Such a URL is refused, naming its field, nothing written;
+    a host percent-encoded as a parser decodes it (``ex%41mple.com``) is taken."""
     session_id, route = bound
     async with rt.open_turn(session_id) as ctx:
         for source, field in ((url, "source"), (ArtifactRef(url=url), "source.url")):
@@ -121,8 +123,8 @@ async def test_a_url_whose_host_is_no_host_name_is_refused_by_field(rt, bound, u
         assert await rt.deliveries(session_id) == []
         handles = [await ctx.output.send_image(url, history_policy="transient")
                    for url in ("https://[::1]/x.png", "https://例え.jp/", "https://a-b_c.d~e/",
-                               "https://example.com:8080/a%20b.png")]
+                               "https://example.com:8080/a%20b.png", "https://ex%41mple.com/")]
     with trio.fail_after(30):
-        assert [await handle.wait() for handle in handles] == ["delivered"] * 4
+        assert [await handle.wait() for handle in handles] == ["delivered"] * 5
     assert [o.blocks[0].name for o in route.delivered] == ["x.png", "例え.jp", "a-b_c.d~e",
-                                                           "a b.png"]
+                                                           "a b.png", "ex%41mple.com"]
