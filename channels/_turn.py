@@ -152,8 +152,12 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
     try:
         # Cancelled as it begins, it still began (the terminal event never comes alone); a
         # hook that hangs on it cannot hold the turn past the grace terminal events get.
-        with trio.CancelScope(shield=True), trio.move_on_after(_STARTED_GRACE):
+        with trio.CancelScope(shield=True), trio.move_on_after(_STARTED_GRACE) as grace:
             await emitter.started()
+        if grace.cancelled_caught:  # said, as for a terminal event: the start was held
+            log.warning("on_task_lifecycle hook did not finish the started event of session "
+                        "%s within %ss; gave up on it", field(state.session_id),
+                        _STARTED_GRACE)
         # First as the agent sees it: no turn of the session but those whose agent never
         # ran (turns are serial: each of those has ended). Known only for the turns this
         # process began; see SessionState.unseen_turns.
