@@ -97,7 +97,7 @@ class AckingSupport:
         ids. Raises :class:`ValidationError` naming ``session_id`` or ``after_seq``."""
         check_session_id("session_id", session_id)
         after_seq = check_seq("after_seq", after_seq)
-        ids = await self.store.read(acking.progress_after, session_id, after_seq, ("unknown",))
+        ids = await self.store.read(acking.unknown_progress_after, session_id, after_seq)
         if not ids:
             return []
         now = self.store.clock()

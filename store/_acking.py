@@ -15,8 +15,8 @@ from tidings.store._ops import Call
 from tidings.store._records import OutboxRow, rows_within
 
 __all__ = ["client_message", "conversation_deliveries", "ids_through", "last_handed_seq",
-           "progress_after", "remember_client_message", "rows_after", "session_deliveries",
-           "session_last_seq", "unrouted_sessions"]
+           "remember_client_message", "rows_after", "session_deliveries", "session_last_seq",
+           "unknown_progress_after", "unrouted_sessions"]
 
 
 def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
@@ -28,13 +28,13 @@ def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
         f"AND status IN ({marks}) ORDER BY seq", (session_id, seq, *statuses))]
 
 
-def progress_after(conn: sqlite3.Connection, session_id: str, seq: int,
-                   statuses: Sequence[str]) -> list[str]:
-    """Ids of the session's progress rows with ``seq > seq`` in *statuses*, in seq order."""
-    marks = ",".join("?" * len(statuses))
+def unknown_progress_after(conn: sqlite3.Connection, session_id: str, seq: int) -> list[str]:
+    """Ids of the session's progress rows with ``seq > seq`` left ``unknown``, in seq order.
+    One seek on the partial index of ``unknown`` rows (the status is written out, not bound:
+    SQLite uses a partial index only for a literal), whatever the session's length."""
     return [row[0] for row in conn.execute(
-        f"SELECT delivery_id FROM outbox WHERE session_id = ? AND seq > ? AND kind = 'progress' "
-        f"AND status IN ({marks}) ORDER BY seq", (session_id, seq, *statuses))]
+        "SELECT delivery_id FROM outbox WHERE session_id = ? AND seq > ? AND status = 'unknown' "
+        "AND kind = 'progress' ORDER BY seq", (session_id, seq))]
 
 
 def conversation_deliveries(conn: sqlite3.Connection, core_id: str, channel: str,
