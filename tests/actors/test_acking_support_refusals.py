@@ -24,6 +24,7 @@ SESSION_CALLS = {
     "stored_deliveries": lambda rt, sid: rt.stored_deliveries(sid),
     "last_seq": lambda rt, sid: rt.last_seq(sid),
     "last_handed_seq": lambda rt, sid: rt.last_handed_seq(sid),
+    "drop_missed_progress": lambda rt, sid: rt.drop_missed_progress(sid, 0),
 }
 
 
@@ -83,3 +84,11 @@ async def test_remember_client_message_refuses_what_it_cannot_record(rt, kwargs,
     assert await rt.remember_client_message("ops", "ops:chat:c1", "m1", session_id=None,
                                             outcome="command") is True
     assert await rt.client_message_outcome("ops", "ops:chat:c1", "m1") == "command"
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, None, True, "3", 2 ** 63])
+async def test_drop_missed_progress_refuses_an_after_seq_that_is_no_seq(rt, bad) -> None:
+    session_id = await rt.create_session("ops")
+    with pytest.raises(ValidationError) as caught:
+        await rt.drop_missed_progress(session_id, bad)
+    assert caught.value.field == "after_seq"
