@@ -183,6 +183,9 @@ def read_file(path: pathlib.Path) -> dict[str, Any]:
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError("config", f"{path} is over {MAX_CONFIG_BYTES} bytes: not a "
                                     "configuration file")
+    if data.startswith(b"\xef\xbb\xbf"):  # tomllib: 'Invalid statement (at line 1, column 1)'
+        raise ConfigError("config", f"{path} starts with a byte order mark (U+FEFF): TOML "
+                                    "files are UTF-8 without one (save it so)")
     try:
         return tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:

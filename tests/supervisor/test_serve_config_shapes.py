@@ -135,3 +135,15 @@ def test_an_empty_path_flag_is_refused_as_such(tmp_path, capsys, monkeypatch, fl
     assert "directory" not in err
     assert "regular file" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_saved_with_a_byte_order_mark_is_refused_saying_so(tmp_path) -> None:
+    # Some editors save UTF-8 with a byte order mark first: TOML takes none, and the refusal
+    # was 'Invalid statement (at line 1, column 1)' on a first line that reads [gateway].
+    path = tmp_path / "tidings.toml"
+    path.write_bytes(b"\xef\xbb\xbf[gateway]\nport = 0\n")
+    with pytest.raises(ConfigError, match=rf"^config: {path} starts with a byte order mark "
+                                          r"\(U\+FEFF\): TOML files are UTF-8 without one") \
+            as caught:
+        load_config(path)
+    assert caught.value.field == "config"
