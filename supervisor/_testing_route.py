@@ -15,10 +15,23 @@ import trio
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt
 from tidings.actors._status import check_seconds, seconds_bound
+from tidings.errors import ValidationError
 
 __all__ = ["MemoryRoute", "ReconcilingMemoryRoute"]
 
 Failure = BaseException | type[BaseException] | Callable[[Outbound], Any] | None
+
+
+def _check_fail(fail: object) -> None:
+    """A failure is ``None``, a bool, an exception (class or instance) or a predicate: anything
+    else would fail every delivery with a ``TypeError`` recorded as the platform's error."""
+    if fail is None or isinstance(fail, bool | BaseException):
+        return
+    if isinstance(fail, type) and issubclass(fail, BaseException):
+        return
+    if isinstance(fail, type) or not callable(fail):
+        raise ValidationError("fail", f"must be an exception (class or instance), a predicate "
+                                      f"of the outbound, a bool or None, got {fail!r:.80}")
 
 
 class MemoryRoute:
@@ -30,15 +43,17 @@ class MemoryRoute:
     seconds) delays each delivery; ``fail`` is an exception (class or instance) raised by every
     delivery, or a predicate ``fail(outbound)`` answering an exception (class or instance) to
     raise, ``True`` (a ``ConnectionError``: the platform refused it) or ``None`` / ``False``
-    (accept it). Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered` instead of
-    sleeping. A ``latency`` that is not seconds >= 0 raises
-    :class:`~tidings.errors.ValidationError` naming it; ``inf`` (or an integer past a float's
-    range) holds every delivery.
+    (accept it); ``fail=True`` refuses every delivery that way, ``None`` / ``False`` accepts
+    them all. Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered` instead of
+    sleeping. A ``latency`` that is not seconds >= 0, or a ``fail`` that is none of these,
+    raises :class:`~tidings.errors.ValidationError` naming it; ``inf`` (or an integer past a
+    float's range) holds every delivery.
     """
 
     def __init__(self, *, capabilities: Iterable[str] | None = None, latency: float = 0.0,
                  fail: Failure = None, ack_window: int | None = None) -> None:
         check_seconds("latency", latency)
+        _check_fail(fail)
         if capabilities is not None:
             self.capabilities = frozenset(capabilities)
         if ack_window is not None:
@@ -106,8 +121,10 @@ class MemoryRoute:
 
     def _failure(self, outbound: Outbound) -> BaseException | None:
         fail = self.fail
-        if fail is None:
+        if fail is None or fail is False:
             return None
+        if fail is True:
+            return ConnectionError(f"delivery {outbound.delivery_id} refused")
         if isinstance(fail, BaseException):
             return fail
         if isinstance(fail, type) and issubclass(fail, BaseException):

@@ -418,6 +418,32 @@ async def test_a_sweep_refuses_an_every_that_is_no_step_by_name(tmp_path, worksp
     assert not (tmp_path / "sweep").exists()
 
 
+@pytest.mark.parametrize(("fail", "outcome"), [(False, "delivered"), (True, "failed")])
+async def test_a_fail_of_true_or_false_fails_or_accepts_every_delivery(rt, fail,
+                                                                       outcome) -> None:
+    # The README lists fail as "an exception, or a predicate ..., True for a ConnectionError,
+    # or None / False to accept it"; MemoryRoute(fail=False) (or route.fail = False, to stop
+    # failing) failed every delivery with "TypeError: 'bool' object is not callable".
+    route = MemoryRoute(fail=fail)
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("hello")
+    assert await handle.wait() == outcome
+    status = await rt.delivery_status(handle.delivery_id)
+    assert status.last_error == (None if outcome == "delivered" else
+                                 f"ConnectionError: delivery {handle.delivery_id} refused")
+
+
+@pytest.mark.parametrize("fail", ["boom", 3, (ConnectionError,)])
+def test_a_memory_route_refuses_a_fail_that_is_no_failure_by_name(fail) -> None:
+    # It was taken, and every delivery then failed on it ("TypeError: 'str' object is not
+    # callable"), recorded as the platform's error.
+    with pytest.raises(ValidationError) as raised:
+        MemoryRoute(fail=fail)
+    assert raised.value.field == "fail"
+
+
 @pytest.mark.parametrize("latency", [-1, "0.1", float("nan"), True])
 def test_a_memory_route_refuses_a_latency_that_is_no_duration_by_name(latency) -> None:
     # It was taken, and every delivery then failed on it ("ValueError: `seconds` must be
