@@ -48,6 +48,14 @@ _LANE_SEAMS = (*_RUNTIME_SEAMS, Seam.CHILD_START, Seam.DELIVER)
 _TASK_SEAMS = (Seam.CHILD_START, Seam.SHUTDOWN)  # a turn task has no mailbox
 
 
+def _check_new(db_path: str | os.PathLike[str]) -> None:
+    """A run's database is its own: the checks read all of it, so the rows of another run in
+    it (a loop over seeds reusing one path) would be counted as this run's violations."""
+    if os.path.lexists(db_path):
+        raise ValidationError("db_path", f"must be a path where nothing is yet (a fresh "
+                                         f"database for this run), got {os.fspath(db_path)!r}")
+
+
 def _check_seed(seed: object) -> None:
     """A seed is an int: ``None`` would seed every RNG from the OS, and nothing replays."""
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -296,8 +304,11 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
 
     Bad options raise :class:`ValidationError` naming them before anything is created: ``seed``
     an int, ``rate``, ``fail_rate`` and ``acking`` in [0, 1], the counts ints >= 0,
-    ``lane_bytes`` ``None`` or an int >= 0, ``settle`` and ``drain`` seconds >= 0.
+    ``lane_bytes`` ``None`` or an int >= 0, ``settle`` and ``drain`` seconds >= 0, and
+    ``db_path`` a path where nothing is yet (the checks read the whole database: an earlier
+    run's rows would be held against this one).
     """
+    _check_new(db_path)
     _check_seed(seed)
     for field, share in (("rate", rate), ("fail_rate", fail_rate), ("acking", acking)):
         _check_share(field, share)

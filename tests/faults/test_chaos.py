@@ -142,6 +142,20 @@ async def test_run_chaos_refuses_a_bad_option_by_name(tmp_path, workspace, optio
     assert not db_path.parent.exists()
 
 
+async def test_run_chaos_refuses_a_database_that_exists_by_name(tmp_path, workspace) -> None:
+    # A second run on the path of a first (a loop over seeds reusing one file) ran, and its
+    # checks, which read the whole database, held the first run's rows against it: 71
+    # violations ('sent, but no route accepted it') of a run where nothing went wrong.
+    db_path = tmp_path / "state" / "chaos.db"
+    first = await run_chaos(db_path, workspace, seed=1, rate=0.0, fail_rate=0.0)
+    assert first.violations == [], first.summary()
+    before = db_path.read_bytes()
+    with pytest.raises(ValidationError) as raised:
+        await run_chaos(db_path, workspace, seed=1, rate=0.0, fail_rate=0.0)
+    assert raised.value.field == "db_path"
+    assert db_path.read_bytes() == before
+
+
 def test_random_fault_plan_refuses_a_rate_and_seed_by_their_names() -> None:
     for option, value in (("rate", 1.5), ("seed", None)):
         with pytest.raises(ValidationError) as raised:
