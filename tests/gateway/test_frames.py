@@ -95,6 +95,21 @@ def test_a_refused_field_is_named(frame: dict, code: str, field: str) -> None:
     assert field in error.reason
 
 
+@pytest.mark.parametrize("name", ["a\u200db", "a\u00a0b", "a\u200bb", "x" * 201, ""])
+def test_a_conversation_name_is_1_to_200_printable_characters(name: str) -> None:
+    """As the README says (Opening): a zero-width joiner, a no-break space or a zero-width
+    space is not printable, and a name over 200 characters or empty is refused too."""
+    error = refused({"type": "hello", "token": "t", "protocol": 1, "conversation": name})
+    assert (error.code, error.field) == ("bad_field", "conversation")
+
+
+@pytest.mark.parametrize("name", ["x" * 200, "caf\u00e9 \u65e5\u672c", "ops room", "a/b:c%41"])
+def test_a_printable_conversation_name_of_200_characters_or_fewer_is_taken(name: str) -> None:
+    hello = parse({"type": "hello", "token": "t", "protocol": 1, "conversation": name})
+    assert isinstance(hello, Hello)
+    assert hello.conversation == name
+
+
 def test_an_error_carries_the_frames_id_so_the_client_can_match_it() -> None:
     assert refused({"type": "message", "id": "m9", "text": None}).frame_id == "m9"
 
