@@ -20,6 +20,7 @@ import trio
 from tidings.actors import Runtime, open_runtime
 from tidings.errors import TidingsError, ValidationError
 from tidings.supervisor import Supervisor
+from tidings.supervisor._testing_chaos import _check_new
 from tidings.supervisor._testing_instrument import CheckpointInjector
 from tidings.supervisor._testing_invariants import InvariantChecker, Violation
 from tidings.supervisor._testing_route import ReconcilingMemoryRoute
@@ -50,7 +51,11 @@ async def delivery_path_run(db_path: str | os.PathLike[str],
                             target: str = "route:*", at: int | None = None, messages: int = 3,
                             watchdog: float = 20.0) -> SweepRun:
     """Run the path once with a cancel at step ``at`` of ``target`` (a child name or pattern:
-    ``route:*`` is the session's lane, ``writer`` / ``recovery`` are root children)."""
+    ``route:*`` is the session's lane, ``writer`` / ``recovery`` are root children).
+
+    ``db_path`` must be a path where nothing is yet (:class:`ValidationError` naming it): the
+    checks read the whole database, so an earlier run's rows would be held against this one."""
+    _check_new(db_path)
     checker = InvariantChecker()
     route = ReconcilingMemoryRoute()
     route.stall()
@@ -115,11 +120,19 @@ async def sweep_delivery_path(directory: str | os.PathLike[str],
     Raises :class:`ValidationError` (field ``every``) before any run unless ``every`` is an
     int >= 1 (a step of 0 or less would sweep nothing and pass), and (field ``target``) after
     the clean run when no task of ``target`` ran a step in it (a name that matches no actor of
-    the path, or one that stays idle on it): there is nothing to sweep."""
+    the path, or one that stays idle on it): there is nothing to sweep. It refuses (field
+    ``directory``), before any run, a directory that already holds a run's database
+    (``clean.db``, ``at-<step>.db``: an earlier sweep's), whose rows the checks would hold
+    against this sweep."""
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ValidationError("every", f"must be an int >= 1, got {every!r}")
     directory = pathlib.Path(directory)
     workspace = pathlib.Path(workspace)
+    earlier = sorted(path.name for pattern in ("clean.db*", "at-*.db*")
+                     for path in directory.glob(pattern))
+    if earlier:
+        raise ValidationError("directory", f"must hold no run's database yet (an earlier "
+                                           f"sweep's?), has {', '.join(earlier[:5])}")
     clean = await delivery_path_run(directory / "clean.db", workspace, target=target,
                                     messages=messages)
     if not clean.steps:

@@ -31,6 +31,7 @@ from tidings.testing import (
     TaskCensus,
     Violation,
     database_violations,
+    delivery_path_run,
     lane_violations,
     route_violations,
     runtime_fixture,
@@ -406,6 +407,24 @@ async def test_a_sweep_takes_a_directory_given_as_a_string(tmp_path, workspace) 
     assert len(runs) == 1
     assert runs[0].steps > 0
     assert runs[0].violations == ()
+
+
+async def test_a_sweep_refuses_a_directory_an_earlier_sweep_wrote_by_name(tmp_path,
+                                                                           workspace) -> None:
+    # A second sweep into the directory of a first ran on its databases, and the checks, which
+    # read all of one, held the first sweep's rows against it: 'delivery ... is sent, but no
+    # route accepted it', three per run of a path where nothing went wrong.
+    where = tmp_path / "sweep"
+    [first] = await sweep_delivery_path(where, workspace, target="writer", every=10**6)
+    assert first.violations == ()
+    before = (where / "clean.db").read_bytes()
+    with pytest.raises(ValidationError) as raised:
+        await sweep_delivery_path(where, workspace, target="writer", every=10**6)
+    assert raised.value.field == "directory"
+    with pytest.raises(ValidationError) as raised:
+        await delivery_path_run(where / "clean.db", workspace, target="writer")
+    assert raised.value.field == "db_path"
+    assert (where / "clean.db").read_bytes() == before
 
 
 @pytest.mark.parametrize("every", [0, -1, True, "2", 1.5])
