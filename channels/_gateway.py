@@ -42,6 +42,7 @@ from tidings.channels._gateway_conn import Connection
 from tidings.channels._gateway_frames import (
     CLOSE_GOING_AWAY,
     CLOSE_INTERNAL,
+    HELLO_MAX_BYTES,
     MAX_SERVER_FRAME_BYTES,
     PROTOCOL_VERSION,
     delivery_frame,
@@ -300,7 +301,8 @@ class GatewayChannel(ChannelBase):
             self.port = int(sockets[0].socket.getsockname()[1])
             server = WebSocketServer(self._handle, self._handshakes.track(sockets),
                                      handler_nursery=handlers, message_queue_size=4,
-                                     max_message_size=4 * self.settings.max_frame_bytes,
+                                     max_message_size=max(4 * self.settings.max_frame_bytes,
+                                                          HELLO_MAX_BYTES),
                                      connect_timeout=_HANDSHAKE_WAIT,
                                      disconnect_timeout=_CLOSE_WAIT)
             await server.run(task_status=task_status)

@@ -40,6 +40,7 @@ from tidings.channels._gateway_frames import (
     CLOSE_GOING_AWAY,
     CLOSE_UNAUTHORIZED,
     CLOSE_UNSUPPORTED,
+    HELLO_MAX_BYTES,
     MAX_SERVER_FRAME_BYTES,
     PROTOCOL_VERSION,
     FrameError,
@@ -111,7 +112,8 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
     """Read and check the hello, resolve the session. Raises :class:`Refused`."""
     settings = gateway.settings
     raw = await _first_frame(gateway, ws)
-    token = peek_hello_token(raw, max_frame_bytes=settings.max_frame_bytes)
+    limit = max(settings.max_frame_bytes, HELLO_MAX_BYTES)  # the hello's own allowance
+    token = peek_hello_token(raw, max_frame_bytes=limit)
     if token is None:
         raise Refused(CLOSE_UNAUTHORIZED, "unauthorized: the first frame must be a hello "
                                           "with a token")
@@ -119,7 +121,7 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
                                settings.token.encode("utf-8")):
         raise Refused(CLOSE_UNAUTHORIZED, "unauthorized: bad token")
     try:
-        hello = parse_client_frame(raw, max_frame_bytes=settings.max_frame_bytes)
+        hello = parse_client_frame(raw, max_frame_bytes=limit)
     except FrameError as exc:
         if exc.field == "protocol":
             raise Refused(CLOSE_UNSUPPORTED, f"unsupported protocol: {exc.reason}") from None

@@ -56,15 +56,16 @@ class GatewayConfig:
     ``token`` authenticates clients (compared in constant time). ``ack_window``: deliveries a
     session may have unacked at once. ``heartbeat_s``: the server pings a client it has not
     heard from for that long and drops it after twice that. ``max_frame_bytes``: the largest
-    client frame handled (bigger ones get an error; over four times that the connection is
-    closed). ``max_backlog``: frames queued for one connection before it is closed as too slow;
-    ``max_backlog_bytes``: the same bound in bytes of encoded frames (a delivery frame may
-    carry up to 2 MiB of text, so the frame count alone let a slow client pin gigabytes; a
-    frame that finds the queue empty is always taken, however big).
-    ``rate`` / ``burst``: frames per second a client may send (token bucket; acks of what it
-    was sent are free). ``hello_timeout``: seconds to wait for the hello. ``prompt_timeout``:
-    expiry of prompts and approval requests that have none. ``replay_page``: rows read per
-    page when a client catches up.
+    client frame handled (bigger ones get an error; over four times that, and over
+    ``HELLO_MAX_BYTES``, the connection is closed); the hello may be ``HELLO_MAX_BYTES``
+    whatever it says. ``max_backlog``: frames queued for one connection before it is closed as
+    too slow; ``max_backlog_bytes``: the same bound in bytes of encoded frames (a delivery
+    frame may carry up to 2 MiB of text, so the frame count alone let a slow client pin
+    gigabytes; a frame that finds the queue empty is always taken, however big). ``rate`` /
+    ``burst``: frames per second a client may send (token bucket; acks of what it was sent are
+    free). ``hello_timeout``: seconds to wait for the hello. ``prompt_timeout``: expiry of
+    prompts and approval requests that have none. ``replay_page``: rows read per page when a
+    client catches up.
     """
 
     token: str = attrs.field(validator=_token, repr=False)

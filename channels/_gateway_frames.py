@@ -31,6 +31,7 @@ __all__ = [
     "CLOSE_UNAUTHORIZED",
     "CLOSE_UNSUPPORTED",
     "ERROR_CODES",
+    "HELLO_MAX_BYTES",
     "MAX_SERVER_FRAME_BYTES",
     "PROTOCOL_VERSION",
     "Ack",
@@ -70,6 +71,12 @@ CLOSE_TOO_SLOW = 4009
 ``after_seq``)."""
 CLOSE_FLOOD = 4029
 """The client sent frames faster than its rate allows."""
+
+HELLO_MAX_BYTES = 65536
+"""The largest hello taken, whatever ``max_frame_bytes`` says (the default of that limit): a
+hello carries the server's token (any length from MIN_TOKEN_LENGTH), a conversation name and a
+session id (up to ``MAX_ID_CHARS``), so a server configured with a small frame limit for its
+clients' messages would otherwise admit no one. Read once per connection."""
 
 MAX_SERVER_FRAME_BYTES = 1 << 22
 """The largest frame the server sends (4 MiB of UTF-8): what :class:`GatewayClient` takes by

@@ -14,6 +14,7 @@ from tidings.channels import GatewayConfig
 from tidings.channels._directory import Conversation
 from tidings.channels._gateway_client import open_transport
 from tidings.channels._gateway_conn import Connection
+from tidings.channels._gateway_frames import HELLO_MAX_BYTES
 
 
 async def _counts(rt) -> tuple[int, int, int, int]:
@@ -55,9 +56,17 @@ async def test_bad_frames_get_error_frames_and_nothing_is_persisted(rt, serve_ga
 
 async def test_a_frame_far_over_the_limit_closes_the_connection(rt, serve_gateway,
                                                                 connect) -> None:
+    """Over four times ``max_frame_bytes`` and over the hello's allowance (the websocket's
+    limit is the larger of the two: a hello may be ``HELLO_MAX_BYTES`` whatever the frame
+    limit); between the frame limit and that, a frame gets an error and the connection
+    stays."""
     async with serve_gateway(rt, max_frame_bytes=1024) as (_gateway, url), \
             connect(url, "alpha") as client:
         await client.ws.send_message("x" * 5000)
+        with trio.fail_after(10):
+            error = json.loads(await client.ws.get_message())
+        assert (error["type"], error["code"]) == ("error", "frame_too_big")
+        await client.ws.send_message("x" * (HELLO_MAX_BYTES + 1))
         with trio.fail_after(10), pytest.raises(ConnectionClosed) as caught:
             await client.ws.get_message()
         assert caught.value.reason.code == 1009
