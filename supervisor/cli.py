@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if sys.stdout is None and _closed(1):
         _stand_in_for_closed_stdout()
+    if sys.stderr is None and _closed(2):
+        _hold_closed_stderr()
     _escape_what_stdout_cannot_encode()
     try:
         return _main(argv)
@@ -158,6 +160,21 @@ def _stand_in_for_closed_stdout() -> None:
         os.dup2(devnull, 1)
         os.close(devnull)
     sys.stdout = _ClosedStdout()
+
+
+def _hold_closed_stderr() -> None:
+    """Put ``/dev/null`` on descriptor 2 for a stderr that was closed (``2>&-``); ``sys.stderr``
+    stays None, so what would be said is lost, as before. Left free, the next descriptor opened
+    took it (trio's epoll, in ``serve``), and ``serve``'s writer process, which takes its
+    stderr for its stdout, found none there and could not start: ``tidings serve --writer
+    process 2>&-`` ended at once, exit 1, saying nothing. Inheritable, as a stderr is: the
+    processes started from here get it too."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    if devnull != 2:
+        os.dup2(devnull, 2)  # (inheritable)
+        os.close(devnull)
+    else:
+        os.set_inheritable(2, True)
 
 
 def _main(argv: list[str]) -> int:

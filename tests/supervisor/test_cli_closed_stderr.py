@@ -7,6 +7,7 @@ whatever reads it (``tidings status --json 2>&- | jq`` read a usage for a report
 
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -40,3 +41,50 @@ def test_help_asked_for_still_goes_to_stdout(tmp_path: pathlib.Path) -> None:
     done = _run_closed(tmp_path, "--help")
     assert done.returncode == 0
     assert done.stdout.startswith("usage: tidings")
+
+
+async def test_serve_with_the_writer_process_serves_and_stops_as_ever(
+        tmp_path: pathlib.Path) -> None:
+    """Descriptor 2 left free was taken by the next one opened (trio's epoll), and the writer
+    process, which takes its stderr for its stdout (``dup2(2, 1)``), found none there and
+    could not start: ``tidings serve --writer process 2>&-`` ended at once, exit 1, saying
+    nothing (it could not). It serves now, and a stop is exit 0."""
+    import fcntl
+    import signal
+
+    import trio
+
+    # Told (SIGIO, by the kernel's directory notification) when a file is made in the folder:
+    # the token file is made once the database and its writer are open.
+    with trio.open_signal_receiver(signal.SIGIO) as notified:
+        folder = os.open(tmp_path, os.O_RDONLY)
+        try:
+            fcntl.fcntl(folder, fcntl.F_NOTIFY, fcntl.DN_CREATE | fcntl.DN_MULTISHOT)
+            process = await trio.lowlevel.open_process(
+                ["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable, "-m",
+                 "tidings.supervisor.cli", "serve", "--port", "0", "--writer", "process"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, cwd=tmp_path)
+            try:
+                with trio.fail_after(120):
+                    async with trio.open_nursery() as nursery:
+                        async def ended() -> None:
+                            await process.wait()
+                            nursery.cancel_scope.cancel()
+
+                        nursery.start_soon(ended)
+                        async for _ in notified:
+                            if (tmp_path / "tidings.db.token").exists():
+                                nursery.cancel_scope.cancel()
+                                break
+                    assert process.returncode is None, f"exit {process.returncode}"
+                    process.send_signal(signal.SIGTERM)
+                    assert await process.wait() == 0
+            finally:
+                if process.returncode is None:
+                    process.kill()
+                    with trio.CancelScope(shield=True):
+                        await process.wait()
+        finally:
+            os.close(folder)
+    assert process.stdout is not None
+    assert await process.stdout.receive_some() == b""  # nothing said on stdout instead
