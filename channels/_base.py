@@ -21,7 +21,7 @@ from tidings.actors import Outbound, Runtime, TextBlock, _held
 from tidings.actors._pipeline import new_id
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._command_handler import run_command
-from tidings.channels._commands import parse_command
+from tidings.channels._commands import parse_command, trim
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
 from tidings.channels._dispatch import Dispatch, unanswered_notice
@@ -42,8 +42,9 @@ InboundOutcome = Literal["started", "queued", "merged", "command", "refused", "i
                          "duplicate"]
 """What ``handle_inbound`` did: a turn ``started`` now, was ``queued`` behind another, or
 ``merged`` into a waiting one; a ``command`` was answered; the sender was ``refused`` by the
-access policy; a blank message was ``ignored``; a message id seen before (with
-``ChannelConfig(dedupe_message_ids=True)``) was a ``duplicate``: nothing was run again."""
+access policy; a blank message (whitespace and invisible format characters only) was
+``ignored``; a message id seen before (with ``ChannelConfig(dedupe_message_ids=True)``) was a
+``duplicate``: nothing was run again."""
 
 HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 """The outcomes of a message that became (part of) a turn: held until dealt with."""
@@ -223,7 +224,7 @@ class ChannelBase:
         if command is not None:
             await run_command(self, conversation, command)
             return "command"
-        if not inbound.text.strip():
+        if not trim(inbound.text):  # blank as the commands read it: nothing to show either
             return "ignored"
         async with self.directory.lock(conversation):
             session_id, _ = await self.directory.resolve(conversation)

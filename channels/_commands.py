@@ -27,6 +27,7 @@ __all__ = [
     "help_text",
     "parse_command",
     "status_text",
+    "trim",
     "who_text",
     "workspace_name",
 ]
@@ -68,7 +69,10 @@ def _invisible(char: str) -> bool:
     return char.isspace() or unicodedata.category(char) == "Cf"
 
 
-def _trim(text: str) -> str:
+def trim(text: str) -> str:
+    """*text* without leading and trailing whitespace and invisible format characters (zero
+    width space, BOM, word joiner, bidi marks): what a command, and a blank message, is read
+    from."""
     start, end = 0, len(text)
     while start < end and _invisible(text[start]):
         start += 1
@@ -87,13 +91,13 @@ def parse_command(text: str) -> Command | InvalidCommand | None:
     every other command takes none (``/new hello``), else an :class:`InvalidCommand` with the
     command's usage is returned. Never raises for any ``str``.
     """
-    match = _COMMAND.fullmatch(_trim(text))
+    match = _COMMAND.fullmatch(trim(text))
     if match is None:
         return None
     name = COMMAND_NAMES.get(match["name"].lower())
     if name is None:
         return None
-    argument = _trim(match["argument"] or "") or None
+    argument = trim(match["argument"] or "") or None
     if name == "resume":
         words = argument.split() if argument else []
         if len(words) != 1:

@@ -97,9 +97,13 @@ async def test_a_sender_not_on_the_allowlist_is_refused_and_nothing_is_created(
     assert await channel.say("hello", sender_id="u1") == "started"
 
 
-async def test_a_blank_message_is_ignored(rt, db_path) -> None:
+@pytest.mark.parametrize("text", ["  \n", "\u200b", "\ufeff", " \u200d\u2060 ", "\u200e\n"])
+async def test_a_blank_message_is_ignored(rt, db_path, text) -> None:
+    """Blank as the commands see it: whitespace and invisible format characters (a zero
+    width space, a BOM, a word joiner, a bidi mark). A message of only those started a turn
+    whose user message showed nothing, though ``/clear`` wrapped in them is a command."""
     channel = RecordingChannel(rt, ChannelConfig(name="ops"))
-    assert await channel.say("  \n") == "ignored"
+    assert await channel.say(text) == "ignored"
     assert rows(db_path, "SELECT count(*) FROM sessions") == [(0,)]
 
 
