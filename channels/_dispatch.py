@@ -401,7 +401,8 @@ class Dispatch:
                   "notices=%d note=%s", field(self._channel.config.name), field(session_id),
                   count, told,
                   field(f"{count - told} accepted message(s) were not answered and the "
-                          f"sender was not told: {why}"))
+                          f"sender was not told now (a held one is told at the next "
+                          f"start): {why}"))
 
     def _forget_if_idle(self, state: SessionState) -> None:
         if (state.working or state.pending or state.active is not None
