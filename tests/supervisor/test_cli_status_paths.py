@@ -117,3 +117,26 @@ def test_a_path_the_system_cannot_look_up_is_one_line_and_exit_2(tmp_path, capsy
     assert err.startswith("tidings status: cannot look at ")
     assert len(err.splitlines()) == 1
     assert os.listdir(tmp_path) == []
+
+
+async def test_a_copy_made_while_a_runtime_ran_is_read_with_its_log(tmp_path, workspace,
+                                                                    capsys) -> None:
+    """The database and its ``-wal`` copied while a runtime held them (a backup of a live
+    server, or the files of a crashed one): status reads the commits only in the log. To
+    read a log SQLite needs its ``-shm`` index, which such a copy lacks: that one file is
+    made (README, Looking at it); nothing else is, and the database and log are unchanged."""
+    live = tmp_path / "live"
+    live.mkdir()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    async with tidings.open_runtime(live / "tidings.db", workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        async with rt.open_turn(session_id) as ctx:
+            handle = await ctx.output.send_text("only in the log")
+        for name in ("tidings.db", "tidings.db-wal"):
+            (copy / name).write_bytes((live / name).read_bytes())
+    before = {name: (copy / name).read_bytes() for name in os.listdir(copy)}
+    assert main(["status", "--db", str(copy / "tidings.db"), handle.delivery_id]) == 0
+    assert handle.delivery_id in capsys.readouterr().out
+    assert sorted(os.listdir(copy)) == ["tidings.db", "tidings.db-shm", "tidings.db-wal"]
+    assert {name: (copy / name).read_bytes() for name in before} == before
