@@ -154,11 +154,16 @@ def _closed(fd: int) -> bool:
 def _stand_in_for_closed_stdout() -> None:
     """Put :class:`_ClosedStdout` in ``sys.stdout``, and ``/dev/null`` on descriptor 1: left
     free, the next descriptor opened takes it (trio's epoll, in ``serve`` and the chats; then
-    a lock or token file could), and what writes to descriptor 1 would write there."""
+    a lock or token file could), and what writes to descriptor 1 would write there.
+    Inheritable, as a stdout is: opened on descriptor 1 itself it was not, and a process an
+    agent started (a shell, git) began with no stdout, the first file it opened taking its
+    place and its output."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     if devnull != 1:
-        os.dup2(devnull, 1)
+        os.dup2(devnull, 1)  # (inheritable)
         os.close(devnull)
+    else:
+        os.set_inheritable(1, True)
     sys.stdout = _ClosedStdout()
 
 

@@ -8,6 +8,7 @@ final flush."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import signal
 import socket
@@ -87,3 +88,35 @@ def test_serve_runs_and_stops_as_ever(tmp_path: pathlib.Path) -> None:
     assert process.returncode == 0, rest
     assert "Traceback" not in rest
     assert "event=stopped" in rest
+
+
+def test_a_process_the_agent_starts_has_a_stdout_still(tmp_path: pathlib.Path) -> None:
+    """The /dev/null standing in for the closed stdout was not inherited when it landed on
+    descriptor 1 itself (the usual case): a command an agent ran (a shell, git) started with no
+    stdout, and the first file it opened became one, its output written into that file."""
+    agents = pathlib.Path(__file__).resolve().parent / "agents"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(agents), os.environ.get("PYTHONPATH")]))}
+    process = subprocess.Popen(_closed_stdout("serve", "--port", "0", "--agent",
+                                              "spawning_agent:Agent"),
+                               stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               cwd=tmp_path, env=env)
+    assert process.stderr is not None
+    said: list[str] = []
+    try:
+        for line in process.stderr:
+            said.append(line)
+            if "event=serving" in line:
+                break
+        else:
+            pytest.fail(f"serve ended before serving (exit {process.wait()})")
+        process.send_signal(signal.SIGTERM)
+        said.append(process.stderr.read())
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+    assert process.returncode == 0, "".join(said)
+    assert "child stdout: open\n" in said, "".join(said)
