@@ -104,12 +104,13 @@ async def serve(config: ServeConfig, control: StopControl, *,
     agent, token file or workspace).
     """
     agent = _agent(config)
+    db = _absolute(config.db, "serve.db")
     # Absolute, as the database's (and the default token file's) path: logged and reported so.
-    token_file = config.token_file.absolute() if config.token_file is not None else None
+    token_file = _absolute(config.token_file, "gateway.token_file") \
+        if config.token_file is not None else None
     # A token file is made only once the database is ours (see _token): checked now, made then.
     found: TokenSource | None = await trio.to_thread.run_sync(
         existing_token, config.token, token_file, config.db)
-    db = config.db.absolute()
     with trio.CancelScope() as starting:
         async with contextlib.AsyncExitStack() as stack:
             # Entered before the runtime, so left after its exit: that exit waits for lanes
@@ -181,6 +182,17 @@ def _runtime_gave_up() -> Iterator[None]:
     except RestartIntensityExceeded as exc:
         raise ServeFailed(f"the runtime failed: {exc} (last error: {_cause(exc)}); "
                           "stopping") from exc
+
+
+def _absolute(path: pathlib.Path, key: str) -> pathlib.Path:
+    """*path* made absolute, or :class:`ConfigError` naming *key*: a relative one cannot be
+    once the current directory was removed (a release folder replaced under the shell), and
+    ``getcwd``'s ``FileNotFoundError`` ended serve in a traceback."""
+    try:
+        return path.absolute()
+    except OSError as exc:
+        raise ConfigError(key, "cannot be made absolute: the current directory is gone "
+                               f"({exc.strerror or exc})") from None
 
 
 def _agent(config: ServeConfig) -> Any:

@@ -80,3 +80,25 @@ async def test_a_database_path_that_cannot_be_resolved_is_refused_as_serve_db(tm
         await serve(config, StopControl())
     assert caught.value.field == "serve.db"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a.db", "b.db"]
+
+
+def test_a_current_directory_removed_under_it_is_refused_by_name(tmp_path) -> None:
+    # The relative database (and its token file beside it) cannot be made absolute when the
+    # directory the command runs in was removed (a release folder replaced under the shell):
+    # an ExceptionGroup traceback of getcwd's FileNotFoundError, exit 1.
+    gone = tmp_path / "gone"
+    script = ("import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+              "from tidings.supervisor import cli; sys.exit(cli.main(sys.argv[2:]))")
+    for argv in (["serve", "--port", "0"],
+                 ["serve", "--port", "0", "--db", str(tmp_path / "x.db"), "--token-file",
+                  "relative.token"]):
+        gone.mkdir()  # and removed by the command, once it is in it
+        result = subprocess.run([sys.executable, "-c", script, str(gone), *argv],
+                                capture_output=True, text=True, timeout=60,
+                                stdin=subprocess.DEVNULL, check=False)
+        field = "serve.db" if "--db" not in argv else "gateway.token_file"
+        assert result.returncode == 2, result.stderr[-3000:]
+        assert result.stderr.splitlines() == [
+            f"tidings serve: invalid configuration: {field}: cannot be made absolute: the "
+            "current directory is gone (No such file or directory)"], result.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []
