@@ -102,10 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     first second or two of ``chat`` and ``serve``) is exit 130 with nothing said, as the chat's
     own Ctrl-C."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if sys.stdin is None and _closed(0):
+        _hold_closed(0, os.O_RDONLY)
     if sys.stdout is None and _closed(1):
         _stand_in_for_closed_stdout()
     if sys.stderr is None and _closed(2):
-        _hold_closed_stderr()
+        _hold_closed(2, os.O_WRONLY)
     _escape_what_stdout_cannot_encode()
     try:
         return _main(argv)
@@ -167,19 +169,20 @@ def _stand_in_for_closed_stdout() -> None:
     sys.stdout = _ClosedStdout()
 
 
-def _hold_closed_stderr() -> None:
-    """Put ``/dev/null`` on descriptor 2 for a stderr that was closed (``2>&-``); ``sys.stderr``
-    stays None, so what would be said is lost, as before. Left free, the next descriptor opened
-    took it (trio's epoll, in ``serve``), and ``serve``'s writer process, which takes its
-    stderr for its stdout, found none there and could not start: ``tidings serve --writer
-    process 2>&-`` ended at once, exit 1, saying nothing. Inheritable, as a stderr is: the
-    processes started from here get it too."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    if devnull != 2:
-        os.dup2(devnull, 2)  # (inheritable)
+def _hold_closed(fd: int, flags: int) -> None:
+    """Put ``/dev/null`` on descriptor *fd* (0 or 2) for a stdin or stderr that was closed
+    (``<&-``, ``2>&-``), inheritable as they are; ``sys.stdin`` / ``sys.stderr`` stay None, so
+    the chats read no lines and what would be said is lost, as before. Left free, the next
+    descriptor opened took it (trio's epoll, not inherited): ``serve``'s writer process, which
+    takes its stderr for its stdout, found none and could not start (``tidings serve --writer
+    process 2>&-`` ended at once, exit 1, saying nothing), and a process an agent started (a
+    shell, git) began without it, the first file it opened taking its place."""
+    devnull = os.open(os.devnull, flags)
+    if devnull != fd:
+        os.dup2(devnull, fd)  # (inheritable)
         os.close(devnull)
     else:
-        os.set_inheritable(2, True)
+        os.set_inheritable(fd, True)
 
 
 def _main(argv: list[str]) -> int:

@@ -120,3 +120,36 @@ def test_a_process_the_agent_starts_has_a_stdout_still(tmp_path: pathlib.Path) -
         process.stderr.close()
     assert process.returncode == 0, "".join(said)
     assert "child stdout: open\n" in said, "".join(said)
+
+
+def test_a_process_the_agent_starts_has_a_stdin_still(tmp_path: pathlib.Path) -> None:
+    """``tidings serve <&-``: descriptor 0 was left free for trio's epoll (not inherited), so
+    a command an agent ran began with no stdin, the first file it opened taking its place (a
+    ``cat`` printed that file)."""
+    agents = pathlib.Path(__file__).resolve().parent / "agents"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(agents), os.environ.get("PYTHONPATH")]))}
+    command = ["sh", "-c", 'exec "$@" <&-', "sh", sys.executable, "-m",
+               "tidings.supervisor.cli", "serve", "--port", "0", "--agent",
+               "spawning_agent:Agent"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, cwd=tmp_path, env=env)
+    assert process.stderr is not None
+    said: list[str] = []
+    try:
+        for line in process.stderr:
+            said.append(line)
+            if "event=serving" in line:
+                break
+        else:
+            pytest.fail(f"serve ended before serving (exit {process.wait()})")
+        process.send_signal(signal.SIGTERM)
+        said.append(process.stderr.read())
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+    assert process.returncode == 0, "".join(said)
+    assert "child stdin: open\n" in said, "".join(said)

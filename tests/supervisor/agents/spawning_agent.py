@@ -1,5 +1,6 @@
 """An agent module that starts a process as it is imported, as an agent that runs commands
-(a shell, git) does in its turns: the process says on its stderr whether it has a stdout."""
+(a shell, git) does in its turns: the process says on its stderr whether it has a stdin and a
+stdout."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import sys
 
 from tidings.channels import EchoAgent as Agent
 
-subprocess.run([sys.executable, "-c", "import sys; sys.stderr.write('child stdout: ' + "
-                "('none' if sys.stdout is None else 'open') + '\\n')"], check=True)
+subprocess.run([sys.executable, "-c", "import sys\n"
+                "for name in ('stdin', 'stdout'):\n"
+                "    state = 'none' if getattr(sys, name) is None else 'open'\n"
+                "    sys.stderr.write(f'child {name}: {state}\\n')\n"], check=True)
 
 __all__ = ["Agent"]
