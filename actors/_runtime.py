@@ -13,7 +13,7 @@ import os
 import pathlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
 from typing import Any, Literal
 
 import attrs
@@ -428,7 +428,10 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                     await runtime.dispatcher.stop()
     finally:
         runtime.closing = True
-        runtime.registry.close_all()
-        runtime.bus.close()
-        store.close()
-        release_database(lock)  # last: the database is free for another runtime
+        # Each close runs whatever an earlier one raised; the lock's release last of all: the
+        # database is then free for another runtime (of this process too).
+        with ExitStack() as cleanup:
+            cleanup.callback(release_database, lock)
+            cleanup.callback(store.close)
+            cleanup.callback(runtime.bus.close)
+            runtime.registry.close_all()
