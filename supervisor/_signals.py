@@ -84,11 +84,12 @@ async def watch_signals(control: StopControl, *,
     (main thread only; while it runs, Ctrl-C does not raise ``KeyboardInterrupt``), then put
     their handlers back as they were.
 
-    Every signal counts, however close to the last: ``trio.open_signal_receiver`` keeps one of
-    a signal not yet taken, so a second Ctrl-C (or SIGTERM, SIGHUP) that came while the event
-    loop was busy (importing a slow agent, say) was lost, and the stop was the graceful one
-    after a whole start, not the immediate one a second signal asks for. The handler hands
-    each one to the loop (``run_sync_soon``, signal-safe), none merged."""
+    Every signal received counts: ``trio.open_signal_receiver`` keeps one of a signal not yet
+    taken, so a second Ctrl-C (or SIGTERM, SIGHUP) that came while the event loop was busy
+    (importing a slow agent, say) was lost, and the stop was the graceful one after a whole
+    start, not the immediate one a second signal asks for. The handler hands each one to the
+    loop (``run_sync_soon``, signal-safe), none merged. (The kernel, and Python's own C
+    handler, still merge a signal sent again before the first was received at all.)"""
     token = trio.lowlevel.current_trio_token()
 
     def handler(signum: int, frame: object) -> None:
