@@ -8,6 +8,7 @@ that is not ``key=value`` shaped is kept whole as ``message``).
 
 from __future__ import annotations
 
+import codecs
 import datetime
 import json
 import logging
@@ -63,7 +64,13 @@ class KeyValueFormatter(logging.Formatter):
 
 
 class JsonLinesFormatter(logging.Formatter):
-    """One JSON object per line: ``ts``, ``level``, ``logger``, then the message's fields."""
+    """One JSON object per line: ``ts``, ``level``, ``logger``, then the message's fields.
+    *ascii_only*: every character past ASCII escaped (``\\u00e9``), for a stream that is not
+    UTF-8 (see :func:`configure_logging`)."""
+
+    def __init__(self, *, ascii_only: bool = False) -> None:
+        super().__init__()
+        self.ascii_only = ascii_only
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
@@ -76,7 +83,21 @@ class JsonLinesFormatter(logging.Formatter):
             entry.update({k: v for k, v in fields.items() if k not in entry})
         if record.exc_info:
             entry["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        return json.dumps(entry, ensure_ascii=self.ascii_only, default=str)
+
+
+def _utf8(stream: Any) -> bool:
+    """Whether *stream* writes UTF-8 (or is a text buffer, with no encoding). On any other
+    (``PYTHONIOENCODING=ascii``, a legacy locale) a JSON line holding text past ASCII was no
+    JSON: backslash-replaced (``\\xe9``, an escape JSON does not have) or written in bytes
+    no JSON reader decodes."""
+    encoding = getattr(stream, "encoding", None)
+    if not encoding:
+        return True
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
 
 
 def configure_logging(level: str = "info", *, json_lines: bool = False,
@@ -88,7 +109,8 @@ def configure_logging(level: str = "info", *, json_lines: bool = False,
     text, they broke the one-JSON-object-per-line of ``--log-json`` that a log shipper
     reads."""
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonLinesFormatter() if json_lines else KeyValueFormatter())
+    handler.setFormatter(JsonLinesFormatter(ascii_only=not _utf8(handler.stream))
+                         if json_lines else KeyValueFormatter())
     root = logging.getLogger()
     root.addHandler(handler)
     logging.captureWarnings(True)

@@ -6,6 +6,8 @@ import io
 import json
 import logging
 
+import pytest
+
 from tidings.supervisor._logging import JsonLinesFormatter, KeyValueFormatter, parse_fields
 
 
@@ -60,3 +62,37 @@ def test_a_value_that_does_not_print_is_escaped_and_reads_back_whole() -> None:
         assert parse_fields(f"event=x v={quoted}") == {"event": "x", "v": value}
     assert field("caf\u00e9") == "caf\u00e9"  # printable: as it was
     assert field("two words") == '"two words"'
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_json_lines_stay_json_on_a_stderr_that_is_not_utf8(encoding: str) -> None:
+    # PYTHONIOENCODING=ascii, or a legacy locale: stderr backslash-replaced what it could not
+    # encode ('\xe9' in the middle of a JSON string, an escape JSON does not have) or wrote
+    # latin-1 bytes no JSON reader decodes: the line was no JSON at all.
+    from tidings.supervisor._log import field
+    from tidings.supervisor._logging import configure_logging
+
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding=encoding, errors="backslashreplace",
+                              write_through=True)
+    handler = configure_logging("info", json_lines=True, stream=stream)
+    try:
+        logging.getLogger("tidings.test").info("event=opened db=%s", field("/srv/café 日本.db"))
+    finally:
+        logging.getLogger().removeHandler(handler)
+        logging.captureWarnings(False)
+    assert json.loads(raw.getvalue().decode("utf-8"))["db"] == "/srv/café 日本.db"
+
+
+def test_json_lines_on_a_utf8_stderr_keep_text_as_it_is() -> None:
+    from tidings.supervisor._log import field
+    from tidings.supervisor._logging import configure_logging
+
+    stream = io.StringIO()
+    handler = configure_logging("info", json_lines=True, stream=stream)
+    try:
+        logging.getLogger("tidings.test").info("event=opened db=%s", field("/srv/café.db"))
+    finally:
+        logging.getLogger().removeHandler(handler)
+        logging.captureWarnings(False)
+    assert '"db": "/srv/café.db"' in stream.getvalue()
