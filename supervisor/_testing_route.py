@@ -45,21 +45,21 @@ class MemoryRoute:
     raise, ``True`` (a ``ConnectionError``: the platform refused it) or ``None`` / ``False``
     (accept it); ``fail=True`` refuses every delivery that way, ``None`` / ``False`` accepts
     them all. Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered` instead of
-    sleeping. A ``latency`` that is not seconds >= 0, or a ``fail`` that is none of these,
-    raises :class:`~tidings.errors.ValidationError` naming it; ``inf`` (or an integer past a
-    float's range) holds every delivery.
+    sleeping. A ``latency`` that is not seconds >= 0, or a ``fail`` that is none of these
+    (given, or set later: ``route.fail = False`` stops failing), raises
+    :class:`~tidings.errors.ValidationError` naming it; ``inf`` (or an integer past a float's
+    range) holds every delivery.
     """
 
     def __init__(self, *, capabilities: Iterable[str] | None = None, latency: float = 0.0,
                  fail: Failure = None, ack_window: int | None = None) -> None:
         check_seconds("latency", latency)
-        _check_fail(fail)
         if capabilities is not None:
             self.capabilities = frozenset(capabilities)
         if ack_window is not None:
             self.ack_window = ack_window
         self.latency = seconds_bound(latency)  # an int no float holds: as inf
-        self.fail = fail
+        self.fail = fail  # checked by the setter, as a later route.fail = ... is
         self.delivered: list[Outbound] = []
         self.attempted: list[Outbound] = []
         self.delivered_at: dict[str, float] = {}
@@ -119,8 +119,19 @@ class MemoryRoute:
         self.delivered_at[outbound.delivery_id] = trio.current_time()
         self._notify()
 
+    @property
+    def fail(self) -> Failure:
+        """What each delivery does (see the class docstring); a test sets it to start or stop
+        failing, and what is no failure is refused naming ``fail`` then too."""
+        return self._fail
+
+    @fail.setter
+    def fail(self, fail: Failure) -> None:
+        _check_fail(fail)
+        self._fail = fail
+
     def _failure(self, outbound: Outbound) -> BaseException | None:
-        fail = self.fail
+        fail = self._fail
         if fail is None or fail is False:
             return None
         if fail is True:

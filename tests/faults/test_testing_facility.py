@@ -463,6 +463,25 @@ def test_a_memory_route_refuses_a_fail_that_is_no_failure_by_name(fail) -> None:
     assert raised.value.field == "fail"
 
 
+@pytest.mark.parametrize("fail", ["boom", 3, (ConnectionError,)])
+async def test_a_fail_set_later_that_is_no_failure_is_refused_by_name(rt, fail) -> None:
+    # route.fail = ... is how a test starts or stops failing (the README: "anything else is
+    # refused naming fail"), but only MemoryRoute(fail=...) was checked: a later route.fail =
+    # "boom" was taken, and every delivery then failed with "TypeError: 'str' object is not
+    # callable", recorded as the platform's error.
+    route = MemoryRoute(fail=True)
+    with pytest.raises(ValidationError) as raised:
+        route.fail = fail
+    assert raised.value.field == "fail"
+    assert route.fail is True  # kept as it was
+    route.fail = False
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("hello")
+    assert await handle.wait() == "delivered"
+
+
 @pytest.mark.parametrize("latency", [-1, "0.1", float("nan"), True])
 def test_a_memory_route_refuses_a_latency_that_is_no_duration_by_name(latency) -> None:
     # It was taken, and every delivery then failed on it ("ValueError: `seconds` must be
