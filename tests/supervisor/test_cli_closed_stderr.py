@@ -55,36 +55,41 @@ async def test_serve_with_the_writer_process_serves_and_stops_as_ever(
     import trio
 
     # Told (SIGIO, by the kernel's directory notification) when a file is made in the folder:
-    # the token file is made once the database and its writer are open.
-    with trio.open_signal_receiver(signal.SIGIO) as notified:
-        folder = os.open(tmp_path, os.O_RDONLY)
-        try:
-            fcntl.fcntl(folder, fcntl.F_NOTIFY, fcntl.DN_CREATE | fcntl.DN_MULTISHOT)
-            process = await trio.lowlevel.open_process(
-                ["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable, "-m",
-                 "tidings.supervisor.cli", "serve", "--port", "0", "--writer", "process"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, cwd=tmp_path)
+    # the token file is made once the database and its writer are open. Ignored outside the
+    # receiver: one it still holds at its end is raised again, and SIGIO's default ends us.
+    ignored = signal.signal(signal.SIGIO, signal.SIG_IGN)
+    try:
+        with trio.open_signal_receiver(signal.SIGIO) as notified:
+            folder = os.open(tmp_path, os.O_RDONLY)
             try:
-                with trio.fail_after(120):
-                    async with trio.open_nursery() as nursery:
-                        async def ended() -> None:
-                            await process.wait()
-                            nursery.cancel_scope.cancel()
-
-                        nursery.start_soon(ended)
-                        async for _ in notified:
-                            if (tmp_path / "tidings.db.token").exists():
+                fcntl.fcntl(folder, fcntl.F_NOTIFY, fcntl.DN_CREATE | fcntl.DN_MULTISHOT)
+                process = await trio.lowlevel.open_process(
+                    ["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable, "-m",
+                     "tidings.supervisor.cli", "serve", "--port", "0", "--writer", "process"],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, cwd=tmp_path)
+                try:
+                    with trio.fail_after(120):
+                        async with trio.open_nursery() as nursery:
+                            async def ended() -> None:
+                                await process.wait()
                                 nursery.cancel_scope.cancel()
-                                break
-                    assert process.returncode is None, f"exit {process.returncode}"
-                    process.send_signal(signal.SIGTERM)
-                    assert await process.wait() == 0
+
+                            nursery.start_soon(ended)
+                            async for _ in notified:
+                                if (tmp_path / "tidings.db.token").exists():
+                                    nursery.cancel_scope.cancel()
+                                    break
+                        assert process.returncode is None, f"exit {process.returncode}"
+                        process.send_signal(signal.SIGTERM)
+                        assert await process.wait() == 0
+                finally:
+                    if process.returncode is None:
+                        process.kill()
+                        with trio.CancelScope(shield=True):
+                            await process.wait()
             finally:
-                if process.returncode is None:
-                    process.kill()
-                    with trio.CancelScope(shield=True):
-                        await process.wait()
-        finally:
-            os.close(folder)
+                os.close(folder)
+    finally:
+        signal.signal(signal.SIGIO, ignored)
     assert process.stdout is not None
     assert await process.stdout.receive_some() == b""  # nothing said on stdout instead
