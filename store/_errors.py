@@ -68,11 +68,12 @@ class ConfigError(ValidationError):
 
 class EventsPrunedError(ValidationError):
     """A feed of runtime events was asked for events a prune has deleted: its ``after_seq``
-    is below the event horizon (``first_kept - 1``), and reading on would skip them in
-    silence. ``field`` is ``after_seq``; ``after_seq`` is the cursor, ``first_kept`` the
-    horizon (the events below it left are those of deliveries still kept, which no feed
-    reads: ``rt.delivery_events`` does): follow again from ``first_kept - 1`` to accept the
-    gap (and read current state from the status views), or from ``None`` (from now on)."""
+    is below ``first_kept - 1`` (its next event is below the event horizon), and reading on
+    would skip them in silence. ``field`` is ``after_seq``; ``after_seq`` is the cursor,
+    ``first_kept`` the horizon (the events below it left are those of deliveries still kept,
+    which no feed reads: ``rt.delivery_events`` does): follow again from ``first_kept - 1``
+    to accept the gap (and read current state from the status views), or from ``None`` (from
+    now on)."""
 
     def __init__(self, after_seq: int, first_kept: int) -> None:
         super().__init__("after_seq", f"events up to seq {first_kept - 1} were pruned "
