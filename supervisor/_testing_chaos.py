@@ -304,7 +304,8 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
 
     Bad options raise :class:`ValidationError` naming them before anything is created: ``seed``
     an int, ``rate``, ``fail_rate`` and ``acking`` in [0, 1], the counts ints >= 0,
-    ``lane_bytes`` ``None`` or an int >= 0, ``settle`` and ``drain`` seconds >= 0, and
+    ``lane_bytes`` ``None`` or an int >= 0, ``settle`` and ``drain`` seconds >= 0, ``plan``
+    ``None`` or a :class:`FaultPlan`, and
     ``db_path`` a path where nothing is yet (the checks read the whole database: an earlier
     run's rows would be held against this one).
     """
@@ -317,6 +318,8 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
         _check_count(field, count)
     if lane_bytes is not None:
         _check_count("lane_bytes", lane_bytes)
+    if plan is not None and not isinstance(plan, FaultPlan):  # (not open_runtime's fault_plan)
+        raise ValidationError("plan", f"must be a FaultPlan or None, got {plan!r:.80}")
     check_seconds("settle", settle)
     check_seconds("drain", drain)
     settle, drain = seconds_bound(settle), seconds_bound(drain)  # 10**400: no bound, as inf

@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 from tidings.errors import ValidationError
-from tidings.testing import random_fault_plan, run_chaos
+from tidings.testing import FaultRule, random_fault_plan, run_chaos
 
 RATES = [0.002, 0.005, 0.01]
 
@@ -129,12 +129,15 @@ async def test_a_seed_replays_the_same_workload(tmp_path, workspace) -> None:
     ("sessions", -1), ("sessions", "2"), ("turns", 1.0), ("messages", -3),
     ("chats", None), ("chat_messages", True),
     ("lane_bytes", -5), ("lane_bytes", "120"), ("settle", -1), ("drain", "1"),
+    ("plan", "x"), ("plan", [FaultRule("deliver")]),
 ])
 async def test_run_chaos_refuses_a_bad_option_by_name(tmp_path, workspace, option,
                                                       value) -> None:
     # rate was refused as 'probability' (a FaultRule's field); seed=None seeded the plan and
     # the workload from the OS, so the report's 'seed=None' replayed nothing; a negative
-    # count ran no session, a negative lane_bytes was set on the dispatcher as given.
+    # count ran no session, a negative lane_bytes was set on the dispatcher as given; a
+    # plan that is no FaultPlan was refused by open_runtime as 'fault_plan', no option of
+    # run_chaos.
     db_path = tmp_path / "state" / "chaos.db"
     with pytest.raises(ValidationError) as raised:
         await run_chaos(db_path, workspace, **{option: value})
