@@ -75,6 +75,7 @@ from tidings.errors import ConfigError
 from tidings.store._ids import lone_surrogate
 from tidings.supervisor._chat_input import LineTooLong, input_lines
 from tidings.supervisor._chat_limits import LineLimit, Pace, too_big
+from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._stderr import say
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token, read_token_file
 
@@ -598,7 +599,7 @@ def add_arguments(parser: Any) -> None:
     """The ``tidings chat`` flags of the websocket client (``--url`` is the mode's own)."""
     parser.add_argument("--token", metavar="TOKEN", help="the server's token (default: read "
                         "--token-file)")
-    parser.add_argument("--token-file", type=pathlib.Path, metavar="FILE",
+    parser.add_argument("--token-file", type=path_argument, metavar="FILE",
                         help="where the server keeps its token (default: ./tidings.db.token)")
     parser.add_argument("--web", action="store_true",
                         help="print the path of a minimal browser client and exit")

@@ -46,6 +46,7 @@ from tidings.channels._terminal import (
 from tidings.errors import ConfigError, TidingsError, ValidationError
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_input import input_lines
+from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import read_file
 from tidings.supervisor._stderr import say
 
@@ -77,7 +78,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--agent", metavar="pkg.mod:Name",
                         help="the agent, by import path, with --local (default: the config's, "
                              "else EchoAgent)")
-    parser.add_argument("--config", type=pathlib.Path, metavar="FILE",
+    parser.add_argument("--config", type=path_argument, metavar="FILE",
                         help="a TOML file, with --local; its [channels.<channel>] table configures "
                              "the channel")
     parser.add_argument("--channel", metavar="NAME",

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from tidings.errors import StoreError
 from tidings.supervisor._age import parse_age
+from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._stderr import say
 
 __all__ = ["EXIT_IN_USE", "register", "run"]
@@ -41,21 +42,13 @@ def register(commands: Any) -> None:
                     "events), the events and the client message ids older than AGE from a "
                     "database no runtime has open. History, sessions and undelivered rows "
                     "are kept.")
-    parser.add_argument("db", metavar="DB", type=_db, help="the database")
+    parser.add_argument("db", metavar="DB", type=path_argument, help="the database")
     parser.add_argument("--older-than", required=True, type=_age, metavar="AGE",
                         help="what to delete: older than AGE, like 30d, 12h, 90m, 3600s")
     parser.add_argument("--dry-run", action="store_true",
                         help="count what would be deleted; delete nothing")
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
     parser.set_defaults(run=run, parser=parser)
-
-
-def _db(text: str) -> pathlib.Path:
-    """DB: a path. An empty one was taken for the current directory ('. is a directory'), a
-    message about a path the user never gave (as ``tidings status --db``)."""
-    if not text:
-        raise argparse.ArgumentTypeError("expected a path, got an empty string")
-    return pathlib.Path(text)
 
 
 def _age(text: str) -> float:

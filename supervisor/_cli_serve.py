@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
-import pathlib
 import sys
 from typing import Any
 
@@ -24,6 +23,7 @@ import trio
 
 from tidings.errors import ConfigError
 from tidings.store import EXECUTORS
+from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import DEFAULT_DB, ServeConfig, load_config
 from tidings.supervisor._log import field
 from tidings.supervisor._logging import LEVELS, configure_logging
@@ -43,7 +43,7 @@ def register(commands: Any) -> None:
         description="Run the supervision tree with the websocket gateway and an agent until "
                     "SIGTERM / SIGINT / SIGHUP (a second one stops at once). Flags override "
                     "--config.")
-    parser.add_argument("--config", type=_path, metavar="FILE",
+    parser.add_argument("--config", type=path_argument, metavar="FILE",
                         help="a TOML file (see docs/tidings.example.toml)")
     parser.add_argument("--db", metavar="PATH", help=f"the database (default: ./{DEFAULT_DB})")
     parser.add_argument("--host", metavar="HOST", help="listen address (default: 127.0.0.1)")
@@ -52,7 +52,7 @@ def register(commands: Any) -> None:
     token = parser.add_mutually_exclusive_group()
     token.add_argument("--token", metavar="TOKEN",
                        help="the clients' token (default: generated, kept in <db>.token)")
-    token.add_argument("--token-file", type=_path, metavar="FILE",
+    token.add_argument("--token-file", type=path_argument, metavar="FILE",
                        help="read (or create) the token in FILE instead of <db>.token")
     parser.add_argument("--agent", metavar="pkg.mod:Name",
                         help="the agent, by import path (default: the built-in EchoAgent)")
@@ -67,14 +67,6 @@ def register(commands: Any) -> None:
     parser.add_argument("--log-json", action="store_true", default=None,
                         help="log JSON lines instead of key=value lines")
     parser.set_defaults(run=run, parser=parser)
-
-
-def _path(text: str) -> pathlib.Path:
-    """FILE: a path. An empty one was taken for the current directory ('config: cannot read
-    .: Is a directory'), a path the user never gave (as ``tidings prune``'s DB)."""
-    if not text:
-        raise argparse.ArgumentTypeError("expected a path, got an empty string")
-    return pathlib.Path(text)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -40,6 +40,7 @@ from tidings.store import (
 )
 from tidings.store._ids import check_id
 from tidings.supervisor._age import parse_age
+from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._stderr import say
 
 __all__ = ["parse_since", "register", "run"]
@@ -57,7 +58,7 @@ def register(commands: Any) -> None:
                     "runtime).")
     parser.add_argument("delivery_id", nargs="?", metavar="DELIVERY_ID", type=_id,
                         help="show this delivery and its events instead of the overview")
-    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH", type=_db,
+    parser.add_argument("--db", default=DEFAULT_DB, metavar="PATH", type=path_argument,
                         help=f"the database (default: ./{DEFAULT_DB})")
     parser.add_argument("--session", metavar="ID", type=_id, help="only this session")
     parser.add_argument("--status", choices=OUTBOX_STATUSES,
@@ -108,14 +109,6 @@ def _id(text: str) -> str:
         return check_id("id", text, max_chars=None)
     except ValidationError as exc:
         raise argparse.ArgumentTypeError(f"not an id: {exc.reason}") from None
-
-
-def _db(text: str) -> str:
-    """``--db``: a path. An empty one was taken for the current directory (``'.' is a
-    directory``), a message about a path the user never gave."""
-    if not text:
-        raise argparse.ArgumentTypeError("expected a path, got an empty string")
-    return text
 
 
 def _limit(text: str) -> int:
