@@ -19,7 +19,7 @@ import contextlib
 import functools
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -68,6 +68,17 @@ def _check_share(field: str, value: object) -> None:
         raise ValidationError(field, f"must be in [0, 1], got {value!r:.80}")
 
 
+def _check_names(field: str, names: object) -> tuple[str, ...]:
+    """Names, each a non-empty string (as a tuple): a lone string would be taken letter by
+    letter (the child ``'*'`` of ``'route:*'`` matches every actor)."""
+    found = (tuple(names) if isinstance(names, Iterable) and not isinstance(names, str | bytes)
+             else None)
+    if found is None or not all(isinstance(name, str) and name for name in found):
+        raise ValidationError(field, f"must be a collection of non-empty strings (not a lone "
+                                     f"string), got {names!r:.80}")
+    return found
+
+
 def _check_count(field: str, value: object, *, least: int = 0) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise ValidationError(field, f"must be an int >= {least}, got {value!r:.80}")
@@ -80,10 +91,13 @@ def random_fault_plan(seed: int, rate: float, *, children: Sequence[str] = ACTOR
 
     ``child_start`` and ``deliver`` are used for the lanes only: a static actor that fails
     its first start makes ``open_runtime`` fail, which is a different test. ``seed`` must be
-    an int and ``rate`` in [0, 1] (a :class:`ValidationError` naming them).
+    an int, ``rate`` in [0, 1], and ``children`` and ``actions`` collections of non-empty
+    strings, not a lone string (a :class:`ValidationError` naming them).
     """
     _check_seed(seed)
     _check_share("rate", rate)
+    children = _check_names("children", children)
+    actions = _check_names("actions", actions)
     rules = []
     for child in children:
         seams = (_LANE_SEAMS if child.startswith("route:")

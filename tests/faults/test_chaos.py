@@ -159,6 +159,21 @@ async def test_run_chaos_refuses_a_database_that_exists_by_name(tmp_path, worksp
     assert db_path.read_bytes() == before
 
 
+@pytest.mark.parametrize(("option", "value"), [
+    ("children", "route:*"), ("children", ["writer", 3]), ("children", ["writer", ""]),
+    ("actions", "raise"), ("actions", ["raise", None]),
+])
+def test_random_fault_plan_refuses_children_and_actions_that_are_no_names(option,
+                                                                          value) -> None:
+    # children="route:*" (meant: the lanes only) was taken letter by letter, and the child
+    # '*' got the runtime seams of every actor (writer, routes, recovery, tasks, each lane):
+    # faults everywhere, nothing said. actions="raise" was refused as the action 'r', and a
+    # child 3 raised AttributeError ('startswith').
+    with pytest.raises(ValidationError) as raised:
+        random_fault_plan(1, 0.1, **{option: value})
+    assert raised.value.field == option
+
+
 def test_random_fault_plan_refuses_a_rate_and_seed_by_their_names() -> None:
     for option, value in (("rate", 1.5), ("seed", None)):
         with pytest.raises(ValidationError) as raised:
