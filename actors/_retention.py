@@ -11,6 +11,7 @@ committed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tidings.actors._status import finite
@@ -43,7 +44,8 @@ class RetentionSupport:
     if TYPE_CHECKING:
         def check_open(self) -> None: ...  # Runtime's: RuntimeClosedError once stopping
 
-    async def prune(self, *, older_than: float) -> PruneReport:
+    async def prune(self, *, older_than: float,
+                    on_chunk: Callable[[PruneReport], object] | None = None) -> PruneReport:
         """Delete what is older than *older_than* seconds (by ``store.clock``) and return how
         many rows went, per kind.
 
@@ -56,7 +58,9 @@ class RetentionSupport:
         (the dedupe window). Never history, sessions, turns, artifacts, conversation
         bindings, held messages, or a ``queued``, ``sending``, ``unknown`` or ``unrouted``
         delivery. A chunk (1,000 deliveries) per commit, each all-or-nothing: a cancel or a
-        crash keeps the chunks committed before it. Raises :class:`ValidationError` naming
+        crash keeps the chunks committed before it. *on_chunk*, if given, is called (sync)
+        with each committed chunk's counts, so a caller whose prune may be cut short (serve's
+        retention, at a stop) still knows what went. Raises :class:`ValidationError` naming
         ``older_than`` unless it is a finite number of seconds >= 0, and
         :class:`~tidings.errors.RuntimeClosedError` once the runtime is stopping (also a
         prune it stops under: at the next chunk, the chunks before it kept).
@@ -71,5 +75,7 @@ class RetentionSupport:
                 self.check_open()     # stopped: that is RuntimeClosedError, as documented
                 raise
             total += step.report
+            if on_chunk is not None:
+                on_chunk(step.report)
             if not step.more:
                 return total

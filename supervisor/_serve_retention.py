@@ -1,11 +1,12 @@
 """``tidings serve``'s periodic retention (``[retention] keep``, ``interval``).
 
 A permanent child of the ``serve`` supervisor, there only when ``retention.keep`` is set: it
-prunes at start and then every ``interval`` seconds (trio's clock), through the live
-runtime's ``rt.prune`` (a chunk per commit through the writer: sends go on meanwhile). One
-``event=pruned`` line per prune that deleted something. A prune the store refuses (a full
-disk) is logged (``event=prune_failed``) and tried again at the next interval: retention is
-never a reason to restart the gateway's supervisor, let alone to stop serving.
+prunes at start and then every ``interval`` seconds (trio's clock), through the live runtime's
+``rt.prune`` (a chunk per commit through the writer: sends go on meanwhile). One
+``event=pruned`` line per prune that deleted something, also one a stop or a store error cut
+short (``cut_short=yes``: the chunks it committed stay deleted). A prune the store refuses (a
+full disk) is logged (``event=prune_failed``) and tried again at the next interval: retention
+is never a reason to restart the gateway's supervisor, let alone to stop serving.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import trio
 
 from tidings.errors import RuntimeClosedError, StoreError
+from tidings.store import PruneReport
 from tidings.supervisor import ChildContext, ChildSpec
 from tidings.supervisor._log import field
 
@@ -45,17 +47,26 @@ def retention_spec(rt: Any, keep: float, interval: float) -> ChildSpec:
 async def _prune_every(rt: Any, keep: float, interval: float) -> None:
     while True:
         started = time.perf_counter()
+        chunks: list[PruneReport] = []
+        finished = False
         try:
-            report = await rt.prune(older_than=keep)
+            await rt.prune(older_than=keep, on_chunk=chunks.append)
+            finished = True
         except RuntimeClosedError:
             return
         except StoreError as exc:
             log.warning("event=prune_failed keep=%g error=%s next_in=%g", keep,
                         field(str(exc)[:300]), interval)
-        else:
-            if report.total:
-                log.info("event=pruned deliveries=%d work_items=%d events=%d "
-                         "client_messages=%d keep=%g seconds=%.3f", report.deliveries,
-                         report.work_items, report.events, report.client_messages, keep,
-                         time.perf_counter() - started)
+        finally:  # also a prune the stop cut (cancelled, or the runtime closing): its chunks
+            # committed before stay deleted, and are said
+            _log_pruned(sum(chunks, PruneReport()), keep, time.perf_counter() - started,
+                        finished=finished)
         await trio.sleep(interval)
+
+
+def _log_pruned(report: PruneReport, keep: float, seconds: float, *, finished: bool) -> None:
+    if report.total:
+        log.info("event=pruned deliveries=%d work_items=%d events=%d client_messages=%d "
+                 "keep=%g seconds=%.3f%s", report.deliveries, report.work_items,
+                 report.events, report.client_messages, keep, seconds,
+                 "" if finished else " cut_short=yes")

@@ -431,3 +431,20 @@ async def test_a_key_whose_delivery_ends_and_is_pruned_right_after_its_row_is_re
         else:
             assert handle.delivery_id == other[0].delivery_id
             assert [out.text for out in route.delivered] == ["b", "b other"]
+
+
+async def test_on_chunk_is_told_each_committed_chunk(rt, clock, monkeypatch) -> None:
+    """What a caller whose prune may be cut short (serve's retention) counts with: each
+    chunk's counts as it commits, adding up to the report."""
+    monkeypatch.setattr(prune_module, "DELIVERIES_PER_STEP", 1)
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, MemoryRoute())
+    async with rt.open_turn(session_id) as ctx:
+        for n in range(3):
+            assert await (await ctx.output.send_text(f"{n}")).wait() == "delivered"
+    clock[0] += 100
+    chunks: list[PruneReport] = []
+    report = await rt.prune(older_than=50, on_chunk=chunks.append)
+    assert report.deliveries == 3
+    assert [chunk.deliveries for chunk in chunks][:3] == [1, 1, 1]
+    assert sum(chunks, PruneReport()) == report

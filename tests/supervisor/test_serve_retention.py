@@ -16,6 +16,7 @@ import trio.testing
 import tidings
 from tidings.actors import Runtime
 from tidings.errors import ConfigError, StoreError
+from tidings.store import _prune as prune_module
 from tidings.supervisor._config import load_config
 from tidings.supervisor._serve import serve
 from tidings.supervisor._signals import StopControl
@@ -98,14 +99,14 @@ async def test_serve_prunes_at_start_and_every_interval(tmp_path, caplog, monkey
     first_done, fourth = trio.Event(), trio.Event()
     original = Runtime.prune
 
-    async def prune(self, *, older_than):
+    async def prune(self, *, older_than, on_chunk=None):
         calls.append(trio.current_time())
         if len(calls) == 4:
             fourth.set()
         if len(calls) == 2:  # a store error: logged, and tried again at the next interval
             raise StoreError("disk I/O error")
         try:
-            return await original(self, older_than=older_than)
+            return await original(self, older_than=older_than, on_chunk=on_chunk)
         finally:
             first_done.set()
 
@@ -134,6 +135,48 @@ async def test_serve_prunes_at_start_and_every_interval(tmp_path, caplog, monkey
     assert f"keep={30 * DAY:g}" in pruned[0]
     [failed] = [m for m in messages if "event=prune_failed" in m]
     assert 'error="disk I/O error"' in failed
+
+
+async def test_a_prune_the_stop_cuts_short_says_what_it_deleted(tmp_path, caplog, monkeypatch,
+                                                                 autojump_clock) -> None:
+    """A stop while a prune is still going (chunk after chunk) cancels it; the chunks it had
+    committed stay deleted, and were never logged: 17,000 rows could go with no
+    ``event=pruned`` line (found by two hunts). One line now, ``cut_short=yes``."""
+    caplog.set_level(logging.INFO, logger="tidings")
+    monkeypatch.setattr(prune_module, "DELIVERIES_PER_STEP", 1)
+    first_chunk = trio.Event()
+    original = Runtime.prune
+
+    async def prune(self, *, older_than, on_chunk=None):
+        commit = self.store.commit
+
+        async def one_chunk_then_hang(ops, **kwargs):
+            if first_chunk.is_set():
+                await trio.sleep_forever()  # the second chunk: until the stop cancels it
+            return await commit(ops, **kwargs)
+
+        def chunk_done(report):
+            on_chunk(report)
+            first_chunk.set()
+
+        self.store.commit = one_chunk_then_hang
+        return await original(self, older_than=older_than, on_chunk=chunk_done)
+
+    monkeypatch.setattr(Runtime, "prune", prune)
+    db = tmp_path / "serve.db"
+    await _old_database(db, tmp_path)
+    config = load_config(_write(tmp_path, '[retention]\nkeep = "30d"\n'),
+                         db=str(db), port=0, token=TOKEN, workspace=str(tmp_path))
+    control = StopControl()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(serve, config, control))
+        with trio.fail_after(60):
+            await first_chunk.wait()
+        control.request("test")
+    assert _outbox(db) == ["old 2", "new"]  # the first chunk's delivery went, and stays gone
+    [pruned] = [r.getMessage() for r in caplog.records if "event=pruned" in r.getMessage()]
+    assert "deliveries=1 work_items=1 " in pruned
+    assert pruned.endswith(" cut_short=yes")
 
 
 async def test_serve_without_retention_deletes_nothing(tmp_path, caplog,
