@@ -187,7 +187,9 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
       deliveries aside: they keep their old ``seq``);
     * (once a prune has trimmed the database, a delivery it deleted may have been re-queued:
       its ``delivery.requeued`` event went with it, so the two checks above pass it);
-    * every outbound went to the route of its own session;
+    * every outbound went to the route of its own session (one route given for several
+      sessions, a host's one platform adapter, is checked per session over that session's
+      outbounds; one of a session it was not given for is misrouted);
     * with ``db_path``: whatever a route accepted is ``sent`` or ``unknown`` in the outbox
       (or gone, once a prune has trimmed the database: :func:`pruned`), and every visible
       ``sent`` row was accepted by its route.
@@ -204,14 +206,20 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
     if trimmed:  # whether a pruned delivery was re-queued is not known any more
         again |= {outbound.delivery_id for route in routes.values()
                   for outbound in route.attempted if outbound.delivery_id not in statuses}
+    serves: dict[int, set[str]] = {}  # a route's sessions, by identity (routes may not hash)
     for session_id, route in routes.items():
-        seen = Counter(outbound.delivery_id for outbound in route.attempted)
+        serves.setdefault(id(route), set()).add(session_id)
+    for session_id, route in routes.items():
+        shared = serves[id(route)]
+        attempted = [outbound for outbound in route.attempted
+                     if outbound.session_id == session_id or outbound.session_id not in shared]
+        seen = Counter(outbound.delivery_id for outbound in attempted)
         for delivery_id, count in seen.items():
             if count > 1 and delivery_id not in again:
                 found.append(Violation("duplicate", f"delivery {delivery_id} reached the route "
                                                     f"of {session_id} {count} times"))
         last = 0
-        for outbound in route.attempted:
+        for outbound in attempted:
             if outbound.session_id != session_id:
                 found.append(Violation("routing", f"delivery {outbound.delivery_id} of "
                                                   f"{outbound.session_id} reached the route "
@@ -223,7 +231,8 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
                                                 f"({outbound.delivery_id}) after seq {last}"))
             last = max(last, outbound.seq)
         for outbound in route.delivered:
-            accepted[outbound.delivery_id] = session_id
+            if outbound.session_id == session_id or outbound.session_id not in shared:
+                accepted[outbound.delivery_id] = session_id
     if db_path is not None:
         for delivery_id, session_id in accepted.items():
             status = statuses.get(delivery_id, ("missing", 1))[0]

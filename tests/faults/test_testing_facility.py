@@ -267,6 +267,28 @@ def test_the_route_check_flags_duplicates_order_and_misrouting() -> None:
         Violation("routing", "delivery d9 of s2 reached the route of s1")]
 
 
+async def test_one_route_bound_to_several_sessions_is_checked_per_session(rt) -> None:
+    # One MemoryRoute for every session (a host's one platform adapter), given as
+    # {session: route} as the README says: each session was checked over all the route was
+    # handed, so every row of the other session was 'routing' (and 'order') for a run where
+    # nothing went wrong.
+    route = MemoryRoute()
+    sessions = [await rt.create_session(channel="web") for _ in range(2)]
+    handles = []
+    for session_id in sessions:
+        rt.router.bind(session_id, route)
+        async with rt.open_turn(session_id) as ctx:
+            handles += [await ctx.output.send_text(f"{session_id} {n}") for n in range(2)]
+    assert [await handle.wait() for handle in handles] == ["delivered"] * 4
+    await rt.store.commit([])
+    db_path = rt.store.path
+    assert route_violations({session_id: route for session_id in sessions},
+                            db_path=db_path) == []
+    # a row of a session it was not given for is still misrouted
+    found = route_violations({sessions[0]: route})
+    assert [v.invariant for v in found].count("routing") == 2
+
+
 async def test_the_lane_check_flags_an_unacked_row_until_its_client_acks(rt) -> None:
     route = MemoryRoute(ack_window=2)
     session_id = await rt.create_session(channel="web")
