@@ -9,7 +9,9 @@ tree, live memory channels, and the supervision kernel's log (``tidings.supervis
 
 from __future__ import annotations
 
+import errno
 import itertools
+import os
 import pathlib
 import sqlite3
 from collections import Counter
@@ -61,7 +63,11 @@ class InvariantViolation(AssertionError):
 
 def _read_only(db_path: Any) -> sqlite3.Connection:
     """*db_path* opened read-only, by a URI built from the path (as the store does): a ``#``,
-    ``?`` or ``%`` in it, which a path may hold, is then part of the path."""
+    ``?`` or ``%`` in it, which a path may hold, is then part of the path. A path that is no
+    file raises :class:`FileNotFoundError` naming it (SQLite says only 'unable to open
+    database file')."""
+    if not pathlib.Path(db_path).is_file():
+        raise FileNotFoundError(errno.ENOENT, "no database file there", os.fspath(db_path))
     return sqlite3.connect(f"{pathlib.Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
 
 

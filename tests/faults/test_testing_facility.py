@@ -551,6 +551,21 @@ async def test_the_checks_read_a_database_whose_path_holds_uri_characters(
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted([directory, "workspace"])
 
 
+@pytest.mark.parametrize("where", ["missing.db", "a directory"])
+def test_the_checks_name_a_path_where_no_database_is(tmp_path, where) -> None:
+    # A path with no database (the runtime_fixture's is <tmp_path>/<fixture name>/tidings.db,
+    # not <tmp_path>/tidings.db) was sqlite3.OperationalError('unable to open database file'),
+    # naming no path.
+    path = tmp_path / where
+    if where == "a directory":
+        path.mkdir()
+    for check in (database_violations, lambda db: route_violations({}, db_path=db)):
+        with pytest.raises(FileNotFoundError) as raised:
+            check(path)
+        assert raised.value.filename == str(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([where] if path.exists() else [])
+
+
 @pytest.mark.parametrize("target", ["Writer", "route:", "nobody"])
 async def test_a_sweep_of_a_target_that_runs_no_step_is_refused_by_name(tmp_path, workspace,
                                                                         target) -> None:
