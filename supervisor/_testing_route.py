@@ -45,20 +45,19 @@ class MemoryRoute:
     raise, ``True`` (a ``ConnectionError``: the platform refused it) or ``None`` / ``False``
     (accept it); ``fail=True`` refuses every delivery that way, ``None`` / ``False`` accepts
     them all. Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered` instead of
-    sleeping. A ``latency`` that is not seconds >= 0, or a ``fail`` that is none of these
-    (given, or set later: ``route.fail = False`` stops failing), raises
+    sleeping. A ``latency`` that is not seconds >= 0, or a ``fail`` that is none of these,
+    given or set later (``route.fail = False`` stops failing), raises
     :class:`~tidings.errors.ValidationError` naming it; ``inf`` (or an integer past a float's
     range) holds every delivery.
     """
 
     def __init__(self, *, capabilities: Iterable[str] | None = None, latency: float = 0.0,
                  fail: Failure = None, ack_window: int | None = None) -> None:
-        check_seconds("latency", latency)
         if capabilities is not None:
             self.capabilities = frozenset(capabilities)
         if ack_window is not None:
             self.ack_window = ack_window
-        self.latency = seconds_bound(latency)  # an int no float holds: as inf
+        self.latency = latency  # checked by the setter, as a later route.latency = ... is
         self.fail = fail  # checked by the setter, as a later route.fail = ... is
         self.delivered: list[Outbound] = []
         self.attempted: list[Outbound] = []
@@ -109,8 +108,8 @@ class MemoryRoute:
         gate = self._gate
         if gate is not None:
             await gate.wait()
-        if self.latency:
-            await trio.sleep(self.latency)
+        if self._latency:
+            await trio.sleep(self._latency)
         error = self._failure(outbound)
         if error is not None:
             raise error
@@ -118,6 +117,16 @@ class MemoryRoute:
         self.delivered.append(outbound)
         self.delivered_at[outbound.delivery_id] = trio.current_time()
         self._notify()
+
+    @property
+    def latency(self) -> float:
+        """Trio seconds each delivery waits first; a later set is checked as one given is."""
+        return self._latency
+
+    @latency.setter
+    def latency(self, latency: float) -> None:
+        check_seconds("latency", latency)
+        self._latency = seconds_bound(latency)  # an int no float holds: as inf
 
     @property
     def fail(self) -> Failure:

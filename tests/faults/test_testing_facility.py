@@ -513,6 +513,24 @@ def test_a_memory_route_refuses_a_latency_that_is_no_duration_by_name(latency) -
     assert raised.value.field == "latency"
 
 
+@pytest.mark.parametrize("latency", [-1, "0.1", float("nan"), True])
+async def test_a_latency_set_later_that_is_no_duration_is_refused_by_name(rt, latency) -> None:
+    # "controllable latency" (the class docstring), but only MemoryRoute(latency=...) was
+    # checked: a later route.latency = "0.1" was taken, and every delivery then failed with a
+    # TypeError, recorded as the platform's error, the field never named.
+    route = MemoryRoute(latency=1)
+    with pytest.raises(ValidationError) as raised:
+        route.latency = latency
+    assert raised.value.field == "latency"
+    assert route.latency == 1  # kept as it was
+    route.latency = 0
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("hello")
+    assert await handle.wait() == "delivered"
+
+
 @pytest.mark.parametrize("latency", [math.inf, 10 ** 400], ids=["inf", "10**400"])
 async def test_a_latency_past_a_float_s_range_holds_a_delivery_as_inf_does(
         tmp_path, workspace, latency) -> None:
