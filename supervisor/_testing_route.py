@@ -68,6 +68,7 @@ class MemoryRoute:
         self.decisions: collections.deque[bool | str | ApprovalDecision] = collections.deque()
         self._gate: trio.Event | None = None
         self._changed = trio.Event()
+        self._refused: collections.Counter[str] = collections.Counter()  # attempts it failed
 
     @property
     def stalled(self) -> bool:
@@ -112,6 +113,7 @@ class MemoryRoute:
             await trio.sleep(self._latency)
         error = self._failure(outbound)
         if error is not None:
+            self._refused[outbound.delivery_id] += 1
             raise error
         await trio.lowlevel.checkpoint()
         self.delivered.append(outbound)
@@ -179,9 +181,10 @@ class ReconcilingMemoryRoute(MemoryRoute):
     """A :class:`MemoryRoute` that can reconcile ``unknown`` rows, truthfully.
 
     For each id it answers ``"sent"`` when it accepted that delivery, ``"missing"`` when
-    ``deliver`` was never called with it (the platform provably does not have it), and
-    ``None`` (undecided) when a call started but did not finish. ``reconciled`` lists the ids
-    it was asked about, in order.
+    ``deliver`` was never called with it or every call raised the route's ``fail`` (the
+    platform provably does not have it), and ``None`` (undecided) when a call started but did
+    not finish (cut by a cancel, or still running). ``reconciled`` lists the ids it was asked
+    about, in order.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -192,7 +195,7 @@ class ReconcilingMemoryRoute(MemoryRoute):
         await trio.lowlevel.checkpoint()
         self.reconciled.extend(delivery_ids)
         accepted = {outbound.delivery_id for outbound in self.delivered}
-        started = {outbound.delivery_id for outbound in self.attempted}
+        started = collections.Counter(outbound.delivery_id for outbound in self.attempted)
         return {delivery_id: "sent" if delivery_id in accepted
-                else None if delivery_id in started else "missing"
+                else None if started[delivery_id] > self._refused[delivery_id] else "missing"
                 for delivery_id in delivery_ids}

@@ -26,6 +26,7 @@ from tidings.testing import (
     InvariantChecker,
     InvariantViolation,
     MemoryRoute,
+    ReconcilingMemoryRoute,
     RuntimeThread,
     Seam,
     TaskCensus,
@@ -287,6 +288,28 @@ async def test_one_route_bound_to_several_sessions_is_checked_per_session(rt) ->
     # a row of a session it was not given for is still misrouted
     found = route_violations({sessions[0]: route})
     assert [v.invariant for v in found].count("routing") == 2
+
+
+async def test_a_reconciling_route_answers_missing_for_a_delivery_it_only_refused() -> None:
+    # A deliver that raised the route's failure finished (the platform refused it: it provably
+    # lacks it), but reconcile answered None (undecided) for any id deliver was called with,
+    # so an unknown row whose attempt was refused (a crash before its failed write) stayed
+    # unknown at every pass instead of going out again.
+    route = ReconcilingMemoryRoute(fail=True)
+    with pytest.raises(ConnectionError):
+        await route.deliver(_outbound("s1", "d1", 1))
+    route.fail = None
+    route.stall()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(route.deliver, _outbound("s1", "d2", 2))
+        await route.wait_attempted(2)
+        assert await route.reconcile(["d1", "d2", "d3"]) == {
+            "d1": "missing", "d2": None, "d3": "missing"}
+        nursery.start_soon(route.deliver, _outbound("s1", "d1", 1))  # tried again, in flight
+        await route.wait_attempted(3)
+        assert await route.reconcile(["d1"]) == {"d1": None}
+        route.release()
+    assert await route.reconcile(["d1", "d2"]) == {"d1": "sent", "d2": "sent"}
 
 
 async def test_the_lane_check_flags_an_unacked_row_until_its_client_acks(rt) -> None:
