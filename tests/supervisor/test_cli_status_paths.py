@@ -58,19 +58,30 @@ async def test_a_stored_time_out_of_range_is_printed_not_a_traceback(tmp_path, w
     times no ``datetime`` can be made of (``lease=inf`` stored an infinite lease end):
     ``tidings status`` printed an ``OverflowError`` traceback for them."""
     path = tmp_path / "tidings.db"
+    delivery_id = await _one_delivery_stored_with(path, workspace, lease_expires_at=when,
+                                                  updated_at=when)
+    assert main(["status", "--db", str(path), delivery_id]) == 0
+    out = capsys.readouterr().out
+    assert f"lease until  {when!r}" in out
+    assert main(["status", "--db", str(path)]) == 0
+    assert delivery_id in capsys.readouterr().out
+
+
+async def _one_delivery_stored_with(path, workspace, **values: float) -> str:
+    """A database at *path* holding one delivery, its outbox row then given *values* by hand
+    (as versions that checked less could write them); returns its id."""
     async with tidings.open_runtime(path, workspace=workspace) as rt:
         session_id = await rt.create_session(channel="web")
         async with rt.open_turn(session_id) as ctx:
             handle = await ctx.output.send_text("hi")
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE outbox SET lease_expires_at = ?, updated_at = ?", (when, when))
-    conn.commit()
-    conn.close()
-    assert main(["status", "--db", str(path), handle.delivery_id]) == 0
-    out = capsys.readouterr().out
-    assert f"lease until  {when!r}" in out
-    assert main(["status", "--db", str(path)]) == 0
-    assert handle.delivery_id in capsys.readouterr().out
+    try:
+        conn.execute(f"UPDATE outbox SET {', '.join(f'{key} = ?' for key in values)}",
+                     tuple(values.values()))
+        conn.commit()
+    finally:
+        conn.close()
+    return handle.delivery_id
 
 
 def _strict(text: str) -> object:
@@ -87,21 +98,14 @@ async def test_json_holds_a_time_that_is_no_number_as_null(tmp_path, workspace, 
     """An infinite lease end (stored by versions that took ``lease=inf``) was written by
     ``--json`` as ``Infinity``: not JSON, so the scripts the option is for failed on it."""
     path = tmp_path / "tidings.db"
-    async with tidings.open_runtime(path, workspace=workspace) as rt:
-        session_id = await rt.create_session(channel="web")
-        async with rt.open_turn(session_id) as ctx:
-            handle = await ctx.output.send_text("hi")
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE outbox SET lease_expires_at = ?", (when,))
-    conn.commit()
-    conn.close()
-    assert main(["status", "--db", str(path), handle.delivery_id, "--json"]) == 0
+    delivery_id = await _one_delivery_stored_with(path, workspace, lease_expires_at=when)
+    assert main(["status", "--db", str(path), delivery_id, "--json"]) == 0
     report = _strict(capsys.readouterr().out)
-    assert report["delivery_id"] == handle.delivery_id
+    assert report["delivery_id"] == delivery_id
     assert report["lease_expires_at"] is None
     assert main(["status", "--db", str(path), "--json"]) == 0
     overview = _strict(capsys.readouterr().out)
-    assert [row["delivery_id"] for row in overview["recent"]] == [handle.delivery_id]
+    assert [row["delivery_id"] for row in overview["recent"]] == [delivery_id]
 
 
 def test_a_path_the_system_cannot_look_up_is_one_line_and_exit_2(tmp_path, capsys) -> None:

@@ -94,31 +94,12 @@ def test_a_process_the_agent_starts_has_a_stdout_still(tmp_path: pathlib.Path) -
     """The /dev/null standing in for the closed stdout was not inherited when it landed on
     descriptor 1 itself (the usual case): a command an agent ran (a shell, git) started with no
     stdout, and the first file it opened became one, its output written into that file."""
-    agents = pathlib.Path(__file__).resolve().parent / "agents"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(agents), os.environ.get("PYTHONPATH")]))}
+    env = _with_test_agents()
     process = subprocess.Popen(_closed_stdout("serve", "--port", "0", "--agent",
                                               "spawning_agent:Agent"),
                                stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                cwd=tmp_path, env=env)
-    assert process.stderr is not None
-    said: list[str] = []
-    try:
-        for line in process.stderr:
-            said.append(line)
-            if "event=serving" in line:
-                break
-        else:
-            pytest.fail(f"serve ended before serving (exit {process.wait()})")
-        process.send_signal(signal.SIGTERM)
-        said.append(process.stderr.read())
-        process.wait(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stderr.close()
-    assert process.returncode == 0, "".join(said)
+    said = _serve_then_stop(process)
     assert "child stdout: open\n" in said, "".join(said)
 
 
@@ -126,14 +107,26 @@ def test_a_process_the_agent_starts_has_a_stdin_still(tmp_path: pathlib.Path) ->
     """``tidings serve <&-``: descriptor 0 was left free for trio's epoll (not inherited), so
     a command an agent ran began with no stdin, the first file it opened taking its place (a
     ``cat`` printed that file)."""
-    agents = pathlib.Path(__file__).resolve().parent / "agents"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(agents), os.environ.get("PYTHONPATH")]))}
+    env = _with_test_agents()
     command = ["sh", "-c", 'exec "$@" <&-', "sh", sys.executable, "-m",
                "tidings.supervisor.cli", "serve", "--port", "0", "--agent",
                "spawning_agent:Agent"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True, cwd=tmp_path, env=env)
+    said = _serve_then_stop(process)
+    assert "child stdin: open\n" in said, "".join(said)
+
+
+def _with_test_agents() -> dict[str, str]:
+    """The environment, with this directory's ``agents/`` importable by serve's ``--agent``."""
+    agents = pathlib.Path(__file__).resolve().parent / "agents"
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(agents), os.environ.get("PYTHONPATH")]))}
+
+
+def _serve_then_stop(process: subprocess.Popen[str]) -> list[str]:
+    """Wait until *process* (a ``tidings serve``) says it serves, stop it with SIGTERM, and
+    return all it wrote to stderr; it must have exited 0."""
     assert process.stderr is not None
     said: list[str] = []
     try:
@@ -152,4 +145,4 @@ def test_a_process_the_agent_starts_has_a_stdin_still(tmp_path: pathlib.Path) ->
             process.wait()
         process.stderr.close()
     assert process.returncode == 0, "".join(said)
-    assert "child stdin: open\n" in said, "".join(said)
+    return said
