@@ -250,9 +250,11 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
     try:
         resolved = candidate.resolve(strict=True)
     except (FileNotFoundError, NotADirectoryError):
-        raise ArtifactError(field, f"no such file: {text}") from None
-    except (OSError, RuntimeError) as exc:  # loops, permissions
-        raise ArtifactError(field, f"cannot resolve {text}: {exc}") from None
+        raise ArtifactError(field, f"no such file: {text!r:.80}") from None
+    except (OSError, RuntimeError) as exc:  # loops, permissions, a name over the limit
+        # Its text holds the path again: the reason alone (a path may be megabytes).
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ArtifactError(field, f"cannot resolve {text!r:.80}: {reason:.120}") from None
     roots = [workspace.resolve()]
     if artifact_root is not None:
         roots.append(_in_place(artifact_root))
@@ -264,7 +266,7 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
                                    "beside it, or another session's artifacts), not the "
                                    "workspace's")
     if not resolved.is_file():
-        raise ArtifactError(field, f"not a regular file: {text}")
+        raise ArtifactError(field, f"not a regular file: {text!r:.80}")
     location = str(resolved)
     _check_utf8(location, field)
     # The name the route gets, unless one is chosen: an agent wrote the file under it, so it

@@ -117,6 +117,26 @@ async def test_paths_outside_the_roots_are_rejected(rt, bound, tmp_path, workspa
     assert rows(db_path, "SELECT count(*) FROM artifacts") == [(0,)]
 
 
+@pytest.mark.parametrize("source", ["/".join(["d" * 200] * 15) + "/missing.png",
+                                    "n" * 300 + ".png", "line\nbreak\x1b[2J.png"],
+                         ids=["missing, 3,000 characters", "name too long", "control chars"])
+async def test_a_path_refusal_quotes_the_path_cut_and_escaped(rt, bound, source) -> None:
+    """A refusal quoted the path whole and raw ('no such file: ...', 'cannot resolve ...:
+    [Errno 36] File name too long: ...', twice): a path can be about 2 MB (MAX_TEXT_BYTES), so
+    one refused send made an exception, and a log line, of megabytes, and a line break or an
+    escape sequence in it went into the log as it was. Quoted as other refusals are: its repr,
+    cut at 80 characters."""
+    session_id, _ = bound
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send_file(source, history_policy="transient")
+    message = str(caught.value)
+    assert caught.value.field == "source"
+    assert len(message) < 300, message
+    assert "\n" not in message
+    assert "\x1b" not in message
+
+
 async def test_the_session_artifact_root_and_urls_and_refs_are_accepted(rt, bound,
                                                                        db_path) -> None:
     session_id, route = bound
