@@ -52,6 +52,26 @@ HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 REFUSAL = "Sorry, you are not allowed to use this channel."
 
 
+def _signature(run: Any) -> inspect.Signature | str:
+    try:
+        return inspect.signature(run)
+    except (TypeError, ValueError):  # no signature to read (a builtin, a C callable)
+        return "(...)"
+
+
+def _takes_the_turn_alone(run: Any) -> bool:
+    """Whether *run* can be called as the channel calls it, with the turn alone. One whose
+    signature cannot be read is given the benefit of the doubt."""
+    signature = _signature(run)
+    if isinstance(signature, str):
+        return True
+    try:
+        signature.bind(None)
+    except TypeError:
+        return False
+    return True
+
+
 class ChannelBase:
     """Base of channel adapters: sessions, dispatch modes, commands, turns and lifecycle.
 
@@ -64,7 +84,8 @@ class ChannelBase:
       ValidationError: ``runtime`` is not the runtime of ``async with
         tidings.open_runtime(...) as rt`` (field ``runtime``), ``config`` is not a
         :class:`ChannelConfig` (field ``config``), or ``agent`` has no ``run``, a plain
-        ``def run``, or is a class whose ``run`` wants an instance (``EchoAgent`` for
+        ``def run``, a ``run`` that cannot be called with the turn alone (``run(turn,
+        extra)``), or is a class whose ``run`` wants an instance (``EchoAgent`` for
         ``EchoAgent()``) (field ``agent``), or the subclass implements no ``async
         deliver`` (none, or a plain ``def deliver``: field ``deliver``).
       ConfigError: ``config.agent`` cannot be loaded.
@@ -92,6 +113,10 @@ class ChannelBase:
         if certainly_sync(run):  # every turn would fail at its first await, naming nothing
             raise ValidationError("agent", f"run must be a coroutine function (async def "
                                            f"run(turn)), got the plain {run!r:.80}")
+        if not _takes_the_turn_alone(run):  # every turn would fail with a TypeError
+            raise ValidationError("agent", f"run must take the turn as its one argument "
+                                           f"(async def run(turn)), got run"
+                                           f"{_signature(run)!s:.80}")
         if not isinstance(runtime, Runtime):  # else the first message fails, naming nothing
             raise ValidationError("runtime", f"must be the rt of 'async with "
                                              f"tidings.open_runtime(...) as rt', got "
