@@ -32,7 +32,7 @@ from tidings.actors._status import check_session_id
 from tidings.errors import RouteMismatchError, ValidationError
 from tidings.supervisor._callables import certainly_sync
 
-__all__ = ["BindToken", "Binding", "SessionInteractionRouter"]
+__all__ = ["BindToken", "Binding", "SessionInteractionRouter", "check_capabilities"]
 
 log = logging.getLogger("tidings.router")
 
@@ -54,7 +54,7 @@ class Binding:
         self.session_id = session_id
         self.route = route
         self.serial = serial
-        self.capabilities = _capabilities(_attribute(route, "capabilities"))
+        self.capabilities = check_capabilities(_attribute(route, "capabilities"))
         self.ack_window = _ack_window(_attribute(route, "ack_window"))
 
     async def deliver(self, outbound: Outbound) -> Any:
@@ -255,7 +255,7 @@ def _attribute(route: Any, name: str) -> object:
                                     f"{describe_error(exc, 120)}") from exc
 
 
-def _capabilities(caps: object) -> frozenset[str]:
+def check_capabilities(caps: object) -> frozenset[str]:
     """A route's block types (text only when it declares none). A string is refused: it would
     read as its letters; so is an iterable that fails while it is read, and a name that is no
     block type (a misspelt ``"images"`` would silently degrade every image). So is a one-shot

@@ -14,6 +14,7 @@ from typing import Any
 import trio
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt
+from tidings.actors._router import check_capabilities
 from tidings.actors._status import check_seconds, seconds_bound
 from tidings.errors import ValidationError
 
@@ -45,7 +46,9 @@ class MemoryRoute:
     raise, ``True`` (a ``ConnectionError``: the platform refused it) or ``None`` / ``False``
     (accept it); ``fail=True`` refuses every delivery that way, ``None`` / ``False`` accepts
     them all. Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered` instead of
-    sleeping. A ``latency`` that is not seconds >= 0, or a ``fail`` that is none of these,
+    sleeping. ``capabilities`` that a bind would refuse (a string, a misspelt block type, a
+    mapping) are refused naming it when the route is made. A ``latency`` that is not seconds
+    >= 0, or a ``fail`` that is none of these,
     given or set later (``route.fail = False`` stops failing), raises
     :class:`~tidings.errors.ValidationError` naming it; ``inf`` (or an integer past a float's
     range) holds every delivery.
@@ -53,8 +56,8 @@ class MemoryRoute:
 
     def __init__(self, *, capabilities: Iterable[str] | None = None, latency: float = 0.0,
                  fail: Failure = None, ack_window: int | None = None) -> None:
-        if capabilities is not None:
-            self.capabilities = frozenset(capabilities)
+        if capabilities is not None:  # checked as a bind checks it, here where it is given
+            self.capabilities = check_capabilities(capabilities)
         if ack_window is not None:
             self.ack_window = ack_window
         self.latency = latency  # checked by the setter, as a later route.latency = ... is

@@ -508,6 +508,23 @@ def test_a_memory_route_refuses_a_fail_that_is_no_failure_by_name(fail) -> None:
     assert raised.value.field == "fail"
 
 
+@pytest.mark.parametrize("capabilities", ["image", ["images"], {"file": False}, [3]],
+                         ids=["a string", "a misspelt type", "a mapping", "no name"])
+def test_a_memory_route_refuses_capabilities_a_bind_would_by_name(capabilities) -> None:
+    # A string was split into letters by frozenset() and the route built; the bind then
+    # refused it, listing the letters ['a', 'e', 'g', 'i', 'm'] as unknown block types,
+    # far from the line that made the route.
+    with pytest.raises(ValidationError) as raised:
+        MemoryRoute(capabilities=capabilities)
+    assert raised.value.field == "capabilities"
+    assert "'a', 'e'" not in str(raised.value)
+
+
+def test_a_memory_route_keeps_the_block_types_it_is_given() -> None:
+    assert MemoryRoute(capabilities=["text", "image"]).capabilities == {"text", "image"}
+    assert not hasattr(MemoryRoute(), "capabilities")  # text only, as a route without any
+
+
 @pytest.mark.parametrize("fail", ["boom", 3, (ConnectionError,)])
 async def test_a_fail_set_later_that_is_no_failure_is_refused_by_name(rt, fail) -> None:
     # route.fail = ... is how a test starts or stops failing (the README: "anything else is
