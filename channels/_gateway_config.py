@@ -10,6 +10,7 @@ import attrs
 from tidings.actors._status import finite
 from tidings.errors import ConfigError
 from tidings.store import MAX_INTEGER
+from tidings.store._ids import lone_surrogate
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token
 
 __all__ = ["GATEWAY_KEYS", "GatewayConfig"]
@@ -32,8 +33,12 @@ def _number(*, minimum: float, integer: bool = False, above: bool = False,
 
 
 def _host(instance: Any, attribute: attrs.Attribute, value: object) -> None:
-    if not isinstance(value, str) or not value or any(ch.isspace() for ch in value):
-        raise ConfigError("gateway.host", f"must be a host name or address, got {value!r}")
+    # Printable, valid Unicode: bytes that are not UTF-8 (``--host`` decoded with surrogates)
+    # or a control character could open no listener, which serve found only after it had
+    # made the database and the token file.
+    if not isinstance(value, str) or not value or any(ch.isspace() for ch in value) \
+            or not value.isprintable() or lone_surrogate(value) is not None:
+        raise ConfigError("gateway.host", f"must be a host name or address, got {value!r:.80}")
 
 
 def _port(instance: Any, attribute: attrs.Attribute, value: object) -> None:
