@@ -160,19 +160,15 @@ def _stand_in_for_closed_stdout() -> None:
     Inheritable, as a stdout is: opened on descriptor 1 itself it was not, and a process an
     agent started (a shell, git) began with no stdout, the first file it opened taking its
     place and its output."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    if devnull != 1:
-        os.dup2(devnull, 1)  # (inheritable)
-        os.close(devnull)
-    else:
-        os.set_inheritable(1, True)
+    _hold_closed(1, os.O_WRONLY)
     sys.stdout = _ClosedStdout()
 
 
 def _hold_closed(fd: int, flags: int) -> None:
-    """Put ``/dev/null`` on descriptor *fd* (0 or 2) for a stdin or stderr that was closed
-    (``<&-``, ``2>&-``), inheritable as they are; ``sys.stdin`` / ``sys.stderr`` stay None, so
-    the chats read no lines and what would be said is lost, as before. Left free, the next
+    """Put ``/dev/null`` on descriptor *fd* for a stdin, stdout or stderr that was closed
+    (``<&-``, ``>&-``, ``2>&-``), inheritable as they are; ``sys.stdin`` / ``sys.stderr`` stay
+    None, so the chats read no lines and what would be said is lost, as before (stdout gets
+    :class:`_ClosedStdout`). Left free, the next
     descriptor opened took it (trio's epoll, not inherited): ``serve``'s writer process, which
     takes its stderr for its stdout, found none and could not start (``tidings serve --writer
     process 2>&-`` ended at once, exit 1, saying nothing), and a process an agent started (a
