@@ -10,6 +10,8 @@ scan of the outbox, so a pass over a million rows costs a million index steps an
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from typing import Any
 
 import attrs
 
@@ -70,31 +72,33 @@ def stale_progress(conn: sqlite3.Connection, before: float, limit: int,
 def earlier_progress(conn: sqlite3.Connection, delivery_ids: list[str],
                      up_to_rowid: int) -> list[str]:
     """Those of *delivery_ids* that are progress notes written at or below *up_to_rowid*
-    (before this process opened: see :func:`stale_progress`). One primary-key seek each,
-    500 ids a statement (under SQLite's limit of parameters, whatever the page size)."""
-    found: list[str] = []
-    for start in range(0, len(delivery_ids), 500):
-        chunk = delivery_ids[start:start + 500]
-        marks = ",".join("?" * len(chunk))
-        found += [row[0] for row in conn.execute(
-            f"SELECT delivery_id FROM outbox WHERE delivery_id IN ({marks}) "
-            "AND kind = 'progress' AND rowid <= ?", (*chunk, up_to_rowid))]
-    return found
+    (before this process opened: see :func:`stale_progress`)."""
+    return [row[0] for row in _outbox_rows_of(
+        conn, "SELECT delivery_id FROM outbox WHERE delivery_id IN ({ids}) "
+              "AND kind = 'progress' AND rowid <= ?", delivery_ids, up_to_rowid)]
 
 
 def unknown_attempts(conn: sqlite3.Connection, delivery_ids: list[str]) -> dict[str, int]:
     """``delivery_id -> attempts`` of those of *delivery_ids* still ``unknown``: a reconcile
     compares them before and after its ask, since a row handed back, delivered again and
-    left ``unknown`` again meanwhile is no longer the one the platform was asked about. One
-    primary-key seek each, 500 ids a statement."""
-    found: dict[str, int] = {}
-    for start in range(0, len(delivery_ids), 500):
-        chunk = delivery_ids[start:start + 500]
-        marks = ",".join("?" * len(chunk))
-        found.update((row[0], int(row[1])) for row in conn.execute(
-            f"SELECT delivery_id, attempts FROM outbox WHERE delivery_id IN ({marks}) "
-            "AND status = 'unknown'", chunk))
-    return found
+    left ``unknown`` again meanwhile is no longer the one the platform was asked about."""
+    return {row[0]: int(row[1]) for row in _outbox_rows_of(
+        conn, "SELECT delivery_id, attempts FROM outbox WHERE delivery_id IN ({ids}) "
+              "AND status = 'unknown'", delivery_ids)}
+
+
+_IDS_PER_STATEMENT = 500
+"""Under SQLite's limit of parameters, whatever the build."""
+
+
+def _outbox_rows_of(conn: sqlite3.Connection, sql: str, delivery_ids: list[str],
+                    *params: object) -> Iterator[tuple[Any, ...]]:
+    """The rows of *sql* (its ``{ids}`` the placeholders of the ids, its other ``?`` *params*,
+    after them) for *delivery_ids*: one primary-key seek each, :data:`_IDS_PER_STATEMENT`
+    ids a statement."""
+    for start in range(0, len(delivery_ids), _IDS_PER_STATEMENT):
+        chunk = delivery_ids[start:start + _IDS_PER_STATEMENT]
+        yield from conn.execute(sql.format(ids=",".join("?" * len(chunk))), (*chunk, *params))
 
 
 def last_outbox_rowid(conn: sqlite3.Connection) -> int:
