@@ -29,9 +29,10 @@ its event only when it applied, so repeating a pass (or a start-up) records noth
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Literal
 
 import attrs
@@ -424,12 +425,8 @@ class RecoveryScanner:
         """
         if not self.armed or not self._bound:
             return
-        bound, self._bound = self._bound, set()  # binds from now on wait for the next wake
-        try:
+        with self._taking_bound() as bound:  # binds from now on wait for the next wake
             await self.reconcile(bound)
-        except BaseException:
-            self._bound |= bound
-            raise
 
     async def _reconcile_bound_in_pass(self) -> RecoveryReport:
         """In :meth:`recover`, before its queued rows are handed on: reconcile the sessions
@@ -440,13 +437,20 @@ class RecoveryScanner:
         does, they are put back if it raises)."""
         report = RecoveryReport()
         while self._bound:
-            bound, self._bound = self._bound, set()
-            try:
+            with self._taking_bound() as bound:
                 report += await self._reconcile(sorted(bound))
-            except BaseException:
-                self._bound |= bound
-                raise
         return report
+
+    @contextlib.contextmanager
+    def _taking_bound(self) -> Iterator[set[str]]:
+        """The sessions bound so far, taken (later binds gather anew); put back if what is
+        done with them raises or is cancelled, so they are asked again."""
+        bound, self._bound = self._bound, set()
+        try:
+            yield bound
+        except BaseException:
+            self._bound |= bound
+            raise
 
     def _on_bind(self, session_id: str) -> None:
         """Router bind listener (sync): a reconciling route was bound; ask it soon."""
