@@ -26,6 +26,7 @@ from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemo
 from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
 from tidings.channels._dispatch import Dispatch, unanswered_notice
 from tidings.channels._handback import requeue_unrouted
+from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
@@ -140,9 +141,8 @@ class ChannelBase:
         # conversation key -> the runtime's unrouted count when its rows were last handed
         # back (see _hand_back)
         self._handed_back: dict[str, int] = {}
-        # (conversation key, message id) being handled now -> set when that ends
-        # (dedupe_message_ids)
-        self._handling_ids: dict[tuple[str, str], trio.Event] = {}
+        # (conversation key, message id) being handled now (dedupe_message_ids)
+        self._handling_ids = InFlight()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.config.name!r}>"
@@ -217,11 +217,7 @@ class ChannelBase:
         request, which is why it delivers the message again)."""
         rt, name, message_id = self.runtime, self.config.name, inbound.message_id
         assert message_id is not None
-        marker = (conversation.key, message_id)
-        while (twin := self._handling_ids.get(marker)) is not None:
-            await twin.wait()
-        done = self._handling_ids[marker] = trio.Event()
-        try:
+        async with self._handling_ids.handling((conversation.key, message_id)):
             if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
                 # The conversation spoke all the same: what waits for that goes out (the
                 # "not answered" notice of the first delivery, cut by a restart, above all).
@@ -235,9 +231,6 @@ class ChannelBase:
                     name, conversation.key, message_id,
                     session_id=self.directory.cached(conversation), outcome=outcome)
             return outcome
-        finally:
-            del self._handling_ids[marker]
-            done.set()
 
     async def _inbound(self, conversation: Conversation, inbound: Inbound) -> InboundOutcome:
         if not self.config.access.allows(inbound.sender_id):

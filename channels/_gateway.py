@@ -53,6 +53,7 @@ from tidings.channels._gateway_hub import Hub, lifecycle_frame
 from tidings.channels._gateway_inbound import on_frame
 from tidings.channels._gateway_interact import Interactions
 from tidings.channels._gateway_listen import Handshakes
+from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
@@ -103,8 +104,8 @@ class GatewayChannel(ChannelBase):
         # session -> conversation key, served here, until the directory forgets the session
         # (a left one with nothing in hand: see _sessions_forgotten)
         self.session_keys: dict[str, str] = {}
-        # (conversation key, client message id) being handled -> set when that ends
-        self.inflight_ids: dict[tuple[str, str], trio.Event] = {}
+        # (conversation key, client message id) being handled now (see _gateway_inbound)
+        self.inflight_ids = InFlight()
         self._delivering = 0
         self._quiet = trio.Event()
         self._quiet.set()

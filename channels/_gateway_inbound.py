@@ -103,49 +103,46 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
         conn.push(error_frame("shutting_down", "the server is stopping; send it again later",
                               ref=frame.id))
         return
-    marker = (conversation.key, frame.id)
     # A copy still being handled (on another connection: a client that lost its connection
     # and resends) is waited for, then the record read. Answered a duplicate at once, this
     # one would be acknowledged for a message the first may still fail to handle. In flight
     # from before the durable look-up: a copy whose look-up would overlap this one's whole
     # run (and so miss its record) waits instead.
-    while (first := gateway.inflight_ids.get(marker)) is not None:
-        await first.wait()
-    done = gateway.inflight_ids[marker] = trio.Event()
-    try:
-        known = await rt.client_message_outcome(channel, conversation.key, frame.id)
-        if known is not None:
-            conn.push({"type": "accepted", "id": frame.id, "outcome": known,
-                       "duplicate": True})
+    async with gateway.inflight_ids.handling((conversation.key, frame.id)):
+        try:
+            known = await rt.client_message_outcome(channel, conversation.key, frame.id)
+            if known is not None:
+                conn.push({"type": "accepted", "id": frame.id, "outcome": known,
+                           "duplicate": True})
+                return
+            inbound = Inbound(chat_id=conversation.chat_id, sender_id=conn.client,
+                              text=frame.text, message_id=frame.id)
+            # Accepting it has effects (a turn starts, a command commits) and its id is then
+            # remembered, as one step that a kill of the connection meanwhile (too slow,
+            # shutdown) must not cut in two: the client, never told ``accepted``, would resend
+            # it and it would run twice. Bounded: only store requests (which the writer
+            # answers) and the conversation's lock (held across store requests only) are
+            # awaited.
+            with trio.CancelScope(shield=True):
+                outcome = await gateway.handle_inbound(inbound)
+                if outcome not in HELD_OUTCOMES:  # a turn's id was written with its hold
+                    await rt.remember_client_message(
+                        channel, conversation.key, frame.id,
+                        session_id=gateway.directory.cached(conversation), outcome=outcome)
+        except RuntimeClosedError:
+            conn.push(error_frame("shutting_down", "the server is stopping; send it again "
+                                                   "later", ref=frame.id))
             return
-        inbound = Inbound(chat_id=conversation.chat_id, sender_id=conn.client, text=frame.text,
-                          message_id=frame.id)
-        # Accepting it has effects (a turn starts, a command commits) and its id is then
-        # remembered, as one step that a kill of the connection meanwhile (too slow,
-        # shutdown) must not cut in two: the client, never told ``accepted``, would resend it
-        # and it would run twice. Bounded: only store requests (which the writer answers) and
-        # the conversation's lock (held across store requests only) are awaited.
-        with trio.CancelScope(shield=True):
-            outcome = await gateway.handle_inbound(inbound)
-            if outcome not in HELD_OUTCOMES:  # a turn's id was written with its hold
-                await rt.remember_client_message(
-                    channel, conversation.key, frame.id,
-                    session_id=gateway.directory.cached(conversation), outcome=outcome)
-    except RuntimeClosedError:
-        conn.push(error_frame("shutting_down", "the server is stopping; send it again later",
-                              ref=frame.id))
-        return
-    except ValidationError as exc:  # the message itself is bad (say, text that is no Unicode)
-        conn.push(error_frame("bad_field", f"message.{exc}", field=exc.field, ref=frame.id))
-        return
-    except TidingsError as exc:
-        log.warning("event=message_failed connection=%d conversation=%s error=%s", conn.id,
-                    conversation.key, field(repr(exc)))
-        conn.push(error_frame("internal", "the message could not be handled", ref=frame.id))
-        return
-    finally:
-        del gateway.inflight_ids[marker]
-        done.set()
+        except ValidationError as exc:  # the message itself is bad (text that is no Unicode)
+            conn.push(error_frame("bad_field", f"message.{exc}", field=exc.field,
+                                  ref=frame.id))
+            return
+        except TidingsError as exc:
+            log.warning("event=message_failed connection=%d conversation=%s error=%s", conn.id,
+                        conversation.key, field(repr(exc)))
+            conn.push(error_frame("internal", "the message could not be handled",
+                                  ref=frame.id))
+            return
     conn.push({"type": "accepted", "id": frame.id, "outcome": outcome})
 
 
