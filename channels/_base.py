@@ -53,24 +53,18 @@ HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 REFUSAL = "Sorry, you are not allowed to use this channel."
 
 
-def _signature(run: Any) -> inspect.Signature | str:
+def _wrong_signature(run: Any) -> inspect.Signature | None:
+    """*run*'s signature if it cannot be called as the channel calls it, with the turn alone;
+    None if it can, or if it has no signature to read (a builtin: the benefit of the doubt)."""
     try:
-        return inspect.signature(run)
-    except (TypeError, ValueError):  # no signature to read (a builtin, a C callable)
-        return "(...)"
-
-
-def _takes_the_turn_alone(run: Any) -> bool:
-    """Whether *run* can be called as the channel calls it, with the turn alone. One whose
-    signature cannot be read is given the benefit of the doubt."""
-    signature = _signature(run)
-    if isinstance(signature, str):
-        return True
+        signature = inspect.signature(run)
+    except (TypeError, ValueError):
+        return None
     try:
         signature.bind(None)
     except TypeError:
-        return False
-    return True
+        return signature
+    return None
 
 
 class ChannelBase:
@@ -114,10 +108,9 @@ class ChannelBase:
         if certainly_sync(run):  # every turn would fail at its first await, naming nothing
             raise ValidationError("agent", f"run must be a coroutine function (async def "
                                            f"run(turn)), got the plain {run!r:.80}")
-        if not _takes_the_turn_alone(run):  # every turn would fail with a TypeError
+        if (wrong := _wrong_signature(run)) is not None:  # every turn: a TypeError
             raise ValidationError("agent", f"run must take the turn as its one argument "
-                                           f"(async def run(turn)), got run"
-                                           f"{_signature(run)!s:.80}")
+                                           f"(async def run(turn)), got run{wrong!s:.80}")
         if not isinstance(runtime, Runtime):  # else the first message fails, naming nothing
             raise ValidationError("runtime", f"must be the rt of 'async with "
                                              f"tidings.open_runtime(...) as rt', got "
@@ -221,9 +214,8 @@ class ChannelBase:
             if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
                 # The conversation spoke all the same: what waits for that goes out (the
                 # "not answered" notice of the first delivery, cut by a restart, above all).
-                if (self.hands_back_unrouted and self.config.access.allows(inbound.sender_id)
-                        and not self._handed_back_since(conversation)):
-                    await self._hand_back(conversation)
+                if self.config.access.allows(inbound.sender_id):
+                    await self._hand_back_if_due(conversation)
                 return "duplicate"
             outcome = await self._inbound(conversation, inbound)
             if outcome not in HELD_OUTCOMES:  # a turn's id was written with its hold
@@ -236,8 +228,7 @@ class ChannelBase:
         if not self.config.access.allows(inbound.sender_id):
             await self._deliver_direct(conversation, REFUSAL, extra={"refused": True})
             return "refused"
-        if self.hands_back_unrouted and not self._handed_back_since(conversation):
-            await self._hand_back(conversation)
+        await self._hand_back_if_due(conversation)
         command = parse_command(inbound.text)
         if command is not None:
             await run_command(self, conversation, command)
@@ -252,6 +243,12 @@ class ChannelBase:
         await self._hold(session_id, inbound, held,
                          self._accepted_ops(conversation, session_id, inbound, outcome))
         return outcome
+
+    async def _hand_back_if_due(self, conversation: Conversation) -> None:
+        """:meth:`_hand_back`, for a channel that hands back (the gateway's hellos do it
+        instead) and when it is due (see :meth:`_handed_back_since`). No checkpoint if not."""
+        if self.hands_back_unrouted and not self._handed_back_since(conversation):
+            await self._hand_back(conversation)
 
     async def _hand_back(self, conversation: Conversation) -> None:
         """Before the conversation's first message or command in this process is handled,
