@@ -36,7 +36,7 @@ from tidings.supervisor._testing_channel import MemoryChannel
 from tidings.supervisor._testing_invariants import InvariantChecker, Violation, lane_violations
 from tidings.supervisor._testing_route import ReconcilingMemoryRoute
 
-__all__ = ["ACTORS", "ChaosReport", "random_fault_plan", "run_chaos"]
+__all__ = ["ACTORS", "ChaosReport", "check_new_db_path", "random_fault_plan", "run_chaos"]
 
 ACTORS = ("writer", "routes", "recovery", "tasks", "route:*", "task:*")
 """The runtime's actors, as fault-plan child patterns (``route:*``: every session lane;
@@ -48,7 +48,7 @@ _LANE_SEAMS = (*_RUNTIME_SEAMS, Seam.CHILD_START, Seam.DELIVER)
 _TASK_SEAMS = (Seam.CHILD_START, Seam.SHUTDOWN)  # a turn task has no mailbox
 
 
-def _check_new(db_path: str | os.PathLike[str]) -> None:
+def check_new_db_path(db_path: str | os.PathLike[str]) -> None:
     """A run's database is its own: the checks read all of it, so the rows of another run in
     it (a loop over seeds reusing one path) would be counted as this run's violations."""
     if os.path.lexists(db_path):
@@ -323,7 +323,7 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
     ``db_path`` a path where nothing is yet (the checks read the whole database: an earlier
     run's rows would be held against this one).
     """
-    _check_new(db_path)
+    check_new_db_path(db_path)
     _check_seed(seed)
     for field, share in (("rate", rate), ("fail_rate", fail_rate), ("acking", acking)):
         _check_share(field, share)

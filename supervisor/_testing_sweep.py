@@ -20,7 +20,7 @@ import trio
 from tidings.actors import Runtime, open_runtime
 from tidings.errors import TidingsError, ValidationError
 from tidings.supervisor import Supervisor
-from tidings.supervisor._testing_chaos import _check_new
+from tidings.supervisor._testing_chaos import check_new_db_path
 from tidings.supervisor._testing_instrument import CheckpointInjector
 from tidings.supervisor._testing_invariants import InvariantChecker, Violation
 from tidings.supervisor._testing_route import ReconcilingMemoryRoute
@@ -55,7 +55,7 @@ async def delivery_path_run(db_path: str | os.PathLike[str],
 
     ``db_path`` must be a path where nothing is yet (:class:`ValidationError` naming it): the
     checks read the whole database, so an earlier run's rows would be held against this one."""
-    _check_new(db_path)
+    check_new_db_path(db_path)
     checker = InvariantChecker()
     route = ReconcilingMemoryRoute()
     route.stall()
