@@ -328,8 +328,12 @@ class ChannelBase:
 
         Its turn starts meanwhile, unhindered, and cannot have ended (so released it) before
         the hold is written: the hold reaches the store's writer before this task's next
-        checkpoint, and the turn's end comes after several writes of its own."""
-        with trio.CancelScope(shield=True):  # bounded: one store request
+        checkpoint, and the turn's end comes after several writes of its own.
+
+        Should the hold's write fail, the message is accepted all the same (its turn runs),
+        and *also* is written on its own: its message id must be remembered, or the
+        platform's retry of it would start a second turn."""
+        with trio.CancelScope(shield=True):  # bounded: one or two store requests
             try:
                 await _held.hold(self.runtime, session_id,
                                  notice=unanswered_notice(inbound.text),
@@ -338,6 +342,17 @@ class ChannelBase:
             except TidingsError as exc:  # accepted all the same: only a crash can lose it now
                 log.warning("event=hold_failed session=%s error=%s", field(session_id),
                             field(repr(exc)))
+                if also:
+                    await self._write_alone(session_id, also)
+
+    async def _write_alone(self, session_id: str, ops: list[Op]) -> None:
+        """Write *ops* (what went with a hold whose write failed) in a transaction of their
+        own; a failure is logged (``event=remember_failed``), as the hold's was."""
+        try:
+            await self.runtime.store.commit(ops)
+        except TidingsError as exc:
+            log.warning("event=remember_failed session=%s error=%s", field(session_id),
+                        field(repr(exc)))
 
     # --- reading ---------------------------------------------------------------------------------
 
