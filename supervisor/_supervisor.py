@@ -328,7 +328,9 @@ class Supervisor:
 
     def _decide(self, slot: ChildSlot, error: BaseException | None, ran_for: float) -> _Decision:
         spec = slot.spec
-        if slot.stopping or self._state not in LIVE:
+        # removed: stop_child forgot it, maybe (called from within the child) before its ladder
+        # began: an ending then is no crash, whichever of the two ran first
+        if slot.stopping or slot.removed or self._state not in LIVE:
             if error is not None:
                 self._record(slot, error, "shutdown_error")
             return "stop"

@@ -160,3 +160,29 @@ async def test_a_child_that_stops_itself_ends_gracefully_not_by_waiting_for_itse
     assert [event[3] for event in journal.of("msg")] == ["retire", "buffered before"]
     assert journal.of("cancelled") == []
     assert "child_killed" not in caplog.text
+
+
+@pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
+async def test_a_child_that_stops_itself_and_returns_at_once_is_never_restarted(
+        journal, autojump_clock, strategy):
+    """stop_child(its own name) from the child runs the ladder in a task of its own; when the
+    child returned before that task's first step (trio orders one batch either way, so about
+    half the time) its ending was judged as if nobody had stopped it: a permanent child was
+    restarted (forgotten already), and counted toward the intensity; with max_restarts=0 the
+    supervisor gave up. Many rounds, so that both orders occur."""
+
+    async def retiring(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        journal.add("start", ctx)
+        task_status.started()
+        await ctx.mailbox.receive()
+        await ctx.supervisor.stop_child(ctx.name)  # and return: the retirement is done
+
+    async with open_supervisor([], strategy=strategy,
+                               intensity=Intensity(max_restarts=0)) as sup:
+        for n in range(30):
+            await sup.start_child(ChildSpec(f"r{n}", retiring))
+            sup.mailbox(f"r{n}").send_nowait("retire")
+            await trio.testing.wait_all_tasks_blocked()
+            assert sup.statistics().children == ()
+        assert sup.restart_log == ()
+    assert [event[2] for event in journal.of("start")] == [1] * 30
