@@ -573,8 +573,9 @@ def _reason(exc: BaseException) -> str:
 
 
 def check_url(url: str) -> str:
-    """*url* if it is a ``ws://`` or ``wss://`` URL with a host and a valid port. Raises
-    :class:`ConfigError` naming ``--url``."""
+    """*url* if it is a ``ws://`` or ``wss://`` URL with a host (one a name lookup takes: no
+    empty label, none over 63 characters) and a valid port. Raises :class:`ConfigError` naming
+    ``--url``."""
     try:
         parts = urllib.parse.urlsplit(url)
         port = parts.port
@@ -584,6 +585,11 @@ def check_url(url: str) -> str:
         raise ConfigError("--url", f"must look like ws://HOST:PORT (or wss://), got {url!r}")
     if port == 0:
         raise ConfigError("--url", f"port 0 is not a port to connect to, got {url!r}")
+    try:  # as the name lookup encodes it: else a UnicodeError there, out of the chat
+        parts.hostname.encode("idna")
+    except UnicodeError as exc:
+        reason = exc.__cause__ or exc
+        raise ConfigError("--url", f"the host is no host name ({reason}), got {url!r}") from None
     return url
 
 
