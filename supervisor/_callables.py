@@ -6,7 +6,7 @@ import functools
 import inspect
 from typing import Any
 
-__all__ = ["certainly_sync"]
+__all__ = ["certainly_async", "certainly_sync"]
 
 
 def certainly_sync(fn: Any) -> bool:
@@ -21,3 +21,15 @@ def certainly_sync(fn: Any) -> bool:
         fn = fn.func
     return ((inspect.isfunction(fn) or inspect.ismethod(fn))
             and not inspect.iscoroutinefunction(fn))
+
+
+def certainly_async(fn: Any) -> bool:
+    """Whether *fn* is certainly an ``async def`` function or method, partials unwrapped.
+
+    For the hooks tidings calls and does not await (a child's ``on_exit`` and
+    ``dead_letter``): calling one only makes a coroutine nobody awaits (a RuntimeWarning), so
+    the hook never runs.
+    """
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn)

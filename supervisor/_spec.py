@@ -9,7 +9,7 @@ import attrs
 
 from tidings.errors import ValidationError
 from tidings.supervisor._backoff import Backoff
-from tidings.supervisor._callables import certainly_sync
+from tidings.supervisor._callables import certainly_async, certainly_sync
 from tidings.supervisor._seconds import past_float_as_inf
 
 if TYPE_CHECKING:
@@ -100,12 +100,11 @@ class ChildSpec:
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValidationError("mailbox_size", f"child {name!r}: must be an int >= 0, "
                                                   f"got {size!r}")
-        if self.on_exit is not None and not callable(self.on_exit):
-            raise ValidationError("on_exit", f"child {name!r}: must be callable or None, "
-                                             f"got {self.on_exit!r}")
-        if self.dead_letter is not None and not callable(self.dead_letter):
-            raise ValidationError("dead_letter", f"child {name!r}: must be callable or None, "
-                                                 f"got {self.dead_letter!r}")
+        for field in ("on_exit", "dead_letter"):  # called, never awaited
+            hook = getattr(self, field)
+            if hook is not None and (not callable(hook) or certainly_async(hook)):
+                raise ValidationError(field, f"child {name!r}: must be a plain (sync) callable "
+                                             f"or None, got {hook!r:.80}")
         if self.backoff is not None and not isinstance(self.backoff, Backoff):
             raise ValidationError("backoff", f"child {name!r}: must be a Backoff or None, "
                                              f"got {self.backoff!r}")

@@ -20,6 +20,10 @@ def _sync(ctx, *, task_status=None) -> None:  # forgot the async: every start wo
     return None
 
 
+async def _noop_hook(*args: object) -> None:  # on_exit / dead_letter are called, not awaited
+    return None
+
+
 class _Child:
     def serve(self, ctx, *, task_status=None) -> None:
         return None
@@ -37,6 +41,11 @@ class _Child:
     ({"mailbox_size": -1}, "mailbox_size"),
     ({"mailbox_size": 1.5}, "mailbox_size"),
     ({"backoff": 3}, "backoff"),
+    # sync hooks: an async one was accepted, and each call made a coroutine nobody awaited
+    # (a RuntimeWarning): the hook never ran, and a dead letter's sender was never answered
+    ({"on_exit": _noop_hook}, "on_exit"),
+    ({"on_exit": functools.partial(_noop_hook)}, "on_exit"),
+    ({"dead_letter": _noop_hook}, "dead_letter"),
 ])
 def test_child_spec_rejects_bad_fields(kwargs, field):
     arguments = {"name": "a", "fn": _noop, **kwargs}
