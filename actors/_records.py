@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 from tidings.actors._blocks import ContentBlock, frozen_mapping
+from tidings.actors._policy import check_flag
 
 __all__ = ["ApprovalDecision", "ApprovalRequest", "Outbound", "Prompt", "PromptAnswer"]
 
@@ -79,7 +80,13 @@ class ApprovalDecision:
     """The outcome of an :class:`ApprovalRequest`. Fails closed: anything but an explicit
     ``allow`` is a denial with a ``reason`` (``denied``, ``expired``, ``no_interactive_route``,
     ``route_failed`` when the route raised while asking; the gateway also says
-    ``frame_too_big`` for a request too big to send to a client)."""
+    ``frame_too_big`` for a request too big to send to a client).
 
-    allowed: bool
+    ``allowed`` must be a real bool (else :class:`~tidings.errors.NotABoolError` naming it,
+    when the record is made): a route hands its decision to the agent as it is, and one made
+    from a platform's ``"false"`` or ``0`` read as allowed to every ``if decision.allowed:``.
+    """
+
+    allowed: bool = attrs.field(validator=lambda _record, _attr, value: check_flag("allowed",
+                                                                                    value))
     reason: str | None = None
