@@ -15,19 +15,20 @@ one it had taken is answered ``duplicate``; an answer to a prompt or an approval
 the drop cut is given again when the server asks again (it asks every new connection what still
 waits), so the person is not asked twice; and a line typed while it reconnects, with a
 question open, answers that question if the server asks it again (it is read only once the
-server has asked), else it is a message. :data:`_RECONNECTS` times in a row at most,
-the count starting afresh once a connection has stayed up :data:`_STABLE` seconds. With stdin a
-pipe each line waits for its turn (or command answer) to be delivered before the next is sent,
-and the end of input ends the chat once everything is in: a deterministic transcript. That wait
-goes on across a reconnect (a turn that ended while the client was away sent a ``completed``
-nobody heard: its reply is replayed, the wait lasts :data:`_SETTLE` at most). A server that
-has not welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the
-first connection. After a drop, every reconnect is said on stderr with how long it waits for
-its welcome, and all of them together must be welcomed within :data:`_RECONNECT_FOR` (30 s)
-of the drop: a hung server ends the chat then (exit 1). The frames it sends keep under the
-server's ``rate`` and ``burst`` (see :mod:`tidings.supervisor._chat_limits`): a pasted block
-of lines, or the lines sent again after a reconnect, wait their turn rather than get the
-connection closed ``4029``.
+server has asked), else it is a message (the question not asked again closed while the chat was
+away: ``(question closed while reconnecting)`` says so first). :data:`_RECONNECTS` times in a
+row at most, the count starting afresh once a connection has stayed up :data:`_STABLE` seconds.
+With stdin a pipe each line waits for its turn (or command answer) to be delivered before the
+next is sent, and the end of input ends the chat once everything is in: a deterministic
+transcript. That wait goes on across a reconnect (a turn that ended while the client was away
+sent a ``completed`` nobody heard: its reply is replayed, the wait lasts :data:`_SETTLE` at
+most). A server that has not welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot
+connect to: exit 1 on the first connection. After a drop, every reconnect is said on stderr with
+how long it waits for its welcome, and all of them together must be welcomed within
+:data:`_RECONNECT_FOR` (30 s) of the drop: a hung server ends the chat then (exit 1). The frames
+it sends keep under the server's ``rate`` and ``burst`` (see
+:mod:`tidings.supervisor._chat_limits`): a pasted block of lines, or the lines sent again after
+a reconnect, wait their turn rather than get the connection closed ``4029``.
 Ctrl-C cancels the chat at any point (exit 130, no traceback). A ``--token`` or
 ``--conversation`` no gateway takes is bad usage (exit 2, naming it), before connecting. A
 stderr it cannot write (``2>/dev/full``) or closed (``2>&-``) loses its lines and changes
@@ -144,8 +145,10 @@ class _State:
         # wait (the answer comes on the next connection).
         self.waiting: str | None = None
         # A question was open when a connection dropped, and no connection since has told
-        # whether it still waits (see _asked_again).
+        # whether it still waits (see _asked_again); those questions (id -> frame): one not
+        # asked again closed while the chat was away, and is said closed.
         self.recheck = False
+        self.away: dict[Any, dict[str, Any]] = {}
         self.pace = Pace({})  # the connection's, from its welcome (see _connect)
         self.changed = trio.Event()
 
@@ -291,7 +294,8 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             state.synced = {frame["session_id"]: frame["last_seq"]}
         elif kind == "prompt_closed":
             state.answers.pop(str(frame.get("id")), None)
-            if state.questions.pop(frame.get("id"), None) is not None:
+            asked = state.questions.pop(frame.get("id"), None)
+            if state.away.pop(frame.get("id"), None) is not None or asked is not None:
                 # Still open here (not answered by this chat): say so, or the next line, the
                 # person's answer, would go out as a message and steer the turn.
                 printer.line(f"(question closed: "
@@ -396,6 +400,10 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
     if state.recheck:  # a question was open when a connection dropped
         await _asked_again(client, state)
         state.recheck = False  # (not before: a drop meanwhile leaves it to the next one)
+        for question_id in state.away:
+            if question_id not in state.questions:  # not asked again: it closed meanwhile
+                printer.line("(question closed while reconnecting)")
+        state.away.clear()
     state.waiting = await _resend(client, state) or state.waiting
     if state.waiting is not None and not options.interactive:
         await _settle_waiting(client, state)
@@ -506,6 +514,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                 # (once that is known: see _asked_again).
                 if state.questions:
                     state.recheck = True
+                    state.away.update(state.questions)
                 state.questions.clear()
                 if state.session_id is None:
                     welcome = client.welcome

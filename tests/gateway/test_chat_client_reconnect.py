@@ -67,7 +67,12 @@ async def test_a_question_closed_while_disconnected_does_not_take_the_next_line(
         with trio.fail_after(20):
             code = await chat_over_websocket(options, lines(), out=out, err=err)
     assert code == 0, err.getvalue()
-    assert out.getvalue().splitlines() == ["? your name?", "answer: Ada", "hello"]
+    shown = out.getvalue().splitlines()
+    # The question not asked again is said closed (before the line is read), and the replayed
+    # reply comes whenever the replay sends it.
+    assert shown[0] == "? your name?", shown
+    assert shown[-1] == "hello", shown
+    assert sorted(shown[1:-1]) == ["(question closed while reconnecting)", "answer: Ada"]
 
 
 async def test_a_server_that_drops_every_connection_after_welcome_is_given_up(
