@@ -19,6 +19,7 @@ import trio
 
 from tidings.actors import Outbound, Runtime, TextBlock, _held
 from tidings.actors._pipeline import new_id
+from tidings.actors._router import check_capabilities
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._command_handler import run_command
 from tidings.channels._commands import parse_command, trim
@@ -67,6 +68,27 @@ def _wrong_signature(run: Any) -> inspect.Signature | None:
     return None
 
 
+_ROUTE_METHODS = {"prompt_user": "prompt", "request_approval": "request",
+                  "reconcile": "delivery_ids"}
+"""The optional route methods of an adapter, each with its argument's name."""
+
+
+def _check_route_extras(channel: Any, adapter: str) -> None:
+    """What ``bind`` checks of a route beyond ``deliver``, checked when the channel is built:
+    it binds itself at each conversation's first message, and a refusal then failed every
+    message, after the conversation's session was made. An optional route method must be an
+    async method; ``capabilities`` a collection of block types (``check_capabilities``)."""
+    for name, argument in _ROUTE_METHODS.items():
+        method = getattr(channel, name, None)
+        if method is None:
+            continue
+        if not callable(method) or certainly_sync(method):
+            what = "a plain function" if callable(method) else f"{method!r:.80}"
+            raise ValidationError(name, f"{adapter}.{name} must be a coroutine function "
+                                        f"(async def {name}(self, {argument})), got {what}")
+    check_capabilities(getattr(channel, "capabilities", None))
+
+
 class ChannelBase:
     """Base of channel adapters: sessions, dispatch modes, commands, turns and lifecycle.
 
@@ -82,7 +104,9 @@ class ChannelBase:
         ``def run``, a ``run`` that cannot be called with the turn alone (``run(turn,
         extra)``), or is a class whose ``run`` wants an instance (``EchoAgent`` for
         ``EchoAgent()``) (field ``agent``), or the subclass implements no ``async
-        deliver`` (none, or a plain ``def deliver``: field ``deliver``).
+        deliver`` (none, or a plain ``def deliver``: field ``deliver``), or has a
+        ``prompt_user``, ``request_approval`` or ``reconcile`` that is not an async method,
+        or ``capabilities`` that ``bind`` would refuse (the field is named).
       ConfigError: ``config.agent`` cannot be loaded.
     """
 
@@ -122,6 +146,7 @@ class ChannelBase:
         if certainly_sync(self.deliver):  # else the first message fails as its route binds
             raise ValidationError("deliver", f"{adapter}.deliver must be a coroutine function "
                                              f"(async def deliver(self, outbound))")
+        _check_route_extras(self, adapter)
         self.runtime = runtime
         self.config = config
         self.agent = agent
