@@ -6,7 +6,7 @@ method is a thin front for :mod:`._conversations`, :mod:`._tasks` or :mod:`._ses
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tidings.actors import _conversations, _held, _session_io
@@ -113,6 +113,13 @@ class ChannelSupport:
         return its history message id."""
         return await _session_io.record_user_message(self._rt, session_id, text,
                                                      turn_id=turn_id)
+
+    async def record_user_messages(self, session_id: str, texts: Sequence[str], *,
+                                   turn_id: str | None = None) -> list[str]:
+        """:meth:`record_user_message` of each of *texts*, in one commit (all or none: the
+        messages merged into one turn); return their history message ids."""
+        return await _session_io.record_user_messages(self._rt, session_id, texts,
+                                                      turn_id=turn_id)
 
     async def session_has_turns(self, session_id: str, *,
                                 excluding: Iterable[str] = ()) -> bool:

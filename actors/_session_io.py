@@ -8,7 +8,7 @@ history rows (later model context sees them); assistant history is untouched.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tidings.actors._blocks import (
@@ -33,7 +33,8 @@ from tidings.store import append_user_message, session_has_turn, session_has_tur
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
 
-__all__ = ["has_turns", "notice_request", "notify", "record_user_message"]
+__all__ = ["has_turns", "notice_request", "notify", "record_user_message",
+           "record_user_messages"]
 
 _NOTICE_KINDS = ("notice", "progress")
 
@@ -94,10 +95,21 @@ async def record_user_message(rt: Runtime, session_id: str, text: str, *,
     turn; a ``turn_id`` over ``MAX_ID_CHARS`` only if the session has that turn: earlier
     versions began turns under ids of any length), :class:`SessionNotFoundError` and
     :class:`RuntimeClosedError` as :func:`notify`."""
+    [message_id] = await record_user_messages(rt, session_id, (text,), turn_id=turn_id)
+    return message_id
+
+
+async def record_user_messages(rt: Runtime, session_id: str, texts: Sequence[str], *,
+                               turn_id: str | None = None) -> list[str]:
+    """:func:`record_user_message` of each of *texts*, in order, in one commit: the messages
+    merged into one turn reach history all or none (one commit each, a failed write or a
+    crash between them left the first half in history, while every one of them was held,
+    so told "not answered"). Returns their history message ids."""
     check_session_id("session_id", session_id)
     if turn_id is not None:
         check_id("turn_id", turn_id, max_chars=None)  # the cap: below
-    _check_text(text)
+    for text in texts:
+        _check_text(text)
     rt.check_open()
     await rt.session(session_id)
     # A turn an earlier version began under a longer id (a host chose it; any length was
@@ -106,10 +118,13 @@ async def record_user_message(rt: Runtime, session_id: str, text: str, *,
             and not await rt.store.read(session_has_turn, session_id, turn_id):
         check_id("turn_id", turn_id)  # raises
     rt.check_open()
-    message_id = new_id("msg")
-    await rt.store.commit(append_user_message(message_id, session_id=session_id, text=text,
-                                              now=rt.store.clock(), turn_id=turn_id))
-    return message_id
+    now = rt.store.clock()
+    message_ids = [new_id("msg") for _ in texts]
+    await rt.store.commit([op for message_id, text in zip(message_ids, texts, strict=True)
+                           for op in append_user_message(message_id, session_id=session_id,
+                                                         text=text, now=now,
+                                                         turn_id=turn_id)])
+    return message_ids
 
 
 async def has_turns(rt: Runtime, session_id: str, *, excluding: Iterable[str] = ()) -> bool:

@@ -172,12 +172,13 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
             state.unseen_turns.add(ctx.turn_id)  # until its agent runs, below
             try:
                 # What the user said is history whatever happens to the turn: a cancel or
-                # steer that came while it opened must not drop it (or half of a merged
-                # turn). Bounded: the writer answers every request.
+                # steer that came while it opened must not drop it, and a merged turn's
+                # messages go in one commit (never half of them). Bounded: the writer
+                # answers every request.
                 with trio.CancelScope(shield=True):
-                    for inbound in pending.inbounds:
-                        await rt.record_user_message(state.session_id, inbound.text,
-                                                     turn_id=ctx.turn_id)
+                    await rt.record_user_messages(
+                        state.session_id, [inbound.text for inbound in pending.inbounds],
+                        turn_id=ctx.turn_id)
                 await trio.lowlevel.checkpoint()  # cancelled meanwhile: the agent never runs
                 bridge = BridgeTurn(ctx, emitter, prompt=prompt, text=pending.text,
                                     message_id=pending.message_id)
