@@ -29,10 +29,10 @@ how long it waits for its welcome, and all of them together must be welcomed wit
 it sends keep under the server's ``rate`` and ``burst`` (see
 :mod:`tidings.supervisor._chat_limits`): a pasted block of lines, or the lines sent again after
 a reconnect, wait their turn rather than get the connection closed ``4029``.
-Ctrl-C cancels the chat at any point (exit 130, no traceback). A ``--token`` or
-``--conversation`` no gateway takes is bad usage (exit 2, naming it), before connecting. A
-stderr it cannot write (``2>/dev/full``) or closed (``2>&-``) loses its lines and changes
-nothing else (see :mod:`tidings.supervisor._stderr`).
+Ctrl-C cancels the chat at any point (exit 130, no traceback), and so does SIGTERM (exit 143). A
+``--token`` or ``--conversation`` no gateway takes is bad usage (exit 2, naming it), before
+connecting. A stderr it cannot write (``2>/dev/full``) or closed (``2>&-``) loses its lines and
+changes nothing else (see :mod:`tidings.supervisor._stderr`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ import signal
 import sys
 import threading
 import urllib.parse
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, TextIO
 
 import attrs
@@ -81,7 +81,8 @@ from tidings.supervisor._stderr import say
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token, read_token_file
 
 __all__ = ["DEFAULT_URL", "ChatOptions", "OutputFailed", "add_arguments", "chat_over_websocket",
-           "check_url", "default_token_file", "run", "web_page"]
+           "check_url", "default_token_file", "ending_signals", "run", "until_signalled",
+           "web_page"]
 
 _RECONNECTS = 5
 """Reconnects in a row before the chat gives up (exit 1)."""
@@ -627,8 +628,9 @@ def web_page() -> pathlib.Path:
 
 def run(args: Any) -> int:
     """``tidings chat`` without ``--local``: the websocket client. Returns the exit code.
-    Ctrl-C cancels it (130) when called in the main thread with SIGINT's default handler; from
-    another thread (only the main one may listen for signals) it runs without listening."""
+    Ctrl-C cancels it (130) when called in the main thread with SIGINT's default handler, and
+    SIGTERM (143) when it has its default action; from another thread (only the main one may
+    listen for signals) it runs without listening (see :func:`ending_signals`)."""
     if args.web:
         page = web_page()
         if not page.exists():
@@ -657,12 +659,9 @@ def run(args: Any) -> int:
     options = ChatOptions(url=url, token=token,
                           conversation=args.conversation, interactive=stdin_is_a_terminal(),
                           show_chunks=args.chunks)
-    # SIGINT ignored (a background job of a shell without job control): left so. Only the main
-    # thread gets signals (and may listen for them): from another thread, as trio.run there.
-    interruptible = (threading.current_thread() is threading.main_thread()
-                     and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
     try:
-        return trio.run(_until_interrupted, options, interruptible)
+        return trio.run(_until_interrupted, options,
+                        ending_signals(signal.SIGINT, signal.SIGTERM))
     except KeyboardInterrupt:  # Ctrl-C before or after _until_interrupted listens
         return 130
     except BaseExceptionGroup as group:
@@ -701,31 +700,66 @@ def _hello_refused(token: str | None, conversation: str) -> str | None:
     return None
 
 
-async def _until_interrupted(options: ChatOptions, interruptible: bool) -> int:
-    """The chat on stdin and stdout; Ctrl-C (SIGINT) cancels it: exit 130. As a cancel, not as
-    trio's ``KeyboardInterrupt`` thrown into whatever code runs: trio-websocket's connect
-    captures one that lands while it waits for the websocket handshake, then waits on for its
-    reader task, and the chat went on as if Ctrl-C had not been pressed."""
+async def _until_interrupted(options: ChatOptions, signals: Mapping[int, int]) -> int:
+    """The chat on stdin and stdout; a signal of *signals* (see :func:`ending_signals`: Ctrl-C,
+    SIGTERM) cancels it, exit 130 or 143. As a cancel, not as trio's ``KeyboardInterrupt``
+    thrown into whatever code runs: trio-websocket's connect captures one that lands while it
+    waits for the websocket handshake, then waits on for its reader task, and the chat went on
+    as if Ctrl-C had not been pressed."""
     line_limit = LineLimit()
     lines = input_lines(_PROMPT, max_line_bytes=line_limit.wait)
     if options.interactive:
         lines = _once_welcomed(lines, line_limit)
     chat = functools.partial(chat_over_websocket, options, lines, out=sys.stdout,
                              err=sys.stderr, line_limit=line_limit)
-    if not interruptible:
-        return await chat()
-    code = 130
-    with trio.open_signal_receiver(signal.SIGINT) as interrupts:
-        async with trio.open_nursery() as nursery:
-            async def talk() -> None:
-                nonlocal code
-                code = await chat()
-                nursery.cancel_scope.cancel(reason="chat ended")
+    code = 0
 
-            nursery.start_soon(talk)
-            async for _ in interrupts:
-                nursery.cancel_scope.cancel(reason="Ctrl-C")
-    return code
+    async def talk() -> None:
+        nonlocal code
+        code = await chat()
+
+    signalled = await until_signalled(talk, signals)
+    return code if signalled is None else signalled
+
+
+def ending_signals(*signums: int) -> dict[int, int]:
+    """Of *signums* (SIGINT, SIGTERM), those that end the chat as a cancel
+    (:func:`until_signalled`), each with its exit code, 128 + the signal (Ctrl-C 130, SIGTERM
+    143): SIGINT when it has Python's default handler, SIGTERM when it has its default action,
+    which killed the chat outright (``kill PID``, ``timeout 600 tidings chat``): one typed into
+    on a terminal left it in readline's modes, no echo. One ignored (a background job of a
+    shell without job control, ``nohup``) or handled by the host program is left so; from a
+    thread other than the main one, which alone gets signals, none."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    default = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    return {signum: 128 + signum for signum in signums
+            if signal.getsignal(signum) == default[signum]}
+
+
+async def until_signalled(body: Callable[[], Awaitable[object]],
+                          signals: Mapping[int, int]) -> int | None:
+    """Run *body* until it returns (None), or until a signal of *signals* comes: it is then
+    cancelled (its reads of stdin abandoned, a terminal's modes put back, the connection or
+    the runtime closed on the way out) and the signal's exit code returned."""
+    if not signals:
+        await body()
+        return None
+    signalled: int | None = None
+    finished = False
+    with trio.open_signal_receiver(*signals) as received:
+        async with trio.open_nursery() as nursery:
+            async def run_body() -> None:
+                nonlocal finished
+                await body()
+                finished = True  # a signal taken after this came too late to end it
+                nursery.cancel_scope.cancel(reason="ended")
+
+            nursery.start_soon(run_body)
+            async for signum in received:
+                signalled = None if finished else signals[signum]
+                nursery.cancel_scope.cancel(reason=signal.Signals(signum).name)
+    return signalled
 
 
 async def _once_welcomed(lines: AsyncGenerator[_Line, None], line_limit: LineLimit

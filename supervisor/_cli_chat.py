@@ -13,19 +13,21 @@ given in the other is refused, naming it (exit 2): ``--db``, ``--agent``, ``--co
 ``--channel`` and ``--workspace`` need ``--local``; ``--token``, ``--token-file`` and
 ``--web`` are not for it.
 
-Exit codes: 0 done; 1 a stdout it cannot write (``> /dev/full``: one line on stderr; none
-for a reader that left, ``| head``), which ends the chat at once; 2 bad usage or
-configuration (such as a ``--conversation`` whose conversation key would be over
-``MAX_CONVERSATION_KEY_CHARS``, 8192 characters: refused before anything is opened, as every
-message would be).
+Exit codes: 0 done; 130 Ctrl-C, 143 SIGTERM (each ends the chat at any point); 1 a stdout it
+cannot write (``> /dev/full``: one line on stderr; none for a reader that left, ``| head``),
+which ends the chat at once; 2 bad usage or configuration (such as a ``--conversation`` whose
+conversation key would be over ``MAX_CONVERSATION_KEY_CHARS``, 8192 characters: refused before
+anything is opened, as every message would be).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import pathlib
+import signal
 import sqlite3
 import sys
 from typing import Any
@@ -143,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         say(sys.stderr, f"tidings chat: --conversation: {refused}")
         return 2
     try:
-        lost = trio.run(_chat_local, args, config, agent)
+        lost, signalled = trio.run(_chat_local, args, config, agent)
     except TidingsError as exc:
         say(sys.stderr, f"tidings chat: {_as_given(exc)}")
         return 2
@@ -154,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         return 130
     if lost is not None:
         return _output_lost(lost)
-    return 0
+    return 0 if signalled is None else signalled
 
 
 def _other_mode(args: argparse.Namespace) -> str | None:
@@ -220,8 +222,11 @@ def _conversation_refused(config: ChannelConfig, name: str) -> str | None:
 
 
 async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
-                      agent: Any) -> OSError | None:
-    """Chat until the end of input; the stdout error that ended it early, if one did."""
+                      agent: Any) -> tuple[OSError | None, int | None]:
+    """Chat until the end of input; the stdout error that ended it early, if one did, and the
+    exit code of a SIGTERM that did (see :func:`~tidings.supervisor._chat_ws.ending_signals`:
+    it cancels the chat, the runtime closes as at the end of input; Ctrl-C is trio's
+    ``KeyboardInterrupt``)."""
     async with tidings.open_runtime(args.db, workspace=args.workspace) as rt:
         interactive = stdin_is_a_terminal()
         prompt = "you> "
@@ -240,7 +245,9 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
             # A pipe is read by trio (input_lines), not in a thread that Ctrl-C would leave
             # blocked in stdin's buffered reader: CPython aborts at exit on its lock.
             lines = input_lines(prompt, max_line_bytes=_message_limit)
-            await channel.chat(lines, one_at_a_time=not interactive)
+            signalled = await _chat_ws.until_signalled(
+                functools.partial(channel.chat, lines, one_at_a_time=not interactive),
+                _chat_ws.ending_signals(signal.SIGTERM))
         finally:
             channel.close()
-    return channel.output_error
+    return channel.output_error, signalled

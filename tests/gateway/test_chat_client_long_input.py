@@ -29,7 +29,7 @@ async def test_a_piped_line_over_the_frame_limit_is_refused_before_its_newline(
 
         async def chat() -> None:
             nonlocal code
-            code = await _chat_ws._until_interrupted(options, False)
+            code = await _chat_ws._until_interrupted(options, {})
 
         with open(read_end, encoding="utf-8") as stdin:  # noqa: ASYNC230 - never read here
             monkeypatch.setattr(sys, "stdin", stdin)

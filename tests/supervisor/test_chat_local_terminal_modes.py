@@ -15,10 +15,12 @@ import sys
 import pytest
 import trio
 
-# As in a terminal: a suite started with SIGINT ignored would hand that on to the chat.
+# As in a terminal: a suite started with SIGINT (or SIGTERM) ignored would hand that on to the
+# chat.
 _CHAT = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 from tidings.supervisor.cli import main
 sys.exit(main())
 """
@@ -26,7 +28,12 @@ sys.exit(main())
 termios = pytest.importorskip("termios")
 
 
-async def test_ctrl_c_leaves_the_terminal_in_its_modes(tmp_path: pathlib.Path) -> None:
+# SIGTERM (`kill PID`, `timeout 600 tidings chat --local`) killed the chat by its default
+# action, with readline's modes on the terminal (no echo): it now ends the chat as Ctrl-C
+# does, exit 143 (128 + SIGTERM).
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+async def test_a_signal_that_ends_the_chat_leaves_the_terminal_in_its_modes(
+        tmp_path: pathlib.Path, sent: signal.Signals, code: int) -> None:
     keyboard, tty = os.openpty()
     try:
         modes = termios.tcgetattr(tty)
@@ -41,8 +48,8 @@ async def test_ctrl_c_leaves_the_terminal_in_its_modes(tmp_path: pathlib.Path) -
                 while not screen.endswith(b"you> "):  # readline has the terminal
                     screen += await terminal.receive_some()
                 assert termios.tcgetattr(tty) != modes  # (readline's: no echo)
-                process.send_signal(signal.SIGINT)
-                assert await process.wait() == 130
+                process.send_signal(sent)
+                assert await process.wait() == code
             assert termios.tcgetattr(tty) == modes  # (before the terminal is closed)
         finally:
             process.kill()
