@@ -116,6 +116,9 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         self.closing = False
         self.supervisor: Supervisor | None = None
         self.serial_turns: dict[str, trio.Lock] = {}  # session -> its serial slot (_turns)
+        # The waits of the questions turns are asking now (TurnContext._ask): withdrawn when
+        # the runtime stops, as a turn's are when it ends (a host's turn may outlive it).
+        self.asking: set[trio.CancelScope] = set()
 
     # --- sessions and turns --------------------------------------------------------------------
 
@@ -301,6 +304,14 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         if self.closing:
             raise RuntimeClosedError("the runtime is stopping; no new work is accepted")
 
+    def withdraw_questions(self) -> None:
+        """Cancel the waits of the questions still being asked (the runtime is stopping):
+        the runtime's stop ends the turns it runs, not a host's own, whose question would
+        otherwise go on being asked for a turn that can no longer send or end. Never
+        blocks."""
+        for scope in self.asking:
+            scope.cancel(reason="the runtime is stopping")
+
 
 def _named(db_path: str | os.PathLike[str]) -> pathlib.Path:
     """*db_path* absolute with its directory's symbolic links followed, but not its own: the
@@ -424,10 +435,12 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                 with trio.CancelScope(shield=True):
                     await runtime.tasks.stop()  # turns may still send while they finish
                 runtime.closing = True
+                runtime.withdraw_questions()  # (none asks from now on: _may_ask refuses)
                 with trio.CancelScope(shield=True):
                     await runtime.dispatcher.stop()
     finally:
         runtime.closing = True
+        runtime.withdraw_questions()
         # Each close runs whatever an earlier one raised; the lock's release last of all: the
         # database is then free for another runtime (of this process too).
         with ExitStack() as cleanup:

@@ -158,9 +158,12 @@ class TurnContext:
         Withdrawn when the turn ends (:meth:`withdraw_questions`) while it waits: an asker
         outside the turn's task (the turn's own are cancelled with it) then gets
         :class:`RuntimeClosedError`, as it would asking after the end, instead of a question
-        left open for a turn that is over."""
+        left open for a turn that is over. Likewise when the runtime stops
+        (``Runtime.withdraw_questions``): a host's turn outlives it, but can no longer send."""
         scope = trio.CancelScope()
+        asking = self.runtime.asking
         self._asking.add(scope)  # (no checkpoint since _may_ask saw the turn open)
+        asking.add(scope)
         try:
             with scope:
                 try:
@@ -170,6 +173,10 @@ class TurnContext:
                     return failed
         finally:
             self._asking.discard(scope)
+            asking.discard(scope)
+        if not self.closed:  # the turn is open: its runtime stopped (withdraw_questions)
+            raise RuntimeClosedError(f"the runtime stopped while {question_id} waited for an "
+                                     "answer; the question was withdrawn")
         raise RuntimeClosedError(f"turn {self.turn_id} ended while {question_id} waited for "
                                  "an answer; the question was withdrawn")
 
