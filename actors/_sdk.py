@@ -180,7 +180,8 @@ class OutputSDK:
         ``action``). Kinds: message, progress, notice (progress and notice never write
         history). ``write_history`` and ``visible``
         take real bools only (otherwise a ``TypeError`` that is also a ``ValidationError``
-        naming them). ``settles`` as for :meth:`send_text`. Each part has its cap, and so
+        naming them). ``settles`` as for :meth:`send_text` (refused for a progress note,
+        which may be dropped as stale). Each part has its cap, and so
         has the whole: more than ``MAX_SEND_BYTES`` of JSON stored beyond a lone text (the
         blocks, ``delivery_metadata``, the artifacts' metadata) is a ``ValidationError``
         naming ``blocks``, with nothing written.
@@ -287,6 +288,11 @@ class OutputSDK:
         metadata = check_json_object(delivery_metadata, "delivery_metadata",
                                      max_bytes=MAX_JSON_BYTES)
         releases = tuple(check_id_list("settles", settles, max_ids=MAX_IDS_PER_CALL))
+        if releases and kind == "progress":  # dropped, not sent late: the message lost unsaid
+            raise ValidationError("settles", "a progress note cannot settle held messages: "
+                                  "one not delivered by the next start (or for nobody) is "
+                                  "dropped (stale_progress), and the user would be told "
+                                  "nothing; settle them with the reply or a notice")
         for part in parts:
             if isinstance(part, _Media):
                 _check_media(part)
