@@ -17,7 +17,7 @@ __all__ = ["Inbound", "inbound_conversation_key"]
 
 def _required_id(field: str):  # type: ignore[no-untyped-def]
     def convert(value: object) -> str:
-        if value is None or isinstance(value, bool | bytes) or str(value) == "":
+        if value is None or isinstance(value, bool | bytes) or value == "":
             raise ValidationError(field, f"must be a non-empty id, got {value!r}")
         refusal = id_refusal(value)
         if refusal is not None:

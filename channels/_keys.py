@@ -41,9 +41,15 @@ def id_refusal(value: object) -> str | None:
     text or a number (``str()``-ed: platforms often send numbers). Not ``None``, bytes, a bool
     (a flag passed by mistake: every chat under one key), nor any other object: a platform's
     chat object passed instead of its id would make a key of its text, which changes with its
-    other fields (or, the default repr, with every message)."""
-    if isinstance(value, str) or (isinstance(value, numbers.Number)
-                                  and not isinstance(value, bool)):
+    other fields (or, the default repr, with every message). Nor a number too long for
+    ``str()`` (an int past the interpreter's limit of digits)."""
+    if isinstance(value, str):
+        return None
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        try:
+            str(value)
+        except ValueError:  # an int past the interpreter's limit of digits (4,300 by default)
+            return "is a number too long to write out as an id (too many digits)"
         return None
     if value is None:
         return "must not be None"
@@ -88,7 +94,7 @@ def conversation_key(channel: str, scope: str, *ids: object, thread: object | No
     for index, value in enumerate(ids):
         encoded = _encode(f"ids[{index}]", value)
         parts.append(_THREAD_AS_ID if encoded == _THREAD else encoded)
-    if thread is not None and (isinstance(thread, bool) or str(thread) != ""):
+    if thread is not None and (not isinstance(thread, str) or thread != ""):
         parts += [_THREAD, _encode("thread", thread)]
     return ":".join(parts)
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from tidings.channels import Inbound, conversation_key
+from tidings.channels import AccessPolicy, Inbound, conversation_key
 from tidings.errors import ConversationKeyError, ValidationError
 
 
@@ -55,3 +55,29 @@ def test_text_and_numbers_are_still_ids() -> None:
     assert (inbound.chat_id, inbound.sender_id, inbound.message_id, inbound.thread_id) == (
         "-100123", "42", "7.5", "t1")
     assert conversation_key("tg", "dm", 0, Decimal(3), thread=1.5) == "tg:dm:0:3:thread:1.5"
+
+
+HUGE = 10 ** 5000  # past CPython's limit of digits for int-to-text (4,300 by default)
+
+
+@pytest.mark.parametrize("field", ["chat_id", "sender_id", "message_id", "thread_id"])
+def test_a_number_too_long_to_write_out_is_refused_by_name(field) -> None:
+    """Such an int raised the interpreter's own ``ValueError`` (no field) from ``str()``."""
+    fields = {"chat_id": "c1", "sender_id": "u1", "text": "hi", field: HUGE}
+    with pytest.raises(ValidationError) as info:
+        Inbound(**fields)
+    assert info.value.field == field
+    assert "digits" in str(info.value)
+    with pytest.raises(ConversationKeyError) as info:
+        conversation_key("tg", "dm", "c1", HUGE)
+    assert info.value.field == "ids[1]"
+    with pytest.raises(ConversationKeyError) as info:
+        conversation_key("tg", "dm", "c1", thread=HUGE)
+    assert info.value.field == "thread"
+
+
+def test_an_allowed_sender_too_long_to_write_out_is_refused_by_name() -> None:
+    with pytest.raises(ValidationError) as info:
+        AccessPolicy.allow("u1", HUGE)
+    assert info.value.field == "access"
+    assert "digits" in str(info.value)
