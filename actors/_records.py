@@ -52,14 +52,20 @@ class PromptAnswer:
     """The answer to a :class:`Prompt`; ``text`` is None when it was not answered (``reason``
     says why: ``no_interactive_route``, ``expired``, ``declined``, ``route_failed`` when the
     route raised while asking; the gateway also says ``frame_too_big`` for a prompt too big to
-    send to a client)."""
+    send to a client). ``text`` must be a string or None (else a ``TypeError`` naming it, when
+    the record is made): a route's answer reaches the agent as it is, typed ``str | None``."""
 
-    text: str | None
+    text: str | None = attrs.field(validator=lambda _record, _attr, value: _text_or_none(value))
     reason: str | None = None
 
     @property
     def answered(self) -> bool:
         return self.text is not None
+
+
+def _text_or_none(value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"text: expected str or None, got {type(value).__name__}")
 
 
 @attrs.frozen

@@ -1,5 +1,5 @@
 """What a route answers a question with, as a record of its own: an ``ApprovalDecision`` whose
-``allowed`` is no real bool, or a ``PromptAnswer`` whose ``text`` is no string.
+``allowed`` is no real bool, or a ``PromptAnswer`` whose ``text`` is neither a string nor None.
 
 The router hands a route's ``ApprovalDecision`` (and ``PromptAnswer``) to the agent as it is.
 An adapter that builds one from its platform's payload (``ApprovalDecision(payload["ok"])``,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidings.actors import ApprovalDecision, ApprovalRequest
+from tidings.actors import ApprovalDecision, ApprovalRequest, Prompt, PromptAnswer
 from tidings.errors import NotABoolError
 
 
@@ -49,3 +49,39 @@ async def test_a_decision_of_a_real_bool_is_taken_as_it_is(rt) -> None:
         rt.router.bind(session_id, _PayloadRoute(value))
         async with rt.open_turn(session_id) as ctx:
             assert await ctx.request_approval("deploy") == ApprovalDecision(value)
+
+
+class _AnswerRoute:
+    """Answers a prompt with ``PromptAnswer(<the platform's value>)``."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    async def deliver(self, outbound) -> None:
+        pass
+
+    async def prompt_user(self, prompt) -> PromptAnswer:
+        return PromptAnswer(self.value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [42, b"blue", ["blue"]])
+async def test_an_answer_whose_text_is_no_string_is_refused_and_fails_closed(rt, value) -> None:
+    """The agent's ``turn.prompt_user`` returns ``str | None``: ``42`` from a platform's JSON
+    reached it as it was, and its ``answer.strip()`` failed the turn."""
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, _AnswerRoute(value))
+    async with rt.open_turn(session_id) as ctx:
+        answer = await ctx.prompt_user("how many?")
+    assert (answer.text, answer.reason) == (None, "route_failed")
+    with pytest.raises(TypeError, match=r"^text: "):
+        PromptAnswer(value)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):  # a host asking itself gets the route's error
+        await rt.router.prompt_user(Prompt(session_id, "how many?", "prompt_1"))
+
+
+async def test_an_answer_of_text_or_none_is_taken_as_it_is(rt) -> None:
+    session_id = await rt.create_session(channel="web")
+    for value in ("3", "", None):
+        rt.router.bind(session_id, _AnswerRoute(value))
+        async with rt.open_turn(session_id) as ctx:
+            assert await ctx.prompt_user("how many?") == PromptAnswer(value)
