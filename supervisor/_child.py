@@ -8,6 +8,8 @@ the supervisor's own scope) is never turned into a fault: trio lets the fault sc
 its own cancellation. An error the child's cleanup raises beside such a cancellation (in one
 group, from the child's own nursery) is recorded as a ``shutdown_error`` and logged, like any
 error while stopping; only the cancellation goes on, so a stop or a restart still completes.
+A ``Cancelled`` raised while nothing cancels the child (re-raised from another scope) is a
+crash too: only a real cancellation passes through.
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
     start_scope = trio.CancelScope(deadline=deadline)
     ready = _Readiness(slot, starter, start_scope, sup.name)
     ctx = ChildContext(spec.name, slot.incarnation, receiver, sup)
-    error: Exception | None = None
+    error: BaseException | None = None
     try:
         with start_scope, fault_scope:
             if plan is not None:
@@ -168,12 +170,14 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
     except Exception as exc:  # noqa: BLE001 -- the child boundary: any failure is a crash
         error = _one_error(exc)
     except BaseException as exc:  # a cancellation from outside: it propagates, is no fault...
-        _record_superseded(sup, slot, receiver, fault_scope)  # ...but a fault it cut short
-        cancelled, failed = _split_cancelled(exc)  # still leaves its record, and so does
-        if cancelled is None or failed is None:  # an error its cleanup raised beside the
-            raise  # cancellation: recorded as an error while stopping, and not raised
-        sup._record(slot, _one_error(failed), "shutdown_error")  # (a plain one is the same)
-        raise cancelled from failed
+        if not _cancelled_by_nothing(exc):
+            _record_superseded(sup, slot, receiver, fault_scope)  # ...but a fault it cut short
+            cancelled, failed = _split_cancelled(exc)  # still leaves its record, and so does
+            if cancelled is None or failed is None:  # an error its cleanup raised beside the
+                raise  # cancellation: recorded as an error while stopping, and not raised
+            sup._record(slot, _one_error(failed), "shutdown_error")  # (a plain one is the same)
+            raise cancelled from failed
+        error = exc  # ...unless nothing cancels it: then it is a crash like any other
     finally:
         shutdown_fault = receiver._shutdown_fault  # injected, but never read: it still lands
         receiver._detach()
@@ -216,6 +220,22 @@ def _one_error(error: Exception) -> Exception:
     if len(errors) == 1 and isinstance(errors[0], Exception):
         return errors[0]
     return error
+
+
+def _cancelled_by_nothing(exc: BaseException) -> bool:
+    """Whether ``exc`` holds a ``Cancelled`` (beside errors at most) though nothing cancels the
+    child's task: one re-raised from another scope (a cancelled task's outcome, unwrapped).
+
+    Let through as an outer cancellation, it reached the supervisor's nursery, which took it
+    for its own: the supervisor ended at once and in silence (no graceful stop, nothing
+    recorded), and ``open_supervisor`` returned normally with its body cut short.
+    """
+    if trio.current_effective_deadline() == -math.inf:  # a cancellation is on: it is real
+        return False
+    if isinstance(exc, BaseExceptionGroup):
+        cancelled, rest = exc.split(trio.Cancelled)
+        return cancelled is not None and (rest is None or isinstance(rest, Exception))
+    return isinstance(exc, trio.Cancelled)
 
 
 def _split_cancelled(exc: BaseException

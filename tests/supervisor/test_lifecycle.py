@@ -152,6 +152,45 @@ async def test_cancelled_raised_out_of_supervisor_is_cancelled_not_a_group(journ
     assert [type(exc) for exc in seen] == [trio.Cancelled]
 
 
+async def _a_cancelled_of_another_scope() -> trio.Cancelled:
+    """A Cancelled that a scope of someone else's raised: what a child re-raises when it
+    unwraps the outcome of a task that was cancelled (``outcome.capture`` / a future)."""
+    with trio.CancelScope() as elsewhere:
+        elsewhere.cancel()
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled as cancelled:
+            return cancelled
+    raise AssertionError("not cancelled")
+
+
+@pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all"])
+async def test_a_cancelled_nothing_cancelled_the_child_with_is_a_crash(autojump_clock, strategy):
+    """A child that raised a Cancelled while nothing cancelled it let it through as if it
+    were an outer cancellation: it reached the supervisor's nursery, which cancelled the body
+    and then absorbed that Cancelled with its own, so the supervisor ended at once (no
+    graceful stop, nothing recorded) and open_supervisor returned normally: the host's body
+    was cut short in silence. It is a crash, like anything else a child raises."""
+    stray = await _a_cancelled_of_another_scope()
+
+    async def unwraps(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        if ctx.incarnation == 1:
+            await trio.sleep(1)
+            raise stray
+
+        await trio.sleep_forever()
+
+    body_ended = None
+    async with open_supervisor([ChildSpec("a", unwraps)], strategy=strategy) as sup:
+        await trio.sleep(10)
+        body_ended = trio.current_time()
+        [record] = sup.restart_log
+        assert (record.child, record.error_type, record.action) == ("a", "Cancelled", "restart")
+        assert sup.statistics().children[0].incarnation == 2
+    assert body_ended == 10.0
+
+
 async def test_keyboard_interrupt_in_a_child_propagates_as_itself(autojump_clock):
     async def interrupted(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
         task_status.started()
