@@ -10,8 +10,9 @@ of it skipped unread into memory (see :mod:`tidings.supervisor._chat_input`).
 Deliveries, progress, notices and lifecycle events are printed as they arrive, and every
 delivery is acked once printed. If the connection drops it reconnects with ``session_id`` and
 ``after_seq``, so nothing is missed or shown twice, and sends again, with the same id, each
-message the server had not answered ``accepted`` (or refused) yet: one the drop cut is not lost,
-one it had taken is answered ``duplicate``; an answer to a prompt or an approval request that
+message the server had not answered ``accepted`` (or refused) yet, or refused as it stopped
+(``shutting_down``: send it again later): one the drop cut is not lost, one it had taken is
+answered ``duplicate``; an answer to a prompt or an approval request that
 the drop cut is given again when the server asks again (it asks every new connection what still
 waits), so the person is not asked twice; and a line typed while it reconnects, with a
 question open, answers that question if the server asks it again (it is read only once the
@@ -272,6 +273,9 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             await _delivered(client, state, printer, frame)
         elif kind in ("prompt", "approval_request"):
             await _asked(client, state, printer, frame)
+        elif _refused_until_back(state, frame):  # not "send it again later": it will be
+            printer.line("! shutting_down: the server is stopping; the line is sent again "
+                         "once the chat has reconnected")
         else:
             printer.frame(frame)
         if kind == "lifecycle":
@@ -285,9 +289,10 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             _remember(state.accepted, frame["id"], "duplicate" if frame.get("duplicate")
                       else frame.get("outcome", ""))
             state.unanswered.pop(frame["id"], None)
-        elif kind == "error" and isinstance(frame.get("ref"), str):
-            # A refused message (shutting_down, bad_field...) gets no accepted: piped mode
-            # would wait for it until _SETTLE gave up.
+        elif kind == "error" and isinstance(frame.get("ref"), str) \
+                and not _refused_until_back(state, frame):
+            # A refused message (bad_field...) gets no accepted: piped mode would wait for it
+            # until _SETTLE gave up.
             if frame["ref"] not in state.accepted:
                 _remember(state.accepted, frame["ref"], "refused")
             state.unanswered.pop(frame["ref"], None)
@@ -302,6 +307,17 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
                 printer.line(f"(question closed: "
                              f"{sanitize_line(str(frame.get('reason')), limit=100)})")
         state.poke()
+
+
+def _refused_until_back(state: _State, frame: dict[str, Any]) -> bool:
+    """Whether *frame* refuses a message of this chat's that is still unanswered because the
+    server is stopping (``shutting_down``: send it again later). The message is kept
+    unanswered, so :func:`_resend` sends it again, with its id, once the chat has reconnected
+    (the stop ends with the connection closed ``1001``), and piped mode waits for that answer:
+    taken for a refusal, the line was lost across the server's restart."""
+    ref = frame.get("ref")
+    return (frame.get("type") == "error" and frame.get("code") == "shutting_down"
+            and isinstance(ref, str) and ref in state.unanswered)
 
 
 def _remember(kept: dict[str, Any], key: str, value: Any, limit: int | None = None) -> None:

@@ -8,21 +8,37 @@ from collections.abc import AsyncIterator
 
 import trio
 
+from tidings.errors import ValidationError
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
 from .conftest import Asker, Transcript
 
 
-async def test_a_refused_message_is_printed_and_the_chat_goes_on(rt, serve_gateway) -> None:
+def _refusing(gateway, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The gateway refuses the message 'two' (``bad_field``, with its ``ref``): a refusal that
+    stands. (``shutting_down`` is not one: the chat sends that message again once it has
+    reconnected, see test_chat_client_resend.)"""
+    handle = gateway.handle_inbound
+
+    async def handle_inbound(inbound):  # type: ignore[no-untyped-def]
+        if inbound.text == "two":
+            raise ValidationError("text", "refused by the test")
+        return await handle(inbound)
+
+    monkeypatch.setattr(gateway, "handle_inbound", handle_inbound)
+
+
+async def test_a_refused_message_is_printed_and_the_chat_goes_on(rt, serve_gateway,
+                                                                monkeypatch) -> None:
     out, err = Transcript(), io.StringIO()
     async with serve_gateway(rt) as (gateway, url):
+        _refusing(gateway, monkeypatch)
+
         async def lines() -> AsyncIterator[str]:
             yield "one\n"
             await out.wait_for(lambda line: line == "one")
-            gateway.accepting = False  # as while the server stops: messages are refused
             yield "two\n"
             await out.wait_for(lambda line: line.startswith("!"))
-            gateway.accepting = True
             yield "three\n"
             await out.wait_for(lambda line: line == "three")
 
@@ -32,19 +48,20 @@ async def test_a_refused_message_is_printed_and_the_chat_goes_on(rt, serve_gatew
             code = await chat_over_websocket(options, lines(), out=out, err=err)
     assert code == 0, err.getvalue()
     assert out.getvalue().splitlines() == [
-        "one", "! shutting_down: the server is stopping; send it again later", "three"]
+        "one", "! bad_field: message.text: refused by the test", "three"]
 
 
-async def test_a_refused_piped_line_does_not_hold_up_the_next_one(rt, serve_gateway) -> None:
+async def test_a_refused_piped_line_does_not_hold_up_the_next_one(rt, serve_gateway,
+                                                                 monkeypatch) -> None:
     out, err = Transcript(), io.StringIO()
     async with serve_gateway(rt) as (gateway, url):
+        _refusing(gateway, monkeypatch)
+
         async def lines() -> AsyncIterator[str]:
             yield "one\n"
             await out.wait_for(lambda line: line == "one")
-            gateway.accepting = False
             yield "two\n"
             await out.wait_for(lambda line: line.startswith("!"))
-            gateway.accepting = True
             yield "three\n"
 
         options = ChatOptions(url=url, token="gateway-test-token", conversation="refused",
@@ -53,7 +70,7 @@ async def test_a_refused_piped_line_does_not_hold_up_the_next_one(rt, serve_gate
             code = await chat_over_websocket(options, lines(), out=out, err=err)
     assert code == 0, err.getvalue()
     assert out.getvalue().splitlines() == [
-        "one", "! shutting_down: the server is stopping; send it again later", "three"]
+        "one", "! bad_field: message.text: refused by the test", "three"]
 
 
 async def test_a_line_over_the_servers_frame_limit_is_refused_and_the_chat_goes_on(

@@ -168,3 +168,33 @@ async def test_piped_input_that_ended_still_waits_for_the_answer_across_a_reconn
                 nursery.cancel_scope.cancel()
     assert code == 0, err.getvalue()
     assert out.getvalue().splitlines() == ["late"]
+
+
+async def test_a_line_refused_as_the_server_stops_is_sent_again_once_it_is_back(
+        rt, serve_gateway, monkeypatch, autojump_clock) -> None:
+    # The gateway refuses a message while it stops (shutting_down: 'send it again later'),
+    # then closes the connection 1001. The chat took the refusal for an answer: the line was
+    # never sent again, though the chat reconnects by itself to the server once it is back
+    # (lost, a piped script's line too), or the person typed it again.
+    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
+    out, err = Transcript(), Transcript()
+    async with serve_gateway(rt) as (gateway, url):
+        async def lines() -> AsyncIterator[str]:
+            yield "one\n"
+            await out.wait_for(lambda line: line == "one")
+            gateway.accepting = False  # the server stops: messages refused
+            yield "two\n"
+            await out.wait_for(lambda line: line.startswith("! shutting_down"))
+            gateway.accepting = True  # ... and it is back: the connection drops, 1001
+            [conn] = gateway.hubs[gateway.conversation_named("stop").key].connections
+            conn.kill(1001, "server shutting down")
+
+        options = ChatOptions(url=url, token="gateway-test-token", conversation="stop",
+                              interactive=False)
+        with trio.fail_after(60):  # hang guard
+            code = await chat_over_websocket(options, lines(), out=out, err=err)
+    assert code == 0, err.getvalue()
+    shown = out.getvalue().splitlines()
+    assert shown[0] == "one", shown
+    assert shown[1].startswith("! shutting_down"), shown
+    assert shown[2:] == ["two"], shown
