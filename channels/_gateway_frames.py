@@ -101,6 +101,8 @@ ERROR_CODES = {
     "expired": "the prompt or approval request expired; the answer was not applied",
     "cancelled": ("the question was withdrawn (its turn was cancelled, or the agent stopped "
                   "waiting); the answer was not applied"),
+    "refused": ("the channel's access does not allow this client (hello.client) to answer "
+                "a prompt or approval request; the answer was not applied"),
     "shutting_down": "the server is stopping and takes no new messages",
     "internal": "the server failed to handle the frame",
 }

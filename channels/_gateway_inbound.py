@@ -88,6 +88,11 @@ async def _sync(gateway: GatewayChannel, conn: Connection, frame: Sync) -> None:
 
 
 def _settle(gateway: GatewayChannel, conn: Connection, frame: Answer | Approval) -> None:
+    # A client the channel's access does not allow has each message refused: it may not
+    # answer for the agent either (approve the action it could not have asked for).
+    if not gateway.config.access.allows(conn.client):
+        raise FrameError("refused", "this client may not answer: the channel's access does "
+                                    "not allow it; the answer was not applied")
     key = conn.conversation.key
     if isinstance(frame, Answer):
         gateway.interactions.settle("prompt", frame.prompt_id, key, frame.text)
