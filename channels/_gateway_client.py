@@ -101,6 +101,7 @@ _REQUIRED: dict[str, dict[str, type]] = {
     "synced": {"session_id": str, "last_seq": int},
     "prompt": {"prompt_id": str},
     "approval_request": {"request_id": str},
+    "prompt_closed": {"id": str},
 }
 """The fields of server frames that a client acts on (acks, waits, answers), by type."""
 

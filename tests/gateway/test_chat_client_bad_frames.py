@@ -33,6 +33,9 @@ BAD = [
     ({"type": "prompt", "text": "name?"}, "prompt.prompt_id is None"),
     ({"type": "approval_request", "request_id": 7, "action": "deploy"},
      "approval_request.request_id is 7"),
+    # an id no dict takes: the chat's look-up of its open question raised TypeError
+    ({"type": "prompt_closed", "id": ["p1"], "reason": "answered"},
+     "prompt_closed.id is ['p1']"),
 ]
 
 
