@@ -82,7 +82,8 @@ class ChannelSupport:
         """Send *text* into the session as a transient notice (``kind="progress"`` also
         works) through the outbox, owned by no turn; returns once the intent is durable.
         *settles* names held messages (:meth:`hold_inbound`) the notice tells about: they
-        are released in the same commit."""
+        are released in the same commit (not by a progress note, which may be dropped as
+        stale: refused naming ``settles``)."""
         return await _session_io.notify(self._rt, session_id, text, kind=kind,
                                          metadata=metadata, settles=settles)
 

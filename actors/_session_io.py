@@ -53,7 +53,8 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
     Raises:
       TypeError: *text* is not a string.
       ValidationError: ``session_id`` is not a non-empty string, ``kind``, ``metadata`` or
-        ``settles`` is bad (``metadata`` over :data:`MAX_JSON_BYTES` of JSON included), or
+        ``settles`` is bad (``metadata`` over :data:`MAX_JSON_BYTES` of JSON included;
+        ``settles`` with ``kind="progress"``, a note that may be dropped as stale), or
         *text* is empty, not valid Unicode or over :data:`MAX_TEXT_BYTES` (what a turn's
         ``ctx.output.notice`` refuses too).
       SessionNotFoundError: no such session.
@@ -65,6 +66,11 @@ async def notify(rt: Runtime, session_id: str, text: str, *, kind: str = "notice
         raise ValidationError("kind", f"must be one of {', '.join(_NOTICE_KINDS)}, got {kind!r}")
     extra = check_json_object(metadata, "metadata", max_bytes=MAX_JSON_BYTES)
     releases = tuple(check_id_list("settles", settles, max_ids=MAX_IDS_PER_CALL))
+    if releases and kind == "progress":  # dropped, not sent late: the message lost unsaid
+        raise ValidationError("settles", "a progress note cannot settle held messages: one "
+                              "not delivered by the next start (or for nobody) is dropped "
+                              "(stale_progress), and the user would be told nothing; "
+                              "settle them with a notice")
     rt.check_open()  # before the read: a closed runtime's store can no longer answer
     session = await rt.session(session_id)
     rt.check_open()

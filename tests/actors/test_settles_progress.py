@@ -56,3 +56,17 @@ async def test_a_message_held_past_a_stopped_progress_note_is_told(db_path, work
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         texts = [row.outbound.text for row in await rt.stored_deliveries(session_id)]
     assert "Not answered: please send it again" in texts
+
+
+async def test_a_host_s_progress_note_cannot_settle_a_held_message(db_path, workspace) -> None:
+    """``rt.notify(kind="progress", settles=...)``: the same hole, outside any turn."""
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        held = await rt.hold_inbound(session_id, notice="Not answered: please send it again")
+        with pytest.raises(ValidationError) as caught:
+            await rt.notify(session_id, "working on it", kind="progress", settles=[held])
+        assert caught.value.field == "settles"
+        assert await rt.deliveries(session_id) == []
+        assert rows(db_path, "SELECT count(*) FROM inbound_messages") == [(1,)]
+        await rt.notify(session_id, "we lost it, sorry", settles=[held])  # a notice may
+        assert rows(db_path, "SELECT count(*) FROM inbound_messages") == [(0,)]
