@@ -10,8 +10,8 @@ durable: running it again on the same database continues the same session.
 
 ``--url`` (a running ``tidings serve``) is the websocket client's mode. A flag of one mode
 given in the other is refused, naming it (exit 2): ``--db``, ``--agent``, ``--config``,
-``--channel`` and ``--workspace`` need ``--local``; ``--token``, ``--token-file`` and
-``--web`` are not for it.
+``--channel``, ``--workspace`` and ``--verbose`` need ``--local``; ``--token``,
+``--token-file`` and ``--web`` are not for it.
 
 Exit codes: 0 done; 130 Ctrl-C, 143 SIGTERM (each ends the chat at any point); 1 a stdout it
 cannot write (``> /dev/full``: one line on stderr; none for a reader that left, ``| head``),
@@ -91,7 +91,8 @@ def register(commands: Any) -> None:
                         help="the agent's workspace, with --local (default: the current directory)")
     parser.add_argument("--chunks", action="store_true",
                         help="also print streamed text chunks as they arrive")
-    parser.add_argument("--verbose", "-v", action="store_true", help="log runtime events")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="log the runtime's events, with --local")
     _chat_ws.add_arguments(parser)
     parser.set_defaults(run=run, parser=parser)
 
@@ -169,7 +170,8 @@ def _other_mode(args: argparse.Namespace) -> str | None:
         why = "not with --local"
     else:
         given = [("--db", args.db), ("--agent", args.agent), ("--config", args.config),
-                 ("--channel", args.channel), ("--workspace", args.workspace)]
+                 ("--channel", args.channel), ("--workspace", args.workspace),
+                 ("--verbose", args.verbose or None)]
         why = "only with --local"
     for flag, value in given:
         if value is not None:

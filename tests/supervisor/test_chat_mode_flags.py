@@ -23,7 +23,9 @@ def chat(tmp_path: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]
 
 @pytest.mark.parametrize("flag", [
     ["--db", "other.db"], ["--agent", "tidings.channels:EchoAgent"],
-    ["--config", "tidings.toml"], ["--channel", "ops"], ["--workspace", "work"]])
+    ["--config", "tidings.toml"], ["--channel", "ops"], ["--workspace", "work"],
+    # logs the local runtime's events: the websocket client has no runtime (it was ignored)
+    ["--verbose"]])
 def test_a_local_flag_without_local_is_refused_by_name(tmp_path: pathlib.Path,
                                                         flag: list[str]) -> None:
     result = chat(tmp_path, "--url", "ws://127.0.0.1:1", "--token", "chat-test-token", *flag)
