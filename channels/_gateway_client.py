@@ -25,7 +25,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 from tidings.actors._status import check_seconds, seconds_bound
 from tidings.channels._gateway_frames import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION, encode
 from tidings.channels._gateway_transport import open_transport
-from tidings.errors import TidingsError
+from tidings.errors import TidingsError, ValidationError
 
 __all__ = ["WELCOME_TIMEOUT", "GatewayClient", "GatewayClosed", "GatewayTimeout",
            "open_transport"]
@@ -159,8 +159,14 @@ class GatewayClient:
         within *welcome_timeout* seconds of the call, ``OSError`` / ``HandshakeError`` if it
         cannot be reached or the connection ends before the websocket handshake's answer;
         :class:`ValidationError` naming ``welcome_timeout`` if it is no number of seconds > 0
-        (``inf``, or an integer past a float's range: no bound)."""
+        (``inf``, or an integer past a float's range: no bound), or ``max_message_size`` if it
+        is no integer > 0 (the most bytes a server frame may have: ``None`` is no 'no limit';
+        see :data:`MAX_SERVER_FRAME_BYTES` for what a gateway may send)."""
         check_seconds("welcome_timeout", welcome_timeout, positive=True)
+        if not isinstance(max_message_size, int) or isinstance(max_message_size, bool) \
+                or max_message_size <= 0:
+            raise ValidationError("max_message_size",
+                                  f"must be an integer > 0 (bytes), got {max_message_size!r:.80}")
         hello: dict[str, Any] = {"type": "hello", "token": token, "conversation": conversation,
                                  "protocol": PROTOCOL_VERSION}
         if after_seq is not None:

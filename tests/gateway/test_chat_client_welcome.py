@@ -136,3 +136,14 @@ async def test_a_welcome_timeout_that_is_no_positive_number_is_refused_by_name(b
         async with GatewayClient.connect("ws://127.0.0.1:9", token="gateway-test-token",
                                          conversation="bad", welcome_timeout=bad):
             pytest.fail("connected with a bad welcome_timeout")
+
+
+@pytest.mark.parametrize("bad", [None, "4MiB", 0, -1, True, 1.5e6])
+async def test_a_max_message_size_that_is_no_positive_integer_is_refused_by_name(bad) -> None:
+    # None (read as 'no limit') or a string failed inside trio-websocket's reader once the
+    # welcome came: a TypeError in an exception group; 0 or True closed the connection 1009
+    # at the welcome, a GatewayClosed as though the server had refused.
+    with pytest.raises(ValidationError, match=r"^max_message_size: must be an integer > 0"):
+        async with GatewayClient.connect("ws://127.0.0.1:9", token="gateway-test-token",
+                                         conversation="bad", max_message_size=bad):
+            pytest.fail("connected with a bad max_message_size")
