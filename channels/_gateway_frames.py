@@ -51,6 +51,7 @@ __all__ = [
     "error_frame",
     "parse_client_frame",
     "peek_hello_token",
+    "prompt_frame",
 ]
 
 PROTOCOL_VERSION = 1
@@ -437,6 +438,12 @@ def error_frame(code: str, message: str, *, field: str | None = None,
     if ref is not None:
         frame["ref"] = ref
     return frame
+
+
+def prompt_frame(prompt_id: str, session_id: str, text: str, expires_at: float
+                 ) -> dict[str, Any]:
+    return {"type": "prompt", "prompt_id": prompt_id, "session_id": session_id, "text": text,
+            "expires_at": _finite(expires_at)}
 
 
 def approval_request_frame(request_id: str, session_id: str, action: str,

@@ -39,6 +39,7 @@ from tidings.channels._gateway_frames import (
     approval_request_frame,
     encode,
     encoded_size,
+    prompt_frame,
 )
 from tidings.errors import ValidationError
 
@@ -93,8 +94,7 @@ class Interactions:
 
     async def prompt(self, prompt: Prompt, key: str, broadcast: Broadcast) -> PromptAnswer:
         expires_at = self._expiry(prompt.expires_at)
-        frame = {"type": "prompt", "prompt_id": prompt.prompt_id,
-                 "session_id": prompt.session_id, "text": prompt.text, "expires_at": expires_at}
+        frame = prompt_frame(prompt.prompt_id, prompt.session_id, prompt.text, expires_at)
         answer = await self._ask("prompt", prompt.prompt_id, key, frame, expires_at,
                                  broadcast)
         if answer is _TOO_BIG:
@@ -118,8 +118,9 @@ class Interactions:
                                                                                    "denied")
 
     def _expiry(self, expires_at: float | None) -> float:
-        default = self.clock() + self.timeout
-        return default if expires_at is None else min(expires_at, default)
+        """The question's own expiry (longer than ``timeout`` too; ``inf``: it never
+        expires), or ``timeout`` from now for one that has none."""
+        return self.clock() + self.timeout if expires_at is None else expires_at
 
     async def _ask(self, kind: Kind, question_id: str, key: str, frame: dict[str, Any],
                    expires_at: float, broadcast: Broadcast) -> Any:
