@@ -23,7 +23,7 @@ from tidings.supervisor._child import ChildSlot, Ending, StartResult, run_child,
 from tidings.supervisor._faults import FaultPlan, Seam, _to_seam, act_at
 from tidings.supervisor._intensity import Intensity, RestartWindow
 from tidings.supervisor._ladder import run_ladder
-from tidings.supervisor._log import describe, log_event, logger
+from tidings.supervisor._log import describe, field, log_event, logger
 from tidings.supervisor._mailbox import Mailbox
 from tidings.supervisor._records import (
     ChildStatistics,
@@ -374,7 +374,7 @@ class Supervisor:
                       error=text or None)
         if error is not None and logger.isEnabledFor(logging.DEBUG):
             logger.debug("event=child_traceback supervisor=%s child=%s incarnation=%d",
-                         self._name, name, slot.incarnation, exc_info=error)
+                         field(self._name), field(name), slot.incarnation, exc_info=error)
 
     def _escalate(self, slot: ChildSlot, error: BaseException | None) -> None:
         name, limit = slot.spec.name, self._intensity

@@ -285,6 +285,21 @@ async def test_events_are_logged_one_line_each_with_key_value_fields(journal, au
     assert "event=supervisor_stopped supervisor=root state=stopped" in lines
 
 
+async def test_the_traceback_line_quotes_names_with_a_space_as_every_line_does(journal,
+                                                                             autojump_clock,
+                                                                             caplog):
+    """The debug line with a crash's traceback was formatted by hand with bare %s: a
+    supervisor or child name holding a space came out unquoted, so a reader splitting the
+    fields (parse_fields, the JSON log lines) read ``child=a`` and a stray word."""
+    caplog.set_level(logging.DEBUG, logger="tidings.supervisor")
+    async with open_supervisor([ChildSpec("a b", journal.worker())], name="my root") as sup:
+        await sup.mailbox("a b").send("crash")
+        await trio.testing.wait_all_tasks_blocked()
+    [line] = [record.getMessage() for record in caplog.records
+              if record.getMessage().startswith("event=child_traceback")]
+    assert line == 'event=child_traceback supervisor="my root" child="a b" incarnation=1'
+
+
 async def test_a_body_error_is_not_lost_when_the_graceful_stop_is_cancelled(journal,
                                                                             autojump_clock,
                                                                             live_tasks):
