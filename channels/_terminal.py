@@ -217,11 +217,16 @@ class TerminalChannel(ChannelBase):
         its replies), and no message steers the one before it.
 
         A print that fails (:attr:`output_error`) ends it at once: nobody would see the rest.
+        It may be called again with other lines (a script, then a terminal): what is asked
+        between two calls is declined, as at the end of input; during one, its lines answer.
         """
         self._chat_scope = trio.CancelScope()
         if self.output_error is not None:
             self._chat_scope.cancel(reason="the output cannot be written")
         self._ends = [] if one_at_a_time else None
+        # Lines are read again: a question is answered by the next one (the end of an earlier
+        # chat's input had questions declined at once, for good).
+        self._input_ended = False
         try:
             with self._chat_scope:
                 await self._chat(lines, one_at_a_time)

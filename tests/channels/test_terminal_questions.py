@@ -90,3 +90,33 @@ async def test_a_line_typed_in_the_tick_its_question_was_cancelled_is_a_message(
     assert "[cancelled: cancel_command]" in text
     assert "answer=" not in text
     assert "terminal> echo hello" in text  # a message, not the answer to a dead question
+
+
+class AskLong:
+    """``ask`` prompts (answer window 60 s) and reports the answer; anything else echoes."""
+
+    async def run(self, turn) -> None:
+        if turn.text == "ask":
+            answer = await turn.prompt_user("Your name?", timeout=60)
+            await turn.send_chunk(f"answer={answer}")
+        else:
+            await turn.send_chunk(f"echo {turn.text}")
+
+
+async def test_a_second_chat_on_the_channel_answers_its_questions(rt, autojump_clock) -> None:
+    # The end of the first chat's input was kept for good: every question asked in a second
+    # chat() (a host that plays a script, then hands the channel a terminal) was answered None
+    # at once, and the line typed to answer it went out as a message.
+    out = io.StringIO()
+    channel = TerminalChannel(rt, ChannelConfig(name="terminal"), agent=AskLong(), out=out)
+
+    async def lines(*texts: str) -> AsyncIterator[str]:
+        for text in texts:
+            yield f"{text}\n"
+
+    with trio.fail_after(60):
+        await channel.chat(lines("hello"), one_at_a_time=True)
+        await channel.chat(lines("ask", "Ada"), one_at_a_time=True)
+    text = out.getvalue()
+    assert "terminal> answer=Ada" in text, text
+    assert "terminal> echo Ada" not in text
