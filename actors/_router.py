@@ -187,8 +187,9 @@ class SessionInteractionRouter:
             return PromptAnswer(None, "expired")
         with trio.move_on_after(remaining):
             answer = await ask(prompt)
-            if isinstance(answer, PromptAnswer):
-                return answer
+            if isinstance(answer, PromptAnswer):  # unanswered says why, as for None
+                return answer if answer.text is not None or answer.reason is not None \
+                    else PromptAnswer(None, "declined")
             return PromptAnswer(None, "declined") if answer is None else PromptAnswer(str(answer))
         return PromptAnswer(None, "expired")
 
@@ -296,8 +297,9 @@ def _ack_window(window: object) -> int:
 
 
 def _decision(answer: object) -> ApprovalDecision:
-    if isinstance(answer, ApprovalDecision):
-        return answer
+    if isinstance(answer, ApprovalDecision):  # a denial says why, as for False
+        return answer if answer.allowed or answer.reason is not None \
+            else ApprovalDecision(False, "denied")
     if answer is True or answer == "allow":
         return ApprovalDecision(True)
     return ApprovalDecision(False, "denied")

@@ -45,10 +45,10 @@ async def test_a_decision_whose_allowed_is_no_bool_is_refused_and_denies(rt, val
 
 async def test_a_decision_of_a_real_bool_is_taken_as_it_is(rt) -> None:
     session_id = await rt.create_session(channel="web")
-    for value in (True, False):
+    for value, reason in ((True, None), (False, "denied")):  # (a denial says why: below)
         rt.router.bind(session_id, _PayloadRoute(value))
         async with rt.open_turn(session_id) as ctx:
-            assert await ctx.request_approval("deploy") == ApprovalDecision(value)
+            assert await ctx.request_approval("deploy") == ApprovalDecision(value, reason)
 
 
 class _AnswerRoute:
@@ -81,7 +81,58 @@ async def test_an_answer_whose_text_is_no_string_is_refused_and_fails_closed(rt,
 
 async def test_an_answer_of_text_or_none_is_taken_as_it_is(rt) -> None:
     session_id = await rt.create_session(channel="web")
-    for value in ("3", "", None):
+    for value, reason in (("3", None), ("", None), (None, "declined")):  # (below)
         rt.router.bind(session_id, _AnswerRoute(value))
         async with rt.open_turn(session_id) as ctx:
-            assert await ctx.prompt_user("how many?") == PromptAnswer(value)
+            assert await ctx.prompt_user("how many?") == PromptAnswer(value, reason)
+
+
+
+class _Returns:
+    """Answers every question with *value*, a record of the route's own."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    async def deliver(self, outbound) -> None:
+        pass
+
+    async def prompt_user(self, prompt) -> object:
+        return self.value
+
+    async def request_approval(self, request) -> object:
+        return self.value
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    (PromptAnswer(None), PromptAnswer(None, "declined")),
+    (PromptAnswer(None, "busy"), PromptAnswer(None, "busy")),
+    (PromptAnswer("3"), PromptAnswer("3")),
+])
+async def test_a_route_s_own_unanswered_prompt_says_why(rt, answer, expected) -> None:
+    """``PromptAnswer``: 'text is None when it was not answered (reason says why)'. A route
+    that answered with its own ``PromptAnswer(None)`` gave the agent ``reason=None``, which
+    none of the reasons it may branch on matches: it reads as the route's ``None`` does,
+    ``declined``; a reason the route gave is kept."""
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, _Returns(answer))
+    async with rt.open_turn(session_id) as ctx:
+        assert await ctx.prompt_user("how many?") == expected
+    assert await rt.router.prompt_user(Prompt(session_id, "q?", "prompt_1")) == expected
+
+
+@pytest.mark.parametrize(("decision", "expected"), [
+    (ApprovalDecision(False), ApprovalDecision(False, "denied")),
+    (ApprovalDecision(False, "policy"), ApprovalDecision(False, "policy")),
+    (ApprovalDecision(True), ApprovalDecision(True)),
+])
+async def test_a_route_s_own_denial_says_why(rt, decision, expected) -> None:
+    """``ApprovalDecision``: 'anything but an explicit allow is a denial with a reason'. A
+    route's own ``ApprovalDecision(False)`` reached the agent with ``reason=None``: it reads
+    as the route's ``False`` does, ``denied``; a reason the route gave is kept."""
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, _Returns(decision))
+    async with rt.open_turn(session_id) as ctx:
+        assert await ctx.request_approval("deploy") == expected
+    assert await rt.router.request_approval(
+        ApprovalRequest(session_id, "deploy", "request_1")) == expected
