@@ -32,6 +32,10 @@ class Intensity:
     ``now - t <= period``. The restart that would make the count exceed ``max_restarts``
     escalates instead (``max_restarts=0``: the first failure escalates). A ``period`` past a
     float's range is ``inf``: every restart counts for good.
+
+    Under ``one_for_all`` / ``rest_for_one`` a crash that comes while a group restart is due
+    (queued or under way) is counted when its own group restart is served, and not at all
+    when the one due relaunched it meanwhile: siblings failing together are one restart.
     """
 
     max_restarts: int = attrs.field(default=3, validator=_check_max_restarts)

@@ -13,7 +13,9 @@ RestartAction = Literal["restart", "escalate", "forget", "shutdown_error"]
 """What the supervisor did about a child that ended on its own:
 
 - ``restart``: restarted it (and, per strategy, the siblings it takes along);
-- ``escalate``: this restart would exceed the intensity, so the supervisor gave up;
+- ``escalate``: this restart would exceed the intensity, so the supervisor gave up (a group
+  restart's crash that came while another was due is counted when its own is served: its
+  ``restart`` record may be followed by this one);
 - ``forget``: a temporary child failed; it is not restarted and is forgotten;
 - ``shutdown_error``: it failed while being stopped; nothing more is done.
 """

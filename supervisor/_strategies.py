@@ -8,7 +8,9 @@ initial start, another group restart or the final shutdown.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, final
+
+import attrs
 
 from tidings.supervisor._child import ChildSlot
 from tidings.supervisor._ladder import run_ladder
@@ -16,10 +18,27 @@ from tidings.supervisor._ladder import run_ladder
 if TYPE_CHECKING:
     from tidings.supervisor._supervisor import Supervisor
 
-__all__ = ["LIVE", "serve_group_restarts"]
+__all__ = ["LIVE", "RestartRequest", "serve_group_restarts"]
 
 LIVE = ("starting", "running")
 """Supervisor states in which children are restarted."""
+
+
+@final
+@attrs.frozen
+class RestartRequest:
+    """A child's group restart is due: its incarnation that ended, and how.
+
+    ``counted``: its crash was counted toward the intensity when it came. It is not when
+    another group restart was due already (queued or running): that one may relaunch this
+    child anyway, which makes this request stale, and a crash it covers is no restart of its
+    own (so siblings failing together are one restart, not one each). Served, it is counted.
+    """
+
+    slot: ChildSlot
+    incarnation: int
+    error: BaseException | None
+    counted: bool
 
 
 async def serve_group_restarts(sup: Supervisor) -> None:
@@ -29,11 +48,16 @@ async def serve_group_restarts(sup: Supervisor) -> None:
     another group restart, stopped, or the supervisor is stopping) is dropped.
     """
     with sup._request_queue:
-        async for slot, incarnation in sup._request_queue:
-            async with sup._lock:
-                if (sup._state in LIVE and not slot.removed and slot.state == "restarting"
-                        and slot.incarnation == incarnation):
-                    await _restart_group(sup, slot)
+        async for request in sup._request_queue:
+            slot = request.slot
+            try:
+                async with sup._lock:
+                    if (sup._state in LIVE and not slot.removed and slot.state == "restarting"
+                            and slot.incarnation == request.incarnation
+                            and (request.counted or sup._count_restart(slot, request.error))):
+                        await _restart_group(sup, slot)
+            finally:
+                sup._restarts_due -= 1
 
 
 def _group_of(sup: Supervisor, slot: ChildSlot) -> list[ChildSlot]:

@@ -39,7 +39,7 @@ from tidings.supervisor._spec import (
     check_unique_names,
     child_specs,
 )
-from tidings.supervisor._strategies import LIVE, serve_group_restarts
+from tidings.supervisor._strategies import LIVE, RestartRequest, serve_group_restarts
 
 __all__ = ["Supervisor", "check_options"]
 
@@ -79,8 +79,8 @@ class Supervisor:
         self._failure: RestartIntensityExceeded | None = None
         self._body_scope = trio.CancelScope()
         self._lock = trio.Lock()  # start, group restarts and shutdown never interleave
-        self._requests, self._request_queue = trio.open_memory_channel[tuple[ChildSlot, int]](
-            math.inf)
+        self._requests, self._request_queue = trio.open_memory_channel[RestartRequest](math.inf)
+        self._restarts_due = 0  # group-restart requests queued or being served
         self._nursery: trio.Nursery | None = None
         self._serving_restarts = False
         self._launching: ChildSlot | None = None  # the lock holder waits for its readiness
@@ -318,15 +318,27 @@ class Supervisor:
 
     def _child_ended(self, slot: ChildSlot, ending: Ending) -> bool:
         """Called by a child's task when an incarnation ended; True: restart it in place."""
-        if self._decide(slot, ending.error, ending.ran_for) != "restart":
+        counted = self._strategy == "one_for_one" or not self._restarts_due
+        if self._decide(slot, ending.error, ending.ran_for, count=counted) != "restart":
             return False
         if self._strategy == "one_for_one":
             return True
         slot.state = "restarting"
-        self._requests.send_nowait((slot, slot.incarnation))
+        self._requests.send_nowait(RestartRequest(slot, slot.incarnation, ending.error, counted))
+        self._restarts_due += 1
         return False
 
-    def _decide(self, slot: ChildSlot, error: BaseException | None, ran_for: float) -> _Decision:
+    def _count_restart(self, slot: ChildSlot, error: BaseException | None) -> bool:
+        """Count toward the intensity a group restart whose crash was not counted when it came
+        (see :class:`RestartRequest`), now that it is served; False: the supervisor gave up."""
+        if self._window.admit(trio.current_time()):
+            return True
+        self._record(slot, error, "escalate")
+        self._escalate(slot, error)
+        return False
+
+    def _decide(self, slot: ChildSlot, error: BaseException | None, ran_for: float, *,
+                count: bool = True) -> _Decision:
         spec = slot.spec
         # removed: stop_child forgot it, maybe (called from within the child) before its ladder
         # began: an ending then is no crash, whichever of the two ran first
@@ -342,7 +354,7 @@ class Supervisor:
                           incarnation=slot.incarnation, restart=spec.restart)
             self._forget(slot)
             return "retire"
-        if not self._window.admit(trio.current_time()):
+        if count and not self._window.admit(trio.current_time()):
             self._record(slot, error, "escalate")
             self._escalate(slot, error)
             return "escalate"

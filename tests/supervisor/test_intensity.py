@@ -234,3 +234,66 @@ async def test_a_child_that_escalated_reads_exited_not_running_while_the_others_
         assert sup.child_task("a") is None
     assert [(c.name, c.state) for c in sup.statistics().children] == [
         ("a", "stopped"), ("b", "stopped")]
+
+
+@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
+async def test_children_failing_together_are_one_group_restart_not_one_each(
+        autojump_clock, strategy):
+    """Siblings that fail together (a shared resource went away) each counted toward the
+    intensity when they crashed, though the first one's group restart stops and restarts them
+    all and drops their own requests as done: with max_restarts=1 the supervisor gave up on
+    the second crash, before it had restarted anything. A crash that a group restart already
+    due covers is now counted only if that restart did not relaunch it (as an Erlang
+    supervisor flushes the exits of the children it is restarting anyway)."""
+    down = trio.Event()
+
+    async def user(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        if ctx.incarnation == 1:
+            if ctx.name == "a":  # the first to notice; the others a moment after
+                await trio.sleep(1.0)
+                down.set()
+            else:
+                await down.wait()
+            raise ConnectionError("the shared database went away")
+        await trio.sleep_forever()
+
+    async with open_supervisor([ChildSpec(name, user) for name in "abcd"], strategy=strategy,
+                               intensity=Intensity(max_restarts=1, period=60.0)) as sup:
+        await trio.sleep(2.0)
+        assert [(c.name, c.state, c.incarnation) for c in sup.statistics().children] == [
+            (name, "running", 2) for name in "abcd"]
+        assert "escalate" not in {record.action for record in sup.restart_log}
+        assert sup.statistics().state == "running"
+
+
+async def test_a_crash_while_another_group_restart_is_due_counts_when_its_own_is_served(
+        journal, autojump_clock):
+    """Not covered by the group restart under way (an earlier child, rest_for_one), the
+    crash is counted once that restart is done and its own is served: here it is one too
+    many, and the supervisor gives up then (its restart record is followed by escalate)."""
+    fn = journal.worker()
+    slow_again = journal.worker(ready_after=5.0)
+
+    async def c(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        await (fn if ctx.incarnation == 1 else slow_again)(ctx, task_status=task_status)
+
+    out: list = []
+
+    async def run() -> None:
+        async with open_supervisor([ChildSpec("a", fn), ChildSpec("b", fn), ChildSpec("c", c)],
+                                   strategy="rest_for_one",
+                                   intensity=Intensity(max_restarts=1, period=60.0)) as sup:
+            out.append(sup)
+            await _crash(sup, "c")  # counted: its group restart waits 5 s for c's readiness
+            await trio.sleep(1.0)
+            await _crash(sup, "a")  # while that one is due: counted once it is served
+            await trio.sleep_forever()
+
+    with pytest.raises(RestartIntensityExceeded) as caught:
+        await run()
+    [sup] = out
+    assert caught.value.child == "a"
+    assert trio.current_time() == 5.0  # when c's restart was done, not at a's crash
+    assert [(r.child, r.action) for r in sup.restart_log] == [
+        ("c", "restart"), ("a", "restart"), ("a", "escalate")]
