@@ -241,10 +241,16 @@ class GatewayChannel(ChannelBase):
         if hub is not None and hub.connections:
             hub.broadcast(lifecycle_frame(event))
 
+    def _may_answer(self, hub: Hub | None) -> bool:
+        """Whether a client that may answer (one ``access`` allows: see _gateway_inbound)
+        is connected to *hub*'s conversation; else a question fails closed at once."""
+        return hub is not None and any(self.config.access.allows(conn.client)
+                                       for conn in hub.connections)
+
     async def prompt_user(self, prompt: Prompt) -> PromptAnswer:
         conversation = self.conversation_of(prompt.session_id)
         hub = self.hubs.get(conversation.key) if conversation is not None else None
-        if hub is None or not hub.connections:
+        if not self._may_answer(hub):
             await trio.lowlevel.checkpoint()
             return PromptAnswer(None, "no_interactive_route")
         key = hub.conversation.key
@@ -253,7 +259,7 @@ class GatewayChannel(ChannelBase):
     async def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         conversation = self.conversation_of(request.session_id)
         hub = self.hubs.get(conversation.key) if conversation is not None else None
-        if hub is None or not hub.connections:
+        if not self._may_answer(hub):
             await trio.lowlevel.checkpoint()
             return ApprovalDecision(False, "no_interactive_route")
         key = hub.conversation.key

@@ -7,7 +7,8 @@ refused with an ``error`` frame and never applied. When a question closes every 
 gets ``prompt_closed`` with how: ``answered``, ``expired`` (its time ran out, or a nearer
 bound of the asker, see below) or ``cancelled`` (the turn that asked was cancelled: ``/cancel``,
 ``/clear``, steer, the server's stop). Without a connected client the agent gets the runtime's
-fail-closed answer (``no_interactive_route``).
+fail-closed answer (``no_interactive_route``), as with only clients the channel's ``access``
+does not allow, who may not answer (``refused``).
 A question whose frame is over ``MAX_SERVER_FRAME_BYTES`` could reach no client (each
 connection drops such a frame): it is not asked, and the agent gets ``frame_too_big`` at once
 (an empty prompt answer, or a denial) instead of an unseen wait for the whole timeout.

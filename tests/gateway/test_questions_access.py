@@ -66,3 +66,32 @@ async def _ask_both(gateway, connect, kind) -> list[dict]:
             assert refused["code"] == "refused"
             await alice.send(alices)
             return await alice.receive_until(frame_is("delivery", kind="message"))
+
+
+@pytest.mark.parametrize("kind", ["approval", "prompt"])
+async def test_a_conversation_with_no_client_that_may_answer_is_not_asked(rt, connect,
+                                                                         kind) -> None:
+    """Only clients ``access`` does not allow are connected: none of them may answer, so the
+    question fails closed at once (``no_interactive_route``), as with nobody connected, rather
+    than being shown to them and waiting its whole expiry."""
+    gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, port=0),
+                             ChannelConfig("gateway", access=["alice"]))
+    try:
+        with trio.fail_after(30):  # hang guard: the question waited its 300 s
+            async with gateway.serving() as port, \
+                    connect(f"ws://127.0.0.1:{port}", "team", client="mallory") as mallory:
+                session_id = mallory.session_id
+                async with rt.open_turn(session_id, mode="parallel") as ctx:
+                    if kind == "prompt":
+                        outcome = await ctx.prompt_user("which branch?")
+                        assert (outcome.text, outcome.reason) == (None, "no_interactive_route")
+                    else:
+                        outcome = await ctx.request_approval("deploy")
+                        assert (outcome.allowed, outcome.reason) == (False,
+                                                                     "no_interactive_route")
+                await mallory.send({"type": "ping"})
+                frames = await mallory.receive_until(frame_is("pong"))
+                assert not [f for f in frames if f["type"] in ("prompt", "approval_request")]
+    finally:
+        with trio.CancelScope(shield=True):
+            await gateway.aclose()
