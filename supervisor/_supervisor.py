@@ -333,6 +333,7 @@ class Supervisor:
         (see :class:`RestartRequest`), now that it is served; False: the supervisor gave up."""
         if self._window.admit(trio.current_time()):
             return True
+        slot.state = "exited"  # its task ended; it will never run again
         self._record(slot, error, "escalate")
         self._escalate(slot, error)
         return False

@@ -271,18 +271,22 @@ async def test_a_crash_while_another_group_restart_is_due_counts_when_its_own_is
         journal, autojump_clock):
     """Not covered by the group restart under way (an earlier child, rest_for_one), the
     crash is counted once that restart is done and its own is served: here it is one too
-    many, and the supervisor gives up then (its restart record is followed by escalate)."""
+    many, and the supervisor gives up then (its restart record is followed by escalate), the
+    child that escalated reading 'exited' while the others stop, as one escalating at once
+    does."""
     fn = journal.worker()
     slow_again = journal.worker(ready_after=5.0)
 
     async def c(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
         await (fn if ctx.incarnation == 1 else slow_again)(ctx, task_status=task_status)
 
+    specs = [ChildSpec("a", fn),
+             ChildSpec("b", journal.worker(stuck_at_shutdown=True), shutdown_timeout=3.0),
+             ChildSpec("c", c)]
     out: list = []
 
     async def run() -> None:
-        async with open_supervisor([ChildSpec("a", fn), ChildSpec("b", fn), ChildSpec("c", c)],
-                                   strategy="rest_for_one",
+        async with open_supervisor(specs, strategy="rest_for_one",
                                    intensity=Intensity(max_restarts=1, period=60.0)) as sup:
             out.append(sup)
             await _crash(sup, "c")  # counted: its group restart waits 5 s for c's readiness
@@ -290,10 +294,16 @@ async def test_a_crash_while_another_group_restart_is_due_counts_when_its_own_is
             await _crash(sup, "a")  # while that one is due: counted once it is served
             await trio.sleep_forever()
 
-    with pytest.raises(RestartIntensityExceeded) as caught:
-        await run()
-    [sup] = out
-    assert caught.value.child == "a"
-    assert trio.current_time() == 5.0  # when c's restart was done, not at a's crash
+    async def expect_escalation() -> None:
+        with pytest.raises(RestartIntensityExceeded) as caught:
+            await run()
+        assert caught.value.child == "a"
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(expect_escalation)
+        assert await journal.wait_for("stop", "b", 1) == 5.0  # when c's restart was done
+        [sup] = out
+        assert [(c.name, c.state) for c in sup.statistics().children] == [
+            ("a", "exited"), ("b", "stopping"), ("c", "stopped")]
     assert [(r.child, r.action) for r in sup.restart_log] == [
         ("c", "restart"), ("a", "restart"), ("a", "escalate")]
