@@ -34,12 +34,12 @@ async def test_a_question_waiting_when_the_runtime_stops_is_withdrawn(db_path, w
                 outcome.append(exc)
 
     with trio.fail_after(30):  # hang guard: the asker waited for ever
-        async with trio.open_nursery() as nursery:
-            async with tidings.open_runtime(db_path, workspace=workspace) as rt:
-                session_id = await rt.create_session(channel="web")
-                rt.router.bind(session_id, route)
-                nursery.start_soon(host_turn, rt, session_id)
-                await route.asked.wait()
+        async with trio.open_nursery() as nursery, \
+                tidings.open_runtime(db_path, workspace=workspace) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            nursery.start_soon(host_turn, rt, session_id)
+            await route.asked.wait()
     assert route.withdrawn.is_set()
     [error] = outcome
     assert isinstance(error, RuntimeClosedError), error
