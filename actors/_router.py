@@ -167,9 +167,11 @@ class SessionInteractionRouter:
 
         Fails closed: without an interactive route the answer is empty with
         ``reason="no_interactive_route"``; past ``prompt.expires_at`` it is ``expired`` (a
-        prompt already past it is not shown to anyone). What the route's ``prompt_user``
-        raises is raised here (``ctx.prompt_user`` turns an ``Exception`` into the answer
-        ``route_failed``; a host asking itself decides). Raises :class:`ValidationError`
+        prompt already past it is not shown to anyone; the route's wait is cancelled then,
+        and an ``Exception`` it ends that wait with, as some platform libraries end a request
+        they were cancelled in, is that expiry too). What the route's ``prompt_user`` raises
+        before then is raised here (``ctx.prompt_user`` turns an ``Exception`` into the
+        answer ``route_failed``; a host asking itself decides). Raises :class:`ValidationError`
         naming the field, before anything is asked, for what ``ctx.prompt_user`` refuses (a
         ``text`` that is not a non-empty string of valid Unicode within ``MAX_TEXT_BYTES``),
         a ``session_id``, ``prompt_id`` or ``turn_id`` that is no id, or an ``expires_at``
@@ -185,8 +187,13 @@ class SessionInteractionRouter:
         if remaining <= 0:
             await trio.lowlevel.checkpoint()
             return PromptAnswer(None, "expired")
-        with trio.move_on_after(remaining):
-            answer = await ask(prompt)
+        with trio.move_on_after(remaining) as expiry:
+            try:
+                answer = await ask(prompt)
+            except Exception:  # the route's error for the wait the expiry cut off: expired
+                if not expiry.cancel_called:
+                    raise
+                return PromptAnswer(None, "expired")
             if isinstance(answer, PromptAnswer):  # unanswered says why, as for None
                 return answer if answer.text is not None or answer.reason is not None \
                     else PromptAnswer(None, "declined")
@@ -198,9 +205,10 @@ class SessionInteractionRouter:
 
         Fails closed: no interactive route is a denial with ``reason="no_interactive_route"``;
         no decision by ``request.expires_at`` is ``expired`` (a request already past it is not
-        shown to anyone); anything but allow is ``denied``. What the route's
-        ``request_approval`` raises is raised here (``ctx.request_approval`` denies with
-        ``route_failed``). Raises :class:`ValidationError`
+        shown to anyone; an ``Exception`` the route ends its cancelled wait with is that
+        expiry too, as for :meth:`prompt_user`); anything but allow is ``denied``. What the
+        route's ``request_approval`` raises before then is raised here
+        (``ctx.request_approval`` denies with ``route_failed``). Raises :class:`ValidationError`
         naming the field, before anything is asked, for what ``ctx.request_approval`` refuses
         (an ``action`` as a prompt's text, ``details`` that are not a JSON-ready mapping of at
         most ``MAX_JSON_BYTES``), and ids and ``expires_at`` as :meth:`prompt_user` does. The
@@ -216,8 +224,12 @@ class SessionInteractionRouter:
         if remaining <= 0:
             await trio.lowlevel.checkpoint()
             return ApprovalDecision(False, "expired")
-        with trio.move_on_after(remaining):
-            return _decision(await ask(request))
+        with trio.move_on_after(remaining) as expiry:
+            try:
+                return _decision(await ask(request))
+            except Exception:  # the route's error for the wait the expiry cut off: expired
+                if not expiry.cancel_called:
+                    raise
         return ApprovalDecision(False, "expired")
 
     def _remaining(self, expires_at: float | None) -> float:
