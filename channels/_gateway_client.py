@@ -6,7 +6,9 @@ code and reason; a server that has not welcomed it within ``welcome_timeout`` se
 :data:`WELCOME_TIMEOUT` by default, raises :class:`GatewayTimeout` naming the URL: a wrong port
 that accepts and says nothing must not hang the client). :meth:`GatewayClient.receive` returns
 the next frame, answering the server's ``ping`` on the way; :attr:`GatewayClient.seen` keeps
-the highest ``seq`` received per session, which is what a reconnect passes as ``after_seq``.
+the highest ``seq`` received per session, which is what a reconnect passes as ``after_seq``;
+:attr:`GatewayClient.last_heard`, trio's clock when the last frame came (a ``ping`` too), tells
+a connection that went silent (see ``tidings chat``'s heartbeat).
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ class GatewayClient:
         self.welcome = welcome
         self.session_id: str = welcome["session_id"]
         self.seen: dict[str, int] = {}
+        self.last_heard = trio.current_time()  # the welcome's; then each frame's (see receive)
         self._ids = itertools.count(1)
         # The whole uuid4: the gateway remembers a conversation's message ids for good, and
         # 32 random bits (8 hex digits) met between two connections often enough in a long
@@ -246,6 +249,7 @@ class GatewayClient:
                 raw = await self.ws.get_message()
             except ConnectionClosed as exc:
                 raise _closed(exc) from None
+            self.last_heard = trio.current_time()
             try:
                 frame = _checked(_frame(raw))
             except GatewayClosed as exc:

@@ -1,39 +1,38 @@
 """``tidings chat`` over the websocket gateway: a terminal client of a running ``tidings serve``.
 
 Each line typed is a ``message`` (slash commands pass through; a CRLF line's ``\r\n`` is not
-sent, as in ``--local``); while a prompt or an approval
-request is open the next line answers it (``y`` / ``yes`` / ``allow`` approves; with several
-open, the oldest first, as ``--local`` does); a line over
-the server's ``max_frame_bytes``, or not valid UTF-8, is not sent (a ``!`` line says why; a
-question stays open); a piped one is refused as soon as it is known to be over, and the rest
-of it skipped unread into memory (see :mod:`tidings.supervisor._chat_input`).
+sent, as in ``--local``); while a prompt or an approval request is open the next line answers it
+(``y`` / ``yes`` / ``allow`` approves; with several open, the oldest first, as ``--local``
+does); a line over the server's ``max_frame_bytes``, or not valid UTF-8, is not sent (a ``!``
+line says why; a question stays open); a piped one is refused as soon as it is known to be over,
+and the rest of it skipped unread into memory (see :mod:`tidings.supervisor._chat_input`).
 Deliveries, progress, notices and lifecycle events are printed as they arrive, and every
-delivery is acked once printed. If the connection drops it reconnects with ``session_id`` and
-``after_seq``, so nothing is missed or shown twice, and sends again, with the same id, each
-message the server had not answered ``accepted`` (or refused) yet, or refused as it stopped
-(``shutting_down``: send it again later): one the drop cut is not lost, one it had taken is
-answered ``duplicate``; an answer to a prompt or an approval request that
-the drop cut is given again when the server asks again (it asks every new connection what still
-waits), so the person is not asked twice; and a line typed while it reconnects, with a
-question open, answers that question if the server asks it again (it is read only once the
-server has asked), else it is a message (the question not asked again closed while the chat was
-away: ``(question closed while reconnecting)`` says so first). :data:`_RECONNECTS` times in a
-row at most, the count starting afresh once a connection has stayed up :data:`_STABLE` seconds.
-With stdin a pipe each line waits for its turn (or command answer) to be delivered before the
-next is sent, and the end of input ends the chat once everything is in: a deterministic
-transcript. That wait goes on across a reconnect (a turn that ended while the client was away
-sent a ``completed`` nobody heard: its reply is replayed, the wait lasts :data:`_SETTLE` at
-most). A server that has not welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot
-connect to: exit 1 on the first connection. After a drop, every reconnect is said on stderr with
-how long it waits for its welcome, and all of them together must be welcomed within
-:data:`_RECONNECT_FOR` (30 s) of the drop: a hung server ends the chat then (exit 1). The frames
-it sends keep under the server's ``rate`` and ``burst`` (see
+delivery is acked once printed. If the connection drops (or goes silent: see :func:`_heartbeat`)
+it reconnects with ``session_id`` and ``after_seq``, so nothing is missed or shown twice, and
+sends again, with the same id, each message the server had not answered ``accepted`` (or
+refused) yet, or refused as it stopped (``shutting_down``: send it again later): one the drop
+cut is not lost, one it had taken is answered ``duplicate``; an answer to a prompt or an
+approval request that the drop cut is given again when the server asks again (it asks every new
+connection what still waits), so the person is not asked twice; and a line typed while it
+reconnects, with a question open, answers that question if the server asks it again (it is read
+only once the server has asked), else it is a message (the question not asked again closed while
+the chat was away: ``(question closed while reconnecting)`` says so first). :data:`_RECONNECTS`
+times in a row at most, the count starting afresh once a connection has stayed up
+:data:`_STABLE` seconds. With stdin a pipe each line waits for its turn (or command answer) to
+be delivered before the next is sent, and the end of input ends the chat once everything is in:
+a deterministic transcript. That wait goes on across a reconnect (a turn that ended while the
+client was away sent a ``completed`` nobody heard: its reply is replayed, the wait lasts
+:data:`_SETTLE` at most). A server that has not welcomed it within ``WELCOME_TIMEOUT`` (30 s) is
+one it cannot connect to: exit 1 on the first connection. After a drop, every reconnect is said
+on stderr with how long it waits for its welcome, and all of them together must be welcomed
+within :data:`_RECONNECT_FOR` (30 s) of the drop: a hung server ends the chat then (exit 1). The
+frames it sends keep under the server's ``rate`` and ``burst`` (see
 :mod:`tidings.supervisor._chat_limits`): a pasted block of lines, or the lines sent again after
-a reconnect, wait their turn rather than get the connection closed ``4029``.
-Ctrl-C cancels the chat at any point (exit 130, no traceback), and so does SIGTERM (exit 143). A
-``--token`` or ``--conversation`` no gateway takes is bad usage (exit 2, naming it), before
-connecting. A stderr it cannot write (``2>/dev/full``) or closed (``2>&-``) loses its lines and
-changes nothing else (see :mod:`tidings.supervisor._stderr`).
+a reconnect, wait their turn rather than get the connection closed ``4029``. Ctrl-C cancels the
+chat at any point (exit 130, no traceback), and so does SIGTERM (exit 143). A ``--token`` or
+``--conversation`` no gateway takes is bad usage (exit 2, naming it), before connecting. A
+stderr it cannot write (``2>/dev/full``) or closed (``2>&-``) loses its lines and changes
+nothing else (see :mod:`tidings.supervisor._stderr`).
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ import trio
 from trio_websocket import ConnectionRejected, HandshakeError
 
 from tidings.actors import MAX_TEXT_BYTES
-from tidings.channels import GatewayClient, GatewayClosed
+from tidings.channels import GatewayClient, GatewayClosed, GatewayConfig
 from tidings.channels._gateway_client import WELCOME_TIMEOUT
 from tidings.channels._gateway_frames import (
     MAX_SERVER_FRAME_BYTES,
@@ -76,7 +75,7 @@ from tidings.channels._terminal import (
 from tidings.errors import ConfigError
 from tidings.store._ids import lone_surrogate
 from tidings.supervisor._chat_input import LineTooLong, input_lines
-from tidings.supervisor._chat_limits import LineLimit, Pace, too_big
+from tidings.supervisor._chat_limits import LineLimit, Pace, positive, too_big
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._stderr import say
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token, read_token_file
@@ -488,6 +487,7 @@ async def _talk(client: GatewayClient, state: _State, printer: _Printer,
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_receive, client, state, printer)
+            nursery.start_soon(_heartbeat, client, state)
             await _send(client, state, printer, lines, options)
             nursery.cancel_scope.cancel(reason="end of input")
     except BaseExceptionGroup as group:
@@ -498,6 +498,29 @@ async def _talk(client: GatewayClient, state: _State, printer: _Printer,
         if closed is None or rest is not None:
             raise
         raise _first(closed) from None
+
+
+async def _heartbeat(client: GatewayClient, state: _State) -> None:
+    """Find a connection that died without a close (the server's host frozen, a network that
+    dropped it without a word, a laptop that slept): nothing ever came on it, and the chat
+    never noticed. The gateway pings a client it has not heard from for ``heartbeat_s``
+    (from ``welcome``) and answers a ping at once; so a server not heard from for
+    ``heartbeat_s`` is pinged, and one from which nothing came ``heartbeat_s`` after that
+    ping raises :class:`GatewayClosed` ``1006``, a drop: the chat reconnects."""
+    period = client.welcome.get("heartbeat_s")
+    if not positive(period):
+        period = attrs.fields(GatewayConfig).heartbeat_s.default
+    while True:
+        await trio.sleep_until(client.last_heard + period)
+        if trio.current_time() < client.last_heard + period:
+            continue  # heard from it meanwhile
+        await state.pace.take()
+        await client.send({"type": "ping"})
+        pinged = trio.current_time()
+        await trio.sleep_until(pinged + period)
+        if client.last_heard < pinged:
+            raise GatewayClosed(1006, f"nothing from the server for {2 * period:g} s, a ping "
+                                      "unanswered (a connection that died without a close)")
 
 
 async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line], *,
