@@ -49,5 +49,14 @@ def item_from_row(row: OutboxRow) -> DeliveryItem:
                         metadata=row.metadata, seq=row.seq, status="scheduled", size=row.size)
 
 
-def _thaw(value: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: (_thaw(v) if isinstance(v, Mapping) else v) for k, v in value.items()}
+def _thaw(value: Any) -> Any:
+    """A block as stored, read back (read-only mappings, arrays as tuples), as plain JSON
+    types again: dicts and lists, at any depth, as a live send hands it (a control block's
+    ``data`` is its JSON read back, ``check_json_object``). Arrays were left tuples, and the
+    objects in them read-only: a route got ``data["buttons"]`` as a list live and as a tuple
+    for a row read back (after a restart, a backlog, a replay)."""
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_thaw(v) for v in value]
+    return value
