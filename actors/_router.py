@@ -36,6 +36,13 @@ __all__ = ["BindToken", "Binding", "SessionInteractionRouter", "check_capabiliti
 
 log = logging.getLogger("tidings.router")
 
+_SERIALS = itertools.count(1)
+"""Bind serials, one count for every router of the process: a token names its session and
+serial only, so with a count per router a token kept from an earlier runtime of the process (an
+adapter that outlives a restart) or from another one named the binding this router made with
+the same serial, and its ``unbind`` removed it. (``next`` on a count is atomic: a router of a
+runtime in another thread shares it safely.)"""
+
 
 @attrs.frozen
 class BindToken:
@@ -72,7 +79,6 @@ class SessionInteractionRouter:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._routes: dict[str, Binding] = {}
-        self._serials = itertools.count(1)
         self._listeners: list[Callable[[str], None]] = []
         self._unbind_listeners: list[Callable[[str], None]] = []
 
@@ -103,14 +109,15 @@ class SessionInteractionRouter:
             if not callable(ask):
                 raise ValidationError(name, f"must be an async method, got {ask!r:.80}")
             _check_not_sync(name, ask, argument)
-        binding = Binding(session_id, route, next(self._serials))
+        binding = Binding(session_id, route, next(_SERIALS))
         self._routes[session_id] = binding
         for listener in self._listeners:
             listener(session_id)
         return BindToken(session_id, binding.serial)
 
     def unbind(self, token: BindToken) -> bool:
-        """Remove the binding *token* made, if it is still the live one. Never blocks.
+        """Remove the binding *token* made, if it is still the live one (a token of another
+        router, an earlier runtime's, is stale here too). Never blocks.
         Raises :class:`ValidationError` naming ``token`` for anything but a
         :class:`BindToken` (a session id given instead: unbind what that bind returned).
 
