@@ -135,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
                         stream=sys.stderr, format="%(name)s %(levelname)s %(message)s")
     try:
         config = load_channel_config(args.channel, args.config)
-        agent = load_agent(args.agent, field="--agent") if args.agent else None
+        # `is not None`: an empty --agent is refused by name, not taken for none given
+        agent = load_agent(args.agent, field="--agent") if args.agent is not None else None
         if agent is None and config.agent is not None:  # before the database is made
             agent = load_agent(config.agent, field=f"channels.{config.name}.agent")
     except ConfigError as exc:

@@ -79,3 +79,16 @@ def test_a_database_or_workspace_it_cannot_use_is_refused_as_the_option_given(
     assert no_workspace.stderr == (f"tidings chat: --workspace: not a directory: "
                                    f"{tmp_path / 'missing'}\n")
     assert not (tmp_path / "chat.db").exists()
+
+
+def test_an_empty_agent_is_refused_as_the_option_given(tmp_path: pathlib.Path, capsys) -> None:
+    # --agent "" (a script's --agent "$AGENT" with AGENT unset) was taken for no --agent: the
+    # config's agent or EchoAgent chatted, and nothing said the flag was not used.
+    from tidings.supervisor.cli import main
+
+    code = main(["chat", "--local", "--db", str(tmp_path / "chat.db"), "--workspace",
+                 str(tmp_path), "--agent", ""])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err == "tidings chat: --agent: must look like 'package.module:Name', got ''\n"
+    assert not (tmp_path / "chat.db").exists()
