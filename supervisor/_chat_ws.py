@@ -678,7 +678,8 @@ def run(args: Any) -> int:
         print(page)
         return 0
     try:
-        url = check_url(args.url or DEFAULT_URL)
+        # `is None`: an empty --url is refused by name, not taken for the default
+        url = check_url(DEFAULT_URL if args.url is None else args.url)
     except ConfigError as exc:
         say(sys.stderr, f"tidings chat: {exc}")
         return 2

@@ -22,7 +22,9 @@ def chat(tmp_path: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]
                                  "ws://:8765",
                                  # no host name (an empty label, one over 63 characters): the
                                  # name lookup raised UnicodeError, a traceback, exit 1
-                                 "ws://a..b:8765", f"ws://{'a' * 64}.example:8765"])
+                                 "ws://a..b:8765", f"ws://{'a' * 64}.example:8765",
+                                 # empty (--url "$URL", URL unset): was the default URL
+                                 ""])
 def test_a_url_it_cannot_use_is_refused_by_name(tmp_path: pathlib.Path, url: str) -> None:
     result = chat(tmp_path, "--url", url)
     assert result.returncode == 2, result.stderr
