@@ -8,7 +8,8 @@ line says why; a question stays open); a piped one is refused as soon as it is k
 and the rest of it skipped unread into memory (see :mod:`tidings.supervisor._chat_input`).
 Deliveries, progress, notices and lifecycle events are printed as they arrive, and every
 delivery is acked once printed. If the connection drops (or goes silent: see :func:`_heartbeat`)
-it reconnects with ``session_id`` and ``after_seq``, so nothing is missed or shown twice, and
+it reconnects with ``session_id`` and ``after_seq``, so nothing is missed or shown twice (a
+server whose session went back, its database restored, is said so: see :func:`_behind`), and
 sends again, with the same id, each message the server had not answered ``accepted`` (or
 refused) yet, or refused as it stopped (``shutting_down``: send it again later): one the drop
 cut is not lost, one it had taken is answered ``duplicate``; an answer to a prompt or an
@@ -563,6 +564,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                     say(err, f"tidings chat: {options.url}, conversation "
                               f"{options.conversation}; /help for commands; end of input "
                               "(Ctrl-D) quits.")
+                _behind(state, client.welcome, err)
                 await _talk(client, state, printer, lines, options)
                 await client.aclose()
                 return 0
@@ -597,6 +599,23 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
         welcome_timeout = left
         say(err, f"tidings chat: reconnect {attempts} of {_RECONNECTS}: waiting up to "
                   f"{left:.3g} s for {options.url} to welcome it")
+
+
+def _behind(state: _State, welcome: dict[str, Any], err: TextIO | None) -> None:
+    """A *welcome* whose session's ``last_seq`` (the highest seq it has) is below what the
+    chat has seen in it: the server's database went back (restored from an older copy, moved
+    without its ``-wal`` after a crash) and assigns those seqs again. What the chat printed
+    and saw there goes back to it, said on stderr: else every new delivery at or below the old
+    mark was taken for a repeat, acked (``sent``) and never shown."""
+    session_id, last_seq = welcome["session_id"], welcome["last_seq"]
+    seen = state.seen.get(session_id, 0)
+    if last_seq >= seen:
+        return
+    say(err, f"tidings chat: the server's session is at seq {last_seq}, behind the {seen} "
+             "this chat has seen (its database restored from an older copy?): what it sends "
+             "is shown from there")
+    state.seen[session_id] = last_seq
+    state.printed[session_id] = min(state.printed.get(session_id, 0), last_seq)
 
 
 def _stayed_up(welcomed: float | None) -> bool:
