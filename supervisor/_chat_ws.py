@@ -9,8 +9,9 @@ and the rest of it skipped unread into memory (see :mod:`tidings.supervisor._cha
 Deliveries, progress, notices and lifecycle events are printed as they arrive, and every
 delivery is acked once printed. If the connection drops (or goes silent: see :func:`_heartbeat`)
 it reconnects with ``session_id`` and ``after_seq``, so nothing is missed or shown twice (a
-server whose session went back, its database restored, is said so: see :func:`_behind`), and
-sends again, with the same id, each message the server had not answered ``accepted`` (or
+server whose session went back, its database restored, is said so: see :func:`_behind`; one that
+does not know the session, another database, is joined afresh: see :func:`_session_unknown`),
+and sends again, with the same id, each message the server had not answered ``accepted`` (or
 refused) yet, or refused as it stopped (``shutting_down``: send it again later): one the drop
 cut is not lost, one it had taken is answered ``duplicate``; an answer to a prompt or an
 approval request that the drop cut is given again when the server asks again (it asks every new
@@ -151,6 +152,10 @@ class _State:
         # asked again closed while the chat was away, and is said closed.
         self.recheck = False
         self.away: dict[Any, dict[str, Any]] = {}
+        # The session a reconnect's hello named and the server refused as none of the
+        # conversation's (its database replaced, or restored from an older copy): the next
+        # hello names none, and the chat goes on in the session that welcome gives.
+        self.unknown: str | None = None
         self.pace = Pace({})  # the connection's, from its welcome (see _connect)
         self.changed = trio.Event()
 
@@ -535,7 +540,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
     welcome_timeout = WELCOME_TIMEOUT
     while True:
         hello: dict[str, Any] = {}
-        if state.session_id is not None:
+        if state.session_id is not None and state.session_id != state.unknown:
             hello = {"session_id": state.session_id,
                      "after_seq": state.seen.get(state.session_id, 0)}
         welcomed: float | None = None
@@ -564,6 +569,10 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                     say(err, f"tidings chat: {options.url}, conversation "
                               f"{options.conversation}; /help for commands; end of input "
                               "(Ctrl-D) quits.")
+                if state.unknown is not None:  # (see _State.unknown) from its last_seq on
+                    state.unknown = None
+                    state.session_id = client.welcome["session_id"]
+                    state.seen.setdefault(state.session_id, client.welcome["last_seq"])
                 _behind(state, client.welcome, err)
                 await _talk(client, state, printer, lines, options)
                 await client.aclose()
@@ -573,7 +582,11 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
             # Refused (bad hello, token, protocol), not a gateway (1002: a frame that is not
             # the protocol's, which the same server sends again), or never welcomed at all (a
             # server failing on the hello): as for a server it cannot reach, no retry.
-            if exc.code in (1002, 4000, 4001, 4002) or state.session_id is None:
+            if _session_unknown(exc, state):  # not the person's: the server's database changed
+                state.unknown = state.session_id
+                said += (" (its database replaced, or restored from an older copy?): going on "
+                         "in the session it has")
+            elif exc.code in (1002, 4000, 4001, 4002) or state.session_id is None:
                 say(err, f"tidings chat: {said}")
                 return 1
         except (OSError, HandshakeError) as exc:
@@ -599,6 +612,15 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
         welcome_timeout = left
         say(err, f"tidings chat: reconnect {attempts} of {_RECONNECTS}: waiting up to "
                   f"{left:.3g} s for {options.url} to welcome it")
+
+
+def _session_unknown(exc: GatewayClosed, state: _State) -> bool:
+    """Whether *exc* refuses a reconnect's hello for the session it named (``4000``, the
+    reason naming ``hello.session_id``, as the protocol's bad hello names its field): one the
+    server does not know, not a flag of the person's, which the first hello had already passed.
+    Once only: a hello naming no session that is refused too ends the chat."""
+    return (exc.code == 4000 and state.session_id is not None and state.unknown is None
+            and "hello.session_id" in str(exc.reason))
 
 
 def _behind(state: _State, welcome: dict[str, Any], err: TextIO | None) -> None:

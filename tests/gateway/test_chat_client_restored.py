@@ -84,3 +84,78 @@ async def test_a_server_behind_the_chat_has_its_new_deliveries_shown(
     assert ("tidings chat: the server's session is at seq 1, behind the 3 this chat has seen "
             "(its database restored from an older copy?): what it sends is shown from there"
             ) in err.getvalue().splitlines(), err.getvalue()
+
+
+class _Replaced:
+    """First connection: one delivery, acked, then the server fails (``1011``). Then it is
+    back on another database, where the chat's session is none of the conversation's: a
+    hello naming it is refused ``4000``; one naming none is welcomed in the session it has."""
+
+    def __init__(self) -> None:
+        self.hellos: list[dict[str, Any]] = []
+
+    async def handler(self, request: WebSocketRequest) -> None:
+        ws = await request.accept()
+        hello = json.loads(await ws.get_message())
+        self.hellos.append(hello)
+        if len(self.hellos) == 1:
+            await ws.send_message(_welcome(0))
+            await ws.send_message(_delivery(1, "one"))
+            while json.loads(await ws.get_message()).get("type") != "ack":
+                pass
+            await ws.aclose(1011, "the server failed")
+        elif "session_id" in hello:
+            await ws.aclose(4000, "bad hello: hello.session_id: not a session of this "
+                                  "conversation")
+        else:
+            await ws.send_message(json.dumps(
+                {"type": "welcome", "protocol": 1, "conversation": "restored",
+                 "session_id": "s2", "last_seq": 0, "heartbeat_s": 20}))
+            await ws.send_message(json.dumps(
+                {"type": "delivery", "session_id": "s2", "seq": 1, "delivery_id": "e1",
+                 "kind": "message", "text": "from the other database"}))
+            await trio.sleep_forever()
+
+
+async def test_a_server_that_does_not_know_the_chats_session_is_joined_afresh(
+        monkeypatch, autojump_clock) -> None:
+    # The reconnect's hello named the chat's session, which the server (its database
+    # replaced, or restored from a copy older than the session) refused 4000; the chat took
+    # that for a refusal of the person's own flags and ended (exit 1), though a hello naming
+    # no session would be welcomed.
+    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
+    out, err = Transcript(), Transcript()
+    server = _Replaced()
+
+    async def lines() -> AsyncIterator[str]:
+        await trio.sleep_forever()
+        yield ""
+
+    async with trio.open_nursery() as nursery:
+        listener = await nursery.start(serve_websocket, server.handler, "127.0.0.1", 0, None)
+        options = ChatOptions(url=f"ws://127.0.0.1:{listener.port}",
+                              token="gateway-test-token", conversation="restored",
+                              interactive=True)
+        ended: list[int] = []
+        done = trio.Event()
+
+        async def chat() -> None:
+            ended.append(await chat_over_websocket(options, lines(), out=out, err=err))
+            done.set()
+
+        async def shown() -> None:
+            await out.wait_for(lambda line: line == "from the other database")
+            done.set()
+
+        nursery.start_soon(chat)
+        nursery.start_soon(shown)
+        with trio.fail_after(60):  # hang guard
+            await done.wait()
+        nursery.cancel_scope.cancel()
+    assert not ended, err.getvalue()
+    assert out.getvalue().splitlines() == ["one", "from the other database"]
+    assert [("session_id" in hello) for hello in server.hellos] == [False, True, False]
+    assert ("tidings chat: connection closed (4000): bad hello: hello.session_id: not a "
+            "session of this conversation (its database replaced, or restored from an older "
+            "copy?): going on in the session it has; reconnecting"
+            ) in err.getvalue().splitlines(), err.getvalue()
