@@ -214,8 +214,9 @@ class GatewayClient:
         return f"{self._prefix}-{next(self._ids)}"
 
     async def message(self, text: str, *, message_id: str | None = None) -> str:
-        """Send a ``message`` (slash commands too); returns its client id."""
-        message_id = message_id or self.new_id()
+        """Send a ``message`` (slash commands too); returns its client id: *message_id* as
+        given (an empty one too, which the gateway refuses naming ``id``), else a new one."""
+        message_id = self.new_id() if message_id is None else message_id
         await self.send({"type": "message", "text": text, "id": message_id})
         return message_id
 
