@@ -9,6 +9,7 @@ sessions cost what 100 do per delivery.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import logging
 import time
@@ -90,10 +91,11 @@ class SessionInteractionRouter:
         ``capabilities`` (a collection of the block types it renders, read at each bind;
         without it, text only) and ``ack_window``
         (an int >= 0; see ``Runtime.confirm``). A route that breaks these is refused with
-        :class:`ValidationError` naming the attribute (a *session_id* no session can have, see
-        ``check_session_id``, naming ``session_id``; a ``deliver``, ``prompt_user``,
-        ``request_approval`` or ``reconcile`` that raises when read, or an optional method
-        that is there but not callable), and one whose ``deliver``, ``prompt_user``,
+        :class:`ValidationError` naming the attribute (a route class given for a route
+        object, ``MemoryRoute`` for ``MemoryRoute()``, naming ``route``; a *session_id* no
+        session can have, see ``check_session_id``, naming ``session_id``; a ``deliver``,
+        ``prompt_user``, ``request_approval`` or ``reconcile`` that raises when read, or an
+        optional method that is there but not callable), and one whose ``deliver``, ``prompt_user``,
         ``request_approval`` or ``reconcile`` is certainly sync (a plain function or method)
         with ``TypeError`` naming it; the live binding stays as it was.
         """
@@ -101,6 +103,7 @@ class SessionInteractionRouter:
         deliver = _attribute(route, "deliver")
         if not callable(deliver):
             raise ValidationError("route", "a route needs an async deliver(outbound) method")
+        _check_not_a_class(route)
         _check_not_sync("deliver", deliver, "outbound")
         for name, argument in _OPTIONAL.items():  # optional, but one there must be awaitable
             ask = _attribute(route, name)
@@ -263,6 +266,17 @@ def _check_not_sync(name: str, fn: Any, argument: str) -> None:
         raise TypeError(f"{name}: a route's {name} must be a coroutine function "
                         f"(async def {name}({argument})), got the plain function "
                         f"{getattr(fn, '__qualname__', fn)!r:.80}")
+
+
+def _check_not_a_class(route: Any) -> None:
+    """Refuse a route class given for a route (``MemoryRoute`` for ``MemoryRoute()``): its
+    ``deliver`` is the function its instances bind, so every delivery would call it with the
+    outbound as ``self`` and fail (``failed``, "missing 1 required positional argument"). A
+    class whose ``deliver`` is a static or class method is called as it is: a route."""
+    if isinstance(route, type) and inspect.isfunction(
+            inspect.getattr_static(route, "deliver", None)):
+        raise ValidationError("route", f"got the class {route.__qualname__!r:.80}, not a "
+                                       f"route object: make one ({route.__name__:.80}())")
 
 
 def _attribute(route: Any, name: str) -> object:
