@@ -96,8 +96,9 @@ class SessionInteractionRouter:
         session can have, see ``check_session_id``, naming ``session_id``; a ``deliver``,
         ``prompt_user``, ``request_approval`` or ``reconcile`` that raises when read, or an
         optional method that is there but not callable), and one whose ``deliver``, ``prompt_user``,
-        ``request_approval`` or ``reconcile`` is certainly sync (a plain function or method)
-        with ``TypeError`` naming it; the live binding stays as it was.
+        ``request_approval`` or ``reconcile`` is certainly sync (a plain function or method),
+        or cannot take its one argument (``deliver(self)``, ``deliver(self, session_id,
+        text)``), with ``TypeError`` naming it; the live binding stays as it was.
         """
         check_session_id("session_id", session_id)  # (not looked up: a bind never blocks)
         deliver = _attribute(route, "deliver")
@@ -105,6 +106,7 @@ class SessionInteractionRouter:
             raise ValidationError("route", "a route needs an async deliver(outbound) method")
         _check_not_a_class(route)
         _check_not_sync("deliver", deliver, "outbound")
+        _check_signature("deliver", deliver, "outbound")
         for name, argument in _OPTIONAL.items():  # optional, but one there must be awaitable
             ask = _attribute(route, name)
             if ask is None:
@@ -112,6 +114,7 @@ class SessionInteractionRouter:
             if not callable(ask):
                 raise ValidationError(name, f"must be an async method, got {ask!r:.80}")
             _check_not_sync(name, ask, argument)
+            _check_signature(name, ask, argument)
         binding = Binding(session_id, route, next(_SERIALS))
         self._routes[session_id] = binding
         for listener in self._listeners:
@@ -266,6 +269,24 @@ def _check_not_sync(name: str, fn: Any, argument: str) -> None:
         raise TypeError(f"{name}: a route's {name} must be a coroutine function "
                         f"(async def {name}({argument})), got the plain function "
                         f"{getattr(fn, '__qualname__', fn)!r:.80}")
+
+
+def _check_signature(name: str, fn: Any, argument: str) -> None:
+    """Refuse a route method *name* that cannot be called with its one *argument*, as the
+    runtime calls it (``deliver(outbound)``): every call of it would fail at run time with a
+    ``TypeError`` about its arguments (a delivery ``failed``, a question ``route_failed``). One
+    with defaults or ``*args`` is taken; one whose signature cannot be read (a builtin) is
+    given the benefit of the doubt, as a channel's agent ``run(turn)`` is."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise TypeError(f"{name}: a route's {name} must take the {argument} as its one "
+                        f"argument (async def {name}({argument})), got "
+                        f"{name}{signature!s:.80}") from None
 
 
 def _check_not_a_class(route: Any) -> None:
