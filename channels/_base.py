@@ -86,7 +86,17 @@ def _check_route_extras(channel: Any, adapter: str) -> None:
             what = "a plain function" if callable(method) else f"{method!r:.80}"
             raise ValidationError(name, f"{adapter}.{name} must be a coroutine function "
                                         f"(async def {name}(self, {argument})), got {what}")
+        _check_one_argument(adapter, name, method, argument)
     check_capabilities(getattr(channel, "capabilities", None))
+
+
+def _check_one_argument(adapter: str, name: str, method: Any, argument: str) -> None:
+    """Refuse, naming *name*, a route method that cannot take its one *argument*, as
+    ``bind`` does (``deliver(self, outbound, chat_id)``: every call would fail)."""
+    if (wrong := _wrong_signature(method)) is not None:
+        raise ValidationError(name, f"{adapter}.{name} must take the {argument} as its one "
+                                    f"argument (async def {name}(self, {argument})), got "
+                                    f"{name}{wrong!s:.80}")
 
 
 class ChannelBase:
@@ -106,7 +116,8 @@ class ChannelBase:
         ``EchoAgent()``) (field ``agent``), or the subclass implements no ``async
         deliver`` (none, or a plain ``def deliver``: field ``deliver``), or has a
         ``prompt_user``, ``request_approval`` or ``reconcile`` that is not an async method,
-        or ``capabilities`` that ``bind`` would refuse (the field is named).
+        or any of these that cannot take its one argument (``deliver(self, outbound,
+        chat_id)``), or ``capabilities`` that ``bind`` would refuse (the field is named).
       ConfigError: ``config.agent`` cannot be loaded.
     """
 
@@ -146,6 +157,7 @@ class ChannelBase:
         if certainly_sync(self.deliver):  # else the first message fails as its route binds
             raise ValidationError("deliver", f"{adapter}.deliver must be a coroutine function "
                                              f"(async def deliver(self, outbound))")
+        _check_one_argument(adapter, "deliver", self.deliver, "outbound")
         _check_route_extras(self, adapter)
         self.runtime = runtime
         self.config = config
