@@ -163,10 +163,14 @@ class SessionInteractionRouter:
         self._unbind_listeners.append(listener)
 
     async def deliver(self, outbound: Outbound) -> bool:
-        """Deliver *outbound* to its session's route right now (no outbox involved).
+        """Hand *outbound* to the route bound to its ``session_id`` right now, as it is: no
+        outbox (nothing durable, no handle), no lane (not in order with the session's
+        deliveries, and perhaps while the lane's own ``deliver()`` to that route runs), no
+        adaptation to the route's ``capabilities``.
 
-        Returns False when no route is bound (unrouted). The runtime's durable path does not
-        use this; it is for live-only traffic such as command answers without a session.
+        Returns False when no route is bound to it (an outbound with no session, ``None``,
+        never has one: a channel answers a command without a session itself, not through
+        the router). The runtime's durable path does not use this.
         """
         binding = self._routes.get(outbound.session_id)
         if binding is None:
