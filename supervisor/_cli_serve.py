@@ -26,7 +26,12 @@ from tidings.store import EXECUTORS
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import DEFAULT_DB, ServeConfig, load_config
 from tidings.supervisor._log import field
-from tidings.supervisor._logging import LEVELS, configure_logging
+from tidings.supervisor._logging import (
+    LEVELS,
+    configure_logging,
+    holding_records,
+    replay,
+)
 from tidings.supervisor._serve import ServeFailed, serve
 from tidings.supervisor._signals import StopControl, watch_signals
 from tidings.supervisor._stderr import say
@@ -71,16 +76,21 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``tidings serve`` for parsed *args*; returns the exit code."""
+    # What reading the config logs (a key taken with a warning) is held until the log has
+    # the form the config gives, then said in it.
     try:
-        config = load_config(args.config, db=args.db, host=args.host, port=args.port,
-                             token=args.token, token_file=args.token_file, agent=args.agent,
-                             workspace=args.workspace, core_id=args.core_id, grace=args.grace,
-                             writer=args.writer,
-                             log_level=args.log_level, log_json=args.log_json)
+        with holding_records() as held:
+            config = load_config(args.config, db=args.db, host=args.host, port=args.port,
+                                 token=args.token, token_file=args.token_file, agent=args.agent,
+                                 workspace=args.workspace, core_id=args.core_id,
+                                 grace=args.grace, writer=args.writer,
+                                 log_level=args.log_level, log_json=args.log_json)
     except ConfigError as exc:
+        replay(held)
         say(sys.stderr, f"tidings serve: invalid configuration: {exc}")
         return 2
     configure_logging(config.log_level, json_lines=config.log_json)
+    replay(held)
     # This process lives as long as the server: move what importing and configuring made
     # (modules, classes, functions; nearly all of the heap now) out of the collector's
     # generations, so full collections walk only what serving allocates. Measured with

@@ -214,9 +214,8 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     channels = data.get("channels", {})
     if not isinstance(channels, Mapping):
         raise ConfigError("channels", "must be a table of channel tables")
-    for name, table in channels.items():
-        _channel_config(name, table)  # checked now, though only the gateway's is served
-    channel_table = channels.get("gateway", {})
+    # Checked now, though only the gateway's is served; each once (one's warnings said once).
+    checked = {name: _channel_config(name, table) for name, table in channels.items()}
 
     given = {k: v for k, v in flags.items() if v is not None}
     for key in _SERVE_KEYS:
@@ -275,6 +274,6 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
         agent=agent,
         grace=_seconds("serve.grace", serve.get("grace", 10.0)), writer=writer,
         token=token, token_file=token_file, gateway=gateway,
-        channel=_channel_config("gateway", channel_table),
+        channel=checked.get("gateway") or _channel_config("gateway", {}),
         log_level=level, log_json=as_json, max_restarts=max_restarts, period=period,
         keep=keep, prune_interval=prune_interval)

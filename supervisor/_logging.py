@@ -9,15 +9,17 @@ that is not ``key=value`` shaped is kept whole as ``message``).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import datetime
 import json
 import logging
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 __all__ = ["LEVELS", "JsonLinesFormatter", "KeyValueFormatter", "configure_logging",
-           "parse_fields"]
+           "holding_records", "parse_fields", "replay"]
 
 LEVELS = ("debug", "info", "warning", "error")
 
@@ -117,3 +119,36 @@ def configure_logging(level: str = "info", *, json_lines: bool = False,
     root.setLevel(logging.WARNING)
     logging.getLogger("tidings").setLevel(level.upper())
     return handler
+
+
+class _Holder(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def holding_records() -> Iterator[list[logging.LogRecord]]:
+    """Hold what is logged inside (the records reaching the root logger) instead of letting
+    Python print it: what is logged before :func:`configure_logging` (a warning of the config
+    file, read to learn the log's form) was printed by logging's last resort as plain text,
+    ahead of the JSON lines of ``--log-json``. :func:`replay` them once logging is set up."""
+    holder = _Holder()
+    root = logging.getLogger()
+    root.addHandler(holder)
+    try:
+        yield holder.records
+    finally:
+        root.removeHandler(holder)
+
+
+def replay(records: list[logging.LogRecord]) -> None:
+    """Log *records* (held by :func:`holding_records`) again, as their loggers now do (to
+    the last resort when logging was not set up, as before)."""
+    for record in records:
+        logger = logging.getLogger(record.name)
+        if logger.isEnabledFor(record.levelno):
+            logger.handle(record)
