@@ -48,6 +48,24 @@ class ReadPool:
             raise StoreClosedError("the store is closed")
         return await trio.to_thread.run_sync(self._run, fn, args, limiter=self._limiter)
 
+    async def wait_idle(self) -> None:
+        """Wait until every read started before this call has ended, those still waiting for
+        a thread included (the limiter serves first come, first served; reads started
+        meanwhile wait behind this call, briefly). For a check that needs every reader's
+        answer taken in: a task waiting for a read is blocked as far as trio can see
+        (``wait_all_tasks_blocked`` returns with the read still running). Always a
+        checkpoint."""
+        limiter = self._limiter
+        held: list[object] = []
+        try:
+            for _ in range(int(limiter.total_tokens)):
+                borrower = object()
+                await limiter.acquire_on_behalf_of(borrower)
+                held.append(borrower)
+        finally:
+            for borrower in held:
+                limiter.release_on_behalf_of(borrower)
+
     def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         if self._closed:  # closed while this call waited for a thread: open nothing new
             raise StoreClosedError("the store is closed")

@@ -432,12 +432,15 @@ async def _settled_lanes(rt: Runtime, rounds: int = 20) -> list[Violation]:
     """:func:`lane_violations` once the lanes have taken in the last commits: rows read back
     terminal may be so before the writer's task has run their lanes' callbacks (a lane's
     flush in the background), so each round waits for an empty write (after every earlier
-    one, callbacks included) and then for every task to block. A lane still busy after
-    ``rounds`` is reported."""
+    one, callbacks included), for the reads in flight (a lane's last refill, which finds
+    nothing and ends its overflow: a task waiting for a read in a thread looks blocked, and
+    a slow reader thread left lanes reported overflowing), and then for every task to
+    block. A lane still busy after ``rounds`` is reported."""
     from trio.testing import wait_all_tasks_blocked  # (not at import time)
 
     for _ in range(rounds):
         await rt.store.commit([])
+        await rt.store.readers.wait_idle()
         await wait_all_tasks_blocked()
         found = lane_violations(rt)
         if not found:
