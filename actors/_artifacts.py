@@ -38,6 +38,10 @@ session id names the session's artifact directory."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(//)?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# In a file name also the C1 controls (NEL, U+0085, is a line break to ``str.splitlines``,
+# so to the ``email`` package that writes an upload's headers; CSI, U+009B, a terminal's
+# escape) and Unicode's line and paragraph separators, which ``splitlines`` breaks at too.
+_NAME_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Never in a host name, percent-decoded (the URL standard's forbidden domain code points, and
 # what RFC 3986 does not allow): see _host_problem. The parser's own delimiters (``/?#@:[]``)
 # cannot be in a parsed host.
@@ -125,9 +129,10 @@ def check_file_name(field: str, value: str) -> str:
     """*value* (text already) as an artifact's ``name``, what a route calls the file (an
     upload's name, a file an adapter saves by it), or :class:`ValidationError` naming *field*:
     one plain file name of at most :data:`MAX_NAME_BYTES`, so not ``.`` or ``..``, no ``/`` or
-    backslash, no control character. An agent chooses it, and what an agent writes can be
-    steered by what it read: a name such as ``../../.ssh/authorized_keys`` must not reach a
-    route that trusts it."""
+    backslash, no control character (C0, DEL or C1) or Unicode line or paragraph separator
+    (U+2028, U+2029: line breaks to ``str.splitlines``, as NEL is). An agent chooses it, and
+    what an agent writes can be steered by what it read: a name such as
+    ``../../.ssh/authorized_keys`` must not reach a route that trusts it."""
     problem = _name_problem(value)
     if problem is not None:
         raise ValidationError(field, f"must be a plain file name: {problem}, got {value!r:.80}")
@@ -139,8 +144,8 @@ def _name_problem(value: str) -> str | None:
         return "not '.' or '..'"
     if "/" in value or "\\" in value:
         return "no '/' or backslash (it is no path)"
-    if _CONTROL.search(value):
-        return "no control character"
+    if _NAME_CONTROL.search(value):
+        return "no control character or line break"
     if len(value.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
         return f"at most {MAX_NAME_BYTES} bytes of UTF-8"
     return None

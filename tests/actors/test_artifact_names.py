@@ -7,6 +7,8 @@ the route as it was; a name taken from a URL (``https://example.com/a/..``, ``%2
 
 from __future__ import annotations
 
+import urllib.parse
+
 import pytest
 import trio
 
@@ -128,3 +130,31 @@ async def test_a_url_whose_host_is_no_host_name_is_refused_by_field(rt, bound, u
         assert [await handle.wait() for handle in handles] == ["delivered"] * 5
     assert [o.blocks[0].name for o in route.delivered] == ["x.png", "例え.jp", "a-b_c.d~e",
                                                            "a b.png", "ex%41mple.com"]
+
+
+UNICODE_BREAKS = ["nel\x85.png", "csi\x9b31m.png", "line\u2028sep.png", "para\u2029sep.png"]
+
+
+@pytest.mark.parametrize("name", UNICODE_BREAKS)
+async def test_a_name_with_a_c1_control_or_a_unicode_line_break_is_no_plain_file_name(
+        rt, bound, workspace, name) -> None:
+    """'No control character' checked the ASCII ones only: a name holding a C1 control (NEL,
+    U+0085, a line break to ``str.splitlines`` and so to the ``email`` package that builds a
+    multipart upload's headers; CSI, U+009B, a terminal's escape) or a Unicode line or
+    paragraph separator (U+2028, U+2029) was taken, chosen or a file's own, and went to the
+    route as what it calls the file. Each is refused by field as ``\\n`` is, and a URL whose
+    last part holds one is named after its host."""
+    session_id, route = bound
+    (workspace / name).write_bytes(b"\x89PNG")
+    async with rt.open_turn(session_id) as ctx:
+        for source, field in ((ArtifactRef(path="chart.png", name=name), "source.name"),
+                              (name, "source"), (ArtifactRef(path=name), "source.path")):
+            with pytest.raises(ValidationError) as caught:
+                await ctx.output.send_image(source, history_policy="transient")
+            assert caught.value.field == field
+        assert await rt.deliveries(session_id) == []
+        handle = await ctx.output.send_image(
+            "https://example.com/" + urllib.parse.quote(name), history_policy="transient")
+    with trio.fail_after(30):
+        assert await handle.wait() == "delivered"
+    assert [o.blocks[0].name for o in route.delivered] == ["example.com"]
