@@ -25,7 +25,12 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from tidings.actors._status import check_seconds, seconds_bound
-from tidings.channels._gateway_frames import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION, encode
+from tidings.channels._gateway_frames import (
+    _MAX_ACK_IDS,
+    MAX_SERVER_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    encode,
+)
 from tidings.channels._gateway_transport import open_transport
 from tidings.errors import TidingsError, ValidationError
 
@@ -221,7 +226,21 @@ class GatewayClient:
         return message_id
 
     async def ack(self, *delivery_ids: str) -> None:
-        await self.send({"type": "ack", "delivery_ids": list(delivery_ids)})
+        """Ack the deliveries named (an ``ack`` frame; ids past the gateway's 1,000 per frame
+        go in as many frames as they need). With none, nothing is sent. Raises
+        :class:`ValidationError` naming ``delivery_ids``, before anything is sent, unless each
+        is a non-empty string (the gateway refuses a whole frame for one bad id, with an
+        ``error`` frame the caller reads later, if at all). Always a checkpoint."""
+        for delivery_id in delivery_ids:
+            if not isinstance(delivery_id, str) or not delivery_id:
+                raise ValidationError("delivery_ids", f"must each be a non-empty delivery id "
+                                                      f"string, got {delivery_id!r:.80}")
+        if not delivery_ids:
+            await trio.lowlevel.checkpoint()
+            return
+        for start in range(0, len(delivery_ids), _MAX_ACK_IDS):
+            await self.send({"type": "ack",
+                             "delivery_ids": list(delivery_ids[start:start + _MAX_ACK_IDS])})
 
     async def ack_up_to(self, seq: int, *, session_id: str | None = None) -> None:
         frame: dict[str, Any] = {"type": "ack", "up_to_seq": seq}
