@@ -11,8 +11,10 @@ A write of the lane's own that the store refuses (:class:`StoreError`: a full di
 error, a writer that died mid-batch) is no crash: the lane waits (0.1 s doubling to 30 s, no
 restart counted against the supervisor's intensity) and settles as a restarted incarnation
 would, except that the row whose claim did not commit goes back to ``queued``, not ``failed``:
-the message was not at fault. Before, a full disk made every lane crash and restart in a
-tight loop until the supervisors gave up and the runtime stopped.
+the message was not at fault; so does a claimed row whose platform I/O had not begun (the
+store refused a write handing it to a newly bound route, or sending it back), not
+``unknown``. Before, a full disk made every lane crash and restart in a tight loop until the
+supervisors gave up and the runtime stopped.
 """
 
 from __future__ import annotations
@@ -254,7 +256,12 @@ class LaneWorker:
         live = self.router.binding(item.session_id) or binding
         if live is not binding or lane.rewind \
                 or self.dispatcher.unheld(item.session_id) is not None:
-            handed = await self._handing_to(lane, item, binding)
+            try:  # free when nothing is raised: no per-delivery work
+                handed = await self._handing_to(lane, item, binding)
+            except StoreError as exc:  # one the lane waits out (see _run): the claimed row
+                if not isinstance(exc, ConflictError | StoreClosedError):  # never reached a
+                    lane.unclaimed = True  # route: back in line, as a claim not committed is
+                raise
             if handed is None:
                 return
             live = handed
@@ -310,11 +317,13 @@ class LaneWorker:
         await self._send_back(lane, item, HANDED_BACK)
         return None
 
-    async def _send_back(self, lane: Lane, item: DeliveryItem, error: str) -> None:
+    async def _send_back(self, lane: Lane, item: DeliveryItem, error: str, *,
+                         only_from: tuple[str, ...] = ()) -> None:
         """Claimed *item*, its platform I/O not started, goes back to ``queued``: ``unknown``
-        (with *error*) then ``queued`` in one write (provably not on the platform)."""
+        (with *error*; only from *only_from*, if given) then ``queued`` in one write (provably
+        not on the platform). Its handle is not resolved: the row is delivered later."""
         results = await self.store.commit(send_back(item.delivery_id, now=self.store.clock(),
-                                                    error=error))
+                                                    error=error, only_from=only_from))
         lane.current, lane.claimed = None, False
         if not results[0].applied:  # someone else moved the row on: report where it ended
             await self._resolve_durable([item])
@@ -561,15 +570,11 @@ class LaneWorker:
         now = self.store.clock()
         moves = []
         current = lane.current
-        if current is not None:
+        if current is not None and not lane.unclaimed:  # (that one is sent back below)
             if lane.claimed:
                 moves.append((current, transition(
                     current.delivery_id, "unknown", now=now,
                     error="the session route crashed while delivering")))
-            elif lane.unclaimed:  # the store refused its claim: back in line, not failed
-                moves += [(current, move) for move in send_back(
-                    current.delivery_id, now=now, only_from=_SENDING,
-                    error="the store refused a write of its lane before its platform I/O")]
             else:
                 moves.append((current, transition(
                     current.delivery_id, "failed", now=now,
@@ -577,6 +582,12 @@ class LaneWorker:
         flushed = self._take_unflushed(lane)
         if flushed or moves:
             await self._commit(lane, flushed, moves)  # on failure, flushed is put back
+        if current is not None and lane.unclaimed:
+            # The store refused a write before its platform I/O (its claim, or one handing
+            # it to its route): back in line, not failed or unknown. Written apart: through
+            # _commit its ``unknown`` would resolve its handle so as the row went back.
+            await self._send_back(lane, current, only_from=_SENDING, error=(
+                "the store refused a write of its lane before its platform I/O"))
         lane.current, lane.unclaimed = None, False
 
 

@@ -88,7 +88,8 @@ class Lane:
         self.current: DeliveryItem | None = None
         self.taking = False                   # a delivery taken, waiting to be claimed
         self.claimed = False
-        self.unclaimed = False                # the store refused that claim: send it back
+        self.unclaimed = False                # the store refused a write before its I/O:
+                                              # send ``current`` back (claimed or not)
         self.unflushed: list[DeliveryItem] = []  # delivered; ``sent`` not yet committed
         self.reread = False                   # mailbox contents are suspect: read the store
         self.rewind = False                   # next refill starts from seq 0 (rows re-queued)
