@@ -33,7 +33,8 @@ from tidings.actors._status import check_session_id
 from tidings.errors import RouteMismatchError, ValidationError
 from tidings.supervisor._callables import certainly_sync
 
-__all__ = ["BindToken", "Binding", "SessionInteractionRouter", "check_capabilities"]
+__all__ = ["BindToken", "Binding", "SessionInteractionRouter", "check_ack_window",
+           "check_capabilities"]
 
 log = logging.getLogger("tidings.router")
 
@@ -63,7 +64,7 @@ class Binding:
         self.route = route
         self.serial = serial
         self.capabilities = check_capabilities(_attribute(route, "capabilities"))
-        self.ack_window = _ack_window(_attribute(route, "ack_window"))
+        self.ack_window = check_ack_window(_attribute(route, "ack_window"))
 
     async def deliver(self, outbound: Outbound) -> Any:
         """Hand *outbound* to the route, after checking it belongs to this session."""
@@ -343,7 +344,7 @@ def check_capabilities(caps: object) -> frozenset[str]:
     return types
 
 
-def _ack_window(window: object) -> int:
+def check_ack_window(window: object) -> int:
     """A route's ack window (0: it does not ack). Anything but None or an int >= 0 is
     refused: a negative window would hold the session's deliveries forever."""
     if window is None:

@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt
-from tidings.actors._router import check_capabilities
+from tidings.actors._router import check_ack_window, check_capabilities
 from tidings.actors._status import check_seconds, seconds_bound
 from tidings.errors import ValidationError
 
@@ -47,7 +47,8 @@ class MemoryRoute:
     (accept it); ``fail=True`` refuses every delivery that way, ``None`` / ``False`` accepts
     them all. Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered` instead of
     sleeping. ``capabilities`` that a bind would refuse (a string, a misspelt block type, a
-    mapping) are refused naming it when the route is made. A ``latency`` that is not seconds
+    mapping) are refused naming it when the route is made, and so is an ``ack_window`` that
+    is not an int >= 0 (``None``: it does not ack, as ``0``). A ``latency`` that is not seconds
     >= 0, or a ``fail`` that is none of these,
     given or set later (``route.fail = False`` stops failing), raises
     :class:`~tidings.errors.ValidationError` naming it; ``inf`` (or an integer past a float's
@@ -58,8 +59,8 @@ class MemoryRoute:
                  fail: Failure = None, ack_window: int | None = None) -> None:
         if capabilities is not None:  # checked as a bind checks it, here where it is given
             self.capabilities = check_capabilities(capabilities)
-        if ack_window is not None:
-            self.ack_window = ack_window
+        if ack_window is not None:  # checked as a bind checks it, here where it is given
+            self.ack_window = check_ack_window(ack_window)
         self.latency = latency  # checked by the setter, as a later route.latency = ... is
         self.fail = fail  # checked by the setter, as a later route.fail = ... is
         self.delivered: list[Outbound] = []

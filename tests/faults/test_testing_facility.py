@@ -520,6 +520,28 @@ def test_a_memory_route_refuses_capabilities_a_bind_would_by_name(capabilities) 
     assert "'a', 'e'" not in str(raised.value)
 
 
+@pytest.mark.parametrize("ack_window", [-1, 1.5, True, "2"],
+                         ids=["negative", "a float", "a bool", "a string"])
+async def test_a_memory_route_refuses_an_ack_window_a_bind_would_by_name(
+        rt, ack_window) -> None:
+    # It was taken, and the bind refused it later, far from the line that made the route (or,
+    # for a route never bound, never).
+    with pytest.raises(ValidationError) as raised:
+        MemoryRoute(ack_window=ack_window)
+    assert raised.value.field == "ack_window"
+    with pytest.raises(ValidationError) as bound:  # what the bind says of such a route
+        rt.router.bind(await rt.create_session(channel="web"),
+                       type("Acking", (), {"ack_window": ack_window,
+                                           "deliver": MemoryRoute.deliver})())
+    assert bound.value.field == "ack_window"
+
+
+def test_a_memory_route_keeps_an_ack_window_a_bind_takes() -> None:
+    assert MemoryRoute(ack_window=2).ack_window == 2
+    assert MemoryRoute(ack_window=0).ack_window == 0  # 0: it does not ack, as for a bind
+    assert not hasattr(MemoryRoute(), "ack_window")
+
+
 def test_a_memory_route_keeps_the_block_types_it_is_given() -> None:
     assert MemoryRoute(capabilities=["text", "image"]).capabilities == {"text", "image"}
     assert not hasattr(MemoryRoute(), "capabilities")  # text only, as a route without any
