@@ -34,7 +34,7 @@ import contextlib
 import functools
 import itertools
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Collection, Iterable
 from typing import Any
 
 import attrs
@@ -462,15 +462,19 @@ class Dispatcher:
             for delivery_id in ids], on_commit=on_commit)
         return moved
 
-    async def abandon_unacked(self, session_id: str) -> list[str]:
+    async def abandon_unacked(self, session_id: str, *,
+                              keep: Collection[str] = ()) -> list[str]:
         """The acking route of *session_id* lost its connection: its unacked rows become
         ``unknown`` (the client may or may not have them; it resolves them when it returns).
-        Returns their ids. A row whose ``deliver()`` is still running is not unacked yet and
-        is left to that call: it is ``failed`` if the call raises, else unacked once it
-        returns (a later call makes it ``unknown``). Always a checkpoint. Raises
-        :class:`ValidationError` naming ``session_id`` if it is not a non-empty string."""
+        Those in *keep* stay unacked (another connection still open was sent them and may
+        ack them). Returns their ids. A row whose ``deliver()`` is still running is not
+        unacked yet and is left to that call: it is ``failed`` if the call raises, else
+        unacked once it returns (a later call makes it ``unknown``). Always a checkpoint.
+        Raises :class:`ValidationError` naming ``session_id`` if it is not a non-empty
+        string."""
         lane = self.lanes.get(check_session_id("session_id", session_id))
-        ids = list(lane.unacked) if lane is not None else []
+        ids = [delivery_id for delivery_id in lane.unacked
+               if delivery_id not in keep] if lane is not None else []
         if not ids:
             await trio.lowlevel.checkpoint()
             return []

@@ -12,7 +12,7 @@ import functools
 import os
 import pathlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
 from typing import Any, Literal
 
@@ -280,10 +280,13 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         """
         return await self.dispatcher.confirm(delivery_ids)
 
-    async def abandon_unacked(self, session_id: str) -> list[str]:
+    async def abandon_unacked(self, session_id: str, *,
+                              keep: Collection[str] = ()) -> list[str]:
         """An acking route lost its client: its unacked rows in *session_id* become
-        ``unknown`` (resolved later by the client, e.g. on reconnect). Returns their ids."""
-        return await self.dispatcher.abandon_unacked(session_id)
+        ``unknown`` (resolved later by the client, e.g. on reconnect), but for those in
+        *keep* (delivery ids another client of the route still connected was sent, which it
+        may still ack). Returns their ids."""
+        return await self.dispatcher.abandon_unacked(session_id, keep=keep)
 
     def statistics(self) -> RuntimeStatistics:
         assert self.supervisor is not None

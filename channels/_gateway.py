@@ -18,7 +18,7 @@ a client message id is remembered durably once accepted, so a repeat is answered
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any
@@ -447,6 +447,7 @@ class GatewayChannel(ChannelBase):
         log.info("event=connection_closed connection=%d conversation=%s code=%s frames=%d",
                  conn.id, conn.conversation.key, conn.close_code or 1000, conn.written)
         if hub.connections:
+            await self._abandon_theirs(conn, hub)
             return
         # Held meanwhile, so it stays: a client coming back joins it and stops the loop (were
         # it dropped by another client's leave, the next one would join a new hub this loop
@@ -460,6 +461,19 @@ class GatewayChannel(ChannelBase):
                 if not hub.connections:
                     self._forget_sent(conn.conversation.key)
 
+    async def _abandon_theirs(self, conn: Connection, hub: Hub) -> None:
+        """*conn* left and other connections of its conversation stay: the unacked rows none
+        of them was sent (a device that joined after they went out, without ``after_seq``,
+        never was) become ``unknown``, as when the last connection leaves. Nobody connected
+        could ack them, and left ``sending`` they held the session's ack window (the devices
+        that stay got nothing new once it was full) and kept :meth:`drain` waiting."""
+        with self._holding(hub):
+            for session_id, key in list(self.session_keys.items()):
+                if key == conn.conversation.key and hub.connections:
+                    keep = {delivery_id for other in hub.connections
+                            for delivery_id in other.awaiting_ack}
+                    await self._abandon(session_id, keep=keep)
+
     def _forget_sent(self, key: str) -> None:
         """Nobody is connected to conversation *key*: forget what was sent there and not
         acked. :meth:`_abandon` forgets the lane's unacked rows; this also forgets rows a
@@ -469,8 +483,8 @@ class GatewayChannel(ChannelBase):
         for delivery_id in [d for d, k in self.sent.items() if k == key]:
             del self.sent[delivery_id]
 
-    async def _abandon(self, session_id: str) -> None:
-        for delivery_id in await self.runtime.abandon_unacked(session_id):
+    async def _abandon(self, session_id: str, *, keep: Collection[str] = ()) -> None:
+        for delivery_id in await self.runtime.abandon_unacked(session_id, keep=keep):
             self.sent.pop(delivery_id, None)
 
     def progressed(self) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -163,6 +163,12 @@ class Connection:
         while len(self._unacked) > _ACKS_KEPT:
             self._unacked.popitem(last=False)
         self._sent_through[session_id] = max(self._sent_through.get(session_id, 0), seq)
+
+    @property
+    def awaiting_ack(self) -> Collection[str]:
+        """The delivery ids this client was sent and has not acked (the newest ``_ACKS_KEPT``):
+        another connection's leave keeps them unacked (see ``GatewayChannel._leave``)."""
+        return self._unacked.keys()
 
     def take_ack(self, delivery_id: str) -> bool:
         """Whether *delivery_id* was sent to this client and not acked by it yet (from now on

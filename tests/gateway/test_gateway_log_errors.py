@@ -16,7 +16,7 @@ async def test_a_failed_abandon_is_logged_with_its_error_as_one_field(
         rt, serve_gateway, connect, caplog, monkeypatch) -> None:
     caplog.set_level(logging.INFO, logger="tidings.gateway")
 
-    async def fails(session_id: str) -> list[str]:
+    async def fails(session_id: str, *, keep: object = ()) -> list[str]:
         await trio.lowlevel.checkpoint()
         raise StoreError("the writer stopped: this write may or may not have committed")
 
