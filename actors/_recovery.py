@@ -141,6 +141,16 @@ class RecoveryScanner:
     def statistics(self) -> ScannerStatistics:
         return ScannerStatistics(self.armed, self.scans, self.totals, self.last_scan)
 
+    def outbox_pruned(self, last_rowid: int) -> None:
+        """A prune committed, leaving *last_rowid* the outbox's highest rowid (sync: called
+        in the writer's task as it commits, before any later row is written). Every row of
+        an earlier process still there is at or below it, and SQLite gives the rows written
+        from now on the rowids above it: below the mark taken at open if the prune deleted
+        the newest rows, so the mark comes down to it, or this process's own rows would read
+        as an earlier process's (a progress note failed as stale)."""
+        if self._opened_at_rowid is not None and last_rowid < self._opened_at_rowid:
+            self._opened_at_rowid = last_rowid
+
     # --- the passes ----------------------------------------------------------------------------
 
     async def open(self, recover: Literal["at_open", "manual"]) -> RecoveryReport:
@@ -284,10 +294,11 @@ class RecoveryScanner:
         reconcile or ``rt.requeue`` put back to ``queued``; not one of this process's own
         that a wall clock stepped back after the open dates before its start)."""
         store = self._store
-        up_to = self._opened_at_rowid if before is None else None
+        bounded = before is None
         before = store.started_at if before is None else before
         progress = _Progress("recovery_stale_progress")
         while True:
+            up_to = self._opened_at_rowid if bounded else None  # a prune may lower it
             ids = await store.read(recovery.stale_progress, before, self.batch, up_to)
             if not ids:
                 break

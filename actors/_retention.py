@@ -12,7 +12,7 @@ committed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tidings.actors._status import finite
 from tidings.errors import StoreClosedError, ValidationError
@@ -20,6 +20,7 @@ from tidings.store import PruneReport, prune_call
 from tidings.store._status import shown
 
 if TYPE_CHECKING:
+    from tidings.actors._recovery import RecoveryScanner
     from tidings.store import Store
 
 __all__ = ["RetentionSupport", "check_older_than"]
@@ -40,9 +41,15 @@ class RetentionSupport:
     """``prune``: delete what is older than a retention period (see the module docstring)."""
 
     store: Store
+    scanner: RecoveryScanner
 
     if TYPE_CHECKING:
         def check_open(self) -> None: ...  # Runtime's: RuntimeClosedError once stopping
+
+    def _outbox_pruned(self, results: list[Any]) -> None:
+        """Tell recovery the outbox's highest rowid left by a committed chunk, in the writer's
+        task, before a later row is written (see :meth:`RecoveryScanner.outbox_pruned`)."""
+        self.scanner.outbox_pruned(results[0].last_rowid)
 
     async def prune(self, *, older_than: float,
                     on_chunk: Callable[[PruneReport], object] | None = None) -> PruneReport:
@@ -70,7 +77,8 @@ class RetentionSupport:
         while True:
             self.check_open()  # also between chunks: a stop ends the prune, chunks kept
             try:
-                [step] = await self.store.commit([prune_call(cutoff)])
+                [step] = await self.store.commit([prune_call(cutoff)],
+                                                 on_commit=self._outbox_pruned)
             except StoreClosedError:  # the writer closed under this chunk, as the runtime
                 self.check_open()     # stopped: that is RuntimeClosedError, as documented
                 raise

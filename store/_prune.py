@@ -31,6 +31,7 @@ import attrs
 from tidings.store._connect import close_writer, connect_writer
 from tidings.store._errors import DatabaseNotFoundError, StoreError
 from tidings.store._ops import Call
+from tidings.store._recovery import last_outbox_rowid
 from tidings.store._schema import MIGRATIONS, _statements, check_database, migrate
 
 __all__ = ["CLIENT_MESSAGES_PER_STEP", "DELIVERIES_PER_STEP", "EVENTS_PER_STEP",
@@ -74,6 +75,10 @@ class PruneStep:
 
     report: PruneReport
     more: bool
+    last_rowid: int = 0
+    """The outbox's highest ``rowid`` after the step (0 when empty): SQLite gives the next
+    row the one above it, lower than before the step if it deleted the newest rows (see
+    :func:`~tidings.store.recovery.last_outbox_rowid`)."""
 
 
 def first_kept_event(conn: sqlite3.Connection) -> int:
@@ -102,7 +107,8 @@ def prune_step(conn: sqlite3.Connection, cutoff: float) -> PruneStep:
         (cutoff, CLIENT_MESSAGES_PER_STEP)).rowcount
     return PruneStep(PruneReport(deliveries, work_items, their_events + events, client_messages),
                      more_deliveries or more_events
-                     or client_messages == CLIENT_MESSAGES_PER_STEP)
+                     or client_messages == CLIENT_MESSAGES_PER_STEP,
+                     last_outbox_rowid(conn))
 
 
 def prune_call(cutoff: float) -> Call:

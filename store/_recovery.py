@@ -103,7 +103,9 @@ def _outbox_rows_of(conn: sqlite3.Connection, sql: str, delivery_ids: list[str],
 
 def last_outbox_rowid(conn: sqlite3.Connection) -> int:
     """The highest ``rowid`` of the outbox (0 when empty): a row written later has a higher
-    one (SQLite gives a new row the highest rowid + 1), whatever the wall clock says."""
+    one (SQLite gives a new row the highest rowid + 1), whatever the wall clock says, until
+    a prune deletes the rows that have the highest: the next rows then get their rowids
+    again, above the highest left (:attr:`~tidings.store._prune.PruneStep.last_rowid`)."""
     return int(conn.execute("SELECT max(rowid) FROM outbox").fetchone()[0] or 0)
 
 

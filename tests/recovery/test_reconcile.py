@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 import trio
@@ -307,3 +308,36 @@ async def test_a_missing_answer_about_an_attempt_since_delivered_again_is_not_ap
     assert (reports[0].requeued, reports[0].undecided) == (0, 1)
     assert (status.status, status.attempts) == ("unknown", 2)
     assert route.texts() == ["once", "once"]
+
+
+async def test_this_process_s_progress_note_the_platform_lacks_is_sent_again_after_a_prune(
+        db_path, workspace, reconciling_route) -> None:
+    # Reconcile tells an earlier process's progress note (failed as stale when "missing")
+    # from this one's by its outbox rowid: at or below the outbox's last one at open. A
+    # prune after the open (serve's retention prunes at start) that deleted the newest rows
+    # had SQLite give their rowids out again, so a note this process had just sent, which
+    # its client left unacked and its platform lacks, was failed as stale, never delivered.
+    async with tidings.open_runtime(db_path, workspace=workspace,
+                                    clock=lambda: time.time() - 100) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, MemoryRoute())
+        async with rt.open_turn(session_id) as ctx:
+            handles = [await ctx.output.send_text(f"old {n}") for n in range(3)]
+        assert [await handle.wait() for handle in handles] == ["delivered"] * 3
+    route = reconciling_route(ack_window=2)
+    with trio.fail_after(30):  # hang guard (real time; it takes milliseconds)
+        async with tidings.open_runtime(db_path, workspace=workspace,
+                                        scan_interval=3600) as rt:
+            assert (await rt.prune(older_than=0)).deliveries == 3
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                note = await ctx.output.progress("working on it")
+            await route.wait_delivered(1)
+            assert await rt.abandon_unacked(session_id) == [note.delivery_id]
+            route.answers[note.delivery_id] = "missing"
+            report = await rt.scanner.reconcile([session_id])
+            assert (report.requeued, report.stale_progress) == (1, 0)
+            await route.wait_delivered(2)
+            status = await rt.delivery_status(note.delivery_id)
+    assert route.texts() == ["working on it"] * 2
+    assert (status.status, status.attempts) == ("sending", 2)

@@ -141,3 +141,41 @@ async def test_a_live_progress_note_is_not_stale_after_the_clock_stepped_back(
     assert report.stale_progress == 0
     assert outcome == "delivered"
     assert route.texts() == ["first", "working on it"]
+
+
+@pytest.mark.parametrize("pass_", ["scan", "recover"])
+async def test_a_live_progress_note_is_not_stale_after_a_prune_and_a_clock_step_back(
+        db_path, workspace, autojump_clock, pass_) -> None:
+    # Recovery tells a note this process wrote from an earlier process's by its outbox rowid
+    # (above the outbox's last one at open: "a row written later has a higher one"). A prune
+    # right after the open (serve's retention prunes at start) deleted the rows with the
+    # highest rowids, so SQLite gave the next rows the same rowids again: this process's own
+    # note, queued behind a slow route, was at or below the mark and, once NTP stepped the
+    # clock back, failed as an earlier process's stale progress, never delivered.
+    async with tidings.open_runtime(db_path, workspace=workspace, clock=Clock(T - 100)) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, MemoryRoute())
+        async with rt.open_turn(session_id) as ctx:
+            handles = [await ctx.output.send_text(f"old {n}") for n in range(3)]
+        with trio.fail_after(60):
+            assert [await handle.wait() for handle in handles] == ["delivered"] * 3
+    clock = Clock(T)
+    route = MemoryRoute()
+    route.stall()
+    async with tidings.open_runtime(db_path, workspace=workspace, recover="manual",
+                                    clock=clock, scan_interval=3600) as rt:
+        await rt.prune(older_than=0)
+        rt.router.bind(session_id, route)
+        await rt.recover()
+        async with rt.open_turn(session_id) as ctx:
+            await ctx.output.send_text("first")
+            await route.wait_attempted(1)
+            clock.now = T - 10  # NTP steps the clock back
+            note = await ctx.output.progress("working on it")
+            report = await (rt.scanner.scan() if pass_ == "scan" else rt.recover())
+            route.release()
+            with trio.fail_after(60):  # hang guard (mock clock)
+                outcome = await note.wait()
+    assert report.stale_progress == 0
+    assert outcome == "delivered"
+    assert route.texts() == ["first", "working on it"]
