@@ -200,7 +200,8 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
 
     *flags* may be ``db``, ``workspace``, ``core_id``, ``agent``, ``grace``, ``writer``, ``host``,
     ``port``, ``token``, ``token_file``, ``log_level``, ``log_json``. Raises
-    :class:`ConfigError` naming the dotted key.
+    :class:`ConfigError` naming the dotted key, also for a value of the file that a flag
+    replaces (the file is wrong all the same, and would be refused without the flag).
     """
     data = read_file(path) if path is not None else {}
     for name in data:
@@ -216,6 +217,11 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
         raise ConfigError("channels", "must be a table of channel tables")
     # Checked now, though only the gateway's is served; each once (one's warnings said once).
     checked = {name: _channel_config(name, table) for name, table in channels.items()}
+    channel = checked.get("gateway") or _channel_config("gateway", {})
+    # Every value the file gives is checked, also one a flag replaces: taken while the flag
+    # hid it, it was refused at the first start without the flag.
+    _checked(serve, gateway, logging_, supervisor, channel=channel, keep=keep,
+             prune_interval=prune_interval)
 
     given = {k: v for k, v in flags.items() if v is not None}
     for key in _SERVE_KEYS:
@@ -239,6 +245,15 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     if given.get("log_json"):
         logging_["json"] = True
 
+    return _checked(serve, gateway, logging_, supervisor, channel=channel, keep=keep,
+                    prune_interval=prune_interval)
+
+
+def _checked(serve: Mapping[str, Any], gateway: Mapping[str, Any], logging_: Mapping[str, Any],
+             supervisor: Mapping[str, Any], *, channel: ChannelConfig, keep: float | None,
+             prune_interval: float) -> ServeConfig:
+    """The tables (not changed) as a :class:`ServeConfig`, each value checked."""
+    gateway = dict(gateway)
     agent = serve.get("agent")
     if agent is not None:
         split_import_path(agent, field="serve.agent")
@@ -273,7 +288,6 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
         core_id=_text("serve.core_id", serve.get("core_id", "default")),
         agent=agent,
         grace=_seconds("serve.grace", serve.get("grace", 10.0)), writer=writer,
-        token=token, token_file=token_file, gateway=gateway,
-        channel=checked.get("gateway") or _channel_config("gateway", {}),
+        token=token, token_file=token_file, gateway=gateway, channel=channel,
         log_level=level, log_json=as_json, max_restarts=max_restarts, period=period,
         keep=keep, prune_interval=prune_interval)

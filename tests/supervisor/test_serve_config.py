@@ -110,6 +110,40 @@ def test_a_bad_flag_is_refused_like_the_file(tmp_path) -> None:
     assert caught.value.field == "gateway.port"
 
 
+@pytest.mark.parametrize(("text", "flags", "field"), [
+    ('[serve]\ngrace = "ten"\n', {"grace": 5.0}, "serve.grace"),
+    ("[serve]\ndb = 5\n", {"db": "flag.db"}, "serve.db"),
+    ('[serve]\nwriter = "fast"\n', {"writer": "thread"}, "serve.writer"),
+    ('[serve]\nagent = "not an import path"\n', {"agent": "tidings.channels:EchoAgent"},
+     "serve.agent"),
+    ('[serve]\ncore_id = ""\n', {"core_id": "host-a"}, "serve.core_id"),
+    ('[gateway]\nport = "8765"\n', {"port": 9000}, "gateway.port"),
+    ('[gateway]\nhost = 5\n', {"host": "127.0.0.1"}, "gateway.host"),
+    ('[gateway]\ntoken = "short"\n', {"token": "a-good-token"}, "gateway.token"),
+    ("[gateway]\ntoken_file = 5\n", {"token_file": "flag.token"}, "gateway.token_file"),
+    ('[logging]\nlevel = "loud"\n', {"log_level": "info"}, "logging.level"),
+    ('[logging]\njson = "yes"\n', {"log_json": True}, "logging.json"),
+])
+def test_a_bad_key_of_the_file_is_refused_also_when_a_flag_replaces_it(tmp_path, text, flags,
+                                                                       field) -> None:
+    """The flag wins, but the file is still wrong: taken while the flag hid it, it was refused
+    at the first start without the flag (a service unit changed, a command typed by hand)."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text), **flags)
+    assert caught.value.field == field
+
+
+def test_tidings_serve_refuses_a_bad_key_a_flag_replaces(tmp_path, monkeypatch, capsys) -> None:
+    from tidings.supervisor.cli import main
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, '[serve]\ngrace = "ten"\n')
+    # (a workspace it refuses later: were the file taken, this would not serve)
+    assert main(["serve", "--config", str(path), "--grace", "5", "--port", "0",
+                 "--workspace", str(tmp_path / "missing")]) == 2
+    assert "invalid configuration: serve.grace: " in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [path]  # nothing made
+
+
 def test_a_token_flag_overrides_the_files_token_either_way(tmp_path) -> None:
     path = write(tmp_path, '[gateway]\ntoken = "from-the-file"\n')
     config = load_config(path, token_file=tmp_path / "flag.token")
