@@ -33,7 +33,7 @@ from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 from tidings.store import Op, acking
-from tidings.supervisor._callables import certainly_sync
+from tidings.supervisor._callables import certainly_sync, wrong_signature
 from tidings.supervisor._log import field
 
 __all__ = ["HELD_OUTCOMES", "REFUSAL", "ChannelBase", "InboundOutcome"]
@@ -52,20 +52,6 @@ HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 """The outcomes of a message that became (part of) a turn: held until dealt with."""
 
 REFUSAL = "Sorry, you are not allowed to use this channel."
-
-
-def _wrong_signature(run: Any) -> inspect.Signature | None:
-    """*run*'s signature if it cannot be called as the channel calls it, with the turn alone;
-    None if it can, or if it has no signature to read (a builtin: the benefit of the doubt)."""
-    try:
-        signature = inspect.signature(run)
-    except (TypeError, ValueError):
-        return None
-    try:
-        signature.bind(None)
-    except TypeError:
-        return signature
-    return None
 
 
 _ROUTE_METHODS = {"prompt_user": "prompt", "request_approval": "request",
@@ -93,7 +79,7 @@ def _check_route_extras(channel: Any, adapter: str) -> None:
 def _check_one_argument(adapter: str, name: str, method: Any, argument: str) -> None:
     """Refuse, naming *name*, a route method that cannot take its one *argument*, as
     ``bind`` does (``deliver(self, outbound, chat_id)``: every call would fail)."""
-    if (wrong := _wrong_signature(method)) is not None:
+    if (wrong := wrong_signature(method)) is not None:
         raise ValidationError(name, f"{adapter}.{name} must take the {argument} as its one "
                                     f"argument (async def {name}(self, {argument})), got "
                                     f"{name}{wrong!s:.80}")
@@ -143,7 +129,7 @@ class ChannelBase:
         if certainly_sync(run):  # every turn would fail at its first await, naming nothing
             raise ValidationError("agent", f"run must be a coroutine function (async def "
                                            f"run(turn)), got the plain {run!r:.80}")
-        if (wrong := _wrong_signature(run)) is not None:  # every turn: a TypeError
+        if (wrong := wrong_signature(run)) is not None:  # every turn: a TypeError
             raise ValidationError("agent", f"run must take the turn as its one argument "
                                            f"(async def run(turn)), got run{wrong!s:.80}")
         if not isinstance(runtime, Runtime):  # else the first message fails, naming nothing

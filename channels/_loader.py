@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from tidings.errors import ConfigError
-from tidings.supervisor._callables import certainly_sync
+from tidings.supervisor._callables import certainly_sync, wrong_signature
 
 __all__ = ["load_agent", "split_import_path"]
 
@@ -40,7 +40,8 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
       ConfigError: naming ``field`` when the path is malformed, the module cannot be
         imported (it raised, or exited: ``SystemExit``, a script's top level), the name is
         missing, the class cannot be built without arguments (or exits), or the result has
-        no callable ``run``. The underlying error is ``__cause__``.
+        no callable ``run``, or one that is not ``async`` or cannot take the turn as its one
+        argument. The underlying error is ``__cause__``.
     """
     module_name, attr_path = split_import_path(path, field=field)
     try:
@@ -74,4 +75,8 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
     if certainly_sync(run):
         raise ConfigError(field, f"{path!r}: run must be a coroutine function "
                                  f"(async def run(turn)), not a plain one")
+    if (wrong := wrong_signature(run)) is not None:  # as the channel refuses it, but now:
+        # before serve has made its database and token file (every turn: a TypeError)
+        raise ConfigError(field, f"{path!r}: run must take the turn as its one argument "
+                                 f"(async def run(turn)), got run{wrong!s:.80}")
     return target

@@ -1,4 +1,5 @@
-"""What can be told about a callable before it is called: here, whether it is certainly sync."""
+"""What can be told about a callable before it is called: whether it is certainly sync, and
+whether it can take the one argument tidings calls it with."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import functools
 import inspect
 from typing import Any
 
-__all__ = ["certainly_async", "certainly_sync"]
+__all__ = ["certainly_async", "certainly_sync", "wrong_signature"]
 
 
 def certainly_sync(fn: Any) -> bool:
@@ -33,3 +34,18 @@ def certainly_async(fn: Any) -> bool:
     while isinstance(fn, functools.partial):
         fn = fn.func
     return inspect.iscoroutinefunction(fn)
+
+
+def wrong_signature(fn: Any) -> inspect.Signature | None:
+    """*fn*'s signature if it cannot be called as tidings calls an agent's ``run`` or a route's
+    methods, with one argument alone; None if it can, or if it has no signature to read (a
+    builtin: the benefit of the doubt)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(None)
+    except TypeError:
+        return signature
+    return None
