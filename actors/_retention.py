@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tidings.actors._status import finite
 from tidings.errors import StoreClosedError, ValidationError
 from tidings.store import PruneReport, prune_call
+from tidings.store._prune import PruneStep
 from tidings.store._status import shown
 
 if TYPE_CHECKING:
@@ -46,11 +47,6 @@ class RetentionSupport:
     if TYPE_CHECKING:
         def check_open(self) -> None: ...  # Runtime's: RuntimeClosedError once stopping
 
-    def _outbox_pruned(self, results: list[Any]) -> None:
-        """Tell recovery the outbox's highest rowid left by a committed chunk, in the writer's
-        task, before a later row is written (see :meth:`RecoveryScanner.outbox_pruned`)."""
-        self.scanner.outbox_pruned(results[0].last_rowid)
-
     async def prune(self, *, older_than: float,
                     on_chunk: Callable[[PruneReport], object] | None = None) -> PruneReport:
         """Delete what is older than *older_than* seconds (by ``store.clock``) and return how
@@ -66,24 +62,39 @@ class RetentionSupport:
         bindings, held messages, or a ``queued``, ``sending``, ``unknown`` or ``unrouted``
         delivery. A chunk (1,000 deliveries) per commit, each all-or-nothing: a cancel or a
         crash keeps the chunks committed before it. *on_chunk*, if given, is called (sync)
-        with each committed chunk's counts, so a caller whose prune may be cut short (serve's
-        retention, at a stop) still knows what went. Raises :class:`ValidationError` naming
+        with each committed chunk's counts as it commits, in the writer's task (keep it
+        short), also when this call was cancelled while the chunk waited for the writer (a
+        cancel does not withdraw a write), so a caller whose prune may be cut short (serve's
+        retention, at a stop) still knows what went; one that raises ends the prune with its
+        error, if it still waits. Raises :class:`ValidationError` naming
         ``older_than`` unless it is a finite number of seconds >= 0, and
         :class:`~tidings.errors.RuntimeClosedError` once the runtime is stopping (also a
         prune it stops under: at the next chunk, the chunks before it kept).
         """
         cutoff = self.store.clock() - check_older_than("older_than", older_than)
         total = PruneReport()
+        failed: list[Exception] = []
+
+        def committed(results: list[Any]) -> None:
+            """In the writer's task, as the chunk commits, before a later row is written:
+            whether or not the caller still waits."""
+            step: PruneStep = results[0]
+            self.scanner.outbox_pruned(step.last_rowid)
+            if on_chunk is not None:
+                try:
+                    on_chunk(step.report)
+                except Exception as exc:  # noqa: BLE001 - raised by the caller, below
+                    failed.append(exc)
+
         while True:
             self.check_open()  # also between chunks: a stop ends the prune, chunks kept
             try:
-                [step] = await self.store.commit([prune_call(cutoff)],
-                                                 on_commit=self._outbox_pruned)
+                [step] = await self.store.commit([prune_call(cutoff)], on_commit=committed)
             except StoreClosedError:  # the writer closed under this chunk, as the runtime
                 self.check_open()     # stopped: that is RuntimeClosedError, as documented
                 raise
+            if failed:
+                raise failed[0]
             total += step.report
-            if on_chunk is not None:
-                on_chunk(step.report)
             if not step.more:
                 return total

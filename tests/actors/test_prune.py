@@ -6,6 +6,7 @@ import functools
 import gc
 import math
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -21,8 +22,8 @@ from tidings.errors import (
     RuntimeClosedError,
     ValidationError,
 )
+from tidings.store import Call, queries
 from tidings.store import _prune as prune_module
-from tidings.store import queries
 from tidings.testing import MemoryRoute, database_violations, route_violations
 
 from ..database_template import fresh_database
@@ -448,3 +449,40 @@ async def test_on_chunk_is_told_each_committed_chunk(rt, clock, monkeypatch) -> 
     assert report.deliveries == 3
     assert [chunk.deliveries for chunk in chunks][:3] == [1, 1, 1]
     assert sum(chunks, PruneReport()) == report
+
+
+async def test_a_chunk_that_commits_after_its_prune_was_cancelled_is_still_told(
+        rt, clock) -> None:
+    """A cancel does not withdraw a write: a prune cancelled while its chunk waited for the
+    writer (a stop of serve's retention, with the writer busy) had the chunk commit all the
+    same, but on_chunk, called once the caller had the answer, never heard of it, so what the
+    caller counted ("so a caller whose prune may be cut short still knows what went") missed
+    what went. It is told as the chunk commits, whether or not the caller still waits."""
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, MemoryRoute())
+    async with rt.open_turn(session_id) as ctx:
+        for n in range(3):
+            assert await (await ctx.output.send_text(f"{n}")).wait() == "delivered"
+    clock[0] += 100
+    entered, gate = threading.Event(), threading.Event()
+
+    def busy(conn: sqlite3.Connection) -> None:  # the writer's thread, inside a batch
+        entered.set()
+        gate.wait(30)
+
+    busy_done = trio.Event()
+    rt.store.commit_nowait([Call(busy)], on_commit=lambda _: busy_done.set(),
+                           on_error=lambda _: busy_done.set())
+    await trio.to_thread.run_sync(entered.wait, 30)
+    chunks: list[PruneReport] = []
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(functools.partial(rt.prune, older_than=50,
+                                                 on_chunk=chunks.append))
+            await trio.testing.wait_all_tasks_blocked()  # its chunk waits behind busy
+            scope.cancel()
+    gate.set()
+    await rt.store.commit([])  # answered after the chunk's batch
+    assert busy_done.is_set()
+    assert await rt.deliveries(session_id) == []  # the chunk committed
+    assert sum(chunks, PruneReport()).deliveries == 3
