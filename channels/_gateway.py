@@ -52,7 +52,7 @@ from tidings.channels._gateway_frames import (
 from tidings.channels._gateway_hub import Hub, lifecycle_frame
 from tidings.channels._gateway_inbound import on_frame
 from tidings.channels._gateway_interact import Interactions
-from tidings.channels._gateway_listen import Handshakes
+from tidings.channels._gateway_listen import Handshakes, open_listeners
 from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
@@ -270,8 +270,9 @@ class GatewayChannel(ChannelBase):
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[int]:
         """Listen on ``settings.host:port``; yields the port (useful with port 0: a free one
-        is picked the first time, and every later ``serving()`` of this gateway, such as a
-        restart after a crash, listens on it again).
+        is picked the first time, the same on every address the host resolves to, and every
+        later ``serving()`` of this gateway, such as a restart after a crash, listens on it
+        again).
 
         Connections are served in this context's nursery; leaving it stops listening,
         closes every connection with ``1001`` and waits for them (unacked rows become
@@ -304,7 +305,7 @@ class GatewayChannel(ChannelBase):
             # Port 0 picks a free port once: serving() again (the serve supervisor restarts a
             # crashed gateway) listens on that same one, where the clients were told it is.
             port = self.settings.port or self.port or 0
-            sockets = await trio.open_tcp_listeners(port, host=self.settings.host)
+            sockets = await open_listeners(port, self.settings.host)
             self.port = int(sockets[0].socket.getsockname()[1])
             server = WebSocketServer(self._handle, self._handshakes.track(sockets),
                                      handler_nursery=handlers, message_queue_size=4,

@@ -11,6 +11,8 @@ handler calls in flight (connections that upgraded: admitted, or being refused).
 gateway stops, :meth:`Handshakes.close_rest` waits for the handlers only (each bounded by its
 own close), then closes every stream still open (the ones that never upgraded: their peer
 reads end of stream at once) and cancels what still waits for them.
+
+:func:`open_listeners` opens the listeners themselves: one port on every address of the host.
 """
 
 from __future__ import annotations
@@ -21,7 +23,38 @@ from contextlib import contextmanager
 
 import trio
 
-__all__ = ["Handshakes"]
+__all__ = ["Handshakes", "open_listeners"]
+
+_PORT_TRIES = 8
+"""Times :func:`open_listeners` looks for a free port every address has."""
+
+
+async def open_listeners(port: int, host: str) -> list[trio.SocketListener]:
+    """``trio.open_tcp_listeners(port, host=host)``, all on one port.
+
+    With port 0 trio gives each address the host resolves to a free port of its own, so a host
+    of several addresses (``localhost`` where the hosts file names ``::1`` and ``127.0.0.1``)
+    listened on as many ports, and the one the gateway reports (and listens on again after a
+    restart) was one address's only: a client that reached the host at another address was
+    refused. Here every address then listens on the first one's port, found again (up to
+    ``_PORT_TRIES`` times) if that port is taken on another address. Raises ``OSError`` as
+    trio does, or when no port free on every address was found."""
+    for _ in range(_PORT_TRIES):
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        if port or len({_port_of(listener) for listener in listeners}) == 1:
+            return listeners
+        first = _port_of(listeners[0])
+        for listener in listeners:
+            await listener.aclose()
+        try:
+            return await trio.open_tcp_listeners(first, host=host)
+        except OSError:
+            continue  # taken on another address (or meanwhile): another free port
+    raise OSError(f"no free port on every address of {host!r} in {_PORT_TRIES} tries")
+
+
+def _port_of(listener: trio.SocketListener) -> int:
+    return int(listener.socket.getsockname()[1])
 
 
 class _Tracked(trio.abc.Listener[trio.SocketStream]):
