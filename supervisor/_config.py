@@ -118,13 +118,20 @@ def _text(field: str, value: Any) -> str:
 def _path(field: str, value: Any) -> pathlib.Path:
     """A path from the file (a string) or a flag (a string or a path): not a number, and no
     NUL character (TOML's ``"\\u0000"``): no file system takes one, and the OS call that
-    finds out (a ``ValueError``) may come after the database was made."""
+    finds out (a ``ValueError``) may come after the database was made. ``~`` is expanded (a
+    refusal naming *field* when there is no home to expand it to)."""
     if not isinstance(value, str | os.PathLike):
         raise ConfigError(field, f"must be a path (a string), got {value!r}")
     text = _text(field, os.fspath(value))
     if "\x00" in text:
         raise ConfigError(field, f"must not hold a NUL character, got {text!r}")
-    return pathlib.Path(text).expanduser()
+    try:
+        return pathlib.Path(text).expanduser()
+    except RuntimeError:  # '~' with no HOME and no password entry (a container's bare uid),
+        # or '~name' for no such user: pathlib raises a bare RuntimeError
+        raise ConfigError(field, f"{text!r} starts with ~, but there is no home directory to "
+                                 "expand it to (HOME is not set, or no such user): give the "
+                                 "whole path") from None
 
 
 def _seconds(field: str, value: Any) -> float:

@@ -189,3 +189,30 @@ async def test_the_largest_replay_page_taken_is_one_a_hello_can_use(tmp_path) ->
                                              after_seq=after_seq) as client:
                 assert client.welcome["type"] == "welcome"
         control.request("test")
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('[serve]\ndb = "~/tidings.db"\n', "serve.db"),
+    ('[serve]\nworkspace = "~/work"\n', "serve.workspace"),
+    ('[gateway]\ntoken_file = "~/tidings.token"\n', "gateway.token_file"),
+])
+def test_a_home_path_with_no_home_to_expand_is_refused_naming_the_key(
+        tmp_path, monkeypatch, text, field) -> None:
+    """'~' with no HOME and no password entry for the user (a container run as a bare uid):
+    pathlib's expanduser raised a bare RuntimeError, a traceback naming no key."""
+    import pwd
+
+    def no_entry(uid: int) -> None:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    with pytest.raises(ConfigError, match="no home directory") as caught:
+        load_config(write(tmp_path, text))
+    assert caught.value.field == field
+
+
+def test_a_home_path_of_no_such_user_is_refused_naming_the_key(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="no home directory") as caught:
+        load_config(db="~no_such_user_of_this_test/tidings.db")
+    assert caught.value.field == "serve.db"
