@@ -19,6 +19,7 @@ from tidings.errors import StoreClosedError, ValidationError
 from tidings.store import PruneReport, prune_call
 from tidings.store._prune import PruneStep
 from tidings.store._status import shown
+from tidings.supervisor._callables import certainly_async
 
 if TYPE_CHECKING:
     from tidings.actors._recovery import RecoveryScanner
@@ -66,12 +67,16 @@ class RetentionSupport:
         short), also when this call was cancelled while the chunk waited for the writer (a
         cancel does not withdraw a write), so a caller whose prune may be cut short (serve's
         retention, at a stop) still knows what went; one that raises ends the prune with its
-        error, if it still waits. Raises :class:`ValidationError` naming
-        ``older_than`` unless it is a finite number of seconds >= 0, and
+        error, if it still waits. Raises :class:`ValidationError` naming ``older_than``
+        unless it is a finite number of seconds >= 0, or ``on_chunk`` unless it is None or
+        a plain (sync) callable, before anything is deleted, and
         :class:`~tidings.errors.RuntimeClosedError` once the runtime is stopping (also a
         prune it stops under: at the next chunk, the chunks before it kept).
         """
         cutoff = self.store.clock() - check_older_than("older_than", older_than)
+        if on_chunk is not None and (not callable(on_chunk) or certainly_async(on_chunk)):
+            raise ValidationError("on_chunk", f"must be a plain (sync) callable or None, got "
+                                              f"{on_chunk!r:.80}")
         total = PruneReport()
         failed: list[Exception] = []
 

@@ -486,3 +486,26 @@ async def test_a_chunk_that_commits_after_its_prune_was_cancelled_is_still_told(
     assert busy_done.is_set()
     assert await rt.deliveries(session_id) == []  # the chunk committed
     assert sum(chunks, PruneReport()).deliveries == 3
+
+
+async def _async_on_chunk(report: PruneReport) -> None:
+    raise AssertionError("never awaited")
+
+
+@pytest.mark.parametrize("on_chunk", ["chunks", 0, _async_on_chunk],
+                         ids=["str", "int", "async def"])
+async def test_an_on_chunk_that_is_no_plain_callable_is_refused_before_anything_goes(
+        rt, clock, on_chunk) -> None:
+    """on_chunk was first called after the first chunk had committed: one that is not
+    callable raised a bare "'str' object is not callable", naming nothing, with that chunk
+    deleted; an ``async def`` one made a coroutine nobody awaited (a RuntimeWarning), so the
+    caller counted nothing. Each is refused naming on_chunk, nothing deleted."""
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, MemoryRoute())
+    async with rt.open_turn(session_id) as ctx:
+        assert await (await ctx.output.send_text("kept")).wait() == "delivered"
+    clock[0] += 100
+    with pytest.raises(ValidationError) as caught:
+        await rt.prune(older_than=50, on_chunk=on_chunk)
+    assert caught.value.field == "on_chunk"
+    assert len(await rt.deliveries(session_id)) == 1
