@@ -15,13 +15,11 @@ from tidings.errors import StoreError, ValidationError
 from tidings.store import check_executor, check_synchronous, read_database
 from tidings.store._connect import check_path
 from tidings.store._status import shown
+from tidings.store._store import MAX_TIME
 from tidings.supervisor import FaultPlan, Intensity
 
 __all__ = ["MAX_LEASE", "MAX_TIME", "check_arguments", "check_core_id_length", "resolve_path",
            "resolve_roots"]
-
-MAX_TIME = 253_402_300_799
-"""The last second of year 9999 in unix seconds: the latest time a reader can print."""
 
 MAX_LEASE = 10 * 365 * 86400
 """The longest ``lease`` (10 years): each claim stores ``now + lease`` as a time, which must

@@ -37,9 +37,12 @@ from tidings.store._writer import (
     check_executor,
 )
 
-__all__ = ["Store", "open_store", "prepare_store"]
+__all__ = ["MAX_TIME", "Store", "open_store", "prepare_store"]
 
 T = TypeVar("T")
+
+MAX_TIME = 253_402_300_799
+"""The last second of year 9999 in unix seconds: the latest time a reader can print."""
 
 Submit = Callable[[WriteRequest], Awaitable[None]]
 
@@ -165,12 +168,15 @@ async def prepare_store(path: str | os.PathLike[str], *, synchronous: Synchronou
     ``store.attach(send)``, or use :func:`open_store`, which does both.
 
     A bad argument (a *path* that is no non-empty path, a *synchronous* other than ``"FULL"``
-    or ``"NORMAL"``, *readers* or *max_batch* not an int >= 1) raises :class:`ValidationError`
-    naming it before anything is created. A path it cannot use (not a database, newer, a
-    folder or file the system will not make) raises :class:`StoreError` naming it.
+    or ``"NORMAL"``, *readers* or *max_batch* not an int >= 1, a *clock* that is not callable
+    or does not return unix seconds from 0 to :data:`MAX_TIME`: it is called once to see)
+    raises :class:`ValidationError` naming it before anything is created. A path it cannot
+    use (not a database, newer, a folder or file the system will not make) raises
+    :class:`StoreError` naming it.
     """
     check_executor(writer, "writer")
-    _check_options(path=path, synchronous=synchronous, readers=readers, max_batch=max_batch)
+    _check_options(path=path, synchronous=synchronous, readers=readers, max_batch=max_batch,
+                   clock=clock)
     try:
         db = await trio.to_thread.run_sync(prepare_path, path)
     except OSError as exc:  # a folder it cannot make or a file it cannot create (read-only,
@@ -184,16 +190,24 @@ async def prepare_store(path: str | os.PathLike[str], *, synchronous: Synchronou
 
 
 def _check_options(*, path: object, synchronous: object, readers: object, max_batch: object,
-                   mailbox_size: object = 0) -> None:
+                   clock: object, mailbox_size: object = 0) -> None:
     """Refuse a bad option by name (:class:`ValidationError`), before anything is created:
     checked later, where each is used, they failed after the database file was made and an
-    epoch registered, naming another name (``size``, ``max_buffer_size``) or none."""
+    epoch registered, naming another name (``size``, ``max_buffer_size``) or none. *clock*
+    is called once (as ``open_runtime`` does): what it returns is stored as every time."""
     check_path("path", path)
     check_synchronous(synchronous, "synchronous")
     for field, value, least in (("readers", readers, 1), ("max_batch", max_batch, 1),
                                 ("mailbox_size", mailbox_size, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValidationError(field, f"must be an int >= {least}, got {value!r:.80}")
+    if not callable(clock):
+        raise ValidationError("clock", f"must be a callable returning unix seconds, got "
+                                       f"{clock!r:.80}")
+    now = clock()
+    if isinstance(now, bool) or not isinstance(now, int | float) or not 0 <= now <= MAX_TIME:
+        raise ValidationError("clock", f"must return unix seconds from 0 to {MAX_TIME} (year "
+                                       f"9999), returned {now!r:.80}")
 
 
 def _register_epoch(db: os.PathLike[str], synchronous: Synchronous, now: float) -> int:
@@ -226,7 +240,7 @@ async def open_store(path: str | os.PathLike[str], *, synchronous: Synchronous =
     are refused as by :func:`prepare_store` (and a *mailbox_size* not an int >= 0).
     """
     _check_options(path=path, synchronous=synchronous, readers=readers, max_batch=max_batch,
-                   mailbox_size=mailbox_size)
+                   clock=clock, mailbox_size=mailbox_size)
     store = await prepare_store(path, synchronous=synchronous, readers=readers,
                                 max_batch=max_batch, writer=writer, clock=clock)
     send, receive = trio.open_memory_channel[WriteRequest](mailbox_size)

@@ -62,3 +62,25 @@ async def test_a_path_that_is_no_path_is_refused_by_name(tmp_path, monkeypatch, 
         read_database(path, status_report)
     assert caught.value.field == "path"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("clock", ["now", lambda: None, lambda: "x", lambda: float("nan"),
+                                   lambda: 1e300, lambda: -1.0, lambda: True],
+                         ids=["str", "None", "str-time", "nan", "1e300", "negative", "bool"])
+async def test_a_clock_that_gives_no_unix_seconds_is_refused_by_name(tmp_path, clock) -> None:
+    """open_runtime refuses such a clock by name; open_store and prepare_store took any: a
+    string failed with a bare "'str' object is not callable", None or NaN with "NOT NULL
+    constraint failed: process_epochs.started_at", each after the database was made and
+    migrated, and "x" or 1e300 opened, stored as the process's start time. Refused naming
+    clock, nothing created."""
+    db = tmp_path / "state" / "tidings.db"
+    for opening in (lambda: prepare_store(db, clock=clock), lambda: _opened(db, clock)):
+        with pytest.raises(ValidationError) as caught:
+            await opening()
+        assert caught.value.field == "clock"
+        assert not db.parent.exists()
+
+
+async def _opened(db, clock) -> None:
+    async with open_store(db, clock=clock):
+        pytest.fail("opened")
