@@ -113,7 +113,11 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
     settings = gateway.settings
     raw = await _first_frame(gateway, ws)
     limit = max(settings.max_frame_bytes, HELLO_MAX_BYTES)  # the hello's own allowance
-    token = peek_hello_token(raw, max_frame_bytes=limit)
+    try:
+        token = peek_hello_token(raw, max_frame_bytes=limit)
+    except FrameError:  # too big: said so, whatever its token (a hello may be this one)
+        raise Refused(CLOSE_UNAUTHORIZED, f"unauthorized: the hello is over {limit} "
+                                          "bytes") from None
     if token is None:
         raise Refused(CLOSE_UNAUTHORIZED, "unauthorized: the first frame must be a hello "
                                           "with a token")

@@ -296,10 +296,14 @@ def parse_client_frame(raw: str | bytes, *, max_frame_bytes: int) -> ClientFrame
 
 def peek_hello_token(raw: str | bytes, *, max_frame_bytes: int) -> str | None:
     """The token of a first frame that is a hello, before anything else is looked at (so an
-    unauthenticated client learns nothing from field errors); None if there is none."""
+    unauthenticated client learns nothing from field errors); None if there is none. Raises
+    :class:`FrameError` (``frame_too_big``) for a frame over *max_frame_bytes*: a hello with
+    a token may be one, and its size is the client's own, not the server's to keep."""
     try:
         data = _decode(raw, max_frame_bytes)
-    except FrameError:
+    except FrameError as exc:
+        if exc.code == "frame_too_big":
+            raise
         return None
     token = data.get("token")
     return token if data.get("type") == "hello" and isinstance(token, str) else None
