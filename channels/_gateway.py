@@ -403,16 +403,20 @@ class GatewayChannel(ChannelBase):
             log.exception("event=connection_failed remote=%s", remote)
             code, reason = CLOSE_INTERNAL, "internal error"
         finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_WAIT):
+            with trio.CancelScope(shield=True):
                 if conn is not None:
-                    try:
-                        await self._leave(conn)
-                    except TidingsError as exc:  # e.g. the store closed under us: logged
-                        log.warning("event=leave_failed connection=%d error=%s", conn.id,
-                                    field(repr(exc)))
+                    with trio.move_on_after(_CLOSE_WAIT):
+                        try:
+                            await self._leave(conn)
+                        except TidingsError as exc:  # e.g. the store closed under us: logged
+                            log.warning("event=leave_failed connection=%d error=%s", conn.id,
+                                        field(repr(exc)))
                     if conn.torn:  # half a frame went out: a close frame would be garbage
                         await conn.tear()
-                await ws.aclose(code, reason)
+                # Its own bound: a leave that used its own up (the store busy) left the close
+                # handshake none, and the client saw a plain 1000, not its code and reason.
+                with trio.move_on_after(_CLOSE_WAIT):
+                    await ws.aclose(code, reason)
 
     def _join(self, ws: WebSocketConnection, admission: Admission, remote: str) -> Connection:
         conversation = admission.conversation
