@@ -6,6 +6,9 @@ is made (exit 2)."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+
 import pytest
 
 from tidings.supervisor import cli
@@ -22,6 +25,21 @@ class NoArgument:
 '''
 
 
+@pytest.fixture
+def logging_as_it_was() -> Iterator[None]:
+    """serve sets the process's logging up (a handler on the root logger, on the stderr of the
+    moment, and Python's warnings captured): undone, so later tests do not log into it."""
+    root, tidings = logging.getLogger(), logging.getLogger("tidings")
+    handlers, levels = list(root.handlers), (root.level, tidings.level)
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(levels[0])
+    tidings.setLevel(levels[1])
+    logging.captureWarnings(False)
+
+
+@pytest.mark.usefixtures("logging_as_it_was")
 @pytest.mark.parametrize("name", ["TwoArguments", "NoArgument"])
 @pytest.mark.parametrize("where", ["flag", "channel key"])
 def test_an_agent_whose_run_cannot_take_the_turn_is_refused_before_anything_is_made(
