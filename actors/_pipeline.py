@@ -29,10 +29,11 @@ from tidings.actors._handle import (
     HandleRegistry,
     outcome_of,
 )
+from tidings.actors._lane_actor import send_back
 from tidings.actors._lanes import Dispatcher
 from tidings.actors._outbound import adapt_blocks, item_from_row
 from tidings.actors._router import Binding, SessionInteractionRouter
-from tidings.errors import ConflictError, ValidationError
+from tidings.errors import ConflictError, StoreClosedError, StoreError, ValidationError
 from tidings.store import (
     OUTBOX_STATUSES,
     TERMINAL_STATUSES,
@@ -58,6 +59,10 @@ _ARTIFACT_COLUMNS = ("artifact_id", "session_id", "owner_turn_id", "delivery_id"
                      "source_kind", "location", "name", "media_type", "summary", "metadata",
                      "created_at")
 
+
+_UNCERTAIN_CLAIM = ("its write, claimed, was answered with an error though it committed (the "
+                    "writer could not tell): sent back before its platform I/O began")
+"""The ``last_error`` of such a row sent back (:meth:`DeliveryPipeline._may_have_committed`)."""
 
 _PROCESS_TAG = os.urandom(5).hex()
 _SERIAL = itertools.count()
@@ -211,6 +216,8 @@ class DeliveryPipeline:
 
         def on_error(error: BaseException) -> None:
             self._registry.discard(item)
+            if request.visible and not isinstance(error, ConflictError | StoreClosedError):
+                self._may_have_committed(session_id, item)
             self._written(session_id)
             if item.binding is not None:
                 self._dispatcher.release(session_id)
@@ -237,6 +244,39 @@ class DeliveryPipeline:
             await self._store.commit(release_inbound(releases,
                                                      session_id=existing.session_id))
         return existing
+
+    def _may_have_committed(self, session_id: str, item: DeliveryItem) -> None:
+        """A send's write was answered with an error, and it may have committed all the same
+        (the writer could not tell: "may or may not have committed", a writer process killed
+        between its commit and its answer). Dropped, such a row was never delivered in order:
+        a ``queued`` one waited for the stranded-row scan while the session's later sends
+        went out ahead of it, and one written claimed (``sending``) was never handed to a
+        route at all (a lane reads back ``queued`` rows only) and became ``unknown`` at the
+        next start. So the lane is kicked to read the session's ``queued`` rows again, and
+        a claimed one is first sent back to ``queued`` (:func:`send_back`: none of its
+        platform I/O began); a write that did not commit is found nowhere and moves
+        nothing. Until the send-back is decided the session counts as being written, so a
+        later send is not written claimed ahead of it. Sync (the write's ``on_error``): only
+        on that error path. A mailbox too full to take the send-back, or a closed store,
+        leaves a claimed row as before."""
+        if item.binding is None:
+            self._dispatcher.kick(session_id)
+            return
+        delivery_id = item.delivery_id
+
+        def settled(results: list[Any] | None) -> None:
+            self._written(session_id)
+            if results and results[-1].applied:  # it had committed
+                self._dispatcher.kick(session_id)
+
+        moves = send_back(delivery_id, now=self._store.clock(), error=_UNCERTAIN_CLAIM,
+                          only_from=("sending",))
+        try:
+            self._store.commit_nowait(moves, on_commit=settled,
+                                      on_error=lambda _: settled(None))
+        except (trio.WouldBlock, StoreError):
+            return
+        self._writing[session_id] += 1
 
     def _decide(self, session_id: str, keyed: _KeyedSend, *, committed: bool) -> None:
         """The keyed send's write is decided: tell its waiters and drop it from the pending
