@@ -65,7 +65,8 @@ class ChildSpec:
     ran (a failure at child start, or stopped before it began). A child that a
     ``one_for_all`` / ``rest_for_one`` group restart stops (or that fails into one) runs again,
     so it is not called then; if the group restart never comes (its supervisor stops first),
-    it is. What it raises is logged.
+    it is. A child that ``start_child`` / ``start_child_soon`` refuses (its supervisor is
+    stopping) is never added: not called. What it raises is logged.
 
     ``dead_letter(message, error)`` (sync; optional) is told of every message the child will
     never get: one a fault plan took at the ``receive`` / ``before_message`` seams, and what is

@@ -168,12 +168,20 @@ class Supervisor:
         """Add a child after all the others and start it without waiting. Never blocks.
 
         A failure before it is ready counts as a crash of its first incarnation (its restart
-        type decides what follows). Raises like :meth:`start_child`, minus ChildStartError.
+        type decides what follows). Raises like :meth:`start_child`, minus ChildStartError;
+        a child it refuses is not added, and its ``on_exit`` is not called (it never ran).
         """
         slot = self._register(spec)
         assert self._nursery is not None
         slot.scope, slot.done = trio.CancelScope(), trio.Event()
-        self._nursery.start_soon(run_child, self, slot, name=self._task_name(slot))
+        try:
+            self._nursery.start_soon(run_child, self, slot, name=self._task_name(slot))
+        except RuntimeError:
+            # The nursery has closed: cancelled from outside, the supervisor skipped its
+            # graceful stop and is not marked stopping yet (_finish runs once its task is
+            # back). It is stopping all the same: refused as then, nothing left registered.
+            self._forget(slot)
+            raise self._stopping_error(spec) from None
 
     async def stop_child(self, name: str) -> None:
         """Stop child ``name`` with the shutdown ladder, then forget it. Always a checkpoint.
@@ -249,13 +257,17 @@ class Supervisor:
         if not isinstance(spec, ChildSpec):
             raise ValidationError("spec", f"must be a ChildSpec, got {spec!r}")
         if self._state not in LIVE:
-            raise SupervisorError(f"supervisor {self._name!r} is {self._state}: "
-                                  f"it takes no new children", child=spec.name)
+            raise self._stopping_error(spec)
         if spec.name in self._children:
             raise SupervisorError(f"supervisor {self._name!r} already has a child named "
                                   f"{spec.name!r}", child=spec.name)
         slot = self._children[spec.name] = ChildSlot(spec, self._plan)
         return slot
+
+    def _stopping_error(self, spec: ChildSpec) -> SupervisorError:
+        state = self._state if self._state not in LIVE else "stopping"
+        return SupervisorError(f"supervisor {self._name!r} is {state}: it takes no new "
+                               f"children", child=spec.name)
 
     def _forget(self, slot: ChildSlot) -> None:
         slot.removed = True
