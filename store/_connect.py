@@ -18,8 +18,8 @@ from typing import Literal, get_args
 from tidings.store._errors import StoreError, ValidationError
 from tidings.store._schema import check_database
 
-__all__ = ["Synchronous", "WriterConnection", "check_path", "check_synchronous", "checkpoint",
-           "close_writer", "connect_reader", "connect_writer", "prepare_path"]
+__all__ = ["Synchronous", "WriterConnection", "check_path", "check_synchronous", "check_writable",
+           "checkpoint", "close_writer", "connect_reader", "connect_writer", "prepare_path"]
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -57,6 +57,9 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
     Existing directories and files keep their modes: tidings never loosens or tightens what an
     operator set by hand.
 
+    A database file, ``-wal`` or ``-shm`` there that this process may not write raises the
+    system's :class:`OSError`, which names it, nothing created (:func:`check_writable`).
+
     A write-ahead log (``-wal``) that holds something beside a missing or empty database file
     is refused with :class:`StoreError`, nothing created: SQLite takes it for stale and
     deletes it, but tidings switches every database it makes to WAL with its first page
@@ -73,6 +76,7 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
             f"write-ahead log {str(wal)!r} is there and may hold its last commits (was the "
             "database file moved or removed after a crash?): put the file back, or move the "
             "log away to start a new database")
+    check_writable(db)
     missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
     for directory in reversed(missing):
         directory.mkdir(mode=0o700, exist_ok=True)
@@ -80,6 +84,19 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
         fd = os.open(db, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
         os.close(fd)
     return db
+
+
+def check_writable(db: pathlib.Path) -> None:
+    """Raise the system's :class:`OSError` (which names the file) if the database file *db*,
+    its ``-wal`` or its ``-shm``, where there, is one this process may not write (0444,
+    another user's, a read-only file system). Checked before SQLite opens it: SQLite opened
+    such a database as far as reading it, which made its ``-wal`` and ``-shm`` with the
+    file's mode, and only the first write failed ("attempt to write a readonly database");
+    the read-only ``-shm`` left behind then refused every later open with that message,
+    after the file's mode was put right too. Blocking."""
+    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        if path.exists():
+            os.close(os.open(path, os.O_RDWR | os.O_CLOEXEC))
 
 
 class WriterConnection(sqlite3.Connection):

@@ -28,7 +28,7 @@ import sqlite3
 
 import attrs
 
-from tidings.store._connect import close_writer, connect_writer
+from tidings.store._connect import check_writable, close_writer, connect_writer
 from tidings.store._errors import DatabaseNotFoundError, StoreError
 from tidings.store._ops import Call
 from tidings.store._recovery import last_outbox_rowid
@@ -214,6 +214,10 @@ def _check_schema(db: pathlib.Path) -> None:
         raise DatabaseNotFoundError(f"no database at {str(db)!r}")
     if not db.is_file():  # a directory, a named pipe (a read-only open of one blocks for ever)
         raise StoreError(f"{db} is not a regular file, so no database to prune")
+    try:
+        check_writable(db)  # before SQLite makes a -wal and -shm it could not write either
+    except OSError as exc:
+        raise StoreError(f"cannot prune {db}: {exc.strerror or exc} ({exc.filename})") from exc
     conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True)
     try:
         found = check_database(conn, str(db))
