@@ -336,3 +336,68 @@ def test_a_question_that_closes_unanswered_is_said_closed() -> None:
     assert shown.index("? quick?") < shown.index("(question closed: expired)")
     sent = json.loads(result.stdout)["sent"]
     assert [f["type"] for f in sent] == ["answer"]
+
+
+def _page(body: str, welcome: dict[str, object] = WELCOME) -> dict:
+    """Run *body* after the page's script in the stand-in (see ``_PAGE``); what it printed."""
+    result = subprocess.run([NODE, "-e", _PAGE + body, "--", str(web_page()),
+                             json.dumps(welcome), "0", "-1"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+_HELLOS = r"""
+const hellos = () => sockets.map((s) => (s.sent.find(([, f]) => f.type === "hello") || [])[1]);
+const sent = (s) => s.sent.map(([, f]) => f).filter((f) => f.type !== "hello");
+const refuse = (s, code, reason) => { s.readyState = 3; s.onclose({code, reason}); };
+const delivery = (session_id, seq) => ({type: "delivery", session_id, seq,
+                                       delivery_id: `d${seq}`, kind: "message", text: `m${seq}`});
+elements.connect.onsubmit(event);
+sockets[0].open();
+sockets[0].frame(welcome);
+"""
+
+
+def test_a_server_that_does_not_know_the_pages_session_is_joined_afresh() -> None:
+    """As ``tidings chat`` does (dec23c4): a reconnect to a server that no longer knows the
+    session (restarted on another database, or one restored from an older copy) is refused
+    4000 naming hello.session_id; the page stopped there as for a bad token, though a hello
+    naming no session is welcomed. Its next hello names none, once, and it goes on in the
+    session that welcome gives."""
+    outcome = _page(_HELLOS + r"""
+sockets[0].frame(delivery("s1", 3));
+sockets[0].drop();
+run(now + 600);
+sockets[1].open();
+refuse(sockets[1], 4000, "bad hello: hello.session_id: not a session of this conversation");
+run(now + 1100);
+if (sockets[2]) {
+  sockets[2].open();
+  sockets[2].frame({...welcome, session_id: "s9", last_seq: 4});
+  elements.text.value = "again";
+  elements.send.onsubmit(event);
+  sockets[2].frame(delivery("s9", 5));
+  sockets[2].drop();
+  run(now + 2100);  // the count goes on: the third reconnect in a row waits 2 s
+  sockets[3].open();
+  refuse(sockets[3], 4000, "bad hello: hello.session_id: not a session of this conversation");
+  run(now + 4100);
+  sockets[4].open();  // names no session: refused too, the page stops
+  refuse(sockets[4], 4000, "bad hello: hello.session_id: not a session of this conversation");
+  run(now + 60 * 1000);
+}
+console.log(JSON.stringify({hellos: hellos(), sent: sockets[2] && sent(sockets[2]),
+                            count: sockets.length, log}));
+""")
+    hellos = outcome["hellos"]
+    assert outcome["count"] == 5, outcome["log"]
+    assert (hellos[1]["session_id"], hellos[1]["after_seq"]) == ("s1", 3)
+    assert "session_id" not in hellos[2]
+    assert "after_seq" not in hellos[2]
+    assert (hellos[3]["session_id"], hellos[3]["after_seq"]) == ("s9", 5)
+    assert "session_id" not in hellos[4]
+    assert [f["type"] for f in outcome["sent"]] == ["message", "ack"]
+    assert any("going on in session s9" in line for line in outcome["log"]), outcome["log"]
+    # Once in a row: a hello naming no session refused too ends it, as a bad hello does.
+    assert outcome["log"][-1].startswith("(closed 4000")
