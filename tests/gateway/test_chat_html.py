@@ -401,3 +401,28 @@ console.log(JSON.stringify({hellos: hellos(), sent: sockets[2] && sent(sockets[2
     assert any("going on in session s9" in line for line in outcome["log"]), outcome["log"]
     # Once in a row: a hello naming no session refused too ends it, as a bad hello does.
     assert outcome["log"][-1].startswith("(closed 4000")
+
+
+def test_a_server_behind_the_page_has_its_marks_put_back() -> None:
+    """As ``tidings chat`` does (cd10c8a): a server whose session is behind what the page has
+    seen (its database restored from an older copy) assigns those seqs again. The page kept
+    its old mark and named it in the next reconnect's after_seq, which makes the server take
+    every row up to it still unacked for ``sent``: the new rows sent during that drop were
+    never replayed. The welcome's last_seq puts the mark back, said on the page."""
+    outcome = _page(_HELLOS + r"""
+for (let seq = 1; seq <= 5; seq++) sockets[0].frame(delivery("s1", seq));
+sockets[0].drop();
+run(now + 600);
+sockets[1].open();
+sockets[1].frame({...welcome, last_seq: 2});  // restored from an older copy
+sockets[1].frame(delivery("s1", 3));  // a new row, its seq assigned again
+sockets[1].drop();
+run(now + 1100);
+sockets[2].open();
+console.log(JSON.stringify({hellos: hellos(), log}));
+""")
+    hellos = outcome["hellos"]
+    assert (hellos[1]["session_id"], hellos[1]["after_seq"]) == ("s1", 5)
+    assert (hellos[2]["session_id"], hellos[2]["after_seq"]) == ("s1", 3)
+    assert outcome["log"].count("m3") == 2  # shown (and acked) again: it is a new row
+    assert any("behind the 5 this page has seen" in line for line in outcome["log"])
