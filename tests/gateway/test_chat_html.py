@@ -34,10 +34,16 @@ for (const id of ["url", "token", "conversation", "log", "text", "send", "connec
 elements.url.value = "ws://stand-in";
 const sockets = [];
 class FakeSocket {
-  constructor(url) { this.url = url; this.readyState = 0; this.sent = []; sockets.push(this); }
+  constructor(url) {
+    this.url = url; this.readyState = 0; this.sent = []; this.pings = []; sockets.push(this); }
   send(data) {
     if (this.readyState !== 1) throw new Error("send on a socket that is not open");
-    this.sent.push([now, JSON.parse(data)]);
+    const f = JSON.parse(data);
+    if (f.type !== "ping") return this.sent.push([now, f]);
+    // A ping (kept apart, in `pings`) is answered at once, unless the server is `silent`.
+    this.pings.push(now);
+    if (!this.silent) timers.push({at: now, fn: () => {
+      if (this.readyState === 1 && this.onmessage) this.frame({type: "pong"}); }});
   }
   open() { this.readyState = 1; this.onopen(); }
   close() { this.readyState = 3; this.closed = true; }
@@ -426,3 +432,33 @@ console.log(JSON.stringify({hellos: hellos(), log}));
     assert (hellos[2]["session_id"], hellos[2]["after_seq"]) == ("s1", 3)
     assert outcome["log"].count("m3") == 2  # shown (and acked) again: it is a new row
     assert any("behind the 5 this page has seen" in line for line in outcome["log"])
+
+
+_SILENT = _HELLOS.replace("sockets[0].open();", "sockets[0].silent = !welcome.answers;\n"
+                                                "sockets[0].open();") + r"""
+// The server answers each ping of the page's (`answers`) or has gone silent (its host frozen,
+// a network that dropped the connection without a word): nothing more comes on it.
+while (now < 10 * 60 * 1000 && sockets.length === 1) run(now + 1000);
+console.log(JSON.stringify({pings: sockets[0].pings.map((at) => at / 1000),
+                            closed: Boolean(sockets[0].closed), count: sockets.length, log}));
+"""
+
+
+def test_a_server_that_goes_silent_is_taken_for_a_dropped_connection() -> None:
+    """As ``tidings chat`` does (634ee2a): a connection that died without a close was never
+    noticed, as the page only answered pings: lines typed into it went nowhere, for good. A
+    server not heard from for the welcome's heartbeat_s is pinged; nothing heartbeat_s after
+    that is a drop (closed, said, reconnected)."""
+    outcome = _page(_SILENT, {**WELCOME, "heartbeat_s": 20, "answers": False})
+    assert outcome["pings"] == [20.0]
+    assert outcome["closed"]
+    assert outcome["count"] == 2, outcome["log"]  # reconnecting
+    assert ("(closed 1006: nothing from the server for 40 s, a ping unanswered)"
+            in outcome["log"]), outcome["log"]
+
+
+def test_an_idle_page_with_a_live_server_is_not_reconnected() -> None:
+    outcome = _page(_SILENT, {**WELCOME, "answers": True})  # no heartbeat_s: the default, 20
+    assert outcome["count"] == 1
+    assert not outcome["closed"]
+    assert outcome["pings"][:3] == [20.0, 40.0, 60.0]  # one per silence, each answered
