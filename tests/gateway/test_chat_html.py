@@ -39,6 +39,8 @@ class FakeSocket {
   send(data) {
     if (this.readyState !== 1) throw new Error("send on a socket that is not open");
     const f = JSON.parse(data);
+    if (f.type === "message" && this.accepts) timers.push({at: now, fn: () => {  // answered
+      if (this.readyState === 1) this.frame({type: "accepted", id: f.id, outcome: "queued"}); }});
     if (f.type !== "ping") return this.sent.push([now, f]);
     // A ping (kept apart, in `pings`) is answered at once, unless the server is `silent`.
     this.pings.push(now);
@@ -81,6 +83,7 @@ const welcome = JSON.parse(welcomeJson);
 (``sockets``, each with the frames it sent) and clock (``now``, ``run(until)``)."""
 
 _PACED = _PAGE + r"""
+FakeSocket.prototype.accepts = true;  // the server answers each message it takes
 elements.connect.onsubmit(event);
 sockets[0].open();
 sockets[0].frame(welcome);
@@ -530,3 +533,36 @@ console.log(JSON.stringify({sent: sent(sockets[1]), log}));
 """)
     assert not [line for line in outcome["log"] if "question closed" in line], outcome["log"]
     assert {"type": "answer", "prompt_id": "p1", "text": "mine"} in outcome["sent"]
+
+
+def test_messages_unanswered_at_a_drop_are_sent_again_with_their_ids() -> None:
+    """As ``tidings chat`` does (its _resend, and 9ad2b91 for a refusal as the server stops):
+    a message the connection dropped before the server answered it, or that the server
+    refused as it stopped (``shutting_down``: send it again later), was lost, the page never
+    sending it again though it reconnects by itself. They go again once welcomed, in order and
+    with their ids (the server takes an id once); one answered, or refused for good, does not.
+    """
+    outcome = _page(_HELLOS + r"""
+for (const line of ["one", "two", "three", "four"]) {
+  elements.text.value = line;
+  elements.send.onsubmit(event);
+}
+run(now + 100);
+const ids = Object.fromEntries(sent(sockets[0]).map((f) => [f.text, f.id]));
+sockets[0].frame({type: "accepted", id: ids.one, outcome: "started"});
+sockets[0].frame({type: "error", code: "bad_field", message: "no", field: "text",
+                  ref: ids.four});
+sockets[0].frame({type: "error", code: "shutting_down",
+                  message: "the server is stopping; send it again later", ref: ids.two});
+sockets[0].readyState = 3;
+sockets[0].onclose({code: 1001, reason: "server shutting down"});
+run(now + 600);
+sockets[1].open();
+sockets[1].frame(welcome);
+run(now + 100);
+console.log(JSON.stringify({ids, again: sent(sockets[1]), log}));
+""")
+    ids = outcome["ids"]
+    assert [(f["type"], f["text"], f["id"]) for f in outcome["again"]] == [
+        ("message", "two", ids["two"]), ("message", "three", ids["three"])]
+    assert any("sent again" in line for line in outcome["log"]), outcome["log"]
