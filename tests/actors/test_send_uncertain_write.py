@@ -21,7 +21,6 @@ import threading
 
 import pytest
 import trio
-import trio.testing
 
 import tidings
 from tidings.errors import StoreError
@@ -61,13 +60,21 @@ async def test_a_send_that_committed_under_an_uncertain_answer_is_delivered_in_o
                     texts.insert(0, "zero")
                 rt.store.commit_nowait([Call(busy)], on_commit=_ignore, on_error=_ignore)
                 await trio.to_thread.run_sync(entered.wait, 30)
+                commit, handed = rt.store.commit, trio.Event()
+
+                async def noting(ops, **kwargs):  # (whatever the send reads comes before)
+                    handed.set()  # in the mailbox before this task next yields
+                    return await commit(ops, **kwargs)
+
+                rt.store.commit = noting
                 async with trio.open_nursery() as nursery:
                     async def send() -> None:
                         with pytest.raises(StoreError, match="may or may not"):
                             await ctx.output.send_text("first")
 
                     nursery.start_soon(send)
-                    await trio.testing.wait_all_tasks_blocked()  # its write waits: one batch
+                    await handed.wait()  # its write waits behind busy: the next batch
+                    rt.store.commit = commit
                     rt.store.commit_nowait([Call(_ends_the_transaction)], on_commit=_ignore,
                                            on_error=_ignore)
                     gate.set()
