@@ -132,7 +132,15 @@ async def reconcile_session(store: Store, router: SessionInteractionRouter,
             if _moved(moves, results, "queued") - _moved(moves, results, "failed"):
                 dispatcher.kick(session_id)
 
-        results = await store.commit(moves, on_commit=on_commit)
+        def on_error(error: BaseException, requeues: bool = bool(missing)) -> None:
+            # It may have committed all the same ("may or may not have committed": a writer
+            # process killed before it answered): unkicked, a re-queued row waited for a
+            # stranded-row scan while the session's later sends went out ahead of it. A
+            # write that did not commit leaves the lane nothing new to find.
+            if requeues:
+                dispatcher.kick(session_id)
+
+        results = await store.commit(moves, on_commit=on_commit, on_error=on_error)
         ended = _moved(moves, results, "failed")
         sent += len(_moved(moves, results, "sent"))
         requeued += len(_moved(moves, results, "queued") - ended)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import pytest
 import trio
 
 import tidings
+from tidings.errors import StoreError
+from tidings.store import Call
 from tidings.supervisor._logging import parse_fields
 from tidings.testing import MemoryRoute
 
@@ -341,3 +344,63 @@ async def test_this_process_s_progress_note_the_platform_lacks_is_sent_again_aft
             status = await rt.delivery_status(note.delivery_id)
     assert route.texts() == ["working on it"] * 2
     assert (status.status, status.attempts) == ("sending", 2)
+
+
+async def test_a_row_requeued_by_a_write_answered_uncertain_goes_out_in_its_place(
+        db_path, workspace, reconciling_route) -> None:
+    # The reconcile's write kicks the session's lane when it commits (on_commit), so that the
+    # lane reads the re-queued row back in its old place. A write the writer answered "may or
+    # may not have committed" (a writer process killed between its commit and its answer;
+    # here an op of the same batch that ran COMMIT itself) that did commit kicked nothing:
+    # the row sat queued until a stranded-row scan, and the session's next send went out
+    # ahead of it. Such an answer kicks the lane too (for a write that did not commit, the
+    # lane finds nothing new).
+    route = reconciling_route(ack_window=5)
+    entered, gate = threading.Event(), threading.Event()
+
+    def busy(conn) -> None:  # the writer's thread, inside a batch
+        entered.set()
+        gate.wait(30)
+
+    def ignore(_: object) -> None:
+        pass
+
+    with trio.fail_after(30):  # hang guard (real time: the writer's thread is held)
+        async with tidings.open_runtime(db_path, workspace=workspace,
+                                        scan_interval=3600) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                row = (await ctx.output.send_text("first")).delivery_id
+            await route.wait_delivered(1)
+            assert await rt.abandon_unacked(session_id) == [row]
+            route.answers[row] = "missing"
+            route.hold()
+            async with trio.open_nursery() as nursery:
+                async def reconcile() -> None:
+                    with pytest.raises(StoreError, match="may or may not"):
+                        await rt.scanner.reconcile([session_id])
+
+                nursery.start_soon(reconcile)
+                await route.wait_asked(1)
+                rt.store.commit_nowait([Call(busy)], on_commit=ignore, on_error=ignore)
+                await trio.to_thread.run_sync(entered.wait, 30)
+                commit, handed = rt.store.commit, trio.Event()
+
+                async def noting(ops, **kwargs):  # (reads of its own come before it)
+                    handed.set()  # in the mailbox before this task next yields
+                    return await commit(ops, **kwargs)
+
+                rt.store.commit = noting
+                route.let_answer()
+                await handed.wait()  # its write waits behind busy: the next batch
+                rt.store.commit = commit
+                rt.store.commit_nowait([Call(lambda conn: conn.execute("COMMIT"))],
+                                       on_commit=ignore, on_error=ignore)
+                gate.set()
+            async with rt.open_turn(session_id) as ctx:
+                await ctx.output.send_text("later")
+            await route.wait_delivered(2)
+            assert route.texts()[:2] == ["first", "first"]  # the re-queued row, in its place
+            await route.wait_delivered(3)
+    assert route.texts() == ["first", "first", "later"]
