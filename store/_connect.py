@@ -66,7 +66,11 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
     already in the file, so such a log is a database's whose file was moved or removed after
     a crash (no checkpoint), and holds its last commits.
     """
-    db = pathlib.Path(path).expanduser().resolve()
+    try:
+        db = pathlib.Path(path).expanduser().resolve()
+    except RuntimeError as exc:  # a symbolic link loop (pathlib's own error before 3.13,
+        # whose OSError, ELOOP, the caller names as it names any): not a bare RuntimeError
+        raise StoreError(f"cannot open the database {os.fspath(path)}: {exc}") from None
     if db.exists() and db.is_dir():
         raise StoreError(f"database path {str(db)!r} is a directory")
     wal = db.with_name(db.name + "-wal")

@@ -93,3 +93,21 @@ async def test_another_programs_database_with_a_schema_version_of_ours_is_refuse
     with pytest.raises(StoreError, match="not a tidings database"):
         read_database(db, status_report)
     assert _digests(db.parent) == before
+
+
+@pytest.mark.parametrize("tail", ["", "tidings.db"], ids=["the-file", "a-folder"])
+async def test_a_path_through_a_symbolic_link_loop_is_a_store_error_naming_it(
+        tmp_path, tail) -> None:
+    """pathlib raised a bare RuntimeError ('Symlink loop from ...') out of open_store and
+    prepare_store, where a path they cannot use is a StoreError naming it (open_runtime
+    refuses one by name before): a host catching StoreError around its open did not catch
+    it. Refused as StoreError naming the path, nothing created."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    db = tmp_path / "a" / tail if tail else tmp_path / "a"
+    before = sorted(path.name for path in tmp_path.iterdir())
+    with pytest.raises(StoreError, match="cannot open the database") as caught:
+        await prepare_store(db)
+    assert str(db) in str(caught.value)
+    assert "loop" in str(caught.value).lower()
+    assert sorted(path.name for path in tmp_path.iterdir()) == before
