@@ -210,8 +210,12 @@ def _check_schema(db: pathlib.Path) -> None:
     file that ``tidings status`` calls no tidings database made it one ('deleted: 0'), and a
     dry run wrote its header. The other refusals are :func:`check_database`'s, as before;
     no file at all is :class:`DatabaseNotFoundError`, as for ``read_database``."""
-    if not db.exists():
-        raise DatabaseNotFoundError(f"no database at {str(db)!r}")
+    try:  # (exists() answers False for a path the system will not look up: a link loop)
+        db.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise DatabaseNotFoundError(f"no database at {str(db)!r}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot look at {str(db)!r}: {exc.strerror or exc}") from None
     if not db.is_file():  # a directory, a named pipe (a read-only open of one blocks for ever)
         raise StoreError(f"{db} is not a regular file, so no database to prune")
     try:

@@ -244,6 +244,10 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     check_path("path", path)
     db = pathlib.Path(path).expanduser()
     try:
+        try:  # is_dir() and is_file() answer False for a path the system will not look up
+            db.stat()  # (a symbolic link loop): said as such below, not as "no database"
+        except (FileNotFoundError, NotADirectoryError):
+            raise DatabaseNotFoundError(f"no database at {str(db)!r}") from None
         if db.is_dir():  # something is there: "no database" would send the user elsewhere
             raise StoreError(f"{str(db)!r} is a directory, not a database file")
         if not db.is_file():

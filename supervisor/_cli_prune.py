@@ -66,14 +66,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
     db: pathlib.Path = args.db
     try:
-        if not db.exists():
-            say(err, f"tidings prune: no database at {db}")
-            return 2
+        db.stat()  # (exists() answers False for a path the system will not look up: a loop)
         if db.is_dir():
             say(err, f"tidings prune: {db} is a directory, not a database")
             return 2
-    except OSError as exc:  # a name over the file system's limit, a folder it may not search
-        say(err, f"tidings prune: cannot look at {db}: {exc.strerror or exc}")
+    except (FileNotFoundError, NotADirectoryError):
+        say(err, f"tidings prune: no database at {db}")
+        return 2
+    except OSError as exc:  # a name over the file system's limit, a folder it may not search,
+        say(err, f"tidings prune: cannot look at {db}: {exc.strerror or exc}")  # a link loop
         return 2
     cutoff = time.time() - args.older_than
     try:

@@ -20,6 +20,7 @@ from tidings.store import (
     OUTBOX_STATUSES,
     delivery_report,
     open_store,
+    prune_file,
     read_database,
     recent_deliveries,
     status_counts,
@@ -200,3 +201,24 @@ def test_a_database_from_a_newer_tidings_is_refused(tmp_path) -> None:
     conn.close()
     with pytest.raises(SchemaVersionError, match="999"):
         read_database(newer, status_report)
+
+
+@pytest.mark.parametrize("reading", ["read_database", "prune_file"])
+def test_a_symbolic_link_loop_is_said_as_such_not_as_no_database(tmp_path, reading) -> None:
+    """pathlib's is_file() and exists() answer False for a path the system will not look up
+    (ELOOP), so a link loop where the database should be read 'no database at ...'
+    (DatabaseNotFoundError: tidings status sent the user looking for a file) where README
+    (Looking at it) says such a path is said as such. It is a StoreError with the system's
+    reason, naming the path; a link to nothing is still no database."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    (tmp_path / "dangling").symlink_to("nowhere")
+    run = {"read_database": lambda path: read_database(path, status_report),
+           "prune_file": lambda path: prune_file(path, 0.0)}[reading]
+    with pytest.raises(StoreError) as caught:
+        run(tmp_path / "a")
+    assert not isinstance(caught.value, DatabaseNotFoundError)
+    assert str(tmp_path / "a") in str(caught.value)
+    assert "symbolic links" in str(caught.value)
+    with pytest.raises(DatabaseNotFoundError):
+        run(tmp_path / "dangling")

@@ -183,3 +183,18 @@ def test_a_fifo_is_no_database_and_the_prune_does_not_hang(tmp_path, capsys) -> 
     assert cli.main(["prune", str(fifo), "--older-than", "1d"]) == 2
     assert "not a regular file" in capsys.readouterr().err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["pipe.db"]
+
+
+def test_a_symbolic_link_loop_is_said_as_such_not_as_no_database(tmp_path, capsys) -> None:
+    """exists() answers False for a path the system will not look up, so a link loop where
+    the database should be was 'no database at ...', where README (Retention) says such a
+    path is said: one line with the system's reason, exit 2, as tidings status says it."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    for args in (["prune", str(tmp_path / "a"), "--older-than", "1d"],
+                 ["status", "--db", str(tmp_path / "a")]):
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert "cannot look at" in err
+        assert "symbolic links" in err
+        assert len(err.splitlines()) == 1
