@@ -313,10 +313,10 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
     """Whether the resolved path *resolved* is one of the database's files
     (:data:`DATABASE_SUFFIXES`, beside each of *databases*: a symbolic link's name is the one
     ``tidings serve`` keeps its token by, while SQLite keeps its journals beside the file the
-    link leads to), or in *artifacts* outside the session's own *artifact_root*
-    where the (resolved) *workspace* holds *artifacts*: a workspace that is the artifacts
-    directory, or inside it, is the host's choice to share it, and one outside it gives no
-    access to it anyway."""
+    link leads to; by name, or by identity: the same file under another name), or in
+    *artifacts* outside the session's own *artifact_root* where the (resolved) *workspace*
+    holds *artifacts*: a workspace that is the artifacts directory, or inside it, is the
+    host's choice to share it, and one outside it gives no access to it anyway."""
     if artifacts is not None:
         base = artifacts.resolve()
         if base != workspace and base.is_relative_to(workspace) \
@@ -324,8 +324,25 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
                     artifact_root is not None
                     and resolved.is_relative_to(_in_place(artifact_root))):
             return True
-    return any(resolved.parent == database.parent and resolved.name in {
-        database.name + suffix for suffix in DATABASE_SUFFIXES} for database in databases)
+    if any(resolved.parent == database.parent and resolved.name in {
+            database.name + suffix for suffix in DATABASE_SUFFIXES} for database in databases):
+        return True
+    # The same file under another name: on a case-insensitive file system ``TIDINGS.DB``
+    # for ``tidings.db`` (which any turn can name; resolving keeps the case given), or a
+    # hard link. Told by its identity.
+    try:
+        found = resolved.stat()
+    except OSError:
+        return False
+    for database in databases:
+        for suffix in DATABASE_SUFFIXES:
+            try:
+                own = os.stat(database.with_name(database.name + suffix))
+            except OSError:
+                continue
+            if (own.st_dev, own.st_ino) == (found.st_dev, found.st_ino):
+                return True
+    return False
 
 
 def _in_place(artifact_root: pathlib.Path) -> pathlib.Path:

@@ -474,3 +474,31 @@ async def test_the_token_beside_a_symbolic_link_to_the_database_is_the_runtimes_
                                                    history_policy="transient")
             assert await notes.wait() == "delivered"
     assert [o.blocks[0].name for o in route.delivered] == ["tidings.db.notes"]
+
+
+async def test_the_database_under_another_name_is_the_runtimes_own(tmp_path) -> None:
+    """The database's files were told by their names (``<database>`` + a suffix, beside it),
+    so the same file under another name was sent: on a case-insensitive file system (macOS's,
+    Windows'), ``TIDINGS.DB`` for ``tidings.db``, which any turn can name; here, as Linux's
+    names are exact, a hard link in the workspace. It is every session's history (and the
+    token the gateway's clients present). The file is now told by its identity too."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    db = workspace / "tidings.db"
+    async with tidings.open_runtime(db, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        route = MemoryRoute(capabilities={"text", "file"})
+        rt.router.bind(session_id, route)
+        (workspace / "tidings.db.token").write_text("secret-token")
+        os.link(db, workspace / "history.bin")
+        os.link(workspace / "tidings.db.token", workspace / "token.txt")
+        (workspace / "notes.txt").write_text("mine")
+        with trio.fail_after(30):  # hang guard
+            async with rt.open_turn(session_id) as ctx:
+                for source in ("history.bin", "token.txt", ArtifactRef(path="history.bin")):
+                    with pytest.raises(ArtifactError) as caught:
+                        await ctx.output.send_file(source, history_policy="transient")
+                    assert "runtime's own" in str(caught.value), source
+                notes = await ctx.output.send_file("notes.txt", history_policy="transient")
+            assert await notes.wait() == "delivered"
+    assert [o.blocks[0].name for o in route.delivered] == ["notes.txt"]
