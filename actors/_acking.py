@@ -136,9 +136,16 @@ class AckingSupport:
             if any(result.applied for result in results):
                 self.dispatcher.kick(session_id)
 
+        def on_error(error: BaseException) -> None:
+            # It may have committed all the same ("may or may not have committed": a writer
+            # process killed before it answered): unkicked, a re-queued row waited for a
+            # stranded-row scan while the session's later sends went out ahead of it. A
+            # write that did not commit leaves the lane nothing new to find.
+            self.dispatcher.kick(session_id)
+
         results = await self.store.commit([
             transition(delivery_id, "queued", now=now, only_from=("unknown", "unrouted"))
-            for delivery_id in ids], on_commit=on_commit)
+            for delivery_id in ids], on_commit=on_commit, on_error=on_error)
         if any(result.applied for result in results):  # inside a hold: the claimed row too
             await self.dispatcher.hand_back_claimed(session_id)
         return [delivery_id for delivery_id, result in zip(ids, results, strict=True)
