@@ -6,7 +6,9 @@ import functools
 import itertools
 import logging
 import pathlib
+import re
 import sqlite3
+import threading
 import time
 
 import pytest
@@ -16,6 +18,7 @@ import trio.testing
 import tidings
 from tidings.actors import Runtime
 from tidings.errors import ConfigError, StoreError
+from tidings.store import Call
 from tidings.store import _prune as prune_module
 from tidings.supervisor._config import load_config
 from tidings.supervisor._serve import serve
@@ -177,6 +180,55 @@ async def test_a_prune_the_stop_cuts_short_says_what_it_deleted(tmp_path, caplog
     [pruned] = [r.getMessage() for r in caplog.records if "event=pruned" in r.getMessage()]
     assert "deliveries=1 work_items=1 " in pruned
     assert pruned.endswith(" cut_short=yes")
+
+
+async def test_a_chunk_that_commits_after_the_stop_cut_its_prune_is_logged(
+        tmp_path, caplog, monkeypatch, autojump_clock) -> None:
+    """A stop cancels the prune, but not a chunk the writer already has (a cancel does not
+    withdraw a write): with the writer busy, the chunk committed as the runtime closed, after
+    the prune's cut_short line was written (of nothing: no line at all), so two deliveries
+    went with no ``event=pruned`` line saying so, where README says one the stop cut short
+    says what its committed chunks deleted."""
+    caplog.set_level(logging.INFO, logger="tidings")
+    holding, cut = trio.Event(), trio.Event()
+    entered, gate = threading.Event(), threading.Event()
+    original = Runtime.prune
+
+    def busy(conn: sqlite3.Connection) -> None:  # the writer's thread, inside a batch
+        entered.set()
+        gate.wait(30)
+
+    async def prune(self, *, older_than, on_chunk=None):
+        self.store.commit_nowait([Call(busy)], on_commit=lambda _: None, on_error=lambda _: None)
+        await trio.to_thread.run_sync(entered.wait, 30)
+        holding.set()
+        try:  # its chunk waits behind busy
+            return await original(self, older_than=older_than, on_chunk=on_chunk)
+        finally:
+            cut.set()
+
+    monkeypatch.setattr(Runtime, "prune", prune)
+    db = tmp_path / "serve.db"
+    await _old_database(db, tmp_path)
+    config = load_config(_write(tmp_path, '[retention]\nkeep = "30d"\n'),
+                         db=str(db), port=0, token=TOKEN, workspace=str(tmp_path))
+    control = StopControl()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(functools.partial(serve, config, control))
+            with trio.fail_after(60):
+                await holding.wait()
+                await trio.testing.wait_all_tasks_blocked()
+                control.request("test")
+                await cut.wait()  # the prune is cancelled, its chunk still with the writer
+            gate.set()
+    finally:
+        gate.set()
+    assert _outbox(db) == ["new"]  # the chunk committed: both old deliveries went
+    lines = [r.getMessage() for r in caplog.records if "event=pruned" in r.getMessage()]
+    assert lines, "two deliveries deleted, and no event=pruned line"
+    assert sum(int(re.search(r"deliveries=(\d+)", line)[1]) for line in lines) == 2
+    assert all(line.endswith(" cut_short=yes") for line in lines)
 
 
 async def test_serve_without_retention_deletes_nothing(tmp_path, caplog,
