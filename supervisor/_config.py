@@ -38,6 +38,7 @@ from tidings.channels._loader import split_import_path
 from tidings.errors import ConfigError
 from tidings.store import EXECUTORS, Executor
 from tidings.supervisor._age import parse_age
+from tidings.supervisor._cli_paths import names_a_folder
 from tidings.supervisor._logging import LEVELS
 
 __all__ = ["DEFAULT_DB", "MAX_CONFIG_BYTES", "ServeConfig", "load_config"]
@@ -115,16 +116,22 @@ def _text(field: str, value: Any) -> str:
     return value
 
 
-def _path(field: str, value: Any) -> pathlib.Path:
+def _path(field: str, value: Any, *, file: bool = False) -> pathlib.Path:
     """A path from the file (a string) or a flag (a string or a path): not a number, and no
     NUL character (TOML's ``"\\u0000"``): no file system takes one, and the OS call that
     finds out (a ``ValueError``) may come after the database was made. ``~`` is expanded (a
-    refusal naming *field* when there is no home to expand it to)."""
+    refusal naming *field* when there is no home to expand it to). A *file*'s path ending
+    with a separator (a folder's) is refused: pathlib drops it, and ``state/`` was made a
+    database file named ``state``."""
     if not isinstance(value, str | os.PathLike):
         raise ConfigError(field, f"must be a path (a string), got {value!r}")
     text = _text(field, os.fspath(value))
     if "\x00" in text:
         raise ConfigError(field, f"must not hold a NUL character, got {text!r}")
+    if file and names_a_folder(text):  # pathlib drops the separator: 'state/' was a file
+        hint = f": give the file in it, such as {text}tidings.db" if field == "serve.db" else ""
+        raise ConfigError(field, f"must be a file's path, got {text!r}, which ends with "
+                                 f"{text[-1]} (a folder's{hint})")
     try:
         return pathlib.Path(text).expanduser()
     except RuntimeError:  # '~' with no HOME and no password entry (a container's bare uid),
@@ -286,11 +293,11 @@ def _checked(serve: Mapping[str, Any], gateway: Mapping[str, Any], logging_: Map
         _text("gateway.token", token)
     token_file = gateway.pop("token_file", None)
     if token_file is not None:
-        token_file = _path("gateway.token_file", token_file)
+        token_file = _path("gateway.token_file", token_file, file=True)
     # Validate the gateway settings now (a placeholder token: the real one is resolved later).
     GatewayConfig.from_mapping(gateway, token=token or "x" * 8)
     return ServeConfig(
-        db=_path("serve.db", serve.get("db", DEFAULT_DB)),
+        db=_path("serve.db", serve.get("db", DEFAULT_DB), file=True),
         workspace=_path("serve.workspace", serve.get("workspace", ".")),
         core_id=_text("serve.core_id", serve.get("core_id", "default")),
         agent=agent,
