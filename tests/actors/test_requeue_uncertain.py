@@ -7,30 +7,19 @@ an answer kicks the lane too (for a write that did not commit, the lane finds no
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import trio
 
 import tidings
 from tidings.errors import StoreError
-from tidings.store import Call
 from tidings.testing import MemoryRoute
 
-
-def _ignore(_: object) -> None:
-    pass
+from ..uncertain import uncertain_batch
 
 
 async def test_a_row_requeued_by_a_write_answered_uncertain_goes_out_in_its_place(
         db_path, workspace) -> None:
     route = MemoryRoute(ack_window=5)
-    entered, gate = threading.Event(), threading.Event()
-
-    def busy(conn) -> None:  # the writer's thread, inside a batch
-        entered.set()
-        gate.wait(30)
-
     with trio.fail_after(30):  # hang guard (real time: the writer's thread is held)
         async with tidings.open_runtime(db_path, workspace=workspace,
                                         scan_interval=3600) as rt:
@@ -40,28 +29,15 @@ async def test_a_row_requeued_by_a_write_answered_uncertain_goes_out_in_its_plac
                 row = (await ctx.output.send_text("first")).delivery_id
             await route.wait_delivered(1)
             assert await rt.abandon_unacked(session_id) == [row]  # unknown now
-            rt.store.commit_nowait([Call(busy)], on_commit=_ignore, on_error=_ignore)
-            await trio.to_thread.run_sync(entered.wait, 30)
-            commit, handed = rt.store.commit, trio.Event()
 
-            async def noting(ops, **kwargs):  # (the requeue's reads come before it)
-                handed.set()  # in the mailbox before this task next yields
-                return await commit(ops, **kwargs)
+            async def requeue() -> None:
+                with pytest.raises(StoreError, match="may or may not"):
+                    await rt.requeue(session_id, [row])
 
-            async with trio.open_nursery() as nursery:
-                async def requeue() -> None:
-                    with pytest.raises(StoreError, match="may or may not"):
-                        await rt.requeue(session_id, [row])
-
-                rt.store.commit = noting
+            async with trio.open_nursery() as nursery, uncertain_batch(rt) as batch:
                 nursery.start_soon(requeue)
-                await handed.wait()  # its write waits behind busy: the next batch
-                rt.store.commit = commit
-                # An op of the same batch that runs COMMIT itself stands in for the killed
-                # writer: the batch committed, and the writer cannot tell its callers so.
-                rt.store.commit_nowait([Call(lambda conn: conn.execute("COMMIT"))],
-                                       on_commit=_ignore, on_error=_ignore)
-                gate.set()
+                await batch.wait_handed()  # (the requeue's reads come before its write)
+                batch.answer_uncertain()
             async with rt.open_turn(session_id) as ctx:
                 await ctx.output.send_text("later")
             await route.wait_delivered(2)

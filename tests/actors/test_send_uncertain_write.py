@@ -16,36 +16,20 @@ read its queued rows again, a claimed row first sent back to ``queued`` (``unkno
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-
 import pytest
 import trio
 
 import tidings
 from tidings.errors import StoreError
-from tidings.store import Call
 from tidings.testing import MemoryRoute
 
-
-def _ends_the_transaction(conn: sqlite3.Connection) -> None:
-    conn.execute("COMMIT")  # commits what its batch wrote, then the batch cannot tell
-
-
-def _ignore(_: object) -> None:
-    pass
+from ..uncertain import uncertain_batch
 
 
 @pytest.mark.parametrize("session", ["idle", "busy"])
 async def test_a_send_that_committed_under_an_uncertain_answer_is_delivered_in_order(
         db_path, workspace, session) -> None:
     route = MemoryRoute()
-    entered, gate = threading.Event(), threading.Event()
-
-    def busy(conn: sqlite3.Connection) -> None:  # the writer's thread, inside a batch
-        entered.set()
-        gate.wait(30)
-
     with trio.fail_after(30):  # hang guard (real time: the writer's thread is held)
         async with tidings.open_runtime(db_path, workspace=workspace,
                                         scan_interval=3600) as rt:
@@ -58,26 +42,15 @@ async def test_a_send_that_committed_under_an_uncertain_answer_is_delivered_in_o
                     await ctx.output.send_text("zero")
                     await route.wait_attempted(1)
                     texts.insert(0, "zero")
-                rt.store.commit_nowait([Call(busy)], on_commit=_ignore, on_error=_ignore)
-                await trio.to_thread.run_sync(entered.wait, 30)
-                commit, handed = rt.store.commit, trio.Event()
 
-                async def noting(ops, **kwargs):  # (whatever the send reads comes before)
-                    handed.set()  # in the mailbox before this task next yields
-                    return await commit(ops, **kwargs)
+                async def send() -> None:
+                    with pytest.raises(StoreError, match="may or may not"):
+                        await ctx.output.send_text("first")
 
-                rt.store.commit = noting
-                async with trio.open_nursery() as nursery:
-                    async def send() -> None:
-                        with pytest.raises(StoreError, match="may or may not"):
-                            await ctx.output.send_text("first")
-
+                async with trio.open_nursery() as nursery, uncertain_batch(rt) as batch:
                     nursery.start_soon(send)
-                    await handed.wait()  # its write waits behind busy: the next batch
-                    rt.store.commit = commit
-                    rt.store.commit_nowait([Call(_ends_the_transaction)], on_commit=_ignore,
-                                           on_error=_ignore)
-                    gate.set()
+                    await batch.wait_handed()  # (whatever the send reads comes before)
+                    batch.answer_uncertain()
                 later = await ctx.output.send_text("second")
             route.release()
             assert await later.wait() == "delivered"  # the last in order

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 import pytest
@@ -11,9 +10,10 @@ import trio
 
 import tidings
 from tidings.errors import StoreError
-from tidings.store import Call
 from tidings.supervisor._logging import parse_fields
 from tidings.testing import MemoryRoute
+
+from ..uncertain import uncertain_batch
 
 
 async def _recover_with(db_path, workspace, route, left):
@@ -356,15 +356,6 @@ async def test_a_row_requeued_by_a_write_answered_uncertain_goes_out_in_its_plac
     # ahead of it. Such an answer kicks the lane too (for a write that did not commit, the
     # lane finds nothing new).
     route = reconciling_route(ack_window=5)
-    entered, gate = threading.Event(), threading.Event()
-
-    def busy(conn) -> None:  # the writer's thread, inside a batch
-        entered.set()
-        gate.wait(30)
-
-    def ignore(_: object) -> None:
-        pass
-
     with trio.fail_after(30):  # hang guard (real time: the writer's thread is held)
         async with tidings.open_runtime(db_path, workspace=workspace,
                                         scan_interval=3600) as rt:
@@ -376,28 +367,18 @@ async def test_a_row_requeued_by_a_write_answered_uncertain_goes_out_in_its_plac
             assert await rt.abandon_unacked(session_id) == [row]
             route.answers[row] = "missing"
             route.hold()
-            async with trio.open_nursery() as nursery:
-                async def reconcile() -> None:
-                    with pytest.raises(StoreError, match="may or may not"):
-                        await rt.scanner.reconcile([session_id])
 
+            async def reconcile() -> None:
+                with pytest.raises(StoreError, match="may or may not"):
+                    await rt.scanner.reconcile([session_id])
+
+            async with trio.open_nursery() as nursery:
                 nursery.start_soon(reconcile)
                 await route.wait_asked(1)
-                rt.store.commit_nowait([Call(busy)], on_commit=ignore, on_error=ignore)
-                await trio.to_thread.run_sync(entered.wait, 30)
-                commit, handed = rt.store.commit, trio.Event()
-
-                async def noting(ops, **kwargs):  # (reads of its own come before it)
-                    handed.set()  # in the mailbox before this task next yields
-                    return await commit(ops, **kwargs)
-
-                rt.store.commit = noting
-                route.let_answer()
-                await handed.wait()  # its write waits behind busy: the next batch
-                rt.store.commit = commit
-                rt.store.commit_nowait([Call(lambda conn: conn.execute("COMMIT"))],
-                                       on_commit=ignore, on_error=ignore)
-                gate.set()
+                async with uncertain_batch(rt) as batch:
+                    route.let_answer()
+                    await batch.wait_handed()  # (reads of its own come before its write)
+                    batch.answer_uncertain()
             async with rt.open_turn(session_id) as ctx:
                 await ctx.output.send_text("later")
             await route.wait_delivered(2)
