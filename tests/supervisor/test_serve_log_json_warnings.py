@@ -13,9 +13,11 @@ import trio
 from .serve_process import START_STOP_TIMEOUT, ServerProcess, environment, tidings_command
 
 
-async def test_a_warning_is_a_json_line_too(tmp_path) -> None:
+async def _serve_and_stop(tmp_path, *args: str) -> list[dict]:
+    """Run ``tidings serve --port 0 --log-json *args`` until it serves, stop it (SIGTERM, exit
+    0), and return its stderr's lines, each parsed as one whole JSON object."""
     process = await trio.lowlevel.open_process(
-        tidings_command("serve", "--port", "0", "--log-json", "--agent", "warning_agent:Agent"),
+        tidings_command("serve", "--port", "0", "--log-json", *args),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env=environment(), cwd=tmp_path)
     server = ServerProcess(process, tmp_path / "tidings.db")
@@ -31,7 +33,11 @@ async def test_a_warning_is_a_json_line_too(tmp_path) -> None:
             process.kill()
             with trio.CancelScope(shield=True):
                 await process.wait()
-    entries = [json.loads(line) for line in server.lines if line]  # each line whole JSON
+    return [json.loads(line) for line in server.lines if line]
+
+
+async def test_a_warning_is_a_json_line_too(tmp_path) -> None:
+    entries = await _serve_and_stop(tmp_path, "--agent", "warning_agent:Agent")
     [warned] = [entry for entry in entries if "an old library" in entry.get("message", "")]
     assert warned["level"] == "warning"
     assert "UserWarning: an old library\nsays so on two lines" in warned["message"]
@@ -44,24 +50,7 @@ async def test_a_warning_of_the_config_file_is_one_json_line(tmp_path) -> None:
     was read twice), ahead of the JSON lines."""
     config = tmp_path / "tidings.toml"
     config.write_text('[channels.gateway.memory_scope]\nmode = "shared"\n')
-    process = await trio.lowlevel.open_process(
-        tidings_command("serve", "--config", str(config), "--port", "0", "--log-json"),
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env=environment(), cwd=tmp_path)
-    server = ServerProcess(process, tmp_path / "tidings.db")
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.read_stderr)
-            with trio.fail_after(START_STOP_TIMEOUT):
-                await server.wait_line(lambda line: '"event": "serving"' in line)
-                process.send_signal(signal.SIGTERM)
-                assert await process.wait() == 0
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with trio.CancelScope(shield=True):
-                await process.wait()
-    entries = [json.loads(line) for line in server.lines if line]  # each line whole JSON
+    entries = await _serve_and_stop(tmp_path, "--config", str(config))
     [warned] = [entry for entry in entries if "memory_scope.mode" in entry.get("message", "")]
     assert warned["level"] == "warning"
     assert "channels.gateway.memory_scope.mode: unknown memory mode 'shared'" in warned["message"]
