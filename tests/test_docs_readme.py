@@ -69,3 +69,14 @@ def test_the_channel_example_runs_as_shown(tmp_path: pathlib.Path) -> None:
     assert lines[-1].startswith("completed session_"), lines
     assert "hi" in lines  # the echo agent's reply reached the platform stand-in
     assert (tmp_path / "tidings.db").exists()
+
+
+def test_the_supervisor_example_runs_as_shown(tmp_path: pathlib.Path) -> None:
+    section = README.split("## Supervising your own tasks", 1)[1].split("\n## ", 1)[0]
+    example, printed = re.findall(r"```(?:python)?\n(.*?)```", section, flags=re.DOTALL)[:2]
+    assert "open_supervisor(" in example
+    result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == printed  # what the README says it prints, line for line
+    assert "restart_intensity_exceeded" in result.stderr
