@@ -192,8 +192,9 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         :class:`ValidationError` on ``turn_id`` (that turn is left alone). ``message_id``: the
         platform message the turn answers (None or an id), stored with it. ``inbound_ids``:
         held messages (:meth:`hold_inbound`) the turn answers, released in the same commit as
-        its end unless the runtime's stop (or a cancel from outside with no reason) cut it:
-        then recovery tells the user they were not answered; at most
+        its end unless the runtime's stop (or a cancel from outside with no reason) cut it
+        (a turn that failed while the runtime stopped, its question withdrawn or its send
+        refused, included): then recovery tells the user they were not answered; at most
         :data:`~tidings.actors.MAX_IDS_PER_CALL` distinct ids. Ids are non-empty strings of
         at most :data:`~tidings.actors.MAX_ID_CHARS` characters (but for *session_id*, an
         existing session's, which earlier versions may have stored longer).

@@ -292,7 +292,10 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
             cancelled = only_cancelled(exc)
             if cancelled is None:
                 status, error = "failed", describe_error(exc)
-                dealt_with = isinstance(exc, Exception)  # not a KeyboardInterrupt: the host stops
+                # Not a KeyboardInterrupt (the host stops), nor a failure while the runtime
+                # stops (a host's turn: its question withdrawn, its sends refused): the stop
+                # cut it, and nothing it could send would go out.
+                dealt_with = isinstance(exc, Exception) and not runtime.closing
                 raise
             status = "cancelled"
             if ctx.reason is None:
@@ -357,7 +360,8 @@ _UNANSWERED_REASONS = ("shutdown", "cancelled")
 """Turn reasons that leave the turn's held messages held (told about at the next recovery):
 the runtime's stop, or a cancel from outside that nobody chose for the turn. A turn that
 completed, failed, or was cancelled on purpose (``steer``, ``clear``, ``/cancel``, ``timeout``)
-dealt with them."""
+dealt with them; but for one that failed while the runtime stopped (a host's turn, which the
+stop does not cancel: its question withdrawn, its send refused), which the stop cut too."""
 
 
 async def _record_end(store: Store, turn_id: str, ops: list[Op]) -> None:
