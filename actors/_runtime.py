@@ -419,7 +419,10 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
         # both in a worker thread that a cancel could not interrupt anyway.
         ChildSpec("writer", writer, restart="permanent", shutdown_timeout=None,
                   start_timeout=None, mailbox_size=4096, dead_letter=store.writer.dead_letter),
-        ChildSpec("routes", routes, restart="permanent", shutdown_timeout=grace,
+        # No timeout: a nested supervisor. Its lanes had the grace already (dispatcher.stop(),
+        # in the finally below, before the children stop) and each has a ladder of its own;
+        # the grace here cancelled it at once with grace 0, a warning at every stop.
+        ChildSpec("routes", routes, restart="permanent", shutdown_timeout=None,
                   mailbox_size=1),
         runtime.scanner.child_spec(),
         # Last, so it stops first: turns end (grace, then ``shutdown``) before what they use.
