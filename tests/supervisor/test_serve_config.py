@@ -51,6 +51,21 @@ def test_the_example_file_names_every_channel_and_retention_key() -> None:
         assert re.search(rf"^#? *(\[channels\.gateway\.)?{key}\b", text, re.MULTILINE), key
 
 
+def test_the_example_files_commented_out_values_are_the_defaults(tmp_path) -> None:
+    """The file says it lists every key with its default: its commented-out identity and
+    memory scope, taken in as written, change nothing (a value said to be an example, with
+    "default: none" beside it, stays out)."""
+    lines = EXAMPLE.read_text().splitlines()
+    tables = lines[lines.index("# [channels.gateway.identity]"):lines.index("[logging]")]
+    taken = [line.removeprefix("# ") for line in tables if "default: none" not in line]
+    assert "display_name = " in "\n".join(taken)
+    text = EXAMPLE.read_text().replace("\n[logging]", "\n" + "\n".join(taken) + "\n[logging]")
+    channel = load_config(write(tmp_path, text)).channel
+    default = load_config().channel
+    assert channel.resolved_identity() == default.resolved_identity()
+    assert channel.resolved_memory_scope() == default.resolved_memory_scope()
+
+
 def test_flags_override_the_file(tmp_path) -> None:
     path = write(tmp_path, '[serve]\ndb = "from-file.db"\ngrace = 3\nwriter = "process"\n'
                            '[gateway]\nport = 9000\nheartbeat_s = 5\n'
