@@ -283,9 +283,11 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
             # yes) and returned did not complete its turn either.
             if ctx.cancel_scope.cancelled_caught or ctx.reason is not None:
                 status = "cancelled"
-            if ctx.reason is None and ctx.cancel_scope.cancelled_caught \
-                    and trio.current_time() >= ctx.cancel_scope.deadline:
-                ctx.reason = "timeout"  # its own scope's deadline (DESIGN: timeout)
+            if ctx.reason is None and ctx.cancel_scope.cancelled_caught:
+                # Its own scope's deadline (DESIGN: timeout), else trio's own cancel() of
+                # it, which gave no reason: as a cancel from outside (below).
+                ctx.reason = ("timeout" if trio.current_time() >= ctx.cancel_scope.deadline
+                              else "cancelled")
         except BaseException as exc:
             # A nursery in the body turns a cancel from outside into a group of them: still
             # a cancel, not a failure.

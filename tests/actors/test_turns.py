@@ -76,6 +76,23 @@ async def test_a_turn_cancelled_from_outside_by_no_deadline_is_still_cancelled(
     assert await _turn_row(db_path, ctx.turn_id) == ("cancelled", "cancelled", None)
 
 
+async def test_a_turn_whose_own_scope_is_cancelled_with_no_reason_is_recorded_cancelled(
+        rt, db_path) -> None:
+    """``ctx.cancel_scope.cancel()`` (trio's own call, no reason given) cancels the turn as a
+    cancel from outside does: recorded ``cancelled``, and its held message stays held for
+    recovery to tell. Its row said ``cancelled`` with no reason at all, and the message was
+    released as if a reason chosen for the turn (``steer``, ``/cancel``) had dealt with it."""
+    session_id = await rt.create_session(channel="web")
+    inbound_id = await rt.hold_inbound(session_id, notice="not answered")
+    async with rt.open_turn(session_id, inbound_ids=[inbound_id]) as ctx:
+        ctx.cancel_scope.cancel()
+        await trio.sleep_forever()
+    assert ctx.cancel_scope.cancelled_caught
+    assert await _turn_row(db_path, ctx.turn_id) == ("cancelled", "cancelled", None)
+    assert ctx.reason == "cancelled"
+    assert rows(db_path, "SELECT inbound_id FROM inbound_messages") == [(inbound_id,)]
+
+
 async def test_a_turn_that_raises_is_failed_and_the_error_propagates(rt, db_path) -> None:
     session_id = await rt.create_session(channel="web")
     with pytest.raises(KeyError):
