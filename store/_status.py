@@ -237,9 +237,10 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
 
     Raises :class:`ValidationError` naming ``path`` when it is no non-empty path (``""``, a
     NUL character, bytes), :class:`DatabaseNotFoundError` when *path* does not exist,
-    :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a directory, a
-    file that is not a tidings database, or a path the system will not look up (a name over
-    its limit, a folder this user may not search).
+    :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a directory,
+    anything else that is not a regular file (a named pipe, a device), a file that is not a
+    tidings database, or a path the system will not look up (a name over its limit, a folder
+    this user may not search).
     """
     check_path("path", path)
     db = pathlib.Path(path).expanduser()
@@ -250,8 +251,8 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
             raise DatabaseNotFoundError(f"no database at {str(db)!r}") from None
         if db.is_dir():  # something is there: "no database" would send the user elsewhere
             raise StoreError(f"{str(db)!r} is a directory, not a database file")
-        if not db.is_file():
-            raise DatabaseNotFoundError(f"no database at {str(db)!r}")
+        if not db.is_file():  # a named pipe, a device (/dev/null): something, but no file
+            raise StoreError(f"{str(db)!r} is not a regular file, so not a database")
         db = db.resolve()
     except OSError as exc:  # a name over the file system's limit, a folder it may not search
         raise StoreError(f"cannot look at {str(db)!r}: {exc.strerror or exc}") from None

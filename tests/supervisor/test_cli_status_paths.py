@@ -144,3 +144,23 @@ async def test_a_copy_made_while_a_runtime_ran_is_read_with_its_log(tmp_path, wo
     assert handle.delivery_id in capsys.readouterr().out
     assert sorted(os.listdir(copy)) == ["tidings.db", "tidings.db-shm", "tidings.db-wal"]
     assert {name: (copy / name).read_bytes() for name in before} == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_is_named_as_not_a_regular_file(tmp_path, capsys, kind) -> None:
+    """A named pipe or a device where the database should be (a mistyped path, ``/dev/null``)
+    was 'no database at ...', sending the user looking for a missing file where something is
+    there (``tidings prune`` said it already): it is named, not a regular file, exit 2, and
+    nothing is read from it (a read of a pipe would wait for a writer)."""
+    if kind == "fifo":
+        path = tmp_path / "pipe.db"
+        os.mkfifo(path)
+    else:
+        path = "/dev/null"
+    code, out, err = _status(capsys, path)
+    assert code == 2
+    assert out == ""
+    assert f"{str(path)!r} is not a regular file" in err
+    assert "no database at" not in err
+    if kind == "fifo":
+        assert os.listdir(tmp_path) == ["pipe.db"]
