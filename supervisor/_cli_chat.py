@@ -75,7 +75,7 @@ def register(commands: Any) -> None:
                       help="run the runtime, the agent and a terminal channel in this process")
     mode.add_argument("--url", metavar="URL", help="connect to a running `tidings serve`")
     # None: not given (a flag of the local chat is refused without --local, see run)
-    parser.add_argument("--db", metavar="PATH",
+    parser.add_argument("--db", type=_db_argument, metavar="PATH",
                         help=f"the database, with --local (default: ./{DEFAULT_DB})")
     parser.add_argument("--agent", metavar="pkg.mod:Name",
                         help="the agent, by import path, with --local (default: the config's, "
@@ -95,6 +95,15 @@ def register(commands: Any) -> None:
                         help="log the runtime's events, with --local")
     _chat_ws.add_arguments(parser)
     parser.set_defaults(run=run, parser=parser)
+
+
+def _db_argument(text: str) -> str:
+    """``--db`` as given; one ending with a separator (``state/``: a folder's, which pathlib
+    took for the file ``state``) is refused as :func:`path_argument` refuses it, an empty one
+    left to ``open_runtime`` (``--db: must be a non-empty path``)."""
+    if text:
+        path_argument(text)
+    return text
 
 
 def load_channel_config(name: str, path: pathlib.Path | None) -> ChannelConfig:

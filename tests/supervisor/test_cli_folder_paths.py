@@ -52,6 +52,7 @@ def test_a_workspace_given_as_a_folder_is_taken(tmp_path) -> None:
     ["prune", "x.db/", "--older-than", "1d"],
     ["serve", "--token-file", "x.db/", "--port", "0"],
     ["serve", "--config", "x.db/"],
+    ["chat", "--local", "--db", "x.db/"],
 ])
 def test_a_file_option_given_as_a_folder_is_bad_usage(tmp_path, monkeypatch, capsys,
                                                       argv) -> None:
