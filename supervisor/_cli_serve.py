@@ -98,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
     gc.freeze()
     try:
         trio.run(_main, config)
-    except ConfigError as exc:
+    except ConfigError as exc:  # (a workspace, agent or token file checked as serve starts)
+        # Logged too, as serve_failed is: with --log-json a shipper reads the JSON lines alone.
+        log.error("event=invalid_configuration key=%s reason=%s",  # noqa: TRY400 - said
+                  field(exc.field), field(exc.reason))
         say(sys.stderr, f"tidings serve: invalid configuration: {exc}")
         return 2
     except ServeFailed as exc:

@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 
+import pytest
 import trio
 
 from .serve_process import START_STOP_TIMEOUT, ServerProcess, environment, tidings_command
@@ -55,3 +56,29 @@ async def test_a_warning_of_the_config_file_is_one_json_line(tmp_path) -> None:
     assert warned["level"] == "warning"
     assert "channels.gateway.memory_scope.mode: unknown memory mode 'shared'" in warned["message"]
     assert entries[-1]["event"] == "stopped"
+
+
+@pytest.mark.parametrize(("flags", "key"), [
+    (["--workspace", "missing"], "serve.workspace"),
+    (["--agent", "no_such_module:Agent"], "serve.agent"),
+    (["--token-file", "folder"], "gateway.token_file"),
+], ids=["workspace", "agent", "token-file"])
+async def test_a_refusal_after_logging_is_set_up_is_a_json_event(tmp_path, flags, key) -> None:
+    """A configuration refused once logging had its form (a workspace that is no folder, an
+    agent that does not import, a token file that is a folder: serve checks them as it starts)
+    was only a plain line on stderr, where a refusal as the server fails (``serve_failed``)
+    is a JSON event too: the log shipper of ``--log-json`` saw nothing of why it stopped. It
+    is ``event=invalid_configuration`` naming the key, then the line, exit 2 as before."""
+    (tmp_path / "folder").mkdir()
+    result = await trio.run_process(
+        tidings_command("serve", "--port", "0", "--log-json", *flags),
+        stdin=subprocess.DEVNULL, capture_stdout=True, capture_stderr=True, check=False,
+        env=environment(), cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.decode().splitlines()
+    assert lines[-1].startswith(f"tidings serve: invalid configuration: {key}: ")
+    events = [json.loads(line) for line in lines[:-1]]
+    [refused] = [entry for entry in events if entry.get("event") == "invalid_configuration"]
+    assert refused["level"] == "error"
+    assert refused["key"] == key
+    assert lines[-1].endswith(refused["reason"])
