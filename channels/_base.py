@@ -401,7 +401,10 @@ class ChannelBase:
         """Unbind the channel from every session it is the route of, for good. Never blocks.
         Turns still running go on; what they send is ``unrouted`` unless another route binds
         (a new channel of the same name hands it back when the conversation next speaks).
-        A closed channel takes no more messages (:meth:`handle_inbound` raises
+        Turns waiting behind them run too, unless a new route takes their session first (a
+        new channel of the same name, at the conversation's next message): each then gets
+        the "not answered" notice, as at a stop, rather than an answer after that newer
+        message. A closed channel takes no more messages (:meth:`handle_inbound` raises
         :class:`RuntimeClosedError`), and one it was handling meanwhile binds nothing."""
         self.directory.close()
 

@@ -18,7 +18,8 @@ messages than the ids of its "not answered" notice's metadata can list within
 starts a new waiting turn behind it, so a larger burst runs as several turns, in order.
 
 A message that was accepted but whose turn never ran (the runtime stopped while it waited, or
-its worker's task was cancelled or abandoned) is not dropped silently: the session gets one
+its worker's task was cancelled or abandoned, or its channel was closed and a new route took the
+session, see :meth:`Dispatch._taken_over`) is not dropped silently: the session gets one
 notice per such turn through the outbox (:func:`unanswered_notice`), so the user learns it was
 not answered and can send it again, even after a restart. ``/clear`` drops waiting turns too,
 but at the user's own request: nothing is said about those, nor about a waiting turn
@@ -294,7 +295,7 @@ class Dispatch:
     async def _work(self, state: SessionState) -> None:
         tasks = self._channel.runtime.tasks
         try:
-            while state.pending and not tasks.stopping:
+            while state.pending and not tasks.stopping and not self._taken_over(state):
                 pending = state.pending.popleft()
                 turn = await run_turn(self._channel, state, pending)
                 if state.pending and _owes_steer_note(pending, turn):
@@ -307,6 +308,17 @@ class Dispatch:
                 # and bounded, as the writer answers every request.
                 with trio.CancelScope(shield=True):
                     await self._tell_unanswered(state.session_id, dropped)
+
+    def _taken_over(self, state: SessionState) -> bool:
+        """Whether the channel was closed and another route has bound the session since (the
+        adapter reloaded: a new channel of the same name took the conversation's next
+        message). The turns still waiting here are then dropped with a notice, as at a stop:
+        run after this turn, they would be answered after that newer message, whose turn
+        got in line for the session first. Sync: an attribute read and a dict lookup."""
+        if not self._channel.directory.closed:
+            return False
+        binding = self._channel.runtime.router.binding(state.session_id)
+        return binding is not None and binding.route is not self._channel
 
     def _worker_ended(self, state: SessionState) -> list[PendingTurn]:
         """The session's worker ended (or never ran: its task failed before it began).

@@ -15,7 +15,7 @@ import trio.testing
 from tidings.channels import ChannelConfig
 from tidings.errors import RuntimeClosedError
 
-from .conftest import RecordingChannel
+from .conftest import GatedAgent, RecordingChannel
 
 
 async def test_a_message_to_a_closed_channel_is_refused(rt) -> None:
@@ -53,3 +53,36 @@ async def test_a_message_in_hand_when_the_channel_closes_binds_nothing(rt) -> No
     with trio.fail_after(10):  # a guard against hanging, not a wait
         await second.wait_for(lambda: "in flight" in second.messages())
     assert "in flight" not in first.messages()
+
+
+@pytest.mark.parametrize("mode", ["followup", "collect"])
+async def test_a_turn_waiting_in_a_closed_channel_is_not_answered_after_a_newer_message(
+        rt, mode) -> None:
+    """The adapter reloads while a turn runs and a message waits behind it; the reloaded
+    channel takes the conversation's next message. The waiting one was answered after that
+    newer one (the old channel's worker got in line for the session's turn only once its
+    running turn ended, behind the new channel's): history read A, C, B. It is told 'not
+    answered' instead, as a turn the runtime's stop dropped, and nothing is reordered."""
+    agent = GatedAgent()
+    first = RecordingChannel(rt, ChannelConfig("ops", dispatch_mode=mode), agent=agent)
+    await first.say("A")
+    await agent.wait_turns(1)
+    await first.say("B")
+    first.close()
+    second = RecordingChannel(rt, ChannelConfig("ops", dispatch_mode=mode), agent=agent)
+    await second.say("C")
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        agent.release()
+        await agent.wait_turns(2)
+        agent.block = False
+        agent.release()
+        await first.wait_idle()
+        await second.wait_idle()
+    assert [turn.text for turn in agent.turns] == ["A", "C"]
+    with trio.fail_after(10):
+        await second.wait_for(lambda: any("Please send it again" in text
+                                          for text in second.notices()))
+    session_id = agent.turns[0].session_id
+    history = await rt.history(session_id)
+    assert [row.text for row in history if row.role == "user"] == ["A", "C"]
+    assert [notice for notice in second.notices() if '"B"' in notice]
