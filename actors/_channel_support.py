@@ -99,7 +99,9 @@ class ChannelSupport:
         (``notify(settles=[...])``) or :meth:`release_inbound`. If the process stops first
         (a crash, or a stop that cut its turn), recovery sends *notice* into the session,
         once (metadata ``unanswered: true`` and ``message_ids``). A session that does not
-        exist raises :class:`SessionNotFoundError` (nothing is held: it could never be told)."""
+        exist raises :class:`SessionNotFoundError`, and one that was cleared
+        (:meth:`forget_conversation`) :class:`SessionClosedError`, a subclass (nothing is
+        held: recovery tells a cleared session nothing, so it could never be told)."""
         return await _held.hold(self._rt, session_id, notice=notice, message_id=message_id,
                                 channel=channel, inbound_id=inbound_id)
 

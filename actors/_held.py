@@ -29,8 +29,8 @@ from tidings.actors._status import (
     check_id_list,
     check_session_id,
 )
-from tidings.errors import SessionNotFoundError, ValidationError
-from tidings.store import HeldInbound, Op, held_inbound, hold_inbound, release_inbound
+from tidings.errors import SessionClosedError, SessionNotFoundError, ValidationError
+from tidings.store import HeldInbound, Op, held_inbound, hold_inbound, queries, release_inbound
 
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
@@ -66,7 +66,9 @@ async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | N
       TypeError: *notice* is not a string.
       RuntimeClosedError: the runtime is stopping.
       ConflictError: *inbound_id* is held already.
-      SessionNotFoundError: no such session (nothing is held).
+      SessionNotFoundError: no such session, or :class:`SessionClosedError` (a subclass) for
+        one its conversation's ``/clear`` closed (nothing is held: recovery releases the
+        messages of a closed session without a notice, so the hold would protect nothing).
     """
     check_session_id("session_id", session_id)
     if not check_capped_text(notice, "notice"):  # it becomes a notice: capped as one
@@ -82,6 +84,10 @@ async def hold(rt: Runtime, session_id: str, *, notice: str, message_id: str | N
         inbound_id, session_id=session_id, channel=channel, message_id=message_id,
         notice=notice, claimant=store.claimant, now=store.clock()), *also])
     if not written:  # recovery could never tell it: the message would not be protected
+        record = await store.read(queries.session, session_id)
+        if record is not None:
+            raise SessionClosedError(f"session {session_id!r} was cleared; a message held in "
+                                     "it would never be told it was not answered")
         raise SessionNotFoundError(f"no session {session_id!r}")
     return inbound_id
 

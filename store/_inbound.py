@@ -116,14 +116,16 @@ class HeldInbound:
 
 _HOLD_SQL = (f"INSERT INTO inbound_messages ({', '.join(_INBOUND_COLUMNS)}) "
              f"SELECT {', '.join('?' * len(_INBOUND_COLUMNS))} "
-             f"WHERE EXISTS (SELECT 1 FROM sessions WHERE session_id = ?) RETURNING inbound_id")
+             f"WHERE EXISTS (SELECT 1 FROM sessions WHERE session_id = ? AND state != 'closed') "
+             f"RETURNING inbound_id")
 
 
 def hold_inbound(inbound_id: str, *, session_id: str, channel: str | None,
                  message_id: str | None, notice: str, claimant: str, now: float) -> list[Op]:
     """Ops that hold an accepted message for the process *claimant* until it is released.
-    Result: ``[(inbound_id,)]``, or ``[]`` (nothing written) when *session_id* does not exist:
-    recovery could never tell such a hold, so it is not written."""
+    Result: ``[(inbound_id,)]``, or ``[]`` (nothing written) when *session_id* does not exist
+    or is closed (``/clear``): recovery could never tell such a hold (it releases those
+    without a notice), so it is not written."""
     return [Execute(_HOLD_SQL, (inbound_id, session_id, channel, message_id, notice, claimant,
                                 now, session_id))]
 
