@@ -41,8 +41,11 @@ COMMAND_NAMES: dict[str, CommandName] = {
 
 RESUME_USAGE = "Usage: /resume <session_id>"
 
-# ``/name``, an optional ``@botname`` (Telegram groups), then whitespace and the argument.
-_COMMAND = re.compile(r"/(?P<name>[A-Za-z0-9_]+)(?:@\S*)?(?:\s+(?P<argument>.*))?", re.DOTALL)
+# ``/name``, an optional ``@botname`` (Telegram groups: letters, digits and ``_``; anything
+# else run into it, an invisible character's text included, is not dropped with it), then
+# whitespace and the argument.
+_COMMAND = re.compile(r"/(?P<name>[A-Za-z0-9_]+)(?:@[A-Za-z0-9_]*)?(?:\s+(?P<argument>.*))?",
+                      re.DOTALL)
 
 
 @final
@@ -85,8 +88,10 @@ def parse_command(text: str) -> Command | InvalidCommand | None:
     """The command ``text`` holds, or None when it is text for the agent.
 
     Leading and trailing whitespace and invisible format characters (zero width space, BOM,
-    bidi marks) are ignored; the name is case-insensitive and ASCII; a ``@botname`` suffix is
-    dropped. ``/reset`` is ``clear``. Unknown names (``/deploy``), ``/ help``, ``//x`` and
+    bidi marks) are ignored; the name is case-insensitive and ASCII; a ``@botname`` suffix
+    (ASCII letters, digits and ``_``) is dropped, but text run into one by an invisible
+    character (``/clear@bot``, a zero width space, ``x``) makes it no command, as it does
+    without the name. ``/reset`` is ``clear``. Unknown names (``/deploy``), ``/ help``, ``//x`` and
     paths like ``/tmp/x`` are not commands. ``/resume`` needs exactly one session id, and
     every other command takes none (``/new hello``), else an :class:`InvalidCommand` with the
     command's usage is returned. Never raises for any ``str``.

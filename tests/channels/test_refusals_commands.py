@@ -60,3 +60,24 @@ async def test_cancel_with_text_after_it_cancels_nothing(rt) -> None:
     agent.release()
     await channel.wait_idle()
     assert [e.type for e in channel.events if e.terminal] == ["completed"]
+
+
+@pytest.mark.parametrize("text", ["/clear@ops_bot\u200beverything", "/new@ops_bot\u2060hello",
+                                  "/cancel@ops_bot\u00ad!"])
+def test_text_run_into_the_botname_is_not_dropped_with_it(text) -> None:
+    """A ``@botname`` is letters, digits and ``_``: what an invisible character (zero width
+    space, word joiner, soft hyphen) joins to it is not part of it. It was taken for the name
+    and dropped, the command run bare (``/clear`` cleared the session) though text followed,
+    where the same without the name is text for the agent."""
+    assert parse_command(text) == parse_command(text.replace("@ops_bot", ""))
+
+
+async def test_clear_with_text_run_into_the_botname_clears_nothing(rt) -> None:
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"))
+    await channel.say("hello")
+    await channel.wait_idle()
+    first = channel.events[0].session_id
+    assert await channel.say("/clear@ops_bot\u200beverything") != "command"
+    await channel.wait_idle()
+    assert channel.events[-1].session_id == first  # a message in the same session
+    assert "Cleared. Your next message starts a new session." not in channel.notices()
