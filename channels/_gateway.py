@@ -195,7 +195,8 @@ class GatewayChannel(ChannelBase):
 
     async def deliver(self, outbound: Outbound) -> None:
         """Queue the delivery on every connection of its conversation; while none is
-        connected, wait for one (the row stays ``sending``; later rows stay ``queued``). A
+        connected (one being closed is none: it takes nothing), wait for one (the row stays
+        ``sending``; later rows stay ``queued``). A
         progress note with nobody connected is not kept: :class:`StaleProgress` (``failed``,
         as recovery fails stale progress); nor is a frame no client would take:
         :class:`FrameTooBig` (``failed``; the session's later rows go on)."""
@@ -225,11 +226,16 @@ class GatewayChannel(ChannelBase):
             self._delivering += 1
             self._quiet = trio.Event() if self._quiet.is_set() else self._quiet
             try:
-                while not hub.connections and not self.closed:
+                # A connection being closed (its frame finishing, up to 2 s) takes nothing and
+                # is no client: broadcast's count says whether one took it, else wait for one.
+                while not hub.broadcast(frame, delivery_id=outbound.delivery_id, text=text):
+                    if self.closed:
+                        return
+                    if outbound.kind == "progress":  # as for nobody connected, above
+                        raise StaleProgress("stale_progress: no client connected")
                     await hub.wait_arrival()
-                if hub.broadcast(frame, delivery_id=outbound.delivery_id, text=text):
-                    self.sent[outbound.delivery_id] = conversation.key
-                    self.progressed()
+                self.sent[outbound.delivery_id] = conversation.key
+                self.progressed()
             finally:
                 self._delivering -= 1
                 if not self._delivering:
@@ -243,8 +249,9 @@ class GatewayChannel(ChannelBase):
 
     def _may_answer(self, hub: Hub | None) -> bool:
         """Whether a client that may answer (one ``access`` allows: see _gateway_inbound)
-        is connected to *hub*'s conversation; else a question fails closed at once."""
-        return hub is not None and any(self.config.access.allows(conn.client)
+        is connected to *hub*'s conversation (not one being closed); else a question fails
+        closed at once."""
+        return hub is not None and any(conn.alive and self.config.access.allows(conn.client)
                                        for conn in hub.connections)
 
     async def prompt_user(self, prompt: Prompt) -> PromptAnswer:

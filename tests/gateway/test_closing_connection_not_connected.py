@@ -1,0 +1,98 @@
+"""A connection the server is closing (too slow, no heartbeat, a flood) stays in its
+conversation until its frame being written is finished or given up (up to ``_FINISH_WAIT``,
+2 s), and it counted as connected meanwhile: a delivery in that window was queued on no
+connection (a closing one takes nothing), handed back as done, and became ``unknown`` when
+the connection left, where with nobody connected a delivery waits for the next client. A
+question asked then was put to nobody, where with nobody connected it fails closed at once.
+A closing connection counts for neither."""
+
+from __future__ import annotations
+
+import json
+
+import trio
+import trio.testing
+
+from tidings.actors import Prompt
+from tidings.channels._gateway_client import open_transport
+
+
+async def _hello_only(ws) -> str:
+    await ws.send_message(json.dumps({"type": "hello", "token": "gateway-test-token",
+                                      "conversation": "alpha", "protocol": 1}))
+    return json.loads(await ws.get_message())["session_id"]
+
+
+async def _fill_until_closed(rt, conn, session_id: str, wait_status):
+    """Deliver big rows to a client that does not read until its backlog closes it (as
+    tests/gateway/test_misbehaving_clients.py does): its writer is then stuck in a frame,
+    which it gets ``_FINISH_WAIT`` seconds to finish. Each row is handed to the gateway
+    before the next is sent, so none is in the lane's hands when the close comes. Returns
+    the first row's handle."""
+    rt.dispatcher.lane_bytes = 1 << 30
+    big = "x" * 60_000
+    first = None
+    for _ in range(2000):
+        handle = await rt.notify(session_id, big)
+        first = first or handle
+        await wait_status(rt, handle.delivery_id, "sending")
+        await _settle()  # (the gateway's deliver() takes no thread: it has run)
+        if not conn.alive:
+            return first
+    raise AssertionError("the connection was never closed as too slow")
+
+
+async def _settle() -> None:
+    await trio.testing.wait_all_tasks_blocked()
+    await trio.lowlevel.checkpoint()
+
+
+async def _asked_at_once(rt, session_id: str) -> list:
+    """The answer to a question asked now, if it came before the run loop went idle."""
+    answers: list = []
+
+    async def ask() -> None:
+        answers.append(await rt.router.prompt_user(Prompt(session_id, "still there?", "p1")))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await _settle()
+        nursery.cancel_scope.cancel()
+    return answers
+
+
+async def test_a_delivery_while_the_only_connection_closes_waits_for_the_next_client(
+        rt, serve_gateway, connect, is_frame, wait_status, mock_clock) -> None:
+    async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url):
+        async with open_transport(url) as ws:
+            session_id = await _hello_only(ws)
+            hub = gateway.hub(gateway.conversation_named("alpha"))
+            [conn] = hub.connections
+            first = await _fill_until_closed(rt, conn, session_id, wait_status)
+            assert hub.connections == [conn]  # closing: its frame is still being written
+            late = await rt.notify(session_id, "late")
+            await wait_status(rt, late.delivery_id, "sending")  # handed to the gateway
+            await _settle()  # (was queued on nothing and done with, counted as sent)
+            mock_clock.jump(3)  # the frame is given up: the connection leaves
+            # What it was sent and never acked becomes unknown (one write for the session).
+            await wait_status(rt, first.delivery_id, "unknown")
+            assert hub.connections == []
+            assert (await rt.delivery_status(late.delivery_id)).status == "sending"
+        async with connect(url, "alpha", session_id=session_id) as client:
+            await client.receive_until(is_frame("delivery", text="late"))  # (acked)
+            await wait_status(rt, late.delivery_id, "sent")
+
+
+async def test_a_question_while_the_only_connection_closes_is_answered_at_once(
+        rt, serve_gateway, wait_status, mock_clock) -> None:
+    async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
+            open_transport(url) as ws:
+        session_id = await _hello_only(ws)
+        hub = gateway.hub(gateway.conversation_named("alpha"))
+        [conn] = hub.connections
+        await _fill_until_closed(rt, conn, session_id, wait_status)
+        assert hub.connections == [conn]  # closing: its frame is still being written
+        answers = await _asked_at_once(rt, session_id)
+        assert [(answer.text, answer.reason) for answer in answers] == [
+            (None, "no_interactive_route")]
+        mock_clock.jump(3)
