@@ -569,3 +569,76 @@ console.log(JSON.stringify({ids, again: sent(sockets[1]), log}));
         ("sync", None, None), ("message", "two", ids["two"]),
         ("message", "three", ids["three"])]
     assert any("sent again" in line for line in outcome["log"]), outcome["log"]
+
+
+def test_lines_typed_while_reconnecting_are_sent_in_order_once_welcomed() -> None:
+    """As ``tidings chat`` does (it reads a line only once connected): a line typed while the
+    page reconnected was dropped with '(not connected)', though the page reconnects by itself
+    and sends again what the drop cut. It is kept and sent once welcomed, in order, after the
+    messages sent again; typed while nothing reconnects it is '(not connected)' as before."""
+    outcome = _page(_HELLOS + r"""
+FakeSocket.prototype.accepts = true;
+elements.text.value = "before";
+elements.send.onsubmit(event);
+sockets[0].readyState = 3;  // dropped before the server answered "before"
+sockets[0].onclose({code: 1006, reason: ""});
+for (const line of ["during", "the drop"]) {  // the reconnect waits its turn
+  elements.text.value = line;
+  elements.send.onsubmit(event);
+}
+run(now + 600);
+sockets[1].open();
+elements.text.value = "opened";  // open, not welcomed yet
+elements.send.onsubmit(event);
+sockets[1].frame(welcome);
+run(now + 100);
+const again = sent(sockets[1]);
+refuse(sockets[1], 4001, "unauthorized");  // no reconnect comes after this one
+elements.text.value = "nowhere";
+elements.send.onsubmit(event);
+console.log(JSON.stringify({again, count: sockets.length, log}));
+""")
+    assert [(f["type"], f.get("text")) for f in outcome["again"]] == [
+        ("message", "before"), ("message", "during"), ("message", "the drop"),
+        ("message", "opened")]
+    assert outcome["count"] == 2
+    assert outcome["log"][-1] == "(not connected)"
+    assert "(not connected)" not in outcome["log"][:-1], outcome["log"]
+
+
+def test_a_line_typed_while_reconnecting_answers_the_question_asked_again() -> None:
+    """A question open at the drop: the line typed meanwhile is read once the sync has told
+    which questions still wait (as ``tidings chat``'s _asked_again), so it answers the one the
+    server asks again, and goes as a message when none is (said closed first)."""
+    outcome = _page(_HELLOS + r"""
+const prompt = (id, text) => ({type: "prompt", prompt_id: id, session_id: "s1", text,
+                               expires_at: 1e10});
+sockets[0].frame(prompt("p1", "quick?"));
+sockets[0].drop();
+elements.text.value = "yes please";
+elements.send.onsubmit(event);
+run(now + 600);
+sockets[1].open();
+sockets[1].frame(welcome);
+sockets[1].frame(prompt("p1", "quick?"));  // the server asks again what still waits
+run(now + 100);
+sockets[1].frame({type: "synced", session_id: "s1", last_seq: 0});
+run(now + 100);
+sockets[1].frame(prompt("p2", "other?"));
+sockets[1].drop();  // p2 closes while away; a line typed meanwhile is then a message
+elements.text.value = "hello";
+elements.send.onsubmit(event);
+run(now + 1100);
+sockets[2].open();
+sockets[2].frame(welcome);
+run(now + 100);
+sockets[2].frame({type: "synced", session_id: "s1", last_seq: 0});
+run(now + 100);
+console.log(JSON.stringify({first: sent(sockets[1]), second: sent(sockets[2]), log}));
+""")
+    assert outcome["first"] == [{"type": "sync"},
+                                {"type": "answer", "prompt_id": "p1", "text": "yes please"}]
+    assert [(f["type"], f.get("text")) for f in outcome["second"]] == [
+        ("sync", None), ("message", "hello")]
+    shown = outcome["log"]
+    assert shown.index("(question closed while reconnecting)") < shown.index("> hello")
