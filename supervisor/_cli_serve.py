@@ -99,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         trio.run(_main, config)
     except ConfigError as exc:  # (a workspace, agent or token file checked as serve starts)
-        # Logged too, as serve_failed is: with --log-json a shipper reads the JSON lines alone.
-        log.error("event=invalid_configuration key=%s reason=%s",  # noqa: TRY400 - said
-                  field(exc.field), field(exc.reason))
+        if config.log_json:  # a shipper reads the JSON lines alone; else the one line says it
+            log.error("event=invalid_configuration key=%s reason=%s",  # noqa: TRY400 - said
+                      field(exc.field), field(exc.reason))
         say(sys.stderr, f"tidings serve: invalid configuration: {exc}")
         return 2
     except ServeFailed as exc:

@@ -68,7 +68,8 @@ async def test_a_refusal_after_logging_is_set_up_is_a_json_event(tmp_path, flags
     agent that does not import, a token file that is a folder: serve checks them as it starts)
     was only a plain line on stderr, where a refusal as the server fails (``serve_failed``)
     is a JSON event too: the log shipper of ``--log-json`` saw nothing of why it stopped. It
-    is ``event=invalid_configuration`` naming the key, then the line, exit 2 as before."""
+    is ``event=invalid_configuration`` naming the key, then the line, exit 2 as before (without
+    --log-json the one line alone, as tests/supervisor/test_serve_paths_unstatable.py pins)."""
     (tmp_path / "folder").mkdir()
     result = await trio.run_process(
         tidings_command("serve", "--port", "0", "--log-json", *flags),
