@@ -20,6 +20,7 @@ import time
 
 import attrs
 import trio
+from _args import at_least
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 _SPEC = importlib.util.spec_from_file_location(
@@ -59,10 +60,10 @@ async def main(kills: int, first_seed: int, sessions: int, max_kill_after: int) 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kills", type=int, default=100)
+    parser.add_argument("--kills", type=at_least(1), default=100)
     parser.add_argument("--seed", type=int, default=1000, help="the first seed")
-    parser.add_argument("--sessions", type=int, default=6)
-    parser.add_argument("--max-kill-after", type=int, default=400,
+    parser.add_argument("--sessions", type=at_least(1), default=6)
+    parser.add_argument("--max-kill-after", type=at_least(1), default=400,
                         help="kill after 1..N acknowledged sends (seeded)")
     args = parser.parse_args()
     sys.exit(trio.run(main, args.kills, args.seed, args.sessions, args.max_kill_after))

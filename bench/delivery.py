@@ -35,6 +35,7 @@ import tempfile
 import time
 
 import trio
+from _args import at_least
 
 import tidings
 from tidings.store import EXECUTORS, Call
@@ -238,8 +239,9 @@ def _pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--deliveries", type=int, default=3000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--deliveries",
+                        type=at_least(100, "one per sender at 100 senders"), default=3000)
+    parser.add_argument("--rounds", type=at_least(1), default=3)
     args = parser.parse_args()
     n = args.deliveries
     results: dict[str, list[float]] = {}

@@ -22,6 +22,7 @@ import tempfile
 import time
 
 import trio
+from _args import at_least, rate_list
 
 from tidings.testing import run_chaos, sweep_delivery_path
 
@@ -86,12 +87,12 @@ async def sweeps(directory: pathlib.Path) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=50)
-    parser.add_argument("--rates", default="0.001,0.002,0.005,0.01,0.02")
-    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--seeds", type=at_least(1), default=50)
+    parser.add_argument("--rates", type=rate_list, default="0.001,0.002,0.005,0.01,0.02")
+    parser.add_argument("--sessions", type=at_least(1), default=8)
     parser.add_argument("--no-sweep", action="store_true")
     args = parser.parse_args()
-    rates = [float(rate) for rate in args.rates.split(",")]
+    rates = args.rates
     with tempfile.TemporaryDirectory() as tmp:
         directory = pathlib.Path(tmp)
         bad = trio.run(chaos, directory, rates, args.seeds, args.sessions)

@@ -32,6 +32,7 @@ import tempfile
 import time
 
 import trio
+from _args import at_least
 
 import tidings
 from tidings.channels import GatewayChannel, GatewayClient, GatewayConfig
@@ -156,8 +157,9 @@ def _pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--deliveries", type=int, default=3000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--deliveries",
+                        type=at_least(100, "one per connection at 100 connections"), default=3000)
+    parser.add_argument("--rounds", type=at_least(1), default=3)
     parser.add_argument("--client-worker", nargs=2, metavar=("URL", "CONNECTIONS"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -24,6 +24,7 @@ import tempfile
 import time
 
 import trio
+from _args import at_least, finite
 
 import tidings
 from tidings.testing import MemoryRoute
@@ -93,10 +94,10 @@ def show(name: str, result: dict[str, float]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sessions", type=int, default=1000)
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--latency", type=float, default=0.002)
-    parser.add_argument("--rounds", type=int, default=1,
+    parser.add_argument("--sessions", type=at_least(1), default=1000)
+    parser.add_argument("--seconds", type=finite(above=0), default=10.0)
+    parser.add_argument("--latency", type=finite(least=0), default=0.002)
+    parser.add_argument("--rounds", type=at_least(1), default=1,
                         help="clean/stalled pairs, interleaved; medians are printed")
     args = parser.parse_args()
     clean_runs, stalled_runs = [], []

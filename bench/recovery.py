@@ -30,6 +30,7 @@ import tempfile
 import time
 
 import trio
+from _args import at_least, int_list
 
 import tidings
 from tidings.store import open_store, read_database, recovery, status_report
@@ -156,14 +157,14 @@ async def run(db: pathlib.Path, queued: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", default="100000,1000000",
+    parser.add_argument("--rows", type=int_list(1), default="100000,1000000",
                         help="comma-separated database sizes (rows)")
-    parser.add_argument("--per-session", type=int, default=1000)
+    parser.add_argument("--per-session", type=at_least(1), default=1000)
     parser.add_argument("--dir", default=None, help="where to put the databases (default: tmp)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        for rows in (int(n) for n in args.rows.split(",")):
+        for rows in args.rows:
             db = pathlib.Path(tmp) / f"recovery-{rows}.db"
             epoch = trio.run(create_schema, db)
             start = time.perf_counter()
@@ -172,7 +173,7 @@ def main() -> None:
             print(f"\n== {rows} rows in {max(1, rows // args.per_session)} sessions: "
                   f"{sending} sending (dead epoch), {queued} queued, {progress} queued progress "
                   f"(generated in {filled:.1f} s)")
-            if rows == int(args.rows.split(",")[0]):
+            if rows == args.rows[0]:
                 for name, plan in plans(db):
                     print(f"   plan {name:17s} {plan}")
             f = trio.run(run, db, queued)

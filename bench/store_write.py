@@ -22,6 +22,7 @@ import tempfile
 import time
 
 import trio
+from _args import at_least
 
 from tidings.store import InsertRows, open_store
 from tidings.store._connect import connect_writer
@@ -95,8 +96,8 @@ async def writer(path: pathlib.Path, rows: int, callers: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=4096)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rows", type=at_least(256, "one per caller at 256 callers"), default=4096)
+    parser.add_argument("--rounds", type=at_least(1), default=3)
     args = parser.parse_args()
     results: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:

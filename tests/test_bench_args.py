@@ -1,0 +1,55 @@
+"""The bench scripts refuse arguments they cannot measure with as argparse does: exit 2 and one
+line naming the flag, before any work, from any current directory (the scripts are run as
+``.venv/bin/python bench/x.py``, README: Performance). Only refusals run here: the scripts
+themselves are never run by the tests."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import tidings
+
+BENCH = pathlib.Path(tidings.__file__).parent / "bench"
+
+REFUSED = [
+    ("store_write.py", "--rows", "0"),
+    ("store_write.py", "--rows", "100"),  # fewer rows than the 256 concurrent callers
+    ("store_write.py", "--rounds", "0"),
+    ("delivery.py", "--deliveries", "-5"),
+    ("delivery.py", "--deliveries", "99"),  # fewer than one per sender at 100 senders
+    ("delivery.py", "--rounds", "0"),
+    ("gateway.py", "--deliveries", "10"),
+    ("gateway.py", "--rounds", "0"),
+    ("recovery.py", "--rows", "x"),
+    ("recovery.py", "--rows", "100000,0"),
+    ("recovery.py", "--per-session", "0"),
+    ("crash_harness.py", "--kills", "0"),
+    ("crash_harness.py", "--sessions", "0"),
+    ("crash_harness.py", "--max-kill-after", "0"),
+    ("faults.py", "--rates", "x"),
+    ("faults.py", "--rates", "0.01,2"),
+    ("faults.py", "--rates", "nan"),
+    ("faults.py", "--seeds", "0"),
+    ("faults.py", "--rates", "-0.1"),
+    ("faults.py", "--sessions", "0"),
+    ("load.py", "--sessions", "0"),
+    ("load.py", "--seconds", "nan"),
+    ("load.py", "--seconds", "0"),
+    ("load.py", "--latency", "-1"),
+    ("load.py", "--rounds", "0"),
+]
+
+
+@pytest.mark.parametrize(("script", "flag", "value"), REFUSED)
+def test_a_bench_script_refuses_a_bad_argument_naming_the_flag(
+        script: str, flag: str, value: str, tmp_path: pathlib.Path) -> None:
+    result = subprocess.run([sys.executable, str(BENCH / script), flag, value], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"argument {flag}:" in result.stderr
+    assert result.stdout == ""
