@@ -170,7 +170,11 @@ def main() -> None:
             start = time.perf_counter()
             sending, queued, progress = fill(db, rows, args.per_session, f"epoch:{epoch}")
             filled = time.perf_counter() - start
-            print(f"\n== {rows} rows in {max(1, rows // args.per_session)} sessions: "
+            # fill() writes whole sessions: the rows written, when --rows is not a multiple.
+            written, sessions = sending + queued + progress, max(1, rows // args.per_session)
+            asked = (f" (--rows {rows} asked: whole sessions of {args.per_session})"
+                     if written != rows else "")
+            print(f"\n== {written} rows in {sessions} session{'s' * (sessions > 1)}{asked}: "
                   f"{sending} sending (dead epoch), {queued} queued, {progress} queued progress "
                   f"(generated in {filled:.1f} s)")
             if rows == args.rows[0]:

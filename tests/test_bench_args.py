@@ -53,3 +53,15 @@ def test_a_bench_script_refuses_a_bad_argument_naming_the_flag(
     assert "Traceback" not in result.stderr
     assert f"argument {flag}:" in result.stderr
     assert result.stdout == ""
+
+
+def test_recovery_bench_says_how_many_rows_it_wrote(tmp_path: pathlib.Path) -> None:
+    """The database is filled in whole sessions of --per-session rows: 15 rows at 10 a session
+    is one session of 10, and the header says 10 (the figures below it are of those 10)."""
+    result = subprocess.run([sys.executable, str(BENCH / "recovery.py"), "--rows", "15",
+                             "--per-session", "10", "--dir", str(tmp_path)], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    header = next(line for line in result.stdout.splitlines() if line.startswith("=="))
+    assert header.startswith("== 10 rows in 1 session "), header
+    assert "(--rows 15 asked: whole sessions of 10)" in header
