@@ -94,7 +94,8 @@ def show(name: str, result: dict[str, float]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sessions", type=at_least(1), default=1000)
+    parser.add_argument("--sessions",
+                        type=at_least(2, "the stalled one and one other to measure"), default=1000)
     parser.add_argument("--seconds", type=finite(above=0), default=10.0)
     parser.add_argument("--latency", type=finite(least=0), default=0.002)
     parser.add_argument("--rounds", type=at_least(1), default=1,
