@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import pathlib
 from collections.abc import Callable
 
-__all__ = ["at_least", "finite", "int_list", "rate_list"]
+__all__ = ["at_least", "directory", "finite", "int_list", "rate_list"]
 
 
 def at_least(minimum: int, why: str = "") -> Callable[[str], int]:
@@ -71,3 +72,11 @@ def rate_list(text: str) -> list[float]:
         if rate > 1:
             raise argparse.ArgumentTypeError(f"a rate is a probability, at most 1, not {rate:g}")
     return rates
+
+
+def directory(text: str) -> pathlib.Path:
+    """An existing directory (the script makes its temporary directory in it)."""
+    path = pathlib.Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"not an existing directory: {text!r}")
+    return path

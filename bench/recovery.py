@@ -30,7 +30,7 @@ import tempfile
 import time
 
 import trio
-from _args import at_least, int_list
+from _args import at_least, directory, int_list
 
 import tidings
 from tidings.store import open_store, read_database, recovery, status_report
@@ -160,7 +160,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int_list(1), default="100000,1000000",
                         help="comma-separated database sizes (rows)")
     parser.add_argument("--per-session", type=at_least(1), default=1000)
-    parser.add_argument("--dir", default=None, help="where to put the databases (default: tmp)")
+    parser.add_argument("--dir", type=directory, default=None,
+                        help="where to put the databases (default: tmp)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:

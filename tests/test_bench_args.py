@@ -27,6 +27,8 @@ REFUSED = [
     ("recovery.py", "--rows", "x"),
     ("recovery.py", "--rows", "100000,0"),
     ("recovery.py", "--per-session", "0"),
+    ("recovery.py", "--dir", "/nonexistent/h10"),
+    ("recovery.py", "--dir", __file__),  # a file, not a directory
     ("crash_harness.py", "--kills", "0"),
     ("crash_harness.py", "--sessions", "0"),
     ("crash_harness.py", "--max-kill-after", "0"),
