@@ -107,7 +107,11 @@ async def gateway_run(path: pathlib.Path, deliveries: int, connections: int, *,
                 assert worker.stdout is not None
                 output = b""
                 while b"ready\n" not in output:
-                    output += await worker.stdout.receive_some()
+                    chunk = await worker.stdout.receive_some()
+                    if not chunk:  # EOF: it will never be ready
+                        raise RuntimeError("the client worker exited before it was ready "
+                                           f"(exit code {await worker.wait()})")
+                    output += chunk
                 output = output.split(b"ready\n", 1)[1]
                 sessions = [await rt.conversation_session("gateway", f"gateway:conv:c{i}")
                             for i in range(connections)]

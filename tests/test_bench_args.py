@@ -5,11 +5,14 @@ themselves are never run by the tests."""
 
 from __future__ import annotations
 
+import importlib.util
 import pathlib
+import shutil
 import subprocess
 import sys
 
 import pytest
+import trio
 
 import tidings
 
@@ -67,3 +70,33 @@ def test_recovery_bench_says_how_many_rows_it_wrote(tmp_path: pathlib.Path) -> N
     header = next(line for line in result.stdout.splitlines() if line.startswith("=="))
     assert header.startswith("== 10 rows in 1 session "), header
     assert "(--rows 15 asked: whole sessions of 10)" in header
+
+
+def _bench_module(name: str, monkeypatch: pytest.MonkeyPatch) -> object:
+    """Load ``bench/<name>.py`` as a module, as ``python bench/<name>.py`` would find its
+    imports (``bench/`` first on ``sys.path``)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    spec = importlib.util.spec_from_file_location(f"tidings_bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_gateway_bench_stops_when_its_client_worker_exits_before_ready(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+        autojump_clock: trio.testing.MockClock) -> None:
+    """The clients run in a second process that says ``ready`` once connected; one that exits
+    first (here: an interpreter that is ``false``) made the server read EOF forever, spinning
+    a core with nothing said."""
+    gateway = _bench_module("gateway", monkeypatch)
+    false = shutil.which("false")
+    assert false is not None
+    monkeypatch.setattr(sys, "executable", false)
+    with trio.fail_after(60), pytest.raises(BaseExceptionGroup) as caught:
+        await gateway.gateway_run(tmp_path / "gateway.db", 1, 1,  # type: ignore[attr-defined]
+                                  pipelined=False)
+    found, _ = caught.value.split(RuntimeError)
+    assert found is not None, caught.value
+    assert "the client worker exited before it was ready (exit code 1)" in repr(found)
