@@ -92,6 +92,13 @@ async def client_worker(url: str, connections: int) -> None:
     print(json.dumps(acked), flush=True)
 
 
+async def _watch_worker(worker: trio.Process) -> None:
+    """Stop the run if the client worker exits while the senders run: its deliveries would
+    wait for a client that never comes back, and the bench would wait with them forever."""
+    code = await worker.wait()
+    raise RuntimeError(f"the client worker exited mid-run (exit code {code})")
+
+
 async def gateway_run(path: pathlib.Path, deliveries: int, connections: int, *,
                       pipelined: bool) -> tuple[float, Sample, list[float]]:
     sample = Sample()
@@ -116,12 +123,15 @@ async def gateway_run(path: pathlib.Path, deliveries: int, connections: int, *,
                 sessions = [await rt.conversation_session("gateway", f"gateway:conv:c{i}")
                             for i in range(connections)]
                 per = deliveries // connections
-                start = time.monotonic()
-                async with trio.open_nursery() as senders:
-                    for session_id in sessions:
-                        senders.start_soon(functools.partial(_send, rt, session_id, per,
-                                                             sample, pipelined=pipelined))
-                elapsed = time.monotonic() - start
+                async with trio.open_nursery() as watched:
+                    watched.start_soon(_watch_worker, worker)
+                    start = time.monotonic()
+                    async with trio.open_nursery() as senders:
+                        for session_id in sessions:
+                            senders.start_soon(functools.partial(_send, rt, session_id, per,
+                                                                 sample, pipelined=pipelined))
+                    elapsed = time.monotonic() - start
+                    watched.cancel_scope.cancel()
                 await worker.stdin.aclose()
                 while chunk := await worker.stdout.receive_some():
                     output += chunk

@@ -85,11 +85,11 @@ def _bench_module(name: str, monkeypatch: pytest.MonkeyPatch) -> object:
 
 
 async def test_gateway_bench_stops_when_its_client_worker_exits_before_ready(
-        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
-        autojump_clock: trio.testing.MockClock) -> None:
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The clients run in a second process that says ``ready`` once connected; one that exits
     first (here: an interpreter that is ``false``) made the server read EOF forever, spinning
-    a core with nothing said."""
+    a core with nothing said. (The real clock: the guard spans a real child process, as the
+    other tests that start one.)"""
     gateway = _bench_module("gateway", monkeypatch)
     false = shutil.which("false")
     assert false is not None
@@ -100,3 +100,32 @@ async def test_gateway_bench_stops_when_its_client_worker_exits_before_ready(
     found, _ = caught.value.split(RuntimeError)
     assert found is not None, caught.value
     assert "the client worker exited before it was ready (exit code 1)" in repr(found)
+
+
+async def test_gateway_bench_stops_when_its_client_worker_exits_mid_run(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that dies once ready (a crash, a connection the server closed) left its
+    deliveries waiting for a client that never comes: the senders waited forever."""
+    gateway = _bench_module("gateway", monkeypatch)
+    token = gateway.TOKEN  # type: ignore[attr-defined]
+    worker = tmp_path / "worker"  # connects as the real one does, leaves, says ready, dies
+    worker.write_text(f"""#!{sys.executable}
+import os, sys, trio
+from tidings.channels import GatewayClient
+
+async def main():
+    async with GatewayClient.connect(sys.argv[3], token={token!r}, conversation="c0"):
+        pass  # the conversation's session exists; no client is left in it
+    print("ready", flush=True)
+    os._exit(3)
+
+trio.run(main)
+""")
+    worker.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(worker))
+    with trio.fail_after(60), pytest.raises(BaseExceptionGroup) as caught:
+        await gateway.gateway_run(tmp_path / "gateway.db", 1, 1,  # type: ignore[attr-defined]
+                                  pipelined=False)
+    found, _ = caught.value.split(RuntimeError)
+    assert found is not None, caught.value
+    assert "the client worker exited mid-run (exit code 3)" in repr(found)
