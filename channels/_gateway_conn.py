@@ -119,7 +119,10 @@ class Connection:
 
     @property
     def alive(self) -> bool:
-        return self.close_code is None
+        """Not closing: neither killed (:meth:`kill`) nor closed by its client (whose close frame
+        came in: the websocket takes nothing more, though the frame being written may hold
+        the connection in its conversation a while). A closed one is not connected."""
+        return self.close_code is None and self.ws.closed is None
 
     # --- called by the gateway (sync, never blocks) ------------------------------------------
 

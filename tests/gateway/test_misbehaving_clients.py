@@ -126,6 +126,8 @@ async def test_a_client_that_answers_pings_stays(rt, serve_gateway, connect) -> 
 class _StuckSocket:
     """A websocket whose peer never reads: every send blocks."""
 
+    closed = None  # (the peer never closes)
+
     def __init__(self) -> None:
         self.sent: list[str] = []
 
