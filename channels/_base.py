@@ -29,6 +29,7 @@ from tidings.channels._dispatch import Dispatch, unanswered_notice
 from tidings.channels._handback import requeue_unrouted
 from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
+from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
@@ -84,6 +85,19 @@ def _check_one_argument(adapter: str, name: str, method: Any, argument: str) -> 
                                     f"argument (async def {name}(self, {argument})), got "
                                     f"{name}{wrong!s:.80}")
 
+
+
+def _longest_id_field(config: ChannelConfig, inbound: Inbound) -> str:
+    """The inbound field whose part of the conversation key is the longest (the key is made
+    of ``chat_id`` and, by the session scope, ``thread_id`` or ``sender_id``)."""
+    other = "sender_id" if config.session_scope == "sender" else "thread_id"
+    parts = [("chat_id", inbound.chat_id), (other, getattr(inbound, other))]
+    return max(parts, key=lambda part: len(_encoded(part[1])))[0]
+
+
+def _encoded(value: object) -> str:
+    """*value* as the key writes it (percent-encoded); ``""`` for none."""
+    return "" if value is None or value == "" else conversation_key("x", "y", value)
 
 class ChannelBase:
     """Base of channel adapters: sessions, dispatch modes, commands, turns and lifecycle.
@@ -204,6 +218,10 @@ class ChannelBase:
           TypeError: *inbound* is not an :class:`Inbound`.
           RuntimeClosedError: the runtime is stopping, or the channel was closed (nothing
             was accepted).
+          ValidationError: the conversation key the message's ids make is over its cap
+            (8192 characters) and no session is bound to it yet (nothing was created): the
+            error names the inbound field whose part of the key is the longest
+            (``chat_id``, ``thread_id`` or ``sender_id``).
           Whatever :meth:`deliver` raises for an answer that has no session.
         """
         if not isinstance(inbound, Inbound):
@@ -214,9 +232,16 @@ class ChannelBase:
         self.runtime.check_open()
         self.runtime.tasks.check_open()
         conversation = self.conversation_for(inbound)
-        if self._dedupes(inbound):
-            return await self._inbound_once(conversation, inbound)
-        return await self._inbound(conversation, inbound)
+        try:
+            if self._dedupes(inbound):
+                return await self._inbound_once(conversation, inbound)
+            return await self._inbound(conversation, inbound)
+        except ValidationError as exc:
+            if exc.field != "conversation_key":
+                raise
+            # The key is built from the inbound's ids: name the one the adapter gave.
+            raise ValidationError(_longest_id_field(self.config, inbound),
+                                  f"too long for a conversation key ({exc.reason})") from exc
 
     def _dedupes(self, inbound: Inbound) -> bool:
         """Whether :meth:`handle_inbound` looks *inbound*'s id up first (the gateway's
