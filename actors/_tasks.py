@@ -19,7 +19,7 @@ import attrs
 import trio
 
 from tidings.actors._status import check_id
-from tidings.errors import RuntimeClosedError, ValidationError
+from tidings.errors import RuntimeClosedError, SupervisorError, ValidationError
 from tidings.supervisor import ChildContext, ChildSpec, Supervisor
 from tidings.supervisor._callables import certainly_sync
 from tidings.supervisor._log import field
@@ -113,6 +113,10 @@ class TaskRunner:
             self._idle = trio.Event()
         try:
             self._sup.start_child_soon(spec)
+        except SupervisorError as exc:  # the supervisor is stopping (its parent stops or
+            self._finished(child)       # restarts it) while this runner is not told yet
+            raise RuntimeClosedError(f"the tasks supervisor is stopping; no new turns are "
+                                     f"accepted ({exc})") from exc
         except BaseException:
             self._finished(child)
             raise
