@@ -31,7 +31,7 @@ from tidings.actors._records import (
 )
 from tidings.actors._status import check_session_id
 from tidings.errors import RouteMismatchError, ValidationError
-from tidings.supervisor._callables import certainly_sync
+from tidings.supervisor._callables import certainly_sync, wrong_signature
 
 __all__ = ["BindToken", "Binding", "SessionInteractionRouter", "check_ack_window",
            "check_capabilities"]
@@ -281,17 +281,12 @@ def _check_signature(name: str, fn: Any, argument: str) -> None:
     runtime calls it (``deliver(outbound)``): every call of it would fail at run time with a
     ``TypeError`` about its arguments (a delivery ``failed``, a question ``route_failed``). One
     with defaults or ``*args`` is taken; one whose signature cannot be read (a builtin) is
-    given the benefit of the doubt, as a channel's agent ``run(turn)`` is."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return
-    try:
-        signature.bind(None)
-    except TypeError:
+    given the benefit of the doubt, as a channel's agent ``run(turn)`` is
+    (:func:`~tidings.supervisor._callables.wrong_signature`)."""
+    if (wrong := wrong_signature(fn)) is not None:
         raise TypeError(f"{name}: a route's {name} must take the {argument} as its one "
                         f"argument (async def {name}({argument})), got "
-                        f"{name}{signature!s:.80}") from None
+                        f"{name}{wrong!s:.80}")
 
 
 def _check_not_a_class(route: Any) -> None:
