@@ -4,7 +4,6 @@ is created or this process registered in it: each bad argument is refused by nam
 
 from __future__ import annotations
 
-import math
 import os
 import pathlib
 import sqlite3
@@ -15,7 +14,7 @@ from tidings.errors import StoreError, ValidationError
 from tidings.store import check_executor, check_synchronous, read_database
 from tidings.store._connect import check_path
 from tidings.store._status import shown
-from tidings.store._store import MAX_TIME
+from tidings.store._store import MAX_TIME, check_clock
 from tidings.supervisor import FaultPlan, Intensity
 
 __all__ = ["MAX_LEASE", "MAX_TIME", "check_arguments", "check_core_id_length", "resolve_path",
@@ -93,14 +92,7 @@ def check_arguments(*, db_path: object, workspace: object, artifact_root: object
     if fault_plan is not None and not isinstance(fault_plan, FaultPlan):
         raise ValidationError("fault_plan", f"must be a FaultPlan or None, got "
                                             f"{fault_plan!r:.80}")
-    if not callable(clock):
-        raise ValidationError("clock", f"must be a callable returning unix seconds, got "
-                                       f"{clock!r:.80}")
-    now = clock()  # its times are stored: asked once here, not found out at the first write
-    if (isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now)
-            or not 0 <= now <= MAX_TIME):
-        raise ValidationError("clock", f"must return unix seconds from 0 to {MAX_TIME} (year "
-                                       f"9999), returned {now!r:.80}")
+    check_clock(clock)
 
 
 def check_core_id_length(db_path: str | os.PathLike[str], core_id: str) -> None:

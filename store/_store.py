@@ -37,7 +37,7 @@ from tidings.store._writer import (
     check_executor,
 )
 
-__all__ = ["MAX_TIME", "Store", "open_store", "prepare_store"]
+__all__ = ["MAX_TIME", "Store", "check_clock", "open_store", "prepare_store"]
 
 T = TypeVar("T")
 
@@ -201,6 +201,13 @@ def _check_options(*, path: object, synchronous: object, readers: object, max_ba
                                 ("mailbox_size", mailbox_size, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValidationError(field, f"must be an int >= {least}, got {value!r:.80}")
+    check_clock(clock)
+
+
+def check_clock(clock: object) -> None:
+    """Refuse by name (:class:`ValidationError`, ``clock``) a *clock* that is not callable or
+    does not return unix seconds from 0 to :data:`MAX_TIME` (a bool, NaN or inf neither): its
+    times are stored, so it is called once here rather than found out at the first write."""
     if not callable(clock):
         raise ValidationError("clock", f"must be a callable returning unix seconds, got "
                                        f"{clock!r:.80}")
