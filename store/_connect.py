@@ -15,11 +15,12 @@ import pathlib
 import sqlite3
 from typing import Literal, get_args
 
-from tidings.store._errors import StoreError, ValidationError
+from tidings.store._errors import DatabaseNotFoundError, StoreError, ValidationError
 from tidings.store._schema import check_database
 
 __all__ = ["Synchronous", "WriterConnection", "check_path", "check_synchronous", "check_writable",
-           "checkpoint", "close_writer", "connect_reader", "connect_writer", "prepare_path"]
+           "checkpoint", "close_writer", "connect_reader", "connect_writer", "prepare_path",
+           "stat_database"]
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -88,6 +89,20 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
         fd = os.open(db, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
         os.close(fd)
     return db
+
+
+def stat_database(db: pathlib.Path) -> os.stat_result:
+    """*db*'s ``stat``, for a tool that reads a database that must exist already: raises
+    :class:`DatabaseNotFoundError` when nothing is there (or a folder on the way is a file),
+    and :class:`StoreError` naming it when the system will not look it up (a symbolic link
+    loop, a name over the file system's limit, a folder this user may not search), which
+    pathlib's ``exists()``, ``is_dir()`` and ``is_file()`` answer False for. Blocking."""
+    try:
+        return db.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise DatabaseNotFoundError(f"no database at {str(db)!r}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot look at {str(db)!r}: {exc.strerror or exc}") from None
 
 
 def check_writable(db: pathlib.Path) -> None:

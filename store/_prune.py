@@ -25,11 +25,12 @@ from __future__ import annotations
 import os
 import pathlib
 import sqlite3
+import stat
 
 import attrs
 
-from tidings.store._connect import check_writable, close_writer, connect_writer
-from tidings.store._errors import DatabaseNotFoundError, StoreError
+from tidings.store._connect import check_writable, close_writer, connect_writer, stat_database
+from tidings.store._errors import StoreError
 from tidings.store._ops import Call
 from tidings.store._recovery import last_outbox_rowid
 from tidings.store._schema import MIGRATIONS, _statements, check_database, migrate
@@ -210,13 +211,8 @@ def _check_schema(db: pathlib.Path) -> None:
     file that ``tidings status`` calls no tidings database made it one ('deleted: 0'), and a
     dry run wrote its header. The other refusals are :func:`check_database`'s, as before;
     no file at all is :class:`DatabaseNotFoundError`, as for ``read_database``."""
-    try:  # (exists() answers False for a path the system will not look up: a link loop)
-        db.stat()
-    except (FileNotFoundError, NotADirectoryError):
-        raise DatabaseNotFoundError(f"no database at {str(db)!r}") from None
-    except OSError as exc:
-        raise StoreError(f"cannot look at {str(db)!r}: {exc.strerror or exc}") from None
-    if not db.is_file():  # a directory, a named pipe (a read-only open of one blocks for ever)
+    # A directory, a named pipe (a read-only open of one blocks for ever): no file to prune.
+    if not stat.S_ISREG(stat_database(db).st_mode):
         raise StoreError(f"{db} is not a regular file, so no database to prune")
     try:
         check_writable(db)  # before SQLite makes a -wal and -shm it could not write either

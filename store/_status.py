@@ -14,14 +14,14 @@ from __future__ import annotations
 import os
 import pathlib
 import sqlite3
+import stat
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
 
-from tidings.store._connect import check_path
+from tidings.store._connect import check_path, stat_database
 from tidings.store._errors import (
-    DatabaseNotFoundError,
     SchemaVersionError,
     StoreError,
     ValidationError,
@@ -244,17 +244,14 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     """
     check_path("path", path)
     db = pathlib.Path(path).expanduser()
+    mode = stat_database(db).st_mode  # (a symbolic link loop is said as such, not as missing)
+    if stat.S_ISDIR(mode):  # something is there: "no database" would send the user elsewhere
+        raise StoreError(f"{str(db)!r} is a directory, not a database file")
+    if not stat.S_ISREG(mode):  # a named pipe, a device (/dev/null): something, but no file
+        raise StoreError(f"{str(db)!r} is not a regular file, so not a database")
     try:
-        try:  # is_dir() and is_file() answer False for a path the system will not look up
-            db.stat()  # (a symbolic link loop): said as such below, not as "no database"
-        except (FileNotFoundError, NotADirectoryError):
-            raise DatabaseNotFoundError(f"no database at {str(db)!r}") from None
-        if db.is_dir():  # something is there: "no database" would send the user elsewhere
-            raise StoreError(f"{str(db)!r} is a directory, not a database file")
-        if not db.is_file():  # a named pipe, a device (/dev/null): something, but no file
-            raise StoreError(f"{str(db)!r} is not a regular file, so not a database")
         db = db.resolve()
-    except OSError as exc:  # a name over the file system's limit, a folder it may not search
+    except OSError as exc:  # (the system looked it up a moment ago: only a race gets here)
         raise StoreError(f"cannot look at {str(db)!r}: {exc.strerror or exc}") from None
     wal = db.with_name(db.name + "-wal")
     for _ in range(_READ_ATTEMPTS):
