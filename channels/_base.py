@@ -86,7 +86,6 @@ def _check_one_argument(adapter: str, name: str, method: Any, argument: str) -> 
                                     f"{name}{wrong!s:.80}")
 
 
-
 def _longest_id_field(config: ChannelConfig, inbound: Inbound) -> str:
     """The inbound field whose part of the conversation key is the longest (the key is made
     of ``chat_id`` and, by the session scope, ``thread_id`` or ``sender_id``)."""
@@ -98,6 +97,7 @@ def _longest_id_field(config: ChannelConfig, inbound: Inbound) -> str:
 def _encoded(value: object) -> str:
     """*value* as the key writes it (percent-encoded); ``""`` for none."""
     return "" if value is None or value == "" else conversation_key("x", "y", value)
+
 
 class ChannelBase:
     """Base of channel adapters: sessions, dispatch modes, commands, turns and lifecycle.
