@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 import tidings
-from tidings.actors import Runtime
+from tidings.actors import Prompt, Runtime
 from tidings.channels import GatewayChannel, GatewayClient, GatewayConfig
 
 from ..database_template import fresh_database
@@ -66,6 +67,29 @@ def wait_status() -> Callable[..., Any]:
     """``await wait_status(rt, delivery_id, "sent")``: follow the runtime's events until the
     delivery records that status (no polling)."""
     return _wait_status
+
+
+async def _asked_at_once(rt: Runtime, session_id: str) -> list[Any]:
+    """The answer to a question asked now, if it came before the run loop went idle (a
+    question with no client that may answer fails closed at once, ``no_interactive_route``)."""
+    answers: list[Any] = []
+
+    async def ask() -> None:
+        answers.append(await rt.router.prompt_user(Prompt(session_id, "still there?", "p1")))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await trio.testing.wait_all_tasks_blocked()
+        await trio.lowlevel.checkpoint()
+        nursery.cancel_scope.cancel()
+    return answers
+
+
+@pytest.fixture
+def asked_at_once() -> Callable[..., Any]:
+    """``await asked_at_once(rt, session_id)``: the answers (none, or one) to a question asked
+    now that came before every task blocked."""
+    return _asked_at_once
 
 
 def frame_is(frame_type: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:

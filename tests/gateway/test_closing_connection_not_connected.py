@@ -13,7 +13,6 @@ import json
 import trio
 import trio.testing
 
-from tidings.actors import Prompt
 from tidings.channels._gateway_client import open_transport
 
 
@@ -47,20 +46,6 @@ async def _settle() -> None:
     await trio.lowlevel.checkpoint()
 
 
-async def _asked_at_once(rt, session_id: str) -> list:
-    """The answer to a question asked now, if it came before the run loop went idle."""
-    answers: list = []
-
-    async def ask() -> None:
-        answers.append(await rt.router.prompt_user(Prompt(session_id, "still there?", "p1")))
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ask)
-        await _settle()
-        nursery.cancel_scope.cancel()
-    return answers
-
-
 async def test_a_delivery_while_the_only_connection_closes_waits_for_the_next_client(
         rt, serve_gateway, connect, is_frame, wait_status, mock_clock) -> None:
     async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url):
@@ -84,7 +69,7 @@ async def test_a_delivery_while_the_only_connection_closes_waits_for_the_next_cl
 
 
 async def test_a_question_while_the_only_connection_closes_is_answered_at_once(
-        rt, serve_gateway, wait_status, mock_clock) -> None:
+        rt, serve_gateway, wait_status, mock_clock, asked_at_once) -> None:
     async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
             open_transport(url) as ws:
         session_id = await _hello_only(ws)
@@ -92,7 +77,7 @@ async def test_a_question_while_the_only_connection_closes_is_answered_at_once(
         [conn] = hub.connections
         await _fill_until_closed(rt, conn, session_id, wait_status)
         assert hub.connections == [conn]  # closing: its frame is still being written
-        answers = await _asked_at_once(rt, session_id)
+        answers = await asked_at_once(rt, session_id)
         assert [(answer.text, answer.reason) for answer in answers] == [
             (None, "no_interactive_route")]
         mock_clock.jump(3)

@@ -16,8 +16,6 @@ import trio.testing
 import wsproto
 from wsproto.events import AcceptConnection, CloseConnection, Message, Request, TextMessage
 
-from tidings.actors import Prompt
-
 TOKEN = "gateway-test-token"
 
 
@@ -111,7 +109,7 @@ async def test_a_delivery_after_the_client_closed_waits_for_the_next_client(
 
 
 async def test_a_question_after_the_client_closed_is_answered_at_once(
-        rt, serve_gateway, wait_status, mock_clock) -> None:
+        rt, serve_gateway, wait_status, mock_clock, asked_at_once) -> None:
     async with serve_gateway(rt, max_backlog=10_000, max_backlog_bytes=1 << 30,
                              ack_window=5000) as (gateway, url):
         raw, port = await _open(url)
@@ -123,16 +121,7 @@ async def test_a_question_after_the_client_closed_is_answered_at_once(
             await raw.send(CloseConnection(code=1000))
             await _settle()
             assert hub.connections == [conn]
-            answers: list = []
-
-            async def ask() -> None:
-                answers.append(await rt.router.prompt_user(
-                    Prompt(session_id, "still there?", "p1")))
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(ask)
-                await _settle()
-                nursery.cancel_scope.cancel()
+            answers = await asked_at_once(rt, session_id)
             assert [(answer.text, answer.reason) for answer in answers] == [
                 (None, "no_interactive_route")]
             await _given_up(mock_clock)
