@@ -16,25 +16,11 @@ import trio
 import trio.testing
 
 from tidings.store import Call
-from tidings.testing import MemoryRoute, writer_gate
+from tidings.testing import writer_gate
 
+from ..until import until
 from .conftest import rows
-
-HANG = 30.0
-"""Real seconds a test waits for something that takes milliseconds when it works."""
-
-CHART = "https://example.com/chart.png"
-
-
-class TextOnlyRoute(MemoryRoute):
-    """Renders text only (images arrive as their text fallback)."""
-
-
-class ImageRoute(MemoryRoute):
-    """Renders text and images."""
-
-    def __init__(self) -> None:
-        super().__init__(capabilities={"text", "image"})
+from .test_rebind_degraded import CHART, HANG, ImageRoute, TextOnlyRoute
 
 
 def _disk_said_no() -> None:
@@ -57,11 +43,11 @@ def allow_degraded(conn: sqlite3.Connection) -> None:
 async def _waiting_out_a_refusal(rt, session_id: str) -> None:
     """Return once *session_id*'s lane waits out a write the store refused (the writer works
     in a thread, which ``wait_all_tasks_blocked`` does not wait for)."""
-    while True:
+    def waiting() -> bool:
         lane = rt.dispatcher.lane(session_id)
-        if lane is not None and lane.holding is not None:
-            return
-        await trio.testing.wait_all_tasks_blocked()
+        return lane is not None and lane.holding is not None
+
+    await until(waiting)
 
 
 async def test_a_claimed_row_whose_hand_over_the_store_refuses_goes_back_and_out_once(
