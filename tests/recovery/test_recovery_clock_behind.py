@@ -114,6 +114,22 @@ async def test_a_later_recover_leaves_a_live_turn_alone_after_the_clock_stepped_
     assert turn_states(db_path) == [("completed", None)]
 
 
+async def _progress_after_a_step_back(rt, session_id: str, route: MemoryRoute, clock: Clock,
+                                     pass_: str) -> tuple[object, str]:
+    """A send held by the stalled *route*, then the wall clock stepped back, a progress note
+    queued behind the send, and a recovery pass (``scan`` or ``recover``) run over it; the
+    route let go. Returns the pass's report and the note's outcome."""
+    async with rt.open_turn(session_id) as ctx:
+        await ctx.output.send_text("first")
+        await route.wait_attempted(1)
+        clock.now = T - 10  # NTP steps the clock back
+        note = await ctx.output.progress("working on it")
+        report = await (rt.scanner.scan() if pass_ == "scan" else rt.recover())
+        route.release()
+        with trio.fail_after(60):  # hang guard (mock clock)
+            return report, await note.wait()
+
+
 @pytest.mark.parametrize("pass_", ["scan", "recover"])
 async def test_a_live_progress_note_is_not_stale_after_the_clock_stepped_back(
         db_path, workspace, autojump_clock, pass_) -> None:
@@ -129,15 +145,8 @@ async def test_a_live_progress_note_is_not_stale_after_the_clock_stepped_back(
         session_id = await rt.create_session(channel="web")
         rt.router.bind(session_id, route)
         await rt.recover()
-        async with rt.open_turn(session_id) as ctx:
-            await ctx.output.send_text("first")
-            await route.wait_attempted(1)
-            clock.now = T - 10  # NTP steps the clock back
-            note = await ctx.output.progress("working on it")
-            report = await (rt.scanner.scan() if pass_ == "scan" else rt.recover())
-            route.release()
-            with trio.fail_after(60):  # hang guard (mock clock)
-                outcome = await note.wait()
+        report, outcome = await _progress_after_a_step_back(rt, session_id, route, clock,
+                                                            pass_)
     assert report.stale_progress == 0
     assert outcome == "delivered"
     assert route.texts() == ["first", "working on it"]
@@ -167,15 +176,8 @@ async def test_a_live_progress_note_is_not_stale_after_a_prune_and_a_clock_step_
         await rt.prune(older_than=0)
         rt.router.bind(session_id, route)
         await rt.recover()
-        async with rt.open_turn(session_id) as ctx:
-            await ctx.output.send_text("first")
-            await route.wait_attempted(1)
-            clock.now = T - 10  # NTP steps the clock back
-            note = await ctx.output.progress("working on it")
-            report = await (rt.scanner.scan() if pass_ == "scan" else rt.recover())
-            route.release()
-            with trio.fail_after(60):  # hang guard (mock clock)
-                outcome = await note.wait()
+        report, outcome = await _progress_after_a_step_back(rt, session_id, route, clock,
+                                                            pass_)
     assert report.stale_progress == 0
     assert outcome == "delivered"
     assert route.texts() == ["first", "working on it"]
