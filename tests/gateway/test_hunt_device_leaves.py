@@ -7,17 +7,7 @@ from __future__ import annotations
 
 import trio
 
-
-async def _deliveries(client, n: int, *, ack: bool) -> list[dict]:
-    found: list[dict] = []
-    with trio.fail_after(10):
-        while len(found) < n:
-            frame = await client.receive()
-            if frame["type"] == "delivery":
-                found.append(frame)
-                if ack:
-                    await client.ack(frame["delivery_id"])
-    return found
+from .test_replay import _deliveries
 
 
 async def test_rows_only_a_leaving_device_was_sent_free_the_window_for_the_one_that_stays(
