@@ -1,22 +1,23 @@
 """Make the writer answer one batch "may or may not have committed" although it committed, as a
 writer process killed between its commit and its answer does, deterministically.
 
-The writer's thread is held inside a batch (an op that waits); the write under test is queued
-behind it, so it goes in the next batch; an op of that same batch then runs ``COMMIT`` itself,
-which commits what the batch wrote and leaves the writer unable to tell its callers so.
+The writer's thread is held inside a batch (:func:`tidings.testing.writer_gate`); the write
+under test is queued behind it, so it goes in the next batch; an op of that same batch then
+runs ``COMMIT`` itself, which commits what the batch wrote and leaves the writer unable to tell
+its callers so.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 import trio
 
 from tidings.store import Call
+from tidings.testing import WriterGate, writer_gate
 
 __all__ = ["UncertainBatch", "uncertain_batch"]
 
@@ -32,7 +33,7 @@ def _ends_the_transaction(conn: sqlite3.Connection) -> None:
 class UncertainBatch:
     """The held writer of :func:`uncertain_batch`."""
 
-    def __init__(self, rt: Any, gate: threading.Event) -> None:
+    def __init__(self, rt: Any, gate: WriterGate) -> None:
         self._rt = rt
         self._gate = gate
         self._commit = rt.store.commit
@@ -52,25 +53,17 @@ class UncertainBatch:
         """Put the ``COMMIT`` op in that write's batch and let the writer go on."""
         self._rt.store.commit_nowait([Call(_ends_the_transaction)], on_commit=_ignore,
                                      on_error=_ignore)
-        self._gate.set()
+        self._gate.release()
 
 
 @contextlib.asynccontextmanager
 async def uncertain_batch(rt: Any) -> AsyncIterator[UncertainBatch]:
     """Hold *rt*'s writer thread inside a batch and note the next ``rt.store.commit`` call; see
     the module docstring. On leaving, the writer goes on in any case (nothing waits for ever)."""
-    entered, gate = threading.Event(), threading.Event()
-
-    def busy(conn: sqlite3.Connection) -> None:  # the writer's thread, inside a batch
-        entered.set()
-        gate.wait(30)
-
-    rt.store.commit_nowait([Call(busy)], on_commit=_ignore, on_error=_ignore)
-    await trio.to_thread.run_sync(entered.wait, 30)
-    batch = UncertainBatch(rt, gate)
-    rt.store.commit = batch._noting
-    try:
-        yield batch
-    finally:
-        rt.store.commit = batch._commit
-        gate.set()
+    async with writer_gate(rt.store) as gate:
+        batch = UncertainBatch(rt, gate)
+        rt.store.commit = batch._noting
+        try:
+            yield batch
+        finally:
+            rt.store.commit = batch._commit
