@@ -132,25 +132,53 @@ def existing_token(given: str | None, token_file: pathlib.Path | None,
 
 def create_token(path: pathlib.Path) -> TokenSource:
     """A new token written to *path* (0600, created exclusively: if another start made the
-    file first, its token is used). Blocking. Raises :class:`ConfigError`."""
+    file first, its token is used). Blocking. Raises :class:`ConfigError`.
+
+    The token is written and synced in a temporary file beside *path*, which is then linked to
+    *path* (``os.link`` fails if *path* exists): *path* never exists without its token. A file
+    created first and written after was read empty by a client (``tidings chat``) in between,
+    and a start killed in between (Ctrl-C, a kill) left the empty file, which every later start
+    refused as holding no token."""
     token = secrets.token_urlsafe(32)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another start won the race: use its token
-        return TokenSource(read_token_file(path), path)
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
         raise ConfigError("gateway.token_file", f"cannot create {path}: {exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(token + "\n")
-            file.flush()
-            os.fsync(file.fileno())
-    except OSError as exc:  # a full disk...: no empty file left, refused by every later start
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                file.write(token + "\n")
+                file.flush()
+                os.fsync(file.fileno())
+        except OSError as exc:  # a full disk...
+            raise ConfigError("gateway.token_file", f"cannot write {path}: {exc}") from None
+        try:
+            _publish(temporary, path)
+        except FileExistsError:  # another start won the race: use its token
+            return TokenSource(read_token_file(path), path)
+        except OSError as exc:
+            raise ConfigError("gateway.token_file", f"cannot create {path}: {exc}") from None
+    finally:
         with contextlib.suppress(OSError):
-            path.unlink()
-        raise ConfigError("gateway.token_file", f"cannot write {path}: {exc}") from None
+            temporary.unlink()
     return TokenSource(token, path, created=True)
+
+
+def _publish(temporary: pathlib.Path, path: pathlib.Path) -> None:
+    """Give the written *temporary* file the name *path*, unless *path* exists
+    (``FileExistsError``). A hard link does both at once; a file system without hard links
+    (FAT, some network mounts) gets a rename after a check instead, which only a race with
+    another start on the same folder can get wrong (the last one's token is then kept)."""
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        if path.exists():
+            raise FileExistsError(path) from None
+        os.rename(temporary, path)
 
 
 def _nearest_folder(path: pathlib.Path) -> pathlib.Path:

@@ -90,8 +90,77 @@ def test_a_token_that_cannot_be_written_leaves_no_file_behind(tmp_path, monkeypa
         with pytest.raises(ConfigError, match="No space left on device") as caught:
             resolve_token(None, None, db)
     assert caught.value.field == "gateway.token_file"
-    assert not token_path(db).exists()
+    assert os.listdir(tmp_path) == []  # neither the token file nor a temporary one
     assert resolve_token(None, None, db).created  # the next start makes it
+
+
+def test_the_token_file_never_exists_without_its_token(tmp_path, monkeypatch) -> None:
+    # It was created first and written after: a client reading it in between (tidings chat)
+    # read it empty, and a start killed in between left the empty file, which every later
+    # start refused as holding no token.
+    db = tmp_path / "tidings.db"
+    seen_while_writing: list[bool] = []
+    real_fsync = os.fsync
+
+    def watched_fsync(fd: int) -> None:
+        seen_while_writing.append(token_path(db).exists())
+        real_fsync(fd)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fsync", watched_fsync)
+        made = resolve_token(None, None, db)
+    assert seen_while_writing == [False]
+    assert made.created
+    assert token_path(db).read_text() == made.token + "\n"
+    assert stat.S_IMODE(os.stat(made.path).st_mode) == 0o600
+    assert os.listdir(tmp_path) == [token_path(db).name]  # no temporary file left
+
+
+def test_a_start_stopped_while_writing_its_token_leaves_no_file(tmp_path, monkeypatch) -> None:
+    db = tmp_path / "tidings.db"
+
+    def interrupted(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fsync", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            resolve_token(None, None, db)
+    assert os.listdir(tmp_path) == []
+    assert resolve_token(None, None, db).created  # the next start makes it
+
+
+def test_a_token_made_meanwhile_by_another_start_is_used(tmp_path, monkeypatch) -> None:
+    db = tmp_path / "tidings.db"
+    real_link = os.link
+
+    def other_start_first(source, target) -> None:
+        pathlib.Path(target).write_text("the-other-starts-token\n")
+        real_link(source, target)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "link", other_start_first)
+        source = resolve_token(None, None, db)
+    assert (source.token, source.created) == ("the-other-starts-token", False)
+    assert os.listdir(tmp_path) == [token_path(db).name]
+
+
+@pytest.mark.parametrize("other_start_first", [False, True])
+def test_a_token_is_made_on_a_file_system_without_hard_links(tmp_path, monkeypatch,
+                                                              other_start_first) -> None:
+    db = tmp_path / "tidings.db"
+
+    def no_hard_links(source, target) -> None:
+        if other_start_first:
+            pathlib.Path(target).write_text("the-other-starts-token\n")
+        raise OSError(1, "Operation not permitted")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "link", no_hard_links)
+        source = resolve_token(None, None, db)
+    assert source.created is not other_start_first
+    assert token_path(db).read_text() == source.token + "\n"
+    assert os.listdir(tmp_path) == [token_path(db).name]
 
 
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo", "large"])
