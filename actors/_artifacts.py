@@ -316,13 +316,16 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
     link leads to; by name, or by identity: the same file under another name), or in
     *artifacts* outside the session's own *artifact_root* where the (resolved) *workspace*
     holds *artifacts*: a workspace that is the artifacts directory, or inside it, is the
-    host's choice to share it, and one outside it gives no access to it anyway."""
+    host's choice to share it, and one outside it gives no access to it anyway. The
+    artifacts directory is told by its name and by its identity (:func:`_in_others_artifacts`)."""
     if artifacts is not None:
         base = artifacts.resolve()
         if base != workspace and base.is_relative_to(workspace) \
                 and resolved.is_relative_to(base) and not (
                     artifact_root is not None
                     and resolved.is_relative_to(_in_place(artifact_root))):
+            return True
+        if _in_others_artifacts(resolved, workspace, artifact_root, artifacts):
             return True
     if any(resolved.parent == database.parent and resolved.name in {
             database.name + suffix for suffix in DATABASE_SUFFIXES} for database in databases):
@@ -343,6 +346,40 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
             if (own.st_dev, own.st_ino) == (found.st_dev, found.st_ino):
                 return True
     return False
+
+
+def _in_others_artifacts(resolved: pathlib.Path, workspace: pathlib.Path,
+                         artifact_root: pathlib.Path | None, artifacts: pathlib.Path) -> bool:
+    """:func:`_runtimes_own`'s artifacts rule told by identity: whether a folder of the
+    resolved path *resolved*, going up from it, is the artifacts directory before it is the
+    session's own root or the (resolved) *workspace*. Resolving keeps the case given, so the
+    names alone missed the directory under another name: ``Artifacts/<other session>/...``
+    on a case-insensitive file system (macOS's, Windows') with ``tidings serve``'s defaults,
+    a workspace or ``artifact_root`` given in another case, or a bind mount of it."""
+    try:
+        base = _identity(os.stat(artifacts))
+        stop = {_identity(os.stat(workspace))}
+    except OSError:  # no artifacts directory (yet): no session has a file in it
+        return False
+    if artifact_root is not None:
+        try:  # not followed, as in _in_place: through a link is where the link leads
+            stop.add(_identity(os.lstat(_in_place(artifact_root))))
+        except OSError:
+            pass
+    for folder in resolved.parents:
+        try:
+            found = _identity(os.lstat(folder))
+        except OSError:
+            return False
+        if found in stop:
+            return False
+        if found == base:
+            return True
+    return False
+
+
+def _identity(found: os.stat_result) -> tuple[int, int]:
+    return found.st_dev, found.st_ino
 
 
 def _in_place(artifact_root: pathlib.Path) -> pathlib.Path:
