@@ -214,6 +214,10 @@ def delivery_report(conn: sqlite3.Connection, delivery_id: str) -> DeliveryRepor
                           tuple(RuntimeEvent.from_row(event) for event in events))
 
 
+_BUSY_TIMEOUT_MS = 10_000
+"""How long a read waits for a lock another program holds on the database (a ``sqlite3``
+shell in ``locking_mode=EXCLUSIVE``, a tool rewriting the file) before it says so."""
+
 _READ_ATTEMPTS = 5
 """Reads of a log-less database that found it changed before :func:`read_database` gives up."""
 
@@ -239,8 +243,9 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     NUL character, bytes), :class:`DatabaseNotFoundError` when *path* does not exist,
     :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a directory,
     anything else that is not a regular file (a named pipe, a device), a file that is not a
-    tidings database, or a path the system will not look up (a name over its limit, a folder
-    this user may not search).
+    tidings database, a path the system will not look up (a name over its limit, a folder
+    this user may not search), or a database another program holds locked (said as locked,
+    after waiting :data:`_BUSY_TIMEOUT_MS` for it: not "not a tidings database").
     """
     check_path("path", path)
     db = pathlib.Path(path).expanduser()
@@ -286,7 +291,7 @@ def _read(db: pathlib.Path, query: str, fn: Callable[..., T], args: tuple[Any, .
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {str(db)!r}: {exc}") from exc
     try:
-        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA query_only = 1")
         version = _version(conn, db)
         if version > SCHEMA_VERSION:
@@ -314,4 +319,11 @@ def _version(conn: sqlite3.Connection, db: pathlib.Path) -> int:
     try:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
     except sqlite3.DatabaseError as exc:
+        # Only SQLite's "file is not a database" says what the file is; a lock another
+        # program holds or an I/O error says why it cannot be read now.
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+            raise StoreError(f"cannot read {str(db)!r}: {exc} (another program holds a lock "
+                             f"on it; try again)") from exc
+        if exc.sqlite_errorcode != sqlite3.SQLITE_NOTADB:
+            raise StoreError(f"cannot read {str(db)!r}: {exc}") from exc
         raise StoreError(f"{db} is not a tidings database ({exc})") from exc

@@ -11,8 +11,11 @@ import pytest
 
 import tidings
 from tidings.errors import StoreError
+from tidings.store import _status as status_module
 from tidings.store import read_database, status_report
 from tidings.supervisor.cli import main
+
+from ..database_template import fresh_database
 
 
 def _status(capsys, path) -> tuple[int, str, str]:
@@ -164,3 +167,30 @@ def test_a_fifo_or_a_device_is_named_as_not_a_regular_file(tmp_path, capsys, kin
     assert "no database at" not in err
     if kind == "fifo":
         assert os.listdir(tmp_path) == ["pipe.db"]
+
+
+def test_a_database_another_program_holds_locked_is_said_locked(tmp_path, capsys,
+                                                                monkeypatch) -> None:
+    """A tidings database another program holds an exclusive lock on (a ``sqlite3`` shell
+    in ``locking_mode=EXCLUSIVE``, a tool rewriting it) was reported "is not a tidings
+    database (database is locked)": a reason to move or delete a good database. It is said
+    locked, after the read's wait for the lock (shortened here), exit 2, and read again once
+    the lock is gone."""
+    monkeypatch.setattr(status_module, "_BUSY_TIMEOUT_MS", 50)
+    path = fresh_database(tmp_path / "tidings.db")
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(StoreError) as caught:
+            read_database(path, status_report)
+        assert "database is locked" in str(caught.value)
+        assert "not a tidings database" not in str(caught.value)
+        code, out, err = _status(capsys, path)
+        assert (code, out) == (2, "")
+        assert "database is locked" in err
+        assert "not a tidings database" not in err
+        assert len(err.splitlines()) == 1
+    finally:
+        holder.close()
+    assert _status(capsys, path)[0] == 0
