@@ -261,8 +261,9 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ArtifactError(field, f"cannot resolve {text!r:.80}: {reason:.120}") from None
     roots = [workspace.resolve()]
-    if artifact_root is not None:
-        roots.append(_in_place(artifact_root))
+    own = None if artifact_root is None else _in_place(artifact_root)
+    if own is not None:
+        roots.append(own)
     if not any(resolved.is_relative_to(root) for root in roots):
         raise ArtifactError(field, "the path resolves outside the workspace and the session's "
                                    "artifact root")
@@ -319,11 +320,11 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
     host's choice to share it, and one outside it gives no access to it anyway. The
     artifacts directory is told by its name and by its identity (:func:`_in_others_artifacts`)."""
     if artifacts is not None:
-        base = artifacts.resolve()
-        if base != workspace and base.is_relative_to(workspace) \
-                and resolved.is_relative_to(base) and not (
-                    artifact_root is not None
-                    and resolved.is_relative_to(_in_place(artifact_root))):
+        base = _resolved(artifacts)
+        own = None if artifact_root is None else _in_place(artifact_root)
+        if base is not None and base != workspace and base.is_relative_to(workspace) \
+                and resolved.is_relative_to(base) \
+                and not (own is not None and resolved.is_relative_to(own)):
             return True
         if _in_others_artifacts(resolved, workspace, artifact_root, artifacts):
             return True
@@ -361,9 +362,10 @@ def _in_others_artifacts(resolved: pathlib.Path, workspace: pathlib.Path,
         stop = {_identity(os.stat(workspace))}
     except OSError:  # no artifacts directory (yet): no session has a file in it
         return False
-    if artifact_root is not None:
+    own = None if artifact_root is None else _in_place(artifact_root)
+    if own is not None:
         try:  # not followed, as in _in_place: through a link is where the link leads
-            stop.add(_identity(os.lstat(_in_place(artifact_root))))
+            stop.add(_identity(os.lstat(own)))
         except OSError:
             pass
     for folder in resolved.parents:
@@ -382,13 +384,27 @@ def _identity(found: os.stat_result) -> tuple[int, int]:
     return found.st_dev, found.st_ino
 
 
-def _in_place(artifact_root: pathlib.Path) -> pathlib.Path:
+def _in_place(artifact_root: pathlib.Path) -> pathlib.Path | None:
     """The session's root where it is: its directory resolved, the root itself not followed.
     Whoever can make it (an agent saving its first file there; the artifacts directory is in
     the workspace with ``tidings serve``'s defaults) can make it a symbolic link instead, to
     ``/`` or to another session's root: what is through it is then where the link leads,
-    outside the root, as through a link inside it."""
-    return artifact_root.parent.resolve() / artifact_root.name
+    outside the root, as through a link inside it. None where its directory cannot be
+    resolved (see :func:`_resolved`): the session has no root there."""
+    parent = _resolved(artifact_root.parent)
+    return None if parent is None else parent / artifact_root.name
+
+
+def _resolved(path: pathlib.Path) -> pathlib.Path | None:
+    """*path* resolved, or None for a symbolic link loop (this Python's ``resolve`` raises
+    ``RuntimeError`` for one even when not strict): a resolved file is never through it.
+    The artifacts directory is in the workspace with ``tidings serve``'s defaults, so a
+    turn's agent can make it one: every path send of every session raised that bare
+    ``RuntimeError``, naming no argument, a workspace file's too."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return None
 
 
 def _check_utf8(location: str, field: str) -> None:
