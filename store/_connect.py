@@ -20,7 +20,7 @@ from tidings.store._schema import check_database
 
 __all__ = ["Synchronous", "WriterConnection", "check_path", "check_synchronous", "check_writable",
            "checkpoint", "close_writer", "connect_reader", "connect_writer", "prepare_path",
-           "stat_database"]
+           "refuse_orphan_log", "stat_database"]
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -74,13 +74,7 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
         raise StoreError(f"cannot open the database {os.fspath(path)}: {exc}") from None
     if db.exists() and db.is_dir():
         raise StoreError(f"database path {str(db)!r} is a directory")
-    wal = db.with_name(db.name + "-wal")
-    if (not db.exists() or db.stat().st_size == 0) and wal.is_file() and wal.stat().st_size:
-        raise StoreError(
-            f"database {str(db)!r} is {'empty' if db.exists() else 'missing'}, but its "
-            f"write-ahead log {str(wal)!r} is there and may hold its last commits (was the "
-            "database file moved or removed after a crash?): put the file back, or move the "
-            "log away to start a new database")
+    refuse_orphan_log(db)
     check_writable(db)
     missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
     for directory in reversed(missing):
@@ -89,6 +83,22 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
         fd = os.open(db, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
         os.close(fd)
     return db
+
+
+def refuse_orphan_log(db: pathlib.Path) -> None:
+    """Raise :class:`StoreError` when a write-ahead log that holds something is beside the
+    missing or empty database file *db* (resolved). SQLite opening such a file, read-only
+    too, takes the log for stale and deletes it; but it holds the last commits of a database
+    whose file was moved, removed or emptied after a crash (see :func:`prepare_path`), so
+    nothing may open the file until the operator has put it back or moved the log away.
+    Blocking."""
+    wal = db.with_name(db.name + "-wal")
+    if (not db.exists() or db.stat().st_size == 0) and wal.is_file() and wal.stat().st_size:
+        raise StoreError(
+            f"database {str(db)!r} is {'empty' if db.exists() else 'missing'}, but its "
+            f"write-ahead log {str(wal)!r} is there and may hold its last commits (was the "
+            "database file moved or removed after a crash?): put the file back, or move the "
+            "log away to start a new database")
 
 
 def stat_database(db: pathlib.Path) -> os.stat_result:

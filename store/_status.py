@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from tidings.store._connect import check_path, stat_database
+from tidings.store._connect import check_path, refuse_orphan_log, stat_database
 from tidings.store._errors import (
     SchemaVersionError,
     StoreError,
@@ -244,8 +244,10 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a directory,
     anything else that is not a regular file (a named pipe, a device), a file that is not a
     tidings database, a path the system will not look up (a name over its limit, a folder
-    this user may not search), or a database another program holds locked (said as locked,
-    after waiting :data:`_BUSY_TIMEOUT_MS` for it: not "not a tidings database").
+    this user may not search), a database another program holds locked (said as locked,
+    after waiting :data:`_BUSY_TIMEOUT_MS` for it: not "not a tidings database"), or an empty
+    file beside a ``-wal`` that holds something (:func:`refuse_orphan_log`: SQLite would
+    delete that log, the commits in it with it).
     """
     check_path("path", path)
     db = pathlib.Path(path).expanduser()
@@ -258,6 +260,7 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
         db = db.resolve()
     except OSError as exc:  # (the system looked it up a moment ago: only a race gets here)
         raise StoreError(f"cannot look at {str(db)!r}: {exc.strerror or exc}") from None
+    refuse_orphan_log(db)  # (SQLite would delete that log, the last commits in it)
     wal = db.with_name(db.name + "-wal")
     for _ in range(_READ_ATTEMPTS):
         if wal.exists():

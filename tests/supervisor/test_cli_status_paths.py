@@ -194,3 +194,33 @@ def test_a_database_another_program_holds_locked_is_said_locked(tmp_path, capsys
     finally:
         holder.close()
     assert _status(capsys, path)[0] == 0
+
+
+async def test_an_empty_database_file_beside_its_log_is_refused_and_the_log_kept(
+        tmp_path, workspace, capsys) -> None:
+    """A database file emptied (or replaced by an empty one) after a crash, its last commits
+    only in its ``-wal``: SQLite opening it, read-only too, takes that log for stale and
+    deletes it. ``tidings status`` did so, then said "not a tidings database (no schema)":
+    the operator's first look destroyed the commits a start refuses to lose (README: put the
+    file back, or move the log away). It refuses as a start does, and leaves the log as it
+    was."""
+    live = tmp_path / "live"
+    live.mkdir()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    async with tidings.open_runtime(live / "tidings.db", workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        async with rt.open_turn(session_id) as ctx:
+            await ctx.output.send_text("only in the log")
+        (copy / "tidings.db-wal").write_bytes((live / "tidings.db-wal").read_bytes())
+    (copy / "tidings.db").write_bytes(b"")
+    log = (copy / "tidings.db-wal").read_bytes()
+    assert log
+    with pytest.raises(StoreError, match="write-ahead log"):
+        read_database(copy / "tidings.db", status_report)
+    code, out, err = _status(capsys, copy / "tidings.db")
+    assert (code, out) == (2, "")
+    assert "write-ahead log" in err
+    assert "not a tidings database" not in err
+    assert sorted(os.listdir(copy)) == ["tidings.db", "tidings.db-wal"]
+    assert (copy / "tidings.db-wal").read_bytes() == log
