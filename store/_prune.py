@@ -29,7 +29,13 @@ import stat
 
 import attrs
 
-from tidings.store._connect import check_writable, close_writer, connect_writer, stat_database
+from tidings.store._connect import (
+    check_writable,
+    close_writer,
+    connect_writer,
+    refuse_orphan_log,
+    stat_database,
+)
 from tidings.store._errors import StoreError
 from tidings.store._ops import Call
 from tidings.store._recovery import last_outbox_rowid
@@ -210,7 +216,9 @@ def _check_schema(db: pathlib.Path) -> None:
     connection would switch to WAL and a migration fill with tidings tables, so a prune of a
     file that ``tidings status`` calls no tidings database made it one ('deleted: 0'), and a
     dry run wrote its header. The other refusals are :func:`check_database`'s, as before;
-    no file at all is :class:`DatabaseNotFoundError`, as for ``read_database``."""
+    no file at all is :class:`DatabaseNotFoundError`, as for ``read_database``, and an empty
+    file beside a ``-wal`` that holds something is :func:`refuse_orphan_log`'s refusal, as
+    at a start (the read-only look at its schema let SQLite delete that log)."""
     # A directory, a named pipe (a read-only open of one blocks for ever): no file to prune.
     if not stat.S_ISREG(stat_database(db).st_mode):
         raise StoreError(f"{db} is not a regular file, so no database to prune")
@@ -218,6 +226,7 @@ def _check_schema(db: pathlib.Path) -> None:
         check_writable(db)  # before SQLite makes a -wal and -shm it could not write either
     except OSError as exc:
         raise StoreError(f"cannot prune {db}: {exc.strerror or exc} ({exc.filename})") from exc
+    refuse_orphan_log(db.resolve())  # SQLite, opening the file, would delete that log
     conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True)
     try:
         found = check_database(conn, str(db))

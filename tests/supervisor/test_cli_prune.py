@@ -129,6 +129,33 @@ def test_a_file_with_no_tidings_schema_is_no_database_and_is_left_as_it_was(tmp_
     assert cli.main(["status", "--db", str(empty)]) == 2  # what status says of it too
 
 
+@pytest.mark.parametrize("dry_run", [False, True], ids=["prune", "dry-run"])
+async def test_an_empty_file_beside_its_log_is_refused_and_the_log_kept(tmp_path, capsys,
+                                                                       dry_run) -> None:
+    """A database file emptied after a crash, its last commits only in its ``-wal``: the
+    read-only look at its schema let SQLite delete that log as stale, and prune then said
+    'not a tidings database': the commits a start refuses to lose were gone. Refused as a
+    start refuses it (exit 2, naming the log), and the log left as it was."""
+    live, copy = tmp_path / "live", tmp_path / "copy"
+    live.mkdir()
+    copy.mkdir()
+    async with tidings.open_runtime(live / "tidings.db", workspace=tmp_path) as rt:
+        session_id = await rt.create_session(channel="web")
+        async with rt.open_turn(session_id) as ctx:
+            await ctx.output.send_text("only in the log")
+        (copy / "tidings.db-wal").write_bytes((live / "tidings.db-wal").read_bytes())
+    (copy / "tidings.db").write_bytes(b"")
+    log = (copy / "tidings.db-wal").read_bytes()
+    assert log
+    args = ["prune", str(copy / "tidings.db"), "--older-than", "1d"]
+    assert cli.main(args + (["--dry-run"] if dry_run else [])) == 2
+    err = capsys.readouterr().err
+    assert "write-ahead log" in err
+    assert "not a tidings database" not in err
+    assert sorted(path.name for path in copy.iterdir()) == ["tidings.db", "tidings.db-wal"]
+    assert (copy / "tidings.db-wal").read_bytes() == log
+
+
 def _lock_is_a_directory(database: pathlib.Path) -> str:
     lock = database.parent / (database.name + ".runtime.lock")  # the runtime's, left there
     lock.unlink()
