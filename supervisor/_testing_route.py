@@ -35,6 +35,13 @@ def _check_fail(fail: object) -> None:
                                       f"of the outbound, a bool or None, got {fail!r:.80}")
 
 
+def _check_count(n: object) -> None:
+    """How many deliveries a wait is for: an int >= 0 (a negative one sliced the list from its
+    end, a bool or a float was taken or failed later naming nothing)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValidationError("n", f"must be an int >= 0 (how many to wait for), got {n!r:.80}")
+
+
 class MemoryRoute:
     """An in-memory route with controllable latency, stalls and failures.
 
@@ -90,14 +97,18 @@ class MemoryRoute:
             self._gate = None
 
     async def wait_attempted(self, n: int) -> list[Outbound]:
-        """Block until *n* deliveries have started; return them."""
+        """Block until *n* deliveries have started; return them. *n* is an int >= 0
+        (:class:`~tidings.errors.ValidationError` naming ``n`` otherwise)."""
+        _check_count(n)
         while len(self.attempted) < n:
             await self._changed.wait()
         await trio.lowlevel.checkpoint()
         return self.attempted[:n]
 
     async def wait_delivered(self, n: int) -> list[Outbound]:
-        """Block until *n* deliveries have been accepted; return them."""
+        """Block until *n* deliveries have been accepted; return them. *n* is an int >= 0
+        (:class:`~tidings.errors.ValidationError` naming ``n`` otherwise)."""
+        _check_count(n)
         while len(self.delivered) < n:
             await self._changed.wait()
         await trio.lowlevel.checkpoint()
