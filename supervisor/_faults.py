@@ -13,7 +13,7 @@ import enum
 import fnmatch
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal, final
 
 import attrs
@@ -123,16 +123,25 @@ class FaultPlan:
     """Rules the kernel consults at its seams, with per-child hit counters and a seeded RNG.
 
     ``injected`` lists every :class:`InjectionRecord` in order; :meth:`hits` reads the counters.
-    The same rules, seed and sequence of hits inject the same faults.
+    The same rules, seed and sequence of hits inject the same faults. ``rules`` is a collection
+    of :class:`FaultRule` (a list of one for a single rule) and ``seed`` an int; anything else
+    is refused with :class:`ValidationError` naming them.
     """
 
     __slots__ = ("_fired", "_hits", "_rng", "injected", "rules", "seed")
 
     def __init__(self, rules: tuple[FaultRule, ...] | list[FaultRule] = (), seed: int = 0) -> None:
+        # One rule or a string is no collection of rules (a string was taken letter by letter);
+        # a seed that is no int (None: from the OS) would not replay the plan's probabilities.
+        if isinstance(rules, FaultRule | str | bytes) or not isinstance(rules, Iterable):
+            raise ValidationError("rules", f"must be a collection of FaultRule objects (a list "
+                                           f"of one for a single rule), got {rules!r:.80}")
         self.rules = tuple(rules)
         for rule in self.rules:
             if not isinstance(rule, FaultRule):
                 raise ValidationError("rules", f"must hold FaultRule objects, got {rule!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValidationError("seed", f"must be an int (to replay), got {seed!r:.80}")
         self.seed = seed
         self._rng = random.Random(seed)
         self._hits: dict[tuple[str, str], int] = {}

@@ -265,3 +265,27 @@ def test_bad_rules_name_the_field(kwargs, field):
     with pytest.raises(ValidationError) as caught:
         FaultRule(**kwargs)
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    ((FaultRule(Seam.SEND),), "rules"),    # one rule, not in a list: TypeError 'not iterable'
+    (("send",),  "rules"),                 # a lone string: refused as the rule 's'
+    ((None,), "rules"),                    # TypeError 'NoneType' object is not iterable
+    (([], None), "seed"),                  # seeded from the OS: nothing replays
+    (([], [1]), "seed"),                   # random's TypeError, naming no field
+    (([], True), "seed"),
+    (([], "1"), "seed"),
+])
+def test_a_plan_names_rules_or_a_seed_it_cannot_take(args, field):
+    with pytest.raises(ValidationError) as caught:
+        FaultPlan(*args)
+    assert caught.value.field == field
+    assert "got 's'" not in str(caught.value)
+
+
+def test_a_plan_takes_rules_from_any_collection_and_replays_its_seed():
+    rules = (FaultRule(Seam.RECEIVE, probability=0.5),)
+    first = FaultPlan(rule for rule in rules)  # a generator is taken once, as a tuple
+    assert first.rules == rules
+    assert _fired(first, "a", Seam.RECEIVE, 50) == _fired(FaultPlan(list(rules)), "a",
+                                                          Seam.RECEIVE, 50)
