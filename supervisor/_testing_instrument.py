@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 import trio
 
 from tidings.errors import SupervisorError, ValidationError
+from tidings.supervisor._supervisor import Supervisor
 
 if TYPE_CHECKING:
-    from tidings.supervisor import Supervisor
     from tidings.supervisor._testing_ledger import FaultLedger
 
 __all__ = ["CheckpointInjector"]
@@ -39,7 +39,9 @@ class CheckpointInjector(trio.abc.Instrument):
     cancel at step ``at``, or at every ``every``-th step (at most ``times`` in all).
 
     ``supervisor`` is a :class:`Supervisor` or a callable returning the current one (a nested
-    supervisor such as the runtime's ``routes`` is replaced when it restarts). ``child`` is a
+    supervisor such as the runtime's ``routes`` is replaced when it restarts); anything else
+    (``None``, ``rt.dispatcher`` for ``rt.dispatcher.supervisor``) is refused with
+    :class:`ValidationError` naming ``supervisor``. ``child`` is a
     name or an :mod:`fnmatch` pattern; steps of every matching child's task are counted
     together, in scheduling order. ``ledger`` (a :class:`FaultLedger`) is told of every
     injection so the invariant checker can account for it.
@@ -59,6 +61,10 @@ class CheckpointInjector(trio.abc.Instrument):
             raise ValidationError("at", "give at most one of at and every")
         if not isinstance(child, str) or not child:
             raise ValidationError("child", f"must be a child name or pattern, got {child!r}")
+        if not callable(supervisor) and not isinstance(supervisor, Supervisor):
+            # Anything else counted no step and injected nothing, said only in ``errors``.
+            raise ValidationError("supervisor", f"must be a Supervisor or a callable returning "
+                                                f"the current one, got {supervisor!r:.80}")
         self._source: Callable[[], Supervisor | None] = (
             supervisor if callable(supervisor) else lambda: supervisor)
         self.child = child

@@ -1,0 +1,25 @@
+"""CheckpointInjector's supervisor: a Supervisor or a callable returning the current one."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidings.errors import ValidationError
+from tidings.testing import CheckpointInjector
+
+
+@pytest.mark.parametrize("supervisor", [None, "routes", "dispatcher", "runtime"])
+async def test_an_injector_refuses_what_is_no_supervisor_by_name(rt, supervisor) -> None:
+    # It was taken, and the instrument counted no step and injected nothing, saying so only
+    # in ``errors`` (AttributeError: no 'name'), or not at all for None: a sweep over it
+    # passed without a single injection (the README's rt.dispatcher.supervisor, given as
+    # rt.dispatcher).
+    given = {"dispatcher": rt.dispatcher, "runtime": rt}.get(supervisor, supervisor)
+    with pytest.raises(ValidationError) as raised:
+        CheckpointInjector(given, "route:*", at=1)
+    assert raised.value.field == "supervisor"
+
+
+async def test_an_injector_takes_a_supervisor_or_a_callable_returning_one(rt) -> None:
+    for given in (rt.supervisor, lambda: rt.dispatcher.supervisor):
+        assert CheckpointInjector(given, "route:*", at=1).steps == 0
