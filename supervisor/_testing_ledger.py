@@ -68,17 +68,27 @@ class FaultLedger(logging.Handler):
 
     @contextmanager
     def recording(self) -> Iterator[FaultLedger]:
-        """Listen to the ``tidings`` loggers (at INFO) while inside."""
+        """Listen to the ``tidings`` loggers (at INFO) while inside.
+
+        A ``tidings`` logger a host set above INFO (``tidings.supervisor`` at WARNING, to keep
+        the kernel's lines out of its test logs) is lowered to INFO meanwhile, and set back on
+        leaving: else its records die before they reach the ledger, which then sees no fault,
+        and a masked one passes."""
         logger = logging.getLogger("tidings")
-        level = logger.level
-        if not logger.isEnabledFor(logging.INFO):
-            logger.setLevel(logging.INFO)
+        quiet = [logger] if not logger.isEnabledFor(logging.INFO) else []
+        quiet += [child for name, child in list(logging.root.manager.loggerDict.items())
+                  if name.startswith("tidings.") and isinstance(child, logging.Logger)
+                  and child.level > logging.INFO]
+        levels = [(each, each.level) for each in quiet]
+        for each in quiet:
+            each.setLevel(logging.INFO)
         logger.addHandler(self)
         try:
             yield self
         finally:
             logger.removeHandler(self)
-            logger.setLevel(level)
+            for each, level in levels:
+                each.setLevel(level)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
