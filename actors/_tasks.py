@@ -53,6 +53,7 @@ class TaskRunner:
         self._idle = trio.Event()
         self._idle.set()
         self._stopping = False
+        self._cancelled = False
 
     # --- wiring (driven by the ``tasks`` child of open_runtime) ------------------------------
 
@@ -72,6 +73,13 @@ class TaskRunner:
     def stopping(self) -> bool:
         """True once :meth:`stop` began: no new task is accepted."""
         return self._stopping
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`stop` has cancelled the tasks still running after the grace
+        (reason ``shutdown``). A task in a shielded section (an agent's cleanup) sees no
+        ``Cancelled``: this says it was cut all the same."""
+        return self._cancelled
 
     def check_open(self) -> None:
         """Raise :class:`RuntimeClosedError` unless a new task would be accepted now."""
@@ -129,6 +137,7 @@ class TaskRunner:
         self._stopping = True
         with trio.move_on_after(self.grace):
             await self._idle.wait()
+        self._cancelled = True
         if self._scopes:
             log.info("event=tasks_cancelled count=%d reason=%s", len(self._scopes),
                      SHUTDOWN_REASON)

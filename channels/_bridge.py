@@ -122,7 +122,7 @@ class BridgeTurn:
         if not isinstance(text, str):
             raise TypeError(f"send_chunk: expected str, got {type(text).__name__}")
         self._check_not_ended("stream")
-        if not self._emitter.streaming:
+        if not self._streaming():
             await trio.lowlevel.checkpoint()
             return
         self._chunks.append(text)
@@ -152,7 +152,20 @@ class BridgeTurn:
             raise TypeError(f"report_tool_call: expected a ToolCall or a mapping, "
                             f"got {type(call).__name__}")
         self._check_not_ended("report a tool call")
+        if not self._streaming():
+            await trio.lowlevel.checkpoint()
+            return
         await self._emitter.tool_call(call)
+
+    def _streaming(self) -> bool:
+        """Whether a chunk or tool call is emitted now: the emitter streams (started, no
+        cancel recorded, not ended), and no cancel it has not recorded yet cut the turn: its
+        deadline passed (``turn_timeout``, recorded when somebody looks), or the runtime's
+        stop cancelled it after the grace (``shutdown``, recorded as the turn ends). Asked
+        from a shielded section (an agent's cleanup), no ``Cancelled`` says so."""
+        ctx = self._ctx
+        return (self._emitter.streaming and ctx.cancel_scope.deadline > trio.current_time()
+                and not ctx.runtime.tasks.cancelled)
 
     def _check_not_ended(self, what: str) -> None:
         """Refuse streaming once the turn has ended, as its ``ctx.output`` refuses a send: work

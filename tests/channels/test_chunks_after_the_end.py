@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import trio
 
+import tidings
 from tidings.channels import ChannelConfig, ToolCall
 from tidings.errors import RuntimeClosedError
 
@@ -71,3 +72,52 @@ async def test_a_chunk_after_a_cancel_is_still_dropped_quietly(rt) -> None:
     await channel.wait_idle()
     assert seen == ["dropped"]
     assert [e.chunk for e in channel.events if e.type == "text_chunk"] == ["one"]
+
+
+class StreamsInCleanup:
+    """Streams one chunk, waits; cancelled, its shielded cleanup streams a chunk and reports
+    a tool call (no ``Cancelled`` can stop them there), then the turn ends."""
+
+    def __init__(self) -> None:
+        self.entered = trio.Event()
+        self.cleaned_up = False
+
+    async def run(self, turn) -> None:
+        await turn.send_chunk("one")
+        self.entered.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await turn.send_chunk("two")
+                await turn.report_tool_call(ToolCall(name="cleanup"))
+                self.cleaned_up = True
+
+
+async def test_a_chunk_after_the_turn_timed_out_is_dropped(rt, autojump_clock) -> None:
+    """A timeout is a cancel too, though nothing records it before somebody looks: the
+    cleanup's chunk and tool call were emitted (a gateway streamed them to the user) after
+    the deadline had cut the turn."""
+    agent = StreamsInCleanup()
+    channel = RecordingChannel(rt, ChannelConfig(name="ops", turn_timeout=5), agent=agent)
+    await channel.say("hi")
+    with trio.fail_after(60):  # hang guard (mock clock)
+        await channel.wait_idle()
+    assert agent.cleaned_up
+    assert channel.types() == ["started", "text_chunk", "cancelled"]
+    assert [event.reason for event in channel.events if event.terminal] == ["timeout"]
+
+
+async def test_a_chunk_after_the_stop_cut_the_turn_is_dropped(db_path, workspace,
+                                                              autojump_clock) -> None:
+    """The runtime's stop cancels a turn still running after the grace (``shutdown``): its
+    cleanup's chunk and tool call are dropped as after ``/cancel``."""
+    agent = StreamsInCleanup()
+    with trio.fail_after(60):  # hang guard (mock clock)
+        async with tidings.open_runtime(db_path, workspace=workspace, grace=0.5) as rt:
+            channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
+            await channel.say("hi")
+            await agent.entered.wait()
+    assert agent.cleaned_up
+    assert channel.types() == ["started", "text_chunk", "cancelled"]
+    assert [event.reason for event in channel.events if event.terminal] == ["shutdown"]
