@@ -138,7 +138,8 @@ class TurnContext:
         asker gets its ``Cancelled``); then the end check (an asker outside the turn's task:
         the turn may end meanwhile), the cancel check (an asker in a shielded section, which
         the checkpoint cannot stop: :class:`RuntimeClosedError`), and the runtime's, as for a
-        send (:meth:`check_open`: a host's turn may outlive its runtime)."""
+        send (:meth:`check_open`: a host's turn may outlive its runtime), also once its stop
+        has cancelled the turns still running after the grace."""
         await trio.lowlevel.checkpoint()
         if self.closed:
             raise RuntimeClosedError(f"turn {self.turn_id} has ended; it cannot ask")
@@ -147,7 +148,9 @@ class TurnContext:
         if self.reason is not None or self.cancel_scope.cancel_called \
                 or self.cancel_scope.deadline <= trio.current_time():
             raise RuntimeClosedError(f"turn {self.turn_id} was cancelled; it cannot ask")
-        if self.runtime.closing:
+        # The stop's cancel of the turns still running after the grace (``shutdown``) is
+        # no Cancelled in a shielded section either, nor recorded before the turn ends.
+        if self.runtime.closing or self.runtime.tasks.cancelled:
             raise RuntimeClosedError("the runtime is stopping; turns can no longer ask")
 
     async def _ask(self, ask: Callable[[_Q], Awaitable[_A]], question: _Q, question_id: str,

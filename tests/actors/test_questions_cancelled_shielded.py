@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import trio
 
+import tidings
 from tidings.channels import ChannelConfig
 from tidings.errors import RuntimeClosedError
 from tidings.testing import MemoryChannel, MemoryRoute
@@ -92,3 +93,36 @@ async def test_an_agent_cleaning_up_after_cancel_cannot_ask(rt) -> None:
     assert outcome == ["refused"]
     assert channel.asked == []
     assert [e.type for e in channel.events][-1] == "cancelled"
+
+
+async def test_an_agent_cleaning_up_after_the_stop_cut_its_turn_cannot_ask(
+        db_path, workspace, autojump_clock) -> None:
+    """The runtime's stop cancels a turn still running after the grace (``shutdown``): a
+    question from its agent's shielded cleanup was handed to the route (the user asked by a
+    request the server was dropping), though the turn is cancelled."""
+    entered = trio.Event()
+    outcome: list[str] = []
+
+    class CleansUp:
+        async def run(self, turn) -> None:
+            await turn.send_chunk("working")
+            entered.set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    try:
+                        await turn.prompt_user("keep the partial results?")
+                        outcome.append("asked")
+                    except RuntimeClosedError:
+                        outcome.append("refused")
+
+    with trio.fail_after(60):  # hang guard (mock clock)
+        async with tidings.open_runtime(db_path, workspace=workspace, grace=0.5) as rt:
+            channel = AskingChannel(rt, ChannelConfig(name="ops"), agent=CleansUp())
+            await channel.say("long job")
+            await entered.wait()
+    assert outcome == ["refused"]
+    assert channel.asked == []
+    assert [(e.type, getattr(e, "reason", None)) for e in channel.events][-1] == (
+        "cancelled", "shutdown")
