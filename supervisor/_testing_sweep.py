@@ -18,6 +18,7 @@ import attrs
 import trio
 
 from tidings.actors import Runtime, open_runtime
+from tidings.actors._status import check_seconds, seconds_bound
 from tidings.errors import TidingsError, ValidationError
 from tidings.supervisor import Supervisor
 from tidings.supervisor._testing_chaos import check_new_db_path
@@ -40,6 +41,13 @@ class SweepRun:
     violations: tuple[Violation, ...]
 
 
+def _check_messages(messages: object) -> None:
+    """The path sends at least one message: with none there is no delivery to sweep (the
+    sweep then blamed its target, or swept the writer over nothing and passed)."""
+    if isinstance(messages, bool) or not isinstance(messages, int) or messages < 1:
+        raise ValidationError("messages", f"must be an int >= 1, got {messages!r:.80}")
+
+
 def _supervisor_of(rt: Runtime, target: str) -> Callable[[], Supervisor | None]:
     if target.startswith("route"):
         return lambda: rt.dispatcher.supervisor
@@ -54,8 +62,13 @@ async def delivery_path_run(db_path: str | os.PathLike[str],
     ``route:*`` is the session's lane, ``writer`` / ``recovery`` are root children).
 
     ``db_path`` must be a path where nothing is yet (:class:`ValidationError` naming it): the
-    checks read the whole database, so an earlier run's rows would be held against this one."""
+    checks read the whole database, so an earlier run's rows would be held against this one.
+    ``messages`` must be an int >= 1 and ``watchdog`` seconds >= 0 (the bound of each wait),
+    else a :class:`ValidationError` naming them, before anything is opened."""
     check_new_db_path(db_path)
+    _check_messages(messages)
+    check_seconds("watchdog", watchdog)
+    watchdog = seconds_bound(watchdog)  # an int no float holds: no bound, as inf
     checker = InvariantChecker()
     route = ReconcilingMemoryRoute()
     route.stall()
@@ -118,7 +131,8 @@ async def sweep_delivery_path(directory: str | os.PathLike[str],
     with a cancel there. Returns every run, the counting run first.
 
     Raises :class:`ValidationError` (field ``every``) before any run unless ``every`` is an
-    int >= 1 (a step of 0 or less would sweep nothing and pass), and (field ``target``) after
+    int >= 1 (a step of 0 or less would sweep nothing and pass) or ``messages`` an int >= 1
+    (with none, no delivery is swept), and (field ``target``) after
     the clean run when no task of ``target`` ran a step in it (a name that matches no actor of
     the path, or one that stays idle on it): there is nothing to sweep. It refuses (field
     ``directory``), before any run, a directory that already holds a run's database
@@ -126,6 +140,7 @@ async def sweep_delivery_path(directory: str | os.PathLike[str],
     against this sweep."""
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ValidationError("every", f"must be an int >= 1, got {every!r}")
+    _check_messages(messages)
     directory = pathlib.Path(directory)
     workspace = pathlib.Path(workspace)
     earlier = sorted(path.name for pattern in ("clean.db*", "at-*.db*")

@@ -1,0 +1,37 @@
+"""The sweep's and one path run's own options: refused by name, before any run."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidings.errors import ValidationError
+from tidings.testing import delivery_path_run, sweep_delivery_path
+
+
+@pytest.mark.parametrize("messages", [0, -2, True, "3", 1.0])
+async def test_a_sweep_refuses_messages_that_are_no_count_by_name(tmp_path, workspace,
+                                                                  messages) -> None:
+    # messages=0 (or -2) ran a path that sends nothing: with the default target the sweep
+    # blamed it ('target: no task of route:* ran a step'), with target='writer' it swept the
+    # writer's steps over no delivery at all and passed; "3" and 1.0 were a TypeError from
+    # range() naming nothing, True one message.
+    with pytest.raises(ValidationError) as raised:
+        await sweep_delivery_path(tmp_path / "sweep", workspace, target="writer",
+                                  messages=messages)
+    assert raised.value.field == "messages"
+    assert not (tmp_path / "sweep").exists()
+    with pytest.raises(ValidationError) as raised:
+        await delivery_path_run(tmp_path / "one.db", workspace, messages=messages)
+    assert raised.value.field == "messages"
+    assert not (tmp_path / "one.db").exists()
+
+
+@pytest.mark.parametrize("watchdog", [-1, "5", float("nan")])
+async def test_a_path_run_refuses_a_watchdog_that_is_no_duration_by_name(tmp_path, workspace,
+                                                                         watchdog) -> None:
+    # It was taken, and trio refused it mid-run ("`seconds` must be non-negative", a
+    # TypeError about '<'), naming nothing, with the runtime open.
+    with pytest.raises(ValidationError) as raised:
+        await delivery_path_run(tmp_path / "one.db", workspace, watchdog=watchdog)
+    assert raised.value.field == "watchdog"
+    assert not (tmp_path / "one.db").exists()
