@@ -48,6 +48,13 @@ def _check_messages(messages: object) -> None:
         raise ValidationError("messages", f"must be an int >= 1, got {messages!r:.80}")
 
 
+def _check_target(target: object) -> None:
+    """A child name or pattern, checked before the clean run opens its runtime (the injector,
+    inside it, named it ``child``, and that run's database was left in the directory)."""
+    if not isinstance(target, str) or not target:
+        raise ValidationError("target", f"must be a child name or pattern, got {target!r:.80}")
+
+
 def _supervisor_of(rt: Runtime, target: str) -> Callable[[], Supervisor | None]:
     if target.startswith("route"):
         return lambda: rt.dispatcher.supervisor
@@ -63,9 +70,11 @@ async def delivery_path_run(db_path: str | os.PathLike[str],
 
     ``db_path`` must be a path where nothing is yet (:class:`ValidationError` naming it): the
     checks read the whole database, so an earlier run's rows would be held against this one.
-    ``messages`` must be an int >= 1 and ``watchdog`` seconds >= 0 (the bound of each wait),
+    ``target`` must be a non-empty string, ``messages`` an int >= 1 and ``watchdog`` seconds
+    >= 0 (the bound of each wait),
     else a :class:`ValidationError` naming them, before anything is opened."""
     check_new_db_path(db_path)
+    _check_target(target)
     _check_messages(messages)
     check_seconds("watchdog", watchdog)
     watchdog = seconds_bound(watchdog)  # an int no float holds: no bound, as inf
@@ -132,7 +141,8 @@ async def sweep_delivery_path(directory: str | os.PathLike[str],
 
     Raises :class:`ValidationError` (field ``every``) before any run unless ``every`` is an
     int >= 1 (a step of 0 or less would sweep nothing and pass) or ``messages`` an int >= 1
-    (with none, no delivery is swept), and (field ``target``) after
+    (with none, no delivery is swept), unless ``target`` is a non-empty string, and (field
+    ``target``) after
     the clean run when no task of ``target`` ran a step in it (a name that matches no actor of
     the path, or one that stays idle on it): there is nothing to sweep. It refuses (field
     ``directory``), before any run, a directory that already holds a run's database
@@ -140,6 +150,7 @@ async def sweep_delivery_path(directory: str | os.PathLike[str],
     against this sweep."""
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ValidationError("every", f"must be an int >= 1, got {every!r}")
+    _check_target(target)
     _check_messages(messages)
     directory = pathlib.Path(directory)
     workspace = pathlib.Path(workspace)

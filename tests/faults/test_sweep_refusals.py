@@ -35,3 +35,19 @@ async def test_a_path_run_refuses_a_watchdog_that_is_no_duration_by_name(tmp_pat
         await delivery_path_run(tmp_path / "one.db", workspace, watchdog=watchdog)
     assert raised.value.field == "watchdog"
     assert not (tmp_path / "one.db").exists()
+
+
+@pytest.mark.parametrize("target", ["", 3, None])
+async def test_a_sweep_refuses_a_target_that_is_no_name_by_name(tmp_path, workspace,
+                                                                target) -> None:
+    # It was checked by the injector, inside the clean run's open runtime: refused as 'child'
+    # (an option the sweep has none of), or an AttributeError ('startswith') for 3 and None;
+    # and the clean run's database it left made the corrected sweep refuse the directory.
+    with pytest.raises(ValidationError) as raised:
+        await sweep_delivery_path(tmp_path / "sweep", workspace, target=target)
+    assert raised.value.field == "target"
+    assert not (tmp_path / "sweep").exists()
+    with pytest.raises(ValidationError) as raised:
+        await delivery_path_run(tmp_path / "one.db", workspace, target=target)
+    assert raised.value.field == "target"
+    assert not (tmp_path / "one.db").exists()
