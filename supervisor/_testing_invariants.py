@@ -15,13 +15,13 @@ import os
 import pathlib
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import attrs
 
-from tidings.errors import RestartIntensityExceeded
+from tidings.errors import RestartIntensityExceeded, ValidationError
 from tidings.store import TERMINAL_STATUSES
 from tidings.supervisor._testing_census import ChannelCensus, TaskCensus
 from tidings.supervisor._testing_ledger import FaultLedger
@@ -184,9 +184,26 @@ def _statuses(db_path: Any) -> dict[str, tuple[str, int]]:
 # --- routes --------------------------------------------------------------------------------------
 
 
+def _check_routes(routes: object) -> None:
+    """``routes`` maps session ids to what records ``attempted`` and ``delivered`` (a
+    :class:`MemoryRoute`): one route given alone, or a list, was an ``AttributeError`` about
+    ``items`` (or ``attempted``) naming no argument."""
+    if not isinstance(routes, Mapping):
+        raise ValidationError("routes", f"must be a mapping of session id to route "
+                                        f"({{session_id: route}}), got {routes!r:.80}")
+    for session_id, route in routes.items():
+        if not isinstance(session_id, str) or not all(
+                isinstance(getattr(route, name, None), Collection)
+                for name in ("attempted", "delivered")):
+            raise ValidationError("routes", f"must map session ids to routes that record "
+                                            f"attempted and delivered (a MemoryRoute), got "
+                                            f"{session_id!r:.60}: {route!r:.60}")
+
+
 def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
                      requeued: Iterable[str] = ()) -> list[Violation]:
-    """What the routes were handed (``routes`` maps a session id to its route).
+    """What the routes were handed (``routes`` maps a session id to its route; anything else
+    is refused with :class:`ValidationError` naming ``routes``).
 
     * no delivery reached a route twice (unless it was re-queued);
     * per session, ``seq`` strictly increases over what the route was handed (re-queued
@@ -200,6 +217,7 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
       (or gone, once a prune has trimmed the database: :func:`pruned`), and every visible
       ``sent`` row was accepted by its route.
     """
+    _check_routes(routes)
     found: list[Violation] = []
     again = set(requeued)
     statuses: dict[str, tuple[str, int]] = {}
