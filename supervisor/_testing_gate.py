@@ -14,6 +14,7 @@ from typing import Any
 import trio
 
 from tidings.store import Call, Store
+from tidings.store._groups import collapse
 
 __all__ = ["WriterGate", "writer_gate"]
 
@@ -42,8 +43,9 @@ async def writer_gate(store: Store) -> AsyncIterator[WriterGate]:
     """Close a gate in *store*'s writer; yield once the writer thread is held in it.
 
     Leaving the block releases it (if the body did not) and waits for the gate's own write to
-    commit. A store that cannot commit (closed) raises its error (in an exception group, as
-    a nursery does) before the block runs. Usage::
+    commit. A store that cannot commit (closed) raises its error before the block runs. An
+    error of the block comes out as itself, as from any ``async with`` (a group only when the
+    gate's write failed too). Usage::
 
         async with writer_gate(rt.store) as gate:
             ...            # every write now queues behind the gate
@@ -57,10 +59,16 @@ async def writer_gate(store: Store) -> AsyncIterator[WriterGate]:
         finally:  # a commit that failed before the gate (a closed store) frees the wait below
             gate._entered.set()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(hold)
-        try:
-            await trio.to_thread.run_sync(gate._entered.wait, abandon_on_cancel=True)
-            yield gate
-        finally:
-            gate.release()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hold)
+            try:
+                await trio.to_thread.run_sync(gate._entered.wait, abandon_on_cancel=True)
+                yield gate
+            finally:
+                gate.release()
+    except BaseExceptionGroup as group:  # the nursery's wrapping: raised as itself, below
+        error = collapse(group)
+    else:
+        return
+    raise error

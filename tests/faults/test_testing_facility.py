@@ -409,7 +409,7 @@ async def test_a_writer_gate_on_a_closed_store_raises_and_leaves_no_thread(tmp_p
         pass
     limiter = trio.to_thread.current_default_thread_limiter()
     limiter.total_tokens = 1  # this run's: only the gate's wait borrows from it here
-    with pytest.RaisesGroup(StoreClosedError):
+    with pytest.raises(StoreClosedError):
         async with writer_gate(rt.store):
             pytest.fail("the gate was never held")
     with trio.fail_after(10):  # hang guard: a leaked thread keeps its token for good
