@@ -73,9 +73,9 @@ def _check_names(field: str, names: object) -> tuple[str, ...]:
     letter (the child ``'*'`` of ``'route:*'`` matches every actor)."""
     found = (tuple(names) if isinstance(names, Iterable) and not isinstance(names, str | bytes)
              else None)
-    if found is None or not all(isinstance(name, str) and name for name in found):
-        raise ValidationError(field, f"must be a collection of non-empty strings (not a lone "
-                                     f"string), got {names!r:.80}")
+    if not found or not all(isinstance(name, str) and name for name in found):
+        raise ValidationError(field, f"must be a non-empty collection of non-empty strings "
+                                     f"(not a lone string), got {names!r:.80}")
     return found
 
 
@@ -91,13 +91,18 @@ def random_fault_plan(seed: int, rate: float, *, children: Sequence[str] = ACTOR
 
     ``child_start`` and ``deliver`` are used for the lanes only: a static actor that fails
     its first start makes ``open_runtime`` fail, which is a different test. ``seed`` must be
-    an int, ``rate`` in [0, 1], and ``children`` and ``actions`` collections of non-empty
-    strings, not a lone string (a :class:`ValidationError` naming them).
+    an int, ``rate`` in [0, 1], ``children`` a non-empty collection of non-empty strings, not
+    a lone string, and ``actions`` a non-empty collection of ``"raise"`` and ``"cancel"`` (a
+    :class:`ValidationError` naming them; ``rate=0`` is a plan that injects nothing).
     """
     _check_seed(seed)
     _check_share("rate", rate)
     children = _check_names("children", children)
     actions = _check_names("actions", actions)
+    for action in actions:  # else FaultRule refused it as 'action', no option of this one
+        if action not in ("raise", "cancel"):
+            raise ValidationError("actions", f"must hold 'raise' and/or 'cancel', got "
+                                             f"{action!r:.80}")
     rules = []
     for child in children:
         seams = (_LANE_SEAMS if child.startswith("route:")

@@ -162,6 +162,10 @@ async def test_run_chaos_refuses_a_database_that_exists_by_name(tmp_path, worksp
 @pytest.mark.parametrize(("option", "value"), [
     ("children", "route:*"), ("children", ["writer", 3]), ("children", ["writer", ""]),
     ("actions", "raise"), ("actions", ["raise", None]),
+    # an action that is none was refused as 'action', an option it has none of; no children
+    # or no actions made a plan of no rule, and a fault run under it passed having injected
+    # nothing (rate=0 is how to ask for no faults)
+    ("actions", ["boom"]), ("actions", []), ("children", []),
 ])
 def test_random_fault_plan_refuses_children_and_actions_that_are_no_names(option,
                                                                           value) -> None:
