@@ -18,7 +18,8 @@ __all__ = ["MemoryChannel"]
 
 class MemoryChannel(ChannelBase):
     """A channel adapter over a :class:`MemoryRoute` (``platform``): ``outbounds`` lists what
-    it was handed (deliveries and direct answers), ``events`` every task lifecycle event.
+    its platform accepted (deliveries and direct answers; ``platform.attempted`` has every
+    try, a refused one too), ``events`` every task lifecycle event.
 
     ``platform.stall()`` / ``latency`` / ``fail`` control delivery as for a route; tests wait
     with :meth:`wait_for` instead of sleeping. ``config`` defaults to a channel named
