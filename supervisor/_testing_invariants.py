@@ -381,6 +381,12 @@ class InvariantChecker:
             yield self
         self._watched = True
         self.check_leaks()
+        self._masked()
+
+    def _masked(self) -> None:
+        """The ledger's unaccounted faults, each once: they replace those listed before (an
+        earlier watch's, which the ledger still holds, or one since accounted for)."""
+        self.violations = [v for v in self.violations if v.invariant != "masked_fault"]
         self.violations += [Violation("masked_fault", text) for text in self.ledger.unaccounted()]
 
     def surfaced(self, error: BaseException) -> None:
@@ -425,10 +431,8 @@ class InvariantChecker:
         for event in events:
             if event.type == "failed" and "InjectedFault" in event.error:
                 self.ledger.reported(event.error, f"the failed event of {event.session_id}")
-        self.violations = [v for v in self.violations if v.invariant != "masked_fault"]
         if self._watched:
-            self.violations += [Violation("masked_fault", text)
-                                for text in self.ledger.unaccounted()]
+            self._masked()
 
     def assert_ok(self) -> None:
         if self.violations:
