@@ -84,7 +84,10 @@ def _reason(value: object) -> CancelReason:
 
 def _error_text(value: object) -> str:
     if isinstance(value, BaseException):
-        text = str(value)
+        try:
+            text = str(value)
+        except Exception as exc:  # noqa: BLE001 - a broken __str__ must not lose the event
+            text = f"<str() raised {type(exc).__name__}>"
         value = f"{type(value).__name__}: {text}" if text else type(value).__name__
     return sanitize_text(str(value), limit=ERROR_LIMIT) or "unknown error"
 

@@ -76,3 +76,42 @@ async def test_an_agent_base_exception_stops_the_runtime_and_loses_nothing(
         pass
     notices = [text for text, in rows(db_path, "SELECT text FROM outbox WHERE kind = 'notice'")]
     assert sorted(n.rsplit(": ", 1)[-1] for n in notices) == ['"fail"', '"slow"']
+
+
+class UnprintableError(Exception):
+    """An error whose ``str()`` raises (a library exception that sets no attribute its
+    ``__str__`` reads)."""
+
+    def __str__(self) -> str:
+        raise AttributeError("message")
+
+
+class FailsFirst:
+    """Raises :class:`UnprintableError` on its first turn; answers every later one."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def run(self, turn) -> None:  # type: ignore[no-untyped-def]
+        self.runs += 1
+        if self.runs == 1:
+            raise UnprintableError
+        await turn.send_chunk(f"answer to {turn.text}")
+
+
+async def test_an_agent_error_that_cannot_be_printed_still_fails_its_own_turn_only(
+        rt, db_path) -> None:
+    """Its ``failed`` event was never emitted (building its error text raised), and the
+    session's worker crashed: the message waiting behind the turn was dropped with a notice
+    that the server had stopped, which it had not."""
+    channel = RecordingChannel(rt, ChannelConfig(name="ops", dispatch_mode="followup"),
+                               agent=FailsFirst())
+    assert await channel.say("first") == "started"
+    assert await channel.say("second") == "queued"
+    await channel.wait_idle()
+    await channel.wait_outbounds(1)
+    assert channel.types() == ["started", "failed", "started", "text_chunk", "completed"]
+    [failed] = [event for event in channel.events if event.type == "failed"]
+    assert failed.error.startswith("UnprintableError")
+    assert channel.messages() == ["answer to second"]
+    assert channel.notices() == []
