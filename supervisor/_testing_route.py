@@ -17,6 +17,7 @@ from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt
 from tidings.actors._router import check_ack_window, check_capabilities
 from tidings.actors._status import check_seconds, seconds_bound
 from tidings.errors import ValidationError
+from tidings.supervisor._callables import certainly_async, wrong_signature
 
 __all__ = ["MemoryRoute", "ReconcilingMemoryRoute"]
 
@@ -33,6 +34,14 @@ def _check_fail(fail: object) -> None:
     if isinstance(fail, type) or not callable(fail):
         raise ValidationError("fail", f"must be an exception (class or instance), a predicate "
                                       f"of the outbound, a bool or None, got {fail!r:.80}")
+    # A predicate is called with the outbound and answered at once: an async one answers a
+    # coroutine nobody awaits, and one that cannot take the outbound raises, at every delivery.
+    if certainly_async(fail):
+        raise ValidationError("fail", f"a predicate is called, not awaited: write it def, not "
+                                      f"async def, got {fail!r:.80}")
+    if (wrong := wrong_signature(fail)) is not None:
+        raise ValidationError("fail", f"a predicate must take the outbound as its one "
+                                      f"argument, got {fail!r:.60}{wrong!s:.60}")
 
 
 def _check_count(n: object) -> None:
@@ -49,15 +58,15 @@ class MemoryRoute:
     accepted, both in order; ``delivered_at`` maps a delivery id to the trio time it was
     accepted. ``stall()`` makes ``deliver`` block until ``release()``; ``latency`` (trio
     seconds) delays each delivery; ``fail`` is an exception (class or instance) raised by every
-    delivery, or a predicate ``fail(outbound)`` answering an exception (class or instance) to
-    raise, ``True`` (a ``ConnectionError``: the platform refused it) or ``None`` / ``False``
-    (accept it); ``fail=True`` refuses every delivery that way, ``None`` / ``False`` accepts
-    them all. Tests wait with :meth:`wait_attempted` / :meth:`wait_delivered` instead of
-    sleeping. ``capabilities`` that a bind would refuse (a string, a misspelt block type, a
-    mapping) are refused naming it when the route is made, and so is an ``ack_window`` that
-    is not an int >= 0 (``None``: it does not ack, as ``0``). A ``latency`` that is not seconds
-    >= 0, or a ``fail`` that is none of these,
-    given or set later (``route.fail = False`` stops failing), raises
+    delivery, or a predicate ``fail(outbound)`` (a plain ``def``) answering an exception
+    (class or instance) to raise, ``True`` (a ``ConnectionError``: the platform refused it)
+    or ``None`` / ``False`` (accept it); ``fail=True`` refuses every delivery that way,
+    ``None`` / ``False`` accepts them all. Tests wait with :meth:`wait_attempted` /
+    :meth:`wait_delivered` instead of sleeping. ``capabilities`` that a bind would refuse (a
+    string, a misspelt block type, a mapping) are refused naming it when the route is made,
+    and so is an ``ack_window`` that is not an int >= 0 (``None``: it does not ack, as ``0``).
+    A ``latency`` that is not seconds >= 0, or a ``fail`` that is none of these, given or set
+    later (``route.fail = False`` stops failing), raises
     :class:`~tidings.errors.ValidationError` naming it; ``inf`` (or an integer past a float's
     range) holds every delivery.
     """
