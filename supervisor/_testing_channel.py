@@ -11,6 +11,8 @@ import trio
 from tidings.actors import Outbound
 from tidings.channels import ChannelBase, ChannelConfig, Inbound, InboundOutcome
 from tidings.channels import TaskLifecycleEvent as LifecycleEvent
+from tidings.errors import ValidationError
+from tidings.supervisor._callables import certainly_async
 from tidings.supervisor._testing_route import MemoryRoute
 
 __all__ = ["MemoryChannel"]
@@ -48,7 +50,14 @@ class MemoryChannel(ChannelBase):
         self._changed = trio.Event()
 
     async def wait_for(self, predicate: Callable[[], object]) -> None:
-        """Block until ``predicate()`` is true (checked after every delivery and event)."""
+        """Block until ``predicate()`` is true (checked after every delivery and event).
+
+        *predicate* is a plain function of no argument (an ``async def`` one answers a
+        coroutine, which is true at once): else :class:`~tidings.errors.ValidationError`
+        naming ``predicate``."""
+        if not callable(predicate) or certainly_async(predicate):
+            raise ValidationError("predicate", f"must be a plain function of no argument (def, "
+                                               f"not async def), got {predicate!r:.80}")
         while not predicate():
             await self._changed.wait()
         await trio.lowlevel.checkpoint()
