@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from tidings.errors import SupervisorError, ValidationError
+from tidings.supervisor._callables import certainly_async
 from tidings.supervisor._supervisor import Supervisor
 
 if TYPE_CHECKING:
@@ -61,10 +62,12 @@ class CheckpointInjector(trio.abc.Instrument):
             raise ValidationError("at", "give at most one of at and every")
         if not isinstance(child, str) or not child:
             raise ValidationError("child", f"must be a child name or pattern, got {child!r}")
-        if not callable(supervisor) and not isinstance(supervisor, Supervisor):
+        if ((not callable(supervisor) and not isinstance(supervisor, Supervisor))
+                or certainly_async(supervisor)):  # its answer: a coroutine, at every step
             # Anything else counted no step and injected nothing, said only in ``errors``.
             raise ValidationError("supervisor", f"must be a Supervisor or a callable returning "
-                                                f"the current one, got {supervisor!r:.80}")
+                                                f"the current one (def, not async def), got "
+                                                f"{supervisor!r:.80}")
         self._source: Callable[[], Supervisor | None] = (
             supervisor if callable(supervisor) else lambda: supervisor)
         self.child = child

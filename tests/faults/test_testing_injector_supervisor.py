@@ -8,13 +8,18 @@ from tidings.errors import ValidationError
 from tidings.testing import CheckpointInjector
 
 
-@pytest.mark.parametrize("supervisor", [None, "routes", "dispatcher", "runtime"])
+@pytest.mark.parametrize("supervisor", [None, "routes", "dispatcher", "runtime", "async"])
 async def test_an_injector_refuses_what_is_no_supervisor_by_name(rt, supervisor) -> None:
     # It was taken, and the instrument counted no step and injected nothing, saying so only
     # in ``errors`` (AttributeError: no 'name'), or not at all for None: a sweep over it
     # passed without a single injection (the README's rt.dispatcher.supervisor, given as
     # rt.dispatcher).
-    given = {"dispatcher": rt.dispatcher, "runtime": rt}.get(supervisor, supervisor)
+    # An async callable answered a coroutine at every step (never awaited), not a supervisor.
+    async def current():
+        return rt.dispatcher.supervisor
+
+    given = {"dispatcher": rt.dispatcher, "runtime": rt, "async": current}.get(supervisor,
+                                                                                supervisor)
     with pytest.raises(ValidationError) as raised:
         CheckpointInjector(given, "route:*", at=1)
     assert raised.value.field == "supervisor"
