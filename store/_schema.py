@@ -266,7 +266,32 @@ transaction as it deletes the events under it. The prune never deletes the newes
 ``event_seq`` (no ``AUTOINCREMENT``: the next key is the largest + 1) never gives a seq out
 twice. And ``client_messages`` by age, for the prune of the dedupe window."""
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5))
+_V6 = """
+CREATE TRIGGER turn_started AFTER INSERT ON turns
+    BEGIN
+        INSERT INTO events (type, session_id, data, created_at)
+        VALUES ('turn.started', NEW.session_id,
+                json_object('turn_id', NEW.turn_id, 'slot', NEW.slot, 'mode', NEW.mode,
+                            'message_id', NEW.message_id),
+                NEW.started_at);
+    END;
+CREATE TRIGGER turn_ended AFTER UPDATE OF status ON turns
+    WHEN OLD.status = 'running' AND NEW.status IS NOT 'running'
+    BEGIN
+        INSERT INTO events (type, session_id, data, created_at)
+        VALUES ('turn.' || NEW.status, NEW.session_id,
+                json_object('turn_id', NEW.turn_id, 'reason', NEW.reason, 'error', NEW.error),
+                COALESCE(NEW.ended_at, NEW.started_at));
+    END;
+"""
+"""v6: a turn's lifecycle in the event feed. ``turn.started`` when its row is written, and
+exactly one terminal event when it ends (``turn.completed``, ``turn.cancelled`` with its
+reason, or ``turn.failed`` with its error, the recovery of an earlier process's turns
+included), in the transaction that records it. Triggers, so every writer of ``turns`` (each
+backend, recovery) appends them, and a second end (which changes nothing) appends nothing."""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5),
+                                           (6, _V6))
 """Ordered ``(version, script)`` pairs; append, never edit a released one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

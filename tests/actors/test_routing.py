@@ -202,9 +202,9 @@ async def test_events_follow_every_state_change_live(rt) -> None:
         with trio.fail_after(10):  # a guard against hanging, not a wait
             await started.wait()
         handle = await _send(rt, session_id, "x")
-    assert seen[-3:] == [("delivery.queued", handle.delivery_id),
-                         ("delivery.sending", handle.delivery_id),
-                         ("delivery.sent", handle.delivery_id)]
+    assert [event for event in seen if event[1] is not None][-3:] == [
+        ("delivery.queued", handle.delivery_id), ("delivery.sending", handle.delivery_id),
+        ("delivery.sent", handle.delivery_id)]
 
 
 async def test_twenty_thousand_bound_routes_cost_under_ten_kilobytes_each(rt) -> None:
