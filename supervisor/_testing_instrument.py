@@ -21,16 +21,13 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 import trio
 
 from tidings.errors import SupervisorError, ValidationError
 from tidings.supervisor._callables import certainly_async
 from tidings.supervisor._supervisor import Supervisor
-
-if TYPE_CHECKING:
-    from tidings.supervisor._testing_ledger import FaultLedger
+from tidings.supervisor._testing_ledger import FaultLedger
 
 __all__ = ["CheckpointInjector"]
 
@@ -44,8 +41,9 @@ class CheckpointInjector(trio.abc.Instrument):
     (``None``, ``rt.dispatcher`` for ``rt.dispatcher.supervisor``) is refused with
     :class:`ValidationError` naming ``supervisor``. ``child`` is a
     name or an :mod:`fnmatch` pattern; steps of every matching child's task are counted
-    together, in scheduling order. ``ledger`` (a :class:`FaultLedger`) is told of every
-    injection so the invariant checker can account for it.
+    together, in scheduling order. ``ledger`` (a :class:`FaultLedger`, ``checker.ledger``;
+    anything else is refused naming it) is told of every injection so the invariant checker
+    can account for it.
 
     Read ``steps`` (counted so far), ``injected`` (``(step, child)`` pairs) and ``errors``.
     Install it with :meth:`installed` (or ``trio.lowlevel.add_instrument``).
@@ -68,6 +66,10 @@ class CheckpointInjector(trio.abc.Instrument):
             raise ValidationError("supervisor", f"must be a Supervisor or a callable returning "
                                                 f"the current one (def, not async def), got "
                                                 f"{supervisor!r:.80}")
+        if ledger is not None and not isinstance(ledger, FaultLedger):
+            # At the injection its call failed (kept in ``errors``): the fault went unheard.
+            raise ValidationError("ledger", f"must be a FaultLedger (checker.ledger) or None, "
+                                            f"got {ledger!r:.80}")
         self._source: Callable[[], Supervisor | None] = (
             supervisor if callable(supervisor) else lambda: supervisor)
         self.child = child
