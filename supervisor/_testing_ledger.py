@@ -147,9 +147,10 @@ class FaultLedger(logging.Handler):
         return entry
 
     def surfaced(self, error: BaseException) -> None:
-        """An InjectedFault was caught outside the kernel (by a send's caller)."""
-        if isinstance(error, InjectedFault):
-            self._account(error.child or "", str(error), f"surfaced as {type(error).__name__}")
+        """An InjectedFault was caught outside the kernel (by a send's caller): *error* itself,
+        or each one inside it (a nursery's group, the cause of an error raised from it)."""
+        for fault in _faults_in(error):
+            self._account(fault.child or "", str(fault), f"surfaced as {type(fault).__name__}")
 
     def reported(self, text: str, by: str) -> None:
         """A send fault was reported in words (a turn's ``failed`` lifecycle event, say)."""
