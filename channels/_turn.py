@@ -33,6 +33,7 @@ import trio
 
 from tidings.actors import TurnContext
 from tidings.actors._blocks import check_text
+from tidings.actors._handle import describe_error
 from tidings.actors._turns import only_cancelled, open_turn
 from tidings.channels._boundary import compose_first_prompt
 from tidings.channels._bridge import BridgeTurn, split_reply
@@ -199,7 +200,7 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                         raise
                     log.info("event=turn_error_while_cancelled session=%s reason=%s "
                              "error=%s", field(state.session_id), field(active.cancel_reason),
-                             field(repr(exc)))
+                             field(describe_error(exc)))
                     active.note_trio_cancel()
                     # The turn's scope (or one around it) is cancelled, so this raises
                     # Cancelled: the turn ends cancelled, in the turns table too.
@@ -221,7 +222,8 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
         if active.cancel_reason is not None:  # it failed because it was being cancelled
             # (or something else failed meanwhile: not lost, but not the turn's outcome)
             log.info("event=turn_error_while_cancelled session=%s reason=%s error=%s",
-                     field(state.session_id), field(active.cancel_reason), field(repr(exc)))
+                     field(state.session_id), field(active.cancel_reason),
+                     field(describe_error(exc)))  # never raises, as repr() of an odd error may
             await emitter.cancelled()
         else:
             await emitter.failed(exc)

@@ -214,6 +214,38 @@ async def test_an_agent_that_fails_while_being_cancelled_is_cancelled(rt, db_pat
     assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
 
 
+class Unprintable(RuntimeError):
+    """An error that cannot be shown: its ``str()`` and ``repr()`` raise (a library
+    exception whose methods read attributes it never set)."""
+
+    def __str__(self) -> str:
+        raise AttributeError("message")
+
+    def __repr__(self) -> str:
+        raise AttributeError("message")
+
+
+async def test_an_agent_that_fails_unprintably_while_being_cancelled_is_cancelled(
+        rt, db_path) -> None:
+    """The log line about the error read its repr(), which raised in the turn's own
+    handler: the turns table said ``failed`` while the lifecycle said ``cancelled``."""
+    class Wrapping:
+        async def run(self, turn) -> None:
+            await turn.send_chunk("waiting")
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                raise Unprintable from None
+
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=Wrapping())
+    await channel.say("go")
+    await channel.wait_events("text_chunk")
+    await channel.say("/cancel")
+    await channel.wait_idle()
+    assert cancels(channel) == ["cancel_command"]
+    assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
+
+
 async def test_cancel_reaches_a_turn_left_running_in_the_previous_session(rt) -> None:
     agent = GatedAgent()
     channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
