@@ -374,14 +374,18 @@ class InvariantChecker:
     @contextmanager
     def watch(self) -> Iterator[InvariantChecker]:
         """Take the task and channel censuses and record the kernel's log while inside; on
-        leaving, report tasks and channels the run left behind and faults nobody saw."""
+        leaving, report tasks and channels the run left behind and faults nobody saw, also
+        when the block raised (a run that escalated: that error goes on, caught around the
+        block and told with :meth:`ended`)."""
         self._tasks = TaskCensus.take()
         self._channels = ChannelCensus.take()
-        with self.ledger.recording():
-            yield self
-        self._watched = True
-        self.check_leaks()
-        self._masked()
+        try:
+            with self.ledger.recording():
+                yield self
+        finally:  # sync checks: nothing is awaited here
+            self._watched = True
+            self.check_leaks()
+            self._masked()
 
     def _masked(self) -> None:
         """The ledger's unaccounted faults, each once: they replace those listed before (an
