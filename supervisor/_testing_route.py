@@ -87,6 +87,7 @@ class MemoryRoute:
         self.answers: collections.deque[str | None] = collections.deque()
         self.decisions: collections.deque[bool | str | ApprovalDecision] = collections.deque()
         self._gate: trio.Event | None = None
+        self._token: trio.lowlevel.TrioToken | None = None  # the run a stalled delivery is in
         self._changed = trio.Event()
         self._refused: collections.Counter[str] = collections.Counter()  # attempts it failed
 
@@ -100,10 +101,23 @@ class MemoryRoute:
             self._gate = trio.Event()
 
     def release(self) -> None:
-        """Let stalled deliveries go on (and later ones run without blocking)."""
-        if self._gate is not None:
-            self._gate.set()
-            self._gate = None
+        """Let stalled deliveries go on (and later ones run without blocking).
+
+        From any thread: outside a trio run (a sync test driving a
+        :class:`~tidings.testing.RuntimeThread`) it wakes them in the run they wait in."""
+        gate, self._gate = self._gate, None
+        if gate is None:
+            return
+        token = self._token
+        if token is None or trio.lowlevel.in_trio_run():
+            # In a run: the waiters' (or, the route kept across runs, a later one: the
+            # earlier run's waiters are gone). With no token nothing ever waited on it.
+            gate.set()
+            return
+        try:
+            trio.from_thread.run_sync(gate.set, trio_token=token)
+        except trio.RunFinishedError:  # that run ended: nothing waits on the gate any more
+            gate.set()
 
     async def wait_attempted(self, n: int) -> list[Outbound]:
         """Block until *n* deliveries have started; return them. *n* is an int >= 0
@@ -132,6 +146,7 @@ class MemoryRoute:
         self._notify()
         gate = self._gate
         if gate is not None:
+            self._token = trio.lowlevel.current_trio_token()  # where release() must wake it
             await gate.wait()
         if self._latency:
             await trio.sleep(self._latency)
