@@ -70,12 +70,15 @@ async def delivery_path_run(db_path: str | os.PathLike[str],
 
     ``db_path`` must be a path where nothing is yet (:class:`ValidationError` naming it): the
     checks read the whole database, so an earlier run's rows would be held against this one.
-    ``target`` must be a non-empty string, ``messages`` an int >= 1 and ``watchdog`` seconds
-    >= 0 (the bound of each wait),
+    ``target`` must be a non-empty string, ``at`` ``None`` or an int >= 1, ``messages`` an
+    int >= 1 and ``watchdog`` seconds >= 0 (the bound of each wait),
     else a :class:`ValidationError` naming them, before anything is opened."""
     check_new_db_path(db_path)
     _check_target(target)
     _check_messages(messages)
+    if at is not None and (isinstance(at, bool) or not isinstance(at, int) or at < 1):
+        # (the injector refuses it too, but inside the open runtime: its database made)
+        raise ValidationError("at", f"must be None or an int >= 1, got {at!r:.80}")
     check_seconds("watchdog", watchdog)
     watchdog = seconds_bound(watchdog)  # an int no float holds: no bound, as inf
     checker = InvariantChecker()

@@ -51,3 +51,15 @@ async def test_a_sweep_refuses_a_target_that_is_no_name_by_name(tmp_path, worksp
         await delivery_path_run(tmp_path / "one.db", workspace, target=target)
     assert raised.value.field == "target"
     assert not (tmp_path / "one.db").exists()
+
+
+@pytest.mark.parametrize("at", [0, -1, True, "2"])
+async def test_a_path_run_refuses_an_at_that_is_no_step_before_opening_its_database(
+        tmp_path, workspace, at) -> None:
+    # The injector refused it, but inside the run's open runtime: the database was made, and
+    # the corrected run on the same path was refused for it ('db_path: must be a path where
+    # nothing is yet').
+    with pytest.raises(ValidationError) as raised:
+        await delivery_path_run(tmp_path / "one.db", workspace, at=at)
+    assert raised.value.field == "at"
+    assert not (tmp_path / "one.db").exists()
