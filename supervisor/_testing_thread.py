@@ -75,9 +75,18 @@ class RuntimeThread:
             raise self._error
 
     def run(self, async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run ``await async_fn(*args)`` in the runtime's loop; return (or raise) its outcome."""
-        assert self._token is not None, "use RuntimeThread in a with block"
-        return trio.from_thread.run(async_fn, *args, trio_token=self._token)
+        """Run ``await async_fn(*args)`` in the runtime's loop; return (or raise) its outcome.
+        Outside the ``with`` block (before it, or after it ended), ``RuntimeError``."""
+        return trio.from_thread.run(async_fn, *args, trio_token=self._running())
+
+    def _running(self) -> trio.lowlevel.TrioToken:
+        """The loop's token, if the loop runs. Said by a ``RuntimeError``, not an ``assert``
+        (gone under ``python -O``: the call then ran with no token, and trio's error spoke of
+        threads it did not create) or a bare ``trio.RunFinishedError`` after the block."""
+        if self._token is None or self._thread is None or not self._thread.is_alive():
+            raise RuntimeError("RuntimeThread: not running; call run() and enter() inside its "
+                               "with block")
+        return self._token
 
     def enter(self, context: contextlib.AbstractAsyncContextManager[T]) -> T:
         """Enter *context* in the runtime's loop until the thread stops; return its value.
@@ -88,8 +97,10 @@ class RuntimeThread:
         raises ``RuntimeError``; leaving the ``with`` block raises what stopped it."""
         request = _Enter(context)
 
+        self._running()
+
         async def ask() -> None:
-            assert self._requests is not None, "use RuntimeThread in a with block"
+            assert self._requests is not None  # set with the token, which _running() checked
             await self._requests.send(request)
             with trio.CancelScope(shield=True):  # the serving task sets it, whatever happens
                 await request.done.wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import sqlite3
@@ -439,6 +440,21 @@ def test_a_runtime_thread_refuses_a_second_with_while_it_runs(tmp_path, workspac
         with pytest.raises(RuntimeError, match="already running"), thread:
             pass
         assert thread.run(thread.rt.create_session).startswith("session_")
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_runtime_thread_used_outside_its_with_block_says_so(tmp_path, workspace,
+                                                               when) -> None:
+    # Before the block an assert said it (nothing under python -O, where the call ran with no
+    # token and trio's error spoke of threads); after it, trio's bare RunFinishedError.
+    thread = RuntimeThread(tmp_path / "state" / "tidings.db", workspace)
+    if when == "after":
+        with thread:
+            pass
+    with pytest.raises(RuntimeError, match="not running; call run"):
+        thread.run(trio.lowlevel.checkpoint)
+    with pytest.raises(RuntimeError, match="not running; call run"):
+        thread.enter(contextlib.AsyncExitStack())
 
 
 # --- the sweep -----------------------------------------------------------------------------------
