@@ -42,7 +42,6 @@ from tidings.channels._gateway_frames import (
     CLOSE_UNSUPPORTED,
     HELLO_MAX_BYTES,
     MAX_SERVER_FRAME_BYTES,
-    PROTOCOL_VERSION,
     FrameError,
     Hello,
     delivery_frame,
@@ -130,10 +129,7 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
         if exc.field == "protocol":
             raise Refused(CLOSE_UNSUPPORTED, f"unsupported protocol: {exc.reason}") from None
         raise Refused(CLOSE_BAD_HELLO, f"bad hello: {exc.reason}") from None
-    assert isinstance(hello, Hello)
-    if hello.protocol != PROTOCOL_VERSION:
-        raise Refused(CLOSE_UNSUPPORTED, f"unsupported protocol {hello.protocol}: this server "
-                                         f"speaks {PROTOCOL_VERSION}")
+    assert isinstance(hello, Hello)  # of PROTOCOL_VERSION: the parse checks it first
     if not gateway.accepting:
         raise Refused(CLOSE_GOING_AWAY, "server shutting down")
     conversation = gateway.conversation_named(hello.conversation)

@@ -318,6 +318,9 @@ def _hello(f: _Fields) -> Hello:
         raise f._error("missing_field", "protocol", "is required")
     if isinstance(protocol, bool) or not isinstance(protocol, int):
         raise f._error("bad_field", "protocol", f"must be an integer, got {protocol!r:.80}")
+    if protocol != PROTOCOL_VERSION:  # before the rest: another version's fields are its own
+        raise f._error("bad_field", "protocol", f"{protocol!r:.40} is not supported: this server "
+                                                f"speaks {PROTOCOL_VERSION}")
     conversation = f.text("conversation", limit=_ID_LIMIT, empty=False)
     if conversation is not None and not conversation.isprintable():
         raise f._error("bad_field", "conversation", "must be printable text")
