@@ -23,10 +23,11 @@ from tidings.actors._policy import KINDS
 from tidings.actors._records import Outbound
 from tidings.actors._status import check_id, check_seq, check_session_id
 from tidings.errors import SessionNotFoundError, ValidationError
-from tidings.store import OUTBOX_STATUSES, acking, transition
+from tidings.store import OUTBOX_STATUSES, acking, recovery, transition
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
+    from tidings.actors._recovery import RecoveryScanner
     from tidings.actors._router import SessionInteractionRouter
     from tidings.store import Store
 
@@ -76,6 +77,7 @@ class AckingSupport:
     core_id: str
     dispatcher: Dispatcher
     router: SessionInteractionRouter
+    scanner: RecoveryScanner
 
     async def confirm_through(self, session_id: str, seq: int) -> list[str]:
         """The client has every row of *session_id* up to *seq*: those still ``sending`` or
@@ -118,9 +120,12 @@ class AckingSupport:
         provably lacks them may ask. An id of another session's row is not moved: that
         session's channel did not ask, and this session's lane is the one kicked. Inside
         ``hold_binds``, a row the lane claimed and has not handed to a route goes back too if
-        one of them is older (see :meth:`Dispatcher.hand_back_claimed`). Returns the ids that
-        moved. Raises as :func:`~tidings.actors._lanes.check_delivery_ids` does, and
-        :class:`ValidationError` naming ``session_id``."""
+        one of them is older (see :meth:`Dispatcher.hand_back_claimed`). A progress note an
+        earlier process wrote ends ``failed`` (``stale_progress``) instead, in the same write
+        (no lane sees it queued), as a reconcile's ``"missing"`` ends one: late, a dead turn's
+        "working on it" is noise. Returns the ids handed back to the lane. Raises as
+        :func:`~tidings.actors._lanes.check_delivery_ids` does, and :class:`ValidationError`
+        naming ``session_id``."""
         check_session_id("session_id", session_id)
         ids = check_delivery_ids(delivery_ids)
         theirs: set[str] = set()
@@ -143,13 +148,22 @@ class AckingSupport:
             # write that did not commit leaves the lane nothing new to find.
             self.dispatcher.kick(session_id)
 
+        up_to = self.scanner.opened_at_rowid
+        stale = ([] if up_to is None
+                 else await self.store.read(recovery.earlier_progress, ids, up_to))
         results = await self.store.commit([
-            transition(delivery_id, "queued", now=now, only_from=("unknown", "unrouted"))
-            for delivery_id in ids], on_commit=on_commit, on_error=on_error)
-        if any(result.applied for result in results):  # inside a hold: the claimed row too
+            *(transition(delivery_id, "queued", now=now, only_from=("unknown", "unrouted"))
+              for delivery_id in ids),
+            *(transition(delivery_id, "failed", now=now, error="stale_progress",
+                         only_from=("queued",)) for delivery_id in stale)],
+            on_commit=on_commit, on_error=on_error)
+        ended = {delivery_id for delivery_id, result in zip(stale, results[len(ids):],
+                                                            strict=True) if result.applied}
+        moved = [delivery_id for delivery_id, result in zip(ids, results, strict=False)
+                 if result.applied and delivery_id not in ended]
+        if moved:  # inside a hold: the claimed row too
             await self.dispatcher.hand_back_claimed(session_id)
-        return [delivery_id for delivery_id, result in zip(ids, results, strict=True)
-                if result.applied]
+        return moved
 
     def hold_binds(self, route: object) -> AbstractAsyncContextManager[None]:
         """``async with rt.hold_binds(route):`` every session bound to *route* inside the

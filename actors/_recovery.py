@@ -141,6 +141,13 @@ class RecoveryScanner:
     def statistics(self) -> ScannerStatistics:
         return ScannerStatistics(self.armed, self.scans, self.totals, self.last_scan)
 
+    @property
+    def opened_at_rowid(self) -> int | None:
+        """The outbox's last rowid when this runtime opened (None before that; lowered by a
+        prune that deleted the newest rows, see :meth:`outbox_pruned`): a row at or below it
+        was written by an earlier process."""
+        return self._opened_at_rowid
+
     def outbox_pruned(self, last_rowid: int) -> None:
         """A prune committed, leaving *last_rowid* the outbox's highest rowid (sync: called
         in the writer's task as it commits, before any later row is written). Every row of

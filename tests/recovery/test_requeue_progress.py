@@ -1,0 +1,47 @@
+"""``rt.requeue`` of progress notes: an earlier process's is stale, this process's goes again."""
+
+from __future__ import annotations
+
+import trio
+
+import tidings
+from tidings.testing import MemoryRoute
+
+from ..until import until
+
+
+async def test_an_earlier_process_s_progress_note_handed_back_is_stale_not_sent_late(
+        db_path, workspace) -> None:
+    # A dead turn's "working on it", cut in its delivery (unknown after the restart), handed
+    # back by a channel whose client lacks it (rt.requeue) went to the lane, kicked by that
+    # write, and out late, before any scan's stale-progress pass could fail it: the README's
+    # table and a reconcile's "missing" end such a note failed (stale_progress), late it is
+    # noise. This process's own note, handed back, still goes again.
+    first = MemoryRoute()
+    first.stall()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, first)
+        async with rt.open_turn(session_id) as ctx:
+            old = await ctx.output.progress("working on it")
+            await first.wait_attempted(1)
+    route = MemoryRoute(ack_window=4)
+    with trio.fail_after(30):  # hang guard (real time; it takes milliseconds)
+        async with tidings.open_runtime(db_path, workspace=workspace,
+                                        scan_interval=3600) as rt:
+            assert (await rt.delivery_status(old.delivery_id)).status == "unknown"
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                own = await ctx.output.progress("still on it")
+            await route.wait_delivered(1)
+            assert await rt.abandon_unacked(session_id) == [own.delivery_id]  # unknown too
+
+            moved = await rt.requeue(session_id, [old.delivery_id, own.delivery_id])
+
+            async with rt.open_turn(session_id) as ctx:
+                await ctx.output.send_text("after the hand-back")
+            await until(lambda: "after the hand-back" in route.texts())  # past both notes
+            old_status = await rt.delivery_status(old.delivery_id)
+    assert route.texts() == ["still on it", "still on it", "after the hand-back"]
+    assert (old_status.status, old_status.last_error) == ("failed", "stale_progress")
+    assert moved == [own.delivery_id]
