@@ -283,7 +283,7 @@ class Connection:
                 return
             self.last_heard = trio.current_time()
             try:
-                frame = parse_client_frame(raw, max_frame_bytes=limit)
+                frame = parse_client_frame(raw, max_frame_bytes=limit, after_hello=True)
             except FrameError as exc:
                 self.charge()
                 self.push(error_frame(exc.code, exc.reason, field=exc.field, ref=exc.frame_id))

@@ -275,8 +275,13 @@ class _Fields:
         return value
 
 
-def parse_client_frame(raw: str | bytes, *, max_frame_bytes: int) -> ClientFrame:
-    """Parse one websocket message from a client. Raises :class:`FrameError`."""
+def parse_client_frame(raw: str | bytes, *, max_frame_bytes: int,
+                       after_hello: bool = False) -> ClientFrame:
+    """Parse one websocket message from a client. Raises :class:`FrameError`.
+
+    *after_hello*: the connection said its hello already, so a hello is ``duplicate_hello``
+    whatever its fields (its field errors would tell the client to fix a frame it must not
+    send at all)."""
     data = _decode(raw, max_frame_bytes)
     kind = data.get("type")
     frame_id = _Fields(data, "frame").frame_id  # the client matches the error by it (ref)
@@ -285,6 +290,9 @@ def parse_client_frame(raw: str | bytes, *, max_frame_bytes: int) -> ClientFrame
                          frame_id=frame_id)
     if not isinstance(kind, str):
         raise FrameError("bad_field", "type: must be a string", field="type",
+                         frame_id=frame_id)
+    if after_hello and kind == "hello":
+        raise FrameError("duplicate_hello", "hello is only the first frame",
                          frame_id=frame_id)
     parse = _PARSERS.get(kind)
     if parse is None:

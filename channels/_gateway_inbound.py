@@ -32,7 +32,6 @@ from tidings.channels._gateway_frames import (
     Approval,
     ClientFrame,
     FrameError,
-    Hello,
     Message,
     Ping,
     Sync,
@@ -67,9 +66,6 @@ async def on_frame(gateway: GatewayChannel, conn: Connection, frame: ClientFrame
         elif isinstance(frame, Sync):
             if conn.charge():
                 await _sync(gateway, conn, frame)
-        elif isinstance(frame, Hello):
-            if conn.charge():
-                conn.push(error_frame("duplicate_hello", "hello is only the first frame"))
         elif conn.charge() and isinstance(frame, Ping):
             conn.push({"type": "pong"})
     except FrameError as exc:
