@@ -158,6 +158,8 @@ class Ack:
     delivery_ids: tuple[str, ...] | None = None
     up_to_seq: int | None = None
     session_id: str | None = None
+    ref: str | None = None
+    """The frame's own ``id``, if it had one: an error after the parse carries it back."""
 
 
 @final
@@ -165,6 +167,8 @@ class Ack:
 class Answer:
     prompt_id: str
     text: str
+    ref: str | None = None
+    """The frame's own ``id``, if it had one: an error after the parse carries it back."""
 
 
 @final
@@ -172,6 +176,8 @@ class Answer:
 class Approval:
     request_id: str
     decision: str
+    ref: str | None = None
+    """The frame's own ``id``, if it had one: an error after the parse carries it back."""
 
 
 @final
@@ -195,6 +201,8 @@ class Sync:
     up."""
 
     session_id: str | None = None
+    ref: str | None = None
+    """The frame's own ``id``, if it had one: an error after the parse carries it back."""
 
 
 ClientFrame = Hello | Message | Ack | Answer | Approval | Ping | Pong | Sync
@@ -352,18 +360,19 @@ def _ack(f: _Fields) -> Ack:
                                                         "(exactly one)")
     session_id = f.text("session_id", required=False, limit=_SESSION_ID_LIMIT, empty=False)
     if ids is None:
-        return Ack(up_to_seq=up_to, session_id=session_id)
+        return Ack(up_to_seq=up_to, session_id=session_id, ref=f.frame_id)
     if (not isinstance(ids, list) or not ids or len(ids) > _MAX_ACK_IDS
             or not all(isinstance(i, str) and 0 < len(i) <= _ID_LIMIT
                        and lone_surrogate(i) is None for i in ids)):
         raise f._error("bad_field", "delivery_ids", f"must be a list of 1 to {_MAX_ACK_IDS} "
                                                     "delivery id strings (valid Unicode)")
-    return Ack(delivery_ids=tuple(dict.fromkeys(ids)), session_id=session_id)
+    return Ack(delivery_ids=tuple(dict.fromkeys(ids)), session_id=session_id,
+               ref=f.frame_id)
 
 
 def _answer(f: _Fields) -> Answer:
     prompt_id = f.text("prompt_id", limit=_QUESTION_ID_LIMIT, empty=False)
-    return Answer(prompt_id=prompt_id or "", text=f.text("text") or "")
+    return Answer(prompt_id=prompt_id or "", text=f.text("text") or "", ref=f.frame_id)
 
 
 def _approval(f: _Fields) -> Approval:
@@ -371,12 +380,12 @@ def _approval(f: _Fields) -> Approval:
     decision = f.text("decision")
     if decision not in ("allow", "deny"):
         raise f._error("bad_field", "decision", f"must be 'allow' or 'deny', got {decision!r:.80}")
-    return Approval(request_id=request_id or "", decision=decision)
+    return Approval(request_id=request_id or "", decision=decision, ref=f.frame_id)
 
 
 def _sync(f: _Fields) -> Sync:
     return Sync(session_id=f.text("session_id", required=False, limit=_SESSION_ID_LIMIT,
-                                  empty=False))
+                                  empty=False), ref=f.frame_id)
 
 
 _PARSERS = {"hello": _hello, "message": _message, "ack": _ack, "answer": _answer,

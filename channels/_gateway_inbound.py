@@ -68,8 +68,9 @@ async def on_frame(gateway: GatewayChannel, conn: Connection, frame: ClientFrame
                 await _sync(gateway, conn, frame)
         elif conn.charge() and isinstance(frame, Ping):
             conn.push({"type": "pong"})
-    except FrameError as exc:
-        conn.push(error_frame(exc.code, exc.reason, field=exc.field, ref=exc.frame_id))
+    except FrameError as exc:  # refused after the parse: the frame's own id is the ref
+        ref = exc.frame_id if exc.frame_id is not None else getattr(frame, "ref", None)
+        conn.push(error_frame(exc.code, exc.reason, field=exc.field, ref=ref))
 
 
 async def _sync(gateway: GatewayChannel, conn: Connection, frame: Sync) -> None:
@@ -186,7 +187,7 @@ async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
         if foreign:
             conn.push(error_frame("unknown_delivery", f"not deliveries of this conversation: "
                                                       f"{', '.join(foreign[:5])[:300]}",
-                                  field="delivery_ids"))
+                                  field="delivery_ids", ref=frame.ref))
     if ours:
         await rt.confirm(ours)
         for delivery_id in ours:

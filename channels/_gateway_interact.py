@@ -161,29 +161,34 @@ class Interactions:
     def settle(self, kind: Kind, question_id: str, key: str, answer: Any) -> None:
         """Apply a client's answer. Raises :class:`FrameError` (``unknown_prompt``,
         ``already_answered``, ``expired``, ``cancelled``) when it must be refused."""
+        field = "prompt_id" if kind == "prompt" else "request_id"  # named in each refusal
         question = self.pending.get((key, question_id))
         if question is None or question.kind != kind:
             reason = self.closed.get((key, question_id)) if question is None else None
             if reason == "answered":
-                raise FrameError("already_answered", f"{question_id} was answered already")
+                raise FrameError("already_answered", f"{question_id} was answered already",
+                                 field=field)
             if reason == "expired":
-                raise FrameError("expired", f"{question_id} expired; the answer was not applied")
+                raise FrameError("expired", f"{question_id} expired; the answer was not "
+                                            "applied", field=field)
             if reason == "cancelled":
-                raise FrameError("cancelled", _WITHDRAWN.format(question_id))
+                raise FrameError("cancelled", _WITHDRAWN.format(question_id), field=field)
             raise FrameError("unknown_prompt", f"no pending {kind} {question_id[:80]!r} in this "
-                                               "conversation")
+                                               "conversation", field=field)
         if question.settled:
-            raise FrameError("already_answered", f"{question_id} was answered already")
+            raise FrameError("already_answered", f"{question_id} was answered already",
+                             field=field)
         # Past the deadline the wait's cancel is on its way (perhaps not run yet): an answer
         # taken now would be dropped, so it is refused, whatever the wall clock says.
         if self.clock() > question.expires_at or trio.current_time() >= question.deadline:
-            raise FrameError("expired", f"{question_id} expired; the answer was not applied")
+            raise FrameError("expired", f"{question_id} expired; the answer was not applied",
+                             field=field)
         # Its turn was cancelled (the asker's wait was woken with ``Cancelled``, which has not
         # run yet): the answer would reach nobody, so it is refused, never taken and dropped.
         # An asker that has not reached its wait yet (an answer given as the question goes
         # out) is not gone: it finds the answer there.
         if question.waited and not question.done.statistics().tasks_waiting:
-            raise FrameError("cancelled", _WITHDRAWN.format(question_id))
+            raise FrameError("cancelled", _WITHDRAWN.format(question_id), field=field)
         question.answer = answer
         question.settled = True
         question.done.set()
