@@ -24,7 +24,7 @@ from typing import Any
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
-from tidings.actors._status import check_seconds, seconds_bound
+from tidings.actors._status import check_seconds, check_seq, seconds_bound
 from tidings.channels._gateway_frames import (
     _MAX_ACK_IDS,
     MAX_SERVER_FRAME_BYTES,
@@ -33,6 +33,7 @@ from tidings.channels._gateway_frames import (
 )
 from tidings.channels._gateway_transport import open_transport
 from tidings.errors import TidingsError, ValidationError
+from tidings.store._ids import check_id
 
 __all__ = ["WELCOME_TIMEOUT", "GatewayClient", "GatewayClosed", "GatewayTimeout",
            "open_transport"]
@@ -243,17 +244,22 @@ class GatewayClient:
                              "delivery_ids": list(delivery_ids[start:start + _MAX_ACK_IDS])})
 
     async def ack_up_to(self, seq: int, *, session_id: str | None = None) -> None:
-        frame: dict[str, Any] = {"type": "ack", "up_to_seq": seq}
+        """Ack every delivery of the session (default: the conversation's current one) up to
+        *seq*. Raises :class:`ValidationError` naming ``seq`` or ``session_id``, before
+        anything is sent, for what the gateway would refuse (as :meth:`ack` does: its
+        ``error`` frame, read later if at all, left the rows unacked and the window full)."""
+        frame: dict[str, Any] = {"type": "ack", "up_to_seq": check_seq("seq", seq)}
         if session_id is not None:
-            frame["session_id"] = session_id
+            frame["session_id"] = check_id("session_id", session_id)
         await self.send(frame)
 
     async def sync(self, session_id: str | None = None) -> None:
         """Ask for the highest seq a client gets in the session (the answer is a ``synced``
-        frame)."""
+        frame). Raises :class:`ValidationError` naming ``session_id`` if it is no session id
+        (not a non-empty string), before anything is sent."""
         frame: dict[str, Any] = {"type": "sync"}
         if session_id is not None:
-            frame["session_id"] = session_id
+            frame["session_id"] = check_id("session_id", session_id)
         await self.send(frame)
 
     # --- receiving -----------------------------------------------------------------------------
