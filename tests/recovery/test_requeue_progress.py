@@ -5,7 +5,7 @@ from __future__ import annotations
 import trio
 
 import tidings
-from tidings.testing import MemoryRoute
+from tidings.testing import MemoryRoute, database_violations
 
 from ..until import until
 
@@ -41,7 +41,9 @@ async def test_an_earlier_process_s_progress_note_handed_back_is_stale_not_sent_
             async with rt.open_turn(session_id) as ctx:
                 await ctx.output.send_text("after the hand-back")
             await until(lambda: "after the hand-back" in route.texts())  # past both notes
+            await rt.confirm([outbound.delivery_id for outbound in route.delivered])
             old_status = await rt.delivery_status(old.delivery_id)
     assert route.texts() == ["still on it", "still on it", "after the hand-back"]
     assert (old_status.status, old_status.last_error) == ("failed", "stale_progress")
     assert moved == [own.delivery_id]
+    assert database_violations(db_path) == []  # its work item and events agree with it
