@@ -236,6 +236,17 @@ def _decode(raw: str | bytes, max_frame_bytes: int) -> dict[str, Any]:
     return data
 
 
+def _id_of(raw: str | bytes) -> str | None:
+    """The ``id`` of a frame refused for its size, to send back as the error's ``ref`` (None
+    when it has none to send). Parsed all the same: the websocket bounds it (four times
+    ``max_frame_bytes``), and a client waiting for its message's answer needs the ref."""
+    try:
+        data = json.loads(raw, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):  # also bytes that are no UTF-8
+        return None
+    return _Fields(data, "frame").frame_id if isinstance(data, dict) else None
+
+
 class _Fields:
     """Typed access to one frame's fields; errors name the field and carry the frame's id."""
 
@@ -290,7 +301,12 @@ def parse_client_frame(raw: str | bytes, *, max_frame_bytes: int,
     *after_hello*: the connection said its hello already, so a hello is ``duplicate_hello``
     whatever its fields (its field errors would tell the client to fix a frame it must not
     send at all)."""
-    data = _decode(raw, max_frame_bytes)
+    try:
+        data = _decode(raw, max_frame_bytes)
+    except FrameError as exc:
+        if exc.code == "frame_too_big":  # the client matches it to its message by the ref
+            exc.frame_id = _id_of(raw)
+        raise
     kind = data.get("type")
     frame_id = _Fields(data, "frame").frame_id  # the client matches the error by it (ref)
     if kind is None:
