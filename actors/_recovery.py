@@ -269,13 +269,20 @@ class RecoveryScanner:
     async def _hold_queued(self) -> None:
         """``recover="manual"``: hold every session with ``queued`` rows until :meth:`recover`
         hands them to their lanes, so a send the host makes before that (its route bound, its
-        lane idle and knowing nothing of them) does not go out ahead of them."""
-        def hold(heads: list[SessionHead]) -> None:
-            sessions = [head.session_id for head in heads]
+        lane idle and knowing nothing of them) does not go out ahead of them. So too every
+        session with ``unknown`` rows: :meth:`recover` asks the reconciling routes about them
+        before it lets the sessions go, and a row proved missing goes out again in its place,
+        not after such a send."""
+        def hold(sessions: list[str]) -> None:
             self._dispatcher.hold_sessions(sessions)
             self._held_queued += sessions
 
-        await self._queued_pages(hold)
+        await self._queued_pages(lambda heads: hold([head.session_id for head in heads]))
+        queued = set(self._held_queued)
+        after = ""
+        while page := await self._store.read(recovery.unknown_sessions, after, self.batch):
+            after = page[-1]
+            hold([session_id for session_id in page if session_id not in queued])
 
     async def _queued_pages(self, each: Callable[[list[SessionHead]], None]) -> None:
         """Call *each* (sync) with every page of the first ``queued`` row of each session
