@@ -89,8 +89,8 @@ class Interactions:
         self.timeout = timeout
         self.clock = clock
         self.pending: dict[tuple[str, str], Question] = {}  # (conversation, id) -> question
-        # (conversation, id) -> how it closed, for refusing late answers by name
-        self.closed: collections.OrderedDict[tuple[str, str], Closed] = (
+        # (conversation, id) -> its kind and how it closed, for refusing late answers by name
+        self.closed: collections.OrderedDict[tuple[str, str], tuple[Kind, Closed]] = (
             collections.OrderedDict())
 
     async def prompt(self, prompt: Prompt, key: str, broadcast: Broadcast) -> PromptAnswer:
@@ -155,7 +155,7 @@ class Interactions:
                 reason = "expired"  # a nearer bound of the asker (the router's, the turn's)
             del self.pending[key, question_id]
             question.settled = True
-            self._remember((key, question_id), reason)
+            self._remember((key, question_id), kind, reason)
             broadcast({"type": "prompt_closed", "id": question_id, "reason": reason})
 
     def settle(self, kind: Kind, question_id: str, key: str, answer: Any) -> None:
@@ -164,7 +164,9 @@ class Interactions:
         field = "prompt_id" if kind == "prompt" else "request_id"  # named in each refusal
         question = self.pending.get((key, question_id))
         if question is None or question.kind != kind:
-            reason = self.closed.get((key, question_id)) if question is None else None
+            closed = self.closed.get((key, question_id)) if question is None else None
+            # Only a question of the answer's kind: the other's fate is no answer to it.
+            reason = closed[1] if closed is not None and closed[0] == kind else None
             if reason == "answered":
                 raise FrameError("already_answered", f"{question_id} was answered already",
                                  field=field)
@@ -197,8 +199,8 @@ class Interactions:
         """The frames of questions still waiting in conversation *key* (for a new client)."""
         return [q.frame for q in self.pending.values() if q.key == key and not q.settled]
 
-    def _remember(self, pair: tuple[str, str], reason: Closed) -> None:
-        self.closed[pair] = reason
+    def _remember(self, pair: tuple[str, str], kind: Kind, reason: Closed) -> None:
+        self.closed[pair] = (kind, reason)
         self.closed.move_to_end(pair)
         while len(self.closed) > _CLOSED_KEPT:
             self.closed.popitem(last=False)
