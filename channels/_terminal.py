@@ -342,6 +342,9 @@ async def stdin_lines(prompt: str = "> ", *,
                                                          abandon_on_cancel=True)
                 except BaseException:  # abandoned (Ctrl-C, the chat's end) in readline; after
                     restore_modes()  # an EOFError readline put them back already: the same
+                    # Its prompt is no longer waited at (the input() left blocked never
+                    # clears it): the lines the runtime's stop prints must not put it back.
+                    _prompting.clear()
                     raise
             else:
                 limit = MAX_TEXT_BYTES if max_line_bytes is None else await max_line_bytes()
