@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import pathlib
 import re
+import sys
 from typing import Any
 
 from tidings.errors import ConfigError
@@ -61,7 +63,8 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
         try:
             target = getattr(target, attr)
         except AttributeError as exc:
-            raise ConfigError(field, f"{module_name!r} has no attribute {attr_path!r}") from exc
+            raise ConfigError(field, f"{module_name!r} has no attribute {attr_path!r}"
+                                     f"{_shadowed(module_name)}") from exc
     if isinstance(target, type):
         try:
             target = target()
@@ -80,3 +83,25 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
         raise ConfigError(field, f"{path!r}: run must take the turn as its one argument "
                                  f"(async def run(turn)), got run{wrong!s:.80}")
     return target
+
+
+def _shadowed(module_name: str) -> str:
+    """What to add when *module_name*'s top-level module was imported from elsewhere while the
+    current directory holds one of that name (a first agent saved as ``secrets.py`` or
+    ``test.py``): the current directory comes after the standard library and the installed
+    packages on ``sys.path`` (see ``tidings.supervisor.cli``), so that file was never imported,
+    and "has no attribute" alone points at a file that plainly has it. "" otherwise."""
+    top = module_name.partition(".")[0]
+    try:
+        here = pathlib.Path.cwd().resolve()
+    except OSError:  # the directory was removed under us
+        return ""
+    local = [path for path in (here / f"{top}.py", here / top) if path.exists()]
+    if not local:
+        return ""
+    origin = getattr(sys.modules.get(top), "__file__", None)
+    if origin is not None and pathlib.Path(origin).resolve().is_relative_to(here):
+        return ""  # it is the current directory's
+    imported = origin if origin is not None else "built into Python"
+    return (f" (the module imported is {imported}; {local[0].name} of the current directory "
+            f"is not imported, as it would shadow that one: rename it)")

@@ -33,3 +33,18 @@ def test_an_agent_module_in_the_current_directory_is_found(tmp_path: pathlib.Pat
                             "--agent", "doc_local_agent:LocalAgent", stdin="hello\n")
     assert result.returncode == 0, result.stderr
     assert "local agent says: hello" in result.stdout
+
+
+def test_an_agent_module_the_standard_library_shadows_is_refused_saying_so(
+        tmp_path: pathlib.Path) -> None:
+    # The current directory comes after the standard library on sys.path (it must not shadow
+    # it), so a first agent saved as secrets.py was never imported: the refusal said only
+    # "'secrets' has no attribute 'LocalAgent'", of a file that plainly has it.
+    (tmp_path / "secrets.py").write_text(AGENT)
+    result = tidings_script(tmp_path, "chat", "--local", "--db", str(tmp_path / "chat.db"),
+                            "--agent", "secrets:LocalAgent", stdin="hello\n")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(
+        "tidings chat: --agent: 'secrets' has no attribute 'LocalAgent'"), result.stderr
+    assert "secrets.py of the current directory is not imported" in result.stderr
+    assert not (tmp_path / "chat.db").exists()
