@@ -232,6 +232,9 @@ class TerminalChannel(ChannelBase):
                 await self._chat(lines, one_at_a_time)
         finally:
             self._chat_scope = None
+            # Ended early (Ctrl-C, SIGTERM, the runtime's stop) with a turn's end held back
+            # for its replies: said now, as what comes next is (no write waits here).
+            self._release_ends()
             self._ends = None
 
     async def _chat(self, lines: AsyncIterable[str | LineTooLong], one_at_a_time: bool) -> None:

@@ -6,6 +6,8 @@ of the same seven lines gave six different transcripts."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
 from collections.abc import AsyncIterator
 
@@ -46,3 +48,29 @@ async def test_a_turns_end_is_printed_after_its_replies(rt) -> None:
         "  [started]", "terminal> one", "  [completed]",
         "  [started]", "terminal> about to fail", "  [failed: RuntimeError: boom]",
         "  [started]", "terminal> two", "  [completed]"]
+
+
+class StuckTerminal(TerminalChannel):
+    """A terminal whose deliveries never get through (a terminal stopped with Ctrl-S, a
+    reader that does not read): the chat waits for them, its turn's end held."""
+
+    async def deliver(self, outbound: Outbound) -> None:
+        await trio.sleep_forever()
+
+
+# A chat that ended early (Ctrl-C, SIGTERM, the runtime's stop: an agent's KeyboardInterrupt)
+# dropped the ends it held back for the replies: '[started]' was the last word on the turn,
+# though it had completed (or failed, saying why the chat stopped).
+async def test_a_turns_end_held_back_is_printed_when_the_chat_is_cancelled(rt) -> None:
+    out = io.StringIO()
+    channel = StuckTerminal(rt, ChannelConfig(name="terminal"), agent=Failing(), out=out)
+    lines = _lines("one")
+    with trio.CancelScope() as scope:
+        async with contextlib.aclosing(lines), trio.open_nursery() as nursery:
+            nursery.start_soon(functools.partial(channel.chat, lines, one_at_a_time=True))
+            while "[started]" not in out.getvalue():
+                await trio.testing.wait_all_tasks_blocked()
+            await channel.wait_idle()  # the turn ended; its reply cannot be printed
+            await trio.testing.wait_all_tasks_blocked()
+            scope.cancel()
+    assert out.getvalue().splitlines() == ["  [started]", "  [completed]"]
