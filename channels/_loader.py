@@ -41,8 +41,9 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
     Raises:
       ConfigError: naming ``field`` when the path is malformed, the module cannot be
         imported (it raised, or exited: ``SystemExit``, a script's top level), the name is
-        missing, the class cannot be built without arguments (or exits), or the result has
-        no callable ``run``, or one that is not ``async`` or cannot take the turn as its one
+        missing (or getting it raised: a module's ``__getattr__`` importing it lazily),
+        the class cannot be built without arguments (or exits), or the result has no
+        callable ``run``, or one that is not ``async`` or cannot take the turn as its one
         argument. The underlying error is ``__cause__``.
     """
     module_name, attr_path = split_import_path(path, field=field)
@@ -65,6 +66,11 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
         except AttributeError as exc:
             raise ConfigError(field, f"{module_name!r} has no attribute {attr_path!r}"
                                      f"{_shadowed(module_name)}") from exc
+        except Exception as exc:  # a module's __getattr__ (a lazy import of the agent) raised
+            raise ConfigError(
+                field, f"getting {attr_path!r} from {module_name!r} failed: "
+                       f"{type(exc).__name__}: {exc}",
+            ) from exc
     if isinstance(target, type):
         try:
             target = target()

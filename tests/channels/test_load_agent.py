@@ -121,3 +121,29 @@ def test_a_channel_refuses_an_agent_whose_run_is_certainly_sync(module: str) -> 
     with pytest.raises(ValidationError, match="run must be a coroutine function") as info:
         ChannelBase(None, ChannelConfig(name="ops"), agent=agent)
     assert info.value.field == "agent"
+
+
+LAZY = """
+def __getattr__(name):  # a package that imports its agent on first use (PEP 562)
+    if name == "Agent":
+        import no_such_sdk_xyz  # its dependency is not installed
+    raise AttributeError(name)
+"""
+
+
+def test_an_agent_a_module_fails_to_give_is_a_config_error_with_its_cause(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The error of a module's __getattr__ (its lazy import of the agent failed) came out of
+    # load_agent as it was: tidings chat --local --agent pkg:Agent ended in a traceback
+    # naming neither the option nor the agent, and tidings serve in an unexpected error.
+    name = f"lazy_{uuid.uuid4().hex}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(LAZY))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with pytest.raises(ConfigError, match=rf"getting 'Agent' from {name!r} failed: "
+                                              r"ModuleNotFoundError: .*no_such_sdk_xyz") as info:
+            load_agent(f"{name}:Agent", field="--agent")
+    finally:
+        sys.modules.pop(name, None)
+    assert info.value.field == "--agent"
+    assert isinstance(info.value.__cause__, ModuleNotFoundError)
