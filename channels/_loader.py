@@ -43,8 +43,8 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
         imported (it raised, or exited: ``SystemExit``, a script's top level), the name is
         missing (or getting it raised: a module's ``__getattr__`` importing it lazily),
         the class cannot be built without arguments (or exits), or the result has no
-        callable ``run``, or one that is not ``async`` or cannot take the turn as its one
-        argument. The underlying error is ``__cause__``.
+        callable ``run`` (or getting it raised), or one that is not ``async`` or cannot
+        take the turn as its one argument. The underlying error is ``__cause__``.
     """
     module_name, attr_path = split_import_path(path, field=field)
     try:
@@ -78,7 +78,11 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
             raise ConfigError(
                 field, f"cannot create {attr_path} with no arguments: {type(exc).__name__}: {exc}",
             ) from exc
-    run = getattr(target, "run", None)
+    try:
+        run = getattr(target, "run", None)
+    except Exception as exc:  # a property that raised: else a traceback naming no field
+        raise ConfigError(field, f"{path!r}: getting its run failed: "
+                                 f"{type(exc).__name__}: {exc}") from exc
     if not callable(run):
         raise ConfigError(field, f"{path!r} is not an agent: it has no callable 'run'")
     if certainly_sync(run):

@@ -40,6 +40,11 @@ class RaisesOnInit(Good):
     def __init__(self):
         raise RuntimeError("no api key")
 
+class RunRaises:
+    @property
+    def run(self):  # reads what __init__ never set: an agent's own bug, named by the field
+        raise KeyError("client")
+
 value = 42
 """
 
@@ -91,6 +96,7 @@ def test_bad_paths_are_a_config_error_naming_agent(path: str, message: str) -> N
     ("NotAnAgent", "is not an agent"),
     ("value", "is not an agent"),
     ("SyncRun", "run must be a coroutine function"),
+    ("RunRaises", "getting its run failed: KeyError: 'client'"),
 ])
 def test_bad_targets_are_a_config_error(module: str, attr: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as info:
