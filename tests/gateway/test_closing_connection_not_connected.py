@@ -22,12 +22,13 @@ async def _hello_only(ws) -> str:
     return json.loads(await ws.get_message())["session_id"]
 
 
-async def _fill_until_closed(rt, conn, session_id: str, wait_status):
+async def _fill_until_closed(rt, gateway, conn, session_id: str, wait_status):
     """Deliver big rows to a client that does not read until its backlog closes it (as
     tests/gateway/test_misbehaving_clients.py does): its writer is then stuck in a frame,
     which it gets ``_FINISH_WAIT`` seconds to finish. Each row is handed to the gateway
-    before the next is sent, so none is in the lane's hands when the close comes. Returns
-    the first row's handle."""
+    (``gateway.sent``: the connection took it) before the next is sent, so the row whose
+    frame closes the connection is the last one, and none is in the lane's hands when the
+    close comes. Returns the first row's handle."""
     rt.dispatcher.lane_bytes = 1 << 30
     big = "x" * 60_000
     first = None
@@ -35,10 +36,22 @@ async def _fill_until_closed(rt, conn, session_id: str, wait_status):
         handle = await rt.notify(session_id, big)
         first = first or handle
         await wait_status(rt, handle.delivery_id, "sending")
-        await _settle()  # (the gateway's deliver() takes no thread: it has run)
+        await _handed_to(gateway, handle.delivery_id)
         if not conn.alive:
             return first
     raise AssertionError("the connection was never closed as too slow")
+
+
+async def _handed_to(gateway, delivery_id: str) -> None:
+    """Until the gateway's deliver() has given the row to the connection. Its ``sending``
+    event is no such sign: the lane calls deliver() after that commit, and may first wait
+    for a worker thread (a read), which wait_all_tasks_blocked counts as blocked. Checked
+    after it, the connection was still alive, the next row was sent, and this one's frame
+    then closed the connection: the next one waited for a new client in deliver(), holding
+    the lane, and the test waited for good for a later row to be handed over (the mock
+    clock never moves, so tests/until.py's sleeps would not return either)."""
+    while delivery_id not in gateway.sent:
+        await _settle()
 
 
 async def _settle() -> None:
@@ -53,7 +66,7 @@ async def test_a_delivery_while_the_only_connection_closes_waits_for_the_next_cl
             session_id = await _hello_only(ws)
             hub = gateway.hub(gateway.conversation_named("alpha"))
             [conn] = hub.connections
-            first = await _fill_until_closed(rt, conn, session_id, wait_status)
+            first = await _fill_until_closed(rt, gateway, conn, session_id, wait_status)
             assert hub.connections == [conn]  # closing: its frame is still being written
             late = await rt.notify(session_id, "late")
             await wait_status(rt, late.delivery_id, "sending")  # handed to the gateway
@@ -75,7 +88,7 @@ async def test_a_question_while_the_only_connection_closes_is_answered_at_once(
         session_id = await _hello_only(ws)
         hub = gateway.hub(gateway.conversation_named("alpha"))
         [conn] = hub.connections
-        await _fill_until_closed(rt, conn, session_id, wait_status)
+        await _fill_until_closed(rt, gateway, conn, session_id, wait_status)
         assert hub.connections == [conn]  # closing: its frame is still being written
         answers = await asked_at_once(rt, session_id)
         assert [(answer.text, answer.reason) for answer in answers] == [
