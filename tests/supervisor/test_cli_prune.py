@@ -15,6 +15,8 @@ from tidings.supervisor import cli
 from tidings.supervisor._cli_prune import EXIT_IN_USE
 from tidings.testing import MemoryRoute
 
+from .test_cli_status_paths import empty_file_beside_its_log
+
 DAY = 86_400.0
 
 
@@ -136,17 +138,7 @@ async def test_an_empty_file_beside_its_log_is_refused_and_the_log_kept(tmp_path
     read-only look at its schema let SQLite delete that log as stale, and prune then said
     'not a tidings database': the commits a start refuses to lose were gone. Refused as a
     start refuses it (exit 2, naming the log), and the log left as it was."""
-    live, copy = tmp_path / "live", tmp_path / "copy"
-    live.mkdir()
-    copy.mkdir()
-    async with tidings.open_runtime(live / "tidings.db", workspace=tmp_path) as rt:
-        session_id = await rt.create_session(channel="web")
-        async with rt.open_turn(session_id) as ctx:
-            await ctx.output.send_text("only in the log")
-        (copy / "tidings.db-wal").write_bytes((live / "tidings.db-wal").read_bytes())
-    (copy / "tidings.db").write_bytes(b"")
-    log = (copy / "tidings.db-wal").read_bytes()
-    assert log
+    copy, log = await empty_file_beside_its_log(tmp_path, tmp_path)
     args = ["prune", str(copy / "tidings.db"), "--older-than", "1d"]
     assert cli.main(args + (["--dry-run"] if dry_run else [])) == 2
     err = capsys.readouterr().err

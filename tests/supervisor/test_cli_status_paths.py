@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import sqlite3
 
 import pytest
@@ -196,17 +197,12 @@ def test_a_database_another_program_holds_locked_is_said_locked(tmp_path, capsys
     assert _status(capsys, path)[0] == 0
 
 
-async def test_an_empty_database_file_beside_its_log_is_refused_and_the_log_kept(
-        tmp_path, workspace, capsys) -> None:
-    """A database file emptied (or replaced by an empty one) after a crash, its last commits
-    only in its ``-wal``: SQLite opening it, read-only too, takes that log for stale and
-    deletes it. ``tidings status`` did so, then said "not a tidings database (no schema)":
-    the operator's first look destroyed the commits a start refuses to lose (README: put the
-    file back, or move the log away). It refuses as a start does, and leaves the log as it
-    was."""
-    live = tmp_path / "live"
+async def empty_file_beside_its_log(tmp_path, workspace) -> tuple[pathlib.Path, bytes]:
+    """A folder ``copy`` under *tmp_path* holding an empty ``tidings.db`` beside the ``-wal`` of
+    a runtime that committed a send (its last commits only in that log), as a crash and a file
+    emptied after it leave them; returns the folder and the log's bytes."""
+    live, copy = tmp_path / "live", tmp_path / "copy"
     live.mkdir()
-    copy = tmp_path / "copy"
     copy.mkdir()
     async with tidings.open_runtime(live / "tidings.db", workspace=workspace) as rt:
         session_id = await rt.create_session(channel="web")
@@ -216,6 +212,18 @@ async def test_an_empty_database_file_beside_its_log_is_refused_and_the_log_kept
     (copy / "tidings.db").write_bytes(b"")
     log = (copy / "tidings.db-wal").read_bytes()
     assert log
+    return copy, log
+
+
+async def test_an_empty_database_file_beside_its_log_is_refused_and_the_log_kept(
+        tmp_path, workspace, capsys) -> None:
+    """A database file emptied (or replaced by an empty one) after a crash, its last commits
+    only in its ``-wal``: SQLite opening it, read-only too, takes that log for stale and
+    deletes it. ``tidings status`` did so, then said "not a tidings database (no schema)":
+    the operator's first look destroyed the commits a start refuses to lose (README: put the
+    file back, or move the log away). It refuses as a start does, and leaves the log as it
+    was."""
+    copy, log = await empty_file_beside_its_log(tmp_path, workspace)
     with pytest.raises(StoreError, match="write-ahead log"):
         read_database(copy / "tidings.db", status_report)
     code, out, err = _status(capsys, copy / "tidings.db")
