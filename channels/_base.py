@@ -21,6 +21,7 @@ from tidings.actors import Outbound, Runtime, TextBlock, _held
 from tidings.actors._pipeline import new_id
 from tidings.actors._router import check_capabilities
 from tidings.channels._agents import Agent, EchoAgent
+from tidings.channels._answer_order import AnswerOrder
 from tidings.channels._command_handler import run_command
 from tidings.channels._commands import parse_command, trim
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
@@ -173,6 +174,8 @@ class ChannelBase:
         self._handed_back: dict[str, int] = {}
         # (conversation key, message id) being handled now (dedupe_message_ids)
         self._handling_ids = InFlight()
+        # conversation key -> its answers still in the outbox, which a direct one waits for
+        self._answers = AnswerOrder()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.config.name!r}>"
@@ -438,15 +441,21 @@ class ChannelBase:
     async def answer(self, conversation: Conversation, session_id: str | None, text: str, *,
                      command: str | None = None) -> None:
         """Answer in *conversation*: a transient notice through the outbox of *session_id*,
-        or, without a session, straight to :meth:`deliver` with ``session_id=None``."""
+        or, without a session, straight to :meth:`deliver` with ``session_id=None`` (once
+        the answers queued earlier for the conversation ended: see :meth:`_deliver_direct`)."""
         extra = {} if command is None else {"command": command}
         if session_id is None:
             await self._deliver_direct(conversation, text, extra=extra)
         else:
-            await self.runtime.notify(session_id, text, metadata=extra)
+            handle = await self.runtime.notify(session_id, text, metadata=extra)
+            self._answers.queued(conversation.key, handle)
 
     async def _deliver_direct(self, conversation: Conversation, text: str, *,
                               extra: dict[str, Any]) -> None:
+        """Deliver *text* to the conversation with no session, after the answers this channel
+        queued for it through the outbox have ended (see :mod:`._answer_order`): sent at once,
+        it overtook them (``/clear`` then ``/status`` on a slow platform)."""
+        await self._answers.wait(conversation.key)
         metadata = {**conversation.as_metadata(), **extra}
         outbound = Outbound(session_id=None,
                             delivery_id=f"direct_{uuid.uuid4().hex}", kind="notice",
