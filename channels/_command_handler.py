@@ -65,6 +65,7 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
                              command=name)
         return
     refusal = None
+    cleared_no_session = False
     async with directory.lock(conversation):
         if name == "clear":
             dispatch.cancel(conversation, "clear")
@@ -73,12 +74,19 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
             # Dealt with at the user's request (were this cut short, recovery would find
             # them in a cleared session, and release them without a word).
             await channel.runtime.release_inbound(dropped)
-            await channel.answer(conversation, old, CLEARED, command=name)
+            if old is not None:
+                await channel.answer(conversation, old, CLEARED, command=name)
+            cleared_no_session = old is None
         elif name == "new":
             session_id = await directory.new(conversation)
             await channel.answer(conversation, session_id, NEW_SESSION, command=name)
         else:
             refusal = await _resume(channel, conversation, command)
+    if cleared_no_session:
+        # No session: a direct answer, which waits for the answers still on their way (see
+        # ChannelBase._deliver_direct): outside the lock, so no message waits for it.
+        await channel.answer(conversation, None, CLEARED, command=name)
+        return
     if refusal is None:
         return
     # A refused /resume changed nothing; its answer goes to the current session, looked up

@@ -5,6 +5,7 @@ waits until those rows end (delivered, failed, unrouted), not for another conver
 from __future__ import annotations
 
 import trio
+import trio.testing
 
 from tidings.channels import REFUSAL, ChannelConfig
 
@@ -56,3 +57,21 @@ async def test_a_failed_earlier_answer_does_not_hold_the_next(rt, autojump_clock
     assert channel.texts()[0] == "hi"
     assert channel.texts()[1].startswith("Session: none")
     assert [o.text for o in channel.platform.attempted].index(CLEARED) == 1
+
+
+async def test_a_waiting_direct_answer_holds_no_other_message(rt, autojump_clock) -> None:
+    """A second /clear (no session: answered directly) waits for the first one's answer; the
+    conversation's next message does not wait for it as well."""
+    channel = RecordingChannel(rt, ChannelConfig(name="ops"))
+    channel.platform.stall()
+    assert await channel.say("hi") == "started"
+    await channel.platform.wait_attempted(1)
+    assert await channel.say("/clear") == "command"
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(channel.say, "/clear")
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.fail_after(30):
+            assert await channel.say("again") == "started"
+        channel.platform.release()
+    await channel.wait_for(lambda: channel.texts().count(CLEARED) == 2)
+    assert channel.texts()[:2] == ["hi", CLEARED]
