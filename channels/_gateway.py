@@ -245,7 +245,10 @@ class GatewayChannel(ChannelBase):
         conversation = self.conversation_of(event.session_id)
         hub = self.hubs.get(conversation.key) if conversation is not None else None
         if hub is not None and hub.connections:
-            hub.broadcast(lifecycle_frame(event))
+            if event.type == "text_chunk":  # many, small, fast: see Connection.push_chunk
+                hub.broadcast_chunk(lifecycle_frame(event))
+            else:
+                hub.broadcast(lifecycle_frame(event))
 
     def _may_answer(self, hub: Hub | None) -> bool:
         """Whether a client that may answer (one ``access`` allows: see _gateway_inbound)

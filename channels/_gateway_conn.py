@@ -5,7 +5,11 @@ its bounded queue without blocking (:meth:`Connection.push`), and only the conne
 writer task waits on the network. The queue is bounded by frames (``max_backlog``) and by
 bytes (``max_backlog_bytes``; a frame that finds it empty is always taken). A client that
 stops reading fills it and is closed (``4009``); its deliveries stay in the outbox and it
-resumes with ``after_seq``. The writer
+resumes with ``after_seq``. Streamed ``text_chunk`` frames come faster than a socket takes them
+(an agent may stream a long reply in thousands of small pieces): once the queue holds a
+quarter of ``max_backlog``, a chunk frame still waiting at its tail takes the next chunks of
+the same message (:meth:`Connection.push_chunk`), so a client that reads is not closed for
+the number of pieces, and one that does not read still fills the queue. The writer
 sends ``welcome`` first, then the catch-up replay, then the queue, so a client sees each
 session's deliveries in seq order. The reader parses frames, charges a token bucket (a
 client that floods is closed, ``4029``) and hands them to the gateway; the heartbeat pings a
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import json
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
@@ -59,6 +64,11 @@ first): enough for a catch-up replay to be acked one frame at a time as it is re
 _FINISH_WAIT = 2.0
 """Seconds a frame being written when the connection is closed may take to finish."""
 
+_MERGED_CHUNK_BYTES = 1 << 16
+"""Bytes of JSON-encoded chunk text a waiting ``text_chunk`` frame may grow to by taking the
+chunks that follow it: small against what a client takes (``MAX_SERVER_FRAME_BYTES``), and
+a client that does not read still gets a new frame, counted, every so many bytes."""
+
 Replay = Callable[["Connection"], Awaitable[None]]
 """Writes the catch-up frames (with :meth:`Connection.write`) after ``welcome``, before the
 queue."""
@@ -81,6 +91,35 @@ class TokenBucket:
             return False
         self.tokens -= cost
         return True
+
+
+def _chunk_bytes(chunk: str) -> int:
+    """The bytes *chunk* takes in a frame: its JSON string, quotes left out."""
+    return encoded_size(json.dumps(chunk, ensure_ascii=False)) - 2
+
+
+class _PendingChunk:
+    """A ``text_chunk`` frame in a connection's queue, not taken by its writer yet: while it
+    is the queue's last frame, the chunks of the same message join it (in order), and the
+    writer sends them as one frame. Mutable on purpose: it grows in the queue."""
+
+    __slots__ = ("chunks", "frame", "size", "text")
+
+    def __init__(self, frame: dict[str, Any], text: str, size: int) -> None:
+        self.frame = frame
+        self.text = text  # encoded, while it holds one chunk
+        self.size = size  # bytes counted in the connection's queued_bytes
+        self.chunks = [frame["chunk"]]
+
+    def takes(self, frame: dict[str, Any]) -> bool:
+        """Whether *frame* is a chunk of the same message (session and client message id)."""
+        return (frame["session_id"] == self.frame["session_id"]
+                and frame["message_id"] == self.frame["message_id"])
+
+    def encoded(self) -> str:
+        if len(self.chunks) == 1:
+            return self.text
+        return encode({**self.frame, "chunk": "".join(self.chunks)})
 
 
 class Connection:
@@ -110,8 +149,10 @@ class Connection:
         self.torn = False  # a frame was cut off: no close frame may follow (see tear())
         self._sending: trio.CancelScope | None = None
         self.queued_bytes = 0  # UTF-8 bytes of the frames in the queue (not yet taken)
-        self._send, self._receive = trio.open_memory_channel[tuple[str, str | None, int]](
-            settings.max_backlog)
+        self._send, self._receive = trio.open_memory_channel[
+            tuple[str | _PendingChunk, str | None, int]](settings.max_backlog)
+        self._deep = settings.max_backlog // 4  # a chunk frame may join one queued before
+        self._tail: _PendingChunk | None = None  # the queue's last frame, if a waiting chunk
         self._scope: trio.CancelScope | None = None
 
     def __repr__(self) -> str:
@@ -141,23 +182,71 @@ class Connection:
             log.warning("event=frame_dropped connection=%d type=%s bytes=%d limit=%d",
                         self.id, field(str(frame.get("type"))), size, MAX_SERVER_FRAME_BYTES)
             return
-        budget = self.settings.max_backlog_bytes
-        if self.queued_bytes and self.queued_bytes + size > budget:
-            self.kill(CLOSE_TOO_SLOW, f"too slow: over {budget} bytes unread; reconnect with "
-                                      "after_seq to catch up")
+        if self.queued_bytes and self.queued_bytes + size > self.settings.max_backlog_bytes:
+            self._too_many_bytes()
             return
         try:
             self._send.send_nowait((text, delivery_id, size))
             self.queued_bytes += size
+            self._tail = None  # a chunk after it may not join one before it
             if delivery_id is not None:
                 self.expect_ack(delivery_id, frame["session_id"], frame["seq"])
                 if self.queued_in_replay is not None:
                     self.queued_in_replay.add(delivery_id)
         except trio.WouldBlock:
-            self.kill(CLOSE_TOO_SLOW, f"too slow: {self.settings.max_backlog} frames unread; "
-                                      "reconnect with after_seq to catch up")
+            self._too_many_frames()
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
+
+    def _too_many_bytes(self) -> None:
+        budget = self.settings.max_backlog_bytes
+        self.kill(CLOSE_TOO_SLOW, f"too slow: over {budget} bytes unread; reconnect with "
+                                  "after_seq to catch up")
+
+    def _too_many_frames(self) -> None:
+        self.kill(CLOSE_TOO_SLOW, f"too slow: {self.settings.max_backlog} frames unread; "
+                                  "reconnect with after_seq to catch up")
+
+    def push_chunk(self, frame: dict[str, Any]) -> None:
+        """Queue a ``lifecycle`` ``text_chunk`` *frame*, as :meth:`push` does, except that a
+        queue holding a quarter of ``max_backlog`` frames or more, whose last frame is a chunk
+        of the same message (session and message id) not taken by the writer yet, has that
+        frame take this chunk's text after its own (up to ``_MERGED_CHUNK_BYTES``): an agent
+        streams far faster than a socket takes small frames, and a client reading as fast as
+        it could was closed as too slow after ``max_backlog`` pieces. Nothing is reordered,
+        dropped, or joined across another frame; the byte bound still holds."""
+        if not self.alive:
+            return
+        tail = self._tail
+        if tail is not None and tail.takes(frame) \
+                and self._send.statistics().current_buffer_used >= self._deep:
+            added = _chunk_bytes(frame["chunk"])
+            if tail.size + added <= _MERGED_CHUNK_BYTES:
+                if self.queued_bytes + added > self.settings.max_backlog_bytes:
+                    self._too_many_bytes()
+                    return
+                tail.chunks.append(frame["chunk"])
+                tail.size += added
+                self.queued_bytes += added
+                return
+        text = encode(frame)
+        size = encoded_size(text)
+        if size > MAX_SERVER_FRAME_BYTES:  # as push() does
+            self.push(frame, text=text)
+            return
+        if self.queued_bytes and self.queued_bytes + size > self.settings.max_backlog_bytes:
+            self._too_many_bytes()
+            return
+        pending = _PendingChunk(frame, text, size)
+        try:
+            self._send.send_nowait((pending, None, size))
+        except trio.WouldBlock:
+            self._too_many_frames()
+            return
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return
+        self.queued_bytes += size
+        self._tail = pending
 
     def expect_ack(self, delivery_id: str, session_id: str, seq: int) -> None:
         """Note a delivery queued or written to this client: its ack will be free."""
@@ -231,6 +320,11 @@ class Connection:
             await replay(self)
             self.queued_in_replay = None
             async for text, delivery_id, size in self._receive:
+                if isinstance(text, _PendingChunk):  # taken: nothing joins it from now on
+                    if text is self._tail:
+                        self._tail = None
+                    size = text.size
+                    text = text.encoded()
                 self.queued_bytes -= size
                 if delivery_id is not None and delivery_id in self.replayed:
                     self.replayed.discard(delivery_id)  # replayed already: never twice

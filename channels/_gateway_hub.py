@@ -66,6 +66,14 @@ class Hub:
                 sent += 1
         return sent
 
+    def broadcast_chunk(self, frame: dict[str, Any]) -> None:
+        """Queue a ``text_chunk`` lifecycle *frame* on every live connection: a connection
+        behind may join it to the chunk of the same message waiting last in its queue (see
+        ``Connection.push_chunk``)."""
+        for conn in list(self.connections):
+            if conn.alive:
+                conn.push_chunk(frame)
+
 
 def lifecycle_frame(event: TaskLifecycleEvent) -> dict[str, Any]:
     """A ``lifecycle`` frame: ``event``, ``session_id``, ``message_id`` (the client's message
