@@ -92,6 +92,19 @@ def asked_at_once() -> Callable[..., Any]:
     return _asked_at_once
 
 
+async def handed_to(gateway: GatewayChannel, delivery_id: str) -> None:
+    """Until the gateway's deliver() has given the row to a connection (``gateway.sent``).
+    Its ``sending`` event is no such sign: the lane calls deliver() after that commit, and may
+    first wait for a worker thread (a read), which ``wait_all_tasks_blocked`` counts as
+    blocked. A test that looked at the connection then (its queue, whether it is alive) went
+    on a row early, and that row, handed over after the client closed, waited in deliver()
+    for the next client, holding the lane: the test waited for good for a later row (on a
+    clock that never moves, tests/until.py's sleeps would not return either)."""
+    while delivery_id not in gateway.sent:
+        await trio.testing.wait_all_tasks_blocked()
+        await trio.lowlevel.checkpoint()
+
+
 def frame_is(frame_type: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:
     def match(frame: dict[str, Any]) -> bool:
         return frame.get("type") == frame_type and all(frame.get(k) == v

@@ -15,6 +15,8 @@ import trio.testing
 
 from tidings.channels._gateway_client import open_transport
 
+from .conftest import handed_to
+
 
 async def _hello_only(ws) -> str:
     await ws.send_message(json.dumps({"type": "hello", "token": "gateway-test-token",
@@ -36,22 +38,10 @@ async def _fill_until_closed(rt, gateway, conn, session_id: str, wait_status):
         handle = await rt.notify(session_id, big)
         first = first or handle
         await wait_status(rt, handle.delivery_id, "sending")
-        await _handed_to(gateway, handle.delivery_id)
+        await handed_to(gateway, handle.delivery_id)
         if not conn.alive:
             return first
     raise AssertionError("the connection was never closed as too slow")
-
-
-async def _handed_to(gateway, delivery_id: str) -> None:
-    """Until the gateway's deliver() has given the row to the connection. Its ``sending``
-    event is no such sign: the lane calls deliver() after that commit, and may first wait
-    for a worker thread (a read), which wait_all_tasks_blocked counts as blocked. Checked
-    after it, the connection was still alive, the next row was sent, and this one's frame
-    then closed the connection: the next one waited for a new client in deliver(), holding
-    the lane, and the test waited for good for a later row to be handed over (the mock
-    clock never moves, so tests/until.py's sleeps would not return either)."""
-    while delivery_id not in gateway.sent:
-        await _settle()
 
 
 async def _settle() -> None:

@@ -16,6 +16,8 @@ import trio.testing
 import wsproto
 from wsproto.events import AcceptConnection, CloseConnection, Message, Request, TextMessage
 
+from .conftest import handed_to
+
 TOKEN = "gateway-test-token"
 
 
@@ -60,10 +62,12 @@ async def _given_up(mock_clock) -> None:
     await _settle()
 
 
-async def _stuck_writing(rt, conn, session_id: str, wait_status):
+async def _stuck_writing(rt, gateway, conn, session_id: str, wait_status):
     """Deliver big rows to the client (which reads nothing) until the connection's writer is
     stuck in a frame and one more waits in its queue (the queue is far from full: nothing is
-    closed as too slow). Returns the first row's handle."""
+    closed as too slow). Each row is handed to the connection (``handed_to``) before the
+    queue is looked at, so none is left in the lane's hands to reach the gateway after the
+    client's close. Returns the first row's handle."""
     rt.dispatcher.lane_bytes = 1 << 30
     big = "x" * 60_000
     first = None
@@ -71,7 +75,7 @@ async def _stuck_writing(rt, conn, session_id: str, wait_status):
         handle = await rt.notify(session_id, big)
         first = first or handle
         await wait_status(rt, handle.delivery_id, "sending")
-        await _settle()
+        await handed_to(gateway, handle.delivery_id)
         if conn.queued_bytes:
             assert conn.alive
             return first
@@ -92,7 +96,7 @@ async def test_a_delivery_after_the_client_closed_waits_for_the_next_client(
             session_id = await raw.hello(port)
             hub = gateway.hub(gateway.conversation_named("alpha"))
             [conn] = hub.connections
-            first = await _stuck_writing(rt, conn, session_id, wait_status)
+            first = await _stuck_writing(rt, gateway, conn, session_id, wait_status)
             await raw.send(CloseConnection(code=1000))  # and reads nothing more
             await _settle()
             assert hub.connections == [conn]  # its frame is still being written
@@ -117,7 +121,7 @@ async def test_a_question_after_the_client_closed_is_answered_at_once(
             session_id = await raw.hello(port)
             hub = gateway.hub(gateway.conversation_named("alpha"))
             [conn] = hub.connections
-            await _stuck_writing(rt, conn, session_id, wait_status)
+            await _stuck_writing(rt, gateway, conn, session_id, wait_status)
             await raw.send(CloseConnection(code=1000))
             await _settle()
             assert hub.connections == [conn]
