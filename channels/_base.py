@@ -448,14 +448,23 @@ class ChannelBase:
             await self._deliver_direct(conversation, text, extra=extra)
         else:
             handle = await self.runtime.notify(session_id, text, metadata=extra)
-            self._answers.queued(conversation.key, handle)
+            if not self._acks():
+                self._answers.queued(conversation.key, handle)
+
+    def _acks(self) -> bool:
+        """Whether this channel is a route whose deliveries end when its client acks them
+        (an ``ack_window``, as the gateway's)."""
+        return bool(getattr(self, "ack_window", None))
 
     async def _deliver_direct(self, conversation: Conversation, text: str, *,
                               extra: dict[str, Any]) -> None:
         """Deliver *text* to the conversation with no session, after the answers this channel
         queued for it through the outbox have ended (see :mod:`._answer_order`): sent at once,
-        it overtook them (``/clear`` then ``/status`` on a slow platform)."""
-        await self._answers.wait(conversation.key)
+        it overtook them (``/clear`` then ``/status`` on a slow platform). Not for a route
+        whose client acks (the gateway): an answer ends once the client acks it, and a client
+        connection reads acks only after the message that is being answered."""
+        if not self._acks():
+            await self._answers.wait(conversation.key)
         metadata = {**conversation.as_metadata(), **extra}
         outbound = Outbound(session_id=None,
                             delivery_id=f"direct_{uuid.uuid4().hex}", kind="notice",
