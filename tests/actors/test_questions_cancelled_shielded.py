@@ -61,28 +61,38 @@ class AskingChannel(MemoryChannel):
         return "yes"
 
 
+class CleansUp:
+    """An agent that streams a chunk, says it is in (*entered*), waits to be cancelled, then
+    asks from a shielded cleanup (after *told*, if given): *outcome* gets ``"asked"``, or
+    ``"refused"`` when the cancelled turn may not ask."""
+
+    def __init__(self, entered: trio.Event, outcome: list[str],
+                 told: trio.Event | None = None) -> None:
+        self.entered, self.outcome, self.told = entered, outcome, told
+
+    async def run(self, turn) -> None:
+        await turn.send_chunk("working")
+        self.entered.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                if self.told is not None:
+                    await self.told.wait()
+                try:
+                    await turn.prompt_user("keep the partial results?")
+                    self.outcome.append("asked")
+                except RuntimeClosedError:
+                    self.outcome.append("refused")
+
+
 async def test_an_agent_cleaning_up_after_cancel_cannot_ask(rt) -> None:
     """As the README says: a turn that is cancelled cannot ask, also from the cleanup an
     agent shields after ``/cancel``."""
     entered, told = trio.Event(), trio.Event()
     outcome: list[str] = []
-
-    class CleansUp:
-        async def run(self, turn) -> None:
-            await turn.send_chunk("working")
-            entered.set()
-            try:
-                await trio.sleep_forever()
-            finally:
-                with trio.CancelScope(shield=True):
-                    await told.wait()
-                    try:
-                        await turn.prompt_user("keep the partial results?")
-                        outcome.append("asked")
-                    except RuntimeClosedError:
-                        outcome.append("refused")
-
-    channel = AskingChannel(rt, ChannelConfig(name="ops"), agent=CleansUp())
+    channel = AskingChannel(rt, ChannelConfig(name="ops"),
+                            agent=CleansUp(entered, outcome, told))
     await channel.say("long job")
     await entered.wait()
     try:
@@ -102,24 +112,10 @@ async def test_an_agent_cleaning_up_after_the_stop_cut_its_turn_cannot_ask(
     request the server was dropping), though the turn is cancelled."""
     entered = trio.Event()
     outcome: list[str] = []
-
-    class CleansUp:
-        async def run(self, turn) -> None:
-            await turn.send_chunk("working")
-            entered.set()
-            try:
-                await trio.sleep_forever()
-            finally:
-                with trio.CancelScope(shield=True):
-                    try:
-                        await turn.prompt_user("keep the partial results?")
-                        outcome.append("asked")
-                    except RuntimeClosedError:
-                        outcome.append("refused")
-
     with trio.fail_after(60):  # hang guard (mock clock)
         async with tidings.open_runtime(db_path, workspace=workspace, grace=0.5) as rt:
-            channel = AskingChannel(rt, ChannelConfig(name="ops"), agent=CleansUp())
+            channel = AskingChannel(rt, ChannelConfig(name="ops"),
+                                    agent=CleansUp(entered, outcome))
             await channel.say("long job")
             await entered.wait()
     assert outcome == ["refused"]
