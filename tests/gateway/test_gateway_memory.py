@@ -15,6 +15,7 @@ from tidings.channels import GatewayConfig
 from tidings.channels._gateway_client import open_transport
 from tidings.errors import ConfigError
 
+from ..real_time import fail_after_real
 from .conftest import TOKEN, Asker, frame_is
 
 
@@ -136,7 +137,7 @@ async def test_a_client_that_does_not_read_is_closed_at_its_byte_budget(
         session_id = json.loads(await ws.get_message())["session_id"]
         [conn] = gateway.hubs[gateway.conversation_named("alpha").key].connections
         most = notes = 0
-        with trio.fail_after(60):
+        with fail_after_real(60):
             while conn.alive and notes < 1100:
                 await rt.notify(session_id, big)
                 notes += 1

@@ -12,6 +12,8 @@ import trio.testing
 from tidings.channels import GatewayClosed
 from tidings.testing import writer_gate
 
+from ..real_time import fail_after_real
+
 
 async def _until_closed(client) -> None:
     while True:
@@ -23,7 +25,7 @@ async def test_a_flooding_client_is_told_4029_while_its_leave_waits_for_the_stor
     async with serve_gateway(rt, rate=1, burst=2) as (gateway, url), \
             connect(url, "alpha") as client:
         await rt.notify(client.session_id, "unacked")  # the leave has a row to abandon
-        with trio.fail_after(10):
+        with fail_after_real(10):
             assert (await client.receive())["type"] == "delivery"
         leaving = trio.Event()
         original = gateway._leave
@@ -36,10 +38,10 @@ async def test_a_flooding_client_is_told_4029_while_its_leave_waits_for_the_stor
         async with writer_gate(rt.store) as gate:  # every store write waits from now on
             for _ in range(4):
                 await client.send({"type": "ping"})
-            with trio.fail_after(10):
+            with fail_after_real(10):
                 await leaving.wait()  # killed 4029; its leave waits for the writer
             mock_clock.jump(3)  # past the leave's bound: the close has its own
-            with trio.fail_after(10), pytest.raises(GatewayClosed) as closed:
+            with fail_after_real(10), pytest.raises(GatewayClosed) as closed:
                 await _until_closed(client)
             gate.release()
         assert closed.value.code == 4029

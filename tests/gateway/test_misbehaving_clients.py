@@ -16,6 +16,8 @@ from tidings.channels._gateway_client import open_transport
 from tidings.channels._gateway_conn import Connection
 from tidings.channels._gateway_frames import HELLO_MAX_BYTES
 
+from ..real_time import fail_after_real
+
 
 async def _counts(rt) -> tuple[int, int, int, int]:
     def read(conn) -> tuple[int, int, int, int]:
@@ -168,7 +170,7 @@ async def _fill_until_closed(rt, conn, session_id: str) -> None:
     take (the server never finds it too slow; two sessions or a larger budget would)."""
     rt.dispatcher.lane_bytes = 1 << 30
     big = "x" * 60_000
-    with trio.fail_after(30):  # mock clock: a bound in real time only when it runs
+    with fail_after_real(30):  # real seconds: the mock clock moves only at jump()
         for _ in range(2000):
             if not conn.alive:
                 return
@@ -224,7 +226,7 @@ async def test_a_too_slow_client_that_never_reads_again_is_torn_down(
         [conn] = hub.connections
         await _fill_until_closed(rt, conn, session_id)
         mock_clock.jump(3)
-        with trio.fail_after(30):
+        with fail_after_real(30):
             while hub.connections:
                 await trio.testing.wait_all_tasks_blocked()
                 await trio.lowlevel.checkpoint()

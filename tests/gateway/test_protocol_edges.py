@@ -14,9 +14,11 @@ import trio.testing
 from tidings.channels import GatewayClosed
 from tidings.testing import WriterGate, writer_gate
 
+from ..real_time import fail_after_real
+
 
 async def _next_delivery(client: Any) -> dict[str, Any]:
-    with trio.fail_after(10):
+    with fail_after_real(10):
         while True:
             frame = await client.receive()
             if frame["type"] == "delivery":
@@ -26,7 +28,7 @@ async def _next_delivery(client: Any) -> dict[str, Any]:
 async def _nothing_more(client: Any) -> None:
     """A ``sync`` round trip: every frame before its ``synced`` answer must be no delivery."""
     await client.sync()
-    with trio.fail_after(10):
+    with fail_after_real(10):
         while (frame := await client.receive())["type"] != "synced":
             assert frame["type"] != "delivery", f"delivered again: {frame}"
 
@@ -95,7 +97,7 @@ async def test_a_device_catching_up_on_what_another_device_acked_may_ack_it_all(
             session_id = phone.session_id
             handles = [await rt.notify(session_id, f"n{i}") for i in range(12)]
             await _deliveries(phone, 12, ack=True)
-            with trio.fail_after(10):
+            with fail_after_real(10):
                 await wait_status(rt, handles[-1].delivery_id, "sent")
         async with connect(url, "alpha", session_id=session_id, after_seq=0) as laptop:
             frames = await _deliveries(laptop, 12, ack=True)  # all ``sent``: by the phone
@@ -105,7 +107,7 @@ async def test_a_device_catching_up_on_what_another_device_acked_may_ack_it_all(
             frame = await _next_delivery(laptop)
             assert frame["delivery_id"] == live.delivery_id
             await laptop.ack(frame["delivery_id"])
-            with trio.fail_after(10):
+            with fail_after_real(10):
                 await wait_status(rt, live.delivery_id, "sent")
 
 
@@ -263,7 +265,7 @@ async def test_one_ack_of_more_deliveries_than_the_burst_from_an_earlier_connect
             session_id = phone.session_id
             handles = [await rt.notify(session_id, f"n{i}") for i in range(12)]
             frames = await _deliveries(phone, 12, ack=False)
-        with trio.fail_after(10):
+        with fail_after_real(10):
             await wait_status(rt, handles[-1].delivery_id, "unknown")  # nobody acked them
         async with connect(url, "beta") as beta:
             foreign = await rt.notify(beta.session_id, "not alpha's")
@@ -272,7 +274,7 @@ async def test_one_ack_of_more_deliveries_than_the_burst_from_an_earlier_connect
                 await again.ack(*[f["delivery_id"] for f in frames], foreign.delivery_id,
                                 "dlv_nowhere")
                 await again.sync()
-                with trio.fail_after(10):
+                with fail_after_real(10):
                     error = await again.receive()
                 assert error["type"] == "error"
                 assert error["code"] == "unknown_delivery"
