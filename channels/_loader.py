@@ -8,6 +8,7 @@ import re
 import sys
 from typing import Any
 
+from tidings.actors._handle import describe_error
 from tidings.errors import ConfigError
 from tidings.supervisor._callables import certainly_sync, wrong_signature
 
@@ -53,7 +54,7 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
         raise ConfigError(field, f"cannot import module {module_name!r}: {exc}") from exc
     except Exception as exc:
         raise ConfigError(
-            field, f"importing module {module_name!r} failed: {type(exc).__name__}: {exc}",
+            field, f"importing module {module_name!r} failed: {describe_error(exc)}",
         ) from exc
     except SystemExit as exc:  # a script's top level (its argparse read our argv): not a stop
         raise ConfigError(
@@ -69,20 +70,20 @@ def load_agent(path: str, *, field: str = "agent") -> Any:
         except Exception as exc:  # a module's __getattr__ (a lazy import of the agent) raised
             raise ConfigError(
                 field, f"getting {attr_path!r} from {module_name!r} failed: "
-                       f"{type(exc).__name__}: {exc}",
+                       f"{describe_error(exc)}",
             ) from exc
     if isinstance(target, type):
         try:
             target = target()
         except (Exception, SystemExit) as exc:  # an exit here is a refusal to be built
             raise ConfigError(
-                field, f"cannot create {attr_path} with no arguments: {type(exc).__name__}: {exc}",
+                field, f"cannot create {attr_path} with no arguments: {describe_error(exc)}",
             ) from exc
     try:
         run = getattr(target, "run", None)
     except Exception as exc:  # a property that raised: else a traceback naming no field
         raise ConfigError(field, f"{path!r}: getting its run failed: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+                                 f"{describe_error(exc)}") from exc
     if not callable(run):
         raise ConfigError(field, f"{path!r} is not an agent: it has no callable 'run'")
     if certainly_sync(run):

@@ -45,6 +45,19 @@ class RunRaises:
     def run(self):  # reads what __init__ never set: an agent's own bug, named by the field
         raise KeyError("client")
 
+class Unprintable(Exception):
+    def __str__(self):  # reads what it never set, as some library errors do
+        return self.detail
+
+class RaisesUnprintably(Good):
+    def __init__(self):
+        raise Unprintable()
+
+class RunRaisesUnprintably:
+    @property
+    def run(self):
+        raise Unprintable()
+
 value = 42
 """
 
@@ -102,6 +115,21 @@ def test_bad_targets_are_a_config_error(module: str, attr: str, message: str) ->
     with pytest.raises(ConfigError, match=message) as info:
         load_agent(f"{module}:{attr}")
     assert info.value.field == "agent"
+
+
+@pytest.mark.parametrize(("attr", "message"), [
+    ("RaisesUnprintably", "cannot create RaisesUnprintably with no arguments: Unprintable"),
+    ("RunRaisesUnprintably", "getting its run failed: Unprintable"),
+])
+def test_an_error_that_cannot_be_printed_is_still_a_config_error(module: str, attr: str,
+                                                                 message: str) -> None:
+    # The refusal put the error in its text with str(), which raised its own AttributeError
+    # out of the handler: a traceback naming no field, where the error it describes is the
+    # agent's (as the turn's lifecycle already describes such an error: 56e0408).
+    with pytest.raises(ConfigError, match=message) as info:
+        load_agent(f"{module}:{attr}")
+    assert info.value.field == "agent"
+    assert type(info.value.__cause__).__name__ == "Unprintable"
 
 
 def test_a_module_that_fails_at_import_is_a_config_error_with_its_cause(module: str) -> None:
