@@ -22,6 +22,9 @@ POLL = 0.001
 async def until(condition: Callable[[], object]) -> None:
     """Return once ``condition()`` is true (looked at now, then every :data:`POLL` seconds).
 
-    No deadline of its own: wrap it in the test's hang guard (``trio.fail_after``)."""
+    No deadline of its own: wrap it in the test's hang guard (``trio.fail_after`` under a clock
+    that moves: the real one, or ``autojump_clock``). Not for a test on ``mock_clock``, whose
+    clock moves only at ``jump()``: these sleeps would never return (wait on an event there,
+    guarded by ``tests/real_time.py``'s ``fail_after_real``)."""
     while not condition():  # noqa: ASYNC110 - a depth or a lane state has no event
         await trio.sleep(POLL)
