@@ -15,6 +15,7 @@ import trio.testing
 
 from tidings.channels._gateway_client import open_transport
 
+from ..real_time import fail_after_real
 from .conftest import handed_to
 
 
@@ -51,36 +52,38 @@ async def _settle() -> None:
 
 async def test_a_delivery_while_the_only_connection_closes_waits_for_the_next_client(
         rt, serve_gateway, connect, is_frame, wait_status, mock_clock) -> None:
-    async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url):
-        async with open_transport(url) as ws:
-            session_id = await _hello_only(ws)
-            hub = gateway.hub(gateway.conversation_named("alpha"))
-            [conn] = hub.connections
-            first = await _fill_until_closed(rt, gateway, conn, session_id, wait_status)
-            assert hub.connections == [conn]  # closing: its frame is still being written
-            late = await rt.notify(session_id, "late")
-            await wait_status(rt, late.delivery_id, "sending")  # handed to the gateway
-            await _settle()  # (was queued on nothing and done with, counted as sent)
-            mock_clock.jump(3)  # the frame is given up: the connection leaves
-            # What it was sent and never acked becomes unknown (one write for the session).
-            await wait_status(rt, first.delivery_id, "unknown")
-            assert hub.connections == []
-            assert (await rt.delivery_status(late.delivery_id)).status == "sending"
-        async with connect(url, "alpha", session_id=session_id) as client:
-            await client.receive_until(is_frame("delivery", text="late"))  # (acked)
-            await wait_status(rt, late.delivery_id, "sent")
+    with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
+        async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url):
+            async with open_transport(url) as ws:
+                session_id = await _hello_only(ws)
+                hub = gateway.hub(gateway.conversation_named("alpha"))
+                [conn] = hub.connections
+                first = await _fill_until_closed(rt, gateway, conn, session_id, wait_status)
+                assert hub.connections == [conn]  # closing: its frame is still being written
+                late = await rt.notify(session_id, "late")
+                await wait_status(rt, late.delivery_id, "sending")  # handed to the gateway
+                await _settle()  # (was queued on nothing and done with, counted as sent)
+                mock_clock.jump(3)  # the frame is given up: the connection leaves
+                # What it was sent and never acked becomes unknown (one write for the session).
+                await wait_status(rt, first.delivery_id, "unknown")
+                assert hub.connections == []
+                assert (await rt.delivery_status(late.delivery_id)).status == "sending"
+            async with connect(url, "alpha", session_id=session_id) as client:
+                await client.receive_until(is_frame("delivery", text="late"))  # (acked)
+                await wait_status(rt, late.delivery_id, "sent")
 
 
 async def test_a_question_while_the_only_connection_closes_is_answered_at_once(
         rt, serve_gateway, wait_status, mock_clock, asked_at_once) -> None:
-    async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
-            open_transport(url) as ws:
-        session_id = await _hello_only(ws)
-        hub = gateway.hub(gateway.conversation_named("alpha"))
-        [conn] = hub.connections
-        await _fill_until_closed(rt, gateway, conn, session_id, wait_status)
-        assert hub.connections == [conn]  # closing: its frame is still being written
-        answers = await asked_at_once(rt, session_id)
-        assert [(answer.text, answer.reason) for answer in answers] == [
-            (None, "no_interactive_route")]
-        mock_clock.jump(3)
+    with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
+        async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
+                open_transport(url) as ws:
+            session_id = await _hello_only(ws)
+            hub = gateway.hub(gateway.conversation_named("alpha"))
+            [conn] = hub.connections
+            await _fill_until_closed(rt, gateway, conn, session_id, wait_status)
+            assert hub.connections == [conn]  # closing: its frame is still being written
+            answers = await asked_at_once(rt, session_id)
+            assert [(answer.text, answer.reason) for answer in answers] == [
+                (None, "no_interactive_route")]
+            mock_clock.jump(3)

@@ -202,37 +202,39 @@ async def test_a_too_slow_client_that_reads_again_gets_its_frames_then_4009(
     close frame follows: the client that reads again gets whole frames and ``4009`` (the
     writer was cancelled mid-frame and the close frame came after half a frame: the client
     read garbage, a 1007 'invalid frame payload' instead of 4009)."""
-    async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
-            open_transport(url) as ws:
-        session_id = await _hello_only(ws)
-        [conn] = gateway.hub(gateway.conversation_named("alpha")).connections
-        await _fill_until_closed(rt, conn, session_id)
-        assert conn.close_code == 4009
-        frames, code = await _read_to_the_close(ws)
-        mock_clock.jump(10)  # whatever still waits for a close handshake gives up
-    assert frames >= 1
-    assert code == 4009
-    assert not conn.torn
+    with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
+        async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
+                open_transport(url) as ws:
+            session_id = await _hello_only(ws)
+            [conn] = gateway.hub(gateway.conversation_named("alpha")).connections
+            await _fill_until_closed(rt, conn, session_id)
+            assert conn.close_code == 4009
+            frames, code = await _read_to_the_close(ws)
+            mock_clock.jump(10)  # whatever still waits for a close handshake gives up
+        assert frames >= 1
+        assert code == 4009
+        assert not conn.torn
 
 
 async def test_a_too_slow_client_that_never_reads_again_is_torn_down(
         rt, serve_gateway, mock_clock) -> None:
     """A frame still unfinished ``_FINISH_WAIT`` after the close is given up: the TCP stream
     is closed with no close frame after the half frame, and the server is done with it."""
-    async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
-            open_transport(url) as ws:
-        session_id = await _hello_only(ws)
-        hub = gateway.hub(gateway.conversation_named("alpha"))
-        [conn] = hub.connections
-        await _fill_until_closed(rt, conn, session_id)
-        mock_clock.jump(3)
-        with fail_after_real(30):
-            while hub.connections:
-                await trio.testing.wait_all_tasks_blocked()
-                await trio.lowlevel.checkpoint()
-        assert conn.torn
-        _frames, code = await _read_to_the_close(ws)
-    assert code == 1006  # cut off: abnormal closure, never a garbled frame
+    with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
+        async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
+                open_transport(url) as ws:
+            session_id = await _hello_only(ws)
+            hub = gateway.hub(gateway.conversation_named("alpha"))
+            [conn] = hub.connections
+            await _fill_until_closed(rt, conn, session_id)
+            mock_clock.jump(3)
+            with fail_after_real(30):
+                while hub.connections:
+                    await trio.testing.wait_all_tasks_blocked()
+                    await trio.lowlevel.checkpoint()
+            assert conn.torn
+            _frames, code = await _read_to_the_close(ws)
+        assert code == 1006  # cut off: abnormal closure, never a garbled frame
 
 
 @pytest.mark.parametrize(("frame", "field"), [

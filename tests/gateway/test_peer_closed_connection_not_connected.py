@@ -16,6 +16,7 @@ import trio.testing
 import wsproto
 from wsproto.events import AcceptConnection, CloseConnection, Message, Request, TextMessage
 
+from ..real_time import fail_after_real
 from .conftest import handed_to
 
 TOKEN = "gateway-test-token"
@@ -89,43 +90,45 @@ async def _open(url: str) -> tuple[_RawClient, int]:
 
 async def test_a_delivery_after_the_client_closed_waits_for_the_next_client(
         rt, serve_gateway, connect, is_frame, wait_status, mock_clock) -> None:
-    async with serve_gateway(rt, max_backlog=10_000, max_backlog_bytes=1 << 30,
-                             ack_window=5000) as (gateway, url):
-        raw, port = await _open(url)
-        async with raw.stream:
-            session_id = await raw.hello(port)
-            hub = gateway.hub(gateway.conversation_named("alpha"))
-            [conn] = hub.connections
-            first = await _stuck_writing(rt, gateway, conn, session_id, wait_status)
-            await raw.send(CloseConnection(code=1000))  # and reads nothing more
-            await _settle()
-            assert hub.connections == [conn]  # its frame is still being written
-            late = await rt.notify(session_id, "late")
-            await wait_status(rt, late.delivery_id, "sending")  # handed to the gateway
-            await _settle()
-            await _given_up(mock_clock)  # the heartbeat gives up on it: the connection leaves
-            await wait_status(rt, first.delivery_id, "unknown")
-            assert hub.connections == []
-            assert (await rt.delivery_status(late.delivery_id)).status == "sending"
-        async with connect(url, "alpha", session_id=session_id) as client:
-            await client.receive_until(is_frame("delivery", text="late"))  # (acked)
-            await wait_status(rt, late.delivery_id, "sent")
+    with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
+        async with serve_gateway(rt, max_backlog=10_000, max_backlog_bytes=1 << 30,
+                                 ack_window=5000) as (gateway, url):
+            raw, port = await _open(url)
+            async with raw.stream:
+                session_id = await raw.hello(port)
+                hub = gateway.hub(gateway.conversation_named("alpha"))
+                [conn] = hub.connections
+                first = await _stuck_writing(rt, gateway, conn, session_id, wait_status)
+                await raw.send(CloseConnection(code=1000))  # and reads nothing more
+                await _settle()
+                assert hub.connections == [conn]  # its frame is still being written
+                late = await rt.notify(session_id, "late")
+                await wait_status(rt, late.delivery_id, "sending")  # handed to the gateway
+                await _settle()
+                await _given_up(mock_clock)  # the heartbeat gives up on it: the connection leaves
+                await wait_status(rt, first.delivery_id, "unknown")
+                assert hub.connections == []
+                assert (await rt.delivery_status(late.delivery_id)).status == "sending"
+            async with connect(url, "alpha", session_id=session_id) as client:
+                await client.receive_until(is_frame("delivery", text="late"))  # (acked)
+                await wait_status(rt, late.delivery_id, "sent")
 
 
 async def test_a_question_after_the_client_closed_is_answered_at_once(
         rt, serve_gateway, wait_status, mock_clock, asked_at_once) -> None:
-    async with serve_gateway(rt, max_backlog=10_000, max_backlog_bytes=1 << 30,
-                             ack_window=5000) as (gateway, url):
-        raw, port = await _open(url)
-        async with raw.stream:
-            session_id = await raw.hello(port)
-            hub = gateway.hub(gateway.conversation_named("alpha"))
-            [conn] = hub.connections
-            await _stuck_writing(rt, gateway, conn, session_id, wait_status)
-            await raw.send(CloseConnection(code=1000))
-            await _settle()
-            assert hub.connections == [conn]
-            answers = await asked_at_once(rt, session_id)
-            assert [(answer.text, answer.reason) for answer in answers] == [
-                (None, "no_interactive_route")]
-            await _given_up(mock_clock)
+    with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
+        async with serve_gateway(rt, max_backlog=10_000, max_backlog_bytes=1 << 30,
+                                 ack_window=5000) as (gateway, url):
+            raw, port = await _open(url)
+            async with raw.stream:
+                session_id = await raw.hello(port)
+                hub = gateway.hub(gateway.conversation_named("alpha"))
+                [conn] = hub.connections
+                await _stuck_writing(rt, gateway, conn, session_id, wait_status)
+                await raw.send(CloseConnection(code=1000))
+                await _settle()
+                assert hub.connections == [conn]
+                answers = await asked_at_once(rt, session_id)
+                assert [(answer.text, answer.reason) for answer in answers] == [
+                    (None, "no_interactive_route")]
+                await _given_up(mock_clock)

@@ -116,19 +116,20 @@ async def test_acks_by_seq_that_ack_nothing_sent_here_are_charged(
     """Every ``ack`` by ``up_to_seq`` costs a store read (and maybe a write): only one that
     acks deliveries this connection was sent is free, so a flood of empty ones is closed
     ``4029`` like any other flood."""
-    async with serve_gateway(rt, rate=1, burst=5) as (_gateway, url), \
-            connect(url, "alpha") as client:
-        session_id = client.session_id
-        handle = await rt.notify(session_id, "one")
-        frame = await _next_delivery(client)
-        await client.ack_up_to(frame["seq"])  # acks what it was sent: free
-        for _ in range(10):
-            await client.ack_up_to(frame["seq"])  # nothing of its own left to ack
-        await client.sync()  # answered only if the flood was let through
-        with pytest.raises(GatewayClosed) as closed:
-            await _read_until(client, "synced")
-        assert closed.value.code == 4029
-        assert (await rt.delivery_status(handle.delivery_id)).status == "sent"
+    with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
+        async with serve_gateway(rt, rate=1, burst=5) as (_gateway, url), \
+                connect(url, "alpha") as client:
+            session_id = client.session_id
+            handle = await rt.notify(session_id, "one")
+            frame = await _next_delivery(client)
+            await client.ack_up_to(frame["seq"])  # acks what it was sent: free
+            for _ in range(10):
+                await client.ack_up_to(frame["seq"])  # nothing of its own left to ack
+            await client.sync()  # answered only if the flood was let through
+            with pytest.raises(GatewayClosed) as closed:
+                await _read_until(client, "synced")
+            assert closed.value.code == 4029
+            assert (await rt.delivery_status(handle.delivery_id)).status == "sent"
 
 
 async def test_a_seq_too_big_for_the_store_is_a_bad_field_not_an_internal_error(
@@ -260,28 +261,29 @@ async def test_one_ack_of_more_deliveries_than_the_burst_from_an_earlier_connect
     own conversation's deliveries, looked up in one store read: the frame is charged like any
     frame that costs a read, never one token per id, which a frame of more ids than ``burst``
     could never afford (it was closed ``4029`` on every reconnect, for good)."""
-    async with serve_gateway(rt, rate=1, burst=5) as (_gateway, url):
-        async with connect(url, "alpha") as phone:
-            session_id = phone.session_id
-            handles = [await rt.notify(session_id, f"n{i}") for i in range(12)]
-            frames = await _deliveries(phone, 12, ack=False)
-        with fail_after_real(10):
-            await wait_status(rt, handles[-1].delivery_id, "unknown")  # nobody acked them
-        async with connect(url, "beta") as beta:
-            foreign = await rt.notify(beta.session_id, "not alpha's")
-            await _next_delivery(beta)
-            async with connect(url, "alpha") as again:
-                await again.ack(*[f["delivery_id"] for f in frames], foreign.delivery_id,
-                                "dlv_nowhere")
-                await again.sync()
-                with fail_after_real(10):
-                    error = await again.receive()
-                assert error["type"] == "error"
-                assert error["code"] == "unknown_delivery"
-                assert error["field"] == "delivery_ids"
-                assert foreign.delivery_id in error["message"]
-                assert "dlv_nowhere" in error["message"]
-                await _read_until(again, "synced")  # still connected (no 4029)
-            assert (await rt.delivery_status(foreign.delivery_id)).status == "sending"
-        for handle in handles:
-            assert (await rt.delivery_status(handle.delivery_id)).status == "sent"
+    with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
+        async with serve_gateway(rt, rate=1, burst=5) as (_gateway, url):
+            async with connect(url, "alpha") as phone:
+                session_id = phone.session_id
+                handles = [await rt.notify(session_id, f"n{i}") for i in range(12)]
+                frames = await _deliveries(phone, 12, ack=False)
+            with fail_after_real(10):
+                await wait_status(rt, handles[-1].delivery_id, "unknown")  # nobody acked them
+            async with connect(url, "beta") as beta:
+                foreign = await rt.notify(beta.session_id, "not alpha's")
+                await _next_delivery(beta)
+                async with connect(url, "alpha") as again:
+                    await again.ack(*[f["delivery_id"] for f in frames], foreign.delivery_id,
+                                    "dlv_nowhere")
+                    await again.sync()
+                    with fail_after_real(10):
+                        error = await again.receive()
+                    assert error["type"] == "error"
+                    assert error["code"] == "unknown_delivery"
+                    assert error["field"] == "delivery_ids"
+                    assert foreign.delivery_id in error["message"]
+                    assert "dlv_nowhere" in error["message"]
+                    await _read_until(again, "synced")  # still connected (no 4029)
+                assert (await rt.delivery_status(foreign.delivery_id)).status == "sending"
+            for handle in handles:
+                assert (await rt.delivery_status(handle.delivery_id)).status == "sent"
