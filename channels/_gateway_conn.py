@@ -182,30 +182,35 @@ class Connection:
             log.warning("event=frame_dropped connection=%d type=%s bytes=%d limit=%d",
                         self.id, field(str(frame.get("type"))), size, MAX_SERVER_FRAME_BYTES)
             return
-        if self.queued_bytes and self.queued_bytes + size > self.settings.max_backlog_bytes:
-            self._too_many_bytes()
-            return
-        try:
-            self._send.send_nowait((text, delivery_id, size))
-            self.queued_bytes += size
+        if self._enqueue(text, delivery_id, size):
             self._tail = None  # a chunk after it may not join one before it
             if delivery_id is not None:
                 self.expect_ack(delivery_id, frame["session_id"], frame["seq"])
                 if self.queued_in_replay is not None:
                     self.queued_in_replay.add(delivery_id)
+
+    def _enqueue(self, item: str | _PendingChunk, delivery_id: str | None, size: int) -> bool:
+        """Put *item* (an encoded frame, or a chunk frame that may still grow) of *size* bytes
+        in the queue and count it. False when it is not taken: a queue over its bytes or its
+        frames closes the connection as too slow, and a closed queue takes nothing."""
+        if self.queued_bytes and self.queued_bytes + size > self.settings.max_backlog_bytes:
+            self._too_many_bytes()
+            return False
+        try:
+            self._send.send_nowait((item, delivery_id, size))
         except trio.WouldBlock:
-            self._too_many_frames()
+            self.kill(CLOSE_TOO_SLOW, f"too slow: {self.settings.max_backlog} frames unread; "
+                                      "reconnect with after_seq to catch up")
+            return False
         except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
+            return False
+        self.queued_bytes += size
+        return True
 
     def _too_many_bytes(self) -> None:
         budget = self.settings.max_backlog_bytes
         self.kill(CLOSE_TOO_SLOW, f"too slow: over {budget} bytes unread; reconnect with "
                                   "after_seq to catch up")
-
-    def _too_many_frames(self) -> None:
-        self.kill(CLOSE_TOO_SLOW, f"too slow: {self.settings.max_backlog} frames unread; "
-                                  "reconnect with after_seq to catch up")
 
     def push_chunk(self, frame: dict[str, Any]) -> None:
         """Queue a ``lifecycle`` ``text_chunk`` *frame*, as :meth:`push` does, except that a
@@ -234,19 +239,9 @@ class Connection:
         if size > MAX_SERVER_FRAME_BYTES:  # as push() does
             self.push(frame, text=text)
             return
-        if self.queued_bytes and self.queued_bytes + size > self.settings.max_backlog_bytes:
-            self._too_many_bytes()
-            return
         pending = _PendingChunk(frame, text, size)
-        try:
-            self._send.send_nowait((pending, None, size))
-        except trio.WouldBlock:
-            self._too_many_frames()
-            return
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            return
-        self.queued_bytes += size
-        self._tail = pending
+        if self._enqueue(pending, None, size):
+            self._tail = pending
 
     def expect_ack(self, delivery_id: str, session_id: str, seq: int) -> None:
         """Note a delivery queued or written to this client: its ack will be free."""
