@@ -20,7 +20,7 @@ from tidings.errors import RuntimeClosedError
 from tidings.store._ids import lone_surrogate
 
 __all__ = ["TERMINAL", "DeliveryHandle", "DeliveryItem", "HandleRegistry", "describe_error",
-           "outcome_of"]
+           "error_message", "outcome_of"]
 
 TERMINAL = frozenset({"delivered", "failed", "unrouted", "unknown"})
 
@@ -56,11 +56,17 @@ def describe_error(error: BaseException, limit: int = 500) -> str:
 
 
 def _one_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error_message(error)}"
+
+
+def error_message(error: BaseException) -> str:
+    """``str(error)``, or ``<str() raised KeyError>`` when its ``__str__`` raises (a library
+    exception reading an attribute it never set): describing an error must not fail what
+    records it (a delivery's ``last_error``, a turn's ``failed`` event)."""
     try:
-        message = str(error)
+        return str(error)
     except Exception as exc:  # noqa: BLE001 - the description must not fail the recording
-        message = f"<str() raised {type(exc).__name__}>"
-    return f"{type(error).__name__}: {message}"
+        return f"<str() raised {type(exc).__name__}>"
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

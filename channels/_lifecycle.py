@@ -17,6 +17,7 @@ import attrs
 import trio
 
 from tidings.actors._blocks import frozen_mapping
+from tidings.actors._handle import error_message
 from tidings.actors._status import check_seconds, seconds_bound
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._sanitize import sanitize_text
@@ -84,10 +85,7 @@ def _reason(value: object) -> CancelReason:
 
 def _error_text(value: object) -> str:
     if isinstance(value, BaseException):
-        try:
-            text = str(value)
-        except Exception as exc:  # noqa: BLE001 - a broken __str__ must not lose the event
-            text = f"<str() raised {type(exc).__name__}>"
+        text = error_message(value)  # a broken __str__ must not lose the event
         value = f"{type(value).__name__}: {text}" if text else type(value).__name__
     return sanitize_text(str(value), limit=ERROR_LIMIT) or "unknown error"
 
