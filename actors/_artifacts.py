@@ -267,7 +267,7 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
     if not any(resolved.is_relative_to(root) for root in roots):
         raise ArtifactError(field, "the path resolves outside the workspace and the session's "
                                    "artifact root")
-    if _runtimes_own(resolved, roots[0], artifact_root, artifacts, databases):
+    if _runtimes_own(resolved, roots[0], own, artifacts, databases):
         raise ArtifactError(field, "the path is the runtime's own (the database or a file "
                                    "beside it, or another session's artifacts), not the "
                                    "workspace's")
@@ -308,25 +308,24 @@ def _host_problem(host: str) -> str | None:
     return None if bad is None else f"no {bad!r} in it"
 
 
-def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
-                  artifact_root: pathlib.Path | None, artifacts: pathlib.Path | None,
-                  databases: Sequence[pathlib.Path]) -> bool:
+def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path, own: pathlib.Path | None,
+                  artifacts: pathlib.Path | None, databases: Sequence[pathlib.Path]) -> bool:
     """Whether the resolved path *resolved* is one of the database's files
     (:data:`DATABASE_SUFFIXES`, beside each of *databases*: a symbolic link's name is the one
     ``tidings serve`` keeps its token by, while SQLite keeps its journals beside the file the
     link leads to; by name, or by identity: the same file under another name), or in
-    *artifacts* outside the session's own *artifact_root* where the (resolved) *workspace*
-    holds *artifacts*: a workspace that is the artifacts directory, or inside it, is the
-    host's choice to share it, and one outside it gives no access to it anyway. The
-    artifacts directory is told by its name and by its identity (:func:`_in_others_artifacts`)."""
+    *artifacts* outside the session's own root *own* (where it is: :func:`_in_place`), where
+    the (resolved) *workspace* holds *artifacts*: a workspace that is the artifacts directory,
+    or inside it, is the host's choice to share it, and one outside it gives no access to it
+    anyway. The artifacts directory is told by its name and by its identity
+    (:func:`_in_others_artifacts`)."""
     if artifacts is not None:
         base = _resolved(artifacts)
-        own = None if artifact_root is None else _in_place(artifact_root)
         if base is not None and base != workspace and base.is_relative_to(workspace) \
                 and resolved.is_relative_to(base) \
                 and not (own is not None and resolved.is_relative_to(own)):
             return True
-        if _in_others_artifacts(resolved, workspace, artifact_root, artifacts):
+        if _in_others_artifacts(resolved, workspace, own, artifacts):
             return True
     if any(resolved.parent == database.parent and resolved.name in {
             database.name + suffix for suffix in DATABASE_SUFFIXES} for database in databases):
@@ -341,19 +340,19 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path,
     for database in databases:
         for suffix in DATABASE_SUFFIXES:
             try:
-                own = os.stat(database.with_name(database.name + suffix))
+                kept = os.stat(database.with_name(database.name + suffix))
             except OSError:
                 continue
-            if (own.st_dev, own.st_ino) == (found.st_dev, found.st_ino):
+            if _identity(kept) == _identity(found):
                 return True
     return False
 
 
 def _in_others_artifacts(resolved: pathlib.Path, workspace: pathlib.Path,
-                         artifact_root: pathlib.Path | None, artifacts: pathlib.Path) -> bool:
+                         own: pathlib.Path | None, artifacts: pathlib.Path) -> bool:
     """:func:`_runtimes_own`'s artifacts rule told by identity: whether a folder of the
     resolved path *resolved*, going up from it, is the artifacts directory before it is the
-    session's own root or the (resolved) *workspace*. Resolving keeps the case given, so the
+    session's own root *own* or the (resolved) *workspace*. Resolving keeps the case given, so the
     names alone missed the directory under another name: ``Artifacts/<other session>/...``
     on a case-insensitive file system (macOS's, Windows') with ``tidings serve``'s defaults,
     a workspace or ``artifact_root`` given in another case, or a bind mount of it."""
@@ -362,7 +361,6 @@ def _in_others_artifacts(resolved: pathlib.Path, workspace: pathlib.Path,
         stop = {_identity(os.stat(workspace))}
     except OSError:  # no artifacts directory (yet): no session has a file in it
         return False
-    own = None if artifact_root is None else _in_place(artifact_root)
     if own is not None:
         try:  # not followed, as in _in_place: through a link is where the link leads
             stop.add(_identity(os.lstat(own)))
