@@ -23,8 +23,9 @@ from tidings.store._ids import MAX_ID_CHARS, check_id
 from tidings.store._status import shown
 from tidings.supervisor._seconds import past_float_as_inf
 
-__all__ = ["MAX_IDS_PER_CALL", "MAX_ID_CHARS", "StatusViews", "check_id", "check_id_list",
-           "check_seconds", "check_seq", "check_session_id", "finite", "seconds_bound"]
+__all__ = ["MAX_IDS_PER_CALL", "MAX_ID_CHARS", "StatusViews", "check_count", "check_id",
+           "check_id_list", "check_seconds", "check_seq", "check_session_id", "finite",
+           "seconds_bound"]
 
 MAX_IDS_PER_CALL = 10_000
 """The most distinct held messages a send, notice or turn may release (``settles=``,
@@ -74,6 +75,13 @@ def check_seq(field: str, value: object) -> int:
     if value > MAX_INTEGER:  # (its repr may be too long to build)
         raise ValidationError(field, f"must be at most {MAX_INTEGER}")
     return value
+
+
+def check_count(field: str, value: object, *, least: int = 0) -> None:
+    """Refuse *value* by *field* unless it is an int >= *least* (a bool is no count): how many
+    of something an option asks for (sessions, messages, deliveries to wait for)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValidationError(field, f"must be an int >= {least}, got {value!r:.80}")
 
 
 def check_seconds(field: str, value: object, *, positive: bool = False) -> None:

@@ -26,7 +26,7 @@ import attrs
 import trio
 
 from tidings.actors import DeliveryHandle, Runtime, open_runtime
-from tidings.actors._status import check_seconds, seconds_bound
+from tidings.actors._status import check_count, check_seconds, seconds_bound
 from tidings.channels import EchoAgent
 from tidings.errors import InjectedFault, RestartIntensityExceeded, TidingsError, ValidationError
 from tidings.store import queries
@@ -77,11 +77,6 @@ def _check_names(field: str, names: object) -> tuple[str, ...]:
         raise ValidationError(field, f"must be a non-empty collection of non-empty strings "
                                      f"(not a lone string), got {names!r:.80}")
     return found
-
-
-def _check_count(field: str, value: object, *, least: int = 0) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ValidationError(field, f"must be an int >= {least}, got {value!r:.80}")
 
 
 def random_fault_plan(seed: int, rate: float, *, children: Sequence[str] = ACTORS,
@@ -334,9 +329,9 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
         _check_share(field, share)
     for field, count in (("sessions", sessions), ("turns", turns), ("messages", messages),
                          ("chats", chats), ("chat_messages", chat_messages)):
-        _check_count(field, count)
+        check_count(field, count)
     if lane_bytes is not None:
-        _check_count("lane_bytes", lane_bytes)
+        check_count("lane_bytes", lane_bytes)
     if plan is not None and not isinstance(plan, FaultPlan):  # (not open_runtime's fault_plan)
         raise ValidationError("plan", f"must be a FaultPlan or None, got {plan!r:.80}")
     check_seconds("settle", settle)

@@ -15,7 +15,7 @@ import trio
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt
 from tidings.actors._router import check_ack_window, check_capabilities
-from tidings.actors._status import check_seconds, seconds_bound
+from tidings.actors._status import check_count, check_seconds, seconds_bound
 from tidings.errors import ValidationError
 from tidings.supervisor._callables import certainly_async, wrong_signature
 
@@ -42,13 +42,6 @@ def _check_fail(fail: object) -> None:
     if (wrong := wrong_signature(fail)) is not None:
         raise ValidationError("fail", f"a predicate must take the outbound as its one "
                                       f"argument, got {fail!r:.60}{wrong!s:.60}")
-
-
-def _check_count(n: object) -> None:
-    """How many deliveries a wait is for: an int >= 0 (a negative one sliced the list from its
-    end, a bool or a float was taken or failed later naming nothing)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValidationError("n", f"must be an int >= 0 (how many to wait for), got {n!r:.80}")
 
 
 class MemoryRoute:
@@ -122,7 +115,7 @@ class MemoryRoute:
     async def wait_attempted(self, n: int) -> list[Outbound]:
         """Block until *n* deliveries have started; return them. *n* is an int >= 0
         (:class:`~tidings.errors.ValidationError` naming ``n`` otherwise)."""
-        _check_count(n)
+        check_count("n", n)  # a negative n sliced from the end; a bool or float was taken
         while len(self.attempted) < n:
             await self._changed.wait()
         await trio.lowlevel.checkpoint()
@@ -131,7 +124,7 @@ class MemoryRoute:
     async def wait_delivered(self, n: int) -> list[Outbound]:
         """Block until *n* deliveries have been accepted; return them. *n* is an int >= 0
         (:class:`~tidings.errors.ValidationError` naming ``n`` otherwise)."""
-        _check_count(n)
+        check_count("n", n)
         while len(self.delivered) < n:
             await self._changed.wait()
         await trio.lowlevel.checkpoint()

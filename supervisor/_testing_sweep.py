@@ -18,7 +18,7 @@ import attrs
 import trio
 
 from tidings.actors import Runtime, open_runtime
-from tidings.actors._status import check_seconds, seconds_bound
+from tidings.actors._status import check_count, check_seconds, seconds_bound
 from tidings.errors import TidingsError, ValidationError
 from tidings.supervisor import Supervisor
 from tidings.supervisor._testing_chaos import check_new_db_path
@@ -39,13 +39,6 @@ class SweepRun:
     injected: tuple[tuple[int, str], ...]
     outcomes: tuple[str, ...]
     violations: tuple[Violation, ...]
-
-
-def _check_messages(messages: object) -> None:
-    """The path sends at least one message: with none there is no delivery to sweep (the
-    sweep then blamed its target, or swept the writer over nothing and passed)."""
-    if isinstance(messages, bool) or not isinstance(messages, int) or messages < 1:
-        raise ValidationError("messages", f"must be an int >= 1, got {messages!r:.80}")
 
 
 def _check_target(target: object) -> None:
@@ -75,10 +68,11 @@ async def delivery_path_run(db_path: str | os.PathLike[str],
     else a :class:`ValidationError` naming them, before anything is opened."""
     check_new_db_path(db_path)
     _check_target(target)
-    _check_messages(messages)
-    if at is not None and (isinstance(at, bool) or not isinstance(at, int) or at < 1):
-        # (the injector refuses it too, but inside the open runtime: its database made)
-        raise ValidationError("at", f"must be None or an int >= 1, got {at!r:.80}")
+    # At least one message: with none there is no delivery to sweep (the sweep then blamed
+    # its target, or swept the writer over nothing and passed).
+    check_count("messages", messages, least=1)
+    if at is not None:  # (the injector refuses it too, but in the open runtime: its database made)
+        check_count("at", at, least=1)
     check_seconds("watchdog", watchdog)
     watchdog = seconds_bound(watchdog)  # an int no float holds: no bound, as inf
     checker = InvariantChecker()
@@ -154,7 +148,7 @@ async def sweep_delivery_path(directory: str | os.PathLike[str],
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ValidationError("every", f"must be an int >= 1, got {every!r}")
     _check_target(target)
-    _check_messages(messages)
+    check_count("messages", messages, least=1)
     directory = pathlib.Path(directory)
     workspace = pathlib.Path(workspace)
     earlier = sorted(path.name for pattern in ("clean.db*", "at-*.db*")
