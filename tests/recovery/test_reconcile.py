@@ -9,6 +9,7 @@ import pytest
 import trio
 
 import tidings
+from tidings.actors import DeliveryHandle
 from tidings.errors import StoreError
 from tidings.supervisor._logging import parse_fields
 from tidings.testing import MemoryRoute
@@ -247,12 +248,10 @@ async def test_a_platform_that_does_not_answer_is_not_asked_the_sessions_next_pa
     assert statuses == ["unknown"] * 5
 
 
-async def test_an_earlier_process_s_progress_note_the_platform_lacks_is_stale_not_sent_late(
-        db_path, workspace, reconciling_route) -> None:
-    # A dead turn's "working on it", cut in its delivery, came back from reconcile's
-    # "missing" as queued, and its lane (kicked by that write) sent it late: the scan's
-    # stale-progress pass that is there for such a note ran before the reconcile (and would
-    # have found it gone anyway). A late progress note is noise (the README's table).
+async def progress_cut_in_flight(db_path, workspace) -> tuple[str, DeliveryHandle]:
+    """A process that stopped (grace 0) while its route was delivering a turn's progress note
+    "working on it": the note's row stays ``sending`` (``unknown`` at the next start). Returns
+    the session id and the note's handle."""
     first = MemoryRoute()
     first.stall()
     async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
@@ -261,6 +260,16 @@ async def test_an_earlier_process_s_progress_note_the_platform_lacks_is_stale_no
         async with rt.open_turn(session_id) as ctx:
             note = await ctx.output.progress("working on it")
             await first.wait_attempted(1)
+    return session_id, note
+
+
+async def test_an_earlier_process_s_progress_note_the_platform_lacks_is_stale_not_sent_late(
+        db_path, workspace, reconciling_route) -> None:
+    # A dead turn's "working on it", cut in its delivery, came back from reconcile's
+    # "missing" as queued, and its lane (kicked by that write) sent it late: the scan's
+    # stale-progress pass that is there for such a note ran before the reconcile (and would
+    # have found it gone anyway). A late progress note is noise (the README's table).
+    session_id, note = await progress_cut_in_flight(db_path, workspace)
     route = reconciling_route({note.delivery_id: "missing"})
     with trio.fail_after(30):  # hang guard (real time; it takes milliseconds)
         async with tidings.open_runtime(db_path, workspace=workspace, recover="manual",

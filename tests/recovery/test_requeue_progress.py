@@ -8,6 +8,7 @@ import tidings
 from tidings.testing import MemoryRoute, database_violations
 
 from ..until import until
+from .test_reconcile import progress_cut_in_flight
 
 
 async def test_an_earlier_process_s_progress_note_handed_back_is_stale_not_sent_late(
@@ -17,14 +18,7 @@ async def test_an_earlier_process_s_progress_note_handed_back_is_stale_not_sent_
     # write, and out late, before any scan's stale-progress pass could fail it: the README's
     # table and a reconcile's "missing" end such a note failed (stale_progress), late it is
     # noise. This process's own note, handed back, still goes again.
-    first = MemoryRoute()
-    first.stall()
-    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
-        session_id = await rt.create_session(channel="web")
-        rt.router.bind(session_id, first)
-        async with rt.open_turn(session_id) as ctx:
-            old = await ctx.output.progress("working on it")
-            await first.wait_attempted(1)
+    session_id, old = await progress_cut_in_flight(db_path, workspace)
     route = MemoryRoute(ack_window=4)
     with trio.fail_after(30):  # hang guard (real time; it takes milliseconds)
         async with tidings.open_runtime(db_path, workspace=workspace,
