@@ -194,26 +194,6 @@ async def test_a_cancelled_agent_inside_its_own_nursery_is_still_cancelled(rt, d
     assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
 
 
-async def test_an_agent_that_fails_while_being_cancelled_is_cancelled(rt, db_path) -> None:
-    class Wrapping:
-        async def run(self, turn) -> None:
-            await turn.send_chunk("waiting")
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                raise RuntimeError("interrupted") from None  # what a careless agent does
-
-    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=Wrapping())
-    await channel.say("go")
-    await channel.wait_events("text_chunk")
-    await channel.say("/cancel")
-    await channel.wait_idle()
-    assert terminals(channel) == ["cancelled"]
-    assert cancels(channel) == ["cancel_command"]
-    # the turns table agrees with the lifecycle: not ``failed``
-    assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
-
-
 class Unprintable(RuntimeError):
     """An error that cannot be shown: its ``str()`` and ``repr()`` raise (a library
     exception whose methods read attributes it never set)."""
@@ -225,24 +205,30 @@ class Unprintable(RuntimeError):
         raise AttributeError("message")
 
 
-async def test_an_agent_that_fails_unprintably_while_being_cancelled_is_cancelled(
-        rt, db_path) -> None:
-    """The log line about the error read its repr(), which raised in the turn's own
-    handler: the turns table said ``failed`` while the lifecycle said ``cancelled``."""
+@pytest.mark.parametrize("error", [RuntimeError("interrupted"), Unprintable()],
+                         ids=["plain", "unprintable"])
+async def test_an_agent_that_fails_while_being_cancelled_is_cancelled(rt, db_path,
+                                                                      error) -> None:
+    """What a careless agent does: its Cancelled turned into an error. The turn is cancelled,
+    in the turns table too. Unprintable: the log line about the error read its repr(), which
+    raised in the turn's own handler, and the table said ``failed`` while the lifecycle said
+    ``cancelled``."""
     class Wrapping:
         async def run(self, turn) -> None:
             await turn.send_chunk("waiting")
             try:
                 await trio.sleep_forever()
             except trio.Cancelled:
-                raise Unprintable from None
+                raise error from None
 
     channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=Wrapping())
     await channel.say("go")
     await channel.wait_events("text_chunk")
     await channel.say("/cancel")
     await channel.wait_idle()
+    assert terminals(channel) == ["cancelled"]
     assert cancels(channel) == ["cancel_command"]
+    # the turns table agrees with the lifecycle: not ``failed``
     assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "cancel_command")]
 
 
