@@ -5,29 +5,47 @@ prompt is now put back only while ``input()`` shows it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 
 import pytest
 import trio
 
 
-@pytest.mark.skipif(not hasattr(os, "openpty"), reason="a pseudo-terminal")
-async def test_the_prompt_is_shown_once_after_each_line(tmp_path: pathlib.Path) -> None:
+@contextlib.asynccontextmanager
+async def _chat_on_a_terminal(argv: list[str], cwd: pathlib.Path, env: dict[str, str] | None = None
+                              ) -> AsyncIterator[tuple[trio.Process, trio.lowlevel.FdStream]]:
+    """``tidings chat`` (*argv*) run on a pseudo-terminal: yields its process and the
+    terminal's keyboard end (what is typed goes in, what the chat shows comes out); the
+    process is killed and the terminal closed after."""
     keyboard, tty = os.openpty()
     try:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--local",
-             "--workspace", str(tmp_path), "--db", str(tmp_path / "chat.db")],
-            stdin=tty, stdout=tty, stderr=subprocess.DEVNULL, cwd=tmp_path)
+        process = await trio.lowlevel.open_process(argv, stdin=tty, stdout=tty,
+                                                   stderr=subprocess.DEVNULL, cwd=cwd, env=env)
     finally:
         os.close(tty)
-    screen = b""
     terminal = trio.lowlevel.FdStream(keyboard)
     try:
+        yield process, terminal
+    finally:
+        process.kill()
+        with trio.CancelScope(shield=True):  # killed: a short wait
+            await process.wait()
+            await terminal.aclose()
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="a pseudo-terminal")
+async def test_the_prompt_is_shown_once_after_each_line(tmp_path: pathlib.Path) -> None:
+    screen = b""
+    async with _chat_on_a_terminal(
+            [sys.executable, "-m", "tidings.supervisor.cli", "chat", "--local",
+             "--workspace", str(tmp_path), "--db", str(tmp_path / "chat.db")],
+            tmp_path) as (_process, terminal):
         with trio.fail_after(60):
             while not screen.endswith(b"you> "):  # the first prompt
                 screen += await terminal.receive_some()
@@ -36,10 +54,6 @@ async def test_the_prompt_is_shown_once_after_each_line(tmp_path: pathlib.Path) 
             while not (b"terminal> hello" in screen and b"[completed]" in screen
                        and screen.endswith(b"you> ")):
                 screen += await terminal.receive_some()
-    finally:
-        process.kill()
-        await process.wait()
-        await terminal.aclose()
     assert b"you> you> " not in screen, screen
     # What the terminal shows: every line once, and one prompt at the end.
     shown = [line.rsplit(b"\x1b[K", 1)[-1] for line in screen.split(b"\r\n")]
@@ -77,18 +91,11 @@ async def _rest_of(terminal: trio.lowlevel.FdStream) -> bytes:
 # so the chat ended on a prompt nothing would read, and the shell's own prompt came after it.
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="a pseudo-terminal")
 async def test_no_prompt_is_put_back_once_ctrl_c_ended_the_chat(tmp_path: pathlib.Path) -> None:
-    keyboard, tty = os.openpty()
-    try:
-        process = await trio.lowlevel.open_process(
+    screen = b""
+    async with _chat_on_a_terminal(
             [sys.executable, "-c", _CHAT, "chat", "--local", "--workspace", str(tmp_path),
              "--db", str(tmp_path / "chat.db"), "--agent", "serve_agents:GatedAgent"],
-            stdin=tty, stdout=tty, stderr=subprocess.DEVNULL, cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(_AGENTS)})
-    finally:
-        os.close(tty)
-    screen = b""
-    terminal = trio.lowlevel.FdStream(keyboard)
-    try:
+            tmp_path, env={**os.environ, "PYTHONPATH": str(_AGENTS)}) as (process, terminal):
         with trio.fail_after(60):
             while not screen.endswith(b"you> "):  # the first prompt
                 screen += await terminal.receive_some()
@@ -98,10 +105,6 @@ async def test_no_prompt_is_put_back_once_ctrl_c_ended_the_chat(tmp_path: pathli
             process.send_signal(signal.SIGINT)  # the turn still holds
             assert await process.wait() == 130
             screen += await _rest_of(terminal)
-    finally:
-        process.kill()
-        await process.wait()
-        await terminal.aclose()
     shown = [line.rsplit(b"\x1b[K", 1)[-1] for line in screen.split(b"\r\n")]
     assert b"  [cancelled: shutdown]" in shown, screen
     assert shown[-1] == b"", screen  # the last line printed ended, and no prompt came after it
