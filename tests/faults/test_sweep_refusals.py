@@ -8,6 +8,16 @@ from tidings.errors import ValidationError
 from tidings.testing import delivery_path_run, sweep_delivery_path
 
 
+async def _refuses(run, path, workspace, **option) -> None:
+    """``run(path, workspace, **option)`` (the sweep or one path run) refuses its one
+    *option* by name, and has made nothing at *path*."""
+    [name] = option
+    with pytest.raises(ValidationError) as raised:
+        await run(path, workspace, **option)
+    assert raised.value.field == name
+    assert not path.exists()
+
+
 @pytest.mark.parametrize("messages", [0, -2, True, "3", 1.0])
 async def test_a_sweep_refuses_messages_that_are_no_count_by_name(tmp_path, workspace,
                                                                   messages) -> None:
@@ -20,10 +30,7 @@ async def test_a_sweep_refuses_messages_that_are_no_count_by_name(tmp_path, work
                                   messages=messages)
     assert raised.value.field == "messages"
     assert not (tmp_path / "sweep").exists()
-    with pytest.raises(ValidationError) as raised:
-        await delivery_path_run(tmp_path / "one.db", workspace, messages=messages)
-    assert raised.value.field == "messages"
-    assert not (tmp_path / "one.db").exists()
+    await _refuses(delivery_path_run, tmp_path / "one.db", workspace, messages=messages)
 
 
 @pytest.mark.parametrize("watchdog", [-1, "5", float("nan")])
@@ -31,10 +38,7 @@ async def test_a_path_run_refuses_a_watchdog_that_is_no_duration_by_name(tmp_pat
                                                                          watchdog) -> None:
     # It was taken, and trio refused it mid-run ("`seconds` must be non-negative", a
     # TypeError about '<'), naming nothing, with the runtime open.
-    with pytest.raises(ValidationError) as raised:
-        await delivery_path_run(tmp_path / "one.db", workspace, watchdog=watchdog)
-    assert raised.value.field == "watchdog"
-    assert not (tmp_path / "one.db").exists()
+    await _refuses(delivery_path_run, tmp_path / "one.db", workspace, watchdog=watchdog)
 
 
 @pytest.mark.parametrize("target", ["", 3, None])
@@ -43,14 +47,8 @@ async def test_a_sweep_refuses_a_target_that_is_no_name_by_name(tmp_path, worksp
     # It was checked by the injector, inside the clean run's open runtime: refused as 'child'
     # (an option the sweep has none of), or an AttributeError ('startswith') for 3 and None;
     # and the clean run's database it left made the corrected sweep refuse the directory.
-    with pytest.raises(ValidationError) as raised:
-        await sweep_delivery_path(tmp_path / "sweep", workspace, target=target)
-    assert raised.value.field == "target"
-    assert not (tmp_path / "sweep").exists()
-    with pytest.raises(ValidationError) as raised:
-        await delivery_path_run(tmp_path / "one.db", workspace, target=target)
-    assert raised.value.field == "target"
-    assert not (tmp_path / "one.db").exists()
+    await _refuses(sweep_delivery_path, tmp_path / "sweep", workspace, target=target)
+    await _refuses(delivery_path_run, tmp_path / "one.db", workspace, target=target)
 
 
 @pytest.mark.parametrize("at", [0, -1, True, "2"])
@@ -59,7 +57,4 @@ async def test_a_path_run_refuses_an_at_that_is_no_step_before_opening_its_datab
     # The injector refused it, but inside the run's open runtime: the database was made, and
     # the corrected run on the same path was refused for it ('db_path: must be a path where
     # nothing is yet').
-    with pytest.raises(ValidationError) as raised:
-        await delivery_path_run(tmp_path / "one.db", workspace, at=at)
-    assert raised.value.field == "at"
-    assert not (tmp_path / "one.db").exists()
+    await _refuses(delivery_path_run, tmp_path / "one.db", workspace, at=at)
