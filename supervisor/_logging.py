@@ -109,14 +109,15 @@ def configure_logging(level: str = "info", *, json_lines: bool = False,
     Python's warnings (a library's, as an agent imports it) are logged too, on
     ``py.warnings`` (``logging.captureWarnings``): printed as they were, as lines of plain
     text, they broke the one-JSON-object-per-line of ``--log-json`` that a log shipper
-    reads."""
+    reads. Everything else (those warnings, a library's logs) is shown from ``warning`` up,
+    or from *level* when it is higher: ``error`` means errors only, whoever logs them."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLinesFormatter(ascii_only=not _utf8(handler.stream))
                          if json_lines else KeyValueFormatter())
     root = logging.getLogger()
     root.addHandler(handler)
     logging.captureWarnings(True)
-    root.setLevel(logging.WARNING)
+    root.setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
     logging.getLogger("tidings").setLevel(level.upper())
     return handler
 

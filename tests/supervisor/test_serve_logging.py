@@ -96,3 +96,28 @@ def test_json_lines_on_a_utf8_stderr_keep_text_as_it_is() -> None:
         logging.getLogger().removeHandler(handler)
         logging.captureWarnings(False)
     assert '"db": "/srv/café.db"' in stream.getvalue()
+
+
+@pytest.mark.parametrize("level", ["error", "warning"])
+def test_the_level_applies_to_python_warnings_and_libraries_too(level: str) -> None:
+    # `--log-level error` still printed every Python warning (py.warnings) and a library's
+    # warnings: the root logger stayed at WARNING whatever the level asked for.
+    import warnings
+
+    from tidings.supervisor._logging import configure_logging
+    stream = io.StringIO()
+    handler = configure_logging(level, stream=stream)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("a library's deprecation", DeprecationWarning, stacklevel=1)
+        logging.getLogger("trio-websocket").warning("event=library_warning")
+        logging.getLogger("trio-websocket").error("event=library_error")
+    finally:
+        logging.getLogger().removeHandler(handler)
+        logging.captureWarnings(False)
+        logging.getLogger().setLevel(logging.WARNING)
+    text = stream.getvalue()
+    assert "library_error" in text
+    assert ("a library's deprecation" in text) == (level == "warning")
+    assert ("library_warning" in text) == (level == "warning")
