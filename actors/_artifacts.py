@@ -188,9 +188,10 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
     Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
     symlinks; a session's root that is itself a link is not followed: see :func:`_in_place`),
     the runtime's own, a file whose own name is no plain file name (none chosen), a ``..``
-    component, a missing or non-regular file, a non-http(s) URL (or one the URL parser
-    refuses, one holding an ASCII control character, or whose host is no host name: see
-    :func:`_host_problem`), or one that is not valid UTF-8.
+    component, a missing or non-regular file, a path that cannot be resolved (a symbolic link
+    loop on its way, or a workspace made one since the runtime opened), a non-http(s) URL (or
+    one the URL parser refuses, one holding an ASCII control character, or whose host is no
+    host name: see :func:`_host_problem`), or one that is not valid UTF-8.
     """
     check_source_type(source, field)
     if isinstance(source, ArtifactRef):
@@ -260,7 +261,11 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
         # Its text holds the path again: the reason alone (a path may be megabytes).
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ArtifactError(field, f"cannot resolve {text!r:.80}: {reason:.120}") from None
-    roots = [workspace.resolve()]
+    home = _resolved(workspace)
+    if home is None:  # swapped for a link loop since the runtime opened: nothing is in it
+        raise ArtifactError(field, f"cannot resolve {text!r:.80}: the workspace cannot be "
+                                   "resolved (a symbolic link loop)")
+    roots = [home]
     own = None if artifact_root is None else _in_place(artifact_root)
     if own is not None:
         roots.append(own)

@@ -43,3 +43,32 @@ async def test_an_artifacts_directory_that_is_a_link_loop_breaks_no_other_send(
             assert await notes.wait() == "delivered"
     assert [o.blocks[0].name for o in route.delivered] == ["notes.txt"]
     assert rows(db, "SELECT count(*) FROM artifacts") == [(1,)]
+
+
+async def test_a_workspace_made_a_link_loop_after_open_is_refused_naming_the_source(
+        tmp_path) -> None:
+    """The workspace is resolved at open; whoever writes its folder can swap it for a
+    symbolic link to itself afterwards. A file of the session's artifact root (an absolute
+    path, resolved without the workspace) then reached the workspace's own resolve, whose
+    ``RuntimeError('Symlink loop ...')`` came out of ``send_file`` bare, naming no argument.
+    It is an :class:`ArtifactError` naming the source, as a path through the loop is."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    db = tmp_path / "state" / "tidings.db"
+    async with tidings.open_runtime(db, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, MemoryRoute(capabilities={"text", "file"}))
+        root = rt.artifact_root_for(session_id)
+        root.mkdir(parents=True)
+        (root / "report.pdf").write_bytes(b"%PDF")
+        workspace.rename(tmp_path / "moved")
+        workspace.symlink_to(workspace)
+        with trio.fail_after(30):  # hang guard
+            async with rt.open_turn(session_id) as ctx:
+                for source in (str(root / "report.pdf"), "notes.txt",
+                               ArtifactRef(path=root / "report.pdf")):
+                    with pytest.raises(ArtifactError) as caught:
+                        await ctx.output.send_file(source, history_policy="transient")
+                    assert caught.value.field.startswith("source"), source
+                    assert "cannot resolve" in str(caught.value), source
+    assert rows(db, "SELECT count(*) FROM artifacts") == [(0,)]
