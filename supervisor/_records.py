@@ -50,7 +50,12 @@ class RestartRecord:
 @final
 @attrs.frozen
 class ChildStatistics:
-    """A snapshot of one child: state, current incarnation, restarts so far, mailbox depth."""
+    """A snapshot of one child: state, current incarnation, restarts so far, mailbox depth.
+
+    ``restarts`` counts the restarts this child's own endings caused; ``incarnation`` counts
+    every start, so a sibling's group restart (``one_for_all`` / ``rest_for_one``) raises the
+    incarnation of each child it starts again but the ``restarts`` of the failed child only:
+    one failure is one restart, as the intensity counts it."""
 
     name: str
     state: ChildState

@@ -77,7 +77,8 @@ async def test_failure_matrix(journal, autojump_clock, strategy, restart, failin
                 assert [event[:3] for event in journal.of("start", "stop")] == expected
                 assert {n: s.incarnation for n, s in stats.items()} == {
                     n: 2 if n in group else 1 for n in NAMES}
-                assert stats[failing].restarts == 1
+                assert stats[failing].restarts == 1  # the siblings' are the group's, counted
+                assert all(s.restarts == 0 for n, s in stats.items() if n != failing)  # there
                 assert sup.statistics().restarts == 1
                 assert all(s.state == "running" for s in stats.values())
             journal.events.clear()
