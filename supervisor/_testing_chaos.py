@@ -36,7 +36,8 @@ from tidings.supervisor._testing_channel import MemoryChannel
 from tidings.supervisor._testing_invariants import InvariantChecker, Violation, lane_violations
 from tidings.supervisor._testing_route import ReconcilingMemoryRoute
 
-__all__ = ["ACTORS", "ChaosReport", "check_new_db_path", "random_fault_plan", "run_chaos"]
+__all__ = ["ACTORS", "ChaosReport", "check_new_db_path", "random_fault_plan", "run_chaos",
+           "settled_lanes"]
 
 ACTORS = ("writer", "routes", "recovery", "tasks", "route:*", "task:*")
 """The runtime's actors, as fault-plan child patterns (``route:*``: every session lane;
@@ -403,7 +404,7 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
             if left:
                 recovery.violations.append(Violation(
                     "liveness", f"{left} rows still queued or sending after recovery"))
-            recovery.violations += await _settled_lanes(rt)
+            recovery.violations += await settled_lanes(rt)
             counts = await rt.store.read(queries.count_by_status)
             refused = workload.refused if workload is not None else []
             written = [text for text in refused
@@ -428,7 +429,7 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
     return report
 
 
-async def _settled_lanes(rt: Runtime, rounds: int = 20) -> list[Violation]:
+async def settled_lanes(rt: Runtime, rounds: int = 20) -> list[Violation]:
     """:func:`lane_violations` once the lanes have taken in the last commits: rows read back
     terminal may be so before the writer's task has run their lanes' callbacks (a lane's
     flush in the background), so each round waits for an empty write (after every earlier

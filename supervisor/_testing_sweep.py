@@ -3,7 +3,9 @@
 :func:`delivery_path_run` runs one fixed delivery path (a session, its route stalled while the
 first of ``messages`` sends is delivered, the others queued behind it, then released), with a
 :class:`CheckpointInjector` on one actor (``at=None``: count only). It waits for every handle,
-reopens the database without faults to recover, and checks every invariant.
+reopens the database without faults to recover, and checks every invariant: the lanes
+(:func:`lane_violations`) once every delivery ended in the faulty runtime and again after the
+recovery, then the database and the route.
 :func:`sweep_delivery_path` counts the steps of a clean run, then runs once per step (or per
 ``every``-th step).
 """
@@ -21,7 +23,7 @@ from tidings.actors import Runtime, open_runtime
 from tidings.actors._status import check_count, check_seconds, seconds_bound
 from tidings.errors import TidingsError, ValidationError
 from tidings.supervisor import Supervisor
-from tidings.supervisor._testing_chaos import check_new_db_path
+from tidings.supervisor._testing_chaos import check_new_db_path, settled_lanes
 from tidings.supervisor._testing_instrument import CheckpointInjector
 from tidings.supervisor._testing_invariants import InvariantChecker, Violation
 from tidings.supervisor._testing_route import ReconcilingMemoryRoute
@@ -116,13 +118,15 @@ async def delivery_path_run(db_path: str | os.PathLike[str],
                     checker.violations.append(Violation(
                         "liveness", f"deliveries never ended: {[h.status for h in handles]}"))
                 checker.check_running(rt)
-    from trio.testing import wait_all_tasks_blocked  # (it imports pytest: not at import time)
-
+            # Every row terminal (and acked: the route has no window), the injector out (its
+            # steps count the path alone, and no cancel lands in the check's own writes).
+            if not waited.cancelled_caught:
+                checker.violations += await settled_lanes(rt)
     async with open_runtime(db_path, workspace=workspace, recover="manual") as rt:
         if session_id:
             rt.router.bind(session_id, route)
         await rt.recover()
-        await wait_all_tasks_blocked()
+        checker.violations += await settled_lanes(rt)
     checker.check_database(db_path)
     checker.check_routes({session_id: route} if session_id else {}, db_path=db_path)
     return SweepRun(at, injector.steps, tuple(injector.injected), tuple(outcomes),
