@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from tidings.actors import Runtime, open_runtime
+from tidings.supervisor import FaultPlan
 
 __all__ = ["runtime_fixture"]
 
@@ -17,8 +18,12 @@ def runtime_fixture(*, name: str | None = None, **options: Any) -> Any:
     The runtime opens on ``<tmp_path>/<fixture name>/tidings.db`` (one database per fixture,
     so a test may take two of them) with the shared workspace ``<tmp_path>/workspace``
     (created), and stops when the test ends. ``options`` go to
-    :func:`tidings.open_runtime`; a callable ``fault_plan`` is called once per test, so each
-    test gets a fresh plan (plans count hits)::
+    :func:`tidings.open_runtime`. Each test gets a fresh ``fault_plan`` (a plan counts its
+    hits and how often each rule fired: one plan shared by the tests would let one test's
+    consumed faults leak into the next): a callable is called once per test, and a
+    :class:`~tidings.testing.FaultPlan` given as is is copied per test (its rules and seed,
+    no hits yet), and is itself left as it was. Read what the test's own plan injected from
+    ``rt.supervisor.fault_plan.injected``::
 
         # conftest.py
         from tidings.testing import FaultPlan, FaultRule, runtime_fixture
@@ -37,7 +42,9 @@ def runtime_fixture(*, name: str | None = None, **options: Any) -> Any:
         workspace.mkdir(exist_ok=True)
         settings = dict(options)
         plan = settings.get("fault_plan")
-        if callable(plan):
+        if isinstance(plan, FaultPlan):  # a template: this test's own counters
+            settings["fault_plan"] = FaultPlan(plan.rules, plan.seed)
+        elif callable(plan):
             settings["fault_plan"] = plan()
         async with open_runtime(tmp_path / request.fixturename / "tidings.db",
                                 workspace=workspace,
