@@ -72,6 +72,14 @@ _CLOSE_REASON_BYTES = 123
 the code)."""
 
 
+def _sendable_close_code(code: object) -> bool:
+    """Whether *code* is a close code an endpoint may send (RFC 6455, 7.4): ``1004`` is
+    reserved, ``1005``, ``1006`` and ``1015`` only ever say why a close had none to give."""
+    if not isinstance(code, int) or isinstance(code, bool):
+        return False
+    return 1000 <= code <= 1003 or 1007 <= code <= 1011 or 3000 <= code <= 4999
+
+
 def _close_reason(reason: str) -> str:
     """*reason* cut to fit a close frame (:data:`_CLOSE_REASON_BYTES` of UTF-8, ``…`` said
     where it was cut)."""
@@ -303,5 +311,18 @@ class GatewayClient:
                 return frames
 
     async def aclose(self, code: int = 1000) -> None:
+        """Close the connection with the close *code* (``1000``: a normal close), waiting at
+        most 2 s for the server's answer (shielded: it is closed even from a cancelled scope).
+
+        Raises:
+          ValidationError: (a ``ValueError``, field ``code``) for a code no websocket endpoint
+            may send (RFC 6455, 7.4): anything but ``1000``-``1003``, ``1007``-``1011`` and
+            ``3000``-``4999``. Nothing is sent then, and the connection stays open: sent, the
+            server would close it as a protocol error, far from the call that was wrong.
+        """
+        if not _sendable_close_code(code):
+            raise ValidationError("code", f"must be a websocket close code an endpoint may "
+                                          f"send (1000-1003, 1007-1011 or 3000-4999), "
+                                          f"got {code!r:.80}")
         with trio.CancelScope(shield=True), trio.move_on_after(2):
             await self.ws.aclose(code)
