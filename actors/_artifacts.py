@@ -175,15 +175,18 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
                    artifact_root: pathlib.Path | None, field: str = "source",
                    artifacts: pathlib.Path | None = None,
                    databases: Sequence[pathlib.Path] = (),
+                   private: Sequence[pathlib.Path] = (),
                    name: str | None = None) -> ResolvedSource:
     """Check *source* against the roots and return where it really is (blocking: stats files).
     *artifact_root* is None for a session with none (see :func:`names_own_directory`).
     *artifacts* is every session's artifacts directory and *databases* the database's paths
     (the file, and the symbolic link it was opened by, if any: files such as the gateway
-    token are kept beside the name given): what is theirs is the runtime's own, refused even
-    inside the workspace. *name* is one chosen for it elsewhere (a ready-made block's, checked
-    already): it, or an ``ArtifactRef``'s, is the source's name; else a file's own name must
-    be a plain file name (:func:`check_file_name`), as a chosen one must.
+    token are kept beside the name given), and *private* the host's secrets (absolute paths:
+    ``tidings serve``'s gateway token file, wherever it is): what is theirs is the runtime's
+    own, refused even inside the workspace. *name* is one chosen for it elsewhere (a
+    ready-made block's, checked already): it, or an ``ArtifactRef``'s, is the source's name;
+    else a file's own name must be a plain file name (:func:`check_file_name`), as a chosen
+    one must.
 
     Raises :class:`ArtifactError` naming *field* for a path outside both roots (after resolving
     symlinks; a session's root that is itself a link is not followed: see :func:`_in_place`),
@@ -203,14 +206,15 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
         else:
             assert source.path is not None
             resolved = _resolve_path(os.fspath(source.path), workspace, artifact_root,
-                                     f"{field}.path", artifacts, databases, bool(source.name))
+                                     f"{field}.path", artifacts, databases, private,
+                                     bool(source.name))
         return attrs.evolve(resolved, name=source.name or resolved.name, ref=source)
     text = os.fspath(source)
     if isinstance(source, str) and looks_like_url(text):
         resolved = _resolve_url(text, field)
     else:
         resolved = _resolve_path(text, workspace, artifact_root, field, artifacts, databases,
-                                 bool(name))
+                                 private, bool(name))
     return attrs.evolve(resolved, name=name) if name else resolved
 
 
@@ -245,7 +249,8 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
 
 def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Path | None,
                   field: str, artifacts: pathlib.Path | None = None,
-                  databases: Sequence[pathlib.Path] = (), named: bool = False
+                  databases: Sequence[pathlib.Path] = (),
+                  private: Sequence[pathlib.Path] = (), named: bool = False
                   ) -> ResolvedSource:
     if not text or "\x00" in text:
         raise ArtifactError(field, "the path is empty or contains a NUL character")
@@ -272,10 +277,10 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
     if not any(resolved.is_relative_to(root) for root in roots):
         raise ArtifactError(field, "the path resolves outside the workspace and the session's "
                                    "artifact root")
-    if _runtimes_own(resolved, roots[0], own, artifacts, databases):
+    if _runtimes_own(resolved, roots[0], own, artifacts, databases, private):
         raise ArtifactError(field, "the path is the runtime's own (the database or a file "
-                                   "beside it, or another session's artifacts), not the "
-                                   "workspace's")
+                                   "beside it, a private file such as the gateway's token, "
+                                   "or another session's artifacts), not the workspace's")
     if not resolved.is_file():
         raise ArtifactError(field, f"not a regular file: {text!r:.80}")
     location = str(resolved)
@@ -314,11 +319,13 @@ def _host_problem(host: str) -> str | None:
 
 
 def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path, own: pathlib.Path | None,
-                  artifacts: pathlib.Path | None, databases: Sequence[pathlib.Path]) -> bool:
+                  artifacts: pathlib.Path | None, databases: Sequence[pathlib.Path],
+                  private: Sequence[pathlib.Path] = ()) -> bool:
     """Whether the resolved path *resolved* is one of the database's files
     (:data:`DATABASE_SUFFIXES`, beside each of *databases*: a symbolic link's name is the one
     ``tidings serve`` keeps its token by, while SQLite keeps its journals beside the file the
-    link leads to; by name, or by identity: the same file under another name), or in
+    link leads to), one of the *private* files (where each leads now), by name, or by
+    identity (the same file under another name), or in
     *artifacts* outside the session's own root *own* (where it is: :func:`_in_place`), where
     the (resolved) *workspace* holds *artifacts*: a workspace that is the artifacts directory,
     or inside it, is the host's choice to share it, and one outside it gives no access to it
@@ -335,6 +342,8 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path, own: pathlib.
     if any(resolved.parent == database.parent and resolved.name in {
             database.name + suffix for suffix in DATABASE_SUFFIXES} for database in databases):
         return True
+    if any(resolved == _resolved(path) for path in private):
+        return True
     # The same file under another name: on a case-insensitive file system ``TIDINGS.DB``
     # for ``tidings.db`` (which any turn can name; resolving keeps the case given), or a
     # hard link. Told by its identity.
@@ -342,14 +351,14 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path, own: pathlib.
         found = resolved.stat()
     except OSError:
         return False
-    for database in databases:
-        for suffix in DATABASE_SUFFIXES:
-            try:
-                kept = os.stat(database.with_name(database.name + suffix))
-            except OSError:
-                continue
-            if _identity(kept) == _identity(found):
+    kept = [database.with_name(database.name + suffix) for database in databases
+            for suffix in DATABASE_SUFFIXES]
+    for path in (*kept, *private):
+        try:
+            if _identity(os.stat(path)) == _identity(found):
                 return True
+        except OSError:
+            continue
     return False
 
 

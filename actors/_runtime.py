@@ -12,7 +12,7 @@ import functools
 import os
 import pathlib
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
 from typing import Any, Literal
 
@@ -32,7 +32,12 @@ from tidings.actors._policy import check_flag
 from tidings.actors._recovery import RecoveryReport, RecoveryScanner
 from tidings.actors._retention import RetentionSupport
 from tidings.actors._router import SessionInteractionRouter
-from tidings.actors._runtime_checks import check_arguments, check_core_id_length, resolve_roots
+from tidings.actors._runtime_checks import (
+    check_arguments,
+    check_core_id_length,
+    check_private_files,
+    resolve_roots,
+)
 from tidings.actors._runtime_lock import lock_database, release_database, unlock_database
 from tidings.actors._status import (
     MAX_ID_CHARS,
@@ -92,13 +97,16 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
     def __init__(self, store: Store, *, core_id: str, workspace: pathlib.Path,
                  artifact_root: pathlib.Path | None, grace: float, lease: float,
                  scan_interval: float = 30.0, stranded_after: float = 60.0,
-                 database_name: pathlib.Path | None = None) -> None:
+                 database_name: pathlib.Path | None = None,
+                 private_files: tuple[pathlib.Path, ...] = ()) -> None:
         self.store = store
         # The database file, and the name it was opened by if that is a symbolic link to it
         # (``tidings serve`` keeps the gateway token beside that name): never artifacts.
         database = pathlib.Path(store.path)
         self.database_paths: tuple[pathlib.Path, ...] = (database,) + (
             (database_name,) if database_name not in (None, database) else ())
+        # Files the host keeps secret (``tidings serve``'s gateway token file): never sent.
+        self.private_files = private_files
         self.core_id = core_id
         self.workspace = workspace
         self._artifact_root = artifact_root
@@ -333,7 +341,9 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                        intensity: Intensity | None = None, grace: float = 2.0,
                        lease: float = 300.0, clock: Callable[[], float] = time.time,
                        scan_interval: float = 30.0, stranded_after: float = 60.0,
-                       writer: Executor = "thread") -> AsyncIterator[Runtime]:
+                       writer: Executor = "thread",
+                       private_files: Sequence[str | os.PathLike[str]] = ()
+                       ) -> AsyncIterator[Runtime]:
     """Open a runtime on the SQLite database at *db_path*.
 
     ``recover="at_open"`` recovers while opening; with ``"manual"`` only the claims of dead
@@ -345,6 +355,9 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     exit. ``writer="process"`` commits in a child writer process instead of a worker thread:
     the SQLite work then runs beside the event loop rather than taking turns with it for the
     GIL (higher throughput under many concurrent senders; one more process per runtime).
+    ``private_files``: files no turn may send as an artifact, though the workspace holds them
+    (a secret of the host's: ``tidings serve`` gives its gateway token file), refused as the
+    database's own files are, by name and by the file itself (a link to one, a hard link).
 
     Bad arguments raise :class:`ValidationError` naming them before anything is created: the
     paths must be non-empty strings or ``os.PathLike`` (``workspace`` an existing directory),
@@ -365,6 +378,7 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                      grace=grace, lease=lease, scan_interval=scan_interval,
                      stranded_after=stranded_after, intensity=intensity,
                      fault_plan=fault_plan, clock=clock)
+    private = check_private_files(private_files)
     # An integer of seconds past a float's range is no bound, as inf is.
     grace, scan_interval, stranded_after = (seconds_bound(value) for value in (
         grace, scan_interval, stranded_after))
@@ -377,7 +391,8 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                                     clock=clock)
         runtime = Runtime(store, core_id=core_id, workspace=root, artifact_root=artifacts,
                           grace=grace, lease=lease, scan_interval=scan_interval,
-                          stranded_after=stranded_after, database_name=_named(db_path))
+                          stranded_after=stranded_after, database_name=_named(db_path),
+                          private_files=private)
     except BaseException:
         unlock_database(lock, created)
         raise

@@ -17,8 +17,8 @@ from tidings.store._status import shown
 from tidings.store._store import MAX_TIME, check_clock
 from tidings.supervisor import FaultPlan, Intensity
 
-__all__ = ["MAX_LEASE", "MAX_TIME", "check_arguments", "check_core_id_length", "resolve_path",
-           "resolve_roots"]
+__all__ = ["MAX_LEASE", "MAX_TIME", "check_arguments", "check_core_id_length",
+           "check_private_files", "resolve_path", "resolve_roots"]
 
 MAX_LEASE = 10 * 365 * 86400
 """The longest ``lease`` (10 years): each claim stores ``now + lease`` as a time, which must
@@ -93,6 +93,26 @@ def check_arguments(*, db_path: object, workspace: object, artifact_root: object
         raise ValidationError("fault_plan", f"must be a FaultPlan or None, got "
                                             f"{fault_plan!r:.80}")
     check_clock(clock)
+
+
+def check_private_files(value: object) -> tuple[pathlib.Path, ...]:
+    """``open_runtime(private_files=...)``: a list or tuple of paths (a lone path is refused:
+    a string would be taken letter by letter), each made absolute (``~`` expanded) now, so a
+    later change of the current directory does not move it. Symbolic links are not followed
+    here: each send looks again at the name and at the file it leads to then. Raises
+    :class:`ValidationError` naming ``private_files`` or ``private_files[i]``."""
+    if not isinstance(value, list | tuple):
+        raise ValidationError("private_files", f"must be a list or tuple of paths, got "
+                                               f"{type(value).__name__}")
+    paths = []
+    for index, path in enumerate(value):
+        field = f"private_files[{index}]"
+        check_path(field, path)
+        try:
+            paths.append(pathlib.Path(path).expanduser().absolute())
+        except (OSError, RuntimeError) as exc:  # no current directory; no home for ``~``
+            raise ValidationError(field, f"cannot be made absolute: {exc}") from None
+    return tuple(paths)
 
 
 def check_core_id_length(db_path: str | os.PathLike[str], core_id: str) -> None:

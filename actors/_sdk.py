@@ -333,7 +333,7 @@ class OutputSDK:
                    if isinstance(part, _Media)]
         resolved: list[ResolvedSource] = await trio.to_thread.run_sync(
             _resolve_all, sources, workspace, root, turn.runtime.artifacts_directory,
-            turn.runtime.database_paths)
+            turn.runtime.database_paths, turn.runtime.private_files)
         blocks: list[ContentBlock] = []
         artifacts: list[ArtifactRecord] = []
         found = iter(resolved)
@@ -359,12 +359,14 @@ class OutputSDK:
 
 def _resolve_all(sources: list[tuple[Any, str, str | None]], workspace: pathlib.Path,
                  root: pathlib.Path | None, artifacts: pathlib.Path,
-                 databases: Sequence[pathlib.Path]) -> list[ResolvedSource]:
+                 databases: Sequence[pathlib.Path],
+                 private: Sequence[pathlib.Path]) -> list[ResolvedSource]:
     """Resolve each ``(source, field, name)`` (*name*: a ready-made block's, or None); an
     error names the field of the source that failed (its block's index in a block list, not
     its rank among the media blocks)."""
     return [resolve_source(source, workspace=workspace, artifact_root=root, field=field,
-                           artifacts=artifacts, databases=databases, name=name)
+                           artifacts=artifacts, databases=databases, private=private,
+                           name=name)
             for source, field, name in sources]
 
 

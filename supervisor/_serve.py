@@ -128,7 +128,7 @@ async def serve(config: ServeConfig, control: StopControl, *,
             # served yet, and what recovery had not done is done at the next start. A first
             # one lets the start finish, then stops.
             with control.on_immediate(starting.cancel):
-                rt = await _open_runtime(stack, config, db)
+                rt = await _open_runtime(stack, config, db, token_file)
             opened.append(rt)
             source = found or await trio.to_thread.run_sync(
                 create_token, token_file or token_path(config.db))
@@ -210,14 +210,17 @@ _KEYS = {"db_path": "db"}
 
 
 async def _open_runtime(stack: contextlib.AsyncExitStack, config: ServeConfig,
-                        db: pathlib.Path) -> Any:
+                        db: pathlib.Path, token_file: pathlib.Path | None) -> Any:
     """The runtime, entered on *stack*. A database or workspace it cannot open is refused
     by name (not a traceback); no token file was made yet, so a start that did not happen
-    leaves nothing behind (and never removes a token file another server uses)."""
+    leaves nothing behind (and never removes a token file another server uses). The token
+    file (*token_file*, or the default beside the database) is private: no turn sends it,
+    wherever it is (the workspace may hold it)."""
+    private = () if config.token is not None else (token_file or token_path(config.db),)
     try:
         return await stack.enter_async_context(tidings.open_runtime(
             db, workspace=config.workspace, core_id=config.core_id, grace=config.grace,
-            writer=config.writer))
+            writer=config.writer, private_files=private))
     except (TidingsError, sqlite3.Error, OSError) as exc:
         if isinstance(exc, ValidationError):  # named by the key: db_path is serve.db
             key = _KEYS.get(exc.field, exc.field)
