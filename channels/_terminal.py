@@ -206,8 +206,9 @@ class TerminalChannel(ChannelBase):
     async def chat(self, lines: AsyncIterable[str | LineTooLong], *,
                    one_at_a_time: bool = False) -> None:
         """Send every line as a message (or as the answer to a waiting question; a line that
-        is not valid UTF-8, or one :func:`stdin_lines` found too long, is refused with
-        ``! not sent: ...`` and a question stays open); at the end of input, decline
+        is not valid UTF-8, or one :func:`stdin_lines` found too long or over
+        ``MAX_TEXT_BYTES`` however read, typed ones too, is refused with ``! not sent: ...``
+        and a question stays open); at the end of input, decline
         what is (or will be) asked, wait for running turns and (up to :data:`DELIVERY_WAIT`
         seconds) for their deliveries, then return.
 
@@ -239,6 +240,8 @@ class TerminalChannel(ChannelBase):
 
     async def _chat(self, lines: AsyncIterable[str | LineTooLong], one_at_a_time: bool) -> None:
         async for line in lines:
+            if not isinstance(line, LineTooLong) and _over_a_message(line):
+                line = LineTooLong(MAX_TEXT_BYTES)  # typed: input() read it whole, uncapped
             if isinstance(line, LineTooLong):
                 name = " (MAX_TEXT_BYTES)" if line.limit == MAX_TEXT_BYTES else ""
                 self._print("! ", f"not sent: the line is over {line.limit} bytes{name}; the "
@@ -320,7 +323,8 @@ async def stdin_lines(prompt: str = "> ", *,
     *max_line_bytes* (awaited before each line is read; None: :data:`MAX_TEXT_BYTES`, a message
     text's cap) is yielded as :class:`LineTooLong` once that many of its bytes are read, and
     the rest of it is skipped up to its newline: at most the limit is held, not the line.
-    A terminal's lines are bounded by the terminal itself.
+    A terminal's lines are read whole by ``input()``: :meth:`TerminalChannel.chat` refuses
+    one over :data:`MAX_TEXT_BYTES` as it would this reader's :class:`LineTooLong`.
     """
     if sys.stdin is None:
         return
@@ -407,6 +411,20 @@ def _read_line(limit: int) -> str | LineTooLong:
     while not data.endswith(b"\n") and (data := buffer.readline(_SKIP)):
         pass
     return LineTooLong(limit)
+
+
+def _over_a_message(line: str) -> bool:
+    """Whether *line*'s text (its ``\r\n`` not counted) is over ``MAX_TEXT_BYTES`` of UTF-8:
+    what the capped readers refuse as :class:`LineTooLong`, and a terminal's ``input()``
+    hands over whole. Undecodable bytes (lone surrogates) count as the bytes they were."""
+    text = line.rstrip("\r\n")
+    if len(text) * 4 <= MAX_TEXT_BYTES:  # at most 4 bytes a character: no need to encode
+        return False
+    try:
+        size = len(text.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:  # a lone surrogate no byte gave: 3 bytes, as Python writes it
+        size = len(text.encode("utf-8", "surrogatepass"))
+    return size > MAX_TEXT_BYTES
 
 
 def allows(answer: str | None) -> bool:

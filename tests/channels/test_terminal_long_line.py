@@ -7,17 +7,19 @@ by b106b52; a regular file went through this reader and was not)."""
 from __future__ import annotations
 
 import contextlib
+import io
 import pathlib
 import subprocess
 import sys
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import trio
 
 from tidings.actors import MAX_TEXT_BYTES
-from tidings.channels._terminal import LineTooLong, stdin_lines
+from tidings.channels import ChannelConfig, EchoAgent
+from tidings.channels._terminal import LineTooLong, TerminalChannel, stdin_lines
 
 
 @contextlib.contextmanager
@@ -91,3 +93,27 @@ def test_tidings_chat_local_refuses_a_line_over_a_message_and_goes_on(
             "of it is skipped") in lines
     assert "terminal> bye" in lines
     assert not any("xxxx" in line for line in lines)  # neither sent nor echoed
+
+
+# A line typed on a terminal is read whole by input() (readline), not by the capped readers
+# above: one over MAX_TEXT_BYTES (a paste) was sent, and answered in two parts, where the same
+# line piped in was refused. The channel refuses it now, with the piped line's message.
+async def test_a_typed_line_over_a_message_is_refused_as_a_piped_one(rt) -> None:
+    async def typed() -> AsyncIterator[str]:
+        yield "hello\n"
+        yield "é" * (MAX_TEXT_BYTES // 2) + "x\n"  # one byte over, in two-byte characters
+        yield "é" * (MAX_TEXT_BYTES // 2) + "\r\n"  # exactly the cap, and CRLF: taken
+        yield "bye\n"
+
+    out = io.StringIO()
+    channel = TerminalChannel(rt, ChannelConfig(name="terminal"), EchoAgent(chunk_size=1 << 20),
+                              out=out)
+    await channel.chat(typed(), one_at_a_time=True)
+    lines = out.getvalue().splitlines()
+    assert lines.count(f"! not sent: the line is over {MAX_TEXT_BYTES} bytes (MAX_TEXT_BYTES); "
+                       "the rest of it is skipped") == 1
+    assert "terminal> hello" in lines
+    assert "terminal> bye" in lines
+    assert f"terminal> {'é' * (MAX_TEXT_BYTES // 2)}" in lines
+    assert not any("x" in line for line in lines if line.startswith("terminal> é"))
+    assert lines.count("  [completed]") == 3
