@@ -172,11 +172,13 @@ def requeued_deliveries(db_path: Any) -> set[str]:
         conn.close()
 
 
-def _statuses(db_path: Any) -> dict[str, tuple[str, int]]:
+def _statuses(db_path: Any) -> dict[str, tuple[str, int, str]]:
+    """Each delivery's status, whether it is visible, and its session."""
     conn = _read_only(db_path)
     try:
-        return {delivery_id: (status, visible) for delivery_id, status, visible in conn.execute(
-            "SELECT delivery_id, status, visible FROM outbox")}
+        return {delivery_id: (status, visible, session_id)
+                for delivery_id, status, visible, session_id in conn.execute(
+                    "SELECT delivery_id, status, visible, session_id FROM outbox")}
     finally:
         conn.close()
 
@@ -215,12 +217,14 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
       outbounds; one of a session it was not given for is misrouted);
     * with ``db_path``: whatever a route accepted is ``sent`` or ``unknown`` in the outbox
       (or gone, once a prune has trimmed the database: :func:`pruned`), and every visible
-      ``sent`` row was accepted by its route.
+      ``sent`` row was accepted by its route; a ``sent`` row of a session ``routes`` has no
+      route for is a ``routes`` violation (the caller left that session out: give ``routes``
+      every session of the database).
     """
     _check_routes(routes)
     found: list[Violation] = []
     again = set(requeued)
-    statuses: dict[str, tuple[str, int]] = {}
+    statuses: dict[str, tuple[str, int, str]] = {}
     trimmed = False
     if db_path is not None:
         again |= requeued_deliveries(db_path)
@@ -259,14 +263,21 @@ def route_violations(routes: Mapping[str, MemoryRoute], *, db_path: Any = None,
                 accepted[outbound.delivery_id] = session_id
     if db_path is not None:
         for delivery_id, session_id in accepted.items():
-            status = statuses.get(delivery_id, ("missing", 1))[0]
+            status = statuses.get(delivery_id, ("missing", 1, session_id))[0]
             if status not in ("sent", "unknown") and not (trimmed and status == "missing"):
                 found.append(Violation("outcome", f"the route of {session_id} accepted "
                                                   f"{delivery_id}, but the outbox says {status}"))
-        for delivery_id, (status, visible) in statuses.items():
-            if status == "sent" and visible and delivery_id not in accepted:
-                found.append(Violation("outcome", f"delivery {delivery_id} is sent, but no "
-                                                  f"route accepted it"))
+        for delivery_id, (status, visible, session_id) in statuses.items():
+            if status != "sent" or not visible or delivery_id in accepted:
+                continue
+            if session_id not in routes:  # the caller's gap: what its route took is unknown
+                found.append(Violation("routes", f"delivery {delivery_id} of {session_id} is "
+                                                 f"sent, but {session_id} has no route in "
+                                                 f"routes to check it against (give routes "
+                                                 f"every session of the database)"))
+            else:
+                found.append(Violation("outcome", f"delivery {delivery_id} is sent, but the "
+                                                  f"route of {session_id} never accepted it"))
     return found
 
 
