@@ -331,9 +331,12 @@ class OutputSDK:
                 if names_own_directory(turn.session_id) else None)
         sources = [(part.source, part.field, part.name) for part in parts
                    if isinstance(part, _Media)]
+        # Abandoned on a cancel: the checks only read (resolve, stat) and their result is
+        # dropped, so a file system that hangs (a dead network mount) cannot hold a cancelled
+        # turn (a stop, a /clear, a timeout) until it answers, if ever.
         resolved: list[ResolvedSource] = await trio.to_thread.run_sync(
             _resolve_all, sources, workspace, root, turn.runtime.artifacts_directory,
-            turn.runtime.database_paths, turn.runtime.private_files)
+            turn.runtime.database_paths, turn.runtime.private_files, abandon_on_cancel=True)
         blocks: list[ContentBlock] = []
         artifacts: list[ArtifactRecord] = []
         found = iter(resolved)
