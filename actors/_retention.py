@@ -58,7 +58,9 @@ class RetentionSupport:
         raises :class:`~tidings.errors.DeliveryNotFoundError`, and its idempotency key is
         free again); runtime events older than the cutoff but those of deliveries still kept
         (a feed whose cursor is below what is left raises
-        :class:`~tidings.errors.EventsPrunedError`); client message ids received before it
+        :class:`~tidings.errors.EventsPrunedError`; an event stamped after the newest one, by
+        a clock that ran ahead, holds none after it back, and is itself kept until its own
+        stamp is older than the cutoff); client message ids received before it
         (the dedupe window). Never history, sessions, turns, artifacts, conversation
         bindings, held messages, or a ``queued``, ``sending``, ``unknown`` or ``unrouted``
         delivery. A chunk (1,000 deliveries) per commit, each all-or-nothing: a cancel or a

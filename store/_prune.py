@@ -9,7 +9,10 @@ Every delivery leaves an outbox row, a work item and a few events; the gateway l
 - events older than the cutoff, from the oldest on: the horizon (schema v5, the lowest
   ``event_seq`` a feed reader may still ask for) rises past them in the same transaction.
   The events of a delivery still in the outbox are kept (its report stays whole); they go with
-  it. The newest event is always kept (it keeps ``event_seq`` from being given out twice);
+  it. The newest event is always kept (it keeps ``event_seq`` from being given out twice).
+  One stamped after the newest event (a clock that ran ahead, then was set right) holds no
+  older event after it back: the horizon passes it, and it stays below it until its own stamp
+  is older than the cutoff (see :func:`_events`). No event is deleted before that;
 - ``client_messages`` rows older than the cutoff (the dedupe window of client message ids).
 
 Never history (``messages``), sessions, turns, artifacts, conversation bindings or held
@@ -136,8 +139,9 @@ def _deliveries(conn: sqlite3.Connection, cutoff: float) -> tuple[int, int, int,
     ids = [row[0] for row in rows]
     values = ",".join(["(?)"] * len(rows))
     events = conn.execute(
-        f"DELETE FROM events WHERE delivery_id IN (VALUES {values}) AND event_seq < "
-        "(SELECT lowest_kept FROM event_horizon WHERE singleton = 1)", ids).rowcount
+        f"DELETE FROM events WHERE delivery_id IN (VALUES {values}) AND created_at < ? "
+        "AND event_seq < (SELECT lowest_kept FROM event_horizon WHERE singleton = 1)",
+        (*ids, cutoff)).rowcount
     work_items = conn.execute(f"DELETE FROM work_items WHERE work_id IN (VALUES {values})",
                               [row[1] for row in rows]).rowcount
     deliveries = conn.execute(
@@ -148,14 +152,29 @@ def _deliveries(conn: sqlite3.Connection, cutoff: float) -> tuple[int, int, int,
 
 def _events(conn: sqlite3.Connection, cutoff: float) -> tuple[int, bool]:
     """Raise the horizon past the oldest events older than *cutoff* (never past the newest
-    event) and delete those under it that no outbox row still owns."""
+    event) and delete the events under it that are older than *cutoff* by their own stamp
+    and that no outbox row still owns.
+
+    The walk goes in ``event_seq`` order, the order events were written, and stops at the
+    first event the cutoff keeps: the ones after it were written later, so are newer. But
+    not at one stamped after the newest event: a wall clock that ran ahead (then was set
+    right) stamped it, and it said nothing of the events after it; stopping there held every
+    later event back for as long as that stamp stayed ahead of the cutoff (for ever, for
+    one in 2999). The walk goes past it (SQLite skips it in the scan) and the horizon with
+    it, but it stays, below the horizon, until its own stamp is older than the cutoff: then
+    the sweep of the rows below the horizon (those of deliveries kept, those the walk passed)
+    deletes it. The horizon never rises past an event the walk did not find old, so a feed
+    reader is never told of a gap before an event it could still read."""
     horizon = first_kept_event(conn)
-    newest = conn.execute("SELECT MAX(event_seq) FROM events").fetchone()[0]
-    if newest is None or newest <= horizon:
+    newest = conn.execute("SELECT event_seq, created_at FROM events "
+                          "ORDER BY event_seq DESC LIMIT 1").fetchone()
+    if newest is None:
         return 0, False
+    newest_seq, newest_at = newest
     rows = conn.execute(
         "SELECT event_seq, created_at FROM events WHERE event_seq >= ? AND event_seq < ? "
-        "ORDER BY event_seq LIMIT ?", (horizon, newest, EVENTS_PER_STEP)).fetchall()
+        "AND created_at <= ? ORDER BY event_seq LIMIT ?",
+        (horizon, newest_seq, newest_at, EVENTS_PER_STEP)).fetchall()
     raised = horizon
     more = len(rows) == EVENTS_PER_STEP
     for seq, created_at in rows:
@@ -163,14 +182,14 @@ def _events(conn: sqlite3.Connection, cutoff: float) -> tuple[int, bool]:
             more = False
             break
         raised = seq + 1
-    if raised == horizon:
-        return 0, False
-    conn.execute("UPDATE event_horizon SET lowest_kept = ? WHERE singleton = 1", (raised,))
+    if raised > horizon:
+        conn.execute("UPDATE event_horizon SET lowest_kept = ? WHERE singleton = 1", (raised,))
     deleted = conn.execute(
-        "DELETE FROM events WHERE event_seq >= ? AND event_seq < ? AND (delivery_id IS NULL "
-        "OR NOT EXISTS (SELECT 1 FROM outbox WHERE outbox.delivery_id = events.delivery_id))",
-        (horizon, raised)).rowcount
-    return deleted, more
+        "DELETE FROM events WHERE event_seq IN (SELECT event_seq FROM events "
+        "WHERE event_seq < ? AND created_at < ? AND (delivery_id IS NULL OR NOT EXISTS "
+        "(SELECT 1 FROM outbox WHERE outbox.delivery_id = events.delivery_id)) "
+        "ORDER BY event_seq LIMIT ?)", (raised, cutoff, 2 * EVENTS_PER_STEP)).rowcount
+    return deleted, more or deleted == 2 * EVENTS_PER_STEP
 
 
 def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False) -> PruneReport:

@@ -509,3 +509,88 @@ async def test_an_on_chunk_that_is_no_plain_callable_is_refused_before_anything_
         await rt.prune(older_than=50, on_chunk=on_chunk)
     assert caught.value.field == "on_chunk"
     assert len(await rt.deliveries(session_id)) == 1
+
+
+def _event_stamps(db_path) -> dict[int, float]:
+    conn = sqlite3.connect(db_path)
+    try:
+        return dict(conn.execute("SELECT event_seq, created_at FROM events"))
+    finally:
+        conn.close()
+
+
+async def test_an_event_stamped_in_the_future_holds_no_older_event_back(
+        rt, clock, db_path, autojump_clock) -> None:
+    """A wall clock that ran ahead (then was set right) stamps an event far in the future.
+    The prune walked the events in seq order and stopped at the first one the cutoff keeps:
+    every later event, however old, was kept for as long as that stamp stayed ahead of the
+    cutoff (for ever, for one in 2999). It is kept (never deleted before its own stamp is
+    older than the cutoff), the horizon rises past it, and a later prune deletes it."""
+    await rt.create_session()  # event 1 at 1000
+    clock[0] = 32_503_680_000.0  # 2999: the clock ran ahead
+    await rt.create_session()  # stamped in 2999
+    clock[0] = 1_010.0  # set right
+    for _ in range(3):
+        await rt.create_session()
+    clock[0] = 5_000.0
+    await rt.create_session()  # the newest, kept
+    stamps = _event_stamps(db_path)
+    [future] = [seq for seq, at in stamps.items() if at > 5_000]
+    old_after = [seq for seq, at in stamps.items() if seq > future and at < 2_000]
+    assert len(old_after) == 3
+    follower = rt.events(after_seq=max(stamps))  # at the head: a live follower
+
+    report = await rt.prune(older_than=3_000)  # cutoff 2000
+
+    assert report.events == 4
+    left = _event_stamps(db_path)
+    assert set(left) == {future, max(stamps)}  # the future one kept, by its own stamp
+    horizon = max(old_after) + 1
+    with pytest.raises(EventsPrunedError) as caught:
+        await rt.events(after_seq=future).__anext__()
+    assert caught.value.first_kept == horizon
+    assert [event.seq async for event in _until_empty(rt.events(after_seq=horizon - 1))] \
+        == [max(stamps)]
+    # the live follower goes on by seq
+    await rt.create_session()
+    assert (await follower.__anext__()).seq == max(stamps) + 1
+    # once its own stamp is older than the cutoff, the one kept below the horizon goes too
+    clock[0] = 32_503_690_000.0
+    await rt.create_session()
+    assert (await rt.prune(older_than=3_000)).events == 3
+    assert list(_event_stamps(db_path)) == [max(stamps) + 2]
+
+
+async def test_a_pruned_delivery_leaves_its_event_stamped_in_the_future_until_it_is_old(
+        rt, clock, db_path, autojump_clock) -> None:
+    """Its events go with a pruned delivery, but not one stamped after the cutoff (the clock
+    ran ahead as it was queued, and an earlier prune raised the horizon past it while the
+    delivery was kept): an event is deleted only once its own stamp is older than the
+    cutoff; a later prune does that."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.stall()
+    rt.router.bind(session_id, route)
+    clock[0] = 32_503_680_000.0  # 2999: the clock ran ahead
+    async with rt.open_turn(session_id) as ctx:
+        sent = await ctx.output.send_text("queued in 2999")
+        await route.wait_attempted(1)
+        clock[0] = 1_010.0  # set right
+        await rt.create_session()
+        clock[0] = 5_000.0
+        await rt.create_session()
+        future = {seq for seq, at in _event_stamps(db_path).items() if at > 5_000}
+        assert future
+        assert (await rt.prune(older_than=3_000)).events == 2  # the sessions' at 1000, 1010
+        route.release()
+        assert await sent.wait() == "delivered"
+    clock[0] = 10_000.0
+    await rt.create_session()
+
+    assert (await rt.prune(older_than=3_000)).deliveries == 1
+
+    assert set(_event_stamps(db_path)) >= future
+    clock[0] = 32_503_690_000.0
+    await rt.create_session()
+    await rt.prune(older_than=3_000)
+    assert not set(_event_stamps(db_path)) & future

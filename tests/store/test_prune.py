@@ -92,6 +92,8 @@ async def test_a_prune_deletes_old_final_deliveries_and_keeps_everything_else(
     counts = {table: _rows(db_path, f"SELECT count(*) FROM {table}")[0][0]
               for table in ("sessions", "turns", "artifacts", "messages", "events")}
     assert counts["messages"] == 5
+    stamps = [row[0] for row in _rows(db_path, "SELECT created_at FROM events")]
+    assert 5_000.0 in stamps
 
     report, _ = await _prune(db_path, 2_000.0)
 
@@ -118,9 +120,14 @@ async def test_a_prune_deletes_old_final_deliveries_and_keeps_everything_else(
     assert horizon > 1
     gone = counts["events"] - _rows(db_path, "SELECT count(*) FROM events")[0][0]
     assert gone == report.events > 0
-    below = _rows(db_path, "SELECT delivery_id FROM events WHERE event_seq < ?", horizon)
+    below = _rows(db_path, "SELECT delivery_id FROM events WHERE event_seq < ? "
+                           "AND created_at < 2000", horizon)
     assert below
     assert {row[0] for row in below} <= {ids["unrouted"], ids["sending"]}
+    # the clock went back from 5000 to 1030: the horizon passed the events stamped 5000
+    # (to the old ones after them), which stay until their own stamp is older than a cutoff
+    assert _rows(db_path, "SELECT count(*) FROM events WHERE created_at = 5000") == \
+        [(sum(1 for at in stamps if at == 5_000),)]
 
 
 async def test_nothing_younger_than_the_cutoff_is_deleted(db_path, workspace) -> None:
