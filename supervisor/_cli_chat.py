@@ -3,7 +3,9 @@
 ``tidings chat --local [--db PATH] [--agent pkg.mod:Name] [--config FILE] [--channel NAME]
 [--conversation NAME] [--workspace DIR] [--chunks]`` runs a runtime, the agent and a terminal
 channel in this process (no network): each line read is a message (``/help`` for commands),
-and deliveries, progress and lifecycle events are printed as they happen. With stdin a pipe,
+and deliveries, progress and lifecycle events are printed as they happen. The agent is the one
+``tidings serve`` runs with the same ``--config``: ``--agent``, else ``[serve] agent``, else
+``[channels.<channel>] agent``, else ``EchoAgent``. With stdin a pipe,
 each line waits for the previous one's turn and deliveries (a deterministic transcript); at the
 end of input it waits for running turns and their deliveries, then exits. The conversation is
 durable: running it again on the same database continues the same session.
@@ -39,6 +41,7 @@ from tidings.actors import MAX_TEXT_BYTES
 from tidings.actors._conversations import MAX_CONVERSATION_KEY_CHARS
 from tidings.channels import ChannelConfig, Inbound, load_agent
 from tidings.channels._inbound import inbound_conversation_key
+from tidings.channels._loader import split_import_path
 from tidings.channels._terminal import (
     TerminalChannel,
     input_line,
@@ -52,7 +55,7 @@ from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import read_file
 from tidings.supervisor._stderr import say
 
-__all__ = ["DEFAULT_DB", "load_channel_config", "register", "run"]
+__all__ = ["DEFAULT_DB", "configured_agent", "load_channel_config", "register", "run"]
 
 _SENDER = "you"
 """The terminal channel's sender id (a ``sender`` session scope puts it in the key)."""
@@ -78,11 +81,12 @@ def register(commands: Any) -> None:
     parser.add_argument("--db", type=_db_argument, metavar="PATH",
                         help=f"the database, with --local (default: ./{DEFAULT_DB})")
     parser.add_argument("--agent", metavar="pkg.mod:Name",
-                        help="the agent, by import path, with --local (default: the config's, "
-                             "else EchoAgent)")
+                        help="the agent, by import path, with --local (default: as tidings "
+                             "serve: the --config file's [serve] agent, else its "
+                             "[channels.<channel>] agent, else EchoAgent)")
     parser.add_argument("--config", type=path_argument, metavar="FILE",
-                        help="a TOML file, with --local; its [channels.<channel>] table configures "
-                             "the channel")
+                        help="a TOML file, with --local (tidings serve's: its [channels.<channel>] "
+                             "table configures the channel, and [serve] agent the agent)")
     parser.add_argument("--channel", metavar="NAME",
                         help="the channel name, with --local (default: terminal)")
     parser.add_argument("--conversation", default="default", metavar="NAME",
@@ -129,6 +133,39 @@ def load_channel_config(name: str, path: pathlib.Path | None) -> ChannelConfig:
     return ChannelConfig.from_mapping(name, table)
 
 
+def configured_agent(path: pathlib.Path | None) -> str | None:
+    """``[serve] agent`` of the TOML file at *path* (None: no file, or no such key), its
+    shape checked as ``tidings serve`` checks it.
+
+    Raises:
+      ConfigError: naming ``serve`` (not a table) or ``serve.agent`` (no import path), or the
+        file (see :func:`~tidings.supervisor._config.read_file`).
+    """
+    if path is None:
+        return None
+    serve = read_file(path).get("serve", {})
+    if not isinstance(serve, dict):
+        raise ConfigError("serve", f"must be a table, not {type(serve).__name__}")
+    agent = serve.get("agent")
+    if agent is not None:
+        split_import_path(agent, field="serve.agent")
+    return agent
+
+
+def _chosen_agent(args: argparse.Namespace, config: ChannelConfig) -> Any:
+    """The agent ``tidings serve`` would run with the same file: ``--agent``, else ``[serve]
+    agent``, else the channel's ``agent`` key; None (the channel's ``EchoAgent``) without
+    any. Loaded now, so a bad one is refused by the key it came from."""
+    serve_agent = configured_agent(args.config)  # checked even when --agent replaces it
+    if args.agent is not None:  # an empty --agent is refused by name, not taken for none
+        return load_agent(args.agent, field="--agent")
+    if serve_agent is not None:
+        return load_agent(serve_agent, field="serve.agent")
+    if config.agent is not None:
+        return load_agent(config.agent, field=f"channels.{config.name}.agent")
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``tidings chat`` for parsed *args*; returns the exit code."""
     refused = _other_mode(args)
@@ -144,10 +181,7 @@ def run(args: argparse.Namespace) -> int:
                         stream=sys.stderr, format="%(name)s %(levelname)s %(message)s")
     try:
         config = load_channel_config(args.channel, args.config)
-        # `is not None`: an empty --agent is refused by name, not taken for none given
-        agent = load_agent(args.agent, field="--agent") if args.agent is not None else None
-        if agent is None and config.agent is not None:  # before the database is made
-            agent = load_agent(config.agent, field=f"channels.{config.name}.agent")
+        agent = _chosen_agent(args, config)  # before the database is made
     except ConfigError as exc:
         say(sys.stderr, f"tidings chat: {exc}")
         return 2
