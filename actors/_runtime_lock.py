@@ -13,8 +13,8 @@ import pathlib
 from tidings.actors._runtime_checks import resolve_path
 from tidings.errors import StoreError
 
-__all__ = ["LOCK_SUFFIX", "DatabaseInUseError", "lock_database", "release_database",
-           "unlock_database"]
+__all__ = ["HOLDERS", "LOCK_SUFFIX", "DatabaseInUseError", "lock_database",
+           "release_database", "unlock_database"]
 
 LOCK_SUFFIX = ".runtime.lock"
 """The runtime lock's file is ``<database>`` + this, beside the database."""
@@ -27,9 +27,20 @@ the child lived. A forked child closes its copies at once (its close leaves the 
 the parent's descriptor)."""
 
 
+HOLDERS = {"runtime": "is already open in another runtime",
+           "prune": "is being pruned by tidings prune (try again once it has finished)"}
+"""What may hold the lock (the word after the pid in the lock file), and how a refusal says
+it. A lock file of an older version holds the pid alone: a runtime's."""
+
+
 class DatabaseInUseError(StoreError):
     """The runtime lock is held: a runtime (or ``tidings prune``) has the database open. Its
-    own class so that ``tidings prune`` can tell it (exit 3) from a lock it cannot take."""
+    own class so that ``tidings prune`` can tell it (exit 3) from a lock it cannot take.
+    :attr:`holder` says which holds it (a key of :data:`HOLDERS`), as its lock file says."""
+
+    def __init__(self, message: str, holder: str = "runtime") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 def _close_held_in_child() -> None:
@@ -44,13 +55,16 @@ def _close_held_in_child() -> None:
 os.register_at_fork(after_in_child=_close_held_in_child)
 
 
-def lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | None]:
+def lock_database(db_path: str | os.PathLike[str], *,
+                  holder: str = "runtime") -> tuple[int, pathlib.Path | None]:
     """Take the database's runtime lock and return its file descriptor (blocking), and the
     lock file's path if this call created it (:func:`unlock_database` removes it then, should
     the database not open: nothing is left beside a file that is no database).
 
     An exclusive ``flock`` on ``<database>.runtime.lock`` (created 0600, with the holder's pid
-    in it; a symbolic link there is followed, its target made if missing), held until the
+    and *holder*, a key of :data:`HOLDERS`, in it, so a refusal says what holds it: a start
+    while ``tidings prune`` ran was told of 'another runtime' that was not there; a symbolic
+    link there is followed, its target made if missing), held until the
     runtime has closed; the kernel drops it when its holder dies. A
     second runtime on a live database, in this process or another, is refused: its start-up
     would register a newer epoch and recover, taking the live runtime's claims for a dead
@@ -60,16 +74,18 @@ def lock_database(db_path: str | os.PathLike[str]) -> tuple[int, pathlib.Path | 
     :class:`StoreError` naming the database and the system's reason: the bare ``OSError``
     escaped ``open_runtime``, which says it refuses a path it cannot use with ``StoreError``.
     """
+    if holder not in HOLDERS:
+        raise ValueError(f"holder must be one of {', '.join(HOLDERS)}, got {holder!r}")
     db = resolve_path("db_path", db_path)
     try:
-        return _lock(db)
+        return _lock(db, holder)
     except OSError as exc:  # (BlockingIOError, the lock held, is DatabaseInUseError)
         where = exc.filename if exc.filename is not None else db.name + LOCK_SUFFIX
         raise StoreError(f"cannot open the database {str(db)!r}: cannot take its runtime "
                          f"lock ({where}: {exc.strerror or exc})") from exc
 
 
-def _lock(db: pathlib.Path) -> tuple[int, pathlib.Path | None]:
+def _lock(db: pathlib.Path, holder: str) -> tuple[int, pathlib.Path | None]:
     if db.is_dir():
         raise StoreError(f"database path {str(db)!r} is a directory")
     missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
@@ -98,18 +114,26 @@ def _lock(db: pathlib.Path) -> tuple[int, pathlib.Path | None]:
                 os.close(fd)
                 continue
             os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            os.pwrite(fd, f"{os.getpid()} {holder}\n".encode(), 0)
             _held.add(fd)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            found = os.pread(fd, 64, 0).decode(errors="replace").split()
             os.close(fd)
-            raise DatabaseInUseError(f"database {str(db)!r} is already open in another "
-                                     "runtime" + (f" (pid {holder})" if holder else "")
-                                     ) from None
+            raise _in_use(db, found) from None
         except BaseException:
             os.close(fd)
             raise
         return fd, created
+
+
+def _in_use(db: pathlib.Path, found: list[str]) -> DatabaseInUseError:
+    """The refusal for a lock held by what its file says (*found*: its words): a pid and a
+    holder, or a pid alone (an older version's runtime), or nothing (a holder that has not
+    written yet)."""
+    pid = found[0] if found and found[0].isdigit() else None
+    holder = found[1] if len(found) > 1 and found[1] in HOLDERS else "runtime"
+    return DatabaseInUseError(f"database {str(db)!r} {HOLDERS[holder]}"
+                              + (f" (pid {pid})" if pid else ""), holder)
 
 
 def _is_at(fd: int, path: pathlib.Path) -> bool:

@@ -78,10 +78,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return 2
     cutoff = time.time() - args.older_than
     try:
-        fd, created = lock_database(db)
+        fd, created = lock_database(db, holder="prune")
     except DatabaseInUseError as exc:
-        say(err, f"tidings prune: {exc}: stop it first (or set [retention] in its serve "
-                 "config)")
+        say(err, f"tidings prune: {exc}" + (": stop it first (or set [retention] in its "
+                                              "serve config)" if exc.holder == "runtime" else ""))
         return EXIT_IN_USE
     except StoreError as exc:  # a lock file it cannot take: another user's, a read-only folder
         say(err, f"tidings prune: {exc}")

@@ -6,11 +6,15 @@ import json
 import os
 import pathlib
 import sqlite3
+import threading
 import time
 
 import pytest
+import trio
 
 import tidings
+from tidings.errors import StoreError
+from tidings.store import _prune
 from tidings.supervisor import cli
 from tidings.supervisor._cli_prune import EXIT_IN_USE
 from tidings.testing import MemoryRoute
@@ -217,3 +221,47 @@ def test_a_symbolic_link_loop_is_said_as_such_not_as_no_database(tmp_path, capsy
         assert "cannot look at" in err
         assert "symbolic links" in err
         assert len(err.splitlines()) == 1
+
+
+async def test_a_start_while_tidings_prune_holds_the_database_says_a_prune_holds_it(
+        database, tmp_path, capsys, monkeypatch) -> None:
+    """``tidings serve`` (any ``open_runtime``) started while ``tidings prune`` ran was told
+    the database was 'already open in another runtime': no runtime was running, and the
+    operator went looking for one. The lock file says which holds it; so does the refusal,
+    and a second ``tidings prune`` is not told to stop a runtime either."""
+    holding, finish = threading.Event(), threading.Event()
+    real = _prune.prune_file
+
+    def slow_prune(*args, **kwargs):
+        holding.set()
+        finish.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tidings.store, "prune_file", slow_prune)
+    async with trio.open_nursery() as nursery:
+        codes = []
+
+        async def prune() -> None:
+            codes.append(await trio.to_thread.run_sync(
+                cli.main, ["prune", str(database), "--older-than", "30d"]))
+
+        nursery.start_soon(prune)
+        try:
+            assert await trio.to_thread.run_sync(holding.wait, 30)
+            with pytest.raises(StoreError) as caught:
+                async with tidings.open_runtime(database, workspace=tmp_path):
+                    pass
+            message = str(caught.value)
+            assert "tidings prune" in message
+            assert f"pid {os.getpid()}" in message
+            assert "another runtime" not in message
+            assert cli.main(["prune", str(database), "--older-than", "1d"]) == EXIT_IN_USE
+            err = capsys.readouterr().err
+            assert "tidings prune" in err
+            assert "another runtime" not in err
+            assert "stop it first" not in err
+        finally:
+            finish.set()
+    assert codes == [0]
+    async with tidings.open_runtime(database, workspace=tmp_path):  # free again
+        pass
