@@ -7,6 +7,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
+from ..real_time import fail_after_real
 from .conftest import frame_is
 
 
@@ -25,13 +26,27 @@ async def test_a_leave_stops_abandoning_once_a_client_is_back_on_a_new_hub(
             entered, gate = trio.Event(), trio.Event()
             original = gateway._abandon
             held = [other]
+            # Every abandon (a store write in a thread) and when it ended: a wait for the
+            # leave's own end, where wait_all_tasks_blocked() returns while a write is in
+            # its thread, and the status read then raced the abandon it was to catch.
+            abandoning: list[str] = []
+            ended = [False]  # a's abandon of ``other`` has returned
+            changed = [trio.Event()]
 
             async def gated(sid: str) -> None:
-                if sid in held:
+                gated_call = sid in held
+                if gated_call:
                     held.remove(sid)
                     entered.set()
                     await gate.wait()
-                await original(sid)
+                abandoning.append(sid)
+                try:
+                    await original(sid)
+                finally:
+                    abandoning.remove(sid)
+                    ended[0] = ended[0] or gated_call
+                    changed[0].set()
+                    changed[0] = trio.Event()
 
             gateway._abandon = gated  # type: ignore[method-assign]
             del a
@@ -44,6 +59,10 @@ async def test_a_leave_stops_abandoning_once_a_client_is_back_on_a_new_hub(
             await c.receive_until(frame_is("delivery", text="for c"), ack=False)
             assert gateway.hubs[key].connections
             gate.set()  # a's leave goes on: c is connected, so it abandons nothing more
-            await trio.testing.wait_all_tasks_blocked()
+            # Once its abandon of ``other`` returned, the leave either ended or went straight
+            # on (no checkpoint between) to abandon the next session: wait for that one too.
+            with fail_after_real(30):  # mock_clock moves only at jump(): a guard in real time
+                while not ended[0] or abandoning:
+                    await changed[0].wait()
             assert (await rt.delivery_status(handle.delivery_id)).status == "sending"
             assert gateway.sent.get(handle.delivery_id) == key
