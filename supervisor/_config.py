@@ -41,7 +41,7 @@ from tidings.supervisor._age import parse_age
 from tidings.supervisor._cli_paths import names_a_folder
 from tidings.supervisor._logging import LEVELS
 
-__all__ = ["DEFAULT_DB", "MAX_CONFIG_BYTES", "ServeConfig", "load_config"]
+__all__ = ["DEFAULT_DB", "MAX_CONFIG_BYTES", "MIN_PRUNE_INTERVAL", "ServeConfig", "load_config"]
 
 DEFAULT_DB = "tidings.db"
 
@@ -80,7 +80,12 @@ class ServeConfig:
     keep: float | None = None
     """``retention.keep``: prune what is older than this many seconds (None: never)."""
     prune_interval: float = 3600.0
-    """``retention.interval``: seconds between prunes (the first comes at start)."""
+    """``retention.interval``: seconds between prunes (the first comes at start), at least
+    :data:`MIN_PRUNE_INTERVAL`."""
+    config_path: pathlib.Path | None = attrs.field(default=None, eq=False)
+    """The file it was read from (``--config``), if any: it may hold ``gateway.token``, so
+    ``tidings serve`` never lets a turn send it (a private file, see ``open_runtime``). Not
+    a setting: two configurations that set the same are equal, whichever file said so."""
 
     def gateway_config(self, token: str) -> GatewayConfig:
         return GatewayConfig.from_mapping(self.gateway, token=token)
@@ -172,12 +177,19 @@ def _age(field: str, value: Any) -> float:
                                  f"seconds >= 0, got {value!r:.80}") from None
 
 
+MIN_PRUNE_INTERVAL = 1.0
+"""The shortest ``retention.interval`` (seconds): any above 0 was taken, and one of a
+millisecond made serve's retention a busy loop of prunes through the writer."""
+
+
 def _retention(table: Mapping[str, Any]) -> tuple[float | None, float]:
     """``[retention]`` as (keep, interval). ``interval`` alone is refused: nothing would be
-    pruned, which is not what someone who wrote it meant."""
+    pruned, which is not what someone who wrote it meant; so is one under
+    :data:`MIN_PRUNE_INTERVAL`."""
     interval = _age("retention.interval", table.get("interval", "1h"))
-    if interval == 0:
-        raise ConfigError("retention.interval", "must be more than 0 seconds")
+    if interval < MIN_PRUNE_INTERVAL:
+        raise ConfigError("retention.interval", f"must be at least 1 second (a prune takes "
+                                                f"the writer), got {interval:g}s")
     if "keep" not in table:
         if "interval" in table:
             raise ConfigError("retention.keep", "missing: retention.interval is given, but "
@@ -259,8 +271,9 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     if given.get("log_json"):
         logging_["json"] = True
 
-    return _checked(serve, gateway, logging_, supervisor, channel=channel, keep=keep,
-                    prune_interval=prune_interval)
+    config = _checked(serve, gateway, logging_, supervisor, channel=channel, keep=keep,
+                      prune_interval=prune_interval)
+    return config if path is None else attrs.evolve(config, config_path=path)
 
 
 def _checked(serve: Mapping[str, Any], gateway: Mapping[str, Any], logging_: Mapping[str, Any],

@@ -73,6 +73,18 @@ def test_bad_retention_is_refused_naming_the_key(tmp_path, text: str, field: str
     assert len(str(caught.value)) < 300
 
 
+@pytest.mark.parametrize("interval", ['"0.001s"', "0.001", '"0.5s"', "0.999"])
+def test_an_interval_under_a_second_is_refused_naming_it(tmp_path, interval: str) -> None:
+    """Any interval above 0 was taken: a millisecond one made the retention child a busy
+    loop of prunes through the writer, each scanning the outbox and the events."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(_write(tmp_path, f'[retention]\nkeep = "30d"\ninterval = {interval}\n'))
+    assert caught.value.field == "retention.interval"
+    assert "at least 1 second" in str(caught.value)
+    assert load_config(_write(tmp_path, '[retention]\nkeep = "30d"\ninterval = 1\n')
+                       ).prune_interval == 1.0
+
+
 async def _old_database(db: pathlib.Path, workspace: pathlib.Path) -> None:
     """Two deliveries sent 40 days ago and one sent now."""
     clock = [time.time() - 40 * DAY]
