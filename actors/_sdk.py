@@ -123,7 +123,11 @@ class OutputSDK:
                          artifact_metadata: Mapping[str, Any] | None = None,
                          **controls: Any) -> DeliveryHandle:
         """Send an image (path inside the workspace or artifact root, http(s) URL, or
-        ArtifactRef). Writing history needs ``history_text``."""
+        ArtifactRef). Writing history needs ``history_text``. A source the rules refuse
+        (``..``, outside both roots, missing, the runtime's own or a private file, another
+        session's artifacts, a URL that is not http(s)) raises
+        :class:`~tidings.errors.ArtifactError` naming ``source`` (``source.path`` or
+        ``source.url`` for an ArtifactRef), with nothing written."""
         return await self._media("image", source, caption, media_type, summary,
                                  artifact_metadata, controls)
 
