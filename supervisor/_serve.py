@@ -214,9 +214,12 @@ async def _open_runtime(stack: contextlib.AsyncExitStack, config: ServeConfig,
     """The runtime, entered on *stack*. A database or workspace it cannot open is refused
     by name (not a traceback); no token file was made yet, so a start that did not happen
     leaves nothing behind (and never removes a token file another server uses). The token
-    file (*token_file*, or the default beside the database) is private: no turn sends it,
-    wherever it is (the workspace may hold it)."""
+    file (*token_file*, or the default beside the database) and the configuration file (it
+    may hold ``gateway.token``) are private: no turn sends them, wherever they are (the
+    workspace may hold them)."""
     private = () if config.token is not None else (token_file or token_path(config.db),)
+    if config.config_path is not None:
+        private += (_absolute(config.config_path, "config"),)
     try:
         return await stack.enter_async_context(tidings.open_runtime(
             db, workspace=config.workspace, core_id=config.core_id, grace=config.grace,

@@ -75,3 +75,35 @@ async def test_a_token_file_in_the_workspace_cannot_be_sent(tmp_path, monkeypatc
                                     else "source"), (line, outcome, text)
         assert "runtime's own" in text, (line, text)
     assert results[-1][:2] == ("notes.txt", "sent")
+
+
+async def test_a_config_file_in_the_workspace_cannot_be_sent(tmp_path, monkeypatch) -> None:
+    """``gateway.token`` may be written in the configuration file (``--config``), and with
+    ``tidings serve``'s defaults (workspace ``.``) that file is often in the workspace: a
+    turn could send it, and the token in it. The file is the host's, never an artifact."""
+    (tmp_path / "token_sender_agent.py").write_text(AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("mine")
+    toml = workspace / "serve.toml"
+    toml.write_text('[gateway]\ntoken = "config-file-token"\n')
+    monkeypatch.chdir(workspace)
+    config = load_config(toml.relative_to(workspace), db=str(tmp_path / "state" / "serve.db"),
+                         port=0, workspace=str(workspace),
+                         agent="token_sender_agent:SendsFiles")
+    control = StopControl()
+    async with trio.open_nursery() as nursery:
+        info = await nursery.start(functools.partial(serve, config, control))
+        with trio.fail_after(30):  # hang guard (real sockets and threads: a real clock)
+            async with GatewayClient.connect(info.url, token="config-file-token",
+                                             conversation="a") as client:
+                await client.message("serve.toml\nref:serve.toml\nnotes.txt")
+                await client.receive_until(lambda frame: frame["type"] == "delivery"
+                                           and frame.get("text") == "done")
+        control.request("test")
+    results = info.gateway.agent.results
+    assert [(line, outcome) for line, outcome, *_ in results] == [
+        ("serve.toml", "ArtifactError"), ("ref:serve.toml", "ArtifactError"),
+        ("notes.txt", "sent")]
+    assert all("runtime's own" in text for *_, text in results[:2]), results
