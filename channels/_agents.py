@@ -8,6 +8,7 @@ agent may be cancelled at any checkpoint and needs no cleanup protocol beyond tr
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, Protocol, final, runtime_checkable
 
@@ -15,8 +16,13 @@ import trio
 
 from tidings.channels._lifecycle import ToolCall
 from tidings.errors import ValidationError
+from tidings.supervisor._log import field
 
-__all__ = ["Agent", "AgentTurn", "EchoAgent"]
+__all__ = ["AGENT_LOG", "Agent", "AgentTurn", "EchoAgent", "warn_if_returned"]
+
+AGENT_LOG = logging.getLogger("tidings.channels.agent")
+"""Warnings about the agent's own mistakes (a value ``run`` returned): a logger of its own,
+so ``tidings chat --local``, where agents are tried out, shows them at its quiet default."""
 
 
 class AgentTurn(Protocol):
@@ -64,7 +70,10 @@ class AgentTurn(Protocol):
 class Agent(Protocol):
     """Anything with ``async run(turn)``; it may be cancelled at any checkpoint.
 
-    ``run`` returns when the turn's work is done; raising an ``Exception`` fails that turn
+    ``run`` returns None when the turn's work is done: the reply is what it streamed with
+    ``send_chunk`` (or sent through ``output``). A value it returns is not sent: it is logged
+    as a warning (:func:`warn_if_returned`), the turn completes all the same. Raising an
+    ``Exception`` fails that turn
     only (``failed``): the session's next turn and every other session go on. A
     ``BaseException`` that is not an ``Exception`` (``KeyboardInterrupt``, ``SystemExit``,
     ``GeneratorExit`` or a subclass of one's own) is not a failure of the turn but a request to
@@ -75,6 +84,22 @@ class Agent(Protocol):
     """
 
     async def run(self, turn: AgentTurn) -> None: ...
+
+
+def warn_if_returned(agent: Any, value: object, *, session_id: str) -> None:
+    """Log a warning (``event=agent_returned_a_value``, on :data:`AGENT_LOG`) naming *agent*'s
+    class and the type of *value*, unless *value* is None: the value an agent's ``run``
+    returned, which nothing sends. ``return answer`` for ``await turn.send_chunk(answer)``
+    otherwise completes the turn with no reply and no word about why."""
+    if value is None:
+        return
+    kind = type(agent)
+    AGENT_LOG.warning(
+        "event=agent_returned_a_value session=%s agent=%s returned=%s hint=%s",
+        field(session_id), field(f"{kind.__module__}.{kind.__qualname__}"),
+        field(type(value).__name__),
+        field("run's return value is not sent: stream the reply with "
+              "await turn.send_chunk(text), and return None"))
 
 
 @final

@@ -35,6 +35,7 @@ from tidings.actors import TurnContext
 from tidings.actors._blocks import check_text
 from tidings.actors._handle import describe_error
 from tidings.actors._turns import only_cancelled, open_turn
+from tidings.channels._agents import warn_if_returned
 from tidings.channels._boundary import compose_first_prompt
 from tidings.channels._bridge import BridgeTurn, split_reply
 from tidings.channels._lifecycle import CancelReason, LifecycleEmitter
@@ -188,7 +189,8 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                 # turn of the session counts from here on.
                 active.agent_ran = True
                 state.unseen_turns.clear()
-                await channel.agent.run(bridge)
+                warn_if_returned(channel.agent, await channel.agent.run(bridge),
+                                 session_id=state.session_id)
                 await _finish(ctx, active, bridge, pending.held)
             except BaseException as exc:
                 cancelled = only_cancelled(exc)

@@ -40,6 +40,7 @@ import tidings
 from tidings.actors import MAX_TEXT_BYTES
 from tidings.actors._conversations import MAX_CONVERSATION_KEY_CHARS
 from tidings.channels import ChannelConfig, Inbound, load_agent
+from tidings.channels._agents import AGENT_LOG
 from tidings.channels._inbound import inbound_conversation_key
 from tidings.channels._loader import split_import_path
 from tidings.channels._terminal import (
@@ -179,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
     args.workspace = "." if args.workspace is None else args.workspace
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
                         stream=sys.stderr, format="%(name)s %(levelname)s %(message)s")
+    if not args.verbose:  # the agent's own mistakes are what a local chat tries it out for
+        AGENT_LOG.setLevel(logging.WARNING)
     try:
         config = load_channel_config(args.channel, args.config)
         agent = _chosen_agent(args, config)  # before the database is made
