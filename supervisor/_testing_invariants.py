@@ -415,7 +415,9 @@ class InvariantChecker:
         self.violations += escalation_violations(error)
 
     def check_running(self, rt: Any) -> None:
-        """The runtime is up: its root supervisor runs and no child is stuck stopped."""
+        """The runtime is up: its root supervisor is ``running`` (an ``up`` violation names
+        the state it is in otherwise). Its children's states are not looked at: one waiting
+        out a backoff or a restart is part of a run that stays up."""
         stats = rt.supervisor.statistics()
         if stats.state != "running":
             self.violations.append(Violation("up", f"the root supervisor is {stats.state}"))

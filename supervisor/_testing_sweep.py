@@ -140,15 +140,14 @@ async def sweep_delivery_path(directory: str | os.PathLike[str],
     """Count the steps of a clean run of the path, then run it once per ``every``-th step
     with a cancel there. Returns every run, the counting run first.
 
-    Raises :class:`ValidationError` (field ``every``) before any run unless ``every`` is an
-    int >= 1 (a step of 0 or less would sweep nothing and pass) or ``messages`` an int >= 1
-    (with none, no delivery is swept), unless ``target`` is a non-empty string, and (field
-    ``target``) after
-    the clean run when no task of ``target`` ran a step in it (a name that matches no actor of
-    the path, or one that stays idle on it): there is nothing to sweep. It refuses (field
-    ``directory``), before any run, a directory that already holds a run's database
-    (``clean.db``, ``at-<step>.db``: an earlier sweep's), whose rows the checks would hold
-    against this sweep."""
+    Raises :class:`ValidationError` naming the option, before any run, unless ``every`` is
+    an int >= 1 (a step of 0 or less would sweep nothing and pass), ``messages`` an int >= 1
+    (with none, no delivery is swept) and ``target`` a non-empty string; and (field
+    ``target``) after the clean run when no task of ``target`` ran a step in it (a name that
+    matches no actor of the path, or one that stays idle on it): there is nothing to sweep.
+    It refuses (field ``directory``), before any run, a directory that already holds a run's
+    database (``clean.db``, ``at-<step>.db``: an earlier sweep's), whose rows the checks
+    would hold against this sweep."""
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ValidationError("every", f"must be an int >= 1, got {every!r}")
     _check_target(target)
