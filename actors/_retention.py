@@ -61,7 +61,8 @@ class RetentionSupport:
         :class:`~tidings.errors.EventsPrunedError`; an event stamped after the newest one, by
         a clock that ran ahead, holds none after it back, and is itself kept until its own
         stamp is older than the cutoff); client message ids received before it
-        (the dedupe window). Never history, sessions, turns, artifacts, conversation
+        (the dedupe window), but those of messages still held (their resend stays a
+        duplicate). Never history, sessions, turns, artifacts, conversation
         bindings, held messages, or a ``queued``, ``sending``, ``unknown`` or ``unrouted``
         delivery. A chunk (1,000 deliveries) per commit, each all-or-nothing: a cancel or a
         crash keeps the chunks committed before it. *on_chunk*, if given, is called (sync)

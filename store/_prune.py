@@ -13,7 +13,8 @@ Every delivery leaves an outbox row, a work item and a few events; the gateway l
   One stamped after the newest event (a clock that ran ahead, then was set right) holds no
   older event after it back: the horizon passes it, and it stays below it until its own stamp
   is older than the cutoff (see :func:`_events`). No event is deleted before that;
-- ``client_messages`` rows older than the cutoff (the dedupe window of client message ids).
+- ``client_messages`` rows older than the cutoff (the dedupe window of client message ids),
+  but those of messages still held (``inbound_messages``): their resend must stay a duplicate.
 
 Never history (``messages``), sessions, turns, artifacts, conversation bindings or held
 inbound messages. Each call of :func:`prune_step` does at most :data:`DELIVERIES_PER_STEP`
@@ -110,11 +111,7 @@ def prune_step(conn: sqlite3.Connection, cutoff: float) -> PruneStep:
     caller's transaction."""
     deliveries, work_items, their_events, more_deliveries = _deliveries(conn, cutoff)
     events, more_events = _events(conn, cutoff)
-    client_messages = conn.execute(
-        "DELETE FROM client_messages WHERE (core_id, channel, conversation_key, client_id) IN "
-        "(SELECT core_id, channel, conversation_key, client_id FROM client_messages "
-        "INDEXED BY client_messages_received WHERE received_at < ? LIMIT ?)",
-        (cutoff, CLIENT_MESSAGES_PER_STEP)).rowcount
+    client_messages = _client_messages(conn, cutoff)
     return PruneStep(PruneReport(deliveries, work_items, their_events + events, client_messages),
                      more_deliveries or more_events
                      or client_messages == CLIENT_MESSAGES_PER_STEP,
@@ -148,6 +145,20 @@ def _deliveries(conn: sqlite3.Connection, cutoff: float) -> tuple[int, int, int,
         f"DELETE FROM outbox WHERE delivery_id IN (VALUES {values}) AND status IN ({marks})",
         (*ids, *FINAL_STATUSES)).rowcount
     return deliveries, work_items, events, len(rows) == DELIVERIES_PER_STEP
+
+
+def _client_messages(conn: sqlite3.Connection, cutoff: float) -> int:
+    """Delete the client message ids received before *cutoff*, but those of messages still
+    held (``inbound_messages``: accepted, not yet answered, told or cleared): a resend of one
+    of those would be a new message, answered twice, so its id is kept until it is released
+    (the table stays small: the held ids are read once per step)."""
+    return conn.execute(
+        "DELETE FROM client_messages WHERE (core_id, channel, conversation_key, client_id) IN "
+        "(SELECT core_id, channel, conversation_key, client_id FROM client_messages "
+        "INDEXED BY client_messages_received WHERE received_at < ? "
+        "AND (channel, client_id) NOT IN (SELECT channel, message_id FROM inbound_messages "
+        "WHERE channel IS NOT NULL AND message_id IS NOT NULL) LIMIT ?)",
+        (cutoff, CLIENT_MESSAGES_PER_STEP)).rowcount
 
 
 def _events(conn: sqlite3.Connection, cutoff: float) -> tuple[int, bool]:

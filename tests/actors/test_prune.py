@@ -16,6 +16,7 @@ import trio.testing
 
 import tidings
 from tidings.actors import PruneReport, Runtime
+from tidings.channels import ChannelConfig
 from tidings.errors import (
     DeliveryNotFoundError,
     EventsPrunedError,
@@ -26,6 +27,7 @@ from tidings.store import Call, queries
 from tidings.store import _prune as prune_module
 from tidings.testing import MemoryRoute, database_violations, route_violations
 
+from ..channels.conftest import GatedAgent, RecordingChannel
 from ..database_template import fresh_database
 from .conftest import leave_a_queued_row
 
@@ -594,3 +596,30 @@ async def test_a_pruned_delivery_leaves_its_event_stamped_in_the_future_until_it
     await rt.create_session()
     await rt.prune(older_than=3_000)
     assert not set(_event_stamps(db_path)) & future
+
+
+async def test_the_id_of_a_message_still_held_is_kept_so_its_resend_is_a_duplicate(
+        db_path, workspace, clock) -> None:
+    """A retention shorter than a turn's wait (a queue behind a long turn, a stalled agent)
+    pruned the client message id of a message still held: the platform's resend of it was a
+    new message, and the agent answered it twice. An id a held message still has is kept;
+    once released, the next prune deletes it."""
+    agent = GatedAgent()
+    async with tidings.open_runtime(db_path, workspace=workspace,
+                                    clock=lambda: clock[0]) as rt:
+        channel = RecordingChannel(rt, ChannelConfig("ops", dedupe_message_ids=True),
+                                   agent=agent)
+        assert await channel.say("hello", message_id="m1") == "started"
+        await agent.wait_turns(1)
+        assert await channel.say("/help", message_id="m2") == "command"  # held by nothing
+        clock[0] += 3_600
+
+        assert (await rt.prune(older_than=60)).client_messages == 1
+
+        assert await channel.say("hello", message_id="m1") == "duplicate"
+        assert await channel.say("/help", message_id="m2") == "command"  # its window past
+        agent.release()
+        await channel.wait_idle()
+        clock[0] += 3_600
+        assert (await rt.prune(older_than=60)).client_messages == 2
+    assert [turn.text for turn in agent.turns] == ["hello"]
