@@ -72,12 +72,15 @@ def register(commands: Any) -> None:
     """Add ``chat`` to the subparsers *commands*."""
     parser = commands.add_parser(
         "chat", help="chat with an agent from this terminal",
-        description="Chat with an agent from this terminal: --local runs everything in this "
-                    "process, with no network.")
+        description=f"Chat with an agent from this terminal: by default with the one a running "
+                    f"`tidings serve` runs ({_chat_ws.DEFAULT_URL}, its token read from "
+                    f"./tidings.db.token); --local runs everything in this process, with no "
+                    f"network and a database of its own.")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--local", action="store_true",
                       help="run the runtime, the agent and a terminal channel in this process")
-    mode.add_argument("--url", metavar="URL", help="connect to a running `tidings serve`")
+    mode.add_argument("--url", metavar="URL", help=f"connect to a running `tidings serve` "
+                                                   f"(default: {_chat_ws.DEFAULT_URL})")
     # None: not given (a flag of the local chat is refused without --local, see run)
     parser.add_argument("--db", type=_db_argument, metavar="PATH",
                         help=f"the database, with --local (default: ./{DEFAULT_DB})")

@@ -43,3 +43,16 @@ def test_a_websocket_flag_with_local_is_refused_by_name(tmp_path: pathlib.Path,
     assert result.stderr == f"tidings chat: {flag[0]}: not with --local\n"
     assert result.stdout == ""
     assert not (tmp_path / "chat.db").exists()  # refused before anything was opened
+
+
+def test_the_help_says_where_the_chat_connects_without_local(tmp_path: pathlib.Path) -> None:
+    # It said only "connect to a running `tidings serve`" and "--local runs everything in
+    # this process": not that the chat without either talks to ws://127.0.0.1:8765, with the
+    # token of ./tidings.db.token, and --local on its own database.
+    result = chat(tmp_path, "--help")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "by default with the one a running `tidings serve` runs (ws://127.0.0.1:8765" in text
+    assert "./tidings.db.token" in text.split("options:")[0]
+    assert "--url URL connect to a running `tidings serve` (default: ws://127.0.0.1:8765)" in text
+    assert "a database of its own" in text
