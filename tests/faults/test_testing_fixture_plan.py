@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tidings.errors import ValidationError
 from tidings.testing import FaultPlan, FaultRule, MemoryRoute, runtime_fixture
 
 PLAN = FaultPlan([FaultRule("deliver", times=1)])
@@ -29,3 +30,13 @@ async def test_every_test_of_a_plan_instance_gets_its_faults(once_rt, test) -> N
     assert [(record.seam, record.hit) for record in plan.injected] == [("deliver", 1)]
     assert PLAN.injected == []  # the instance given is left as it was: a template
 
+
+
+@pytest.mark.parametrize("option", ["workspace", "db_path"])
+def test_an_option_the_fixture_sets_itself_is_refused_by_name_when_made(option) -> None:
+    # "options go to open_runtime", but the fixture gives open_runtime its own database and
+    # workspace: runtime_fixture(workspace=...) was taken, and every test that used it then
+    # failed in its setup ("open_runtime() got multiple values for keyword argument").
+    with pytest.raises(ValidationError, match="the fixture's own") as raised:
+        runtime_fixture(**{option: "somewhere"})
+    assert raised.value.field == option
