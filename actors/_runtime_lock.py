@@ -27,8 +27,8 @@ the child lived. A forked child closes its copies at once (its close leaves the 
 the parent's descriptor)."""
 
 
-HOLDERS = {"runtime": "is already open in another runtime",
-           "prune": "is being pruned by tidings prune (try again once it has finished)"}
+HOLDERS = {"runtime": ("is already open in another runtime", ""),
+           "prune": ("is being pruned by tidings prune", ": try again once it has finished")}
 """What may hold the lock (the word after the pid in the lock file), and how a refusal says
 it. A lock file of an older version holds the pid alone: a runtime's."""
 
@@ -132,8 +132,9 @@ def _in_use(db: pathlib.Path, found: list[str]) -> DatabaseInUseError:
     written yet)."""
     pid = found[0] if found and found[0].isdigit() else None
     holder = found[1] if len(found) > 1 and found[1] in HOLDERS else "runtime"
-    return DatabaseInUseError(f"database {str(db)!r} {HOLDERS[holder]}"
-                              + (f" (pid {pid})" if pid else ""), holder)
+    what, hint = HOLDERS[holder]
+    return DatabaseInUseError(f"database {str(db)!r} {what}" + (f" (pid {pid})" if pid else "")
+                              + hint, holder)
 
 
 def _is_at(fd: int, path: pathlib.Path) -> bool:
