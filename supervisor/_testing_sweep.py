@@ -138,7 +138,8 @@ async def sweep_delivery_path(directory: str | os.PathLike[str],
                               target: str = "route:*", every: int = 1,
                               messages: int = 3) -> list[SweepRun]:
     """Count the steps of a clean run of the path, then run it once per ``every``-th step
-    with a cancel there. Returns every run, the counting run first.
+    with a cancel there. Returns every run, the counting run first; a broken invariant is
+    raised by none: it is in its run's ``violations`` (a test asserts they are empty).
 
     Raises :class:`ValidationError` naming the option, before any run, unless ``every`` is
     an int >= 1 (a step of 0 or less would sweep nothing and pass), ``messages`` an int >= 1
