@@ -199,8 +199,8 @@ def _events(conn: sqlite3.Connection, cutoff: float) -> tuple[int, bool]:
         "DELETE FROM events WHERE event_seq IN (SELECT event_seq FROM events "
         "WHERE event_seq < ? AND created_at < ? AND (delivery_id IS NULL OR NOT EXISTS "
         "(SELECT 1 FROM outbox WHERE outbox.delivery_id = events.delivery_id)) "
-        "ORDER BY event_seq LIMIT ?)", (raised, cutoff, 2 * EVENTS_PER_STEP)).rowcount
-    return deleted, more or deleted == 2 * EVENTS_PER_STEP
+        "ORDER BY event_seq LIMIT ?)", (raised, cutoff, EVENTS_PER_STEP)).rowcount
+    return deleted, more or deleted == EVENTS_PER_STEP
 
 
 def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False) -> PruneReport:

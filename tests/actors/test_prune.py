@@ -623,3 +623,25 @@ async def test_the_id_of_a_message_still_held_is_kept_so_its_resend_is_a_duplica
         clock[0] += 3_600
         assert (await rt.prune(older_than=60)).client_messages == 2
     assert [turn.text for turn in agent.turns] == ["hello"]
+
+
+async def test_the_events_kept_below_the_horizon_go_a_bounded_chunk_per_commit(
+        rt, clock, monkeypatch, autojump_clock) -> None:
+    """Events the horizon passed but kept (stamped in the future) go, once old, with the
+    others, EVENTS_PER_STEP a commit at most: no commit deletes more than that of them."""
+    monkeypatch.setattr(prune_module, "EVENTS_PER_STEP", 2)
+    clock[0] = 32_503_680_000.0  # 2999: the clock ran ahead
+    for _ in range(3):
+        await rt.create_session()
+    clock[0] = 1_010.0
+    for _ in range(3):
+        await rt.create_session()
+    clock[0] = 5_000.0
+    await rt.create_session()
+    chunks: list[PruneReport] = []
+    assert (await rt.prune(older_than=3_000, on_chunk=chunks.append)).events == 3
+    clock[0] = 32_503_690_000.0
+    await rt.create_session()
+    chunks.clear()
+    assert (await rt.prune(older_than=3_000, on_chunk=chunks.append)).events == 4
+    assert max(chunk.events for chunk in chunks) == 2
