@@ -11,7 +11,7 @@ import trio
 
 import tidings
 from tidings.actors import Runtime
-from tidings.errors import ValidationError
+from tidings.errors import ArtifactError, ValidationError
 from tidings.testing import MemoryRoute
 
 from ..database_template import fresh_database
@@ -81,3 +81,13 @@ async def refused_by_field(rt, session_id, route, send, field) -> ValidationErro
         assert await handle.wait() == "delivered"
     assert [o.text for o in route.delivered] == ["next"]
     return caught.value
+
+
+async def refuse_as_runtimes_own(ctx, sources) -> None:
+    """Each of *sources*, sent as a file in the turn *ctx*, is refused as the runtime's own
+    (an ArtifactError naming ``source``, or ``source.path`` for an ArtifactRef)."""
+    for source in sources:
+        with pytest.raises(ArtifactError) as caught:
+            await ctx.output.send_file(source, history_policy="transient")
+        assert caught.value.field.startswith("source"), source
+        assert "runtime's own" in str(caught.value), source

@@ -12,7 +12,7 @@ from tidings import ArtifactRef
 from tidings.errors import ArtifactError, ValidationError
 from tidings.testing import MemoryRoute
 
-from .conftest import rows
+from .conftest import refuse_as_runtimes_own, rows
 
 
 @pytest.fixture
@@ -414,11 +414,7 @@ async def test_the_runtimes_own_files_in_the_workspace_are_refused(tmp_path) -> 
                    "tidings.db.token", str(db)]
         with trio.fail_after(30):  # hang guard
             async with rt.open_turn(session_id) as ctx:
-                for source in refused:
-                    with pytest.raises(ArtifactError) as caught:
-                        await ctx.output.send_file(source, history_policy="transient")
-                    assert caught.value.field.startswith("source"), source
-                    assert "runtime's own" in str(caught.value), source
+                await refuse_as_runtimes_own(ctx, refused)
                 mine = await ctx.output.send_file(
                     str(rt.artifact_root_for(session_id) / "report.pdf"),
                     history_policy="transient")
@@ -465,11 +461,9 @@ async def test_the_token_beside_a_symbolic_link_to_the_database_is_the_runtimes_
         rt.router.bind(session_id, route)
         with trio.fail_after(30):  # hang guard
             async with rt.open_turn(session_id) as ctx:
-                for source in ("tidings.db.token", str(workspace / "tidings.db.token"),
-                               ArtifactRef(path="tidings.db.token")):
-                    with pytest.raises(ArtifactError) as caught:
-                        await ctx.output.send_file(source, history_policy="transient")
-                    assert "runtime's own" in str(caught.value), source
+                await refuse_as_runtimes_own(ctx, ("tidings.db.token",
+                                                   str(workspace / "tidings.db.token"),
+                                                   ArtifactRef(path="tidings.db.token")))
                 notes = await ctx.output.send_file("tidings.db.notes",
                                                    history_policy="transient")
             assert await notes.wait() == "delivered"
@@ -495,10 +489,8 @@ async def test_the_database_under_another_name_is_the_runtimes_own(tmp_path) -> 
         (workspace / "notes.txt").write_text("mine")
         with trio.fail_after(30):  # hang guard
             async with rt.open_turn(session_id) as ctx:
-                for source in ("history.bin", "token.txt", ArtifactRef(path="history.bin")):
-                    with pytest.raises(ArtifactError) as caught:
-                        await ctx.output.send_file(source, history_policy="transient")
-                    assert "runtime's own" in str(caught.value), source
+                await refuse_as_runtimes_own(
+                    ctx, ("history.bin", "token.txt", ArtifactRef(path="history.bin")))
                 notes = await ctx.output.send_file("notes.txt", history_policy="transient")
             assert await notes.wait() == "delivered"
     assert [o.blocks[0].name for o in route.delivered] == ["notes.txt"]
