@@ -6,6 +6,7 @@ client saw. Before, the local error said 1002 and the server was told 1000 (a no
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -77,6 +78,21 @@ async def test_a_frame_the_client_cannot_use_closes_the_websocket_1002(
     assert caught.value.reason.startswith(reason.removesuffix("…"))
 
 
+async def _connected(server: _Server,
+                     act: Callable[[GatewayClient], Awaitable[object]]) -> None:
+    """Serve *server*, connect a client to it, ``await act(client)``, and return once the
+    server has seen the connection end."""
+    async with trio.open_nursery() as nursery:
+        listener = await nursery.start(serve_websocket, server.handle, "127.0.0.1", 0, None)
+        with trio.fail_after(10):
+            async with GatewayClient.connect(f"ws://127.0.0.1:{listener.port}",
+                                             token="gateway-test-token",
+                                             conversation="codes") as client:
+                await act(client)
+            await server.done.wait()
+        nursery.cancel_scope.cancel()
+
+
 # aclose(code) sent any integer as the close code: 5000, 999, or 1006 (a code RFC 6455 keeps
 # for "closed without a close frame", never sent) went out on the wire, and the server closed
 # the connection as a protocol error, far from the call that passed it. It is refused by name
@@ -86,34 +102,21 @@ async def test_a_frame_the_client_cannot_use_closes_the_websocket_1002(
                                   pytest.param("1000", id="text")])
 async def test_a_close_code_no_websocket_endpoint_may_send_is_refused_naming_code(
         code: object) -> None:
+    async def refused_then_closed(client: GatewayClient) -> None:
+        with pytest.raises(ValueError, match=r"^code: ") as caught:
+            await client.aclose(code)  # type: ignore[arg-type]
+        assert repr(code) in str(caught.value)
+        assert client.ws.closed is None  # nothing was sent
+        await client.aclose(4000)  # a code of the application's range goes out
+
     server = _Server([WELCOME])
-    async with trio.open_nursery() as nursery:
-        listener = await nursery.start(serve_websocket, server.handle, "127.0.0.1", 0, None)
-        with trio.fail_after(10):
-            async with GatewayClient.connect(f"ws://127.0.0.1:{listener.port}",
-                                             token="gateway-test-token",
-                                             conversation="codes") as client:
-                with pytest.raises(ValueError, match=r"^code: ") as caught:
-                    await client.aclose(code)  # type: ignore[arg-type]
-                assert repr(code) in str(caught.value)
-                assert client.ws.closed is None  # nothing was sent
-                await client.aclose(4000)  # a code of the application's range goes out
-            await server.done.wait()
-        nursery.cancel_scope.cancel()
+    await _connected(server, refused_then_closed)
     assert server.closed == (4000, None)
 
 
 @pytest.mark.parametrize("code", [1000, 1001, 1011, 3000, 4999])
 async def test_a_close_code_an_endpoint_may_send_goes_out(code: int) -> None:
     server = _Server([WELCOME])
-    async with trio.open_nursery() as nursery:
-        listener = await nursery.start(serve_websocket, server.handle, "127.0.0.1", 0, None)
-        with trio.fail_after(10):
-            async with GatewayClient.connect(f"ws://127.0.0.1:{listener.port}",
-                                             token="gateway-test-token",
-                                             conversation="codes") as client:
-                await client.aclose(code)
-            await server.done.wait()
-        nursery.cancel_scope.cancel()
+    await _connected(server, lambda client: client.aclose(code))
     assert server.closed is not None
     assert server.closed[0] == code
