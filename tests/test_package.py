@@ -45,3 +45,21 @@ def test_console_script_reports_the_version() -> None:
     out = subprocess.run([sys.executable, "-m", "tidings.supervisor.cli", "--version"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == f"tidings {tidings.__version__}"
+
+
+def test_the_files_the_quickstart_leaves_in_a_checkout_are_ignored_by_git(
+        tmp_path: pathlib.Path) -> None:
+    # The README's first command runs `tidings serve` in the checkout: the token it keeps
+    # beside the database is a secret, and a `git add .` must not pick it (or the lock) up.
+    from tidings.actors._runtime_lock import LOCK_SUFFIX
+    from tidings.supervisor._token import token_path
+
+    (tmp_path / ".gitignore").write_bytes((ROOT / ".gitignore").read_bytes())
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    made = []
+    for db in ("tidings.db", "tidings-local.db"):  # serve's, and `tidings chat --local`'s
+        made += [db, db + "-wal", db + "-shm", db + LOCK_SUFFIX,
+                 token_path(tmp_path / db).name]
+    ignored = subprocess.run(["git", "-C", str(tmp_path), "check-ignore", "--no-index", *made],
+                             capture_output=True, text=True, check=False).stdout.split()
+    assert sorted(set(made) - set(ignored)) == []
