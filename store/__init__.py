@@ -10,7 +10,7 @@ importing a module of the store, as the writer child does, loads only what that 
 
 from typing import TYPE_CHECKING
 
-from tidings.store._lazy import lazy_exports
+from tidings.store._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from tidings.store import _acking as acking
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from tidings.store._writer import WriterStatistics as WriterStatistics
     from tidings.store._writer import check_executor as check_executor
 
-__getattr__, __dir__ = lazy_exports(globals(), {
+__getattr__, __dir__ = _lazy_exports(globals(), {
     "acking": "._acking:",
     "queries": "._queries:",
     "recovery": "._recovery:",

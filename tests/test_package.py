@@ -63,3 +63,23 @@ def test_the_files_the_quickstart_leaves_in_a_checkout_are_ignored_by_git(
     ignored = subprocess.run(["git", "-C", str(tmp_path), "check-ignore", "--no-index", *made],
                              capture_output=True, text=True, check=False).stdout.split()
     assert sorted(set(made) - set(ignored)) == []
+
+
+_PUBLIC_PACKAGES = ["tidings", "tidings.store", "tidings.supervisor", "tidings.actors",
+                    "tidings.channels", "tidings.errors", "tidings.testing"]
+
+
+def _exported(name: str) -> list[tuple[str, object]]:
+    module = importlib.import_module(name)
+    return [(f"{name}.{public}", getattr(module, public)) for public in module.__all__]
+
+
+def test_no_public_name_of_a_package_is_left_out_of_its_all() -> None:
+    for name in _PUBLIC_PACKAGES:
+        module = importlib.import_module(name)
+        stray = sorted(
+            public for public, value in vars(module).items()
+            if not public.startswith("_") and public not in module.__all__
+            and public not in {"annotations", "TYPE_CHECKING"}
+            and not isinstance(value, type(sys)))  # a subpackage imported later
+        assert not stray, f"{name} has public names outside __all__: {stray}"
