@@ -160,6 +160,14 @@ class _BindHold:
 
 @attrs.frozen
 class DispatchStatistics:
+    """A snapshot of the dispatcher (``rt.statistics().dispatch``), taken without a wait.
+
+    ``lanes`` is the sessions with a lane now and ``running`` those whose lane task is up;
+    ``overflowing`` counts the lanes reading their ``queued`` rows back from the store (their
+    mailbox or byte budget was full). ``delivered``, ``failed`` and ``unrouted`` count the
+    terminal ends since the runtime opened, each delivery once. A frozen record, so a caller
+    compares two snapshots instead of watching the dispatcher's state change under it."""
+
     lanes: int
     running: int
     overflowing: int

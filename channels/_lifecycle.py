@@ -107,12 +107,17 @@ class TaskLifecycleEvent:
 @final
 @attrs.frozen(kw_only=True)
 class TaskStarted(TaskLifecycleEvent):
+    """The turn began: emitted once, before any other event of the turn."""
+
     type: ClassVar[Literal["started"]] = "started"
 
 
 @final
 @attrs.frozen(kw_only=True)
 class TaskTextChunk(TaskLifecycleEvent):
+    """A piece of the reply the agent streamed (``chunk``), in order; none after a cancel
+    was recorded or the turn ended."""
+
     type: ClassVar[Literal["text_chunk"]] = "text_chunk"
     chunk: str
 
@@ -120,6 +125,8 @@ class TaskTextChunk(TaskLifecycleEvent):
 @final
 @attrs.frozen(kw_only=True)
 class TaskToolCall(TaskLifecycleEvent):
+    """The agent reported a tool call (``tool_call``), so a channel can show it as it runs."""
+
     type: ClassVar[Literal["tool_call"]] = "tool_call"
     tool_call: ToolCall
 
@@ -127,6 +134,10 @@ class TaskToolCall(TaskLifecycleEvent):
 @final
 @attrs.frozen(kw_only=True)
 class TaskCancelled(TaskLifecycleEvent):
+    """Terminal: the turn was cancelled; ``reason`` is the first recorded one, one of
+    :data:`CANCEL_REASONS` (``cancel_command``, ``clear``, ``steer``, ``timeout``,
+    ``shutdown``)."""
+
     type: ClassVar[Literal["cancelled"]] = "cancelled"
     terminal: ClassVar[bool] = True
     reason: CancelReason = attrs.field(converter=_reason)
@@ -135,6 +146,8 @@ class TaskCancelled(TaskLifecycleEvent):
 @final
 @attrs.frozen(kw_only=True)
 class TaskCompleted(TaskLifecycleEvent):
+    """Terminal: the agent's run returned; the turn ended normally."""
+
     type: ClassVar[Literal["completed"]] = "completed"
     terminal: ClassVar[bool] = True
 

@@ -42,6 +42,9 @@ def create_session(session_id: str, *, core_id: str, channel: str | None, now: f
 
 def begin_turn(turn_id: str, *, session_id: str, slot: str, mode: str, now: float,
                message_id: str | None = None) -> list[Op]:
+    """The ops recording that a turn started (``running``) in *slot* of its session; the turn
+    row is what recovery reads to end turns a crash left running, and
+    :func:`end_turn` records its one terminal state."""
     return [InsertRows("turns", ("turn_id", "session_id", "slot", "mode", "status", "message_id",
                                  "started_at"),
                        ((turn_id, session_id, slot, mode, "running", message_id, now),))]

@@ -83,3 +83,12 @@ def test_no_public_name_of_a_package_is_left_out_of_its_all() -> None:
             and public not in {"annotations", "TYPE_CHECKING"}
             and not isinstance(value, type(sys)))  # a subpackage imported later
         assert not stray, f"{name} has public names outside __all__: {stray}"
+
+
+
+def test_every_exported_class_and_function_has_its_own_docstring() -> None:
+    for name in _PUBLIC_PACKAGES:
+        for qualified, obj in _exported(name):
+            if isinstance(obj, type) or (callable(obj) and hasattr(obj, "__code__")):
+                own = vars(obj).get("__doc__") if isinstance(obj, type) else obj.__doc__
+                assert (own or "").strip(), f"{qualified} has no docstring of its own"
