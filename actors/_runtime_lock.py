@@ -11,7 +11,7 @@ import os
 import pathlib
 
 from tidings.actors._runtime_checks import resolve_path
-from tidings.errors import StoreError
+from tidings.errors import DatabaseInUseError, StoreError
 
 __all__ = ["HOLDERS", "LOCK_SUFFIX", "DatabaseInUseError", "lock_database",
            "release_database", "unlock_database"]
@@ -31,16 +31,6 @@ HOLDERS = {"runtime": ("is already open in another runtime", ""),
            "prune": ("is being pruned by tidings prune", ": try again once it has finished")}
 """What may hold the lock (the word after the pid in the lock file), and how a refusal says
 it. A lock file of an older version holds the pid alone: a runtime's."""
-
-
-class DatabaseInUseError(StoreError):
-    """The runtime lock is held: a runtime (or ``tidings prune``) has the database open. Its
-    own class so that ``tidings prune`` can tell it (exit 3) from a lock it cannot take.
-    :attr:`holder` says which holds it (a key of :data:`HOLDERS`), as its lock file says."""
-
-    def __init__(self, message: str, holder: str = "runtime") -> None:
-        super().__init__(message)
-        self.holder = holder
 
 
 def _close_held_in_child() -> None:

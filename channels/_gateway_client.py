@@ -32,7 +32,7 @@ from tidings.channels._gateway_frames import (
     encode,
 )
 from tidings.channels._gateway_transport import open_transport
-from tidings.errors import TidingsError, ValidationError
+from tidings.errors import GatewayClosed, GatewayTimeout, ValidationError
 from tidings.store._ids import check_id
 
 __all__ = ["WELCOME_TIMEOUT", "GatewayClient", "GatewayClosed", "GatewayTimeout",
@@ -42,21 +42,6 @@ WELCOME_TIMEOUT = 30.0
 """Seconds :meth:`GatewayClient.connect` gives the whole opening by default: TCP connection,
 websocket handshake, hello and ``welcome`` (a gateway answers a hello at once, after a store
 read or two). Pass ``welcome_timeout=`` to change it."""
-
-
-class GatewayClosed(TidingsError):
-    """The server closed the connection; ``code`` and ``reason`` say why."""
-
-    def __init__(self, code: int | None, reason: str | None) -> None:
-        super().__init__(f"connection closed ({code}): {reason or 'no reason given'}")
-        self.code = code
-        self.reason = reason
-
-
-class GatewayTimeout(TidingsError, TimeoutError):
-    """The server did not answer the hello with ``welcome`` in time (a wrong port, a server
-    that is not a tidings gateway, a hung one). A ``TimeoutError``, so an ``OSError`` as for a
-    server that cannot be reached; the message names the URL."""
 
 
 _PROTOCOL_ERROR = 1002

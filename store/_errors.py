@@ -17,9 +17,12 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "ConversationKeyError",
+    "DatabaseInUseError",
     "DatabaseNotFoundError",
     "DeliveryNotFoundError",
     "EventsPrunedError",
+    "GatewayClosed",
+    "GatewayTimeout",
     "HistoryPolicyError",
     "InjectedFault",
     "MailboxClosedError",
@@ -153,6 +156,17 @@ class StoreClosedError(StoreError):
     """The store (or its writer) is closed; nothing more can be written."""
 
 
+class DatabaseInUseError(StoreError):
+    """The runtime lock is held: ``open_runtime`` (or ``tidings prune``) was pointed at a
+    database a runtime (or a prune) has open, in this process or another. Its own class so a
+    caller (``tidings prune``: exit 3) tells it from a lock it cannot take; :attr:`holder`
+    says which holds it (``"runtime"`` or ``"prune"``), as its lock file says."""
+
+    def __init__(self, message: str, holder: str = "runtime") -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
 class DatabaseNotFoundError(StoreError):
     """A reader was pointed at a database file that does not exist (it is never created)."""
 
@@ -181,6 +195,24 @@ class RestartIntensityExceeded(SupervisorError):
 
 class MailboxClosedError(SupervisorError):
     """The actor's mailbox is closed (it is shutting down, or gone)."""
+
+
+# --- the gateway client (tidings.channels.GatewayClient) -------------------------------------
+
+
+class GatewayClosed(TidingsError):
+    """The server closed the connection; ``code`` and ``reason`` say why."""
+
+    def __init__(self, code: int | None, reason: str | None) -> None:
+        super().__init__(f"connection closed ({code}): {reason or 'no reason given'}")
+        self.code = code
+        self.reason = reason
+
+
+class GatewayTimeout(TidingsError, TimeoutError):
+    """The server did not answer the hello with ``welcome`` in time (a wrong port, a server
+    that is not a tidings gateway, a hung one). A ``TimeoutError``, so an ``OSError`` as for a
+    server that cannot be reached; the message names the URL."""
 
 
 class AgentError(TidingsError):

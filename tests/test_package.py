@@ -92,3 +92,25 @@ def test_every_exported_class_and_function_has_its_own_docstring() -> None:
             if isinstance(obj, type) or (callable(obj) and hasattr(obj, "__code__")):
                 own = vars(obj).get("__doc__") if isinstance(obj, type) else obj.__doc__
                 assert (own or "").strip(), f"{qualified} has no docstring of its own"
+
+
+
+def test_every_exception_a_package_exports_is_one_of_tidings_errors() -> None:
+    # tidings.testing's InvariantViolation is an AssertionError of the test doubles, not an
+    # error the runtime raises: it is left where pytest users expect it.
+    for name in _PUBLIC_PACKAGES[:-1]:
+        for qualified, obj in _exported(name):
+            if isinstance(obj, type) and issubclass(obj, BaseException):
+                short = qualified.rsplit(".", 1)[1]
+                assert getattr(tidings.errors, short, None) is obj, \
+                    f"{qualified} is not tidings.errors.{short}"
+                assert short in tidings.errors.__all__
+
+
+def test_tidings_errors_has_one_base_and_at_most_three_levels_below_it() -> None:
+    base = tidings.errors.TidingsError
+    for qualified, obj in _exported("tidings.errors"):
+        assert isinstance(obj, type), qualified
+        assert issubclass(obj, base), f"{qualified} is no TidingsError"
+        depth = sum(1 for k in obj.__mro__ if k is not base and issubclass(k, base))
+        assert depth <= 3, f"{qualified} is {depth} classes below TidingsError"
