@@ -479,8 +479,10 @@ class Dispatcher:
         unacked yet and is left to that call: it is ``failed`` if the call raises, else
         unacked once it returns (a later call makes it ``unknown``). Always a checkpoint.
         Raises :class:`ValidationError` naming ``session_id`` if it is not a non-empty
-        string."""
+        string, and ``keep`` for a lone string (it would be read as its characters, and
+        keep none) or an id in it that is not a non-empty string."""
         lane = self.lanes.get(check_session_id("session_id", session_id))
+        keep = frozenset(check_id_list("keep", keep, "delivery ids", max_chars=None))
         ids = [delivery_id for delivery_id in lane.unacked
                if delivery_id not in keep] if lane is not None else []
         if not ids:

@@ -110,8 +110,12 @@ async def record_user_messages(rt: Runtime, session_id: str, texts: Sequence[str
     """:func:`record_user_message` of each of *texts*, in order, in one commit: the messages
     merged into one turn reach history all or none (one commit each, a failed write or a
     crash between them left the first half in history, while every one of them was held,
-    so told "not answered"). Returns their history message ids."""
+    so told "not answered"). Returns their history message ids. A lone string for *texts*
+    is a :class:`ValidationError` naming ``texts`` (it would be recorded one character a
+    message)."""
     check_session_id("session_id", session_id)
+    if isinstance(texts, str | bytes):
+        raise ValidationError("texts", f"must be a list of texts, not the string {texts!r:.80}")
     if turn_id is not None:
         check_id("turn_id", turn_id, max_chars=None)  # the cap: below
     for text in texts:
