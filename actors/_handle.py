@@ -150,14 +150,17 @@ class DeliveryHandle:
 
     @property
     def delivery_id(self) -> str:
+        """The delivery's id (stable: the outbox row's, for :meth:`Runtime.delivery_status`)."""
         return self._item.delivery_id
 
     @property
     def session_id(self) -> str:
+        """The session the delivery belongs to."""
         return self._item.session_id
 
     @property
     def kind(self) -> str:
+        """What was sent: ``message``, ``progress`` or ``notice``."""
         return self._item.kind
 
     @property

@@ -298,6 +298,9 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         return await self.dispatcher.abandon_unacked(session_id, keep=keep)
 
     def statistics(self) -> RuntimeStatistics:
+        """A frozen :class:`RuntimeStatistics` snapshot (supervision tree, dispatch lanes,
+        writer, bound routes), to compare over time rather than poke at internals. Never
+        blocks."""
         assert self.supervisor is not None
         return RuntimeStatistics(self.supervisor.statistics(), self.dispatcher.statistics(),
                                  self.store.statistics(), len(self.router))
@@ -313,6 +316,8 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         return await self.scanner.recover()
 
     def check_open(self) -> None:
+        """Raise :class:`RuntimeClosedError` if the runtime is stopping or stopped: what every
+        call that would start new work checks first. Never blocks."""
         if self.closing:
             raise RuntimeClosedError("the runtime is stopping; no new work is accepted")
 

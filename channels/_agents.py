@@ -83,7 +83,11 @@ class Agent(Protocol):
     about at the next start) and ``open_runtime`` raises it, unwrapped.
     """
 
-    async def run(self, turn: AgentTurn) -> None: ...
+    async def run(self, turn: AgentTurn) -> None:
+        """Do one turn's work: read ``turn.prompt``, stream the reply with
+        ``turn.send_chunk``, return None (see the class docstring for failures and
+        cancellation)."""
+        ...
 
 
 def warn_if_returned(agent: Any, value: object, *, session_id: str) -> None:

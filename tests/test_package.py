@@ -114,3 +114,19 @@ def test_tidings_errors_has_one_base_and_at_most_three_levels_below_it() -> None
         assert issubclass(obj, base), f"{qualified} is no TidingsError"
         depth = sum(1 for k in obj.__mro__ if k is not base and issubclass(k, base))
         assert depth <= 3, f"{qualified} is {depth} classes below TidingsError"
+
+
+def test_every_public_method_of_the_top_level_classes_has_a_docstring() -> None:
+    # What ``import tidings`` gives an embedder first: help(tidings.Runtime) must say what each
+    # method does, inherited ones included.
+    for qualified, cls in _exported("tidings"):
+        if not isinstance(cls, type):
+            continue
+        for klass in cls.__mro__[:-1]:
+            for name, member in vars(klass).items():
+                if name.startswith("_"):
+                    continue
+                fn = member.fget if isinstance(member, property) else member
+                if isinstance(member, property) or callable(fn):
+                    assert (getattr(fn, "__doc__", None) or "").strip(), \
+                        f"{qualified}.{name} ({klass.__name__}) has no docstring"
