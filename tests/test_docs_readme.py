@@ -80,3 +80,40 @@ def test_the_supervisor_example_runs_as_shown(tmp_path: pathlib.Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == printed  # what the README says it prints, line for line
     assert "restart_intensity_exceeded" in result.stderr
+
+
+_USES_THE_FIXTURES = """
+from tidings.testing import MemoryRoute
+
+
+async def test_rt(rt):
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, MemoryRoute())
+    async with rt.open_turn(session_id) as ctx:
+        handle = await ctx.output.send_text("hi")
+    assert await handle.wait() == "delivered"
+
+
+async def test_faulty_rt(faulty_rt):
+    session_id = await faulty_rt.create_session(channel="web")
+    faulty_rt.router.bind(session_id, MemoryRoute())
+    async with faulty_rt.open_turn(session_id) as ctx:
+        handles = [await ctx.output.send_text(str(i)) for i in range(3)]
+    assert [await h.wait() for h in handles] == ["delivered", "unknown", "delivered"]
+    assert [r.seam for r in faulty_rt.supervisor.fault_plan.injected] == ["deliver"]
+"""
+
+
+def test_the_conftest_example_gives_working_fixtures_in_trio_mode(
+        tmp_path: pathlib.Path) -> None:
+    # What the Testing section tells a host to write: its conftest block, pytest-trio's
+    # trio mode, and tests that take the two fixtures.
+    example = next(block for block in _python_blocks() if block.startswith("# conftest.py"))
+    (tmp_path / "conftest.py").write_text(example, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntrio_mode = true\n", encoding="utf-8")
+    (tmp_path / "test_host.py").write_text(_USES_THE_FIXTURES, encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout
