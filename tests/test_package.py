@@ -130,3 +130,12 @@ def test_every_public_method_of_the_top_level_classes_has_a_docstring() -> None:
                 if isinstance(member, property) or callable(fn):
                     assert (getattr(fn, "__doc__", None) or "").strip(), \
                         f"{qualified}.{name} ({klass.__name__}) has no docstring"
+
+
+def test_readme_names_every_top_level_export() -> None:
+    readme = (ROOT / "README.md").read_text()
+    unnamed = [name for name in tidings.__all__
+               if not name.startswith("__") and f"`tidings.{name}`" not in readme
+               and f"import {name}" not in readme and f"tidings.{name}(" not in readme
+               and f"tidings.{name} " not in readme]
+    assert not unnamed, f"README never names tidings.{unnamed}"
