@@ -94,8 +94,11 @@ def parse_command(text: str) -> Command | InvalidCommand | None:
     without the name. ``/reset`` is ``clear``. Unknown names (``/deploy``), ``/ help``, ``//x`` and
     paths like ``/tmp/x`` are not commands. ``/resume`` needs exactly one session id, and
     every other command takes none (``/new hello``), else an :class:`InvalidCommand` with the
-    command's usage is returned. Never raises for any ``str``.
+    command's usage is returned. Never raises for any ``str``; anything else is a
+    ``TypeError`` naming ``text``.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text: expected str, got {type(text).__name__}")
     match = _COMMAND.fullmatch(trim(text))
     if match is None:
         return None
