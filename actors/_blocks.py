@@ -275,9 +275,11 @@ class TextBlock:
 
     @property
     def fallback(self) -> str:
+        """The text a route that cannot show the block sends instead: the text itself."""
         return self.text
 
     def as_dict(self) -> dict[str, Any]:
+        """The block as it is stored and sent: ``{"type": "text", "text": ...}``."""
         return {"type": "text", "text": self.text}
 
 
@@ -300,6 +302,7 @@ class MediaBlock:
     artifact_id: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The block as it is stored and sent: its fields by name, as plain JSON values."""
         return attrs.asdict(self)
 
 
@@ -313,9 +316,11 @@ class ControlBlock:
 
     @property
     def fallback(self) -> str:
+        """Empty: a control block is for the route's logic, with no text to show."""
         return ""
 
     def as_dict(self) -> dict[str, Any]:
+        """The block as it is stored and sent: ``type``, ``action`` and ``data`` (a plain dict)."""
         return {"type": "control", "action": self.action, "data": dict(self.data)}
 
 

@@ -60,6 +60,7 @@ class PromptAnswer:
 
     @property
     def answered(self) -> bool:
+        """Whether the person answered (``text`` is not None); else ``reason`` says why not."""
         return self.text is not None
 
 

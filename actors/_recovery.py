@@ -139,6 +139,8 @@ class RecoveryScanner:
         router.add_bind_listener(self._on_bind)
 
     def statistics(self) -> ScannerStatistics:
+        """A frozen :class:`ScannerStatistics` snapshot (armed, scans, totals, last scan). Never
+        blocks."""
         return ScannerStatistics(self.armed, self.scans, self.totals, self.last_scan)
 
     @property

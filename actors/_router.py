@@ -149,6 +149,7 @@ class SessionInteractionRouter:
         return self._routes.get(session_id)
 
     def bound_sessions(self) -> list[str]:
+        """The ids of the sessions with a route bound now, as a new list. Never blocks."""
         return list(self._routes)
 
     def __len__(self) -> int:

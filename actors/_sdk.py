@@ -93,6 +93,7 @@ class OutputSDK:
 
     @property
     def default_policy(self) -> HistoryPolicy:
+        """The history policy a send without ``history_policy=`` gets: the turn's slot default."""
         return self._default
 
     # --- typed helpers -------------------------------------------------------------------------

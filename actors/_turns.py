@@ -82,6 +82,8 @@ class TurnContext:
         return True
 
     def check_open(self) -> None:
+        """Raise :class:`RuntimeClosedError` if the turn has ended or the runtime is stopping:
+        what every send and question of the turn checks first. Never blocks."""
         if self.closed:
             raise RuntimeClosedError(f"turn {self.turn_id} has ended; it cannot send")
         if self.runtime.closing:

@@ -34,19 +34,24 @@ class AgentTurn(Protocol):
     """
 
     @property
-    def session_id(self) -> str: ...
+    def session_id(self) -> str:
+        """The session the turn runs in."""
 
     @property
-    def message_id(self) -> str | None: ...
+    def message_id(self) -> str | None:
+        """The platform's id of the user's message, when it gave one."""
 
     @property
-    def prompt(self) -> str: ...
+    def prompt(self) -> str:
+        """What the agent should answer: instructions, boundary and steer notes included."""
 
     @property
-    def text(self) -> str: ...
+    def text(self) -> str:
+        """The user's raw message, as sent."""
 
     @property
-    def output(self) -> Any: ...
+    def output(self) -> Any:
+        """The turn's output SDK (``ctx.output``), for sends beyond the streamed reply."""
 
     async def send_chunk(self, text: str) -> None:
         """Stream a piece of the reply; the joined chunks become the turn's reply."""
@@ -128,6 +133,8 @@ class EchoAgent:
         return f"EchoAgent(chunk_size={self.chunk_size})"
 
     async def run(self, turn: AgentTurn) -> None:
+        """Stream ``turn.prompt`` back in ``chunk_size`` pieces (a ``tool:`` message reports
+        its tool call first)."""
         text = turn.text.lstrip()
         if text.startswith("tool:"):
             call = ToolCall(name="echo_tool", arguments={"input": text[len("tool:"):].strip()},

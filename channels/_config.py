@@ -167,6 +167,7 @@ class AccessPolicy:
 
     @classmethod
     def open(cls) -> AccessPolicy:
+        """Everyone may talk to the channel (the default)."""
         return cls(None)
 
     @classmethod
@@ -186,6 +187,7 @@ class AccessPolicy:
 
     @property
     def is_open(self) -> bool:
+        """Whether everyone may talk to the channel (no allowlist)."""
         return self.allowlist is None
 
     def allows(self, sender_id: object) -> bool:

@@ -258,6 +258,8 @@ class GatewayChannel(ChannelBase):
                                        for conn in hub.connections)
 
     async def prompt_user(self, prompt: Prompt) -> PromptAnswer:
+        """Ask the clients connected to the session's conversation (the first answer wins);
+        ``PromptAnswer(None, "no_interactive_route")`` at once when none may answer."""
         conversation = self.conversation_of(prompt.session_id)
         hub = self.hubs.get(conversation.key) if conversation is not None else None
         if not self._may_answer(hub):
@@ -267,6 +269,8 @@ class GatewayChannel(ChannelBase):
         return await self.interactions.prompt(prompt, key, partial(self._broadcast, key))
 
     async def request_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask the connected clients of the session's conversation to approve *request*;
+        denied with ``no_interactive_route`` at once when none may answer."""
         conversation = self.conversation_of(request.session_id)
         hub = self.hubs.get(conversation.key) if conversation is not None else None
         if not self._may_answer(hub):

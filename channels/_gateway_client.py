@@ -204,12 +204,15 @@ class GatewayClient:
     # --- sending -------------------------------------------------------------------------------
 
     async def send(self, frame: dict[str, Any]) -> None:
+        """Send one raw protocol *frame* (a dict, JSON-encoded); the typed methods below use it.
+        Raises :class:`GatewayClosed` if the server closed the connection."""
         try:
             await self.ws.send_message(encode(frame))
         except ConnectionClosed as exc:
             raise _closed(exc) from None
 
     def new_id(self) -> str:
+        """A client message id not used before on this client (``<prefix>-<n>``). Never blocks."""
         return f"{self._prefix}-{next(self._ids)}"
 
     async def message(self, text: str, *, message_id: str | None = None) -> str:

@@ -203,10 +203,12 @@ class LifecycleEmitter:
 
     @property
     def identity(self) -> RuntimeIdentity:
+        """The channel's resolved identity, as every event of the turn carries it."""
         return self._common["identity"]  # type: ignore[no-any-return]
 
     @property
     def memory_scope(self) -> RuntimeMemoryScope:
+        """The channel's resolved memory scope, as every event of the turn carries it."""
         return self._common["memory_scope"]  # type: ignore[no-any-return]
 
     @property

@@ -74,9 +74,12 @@ class PruneReport:
 
     @property
     def total(self) -> int:
+        """Rows deleted in all (a dry run: that would be): deliveries, work items, events and
+        client message ids."""
         return self.deliveries + self.work_items + self.events + self.client_messages
 
     def as_json(self) -> dict[str, int]:
+        """The counts by name as a plain dict, as ``tidings prune --json`` prints them."""
         return attrs.asdict(self)
 
 

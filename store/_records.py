@@ -93,11 +93,13 @@ class DeliveryStatus:
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> DeliveryStatus:
+        """The record of one row of the store's delivery status query (the store's own use)."""
         values = list(row)
         values[5] = bool(values[5])
         return cls(*values)
 
     def as_dict(self) -> dict[str, Any]:
+        """The record as a plain dict of its fields, e.g. to print as JSON."""
         return attrs.asdict(self)
 
 
@@ -124,6 +126,7 @@ class OutboxRow:
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> OutboxRow:
+        """The record of one outbox row as the store's queries select it (the store's own use)."""
         (delivery_id, session_id, seq, kind, channel, text, blocks, metadata, visible, status,
          attempts) = row
         decoded = frozen_json(blocks)
@@ -155,6 +158,7 @@ class HistoryMessage:
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> HistoryMessage:
+        """The record of one row of the store's history query (the store's own use)."""
         values = list(row)
         values[8], values[9] = bool(values[8]), bool(values[9])
         return cls(*values)
@@ -175,10 +179,13 @@ class RuntimeEvent:
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> RuntimeEvent:
+        """The record of one row of the store's event query, its ``data`` read-only (the
+        store's own use)."""
         seq, kind, session_id, delivery_id, data, created_at = row
         return cls(seq, kind, session_id, delivery_id, frozen_json(data), created_at)
 
     def as_dict(self) -> dict[str, Any]:
+        """The event as a plain JSON-ready dict (``data`` thawed to plain dicts and lists)."""
         return {"seq": self.seq, "type": self.type, "session_id": self.session_id,
                 "delivery_id": self.delivery_id, "data": _thaw(self.data),
                 "created_at": self.created_at}
@@ -212,6 +219,8 @@ class SessionRecord:
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> SessionRecord:
+        """The record of one row of the store's session query, its ``metadata`` read-only (the
+        store's own use)."""
         *fields, metadata = row
         return cls(*fields, frozen_json(metadata))
 

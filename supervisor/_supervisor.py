@@ -93,18 +93,23 @@ class Supervisor:
 
     @property
     def name(self) -> str:
+        """The supervisor's name, as its :class:`SupervisorStatistics` give it."""
         return self._name
 
     @property
     def strategy(self) -> Strategy:
+        """How a child's failure restarts its siblings: ``one_for_one``, ``one_for_all`` or
+        ``rest_for_one``."""
         return self._strategy
 
     @property
     def intensity(self) -> Intensity:
+        """The restart budget: more restarts in its period and the supervisor gives up."""
         return self._intensity
 
     @property
     def fault_plan(self) -> FaultPlan | None:
+        """The fault plan injecting failures into its children, or None."""
         return self._plan
 
     @property
