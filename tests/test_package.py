@@ -146,3 +146,9 @@ def test_readme_names_every_top_level_export() -> None:
                and f"import {name}" not in readme and f"tidings.{name}(" not in readme
                and f"tidings.{name} " not in readme]
     assert not unnamed, f"README never names tidings.{unnamed}"
+
+
+def test_readme_names_every_class_of_tidings_errors() -> None:
+    readme = (ROOT / "README.md").read_text()
+    unnamed = [name for name in tidings.errors.__all__ if f"`{name}`" not in readme]
+    assert not unnamed, f"README never names tidings.errors.{unnamed}"
