@@ -37,6 +37,7 @@ class TaskCensus:
 
     @classmethod
     def take(cls) -> TaskCensus:
+        """Count the tasks of this trio run alive now (call inside ``trio.run``)."""
         return cls(set(live_tasks()))
 
     def leaked(self) -> list[trio.lowlevel.Task]:
@@ -69,6 +70,7 @@ class ChannelCensus:
 
     @classmethod
     def take(cls) -> ChannelCensus:
+        """Note the memory channel endpoints alive now (weakly: see the class docstring)."""
         return cls({id(endpoint): weakref.ref(endpoint) for endpoint in _channels()})
 
     def _known(self, endpoint: object) -> bool:

@@ -71,4 +71,6 @@ class MemoryChannel(ChannelBase):
                                                  thread_id=thread_id))
 
     def texts(self, kind: str | None = None) -> list[str]:
+        """The texts delivered so far, in order; only those of *kind* (``message``,
+        ``progress``, ``notice``) when it is given."""
         return [o.text for o in self.outbounds if kind is None or o.kind == kind]

@@ -135,6 +135,8 @@ class ChaosReport:
     violations: list[Violation] = attrs.Factory(list)
 
     def summary(self) -> str:
+        """One line of the run's numbers (seed, rate, sends, outcomes, faults, ...), to log or
+        to put in an assertion message; the seed replays the run."""
         outcomes = " ".join(f"{k}={v}" for k, v in sorted(self.outcomes.items()))
         errors = sum(self.send_errors.values())
         turns = " ".join(f"turns_{k}={v}" for k, v in sorted(self.turns.items()))

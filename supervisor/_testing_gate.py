@@ -31,10 +31,12 @@ class WriterGate:
         self._open.wait()
 
     def release(self) -> None:
+        """Open the gate: the writer goes on (idempotent, from any thread)."""
         self._open.set()
 
     @property
     def released(self) -> bool:
+        """Whether :meth:`release` was called."""
         return self._open.is_set()
 
 

@@ -432,12 +432,15 @@ class InvariantChecker:
                                 for text in self._channels.leaked()]
 
     def check_database(self, db_path: Any, **options: Any) -> None:
+        """Add :func:`database_violations` of the database at *db_path* to :attr:`violations`."""
         self.violations += database_violations(db_path, **options)
 
     def check_routes(self, routes: Mapping[str, MemoryRoute], **options: Any) -> None:
+        """Add :func:`route_violations` of *routes* (by session id) to :attr:`violations`."""
         self.violations += route_violations(routes, **options)
 
     def check_lanes(self, rt: Any) -> None:
+        """Add :func:`lane_violations` of the runtime *rt* to :attr:`violations`."""
         self.violations += lane_violations(rt)
 
     def check_lifecycles(self, events: Iterable[Any], **options: Any) -> None:
@@ -452,6 +455,7 @@ class InvariantChecker:
             self._masked()
 
     def assert_ok(self) -> None:
+        """Raise :class:`InvariantViolation` listing every violation found, if there is one."""
         if self.violations:
             raise InvariantViolation(self.violations)
 

@@ -172,6 +172,8 @@ class FaultLedger(logging.Handler):
                 if entry.accounted_by is None]
 
     def statistics(self) -> dict[str, int]:
+        """The ledger's counts: ``injected``, ``restarts``, ``escalations``, ``crashes`` and
+        ``masked`` (faults nothing accounted for)."""
         return {"injected": len(self.entries), "restarts": self.restarts,
                 "escalations": self.escalations, "crashes": self.crashes,
                 "masked": len(self.unaccounted())}

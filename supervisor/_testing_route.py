@@ -86,6 +86,7 @@ class MemoryRoute:
 
     @property
     def stalled(self) -> bool:
+        """Whether deliveries block now (:meth:`stall` was called, :meth:`release` not yet)."""
         return self._gate is not None
 
     def stall(self) -> None:
@@ -135,6 +136,9 @@ class MemoryRoute:
         self._changed = trio.Event()
 
     async def deliver(self, outbound: Outbound) -> None:
+        """Record *outbound* in :attr:`attempted`, wait while stalled and :attr:`latency`
+        (trio seconds), then raise what :attr:`fail` says or record it in :attr:`delivered`
+        (a checkpoint first)."""
         self.attempted.append(outbound)
         self._notify()
         gate = self._gate
@@ -196,16 +200,21 @@ class MemoryRoute:
                          f"got {result!r}")
 
     async def prompt_user(self, prompt: Prompt) -> str | None:
+        """Record *prompt*; answer with the next of :attr:`answers`, or None (unanswered) when
+        none is left. Always a checkpoint."""
         self.prompts.append(prompt)
         await trio.lowlevel.checkpoint()
         return self.answers.popleft() if self.answers else None
 
     async def request_approval(self, request: ApprovalRequest) -> bool | str | ApprovalDecision:
+        """Record *request*; answer with the next of :attr:`decisions`, or False (denied)
+        when none is left. Always a checkpoint."""
         self.approvals.append(request)
         await trio.lowlevel.checkpoint()
         return self.decisions.popleft() if self.decisions else False
 
     def texts(self) -> list[str]:
+        """The texts of the deliveries it accepted, in order."""
         return [outbound.text for outbound in self.delivered]
 
 
@@ -224,6 +233,7 @@ class ReconcilingMemoryRoute(MemoryRoute):
         self.reconciled: list[str] = []
 
     async def reconcile(self, delivery_ids: list[str]) -> Mapping[str, str | None]:
+        """Answer each id truthfully (see the class docstring). Always a checkpoint."""
         await trio.lowlevel.checkpoint()
         self.reconciled.extend(delivery_ids)
         accepted = {outbound.delivery_id for outbound in self.delivered}
