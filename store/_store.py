@@ -135,9 +135,12 @@ class Store:
         return await self.readers.run(fn, *args)
 
     def statistics(self) -> WriterStatistics:
+        """The writer's frozen :class:`WriterStatistics` snapshot. Never blocks."""
         return self.writer.statistics()
 
     def close(self) -> None:
+        """Detach the writer and close the read pool: a later commit or read raises
+        :class:`StoreClosedError`. Never blocks."""
         self.attach(None)
         self.readers.close()
 

@@ -170,6 +170,7 @@ class StoreWriter:
         self._listeners.append(listener)
 
     def remove_listener(self, listener: Callable[[], None]) -> None:
+        """Stop calling a listener :meth:`add_listener` added (``ValueError`` if it was not)."""
         self._listeners.remove(listener)
 
     def dead_letter(self, request: object, error: BaseException) -> None:
@@ -326,6 +327,8 @@ class StoreWriter:
             execute_batch, conn, [request.ops for request in batch], limiter=self._limiter)
 
     def statistics(self) -> WriterStatistics:
+        """A frozen :class:`WriterStatistics` snapshot (batches, requests, statements,
+        isolated batches, the largest batch). Never blocks."""
         return WriterStatistics(self._batches, self._requests, self._statements,
                                 self._isolated, self._largest)
 

@@ -120,8 +120,7 @@ def test_tidings_errors_has_one_base_and_at_most_three_levels_below_it() -> None
 def test_every_public_method_of_an_exported_class_has_a_docstring() -> None:
     # What an embedder or adapter author reads in help(): tidings' own classes (an override
     # documented where it is declared counts), inherited members included.
-    for package in ["tidings", "tidings.actors", "tidings.channels", "tidings.supervisor",
-                    "tidings.testing"]:
+    for package in _PUBLIC_PACKAGES:
         for qualified, cls in _exported(package):
             if not isinstance(cls, type) or issubclass(cls, BaseException):
                 continue
