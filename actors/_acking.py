@@ -16,6 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import trio
 
 from tidings.actors._lanes import check_delivery_ids
 from tidings.actors._outbound import build_outbound, item_from_row
@@ -134,6 +135,7 @@ class AckingSupport:
                                                 ids[start:start + _PAGE]))
         ids = [delivery_id for delivery_id in ids if delivery_id in theirs]
         if not ids:
+            await trio.lowlevel.checkpoint()
             return []
         now = self.store.clock()
 
@@ -235,6 +237,9 @@ class AckingSupport:
         read as its characters)."""
         channel, conversation_key = _conversation(channel, conversation_key)
         ids = check_delivery_ids(delivery_ids)
+        if not ids:
+            await trio.lowlevel.checkpoint()
+            return []
         found: list[str] = []
         for start in range(0, len(ids), _PAGE):
             found += await self.store.read(acking.conversation_deliveries, self.core_id,

@@ -99,6 +99,8 @@ async def release(rt: Runtime, inbound_ids: Iterable[str]) -> None:
     :class:`ValidationError` naming ``inbound_ids`` (a lone string, an id that is not a
     non-empty string of at most :data:`MAX_ID_CHARS` characters) before anything is written."""
     ids = check_id_list("inbound_ids", inbound_ids)
+    if not ids:
+        await trio.lowlevel.checkpoint()
     for start in range(0, len(ids), MAX_IDS_PER_CALL):
         await rt.store.commit(release_inbound(ids[start:start + MAX_IDS_PER_CALL]))
 
