@@ -119,11 +119,14 @@ class NotFoundError(TidingsError, LookupError):
 
 
 class DeliveryNotFoundError(NotFoundError):
-    """No delivery has this id."""
+    """No delivery has this id (never made, or pruned by retention): from
+    ``rt.delivery_status``, ``rt.delivery_report`` and ``rt.delivery_events``."""
 
 
 class SessionNotFoundError(NotFoundError):
-    """No session has this id."""
+    """No session has this id: from the calls that name a session (``rt.session``,
+    ``rt.history``, ``rt.open_turn``, ``rt.notify``, ``rt.hold_inbound``,
+    ``create_session(parent_session_id=)``, ...)."""
 
 
 class SessionClosedError(SessionNotFoundError):
