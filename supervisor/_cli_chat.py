@@ -279,7 +279,10 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
     exit code of a SIGTERM that did (see :func:`~tidings.supervisor._chat_ws.ending_signals`:
     it cancels the chat, the runtime closes as at the end of input; Ctrl-C is trio's
     ``KeyboardInterrupt``)."""
-    async with tidings.open_runtime(args.db, workspace=args.workspace) as rt:
+    # The config file may hold gateway.token: private, as tidings serve makes it.
+    private = () if args.config is None else (args.config,)
+    async with tidings.open_runtime(args.db, workspace=args.workspace,
+                                    private_files=private) as rt:
         interactive = stdin_is_a_terminal()
         prompt = "you> "
         # A prompt is shown (and put back after each line printed) only on a terminal's
