@@ -302,10 +302,11 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
                     settle: float = 10.0, drain: float = 30.0, acking: float = 0.0,
                     lane_bytes: int | None = None) -> ChaosReport:
     """Run the workload under ``plan`` (default: :func:`random_fault_plan(seed, rate)`), then
-    recover with no faults and check every invariant. Returns the report; its
-    ``violations`` are empty when everything held. ``sessions`` x ``turns`` x ``messages``
-    sends go straight through the output SDK; ``chats`` x ``chat_messages`` messages go
-    through a :class:`MemoryChannel` (steer mode: a message cancels the turn before it).
+    recover with no faults and check every invariant. A plan given is copied for the run (its
+    rules and seed, no hits), so one plan serves a loop of runs and is itself left as it was.
+    Returns the report; its ``violations`` are empty when everything held. ``sessions`` x
+    ``turns`` x ``messages`` sends go straight through the output SDK; ``chats`` x
+    ``chat_messages`` messages go through a :class:`MemoryChannel` (steer mode: a message cancels the turn before it).
     ``settle`` and ``drain`` are watchdogs (seconds of trio's clock) that only a hang
     reaches; a run takes well under a second.
 
@@ -341,7 +342,9 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
     check_seconds("drain", drain)
     settle, drain = seconds_bound(settle), seconds_bound(drain)  # 10**400: no bound, as inf
     report = ChaosReport(seed=seed, rate=rate)
-    plan = random_fault_plan(seed, rate) if plan is None else plan
+    # A plan given is a template: this run gets its rules and seed with no hits yet, so a loop
+    # over seeds reusing one plan does not use it up (a times=1 rule fired in the first run).
+    plan = random_fault_plan(seed, rate) if plan is None else FaultPlan(plan.rules, plan.seed)
     checker = InvariantChecker()
     rng = random.Random(seed)
     routes: dict[str, ReconcilingMemoryRoute] = {}
