@@ -306,7 +306,8 @@ async def run_chaos(db_path: str | os.PathLike[str], workspace: str | os.PathLik
     rules and seed, no hits), so one plan serves a loop of runs and is itself left as it was.
     Returns the report; its ``violations`` are empty when everything held. ``sessions`` x
     ``turns`` x ``messages`` sends go straight through the output SDK; ``chats`` x
-    ``chat_messages`` messages go through a :class:`MemoryChannel` (steer mode: a message cancels the turn before it).
+    ``chat_messages`` messages go through a :class:`MemoryChannel` (steer mode: a message
+    cancels the turn before it).
     ``settle`` and ``drain`` are watchdogs (seconds of trio's clock) that only a hang
     reaches; a run takes well under a second.
 
