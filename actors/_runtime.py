@@ -81,6 +81,10 @@ __all__ = ["Runtime", "RuntimeStatistics", "open_runtime"]
 
 Recover = Literal["at_open", "manual"]
 
+PATH_CHECK_THREADS = 8
+"""Threads a runtime's media path checks may use at once (``Runtime.path_checks``): a send
+with a file waits for one; a check hung on a dead mount holds its thread until it answers."""
+
 @attrs.frozen
 class RuntimeStatistics:
     """A snapshot of the runtime: supervision tree, dispatch lanes, writer, bound routes."""
@@ -107,6 +111,10 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
             (database_name,) if database_name not in (None, database) else ())
         # Files the host keeps secret (``tidings serve``'s gateway token file): never sent.
         self.private_files = private_files
+        # Media path checks run in threads a cancel abandons (a hung mount may never answer):
+        # on a limiter of their own, so hung checks can use up only these threads, not trio's
+        # default limiter, which the rest of the process shares.
+        self.path_checks = trio.CapacityLimiter(PATH_CHECK_THREADS)
         self.core_id = core_id
         self.workspace = workspace
         self._artifact_root = artifact_root

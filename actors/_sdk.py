@@ -341,7 +341,8 @@ class OutputSDK:
         # turn (a stop, a /clear, a timeout) until it answers, if ever.
         resolved: list[ResolvedSource] = await trio.to_thread.run_sync(
             _resolve_all, sources, workspace, root, turn.runtime.artifacts_directory,
-            turn.runtime.database_paths, turn.runtime.private_files, abandon_on_cancel=True)
+            turn.runtime.database_paths, turn.runtime.private_files, abandon_on_cancel=True,
+            limiter=turn.runtime.path_checks)
         blocks: list[ContentBlock] = []
         artifacts: list[ArtifactRecord] = []
         found = iter(resolved)

@@ -49,6 +49,11 @@ async def test_a_cancelled_send_does_not_wait_for_a_hung_path_check(
                         scope.cancel()
                 assert scope.cancelled_caught
                 assert not finished.is_set(), "the cancelled send waited for the check"
+                # The abandoned thread holds a token of the runtime's own path-check limiter
+                # until the file system answers, not one of trio's default limiter, which the
+                # rest of the process shares (40 hung checks left it no thread at all).
+                assert trio.to_thread.current_default_thread_limiter().borrowed_tokens == 0
+                assert rt.path_checks.borrowed_tokens == 1
                 assert await rt.deliveries(session_id) == []
                 notes = await ctx.output.send_file("notes.txt", history_policy="transient")
             assert await notes.wait() == "delivered"
