@@ -211,6 +211,10 @@ class StoreWriter:
         self._largest = max(self._largest, len(batch))
         for request, result, error in zip(batch, outcome.results, outcome.errors, strict=True):
             request.finish(result, error)
+        self._notify()
+
+    def _notify(self) -> None:
+        """Call every listener (sync): a batch committed, or may have."""
         for listener in self._listeners:
             try:
                 listener()
@@ -255,7 +259,10 @@ class StoreWriter:
                     log.warning("event=writer_process_unanswered batches=%d grace=%s pid=%s",
                                 len(answers.pending), ANSWER_GRACE, self._child_pid)
             finally:
+                uncertain = bool(answers.pending)
                 answers.fail_pending(unknown_outcome)
+                if uncertain:  # they may have committed: what they wrote is for followers too
+                    self._notify()
                 _stop_child(child)
                 with trio.CancelScope(shield=True):  # prompt: the child has been killed
                     await child.wait()
