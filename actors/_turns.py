@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import trio
 
@@ -40,7 +40,11 @@ __all__ = ["CANCEL_REASONS", "ROUTE_FAILED", "TurnContext", "only_cancelled", "o
 
 log = logging.getLogger("tidings.turns")
 
-CANCEL_REASONS = ("cancel_command", "clear", "steer", "timeout", "shutdown")
+CancelReason = Literal["cancel_command", "clear", "steer", "timeout", "shutdown"]
+"""Why a turn was cancelled (``open_turn``'s cancel ``reason``, a channel's lifecycle event)."""
+
+CANCEL_REASONS: tuple[CancelReason, ...] = get_args(CancelReason)
+"""Every :data:`CancelReason`, one tuple for the runtime and the channels."""
 
 ROUTE_FAILED = "route_failed"
 """The ``reason`` of a question that failed closed because its route raised while asking."""

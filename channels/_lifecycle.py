@@ -19,6 +19,7 @@ import trio
 from tidings.actors._blocks import frozen_mapping
 from tidings.actors._handle import error_message
 from tidings.actors._status import check_seconds, seconds_bound
+from tidings.actors._turns import CANCEL_REASONS, CancelReason
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._sanitize import sanitize_text
 from tidings.errors import ValidationError
@@ -41,9 +42,6 @@ __all__ = [
 
 logger = logging.getLogger("tidings.channels")
 
-CancelReason = Literal["cancel_command", "clear", "steer", "timeout", "shutdown"]
-CANCEL_REASONS: tuple[CancelReason, ...] = ("cancel_command", "clear", "steer", "timeout",
-                                            "shutdown")
 ERROR_LIMIT = 1000
 """Characters kept of a ``failed`` event's error text."""
 
