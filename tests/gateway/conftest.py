@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import pathlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -103,6 +104,36 @@ async def handed_to(gateway: GatewayChannel, delivery_id: str) -> None:
     while delivery_id not in gateway.sent:
         await trio.testing.wait_all_tasks_blocked()
         await trio.lowlevel.checkpoint()
+
+
+async def hello_only(ws: Any) -> str:
+    """Say hello to conversation ``alpha`` on the raw websocket *ws* (a client that will then
+    read nothing); the session id of the welcome."""
+    await ws.send_message(json.dumps({"type": "hello", "token": "gateway-test-token",
+                                      "conversation": "alpha", "protocol": 1}))
+    return json.loads(await ws.get_message())["session_id"]
+
+
+async def deliver_big_rows_until(rt: Runtime, gateway: GatewayChannel, session_id: str,
+                                 done: Callable[[], object], never: str) -> Any:
+    """Deliver 60 kB rows to a client that reads nothing until ``done()`` (asked after each
+    row): the connection's writer is then stuck in a frame. The lane's budget is lifted (a
+    client that does not read does not ack either, and within the default ``lane_bytes`` the
+    session would stop at ~1 MiB unacked, which the socket's buffers take). Each row is handed
+    to the connection (:func:`handed_to`) before ``done()`` is asked, so none is left in the
+    lane's hands to reach the gateway after the test's next step. Returns the first row's
+    handle; raises AssertionError(*never*) if 2,000 rows were not enough."""
+    rt.dispatcher.lane_bytes = 1 << 30
+    big = "x" * 60_000
+    first = None
+    for _ in range(2000):
+        handle = await rt.notify(session_id, big)
+        first = first or handle
+        await _wait_status(rt, handle.delivery_id, "sending")
+        await handed_to(gateway, handle.delivery_id)
+        if done():
+            return first
+    raise AssertionError(never)
 
 
 def frame_is(frame_type: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:

@@ -8,41 +8,22 @@ A closing connection counts for neither."""
 
 from __future__ import annotations
 
-import json
-
 import trio
 import trio.testing
 
 from tidings.channels._gateway_client import open_transport
 
 from ..real_time import fail_after_real
-from .conftest import handed_to
+from .conftest import deliver_big_rows_until, hello_only
 
 
-async def _hello_only(ws) -> str:
-    await ws.send_message(json.dumps({"type": "hello", "token": "gateway-test-token",
-                                      "conversation": "alpha", "protocol": 1}))
-    return json.loads(await ws.get_message())["session_id"]
-
-
-async def _fill_until_closed(rt, gateway, conn, session_id: str, wait_status):
+async def _fill_until_closed(rt, gateway, conn, session_id: str):
     """Deliver big rows to a client that does not read until its backlog closes it (as
     tests/gateway/test_misbehaving_clients.py does): its writer is then stuck in a frame,
-    which it gets ``_FINISH_WAIT`` seconds to finish. Each row is handed to the gateway
-    (``gateway.sent``: the connection took it) before the next is sent, so the row whose
-    frame closes the connection is the last one, and none is in the lane's hands when the
-    close comes. Returns the first row's handle."""
-    rt.dispatcher.lane_bytes = 1 << 30
-    big = "x" * 60_000
-    first = None
-    for _ in range(2000):
-        handle = await rt.notify(session_id, big)
-        first = first or handle
-        await wait_status(rt, handle.delivery_id, "sending")
-        await handed_to(gateway, handle.delivery_id)
-        if not conn.alive:
-            return first
-    raise AssertionError("the connection was never closed as too slow")
+    which it gets ``_FINISH_WAIT`` seconds to finish. The row whose frame closes the
+    connection is the last one. Returns the first row's handle."""
+    return await deliver_big_rows_until(rt, gateway, session_id, lambda: not conn.alive,
+                                        "the connection was never closed as too slow")
 
 
 async def _settle() -> None:
@@ -55,10 +36,10 @@ async def test_a_delivery_while_the_only_connection_closes_waits_for_the_next_cl
     with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
         async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url):
             async with open_transport(url) as ws:
-                session_id = await _hello_only(ws)
+                session_id = await hello_only(ws)
                 hub = gateway.hub(gateway.conversation_named("alpha"))
                 [conn] = hub.connections
-                first = await _fill_until_closed(rt, gateway, conn, session_id, wait_status)
+                first = await _fill_until_closed(rt, gateway, conn, session_id)
                 assert hub.connections == [conn]  # closing: its frame is still being written
                 late = await rt.notify(session_id, "late")
                 await wait_status(rt, late.delivery_id, "sending")  # handed to the gateway
@@ -74,14 +55,14 @@ async def test_a_delivery_while_the_only_connection_closes_waits_for_the_next_cl
 
 
 async def test_a_question_while_the_only_connection_closes_is_answered_at_once(
-        rt, serve_gateway, wait_status, mock_clock, asked_at_once) -> None:
+        rt, serve_gateway, mock_clock, asked_at_once) -> None:
     with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
         async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
                 open_transport(url) as ws:
-            session_id = await _hello_only(ws)
+            session_id = await hello_only(ws)
             hub = gateway.hub(gateway.conversation_named("alpha"))
             [conn] = hub.connections
-            await _fill_until_closed(rt, gateway, conn, session_id, wait_status)
+            await _fill_until_closed(rt, gateway, conn, session_id)
             assert hub.connections == [conn]  # closing: its frame is still being written
             answers = await asked_at_once(rt, session_id)
             assert [(answer.text, answer.reason) for answer in answers] == [

@@ -17,6 +17,7 @@ from tidings.channels._gateway_conn import Connection
 from tidings.channels._gateway_frames import HELLO_MAX_BYTES
 
 from ..real_time import fail_after_real
+from .conftest import deliver_big_rows_until, hello_only
 
 
 async def _counts(rt) -> tuple[int, int, int, int]:
@@ -163,20 +164,11 @@ async def test_a_client_that_does_not_read_is_closed_4009_without_blocking_anyon
     assert conn.torn  # the welcome never went out whole: no close frame may follow it
 
 
-async def _fill_until_closed(rt, conn, session_id: str) -> None:
-    """Deliver big rows to a client that does not read until its backlog closes it. The
-    lane's budget is lifted: a client that does not read does not ack either, and within the
-    default ``lane_bytes`` its session would stop at ~1 MiB unacked, which the socket's buffers
-    take (the server never finds it too slow; two sessions or a larger budget would)."""
-    rt.dispatcher.lane_bytes = 1 << 30
-    big = "x" * 60_000
+async def _fill_until_closed(rt, gateway, conn, session_id: str) -> None:
+    """Deliver big rows to a client that does not read until its backlog closes it."""
     with fail_after_real(30):  # real seconds: the mock clock moves only at jump()
-        for _ in range(2000):
-            if not conn.alive:
-                return
-            await rt.notify(session_id, big)
-            await trio.testing.wait_all_tasks_blocked()
-    raise AssertionError("the connection was never closed as too slow")
+        await deliver_big_rows_until(rt, gateway, session_id, lambda: not conn.alive,
+                                     "the connection was never closed as too slow")
 
 
 async def _read_to_the_close(ws) -> tuple[int, int]:
@@ -190,12 +182,6 @@ async def _read_to_the_close(ws) -> tuple[int, int]:
         frames += 1
 
 
-async def _hello_only(ws) -> str:
-    await ws.send_message(json.dumps({"type": "hello", "token": "gateway-test-token",
-                                      "conversation": "alpha", "protocol": 1}))
-    return json.loads(await ws.get_message())["session_id"]
-
-
 async def test_a_too_slow_client_that_reads_again_gets_its_frames_then_4009(
         rt, serve_gateway, mock_clock) -> None:
     """The frame being written when a client is closed as too slow is finished, then the
@@ -205,9 +191,9 @@ async def test_a_too_slow_client_that_reads_again_gets_its_frames_then_4009(
     with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
         async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
                 open_transport(url) as ws:
-            session_id = await _hello_only(ws)
+            session_id = await hello_only(ws)
             [conn] = gateway.hub(gateway.conversation_named("alpha")).connections
-            await _fill_until_closed(rt, conn, session_id)
+            await _fill_until_closed(rt, gateway, conn, session_id)
             assert conn.close_code == 4009
             frames, code = await _read_to_the_close(ws)
             mock_clock.jump(10)  # whatever still waits for a close handshake gives up
@@ -223,10 +209,10 @@ async def test_a_too_slow_client_that_never_reads_again_is_torn_down(
     with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
         async with serve_gateway(rt, ack_window=5000, max_backlog=16) as (gateway, url), \
                 open_transport(url) as ws:
-            session_id = await _hello_only(ws)
+            session_id = await hello_only(ws)
             hub = gateway.hub(gateway.conversation_named("alpha"))
             [conn] = hub.connections
-            await _fill_until_closed(rt, conn, session_id)
+            await _fill_until_closed(rt, gateway, conn, session_id)
             mock_clock.jump(3)
             with fail_after_real(30):
                 while hub.connections:

@@ -17,7 +17,7 @@ import wsproto
 from wsproto.events import AcceptConnection, CloseConnection, Message, Request, TextMessage
 
 from ..real_time import fail_after_real
-from .conftest import handed_to
+from .conftest import deliver_big_rows_until
 
 TOKEN = "gateway-test-token"
 
@@ -63,24 +63,14 @@ async def _given_up(mock_clock) -> None:
     await _settle()
 
 
-async def _stuck_writing(rt, gateway, conn, session_id: str, wait_status):
+async def _stuck_writing(rt, gateway, conn, session_id: str):
     """Deliver big rows to the client (which reads nothing) until the connection's writer is
     stuck in a frame and one more waits in its queue (the queue is far from full: nothing is
-    closed as too slow). Each row is handed to the connection (``handed_to``) before the
-    queue is looked at, so none is left in the lane's hands to reach the gateway after the
-    client's close. Returns the first row's handle."""
-    rt.dispatcher.lane_bytes = 1 << 30
-    big = "x" * 60_000
-    first = None
-    for _ in range(2000):
-        handle = await rt.notify(session_id, big)
-        first = first or handle
-        await wait_status(rt, handle.delivery_id, "sending")
-        await handed_to(gateway, handle.delivery_id)
-        if conn.queued_bytes:
-            assert conn.alive
-            return first
-    raise AssertionError("the writer never got stuck")
+    closed as too slow). Returns the first row's handle."""
+    first = await deliver_big_rows_until(rt, gateway, session_id, lambda: conn.queued_bytes,
+                                         "the writer never got stuck")
+    assert conn.alive
+    return first
 
 
 async def _open(url: str) -> tuple[_RawClient, int]:
@@ -98,7 +88,7 @@ async def test_a_delivery_after_the_client_closed_waits_for_the_next_client(
                 session_id = await raw.hello(port)
                 hub = gateway.hub(gateway.conversation_named("alpha"))
                 [conn] = hub.connections
-                first = await _stuck_writing(rt, gateway, conn, session_id, wait_status)
+                first = await _stuck_writing(rt, gateway, conn, session_id)
                 await raw.send(CloseConnection(code=1000))  # and reads nothing more
                 await _settle()
                 assert hub.connections == [conn]  # its frame is still being written
@@ -115,7 +105,7 @@ async def test_a_delivery_after_the_client_closed_waits_for_the_next_client(
 
 
 async def test_a_question_after_the_client_closed_is_answered_at_once(
-        rt, serve_gateway, wait_status, mock_clock, asked_at_once) -> None:
+        rt, serve_gateway, mock_clock, asked_at_once) -> None:
     with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
         async with serve_gateway(rt, max_backlog=10_000, max_backlog_bytes=1 << 30,
                                  ack_window=5000) as (gateway, url):
@@ -124,7 +114,7 @@ async def test_a_question_after_the_client_closed_is_answered_at_once(
                 session_id = await raw.hello(port)
                 hub = gateway.hub(gateway.conversation_named("alpha"))
                 [conn] = hub.connections
-                await _stuck_writing(rt, gateway, conn, session_id, wait_status)
+                await _stuck_writing(rt, gateway, conn, session_id)
                 await raw.send(CloseConnection(code=1000))
                 await _settle()
                 assert hub.connections == [conn]
