@@ -63,14 +63,22 @@ async def _given_up(mock_clock) -> None:
     await _settle()
 
 
-async def _stuck_writing(rt, gateway, conn, session_id: str):
-    """Deliver big rows to the client (which reads nothing) until the connection's writer is
-    stuck in a frame and one more waits in its queue (the queue is far from full: nothing is
-    closed as too slow). Returns the first row's handle."""
+async def _closed_while_writing(rt, gateway, raw: _RawClient, port: int):
+    """Say hello on *raw*, deliver big rows to it (it reads nothing) until the connection's
+    writer is stuck in a frame and one more waits in its queue (the queue is far from full:
+    nothing is closed as too slow), then send a close frame and read nothing more. The
+    connection stays while its frame is being written. Returns the conversation's hub, the
+    session id and the first row's handle."""
+    session_id = await raw.hello(port)
+    hub = gateway.hub(gateway.conversation_named("alpha"))
+    [conn] = hub.connections
     first = await deliver_big_rows_until(rt, gateway, session_id, lambda: conn.queued_bytes,
                                          "the writer never got stuck")
     assert conn.alive
-    return first
+    await raw.send(CloseConnection(code=1000))  # and reads nothing more
+    await _settle()
+    assert hub.connections == [conn]  # its frame is still being written
+    return hub, session_id, first
 
 
 async def _open(url: str) -> tuple[_RawClient, int]:
@@ -85,13 +93,8 @@ async def test_a_delivery_after_the_client_closed_waits_for_the_next_client(
                                  ack_window=5000) as (gateway, url):
             raw, port = await _open(url)
             async with raw.stream:
-                session_id = await raw.hello(port)
-                hub = gateway.hub(gateway.conversation_named("alpha"))
-                [conn] = hub.connections
-                first = await _stuck_writing(rt, gateway, conn, session_id)
-                await raw.send(CloseConnection(code=1000))  # and reads nothing more
-                await _settle()
-                assert hub.connections == [conn]  # its frame is still being written
+                hub, session_id, first = await _closed_while_writing(
+                    rt, gateway, raw, port)
                 late = await rt.notify(session_id, "late")
                 await wait_status(rt, late.delivery_id, "sending")  # handed to the gateway
                 await _settle()
@@ -111,13 +114,8 @@ async def test_a_question_after_the_client_closed_is_answered_at_once(
                                  ack_window=5000) as (gateway, url):
             raw, port = await _open(url)
             async with raw.stream:
-                session_id = await raw.hello(port)
-                hub = gateway.hub(gateway.conversation_named("alpha"))
-                [conn] = hub.connections
-                await _stuck_writing(rt, gateway, conn, session_id)
-                await raw.send(CloseConnection(code=1000))
-                await _settle()
-                assert hub.connections == [conn]
+                _hub, session_id, _first = await _closed_while_writing(
+                    rt, gateway, raw, port)
                 answers = await asked_at_once(rt, session_id)
                 assert [(answer.text, answer.reason) for answer in answers] == [
                     (None, "no_interactive_route")]
