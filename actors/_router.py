@@ -78,8 +78,12 @@ class Binding:
 class SessionInteractionRouter:
     """Owns the live route table (see the module docstring)."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time,
+                 check_open: Callable[[], None] | None = None) -> None:
         self._clock = clock
+        # The runtime's check_open (RuntimeClosedError once it stops): a bind after then was
+        # taken, and its route never called. None: a router of its own, always open.
+        self._check_open = check_open
         self._routes: dict[str, Binding] = {}
         self._listeners: list[Callable[[str], None]] = []
         self._unbind_listeners: list[Callable[[str], None]] = []
@@ -99,8 +103,12 @@ class SessionInteractionRouter:
         optional method that is there but not callable), and one whose ``deliver``, ``prompt_user``,
         ``request_approval`` or ``reconcile`` is certainly sync (a plain function or method),
         or cannot take its one argument (``deliver(self)``, ``deliver(self, session_id,
-        text)``), with ``TypeError`` naming it; the live binding stays as it was.
+        text)``), with ``TypeError`` naming it; the live binding stays as it was. Raises
+        :class:`RuntimeClosedError` once the runtime is stopping or stopped (no route of it
+        would be called); ``unbind`` still works then.
         """
+        if self._check_open is not None:
+            self._check_open()
         check_session_id("session_id", session_id)  # (not looked up: a bind never blocks)
         deliver = _attribute(route, "deliver")
         if not callable(deliver):

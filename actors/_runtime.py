@@ -118,7 +118,7 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         self.core_id = core_id
         self.workspace = workspace
         self._artifact_root = artifact_root
-        self.router = SessionInteractionRouter(clock=store.clock)
+        self.router = SessionInteractionRouter(clock=store.clock, check_open=self.check_open)
         self.registry = HandleRegistry()
         self.dispatcher = Dispatcher(store, self.router, self.registry, grace=grace,
                                      lease=lease)
