@@ -132,8 +132,16 @@ def help_text() -> str:
 
 
 def workspace_name(workspace: str | os.PathLike[str]) -> str:
-    """The basename of ``workspace`` (sanitized), never a path; ``(root)`` for ``/``."""
-    path = os.path.abspath(os.fsdecode(workspace)).rstrip("/\\")
+    """The basename of ``workspace`` (sanitized), never a path; ``(root)`` for ``/``.
+
+    Raises ``TypeError`` naming ``workspace`` for anything but a str, bytes or
+    ``os.PathLike`` of one (``os.fsdecode``'s own error named no argument)."""
+    try:
+        decoded = os.fsdecode(workspace)
+    except TypeError:
+        raise TypeError(f"workspace: expected str, bytes or os.PathLike, got "
+                        f"{type(workspace).__name__}") from None
+    path = os.path.abspath(decoded).rstrip("/\\")
     name = re.split(r"[/\\]", path)[-1] if path else ""
     return sanitize_line(name, limit=100) or "(root)"
 

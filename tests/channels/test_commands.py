@@ -129,3 +129,19 @@ def test_no_command_answer_contains_an_absolute_path(tmp_path: pathlib.Path) -> 
     for answer in answers:
         assert str(tmp_path) not in answer
         assert not re.search(r"(^|\s)/[^\s/]+/", answer)
+
+
+class _IntPath:
+    def __fspath__(self) -> object:
+        return 1
+
+
+@pytest.mark.parametrize("workspace", [1, None, 1.5, _IntPath()])
+def test_a_workspace_that_is_no_path_is_refused_by_name(workspace: object) -> None:
+    """``os.fsdecode``'s own TypeError named nothing (``expected str, bytes or os.PathLike
+    object, not int``): a host passing the wrong value to ``who_text`` could not tell which."""
+    with pytest.raises(TypeError, match=r"^workspace: expected str, bytes or os\.PathLike"):
+        workspace_name(workspace)  # type: ignore[arg-type]
+    if workspace is not None:  # who_text's None: no workspace line
+        with pytest.raises(TypeError, match=r"^workspace: "):
+            who_text(OPS, session_id=None, workspace=workspace)  # type: ignore[arg-type]
