@@ -41,7 +41,8 @@ from tidings.supervisor._age import parse_age
 from tidings.supervisor._cli_paths import names_a_folder
 from tidings.supervisor._logging import LEVELS
 
-__all__ = ["DEFAULT_DB", "MAX_CONFIG_BYTES", "MIN_PRUNE_INTERVAL", "ServeConfig", "load_config"]
+__all__ = ["DEFAULT_DB", "MAX_CONFIG_BYTES", "MIN_PRUNE_INTERVAL", "MIN_RETENTION_KEEP",
+           "ServeConfig", "load_config"]
 
 DEFAULT_DB = "tidings.db"
 
@@ -182,10 +183,17 @@ MIN_PRUNE_INTERVAL = 1.0
 millisecond made serve's retention a busy loop of prunes through the writer."""
 
 
+MIN_RETENTION_KEEP = 3600.0
+"""The shortest ``retention.keep`` (seconds). The client message ids a prune forgets are the
+dedupe window: with a keep of 0 a gateway client's resend after a reconnect, or a platform's
+retry, of a message answered meanwhile ran again as a new message once a prune had run (serve
+prunes at start, right after recovery told the messages a crash cut)."""
+
+
 def _retention(table: Mapping[str, Any]) -> tuple[float | None, float]:
     """``[retention]`` as (keep, interval). ``interval`` alone is refused: nothing would be
     pruned, which is not what someone who wrote it meant; so is one under
-    :data:`MIN_PRUNE_INTERVAL`."""
+    :data:`MIN_PRUNE_INTERVAL`, and a keep under :data:`MIN_RETENTION_KEEP`."""
     interval = _age("retention.interval", table.get("interval", "1h"))
     if interval < MIN_PRUNE_INTERVAL:
         raise ConfigError("retention.interval", f"must be at least 1 second (a prune takes "
@@ -195,7 +203,12 @@ def _retention(table: Mapping[str, Any]) -> tuple[float | None, float]:
             raise ConfigError("retention.keep", "missing: retention.interval is given, but "
                                                 "without keep nothing is pruned")
         return None, interval
-    return _age("retention.keep", table["keep"]), interval
+    keep = _age("retention.keep", table["keep"])
+    if keep < MIN_RETENTION_KEEP:
+        raise ConfigError("retention.keep", f"must be at least 1 hour (\"1h\": the ids of "
+                                            f"client messages are remembered that long, so a "
+                                            f"resend is a duplicate), got {keep:g}s")
+    return keep, interval
 
 
 def read_file(path: pathlib.Path) -> dict[str, Any]:

@@ -85,6 +85,21 @@ def test_an_interval_under_a_second_is_refused_naming_it(tmp_path, interval: str
                        ).prune_interval == 1.0
 
 
+@pytest.mark.parametrize("keep", ["0", '"0s"', '"59m"', "3599.5"])
+def test_a_keep_under_an_hour_is_refused_naming_it(tmp_path, keep: str) -> None:
+    """A keep of 0 was taken: the client message ids a serve prune forgets are its dedupe
+    window, so a gateway client's resend after a reconnect (or a platform's retry) of a
+    message answered meanwhile ran as a new message, a second turn. The prune at start, just
+    after recovery told the messages a crash cut, forgot their ids before the clients were
+    back to send them again."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(_write(tmp_path, f"[retention]\nkeep = {keep}\n"))
+    assert caught.value.field == "retention.keep"
+    assert "at least 1 hour" in str(caught.value)
+    assert load_config(_write(tmp_path, '[retention]\nkeep = "1h"\n')).keep == 3600.0
+    assert load_config(_write(tmp_path, "[retention]\nkeep = 3600\n")).keep == 3600.0
+
+
 async def _old_database(db: pathlib.Path, workspace: pathlib.Path) -> None:
     """Two deliveries sent 40 days ago and one sent now."""
     clock = [time.time() - 40 * DAY]
