@@ -19,7 +19,8 @@ Exit codes: 0 done; 130 Ctrl-C, 143 SIGTERM (each ends the chat at any point); 1
 cannot write (``> /dev/full``: one line on stderr; none for a reader that left, ``| head``),
 which ends the chat at once; 2 bad usage or configuration (such as a ``--conversation`` whose
 conversation key would be over ``MAX_CONVERSATION_KEY_CHARS``, 8192 characters: refused before
-anything is opened, as every message would be).
+anything is opened, as every message would be); 3 (``EXIT_IN_USE``, as ``serve`` and
+``prune``) the database is held by another process (a running server, a ``tidings prune``).
 """
 
 from __future__ import annotations
@@ -49,11 +50,12 @@ from tidings.channels._terminal import (
     is_a_terminal,
     stdin_is_a_terminal,
 )
-from tidings.errors import ConfigError, TidingsError, ValidationError
+from tidings.errors import ConfigError, DatabaseInUseError, TidingsError, ValidationError
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_input import input_lines
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import read_file
+from tidings.supervisor._exit_codes import EXIT_IN_USE
 from tidings.supervisor._stderr import say
 
 __all__ = ["DEFAULT_DB", "configured_agent", "load_channel_config", "register", "run"]
@@ -197,6 +199,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         lost, signalled = trio.run(_chat_local, args, config, agent)
+    except DatabaseInUseError as exc:  # a running server's (or prune's): as they exit
+        say(sys.stderr, f"tidings chat: {exc}")
+        return EXIT_IN_USE
     except TidingsError as exc:
         say(sys.stderr, f"tidings chat: {_as_given(exc)}")
         return 2

@@ -10,8 +10,9 @@ serve``, a host's ``open_runtime``) holds the database it refuses, so prune whil
 through its ``[retention]`` config instead.
 
 Exit codes: 0 done; 1 a stdout it cannot write; 2 bad usage, or no (tidings) database, or a
-path or lock file the system refuses (one line naming it, not a traceback); 3 a runtime holds
-the database.
+path or lock file the system refuses (one line naming it, not a traceback); 3
+(:data:`~tidings.supervisor._exit_codes.EXIT_IN_USE`, as ``serve`` and ``chat --local``) a
+runtime, or another prune, holds the database.
 """
 
 from __future__ import annotations
@@ -26,12 +27,10 @@ from typing import Any, TextIO
 from tidings.errors import StoreError
 from tidings.supervisor._age import parse_age
 from tidings.supervisor._cli_paths import path_argument
+from tidings.supervisor._exit_codes import EXIT_IN_USE
 from tidings.supervisor._stderr import say
 
 __all__ = ["EXIT_IN_USE", "register", "run"]
-
-EXIT_IN_USE = 3
-"""The exit code when a runtime holds the database."""
 
 
 def register(commands: Any) -> None:

@@ -8,7 +8,8 @@ the database.
 
 Exit codes: 0 after a clean stop (SIGTERM / SIGINT / SIGHUP); 1 it could not open its database or
 listen, or the gateway (or the runtime's own supervision tree) kept crashing beyond its restart
-intensity; 2 bad usage or configuration.
+intensity; 2 bad usage or configuration; 3 (``EXIT_IN_USE``, as ``chat --local`` and
+``prune``) the database is held by another process (another server, a ``tidings prune``).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from typing import Any
 
 import trio
 
-from tidings.errors import ConfigError
+from tidings.errors import ConfigError, DatabaseInUseError
 from tidings.store import EXECUTORS
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import DEFAULT_DB, ServeConfig, load_config
+from tidings.supervisor._exit_codes import EXIT_IN_USE
 from tidings.supervisor._log import field
 from tidings.supervisor._logging import (
     LEVELS,
@@ -107,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     except ServeFailed as exc:
         log.error("event=serve_failed reason=%s", field(str(exc)))  # noqa: TRY400 - said
         say(sys.stderr, f"tidings serve: {exc}")  # closed (2>&-): lost, not to stdout
-        return 1
+        # Another process holds the database: the code chat --local and prune end with too.
+        return EXIT_IN_USE if isinstance(exc.__cause__, DatabaseInUseError) else 1
     return 0
 
 
