@@ -41,3 +41,38 @@ async def test_an_earlier_process_s_progress_note_handed_back_is_stale_not_sent_
     assert (old_status.status, old_status.last_error) == ("failed", "stale_progress")
     assert moved == [own.delivery_id]
     assert database_violations(db_path) == []  # its work item and events agree with it
+
+
+async def test_an_earlier_process_s_progress_note_already_final_is_left_as_it_is(
+        db_path, workspace) -> None:
+    # earlier_progress picks the notes an earlier process wrote by rowid, whatever their
+    # status: a hand-back of one already sent (acked by its client) or failed (a hand-back
+    # before) must not move it, count it as handed back, or go out again.
+    session_id, old = await progress_cut_in_flight(db_path, workspace)
+    _, other = await progress_cut_in_flight(db_path, workspace)  # (a second earlier process)
+    route = MemoryRoute(ack_window=4)
+    with trio.fail_after(30):  # hang guard (real time; it takes milliseconds)
+        async with tidings.open_runtime(db_path, workspace=workspace,
+                                        scan_interval=3600) as rt:
+            rt.router.bind(session_id, route)
+            assert await rt.confirm([old.delivery_id]) == [old.delivery_id]  # sent
+            other_session = other.session_id
+            rt.router.bind(other_session, route)
+            assert await rt.requeue(other_session, [other.delivery_id]) == []  # failed now
+            events = [len(await rt.delivery_events(handle.delivery_id))
+                      for handle in (old, other)]
+
+            assert await rt.requeue(session_id, [old.delivery_id]) == []
+            assert await rt.requeue(other_session, [other.delivery_id]) == []
+
+            async with rt.open_turn(session_id) as ctx:
+                await ctx.output.send_text("after the hand-backs")
+            await until(lambda: "after the hand-backs" in route.texts())
+            await rt.confirm([outbound.delivery_id for outbound in route.delivered])
+            statuses = [await rt.delivery_status(handle.delivery_id) for handle in (old, other)]
+            assert [len(await rt.delivery_events(handle.delivery_id))
+                    for handle in (old, other)] == events  # no move recorded
+    assert route.texts() == ["after the hand-backs"]
+    assert [status.status for status in statuses] == ["sent", "failed"]
+    assert statuses[1].last_error == "stale_progress"
+    assert database_violations(db_path) == []
