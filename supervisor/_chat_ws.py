@@ -804,16 +804,20 @@ async def _until_interrupted(options: ChatOptions, signals: Mapping[int, int]) -
 
 
 def ending_signals(*signums: int) -> dict[int, int]:
-    """Of *signums* (SIGINT, SIGTERM), those that end the chat as a cancel
+    """Of *signums* (SIGINT, SIGTERM, SIGHUP), those that end the chat as a cancel
     (:func:`until_signalled`), each with its exit code, 128 + the signal (Ctrl-C 130, SIGTERM
-    143): SIGINT when it has Python's default handler, SIGTERM when it has its default action,
-    which killed the chat outright (``kill PID``, ``timeout 600 tidings chat``): one typed into
-    on a terminal left it in readline's modes, no echo. One ignored (a background job of a
-    shell without job control, ``nohup``) or handled by the host program is left so; from a
-    thread other than the main one, which alone gets signals, none."""
+    143, SIGHUP 129): SIGINT when it has Python's default handler, SIGTERM and SIGHUP when they
+    have their default action, which killed the chat outright (``kill PID``, ``timeout 600
+    tidings chat``; a closed terminal window or a lost ssh session, SIGHUP): one typed into
+    on a terminal left it in readline's modes, no echo, and ``--local``'s runtime did not
+    close. One ignored (a background job of a shell without job control, ``nohup``) or
+    handled by the host program is left so; from a thread other than the main one, which
+    alone gets signals, none."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     default = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    if hasattr(signal, "SIGHUP"):  # (not on Windows)
+        default[signal.SIGHUP] = signal.SIG_DFL
     return {signum: 128 + signum for signum in signums
             if signal.getsignal(signum) == default[signum]}
 

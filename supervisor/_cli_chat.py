@@ -15,7 +15,9 @@ given in the other is refused, naming it (exit 2): ``--db``, ``--agent``, ``--co
 ``--channel``, ``--workspace`` and ``--verbose`` need ``--local``; ``--token``,
 ``--token-file`` and ``--web`` are not for it.
 
-Exit codes: 0 done; 130 Ctrl-C, 143 SIGTERM (each ends the chat at any point); 1 a stdout it
+Exit codes: 0 done; 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (each ends the chat at any point and
+closes the runtime: a running turn gets its grace, then is cancelled; SIGHUP unless ignored,
+``nohup``); 1 a stdout it
 cannot write (``> /dev/full``: one line on stderr; none for a reader that left, ``| head``),
 which ends the chat at once; 2 bad usage or configuration (such as a ``--conversation`` whose
 conversation key would be over ``MAX_CONVERSATION_KEY_CHARS``, 8192 characters: refused before
@@ -65,6 +67,11 @@ _SENDER = "you"
 
 DEFAULT_DB = "tidings-local.db"
 """Not ``tidings.db``: a local chat must not recover (and so disturb) a running server's rows."""
+
+_ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals that end the local chat as a cancel, its runtime then closing
+(Ctrl-C is trio's ``KeyboardInterrupt``): SIGTERM, and SIGHUP (its terminal closed, an ssh
+session lost) as ``tidings serve`` stops on it; each unless ignored (``nohup``)."""
 
 _FLAGS = {"db_path": "--db", "workspace": "--workspace"}
 """``open_runtime``'s parameters that are options of ``tidings chat --local``."""
@@ -281,9 +288,8 @@ def _conversation_refused(config: ChannelConfig, name: str) -> str | None:
 async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
                       agent: Any) -> tuple[OSError | None, int | None]:
     """Chat until the end of input; the stdout error that ended it early, if one did, and the
-    exit code of a SIGTERM that did (see :func:`~tidings.supervisor._chat_ws.ending_signals`:
-    it cancels the chat, the runtime closes as at the end of input; Ctrl-C is trio's
-    ``KeyboardInterrupt``)."""
+    exit code of a SIGTERM or SIGHUP that did (see :data:`_ENDING`: it cancels the chat, the
+    runtime then closes: a running turn gets its grace)."""
     # The config file may hold gateway.token: private, as tidings serve makes it.
     private = () if args.config is None else (args.config,)
     async with tidings.open_runtime(args.db, workspace=args.workspace,
@@ -307,7 +313,7 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
             lines = input_lines(prompt, max_line_bytes=_message_limit)
             signalled = await _chat_ws.until_signalled(
                 functools.partial(channel.chat, lines, one_at_a_time=not interactive),
-                _chat_ws.ending_signals(signal.SIGTERM))
+                _chat_ws.ending_signals(*_ENDING))
         finally:
             channel.close()
     return channel.output_error, signalled
