@@ -204,11 +204,10 @@ class _Printer:
     def frame(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
         if kind == "delivery":
-            text = sanitize_text(str(frame.get("text", "")), limit=_SHOWN)
             mark = {"progress": "... ", "notice": "* "}.get(str(frame.get("kind")), "")
-            self.line(f"{mark}{text}")
+            self.line(_marked(mark, sanitize_text(str(frame.get("text", "")), limit=_SHOWN)))
         elif kind == "notice":
-            self.line(f"* {sanitize_text(str(frame.get('text', '')), limit=_SHOWN)}")
+            self.line(_marked("* ", sanitize_text(str(frame.get("text", "")), limit=_SHOWN)))
         elif kind == "lifecycle":
             self._lifecycle(frame)
         elif kind == "prompt":
@@ -235,6 +234,13 @@ class _Printer:
             self.line(f"(cancelled: {sanitize_line(str(frame.get('reason')), limit=200)})")
         elif event == "failed":
             self.line(f"(failed: {sanitize_line(str(frame.get('error')), limit=500)})")
+
+
+def _marked(mark: str, text: str) -> str:
+    """*text* after *mark* (``* ``, ``... ``), its later lines indented under its first, as
+    ``--local`` prints them: at the margin, they read as lines of a reply of their own."""
+    pad = "\n" + " " * len(mark)
+    return mark + text.replace("\n", pad) if mark else text
 
 
 async def _delivered(client: GatewayClient, state: _State, printer: _Printer,
