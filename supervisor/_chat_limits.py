@@ -16,7 +16,8 @@ import trio
 from tidings.channels import GatewayClient, GatewayConfig
 from tidings.channels._gateway_frames import encode
 
-__all__ = ["PACE_MARGIN", "LineLimit", "Pace", "frame_limit", "positive", "too_big"]
+__all__ = ["PACE_MARGIN", "LineLimit", "Pace", "frame_limit", "over_frame_limit", "positive",
+           "too_big"]
 
 PACE_MARGIN = 0.8
 """The share of the server's ``rate`` and ``burst`` the chat uses (see :class:`Pace`)."""
@@ -98,9 +99,10 @@ class LineLimit:
 
 
 def too_big(client: GatewayClient, frame: dict[str, Any]) -> str | None:
-    """Why *frame* is not to be sent: over the server's ``max_frame_bytes`` it would be
-    refused (``frame_too_big``, with no ``ref`` to tell which line) or, over four times that,
-    close the connection (``1009``). None when it fits. A welcome whose ``max_frame_bytes`` is
+    """Why *frame* is not to be sent (see :func:`over_frame_limit`): over the server's
+    ``max_frame_bytes`` it would be refused (``frame_too_big``, with no ``ref`` to tell which
+    line) or, over four times that, close the connection (``1009``). None when it fits. A
+    welcome whose ``max_frame_bytes`` is
     no limit (absent, or not an integer > 0: ``true``, ``0``, NaN, a string...) is taken as
     :class:`GatewayConfig`'s default, as :class:`Pace` takes ``rate`` and ``burst``: it
     would otherwise refuse every line, or let through lines that close the connection."""
@@ -108,5 +110,13 @@ def too_big(client: GatewayClient, frame: dict[str, Any]) -> str | None:
     size = len(encode(frame).encode("utf-8", "surrogatepass"))
     if size <= limit:
         return None
-    return (f"the line is {size} bytes as a frame, over the server's max_frame_bytes "
-            f"({limit}); not sent")
+    return over_frame_limit(limit)
+
+
+def over_frame_limit(limit: int) -> str:
+    """Why a line is not sent when it is over the server's ``max_frame_bytes``, *limit*: one
+    wording for a typed line (:func:`too_big`) and a piped one refused as it is read (which
+    adds that the rest of it is skipped), shaped as ``--local``'s refusal of a line over
+    ``MAX_TEXT_BYTES``. "As a frame": a line a little under the limit may be over it once
+    framed (the JSON around it, its escapes)."""
+    return f"the line is over {limit} bytes as a frame (the server's max_frame_bytes)"

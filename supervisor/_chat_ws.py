@@ -77,7 +77,13 @@ from tidings.channels._terminal import (
 from tidings.errors import ConfigError
 from tidings.store._ids import lone_surrogate
 from tidings.supervisor._chat_input import LineTooLong, input_lines
-from tidings.supervisor._chat_limits import LineLimit, Pace, positive, too_big
+from tidings.supervisor._chat_limits import (
+    LineLimit,
+    Pace,
+    over_frame_limit,
+    positive,
+    too_big,
+)
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._stderr import say
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token, read_token_file
@@ -437,8 +443,8 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
         await _settle_waiting(client, state)
     async for raw in lines:
         if isinstance(raw, LineTooLong):  # refused as it was read (a question stays open)
-            printer.line(f"! frame_too_big: the line is over {raw.limit} bytes, the server's "
-                         "max_frame_bytes; the rest of it is skipped, not sent")
+            printer.line(f"! not sent: {over_frame_limit(raw.limit)}; the rest of it is "
+                         "skipped")
             continue
         line = raw.rstrip("\r\n")  # a CRLF line's \r too, as the terminal channel (--local)
         # A pipe that is not UTF-8 reads with surrogateescape: the server would refuse the
@@ -456,7 +462,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
         if frame is not None:
             refused = too_big(client, frame)
             if refused is not None:  # a question stays open: the next line answers it
-                printer.line(f"! frame_too_big: {refused}")
+                printer.line(f"! not sent: {refused}")
                 continue
             if question is not None:
                 state.questions.pop(_question_id(question), None)
