@@ -183,9 +183,9 @@ class OutputFailed(Exception):
 _PROMPT = "> "
 """What ``input()`` shows on a terminal while it waits for a line."""
 _SHOWN = MAX_TEXT_BYTES
-"""Characters shown of a delivery's text, a question or an approval's action and details: a
-message's cap, so none is cut (a reply acked as printed, a request the person approves must
-be read whole)."""
+"""Characters shown of a delivery's text, a question or an approval's action and details, a
+streamed chunk (``--chunks``): a message's cap, so none is cut (a reply acked as printed, a
+request the person approves must be read whole, a chunk frame holds at most that much)."""
 
 
 class _Printer:
@@ -229,7 +229,8 @@ class _Printer:
     def _lifecycle(self, frame: dict[str, Any]) -> None:
         event = frame.get("event")
         if event == "text_chunk" and self.show_chunks:
-            self.line(f"~ {sanitize_line(str(frame.get('chunk', '')), limit=2000)}")
+            # Whole, as the reply is (a frame joins a slow reader's chunks, up to 64 KiB)
+            self.line(f"~ {sanitize_line(str(frame.get('chunk', '')), limit=_SHOWN)}")
         elif event == "tool_call":
             call = frame.get("tool_call")
             if not isinstance(call, dict):  # not the protocol's shape: said as it is
