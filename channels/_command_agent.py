@@ -14,6 +14,7 @@ from typing import final
 import trio
 
 from tidings.actors._status import finite
+from tidings.channels import _orphan_guard
 from tidings.channels._agents import AgentTurn
 from tidings.channels._sanitize import sanitize_text
 from tidings.errors import AgentError, ValidationError
@@ -53,11 +54,16 @@ def _kill_group(process: trio.Process) -> None:
 def _kill(process: trio.Process) -> None:
     """SIGKILL the process and, on POSIX, its whole process group (see :func:`_kill_group`).
 
-    The process itself is killed directly too, in case it left its group.
+    The process itself is killed directly too, in case it left its group; on POSIX by its
+    pid, not ``process.kill()``, which reaps a command that has exited (it polls first), and
+    its group must be forgotten by the orphan guard before that (see ``_orphan_guard``).
     """
     _kill_group(process)
     try:
-        process.kill()
+        if _POSIX:
+            os.kill(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
     except ProcessLookupError:
         pass
 
@@ -89,6 +95,12 @@ class CommandAgent:
     in that group outlives the turn (a process that left the group, by ``setsid`` or by
     daemonizing, is out of reach of a group kill and runs on, as at the command's exit); the
     process is always reaped before :meth:`run` returns or raises.
+
+    If the host dies while a command runs, even by SIGKILL, the command's process group is
+    killed too (on POSIX with ``waitid``): the command starts through a short launcher that
+    registers its group with the host's guardian process and then execs it in place (same
+    pid, environment, descriptors and signal dispositions as a direct start); see
+    ``_orphan_guard``.
 
     Raises:
       ValidationError: (from the constructor, naming the field: ``argv``, ``argv[i]``, ``env``,
@@ -149,29 +161,45 @@ class CommandAgent:
         for name, value in (("TIDINGS_SESSION_ID", turn.session_id),
                             ("TIDINGS_MESSAGE_ID", turn.message_id)):
             env[name] = "" if value is None or "\0" in value else value
+        argv = list(self.argv)
+        launch = await _orphan_guard.prepare(argv, env)
         try:
-            process = await trio.lowlevel.open_process(
-                list(self.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=env, cwd=self.cwd, start_new_session=_POSIX)
-        except OSError as exc:
-            # Not the path (it may be private); but a missing cwd is not a missing command.
-            where = ("its cwd: " if self.cwd is not None and exc.filename is not None
-                     and os.fsdecode(exc.filename) == os.fsdecode(self.cwd) else "")
-            raise AgentError(f"cannot start {self._command}: {where}{exc.strerror or exc}"
-                             ) from exc
+            try:
+                process = await trio.lowlevel.open_process(
+                    argv if launch is None else launch.argv, stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=self.cwd,
+                    start_new_session=_POSIX, pass_fds=() if launch is None else launch.pass_fds)
+            except OSError as exc:
+                raise self._cannot_start(exc) from exc
+            finally:
+                if launch is not None:
+                    launch.spawned()
+            await self._run(process, launch, turn)
+        finally:
+            if launch is not None:
+                launch.close()
+
+    async def _run(self, process: trio.Process, launch: _orphan_guard.Launch | None,
+                   turn: AgentTurn) -> None:
+        """Drive the started *process* to its end; always kill (if need be) and reap it."""
         stderr = bytearray()
-        code: int | None = None  # set once reaped: until then its group id cannot be reused
+        exited = False  # and unreaped: its group id is still its own until then
         try:
             with trio.move_on_after(math.inf if self.timeout is None else self.timeout) as limit:
+                if launch is not None and (error := await launch.exec_error()) is not None:
+                    raise self._cannot_start(error) from error
                 await _drive(process, turn, stderr, limit)
-                code = await process.wait()
+                exited = True
         finally:
             # Not ``process.returncode``: it reaps a command that has exited, and what it
             # spawned (still holding its pipes, or not) would outlive the turn unkilled.
-            if code is None:
-                _kill(process)
             with trio.CancelScope(shield=True):
-                await process.wait()
+                if not exited:
+                    _kill(process)
+                if launch is not None:  # before the reap, while the group id is its own
+                    await _exited(process)
+                    _orphan_guard.forget(process.pid)
+                code = await process.wait()
                 for stream in (process.stdin, process.stdout, process.stderr):
                     if stream is not None:
                         await stream.aclose()
@@ -181,6 +209,12 @@ class CommandAgent:
         if code:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             raise AgentError(f"{self._command} {how}{self._tail(stderr)}")
+
+    def _cannot_start(self, exc: OSError) -> AgentError:
+        # Not the path (it may be private); but a missing cwd is not a missing command.
+        where = ("its cwd: " if self.cwd is not None and exc.filename is not None
+                 and os.fsdecode(exc.filename) == os.fsdecode(self.cwd) else "")
+        return AgentError(f"cannot start {self._command}: {where}{exc.strerror or exc}")
 
     @staticmethod
     def _tail(stderr: bytearray) -> str:
