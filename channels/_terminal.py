@@ -53,9 +53,11 @@ line: only then has :func:`input_line` a prompt to put back."""
 @attrs.frozen
 class LineTooLong:
     """A line of input refused as it was read: more than *limit* bytes before its newline (a
-    ``\r\n`` not counted). Its bytes are skipped up to that newline, never held whole."""
+    ``\r\n`` not counted). Its bytes are skipped up to that newline, never held whole
+    (*skipped* False: a typed line, which ``input()`` read whole, so none were)."""
 
     limit: int
+    skipped: bool = True
 
 
 class TerminalChannel(ChannelBase):
@@ -129,7 +131,9 @@ class TerminalChannel(ChannelBase):
         which come through the outbox: else the two came in either order."""
         if event.type == "text_chunk":
             if self.show_chunks:
-                self._print("  ", f"[chunk {json.dumps(event.chunk)}]")  # type: ignore[attr-defined]
+                # Its own characters (_print sanitizes), not "\u65e5" for every one not ASCII
+                chunk = json.dumps(event.chunk, ensure_ascii=False)  # type: ignore[attr-defined]
+                self._print("  ", f"[chunk {chunk}]")
             return
         detail = ""
         if event.type == "tool_call":
@@ -241,11 +245,12 @@ class TerminalChannel(ChannelBase):
     async def _chat(self, lines: AsyncIterable[str | LineTooLong], one_at_a_time: bool) -> None:
         async for line in lines:
             if not isinstance(line, LineTooLong) and _over_a_message(line):
-                line = LineTooLong(MAX_TEXT_BYTES)  # typed: input() read it whole, uncapped
+                # typed: input() read it whole, uncapped (nothing of it is left to skip)
+                line = LineTooLong(MAX_TEXT_BYTES, skipped=False)
             if isinstance(line, LineTooLong):
                 name = " (MAX_TEXT_BYTES)" if line.limit == MAX_TEXT_BYTES else ""
-                self._print("! ", f"not sent: the line is over {line.limit} bytes{name}; the "
-                                  "rest of it is skipped")
+                rest = "; the rest of it is skipped" if line.skipped else ""
+                self._print("! ", f"not sent: the line is over {line.limit} bytes{name}{rest}")
                 continue
             text = line.rstrip("\r\n")
             lone = lone_surrogate(text)  # a pipe that is not UTF-8: refused, not fatal

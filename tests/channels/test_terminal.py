@@ -61,6 +61,20 @@ async def test_chunks_are_shown_on_request_and_output_is_sanitized(rt) -> None:
     assert '  [chunk "red ' in text
 
 
+class Streaming:
+    async def run(self, turn) -> None:
+        await turn.send_chunk("日本語 «é»")
+
+
+# A chunk was printed as ASCII-escaped JSON: "\u65e5\u672c..." for any text not in English.
+async def test_a_shown_chunk_keeps_its_characters(rt) -> None:
+    out = io.StringIO()
+    channel = TerminalChannel(rt, ChannelConfig(name="terminal"), agent=Streaming(), out=out,
+                              show_chunks=True)
+    await channel.chat(lines_of("go"), one_at_a_time=True)
+    assert '  [chunk "日本語 «é»"]' in out.getvalue().splitlines()
+
+
 async def test_the_next_line_answers_what_the_agent_asks(rt) -> None:
     out = io.StringIO()
     channel = TerminalChannel(rt, ChannelConfig(name="terminal"), agent=Asking(), out=out)
