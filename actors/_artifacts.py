@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import pathlib
 import re
+import stat
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -324,8 +325,9 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path, own: pathlib.
     """Whether the resolved path *resolved* is one of the database's files
     (:data:`DATABASE_SUFFIXES`, beside each of *databases*: a symbolic link's name is the one
     ``tidings serve`` keeps its token by, while SQLite keeps its journals beside the file the
-    link leads to), one of the *private* files (where each leads now), by name, or by
-    identity (the same file under another name), or in
+    link leads to), one of the *private* files or in one of the *private* folders (where
+    each leads now), by name, or by identity (the same file or folder under another name; a
+    hard link made outside a private folder to a file in it is not told), or in
     *artifacts* outside the session's own root *own* (where it is: :func:`_in_place`), where
     the (resolved) *workspace* holds *artifacts*: a workspace that is the artifacts directory,
     or inside it, is the host's choice to share it, and one outside it gives no access to it
@@ -342,7 +344,7 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path, own: pathlib.
     if any(resolved.parent == database.parent and resolved.name in {
             database.name + suffix for suffix in DATABASE_SUFFIXES} for database in databases):
         return True
-    if any(resolved == _resolved(path) for path in private):
+    if any(_covers(_resolved(path), resolved) for path in private):
         return True
     # The same file under another name: on a case-insensitive file system ``TIDINGS.DB``
     # for ``tidings.db`` (which any turn can name; resolving keeps the case given), or a
@@ -353,12 +355,35 @@ def _runtimes_own(resolved: pathlib.Path, workspace: pathlib.Path, own: pathlib.
         return False
     kept = [database.with_name(database.name + suffix) for database in databases
             for suffix in DATABASE_SUFFIXES]
+    folders = set()
     for path in (*kept, *private):
         try:
-            if _identity(os.stat(path)) == _identity(found):
-                return True
+            seen = os.stat(path)
         except OSError:
             continue
+        if _identity(seen) == _identity(found):
+            return True
+        if stat.S_ISDIR(seen.st_mode):  # a private folder (the kept files are files)
+            folders.add(_identity(seen))
+    return bool(folders) and _in_folders(resolved, folders)
+
+
+def _covers(private: pathlib.Path | None, resolved: pathlib.Path) -> bool:
+    """Whether the private path *private* (resolved: where a link there leads) is the
+    resolved path *resolved* or, a folder, holds it."""
+    return private is not None and (resolved == private or resolved.is_relative_to(private))
+
+
+def _in_folders(resolved: pathlib.Path, folders: set[tuple[int, int]]) -> bool:
+    """Whether a folder of the resolved path *resolved* is one of *folders* (identities):
+    a private folder under another name (another case on a case-insensitive file system, a
+    bind mount), which :func:`_covers` cannot tell by the name."""
+    for folder in resolved.parents:
+        try:
+            if _identity(os.lstat(folder)) in folders:
+                return True
+        except OSError:
+            return False
     return False
 
 

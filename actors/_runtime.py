@@ -370,7 +370,9 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
     GIL (higher throughput under many concurrent senders; one more process per runtime).
     ``private_files``: files no turn may send as an artifact, though the workspace holds them
     (a secret of the host's: ``tidings serve`` gives its gateway token file), refused as the
-    database's own files are, by name and by the file itself (a link to one, a hard link).
+    database's own files are, by name and by the file itself (a link to one, a hard link); a
+    folder among them covers every file under it (by name, through links, and the folder
+    under another name).
 
     Bad arguments raise :class:`ValidationError` naming them before anything is created: the
     paths must be non-empty strings or ``os.PathLike`` (``workspace`` an existing directory),

@@ -96,9 +96,10 @@ def check_arguments(*, db_path: object, workspace: object, artifact_root: object
 
 
 def check_private_files(value: object) -> tuple[pathlib.Path, ...]:
-    """``open_runtime(private_files=...)``: a list or tuple of paths (a lone path is refused:
-    a string would be taken letter by letter), each made absolute (``~`` expanded) now, so a
-    later change of the current directory does not move it. Symbolic links are not followed
+    """``open_runtime(private_files=...)``: a list or tuple of paths of files or folders (a
+    folder covers what is under it; a lone path is refused: a string would be taken letter
+    by letter), each made absolute (``~`` expanded) now, so a later change of the current
+    directory does not move it. Symbolic links are not followed
     here: each send looks again at the name and at the file it leads to then. Raises
     :class:`ValidationError` naming ``private_files`` or ``private_files[i]``."""
     if not isinstance(value, list | tuple):

@@ -49,6 +49,37 @@ async def test_a_private_file_is_refused_however_it_is_named(tmp_path, monkeypat
     assert rows(tmp_path / "state" / "t.db", "SELECT count(*) FROM artifacts") == [(1,)]
 
 
+async def test_a_private_folder_covers_what_is_in_it(tmp_path, monkeypatch) -> None:
+    """A folder named private covers the files in it, at any depth, however they are named
+    (through a link to one of them or to the folder, or the folder named by a link), not the
+    workspace's files beside it, even one whose name starts as the folder's does."""
+    workspace = tmp_path / "ws"
+    (workspace / "secrets" / "deep").mkdir(parents=True)
+    (workspace / "secrets" / "api.key").write_text("secret")
+    (workspace / "secrets" / "deep" / "db.key").write_text("secret too")
+    (workspace / "vault-real").mkdir()
+    (workspace / "vault-real" / "master.key").write_text("secret three")
+    (workspace / "vault").symlink_to("vault-real")
+    (workspace / "secrets-list.txt").write_text("mine")
+    monkeypatch.chdir(workspace)
+    async with tidings.open_runtime(tmp_path / "state" / "t.db", workspace=workspace,
+                                    private_files=["secrets", workspace / "vault"]) as rt:
+        session_id = await rt.create_session(channel="web")
+        route = MemoryRoute(capabilities={"text", "file"})
+        rt.router.bind(session_id, route)
+        (workspace / "link.txt").symlink_to("secrets/deep/db.key")
+        (workspace / "door").symlink_to("secrets")
+        refused = ["secrets/api.key", str(workspace / "secrets" / "deep" / "db.key"),
+                   "link.txt", "door/api.key", ArtifactRef(path="secrets/deep/db.key"),
+                   "vault/master.key", "vault-real/master.key"]
+        with trio.fail_after(30):  # hang guard
+            async with rt.open_turn(session_id) as ctx:
+                await refuse_as_runtimes_own(ctx, refused)
+                mine = await ctx.output.send_file("secrets-list.txt", history_policy="transient")
+            assert await mine.wait() == "delivered"
+    assert [o.blocks[0].name for o in route.delivered] == ["secrets-list.txt"]
+
+
 @pytest.mark.parametrize(("value", "field"), [
     ("keys/api.key", "private_files"),  # one path, not a list of them
     (None, "private_files"),
