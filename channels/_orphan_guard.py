@@ -13,8 +13,8 @@ so it would kill healthy commands; it is Linux only, and it kills the command, n
 
 The guard is used where the command's exit can be awaited without reaping it (``waitid`` with
 ``WNOWAIT``), so the group is forgotten while its id is still the command's, and where
-``posix_spawn`` starts the guardian; elsewhere :data:`GUARDED` is False and commands start
-directly, unguarded, as before.
+``posix_spawn`` starts the guardian, with a Python interpreter to run it (not a frozen app);
+elsewhere :data:`GUARDED` is False and commands start directly, unguarded, as before.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ __all__ = ["GUARDED", "Launch", "forget", "prepare"]
 _LOG = logging.getLogger("tidings.channels.agent")
 _CHILD = str(pathlib.Path(__file__).with_name("_orphan_guard_child.py"))
 GUARDED = (os.name == "posix" and hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
-           and hasattr(os, "posix_spawn") and bool(sys.executable))
+           and hasattr(os, "posix_spawn") and bool(sys.executable)
+           and not getattr(sys, "frozen", False))  # a frozen app's executable is no python
 """Whether commands start guarded here (see the module's docstring)."""
 
 _lock = threading.Lock()
