@@ -58,7 +58,7 @@ async def test_a_command_dies_with_its_host_when_the_host_is_killed(
     pids: list[int] = []
     host = await trio.lowlevel.open_process(
         [sys.executable, "-c", _HOST, sys.executable, "-c", _COMMAND, str(fifo)],
-        stdout=subprocess.PIPE, cwd=pathlib.Path(__file__).parents[3])
+        stdout=subprocess.PIPE)
     try:
         async with reader:
             with fail_after_real(10):  # a guard against hanging, not a wait
