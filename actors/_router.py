@@ -107,8 +107,7 @@ class SessionInteractionRouter:
         :class:`RuntimeClosedError` once the runtime is stopping or stopped (no route of it
         would be called); ``unbind`` still works then.
         """
-        if self._check_open is not None:
-            self._check_open()
+        self._refuse_if_closed()
         check_session_id("session_id", session_id)  # (not looked up: a bind never blocks)
         deliver = _attribute(route, "deliver")
         if not callable(deliver):
@@ -129,6 +128,14 @@ class SessionInteractionRouter:
         for listener in self._listeners:
             listener(session_id)
         return BindToken(session_id, binding.serial)
+
+    def _refuse_if_closed(self) -> None:
+        """Raise the runtime's :class:`RuntimeClosedError` once it is stopping (after the
+        grace its running turns get, in which they still ask): what ``bind`` and a host's
+        ``deliver`` and questions check first, as the route they would reach belongs to a
+        runtime that is gone. Never blocks."""
+        if self._check_open is not None:
+            self._check_open()
 
     def unbind(self, token: BindToken) -> bool:
         """Remove the binding *token* made, if it is still the live one (a token of another
@@ -180,8 +187,10 @@ class SessionInteractionRouter:
 
         Returns False when no route is bound to it (an outbound with no session, ``None``,
         never has one: a channel answers a command without a session itself, not through
-        the router). The runtime's durable path does not use this.
+        the router). The runtime's durable path does not use this. Raises
+        :class:`RuntimeClosedError` once the runtime is stopping, as ``bind`` does.
         """
+        self._refuse_if_closed()
         binding = self._routes.get(outbound.session_id)
         if binding is None:
             await trio.lowlevel.checkpoint()
@@ -202,8 +211,11 @@ class SessionInteractionRouter:
         naming the field, before anything is asked, for what ``ctx.prompt_user`` refuses (a
         ``text`` that is not a non-empty string of valid Unicode within ``MAX_TEXT_BYTES``),
         a ``session_id``, ``prompt_id`` or ``turn_id`` that is no id, or an ``expires_at``
-        that is not None or unix seconds (see :mod:`._questions`).
+        that is not None or unix seconds (see :mod:`._questions`). Raises
+        :class:`RuntimeClosedError`, before anything is asked, once the runtime is stopping,
+        as ``bind`` and ``ctx.prompt_user`` do.
         """
+        self._refuse_if_closed()
         prompt = checked_prompt(prompt)
         binding = self._routes.get(prompt.session_id)
         ask = getattr(binding.route, "prompt_user", None) if binding else None
@@ -240,7 +252,10 @@ class SessionInteractionRouter:
         (an ``action`` as a prompt's text, ``details`` that are not a JSON-ready mapping of at
         most ``MAX_JSON_BYTES``), and ids and ``expires_at`` as :meth:`prompt_user` does. The
         route gets the ``details`` as their JSON reads back (string keys), as from a turn.
+        Raises :class:`RuntimeClosedError` once the runtime is stopping, as
+        :meth:`prompt_user` does.
         """
+        self._refuse_if_closed()
         request = checked_approval_request(request)
         binding = self._routes.get(request.session_id)
         ask = getattr(binding.route, "request_approval", None) if binding else None
