@@ -31,7 +31,8 @@ within :data:`_RECONNECT_FOR` (30 s) of the drop: a hung server ends the chat th
 frames it sends keep under the server's ``rate`` and ``burst`` (see
 :mod:`tidings.supervisor._chat_limits`): a pasted block of lines, or the lines sent again after
 a reconnect, wait their turn rather than get the connection closed ``4029``. Ctrl-C cancels the
-chat at any point (exit 130, no traceback), and so does SIGTERM (exit 143). A ``--token`` or
+chat at any point (exit 130, no traceback), and so do SIGTERM (exit 143) and SIGHUP (exit
+129; unless ignored, as under ``nohup``). A ``--token`` or
 ``--conversation`` no gateway takes is bad usage (exit 2, naming it), before connecting. A
 stderr it cannot write (``2>/dev/full``) or closed (``2>&-``) loses its lines and changes
 nothing else (see :mod:`tidings.supervisor._stderr`).
@@ -91,6 +92,13 @@ from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token, read_token_fil
 __all__ = ["DEFAULT_URL", "ChatOptions", "OutputFailed", "add_arguments", "chat_over_websocket",
            "check_url", "default_token_file", "ending_signals", "run", "until_signalled",
            "web_page"]
+
+_ENDING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                if hasattr(signal, name))
+"""The signals that end the chat as a cancel (see :func:`ending_signals`): Ctrl-C, SIGTERM,
+and SIGHUP (its terminal closed, an ssh session lost) as ``--local`` and ``serve`` stop on
+it; SIGHUP had killed it by its default action, with no close frame and a terminal left in
+readline's modes."""
 
 _RECONNECTS = 5
 """Reconnects in a row before the chat gives up (exit 1)."""
@@ -722,8 +730,9 @@ def web_page() -> pathlib.Path:
 def run(args: Any) -> int:
     """``tidings chat`` without ``--local``: the websocket client. Returns the exit code.
     Ctrl-C cancels it (130) when called in the main thread with SIGINT's default handler, and
-    SIGTERM (143) when it has its default action; from another thread (only the main one may
-    listen for signals) it runs without listening (see :func:`ending_signals`)."""
+    SIGTERM (143) and SIGHUP (129) when they have their default action (SIGHUP ignored, as
+    under ``nohup``, is left so); from another thread (only the main one may listen for
+    signals) it runs without listening (see :func:`ending_signals`)."""
     if args.web:
         page = web_page()
         if not page.exists():
@@ -754,8 +763,7 @@ def run(args: Any) -> int:
                           conversation=args.conversation, interactive=stdin_is_a_terminal(),
                           show_chunks=args.chunks)
     try:
-        return trio.run(_until_interrupted, options,
-                        ending_signals(signal.SIGINT, signal.SIGTERM))
+        return trio.run(_until_interrupted, options, ending_signals(*_ENDING))
     except KeyboardInterrupt:  # Ctrl-C before or after _until_interrupted listens
         return 130
     except BaseExceptionGroup as group:
@@ -796,10 +804,10 @@ def _hello_refused(token: str | None, conversation: str) -> str | None:
 
 async def _until_interrupted(options: ChatOptions, signals: Mapping[int, int]) -> int:
     """The chat on stdin and stdout; a signal of *signals* (see :func:`ending_signals`: Ctrl-C,
-    SIGTERM) cancels it, exit 130 or 143. As a cancel, not as trio's ``KeyboardInterrupt``
-    thrown into whatever code runs: trio-websocket's connect captures one that lands while it
-    waits for the websocket handshake, then waits on for its reader task, and the chat went on
-    as if Ctrl-C had not been pressed."""
+    SIGTERM, SIGHUP) cancels it, exit 130, 143 or 129. As a cancel, not as trio's
+    ``KeyboardInterrupt`` thrown into whatever code runs: trio-websocket's connect captures one
+    that lands while it waits for the websocket handshake, then waits on for its reader task,
+    and the chat went on as if Ctrl-C had not been pressed."""
     line_limit = LineLimit()
     lines = input_lines(_PROMPT, max_line_bytes=line_limit.wait)
     if options.interactive:
