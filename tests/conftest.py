@@ -123,3 +123,14 @@ def autojump_clock() -> trio.testing.MockClock:
     in flight after ``STUCK_AFTER`` (5) real seconds no longer holds the clock, so a stuck
     thread still trips the guard. See tests/io_clock.py."""
     return io_clock()
+
+
+@pytest.fixture
+def quick_autojump_clock() -> trio.testing.MockClock:
+    """``autojump_clock`` jumping after 5 ms of idle instead of 50 ms, for a test that goes
+    through many timers (backoffs, route latencies) and otherwise waits only on its own tasks
+    and on tidings' SQLite work: each jump cost it 50 real ms and proved nothing, since the
+    clock's guard, not the threshold, keeps a jump from passing that work (tests/io_clock.py).
+    Not for a test that waits on another process, a peer's socket or a thread of its own:
+    there the threshold is all that keeps the clock from jumping past the wait."""
+    return io_clock(threshold=0.005)

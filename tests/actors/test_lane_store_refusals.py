@@ -54,7 +54,7 @@ async def _full_disk_episode(rt, sessions: int, per_session: int, refusing_for: 
 
 
 async def test_a_full_disk_stops_no_runtime_and_every_message_goes_out_once(
-        db_path, workspace, autojump_clock, caplog) -> None:
+        db_path, workspace, quick_autojump_clock, caplog) -> None:
     caplog.set_level(logging.WARNING)
     sessions, per_session = 3, 10
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
@@ -81,7 +81,7 @@ async def test_a_full_disk_stops_no_runtime_and_every_message_goes_out_once(
 
 
 async def test_a_stop_while_the_disk_is_full_leaves_each_row_for_the_next_start(
-        db_path, workspace, autojump_clock) -> None:
+        db_path, workspace, quick_autojump_clock) -> None:
     route = MemoryRoute()
     route.stall()
     async with tidings.open_runtime(db_path, workspace=workspace, grace=1.0) as rt:

@@ -151,7 +151,7 @@ async def _until_empty(feed) -> AsyncIterator:
 
 
 async def test_a_prune_while_sends_flow_never_touches_what_is_in_flight(
-        rt, clock, autojump_clock) -> None:
+        rt, clock, quick_autojump_clock) -> None:
     """Sends of five sessions go to routes that take a while, while prunes with no retention
     at all run again and again: every send is delivered (the rows a lane holds are never
     final, so never pruned), and what is left at the end is exactly the final rows none of

@@ -18,7 +18,7 @@ HOUR = 3600.0
 
 async def test_a_store_error_that_lasts_through_many_restarts_does_not_stop_the_runtime(
         db_path, workspace, leftovers, reconciling_route, wait_for_event,
-        autojump_clock) -> None:
+        quick_autojump_clock) -> None:
     left = await leftovers(queued=0, progress=0)
     route = reconciling_route({left.in_flight: "sent"})
     async with tidings.open_runtime(db_path, workspace=workspace, scan_interval=HOUR) as rt:
