@@ -165,9 +165,11 @@ class CommandAgent:
         launch = await _orphan_guard.prepare(argv, env)
         try:
             try:
+                # A launcher starts in the host's environment; it hands the command *env*.
                 process = await trio.lowlevel.open_process(
                     argv if launch is None else launch.argv, stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=self.cwd,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    env=env if launch is None else None, cwd=self.cwd,
                     start_new_session=_POSIX, pass_fds=() if launch is None else launch.pass_fds)
             except OSError as exc:
                 raise self._cannot_start(exc) from exc

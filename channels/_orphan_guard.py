@@ -2,8 +2,9 @@
 
 One guardian process per host (``_orphan_guard_child.py watch``, its own session, so a
 terminal's signals are not its) reads a pipe whose write end only the host holds. Each command
-starts through a launcher (``... exec``) that registers the command's process group on that
-pipe and then execs the command in place (same pid and group); the host forgets the group just
+starts through a launcher (``... exec``, run with the host's environment and handed the
+command's on a pipe) that registers the command's process group on that pipe and then execs
+the command in place (same pid and group); the host forgets the group just
 before it reaps the command. When the host dies, however, the pipe ends and the guardian kills
 every group still registered.
 
@@ -125,16 +126,28 @@ def forget(pgid: int) -> None:
 
 class Launch:
     """The argv and descriptors of one guarded start: :meth:`spawned` once the launcher was
-    spawned, then :meth:`exec_error`; :meth:`close` in any case."""
+    spawned, then :meth:`exec_error`; :meth:`close` in any case.
+
+    The launcher is spawned with the host's environment (``env=None``), where this
+    interpreter is known to start, and is handed the command's *env* on a pipe: started in
+    the command's, it failed (exit 127) in one the interpreter cannot start in (an
+    ``LD_LIBRARY_PATH`` with another library of its libpython's name) where a direct spawn
+    worked. It reads the command's environment to its end, then execs the command with it."""
 
     def __init__(self, argv: list[str], env: dict[str, str], guard: int) -> None:
         self._guard = guard
+        self._env = _encoded(env)
         self._status, status_write = os.pipe()
+        try:
+            self._env_read, self._env_write = os.pipe()
+        except BaseException:
+            os.close(self._status)
+            os.close(status_write)
+            raise
         self._status_write: int | None = status_write
-        ctype = "-" if "LC_CTYPE" not in env else "=" + env["LC_CTYPE"]
         self.argv = [sys.executable, "-I", "-S", _CHILD, "exec", str(guard),
-                     str(status_write), ctype, *argv]
-        self.pass_fds = (guard, status_write)
+                     str(status_write), str(self._env_read), *argv]
+        self.pass_fds = (guard, status_write, self._env_read)
 
     def spawned(self) -> None:
         """Drop the host's copies of what the launcher was handed: the status pipe then ends
@@ -142,14 +155,22 @@ class Launch:
         if self._status_write is not None:
             os.close(self._guard)
             os.close(self._status_write)
+            os.close(self._env_read)
             self._status_write = None
 
     async def exec_error(self) -> OSError | None:
-        """Wait until the launcher has exec'd the command (None) or failed to (its error).
+        """Hand the launcher the command's environment, then wait until it has exec'd the
+        command (None) or failed to (its error).
 
         Also None if the launcher died before either (killed, or its interpreter failed):
         the caller sees that as the command's exit."""
         self.spawned()
+        fd, self._env_write = self._env_write, -1
+        async with trio.lowlevel.FdStream(fd) as stream:
+            try:
+                await stream.send_all(self._env)
+            except trio.BrokenResourceError:
+                pass  # the launcher died: its exit is the command's, read below
         fd, self._status = self._status, -1
         data = b""
         async with trio.lowlevel.FdStream(fd) as stream:
@@ -166,6 +187,16 @@ class Launch:
         if self._status >= 0:
             os.close(self._status)
             self._status = -1
+        if self._env_write >= 0:
+            os.close(self._env_write)
+            self._env_write = -1
+
+
+def _encoded(env: dict[str, str]) -> bytes:
+    """*env* as the launcher reads it: ``NAME=VALUE`` entries, each ended by a NUL (which
+    neither can hold), encoded as :mod:`subprocess` encodes an ``env`` (``os.fsencode``)."""
+    return b"".join(os.fsencode(name) + b"=" + os.fsencode(value) + b"\0"
+                    for name, value in env.items())
 
 
 async def prepare(argv: list[str], env: dict[str, str]) -> Launch | None:

@@ -8,14 +8,17 @@ for a moment, a starting command) holds open: ``+PGID`` registers a command's pr
 means the host died (however: a SIGKILL runs no cleanup): each process group still registered
 is killed with SIGKILL, then the guardian exits.
 
-``exec GUARD STATUS CTYPE ARGV...``: the launcher of one command. It registers its own process
+``exec GUARD STATUS ENV ARGV...``: the launcher of one command. It registers its own process
 group (it leads a new session) on the guardian's pipe ``GUARD`` *before* the command runs, so
 there is no moment in which a host killed leaves an unregistered command behind; then it closes
-``GUARD`` and execs ``ARGV`` (same pid, same group). If the exec fails, its errno is written to
+``GUARD``, reads the command's environment from the pipe ``ENV`` to its end (``NAME=VALUE``
+entries, each ended by a NUL) and execs ``ARGV`` with it (same pid, same group). It runs in the
+host's environment, where this interpreter starts: the command's may be one it cannot start in
+(an ``LD_LIBRARY_PATH`` with another library of its libpython's name), and is not the one PEP
+538 coerced (``LC_CTYPE`` set in a C locale) either. If the exec fails, its errno is written to
 ``STATUS`` (closed on a successful exec, so the host reads end of input there) and it exits 127.
-What the interpreter changed on its way up is undone first, so the command starts as a direct
-spawn would: ``SIGPIPE`` and ``SIGXFSZ`` back to their defaults, and ``LC_CTYPE`` as the host
-passed it (``CTYPE``: ``-`` for unset, else ``=`` and the value), not as PEP 538 coerced it.
+What else the interpreter changed on its way up is undone first, so the command starts as a
+direct spawn would: ``SIGPIPE`` and ``SIGXFSZ`` back to their defaults.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import os
 import signal
 import sys
 
-__all__ = ["launch", "main", "watch"]
+__all__ = ["launch", "main", "read_env", "watch"]
 
 
 def watch(stream: int = 0) -> None:
@@ -55,20 +58,31 @@ def watch(stream: int = 0) -> None:
             pass
 
 
-def launch(guard: int, status: int, ctype: str, argv: list[str]) -> int:
-    """Register this process group with the guardian, then exec *argv*; returns (127) only if
-    the exec failed, its errno written to *status*."""
+def read_env(stream: int) -> dict[bytes, bytes]:
+    """The environment the host writes to *stream* (then closed): ``NAME=VALUE`` entries,
+    each ended by a NUL. Blocking."""
+    data = b""
+    while chunk := os.read(stream, 65536):
+        data += chunk
+    os.close(stream)
+    env = {}
+    for entry in data.split(b"\0")[:-1]:
+        name, _, value = entry.partition(b"=")
+        env[name] = value
+    return env
+
+
+def launch(guard: int, status: int, env_stream: int, argv: list[str]) -> int:
+    """Register this process group with the guardian, then exec *argv* with the environment
+    read from *env_stream*; returns (127) only if the exec failed, its errno written to
+    *status*."""
     try:
         os.write(guard, b"+%d\n" % os.getpgrp())
     except OSError:
         pass  # the guardian is gone (or stuck): the command runs unguarded
     os.close(guard)
     os.set_inheritable(status, False)
-    env = dict(os.environ)
-    if ctype == "-":
-        env.pop("LC_CTYPE", None)
-    else:
-        env["LC_CTYPE"] = ctype[1:]
+    env = read_env(env_stream)
     for name in ("SIGPIPE", "SIGXFSZ"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
@@ -85,8 +99,8 @@ def main(argv: list[str]) -> int:
         watch()
         return 0
     if argv[:1] == ["exec"] and len(argv) >= 5:
-        return launch(int(argv[1]), int(argv[2]), argv[3], argv[4:])
-    sys.stderr.write(f"usage: {sys.argv[0]} watch | exec GUARD STATUS CTYPE ARGV...\n")
+        return launch(int(argv[1]), int(argv[2]), int(argv[3]), argv[4:])
+    sys.stderr.write(f"usage: {sys.argv[0]} watch | exec GUARD STATUS ENV ARGV...\n")
     return 2
 
 
