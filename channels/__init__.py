@@ -9,6 +9,7 @@ from tidings.channels._agents import Agent as Agent
 from tidings.channels._agents import AgentTurn as AgentTurn
 from tidings.channels._agents import EchoAgent as EchoAgent
 from tidings.channels._base import REFUSAL as REFUSAL
+from tidings.channels._base import CancelOutcome as CancelOutcome
 from tidings.channels._base import ChannelBase as ChannelBase
 from tidings.channels._base import InboundOutcome as InboundOutcome
 from tidings.channels._boundary import BLOCK_SEPARATOR as BLOCK_SEPARATOR
@@ -78,6 +79,7 @@ __all__ = [
     "AccessPolicy",
     "Agent",
     "AgentTurn",
+    "CancelOutcome",
     "CancelReason",
     "ChannelBase",
     "ChannelConfig",

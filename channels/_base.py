@@ -38,7 +38,7 @@ from tidings.store import Op, acking
 from tidings.supervisor._callables import certainly_sync, wrong_signature
 from tidings.supervisor._log import field
 
-__all__ = ["HELD_OUTCOMES", "REFUSAL", "ChannelBase", "InboundOutcome"]
+__all__ = ["HELD_OUTCOMES", "REFUSAL", "CancelOutcome", "ChannelBase", "InboundOutcome"]
 
 log = logging.getLogger("tidings.channels")
 
@@ -54,6 +54,11 @@ HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 """The outcomes of a message that became (part of) a turn: held until dealt with."""
 
 REFUSAL = "Sorry, you are not allowed to use this channel."
+
+CancelOutcome = Literal["cancelled", "nothing", "refused"]
+"""What :meth:`ChannelBase.cancel_turn` did: a request was ``cancelled`` (``/cancel`` answers
+"Cancelled the running request."), there was ``nothing`` to cancel ("Nothing to cancel."), or
+the sender was ``refused`` by the access policy (nothing was cancelled)."""
 
 
 _ROUTE_METHODS = {"prompt_user": "prompt", "request_approval": "request",
@@ -229,11 +234,7 @@ class ChannelBase:
         """
         if not isinstance(inbound, Inbound):
             raise TypeError(f"handle_inbound: expected an Inbound, got {type(inbound).__name__}")
-        if self.directory.closed:
-            raise RuntimeClosedError(f"the channel {self.config.name!r} is closed; no new "
-                                     f"messages are accepted")
-        self.runtime.check_open()
-        self.runtime.tasks.check_open()
+        self._check_accepting()
         conversation = self.conversation_for(inbound)
         try:
             if self._dedupes(inbound):
@@ -245,6 +246,47 @@ class ChannelBase:
             # The key is built from the inbound's ids: name the one the adapter gave.
             raise ValidationError(_longest_id_field(self.config, inbound),
                                   f"too long for a conversation key ({exc.reason})") from exc
+
+    async def cancel_turn(self, *, chat_id: str | int, sender_id: str | int,
+                          thread_id: str | int | None = None) -> CancelOutcome:
+        """What ``/cancel`` does, for a platform's stop button (a Telegram inline button, a
+        web "stop generating"): no text message to fake through :meth:`handle_inbound`.
+
+        The conversation is the one a message with these ids would be in
+        (:meth:`conversation_for` of an :class:`Inbound` with them: the session scope, and an
+        adapter's override, apply). A *sender_id* the access policy does not allow cancels
+        nothing (``"refused"``). Else, in each of the conversation's sessions, the oldest
+        request not yet over is cancelled with reason ``cancel_command``: the running turn,
+        or, when that one is already ending (steered away, timed out, writing its reply) or
+        has not begun, the next waiting one (its message goes into history but never reaches
+        the agent); other waiting turns still run. One request a call, as one ``/cancel``.
+        The turn gets its ``cancelled`` lifecycle event as for ``/cancel``; no answer is
+        sent to the chat: the adapter shows the outcome (see :data:`CancelOutcome`).
+
+        Raises:
+          ValidationError: an id is one :class:`Inbound` refuses (naming ``chat_id``,
+            ``sender_id`` or ``thread_id``).
+          RuntimeClosedError: the runtime is stopping, or the channel was closed (nothing
+            was cancelled).
+        """
+        inbound = Inbound(chat_id=chat_id, sender_id=sender_id, text="", thread_id=thread_id)
+        self._check_accepting()
+        await trio.lowlevel.checkpoint()
+        if not self.config.access.allows(inbound.sender_id):
+            return "refused"
+        conversation = self.conversation_for(inbound)
+        if self.dispatch.cancel(conversation, "cancel_command"):
+            return "cancelled"
+        return "nothing"
+
+    def _check_accepting(self) -> None:
+        """Raise :class:`RuntimeClosedError` if the channel was closed or the runtime is
+        stopping: nothing new is accepted then."""
+        if self.directory.closed:
+            raise RuntimeClosedError(f"the channel {self.config.name!r} is closed; no new "
+                                     f"messages are accepted")
+        self.runtime.check_open()
+        self.runtime.tasks.check_open()
 
     def _dedupes(self, inbound: Inbound) -> bool:
         """Whether :meth:`handle_inbound` looks *inbound*'s id up first (the gateway's
