@@ -13,20 +13,21 @@ import inspect
 import logging
 import types
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 
 import trio
 
-from tidings.actors import Outbound, Runtime, TextBlock, _held
+from tidings.actors import DeliveryHandle, Outbound, Runtime, TextBlock, _held
 from tidings.actors._pipeline import new_id
 from tidings.actors._router import check_capabilities
 from tidings.channels._agents import Agent, EchoAgent
-from tidings.channels._answer_order import AnswerOrder
+from tidings.channels._answer_order import SWITCH_ANSWER_WAIT, AnswerOrder, wait_ended
 from tidings.channels._command_handler import run_command
 from tidings.channels._commands import parse_command, trim
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
-from tidings.channels._dispatch import Dispatch, unanswered_notice
+from tidings.channels._dispatch import Dispatch, _task_name, unanswered_notice
 from tidings.channels._handback import requeue_unrouted
 from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
@@ -490,8 +491,68 @@ class ChannelBase:
             await self._deliver_direct(conversation, text, extra=extra)
         else:
             handle = await self.runtime.notify(session_id, text, metadata=extra)
-            if not self._acks():
-                self._answers.queued(conversation.key, handle)
+            self._answer_queued(conversation, handle)
+
+    def _answer_queued(self, conversation: Conversation, handle: DeliveryHandle) -> None:
+        """An answer or a turn's reply for *conversation* was queued through the outbox
+        (*handle*): a direct answer, or a session switch's, comes after it (see
+        :mod:`._answer_order`). Sync."""
+        if not self._acks():
+            self._answers.queued(conversation.key, handle)
+
+    async def _answer_switch(self, conversation: Conversation, session_id: str, text: str, *,
+                            command: str) -> None:
+        """Answer a session switch (``/new``, ``/resume``) in *session_id*, the session
+        switched to, whose lane runs beside the old session's: the session is held (its lane
+        claims nothing, this answer and what follows it included) until the answers and
+        replies queued earlier in the conversation's other sessions have ended, or
+        :data:`SWITCH_ANSWER_WAIT` seconds have passed (a stuck route must not hold it for
+        ever). Sent at once, "Started a new session." came before the old session's last
+        reply on a slow platform. The wait runs in a task of the runtime's: neither this call
+        nor the conversation's next message waits for it. Not for a route whose client acks
+        (the gateway: a row ends when the client acks it)."""
+        earlier = [] if self._acks() else self._answers.earlier(conversation.key, session_id)
+        if not earlier:
+            await self.answer(conversation, session_id, text, command=command)
+            return
+        release = self._hold_for_switch(session_id)
+        try:
+            await self.answer(conversation, session_id, text, command=command)
+        except BaseException:
+            release()
+            raise
+        try:
+            self.runtime.start_task(_task_name(self.config.name, session_id, "answer"),
+                                    self._release_after, earlier, release,
+                                    on_abandon=release)
+        except RuntimeClosedError:  # stopping: the answer is written; nothing to hold it for
+            release()
+
+    def _hold_for_switch(self, session_id: str) -> Callable[[], None]:
+        """Hold *session_id*'s lane for a switch's answer; return the release (sync, and
+        only the first call of it releases)."""
+        dispatcher = self.runtime.dispatcher
+        dispatcher.hold_sessions([session_id])
+        self._answers.holding(session_id, True)
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self._answers.holding(session_id, False)
+                dispatcher.release_sessions([session_id])
+        return release
+
+    async def _release_after(self, earlier: list[DeliveryHandle],
+                             release: Callable[[], None]) -> None:
+        """Call *release* once *earlier* have ended, or after :data:`SWITCH_ANSWER_WAIT`
+        seconds, or when cancelled (the runtime is stopping)."""
+        try:
+            with trio.move_on_after(SWITCH_ANSWER_WAIT):
+                await wait_ended(earlier)
+        finally:
+            release()
 
     def _acks(self) -> bool:
         """Whether this channel is a route whose deliveries end when its client acks them

@@ -79,7 +79,7 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
             cleared_no_session = old is None
         elif name == "new":
             session_id = await directory.new(conversation)
-            await channel.answer(conversation, session_id, NEW_SESSION, command=name)
+            await channel._answer_switch(conversation, session_id, NEW_SESSION, command=name)
         else:
             refusal = await _resume(channel, conversation, command)
     if cleared_no_session:
@@ -113,5 +113,6 @@ async def _resume(channel: ChannelBase, conversation: Conversation,
             await requeue_unrouted(rt, target)
     except SessionNotFoundError as exc:
         return CLEARED_SESSION if isinstance(exc, SessionClosedError) else NO_SUCH_SESSION
-    await channel.answer(conversation, target, f"Resumed session {target}.", command="resume")
+    await channel._answer_switch(conversation, target, f"Resumed session {target}.",
+                                command="resume")
     return None

@@ -25,13 +25,15 @@ is ``cancelled``, in the turns table as in the lifecycle.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
 
-from tidings.actors import TurnContext
+from tidings.actors import DeliveryHandle, TurnContext
 from tidings.actors._blocks import check_text
 from tidings.actors._handle import describe_error
 from tidings.actors._turns import only_cancelled, open_turn
@@ -191,7 +193,8 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                 state.unseen_turns.clear()
                 warn_if_returned(channel.agent, await channel.agent.run(bridge),
                                  session_id=state.session_id)
-                await _finish(ctx, active, bridge, pending.held)
+                await _finish(ctx, active, bridge, pending.held,
+                              functools.partial(channel._answer_queued, state.conversation))
             except BaseException as exc:
                 cancelled = only_cancelled(exc)
                 if cancelled is None:
@@ -248,7 +251,7 @@ def _failed_while_cancelled(exc: BaseException, active: ActiveTurn) -> bool:
 
 
 async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn,
-                  held: list[str]) -> None:
+                  held: list[str], on_reply: Callable[[DeliveryHandle], None]) -> None:
     """Send the reply and emit ``completed``, unless a cancel was recorded first, or a scope
     around the turn is cancelled (shutdown): a careless agent that swallowed that ``Cancelled``
     and returned did not complete its turn, any more than one that swallowed ``/cancel``.
@@ -259,7 +262,9 @@ async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn,
     each its own history row (joined, they are the reply, as the model sees it); only the last
     releases the held messages. A crash between parts leaves them held, so the next start
     tells the user they were not answered (after the parts already written): a reply cut
-    short is never taken for an answer."""
+    short is never taken for an answer. ``on_reply`` (sync) gets the handle of the reply's
+    last message, if one was sent, before ``completed``: a session switch's answer comes after
+    it."""
     if (active.cancel_reason is None
             and trio.current_effective_deadline() <= trio.current_time()):
         active.note_trio_cancel()  # nothing recorded came from outside: shutdown
@@ -274,5 +279,5 @@ async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn,
         with trio.CancelScope(shield=True):  # bounded: the writer answers every request
             for part in parts[:-1]:
                 await ctx.output.send_text(part)
-            await ctx.output.send_text(parts[-1], settles=held)
+            on_reply(await ctx.output.send_text(parts[-1], settles=held))
     await active.emitter.completed()
