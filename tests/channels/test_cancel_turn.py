@@ -10,6 +10,7 @@ import trio
 from tidings.channels import ChannelConfig
 from tidings.errors import RuntimeClosedError, ValidationError
 
+from ..real_time import fail_after_real
 from .conftest import GatedAgent, RecordingChannel, rows
 
 
@@ -18,58 +19,62 @@ def cancels(channel: RecordingChannel) -> list[str]:
 
 
 async def test_the_stop_button_cancels_the_running_turn(rt, db_path, autojump_clock) -> None:
-    agent = GatedAgent("working")
-    channel = RecordingChannel(rt, ChannelConfig(name="ops", dispatch_mode="followup"),
-                               agent=agent)
-    assert await channel.say("first") == "started"
-    assert await channel.say("second") == "queued"
-    await agent.wait_turns(1)
-    assert await channel.cancel_turn(chat_id="c1", sender_id="u1") == "cancelled"
-    with trio.fail_after(30):
-        await agent.wait_turns(2)
-    assert cancels(channel) == ["cancel_command"]
-    assert [turn.text for turn in agent.turns] == ["first", "second"]  # one a call
-    agent.release()
-    await channel.wait_idle()
-    assert channel.notices() == []  # the adapter shows the outcome; nothing in the chat
-    assert rows(db_path, "SELECT status, reason FROM turns ORDER BY started_at") == [
-        ("cancelled", "cancel_command"), ("completed", None)]
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        agent = GatedAgent("working")
+        channel = RecordingChannel(rt, ChannelConfig(name="ops", dispatch_mode="followup"),
+                                   agent=agent)
+        assert await channel.say("first") == "started"
+        assert await channel.say("second") == "queued"
+        await agent.wait_turns(1)
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u1") == "cancelled"
+        with trio.fail_after(30):
+            await agent.wait_turns(2)
+        assert cancels(channel) == ["cancel_command"]
+        assert [turn.text for turn in agent.turns] == ["first", "second"]  # one a call
+        agent.release()
+        await channel.wait_idle()
+        assert channel.notices() == []  # the adapter shows the outcome; nothing in the chat
+        assert rows(db_path, "SELECT status, reason FROM turns ORDER BY started_at") == [
+            ("cancelled", "cancel_command"), ("completed", None)]
 
 
 async def test_nothing_to_cancel(rt, db_path, autojump_clock) -> None:
-    channel = RecordingChannel(rt, ChannelConfig(name="ops"))
-    assert await channel.cancel_turn(chat_id="c1", sender_id="u1") == "nothing"
-    assert await channel.say("hi") == "started"
-    await channel.wait_idle()
-    assert await channel.cancel_turn(chat_id="c1", sender_id="u1") == "nothing"
-    assert channel.texts() == ["hi"]
-    assert rows(db_path, "SELECT count(*) FROM sessions") == [(1,)]
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"))
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u1") == "nothing"
+        assert await channel.say("hi") == "started"
+        await channel.wait_idle()
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u1") == "nothing"
+        assert channel.texts() == ["hi"]
+        assert rows(db_path, "SELECT count(*) FROM sessions") == [(1,)]
 
 
 async def test_a_refused_sender_cancels_nothing(rt, autojump_clock) -> None:
-    agent = GatedAgent("working")
-    channel = RecordingChannel(rt, ChannelConfig(name="ops", access=["u1"]), agent=agent)
-    assert await channel.say("first") == "started"
-    await agent.wait_turns(1)
-    assert await channel.cancel_turn(chat_id="c1", sender_id="u2") == "refused"
-    agent.release()
-    await channel.wait_idle()
-    assert cancels(channel) == []
-    assert channel.messages() == ["working"]
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        agent = GatedAgent("working")
+        channel = RecordingChannel(rt, ChannelConfig(name="ops", access=["u1"]), agent=agent)
+        assert await channel.say("first") == "started"
+        await agent.wait_turns(1)
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u2") == "refused"
+        agent.release()
+        await channel.wait_idle()
+        assert cancels(channel) == []
+        assert channel.messages() == ["working"]
 
 
 async def test_only_its_own_conversation(rt, autojump_clock) -> None:
-    agent = GatedAgent("working")
-    channel = RecordingChannel(rt, ChannelConfig(name="ops", session_scope="sender"),
-                               agent=agent)
-    assert await channel.say("first") == "started"
-    await agent.wait_turns(1)
-    assert await channel.cancel_turn(chat_id="c1", sender_id="u2") == "nothing"
-    assert await channel.cancel_turn(chat_id="c2", sender_id="u1") == "nothing"
-    assert await channel.cancel_turn(chat_id="c1", sender_id="u1", thread_id="t9") \
-        == "cancelled"  # the sender scope shares threads, as handle_inbound does
-    await channel.wait_idle()
-    assert cancels(channel) == ["cancel_command"]
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        agent = GatedAgent("working")
+        channel = RecordingChannel(rt, ChannelConfig(name="ops", session_scope="sender"),
+                                   agent=agent)
+        assert await channel.say("first") == "started"
+        await agent.wait_turns(1)
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u2") == "nothing"
+        assert await channel.cancel_turn(chat_id="c2", sender_id="u1") == "nothing"
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u1", thread_id="t9") \
+            == "cancelled"  # the sender scope shares threads, as handle_inbound does
+        await channel.wait_idle()
+        assert cancels(channel) == ["cancel_command"]
 
 
 @pytest.mark.parametrize(("ids", "field"), [
@@ -78,21 +83,23 @@ async def test_only_its_own_conversation(rt, autojump_clock) -> None:
     ({"chat_id": "c1", "sender_id": "u1", "thread_id": True}, "thread_id"),
 ])
 async def test_bad_ids_are_refused_by_name(rt, ids, field) -> None:
-    channel = RecordingChannel(rt, ChannelConfig(name="ops"))
-    with pytest.raises(ValidationError) as caught:
-        await channel.cancel_turn(**ids)
-    assert caught.value.field == field
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"))
+        with pytest.raises(ValidationError) as caught:
+            await channel.cancel_turn(**ids)
+        assert caught.value.field == field
 
 
 async def test_a_closed_channel_refuses(rt, autojump_clock) -> None:
-    agent = GatedAgent("working")
-    channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
-    assert await channel.say("first") == "started"
-    await agent.wait_turns(1)
-    channel.close()
-    with pytest.raises(RuntimeClosedError):
-        await channel.cancel_turn(chat_id="c1", sender_id="u1")
-    agent.release()
-    with trio.fail_after(30):
-        await channel.wait_idle()
-    assert cancels(channel) == []
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        agent = GatedAgent("working")
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
+        assert await channel.say("first") == "started"
+        await agent.wait_turns(1)
+        channel.close()
+        with pytest.raises(RuntimeClosedError):
+            await channel.cancel_turn(chat_id="c1", sender_id="u1")
+        agent.release()
+        with trio.fail_after(30):
+            await channel.wait_idle()
+        assert cancels(channel) == []

@@ -13,6 +13,7 @@ from tidings.actors import Outbound
 from tidings.channels import ChannelConfig
 from tidings.channels._answer_order import SWITCH_ANSWER_WAIT
 
+from ..real_time import fail_after_real
 from .conftest import RecordingChannel
 
 NEW_SESSION = "Started a new session."
@@ -37,90 +38,97 @@ async def _reply_on_its_way(channel: SlowReply) -> str:
 
 
 async def test_new_session_comes_after_the_old_sessions_last_reply(rt, autojump_clock) -> None:
-    channel = SlowReply(rt, ChannelConfig(name="ops"))
-    await _reply_on_its_way(channel)
-    before = trio.current_time()
-    assert await channel.say("/new") == "command"
-    assert trio.current_time() == before  # the command did not wait for the old reply
-    with trio.fail_after(60):
-        await channel.wait_for(lambda: len(channel.outbounds) >= 2)
-    assert channel.texts() == ["hi", NEW_SESSION]
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = SlowReply(rt, ChannelConfig(name="ops"))
+        await _reply_on_its_way(channel)
+        before = trio.current_time()
+        assert await channel.say("/new") == "command"
+        assert trio.current_time() == before  # the command did not wait for the old reply
+        with trio.fail_after(60):
+            await channel.wait_for(lambda: len(channel.outbounds) >= 2)
+        assert channel.texts() == ["hi", NEW_SESSION]
 
 
 async def test_a_message_after_new_is_answered_after_the_new_session_answer(
         rt, autojump_clock) -> None:
-    channel = SlowReply(rt, ChannelConfig(name="ops"))
-    await _reply_on_its_way(channel)
-    assert await channel.say("/new") == "command"
-    before = trio.current_time()
-    assert await channel.say("again") == "started"
-    assert trio.current_time() == before  # its input path is not held
-    with trio.fail_after(60):
-        await channel.wait_for(lambda: len(channel.outbounds) >= 3)
-    assert channel.texts() == ["hi", NEW_SESSION, "again"]
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = SlowReply(rt, ChannelConfig(name="ops"))
+        await _reply_on_its_way(channel)
+        assert await channel.say("/new") == "command"
+        before = trio.current_time()
+        assert await channel.say("again") == "started"
+        assert trio.current_time() == before  # its input path is not held
+        with trio.fail_after(60):
+            await channel.wait_for(lambda: len(channel.outbounds) >= 3)
+        assert channel.texts() == ["hi", NEW_SESSION, "again"]
 
 
 async def test_resume_comes_after_the_left_sessions_last_reply(rt, autojump_clock) -> None:
-    channel = SlowReply(rt, ChannelConfig(name="ops"))
-    channel.slow = 0
-    first = await _reply_on_its_way(channel)
-    await channel.wait_for(lambda: channel.texts() == ["hi"])
-    assert await channel.say("/new") == "command"
-    channel.slow = 10.0
-    assert await channel.say("hi") == "started"  # in the new session
-    await channel.wait_for(lambda: channel.types().count("completed") == 2)
-    assert await channel.say(f"/resume {first}") == "command"
-    with trio.fail_after(60):
-        await channel.wait_for(lambda: len(channel.outbounds) >= 4)
-    assert channel.texts() == ["hi", NEW_SESSION, "hi", f"Resumed session {first}."]
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = SlowReply(rt, ChannelConfig(name="ops"))
+        channel.slow = 0
+        first = await _reply_on_its_way(channel)
+        await channel.wait_for(lambda: channel.texts() == ["hi"])
+        assert await channel.say("/new") == "command"
+        channel.slow = 10.0
+        assert await channel.say("hi") == "started"  # in the new session
+        await channel.wait_for(lambda: channel.types().count("completed") == 2)
+        assert await channel.say(f"/resume {first}") == "command"
+        with trio.fail_after(60):
+            await channel.wait_for(lambda: len(channel.outbounds) >= 4)
+        assert channel.texts() == ["hi", NEW_SESSION, "hi", f"Resumed session {first}."]
 
 
 async def test_a_stuck_old_route_holds_the_answer_only_for_a_bound(rt, autojump_clock) -> None:
-    channel = SlowReply(rt, ChannelConfig(name="ops"))
-    channel.slow = math.inf
-    await _reply_on_its_way(channel)
-    start = trio.current_time()
-    assert await channel.say("/new") == "command"
-    with trio.fail_after(SWITCH_ANSWER_WAIT * 2):
-        await channel.wait_for(lambda: channel.texts() == [NEW_SESSION])
-    assert trio.current_time() - start >= SWITCH_ANSWER_WAIT
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = SlowReply(rt, ChannelConfig(name="ops"))
+        channel.slow = math.inf
+        await _reply_on_its_way(channel)
+        start = trio.current_time()
+        assert await channel.say("/new") == "command"
+        with trio.fail_after(SWITCH_ANSWER_WAIT * 2):
+            await channel.wait_for(lambda: channel.texts() == [NEW_SESSION])
+        assert trio.current_time() - start >= SWITCH_ANSWER_WAIT
 
 
 async def test_new_with_nothing_on_its_way_is_answered_at_once(rt, autojump_clock) -> None:
-    channel = SlowReply(rt, ChannelConfig(name="ops"))
-    channel.slow = 0
-    await _reply_on_its_way(channel)
-    await channel.wait_for(lambda: channel.texts() == ["hi"])
-    start = trio.current_time()
-    assert await channel.say("/new") == "command"
-    await channel.wait_for(lambda: channel.texts() == ["hi", NEW_SESSION])
-    assert trio.current_time() == start
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = SlowReply(rt, ChannelConfig(name="ops"))
+        channel.slow = 0
+        await _reply_on_its_way(channel)
+        await channel.wait_for(lambda: channel.texts() == ["hi"])
+        start = trio.current_time()
+        assert await channel.say("/new") == "command"
+        await channel.wait_for(lambda: channel.texts() == ["hi", NEW_SESSION])
+        assert trio.current_time() == start
 
 
 async def test_resume_of_the_left_session_while_its_reply_waits_holds_no_circle(
         rt, autojump_clock) -> None:
     """/new waits for the old session's reply; /resume of that old session then must not wait
     for the /new answer (which waits for that reply, in the lane /resume would hold)."""
-    channel = SlowReply(rt, ChannelConfig(name="ops"))
-    first = await _reply_on_its_way(channel)
-    assert await channel.say("/status") == "command"  # queued behind the reply, unclaimed
-    start = trio.current_time()
-    assert await channel.say("/new") == "command"
-    assert await channel.say(f"/resume {first}") == "command"
-    with trio.fail_after(60):
-        await channel.wait_for(lambda: len(channel.outbounds) >= 4)
-    assert trio.current_time() - start < SWITCH_ANSWER_WAIT
-    texts = [text.split(",")[0] for text in channel.texts()]
-    assert texts.index("hi") < texts.index("Session: active") \
-        < texts.index(f"Resumed session {first}.")
-    assert texts.index("hi") < texts.index(NEW_SESSION)
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = SlowReply(rt, ChannelConfig(name="ops"))
+        first = await _reply_on_its_way(channel)
+        assert await channel.say("/status") == "command"  # queued behind the reply, unclaimed
+        start = trio.current_time()
+        assert await channel.say("/new") == "command"
+        assert await channel.say(f"/resume {first}") == "command"
+        with trio.fail_after(60):
+            await channel.wait_for(lambda: len(channel.outbounds) >= 4)
+        assert trio.current_time() - start < SWITCH_ANSWER_WAIT
+        texts = [text.split(",")[0] for text in channel.texts()]
+        assert texts.index("hi") < texts.index("Session: active") \
+            < texts.index(f"Resumed session {first}.")
+        assert texts.index("hi") < texts.index(NEW_SESSION)
 
 
 async def test_a_runtime_that_stops_while_a_switch_answer_waits(rt, autojump_clock) -> None:
-    channel = SlowReply(rt, ChannelConfig(name="ops"))
-    channel.slow = math.inf
-    await _reply_on_its_way(channel)
-    assert await channel.say("/new") == "command"
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = SlowReply(rt, ChannelConfig(name="ops"))
+        channel.slow = math.inf
+        await _reply_on_its_way(channel)
+        assert await channel.say("/new") == "command"
     # the runtime fixture stops now: the held session is released, nothing hangs
 
 
@@ -142,11 +150,12 @@ class HeldCompletion(SlowReply):
 
 async def test_new_while_the_turn_reports_completed_comes_after_its_reply(
         rt, autojump_clock) -> None:
-    channel = HeldCompletion(rt, ChannelConfig(name="ops"))
-    assert await channel.say("hi") == "started"
-    await channel.reply_written.wait()
-    assert await channel.say("/new") == "command"
-    channel.gate.set()
-    with trio.fail_after(60):
-        await channel.wait_for(lambda: len(channel.outbounds) >= 2)
-    assert channel.texts() == ["hi", NEW_SESSION]
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = HeldCompletion(rt, ChannelConfig(name="ops"))
+        assert await channel.say("hi") == "started"
+        await channel.reply_written.wait()
+        assert await channel.say("/new") == "command"
+        channel.gate.set()
+        with trio.fail_after(60):
+            await channel.wait_for(lambda: len(channel.outbounds) >= 2)
+        assert channel.texts() == ["hi", NEW_SESSION]
