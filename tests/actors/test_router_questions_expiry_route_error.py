@@ -44,7 +44,7 @@ class _AbortingRoute:
 
 
 async def test_a_question_past_its_expiry_is_expired_when_the_route_ends_it_with_its_error(
-        rt, autojump_clock) -> None:
+        rt, quick_autojump_clock) -> None:
     session_id = await rt.create_session(channel="web")
     route = _AbortingRoute()
     rt.router.bind(session_id, route)
@@ -66,7 +66,7 @@ async def test_a_question_past_its_expiry_is_expired_when_the_route_ends_it_with
 
 
 async def test_a_route_error_before_the_expiry_is_still_the_route_s_error(
-        rt, autojump_clock) -> None:
+        rt, quick_autojump_clock) -> None:
     """Only an error that ends a wait the expiry cancelled is taken for the expiry."""
 
     class _Down(_AbortingRoute):

@@ -39,7 +39,7 @@ async def test_task_names_are_unique_and_a_failing_task_is_forgotten(rt) -> None
 
 
 async def test_running_tasks_get_the_grace_then_are_cancelled_with_reason_shutdown(
-        db_path, workspace, autojump_clock) -> None:
+        db_path, workspace, quick_autojump_clock) -> None:
     reasons: list[str | None] = []
     cancelled_at: list[float] = []
     quick_done = trio.Event()
@@ -71,7 +71,7 @@ async def test_running_tasks_get_the_grace_then_are_cancelled_with_reason_shutdo
 
 
 async def test_a_task_started_during_the_grace_is_refused(db_path, workspace,
-                                                         autojump_clock) -> None:
+                                                         quick_autojump_clock) -> None:
     refused: list[BaseException] = []
 
     async def starter(rt) -> None:

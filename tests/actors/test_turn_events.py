@@ -25,7 +25,7 @@ async def _feed(rt) -> list:
             return seen
 
 
-async def test_each_turn_has_one_start_and_one_terminal_event(rt, autojump_clock) -> None:
+async def test_each_turn_has_one_start_and_one_terminal_event(rt, quick_autojump_clock) -> None:
     session_id = await rt.create_session(channel="web")
     rt.router.bind(session_id, MemoryRoute())
     turn_ids = []
@@ -65,7 +65,8 @@ async def test_each_turn_has_one_start_and_one_terminal_event(rt, autojump_clock
         ("failed", None)]
 
 
-async def test_a_turns_deliveries_come_between_its_start_and_its_end(rt, autojump_clock) -> None:
+async def test_a_turns_deliveries_come_between_its_start_and_its_end(
+        rt, quick_autojump_clock) -> None:
     session_id = await rt.create_session(channel="web")
     rt.router.bind(session_id, MemoryRoute())
     async with rt.open_turn(session_id) as ctx:
@@ -76,7 +77,7 @@ async def test_a_turns_deliveries_come_between_its_start_and_its_end(rt, autojum
                      "delivery.sent", "turn.completed"]
 
 
-async def test_ending_a_turn_again_appends_no_event(rt, autojump_clock) -> None:
+async def test_ending_a_turn_again_appends_no_event(rt, quick_autojump_clock) -> None:
     # The end is recorded again after an uncertain write (the writer process died before it
     # answered): the row changes only once, and so the feed says it once.
     session_id = await rt.create_session(channel="web")

@@ -48,7 +48,7 @@ async def test_a_cancel_the_body_swallowed_still_ends_the_turn_cancelled(rt, db_
 
 
 async def test_a_turn_cut_by_its_deadline_is_recorded_as_a_timeout(rt, db_path,
-                                                                   autojump_clock) -> None:
+                                                                   quick_autojump_clock) -> None:
     """DESIGN (Lifecycle reasons): ``timeout`` is the turn's deadline, ``move_on_after`` or
     the scope's. A host turn cut so was recorded ``cancelled`` with no reason (its own scope's
     deadline) or with ``cancelled`` (a ``move_on_after`` around it), the reason for a cancel
@@ -184,7 +184,7 @@ async def test_a_turn_whose_nursery_is_cancelled_from_outside_records_a_cancel(
         (inbound_id,) for inbound_id in held)
 
 
-async def test_serial_turns_of_one_session_run_one_at_a_time(rt, autojump_clock) -> None:
+async def test_serial_turns_of_one_session_run_one_at_a_time(rt, quick_autojump_clock) -> None:
     """Two serial turns opened at once in one session: the second begins only once the first
     has ended, so their history never interleaves; a parallel turn does not wait."""
     session_id = await rt.create_session(channel="web")

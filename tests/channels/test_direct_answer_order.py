@@ -24,7 +24,7 @@ async def _cleared_on_a_slow_platform(channel: RecordingChannel) -> None:
 
 
 async def test_a_direct_answer_after_clear_comes_after_the_clear_answer(
-        rt, autojump_clock) -> None:
+        rt, quick_autojump_clock) -> None:
     channel = RecordingChannel(rt, ChannelConfig(name="ops", access=["u1"]))
     await _cleared_on_a_slow_platform(channel)
     for command in ("/status", "/who", "/help", "/new hello"):  # none has a session now
@@ -38,7 +38,7 @@ async def test_a_direct_answer_after_clear_comes_after_the_clear_answer(
 
 
 async def test_a_direct_answer_waits_for_its_own_conversation_only(
-        rt, autojump_clock) -> None:
+        rt, quick_autojump_clock) -> None:
     channel = RecordingChannel(rt, ChannelConfig(name="ops"))
     await _cleared_on_a_slow_platform(channel)
     assert await channel.say("/status", chat_id="c2") == "command"
@@ -48,7 +48,7 @@ async def test_a_direct_answer_waits_for_its_own_conversation_only(
     await channel.wait_for(lambda: CLEARED in channel.texts())
 
 
-async def test_a_failed_earlier_answer_does_not_hold_the_next(rt, autojump_clock) -> None:
+async def test_a_failed_earlier_answer_does_not_hold_the_next(rt, quick_autojump_clock) -> None:
     channel = RecordingChannel(rt, ChannelConfig(name="ops"))
     channel.platform.fail = lambda outbound: outbound.text == CLEARED
     await _cleared_on_a_slow_platform(channel)
@@ -59,7 +59,7 @@ async def test_a_failed_earlier_answer_does_not_hold_the_next(rt, autojump_clock
     assert [o.text for o in channel.platform.attempted].index(CLEARED) == 1
 
 
-async def test_a_waiting_direct_answer_holds_no_other_message(rt, autojump_clock) -> None:
+async def test_a_waiting_direct_answer_holds_no_other_message(rt, quick_autojump_clock) -> None:
     """A second /clear (no session: answered directly) waits for the first one's answer; the
     conversation's next message does not wait for it as well."""
     channel = RecordingChannel(rt, ChannelConfig(name="ops"))

@@ -11,7 +11,7 @@ from .test_recovery_clock_behind import Clock, T, leave_a_running_turn
 
 
 async def test_a_dead_turn_ended_by_recovery_appends_turn_failed_once(db_path, workspace,
-                                                                     autojump_clock) -> None:
+                                                                     quick_autojump_clock) -> None:
     await leave_a_running_turn(db_path, workspace)
     for _ in range(2):  # the second start finds nothing to end
         async with tidings.open_runtime(db_path, workspace=workspace, clock=Clock(T)) as rt:

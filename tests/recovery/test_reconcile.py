@@ -135,7 +135,7 @@ async def test_a_chosen_session_id_is_one_field_of_the_reconcile_lines(
 
 
 async def test_a_reconcile_that_hangs_times_out_and_leaves_the_row_unknown(
-        db_path, workspace, leftovers, reconciling_route, autojump_clock) -> None:
+        db_path, workspace, leftovers, reconciling_route, quick_autojump_clock) -> None:
     left = await leftovers(queued=0, progress=0)
     route = reconciling_route({left.in_flight: "sent"})
     route.hang = True
@@ -199,7 +199,7 @@ async def test_reconciling_twice_records_each_event_once(db_path, workspace, lef
 
 
 async def test_a_platform_that_does_not_answer_costs_a_pass_one_timeout_not_one_per_session(
-        db_path, workspace, leftovers, reconciling_route, autojump_clock) -> None:
+        db_path, workspace, leftovers, reconciling_route, quick_autojump_clock) -> None:
     # Each session's reconcile was asked in turn, so a hanging platform held recovery (and
     # the queued rows, handed on after it) reconcile_timeout (30 s) per session: with 20
     # sessions, ten minutes before anything queued moved.
@@ -221,7 +221,7 @@ async def test_a_platform_that_does_not_answer_costs_a_pass_one_timeout_not_one_
 
 
 async def test_a_platform_that_does_not_answer_is_not_asked_the_sessions_next_pages(
-        db_path, workspace, reconciling_route, autojump_clock) -> None:
+        db_path, workspace, reconciling_route, quick_autojump_clock) -> None:
     # A session with more unknown rows than a page (a client gone with many unacked rows,
     # several times over) was asked page after page, each ask waiting reconcile_timeout for
     # a platform that had not answered the first: 3 pages, 90 s of a pass holding the lock
