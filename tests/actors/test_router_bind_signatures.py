@@ -74,3 +74,28 @@ async def test_methods_with_defaults_or_star_args_are_still_bound(rt) -> None:
     with trio.fail_after(30):  # hang guard
         assert await handle.wait() == "delivered"
     assert route.texts == ["taken"]
+
+
+# A route class's methods are checked once (a bind of its next instance costs a lookup): the
+# check must follow the function, so a method replaced on the class is checked again.
+async def test_a_method_replaced_on_its_class_is_checked_again(rt) -> None:
+    class Replaced:
+        async def deliver(self, outbound) -> None:
+            pass
+
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, Replaced())
+
+    async def deliver(self, session_id, text) -> None:
+        pass
+
+    Replaced.deliver = deliver  # type: ignore[method-assign]
+    with pytest.raises(TypeError, match="deliver"):
+        rt.router.bind(session_id, Replaced())
+
+    def sync_deliver(self, outbound) -> None:
+        pass
+
+    Replaced.deliver = sync_deliver  # type: ignore[method-assign]
+    with pytest.raises(TypeError, match="coroutine function"):
+        rt.router.bind(session_id, Replaced())
