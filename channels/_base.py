@@ -263,6 +263,9 @@ class ChannelBase:
         the agent); other waiting turns still run. One request a call, as one ``/cancel``.
         The turn gets its ``cancelled`` lifecycle event as for ``/cancel``; no answer is
         sent to the chat: the adapter shows the outcome (see :data:`CancelOutcome`).
+        A press is the conversation speaking, as a message is: an allowed sender's press first
+        hands back the conversation's ``unrouted`` rows (after a restart, the "not answered"
+        notice of a turn it cut short), as :meth:`handle_inbound` does before ``/cancel``.
 
         Raises:
           ValidationError: an id is one :class:`Inbound` refuses (naming ``chat_id``,
@@ -276,6 +279,8 @@ class ChannelBase:
         if not self.config.access.allows(inbound.sender_id):
             return "refused"
         conversation = self.conversation_for(inbound)
+        # The conversation spoke: its rows left unrouted go out first, as before /cancel.
+        await self._hand_back_if_due(conversation)
         if self.dispatch.cancel(conversation, "cancel_command"):
             return "cancelled"
         return "nothing"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from tidings.channels import ChannelConfig
+import tidings
+from tidings.channels import AccessPolicy, ChannelConfig
 from tidings.errors import RuntimeClosedError, ValidationError
 
 from ..real_time import fail_after_real
@@ -103,3 +104,40 @@ async def test_a_closed_channel_refuses(rt, autojump_clock) -> None:
         with trio.fail_after(30):
             await channel.wait_idle()
         assert cancels(channel) == []
+
+
+async def test_a_press_after_a_restart_hands_the_held_rows_back_first(db_path,
+                                                                       workspace) -> None:
+    """The stop button is the conversation speaking, as any message or ``/cancel`` is: the
+    "not answered" notice recovery left ``unrouted`` goes out then, not at the next message."""
+    agent = GatedAgent()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
+        assert await channel.say("cut short") == "started"
+        await agent.wait_turns(1)
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        assert rt.scanner.statistics().totals.unanswered == 1
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"))
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u1") == "nothing"
+        session_id = await rt.conversation_session("ops", "ops:chat:c1")
+        assert rt.router.binding(session_id) is not None  # bound by the hand-back
+        with trio.fail_after(10):  # real time: a notice never handed back must not hang
+            [told] = await channel.wait_outbounds(1)
+    assert told.kind == "notice"
+    assert '"cut short"' in told.text
+
+
+async def test_a_refused_press_after_a_restart_hands_nothing_back(db_path, workspace) -> None:
+    """As for a refused sender's message: the access policy comes first."""
+    config = ChannelConfig("ops", access=AccessPolicy.allow("u1"))
+    agent = GatedAgent()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        channel = RecordingChannel(rt, config, agent=agent)
+        assert await channel.say("cut short") == "started"
+        await agent.wait_turns(1)
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = RecordingChannel(rt, config)
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u2") == "refused"
+        session_id = await rt.conversation_session("ops", "ops:chat:c1")
+        assert session_id is not None
+        assert rt.router.binding(session_id) is None
