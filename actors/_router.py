@@ -15,8 +15,8 @@ import logging
 import time
 import types
 import weakref
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -32,13 +32,16 @@ from tidings.actors._records import (
     PromptAnswer,
 )
 from tidings.actors._status import check_session_id
-from tidings.errors import RouteMismatchError, ValidationError
+from tidings.errors import RouteMismatchError, RuntimeClosedError, ValidationError
 from tidings.supervisor._callables import certainly_sync, wrong_signature
 
 __all__ = ["BindToken", "Binding", "SessionInteractionRouter", "check_ack_window",
            "check_capabilities"]
 
 log = logging.getLogger("tidings.router")
+
+_Q = TypeVar("_Q", Prompt, ApprovalRequest)
+_A = TypeVar("_A", PromptAnswer, ApprovalDecision)
 
 _SERIALS = itertools.count(1)
 """Bind serials, one count for every router of the process: a token names its session and
@@ -89,6 +92,9 @@ class SessionInteractionRouter:
         self._routes: dict[str, Binding] = {}
         self._listeners: list[Callable[[str], None]] = []
         self._unbind_listeners: list[Callable[[str], None]] = []
+        # The waits of the questions being asked through this router (a host's own and a
+        # turn's): withdrawn when the runtime stops (withdraw_questions).
+        self._asking: set[trio.CancelScope] = set()
 
     def bind(self, session_id: str, route: Any) -> BindToken:
         """Make *route* the live route of *session_id* (replacing any other). Never blocks.
@@ -213,10 +219,16 @@ class SessionInteractionRouter:
         a ``session_id``, ``prompt_id`` or ``turn_id`` that is no id, or an ``expires_at``
         that is not None or unix seconds (see :mod:`._questions`). Raises
         :class:`RuntimeClosedError`, before anything is asked, once the runtime is stopping,
-        as ``bind`` and ``ctx.prompt_user`` do.
+        as ``bind`` and ``ctx.prompt_user`` do; and when the runtime stops while the question
+        waits for its answer (it is withdrawn, the route's wait cancelled; see
+        :meth:`withdraw_questions`).
         """
         self._refuse_if_closed()
         prompt = checked_prompt(prompt)
+        return await self._withdrawable(self._ask_prompt, prompt, prompt.prompt_id)
+
+    async def _ask_prompt(self, prompt: Prompt) -> PromptAnswer:
+        """:meth:`prompt_user` once *prompt* is checked."""
         binding = self._routes.get(prompt.session_id)
         ask = getattr(binding.route, "prompt_user", None) if binding else None
         if ask is None:
@@ -252,11 +264,15 @@ class SessionInteractionRouter:
         (an ``action`` as a prompt's text, ``details`` that are not a JSON-ready mapping of at
         most ``MAX_JSON_BYTES``), and ids and ``expires_at`` as :meth:`prompt_user` does. The
         route gets the ``details`` as their JSON reads back (string keys), as from a turn.
-        Raises :class:`RuntimeClosedError` once the runtime is stopping, as
-        :meth:`prompt_user` does.
+        Raises :class:`RuntimeClosedError` once the runtime is stopping, and when it stops
+        while the request waits (withdrawn: never an allow), as :meth:`prompt_user` does.
         """
         self._refuse_if_closed()
         request = checked_approval_request(request)
+        return await self._withdrawable(self._ask_approval, request, request.request_id)
+
+    async def _ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """:meth:`request_approval` once *request* is checked."""
         binding = self._routes.get(request.session_id)
         ask = getattr(binding.route, "request_approval", None) if binding else None
         if ask is None:
@@ -273,6 +289,37 @@ class SessionInteractionRouter:
                 if not expiry.cancel_called:
                     raise
         return ApprovalDecision(False, "expired")
+
+    async def _withdrawable(self, ask: Callable[[_Q], Awaitable[_A]], question: _Q,
+                            question_id: str) -> _A:
+        """``await ask(question)``, withdrawn by :meth:`withdraw_questions`: then
+        :class:`RuntimeClosedError`, also when the route ends its cancelled wait with an
+        ``Exception`` of its own (how some platform libraries end an aborted request). A
+        turn's question is withdrawn by the same stop through its own, outer, scope, which
+        then takes trio's ``Cancelled`` and raises the turn's error instead."""
+        scope = trio.CancelScope()
+        self._asking.add(scope)  # (no checkpoint since _refuse_if_closed saw it open)
+        try:
+            with scope:
+                try:
+                    return await ask(question)
+                except Exception:  # the route's error for the wait the stop cut off
+                    if not scope.cancel_called:
+                        raise
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    raise
+        finally:
+            self._asking.discard(scope)
+        raise RuntimeClosedError(f"the runtime stopped while {question_id} waited for an "
+                                 "answer; the question was withdrawn")
+
+    def withdraw_questions(self) -> None:
+        """Cancel the waits of the questions still being asked through this router (the
+        runtime is stopping: ``Runtime.withdraw_questions``, right after it starts refusing
+        new ones): a host's own call would otherwise go on waiting on a route of a runtime
+        that is gone, until its expiry, or for ever with none. Never blocks."""
+        for scope in self._asking:
+            scope.cancel(reason="the runtime is stopping")
 
     def _remaining(self, expires_at: float | None) -> float:
         """Seconds on trio's clock until the wall-clock *expires_at* (inf when None)."""

@@ -332,10 +332,12 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
     def withdraw_questions(self) -> None:
         """Cancel the waits of the questions still being asked (the runtime is stopping):
         the runtime's stop ends the turns it runs, not a host's own, whose question would
-        otherwise go on being asked for a turn that can no longer send or end. Never
+        otherwise go on being asked for a turn that can no longer send or end; nor a host's
+        own ``rt.router.prompt_user`` / ``request_approval``, withdrawn by the router. Never
         blocks."""
         for scope in self.asking:
             scope.cancel(reason="the runtime is stopping")
+        self.router.withdraw_questions()
 
 
 def _named(db_path: str | os.PathLike[str]) -> pathlib.Path:
