@@ -86,13 +86,21 @@ async def serve_process(db: pathlib.Path, *args: str, own_group: bool = False,
     """Start ``tidings serve --db DB --port 0 ARGS``; yield it once it serves; kill it if the
     test leaves it running. *own_group*: in a process group of its own (its pid), which a
     test can signal whole (``os.killpg``), as a terminal's Ctrl-C does. *ignore*: signals it
-    starts with ignored, as ``nohup`` starts a command with SIGHUP ignored."""
+    starts with ignored, as ``nohup`` starts a command with SIGHUP ignored; the others it
+    starts with their default action, as from a terminal, even when the suite itself runs with
+    SIGHUP ignored (under ``nohup``: the server would inherit that and keep running on a
+    hangup)."""
+
+    def dispositions() -> None:
+        for signum in (signal.SIGHUP, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_DFL)
+        for signum in ignore:
+            signal.signal(signum, signal.SIG_IGN)
+
     process = await trio.lowlevel.open_process(
         tidings_command("serve", "--db", str(db), "--port", "0", *args),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env=environment(), start_new_session=own_group,
-        preexec_fn=(lambda: [signal.signal(signum, signal.SIG_IGN) for signum in ignore])
-        if ignore else None)
+        env=environment(), start_new_session=own_group, preexec_fn=dispositions)
     server = ServerProcess(process, db)
     try:
         async with trio.open_nursery() as nursery:
