@@ -20,7 +20,7 @@ import trio
 
 from tidings.actors import DeliveryHandle, Outbound, Runtime, TextBlock, _held
 from tidings.actors._pipeline import new_id
-from tidings.actors._router import check_capabilities
+from tidings.actors._route_checks import check_capabilities
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._answer_order import SWITCH_ANSWER_WAIT, AnswerOrder, wait_ended
 from tidings.channels._command_handler import run_command

@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt
-from tidings.actors._router import check_ack_window, check_capabilities
+from tidings.actors._route_checks import check_ack_window, check_capabilities
 from tidings.actors._status import check_count, check_seconds, seconds_bound
 from tidings.errors import ValidationError
 from tidings.supervisor._callables import certainly_async, wrong_signature
