@@ -34,6 +34,7 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
+from tidings.channels._presses import check_press_id, presses_key
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 from tidings.store import Op, acking
 from tidings.supervisor._callables import certainly_sync, wrong_signature
@@ -249,7 +250,8 @@ class ChannelBase:
                                   f"too long for a conversation key ({exc.reason})") from exc
 
     async def cancel_turn(self, *, chat_id: str | int, sender_id: str | int,
-                          thread_id: str | int | None = None) -> CancelOutcome:
+                          thread_id: str | int | None = None,
+                          press_id: str | int | None = None) -> CancelOutcome:
         """What ``/cancel`` does, for a platform's stop button (a Telegram inline button, a
         web "stop generating"): no text message to fake through :meth:`handle_inbound`.
 
@@ -267,18 +269,49 @@ class ChannelBase:
         hands back the conversation's ``unrouted`` rows (after a restart, the "not answered"
         notice of a turn it cut short), as :meth:`handle_inbound` does before ``/cancel``.
 
+        A platform that delivers the same press again (its first HTTP answer was lost) would
+        cancel one more request, as a second ``/cancel`` does. To rule that out, pass the
+        platform's id of the press as *press_id* (a Telegram ``callback_query.id``): a press
+        id already seen in the conversation (also before a restart, until a prune drops it
+        with the client message ids) cancels nothing and returns what its first press
+        returned; a twin still being handled is waited for first. Press ids are kept apart
+        from message ids (an equal message id is no repeat), and are remembered whatever
+        ``config.dedupe_message_ids`` says. A refused press is not remembered.
+
         Raises:
           ValidationError: an id is one :class:`Inbound` refuses (naming ``chat_id``,
-            ``sender_id`` or ``thread_id``).
+            ``sender_id`` or ``thread_id``), or *press_id* is one it would refuse as a
+            ``message_id`` (naming ``press_id``).
           RuntimeClosedError: the runtime is stopping, or the channel was closed (nothing
             was cancelled).
         """
         inbound = Inbound(chat_id=chat_id, sender_id=sender_id, text="", thread_id=thread_id)
+        press = check_press_id(press_id)
         self._check_accepting()
         await trio.lowlevel.checkpoint()
         if not self.config.access.allows(inbound.sender_id):
             return "refused"
         conversation = self.conversation_for(inbound)
+        if press is None:
+            return await self._cancel_turn(conversation)
+        rt, name, key = self.runtime, self.config.name, presses_key(conversation.key)
+        async with self._handling_ids.handling((key, press)):
+            recorded = await rt.client_message_outcome(name, key, press)
+            if recorded is not None:
+                await self._hand_back_if_due(conversation)  # it spoke all the same
+                return "cancelled" if recorded == "cancelled" else "nothing"
+            outcome = await self._cancel_turn(conversation)
+            # Bounded (one store request), and not to be cut off once a request is cancelled:
+            # unrecorded, a retry of this press would cancel the next one.
+            with trio.CancelScope(shield=True):
+                await rt.remember_client_message(name, key, press,
+                                                 session_id=self.directory.cached(conversation),
+                                                 outcome=outcome)
+            return outcome
+
+    async def _cancel_turn(self, conversation: Conversation) -> CancelOutcome:
+        """:meth:`cancel_turn` for an allowed sender in *conversation*: hand back, then cancel
+        one request."""
         # The conversation spoke: its rows left unrouted go out first, as before /cancel.
         await self._hand_back_if_due(conversation)
         if self.dispatch.cancel(conversation, "cancel_command"):

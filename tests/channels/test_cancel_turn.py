@@ -82,6 +82,8 @@ async def test_only_its_own_conversation(rt, autojump_clock) -> None:
     ({"chat_id": "", "sender_id": "u1"}, "chat_id"),
     ({"chat_id": "c1", "sender_id": None}, "sender_id"),
     ({"chat_id": "c1", "sender_id": "u1", "thread_id": True}, "thread_id"),
+    ({"chat_id": "c1", "sender_id": "u1", "press_id": True}, "press_id"),
+    ({"chat_id": "c1", "sender_id": "u1", "press_id": "p" * 1100}, "press_id"),
 ])
 async def test_bad_ids_are_refused_by_name(rt, ids, field) -> None:
     with fail_after_real(30):  # a guard against hanging, not a wait
@@ -141,3 +143,70 @@ async def test_a_refused_press_after_a_restart_hands_nothing_back(db_path, works
         session_id = await rt.conversation_session("ops", "ops:chat:c1")
         assert session_id is not None
         assert rt.router.binding(session_id) is None
+
+
+async def test_a_retried_press_cancels_nothing_more(rt, db_path, autojump_clock) -> None:
+    """A platform that delivers a stop-button callback again (its first HTTP answer was lost)
+    passes the same ``press_id``: what the first press did is returned, nothing more is
+    cancelled. A new press (another id) cancels the next request."""
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        agent = GatedAgent("working")
+        channel = RecordingChannel(rt, ChannelConfig(name="ops", dispatch_mode="followup"),
+                                   agent=agent)
+        for text in ("first", "second", "third"):
+            await channel.say(text)
+        await agent.wait_turns(1)
+        press = {"chat_id": "c1", "sender_id": "u1"}
+        assert await channel.cancel_turn(**press, press_id="p1") == "cancelled"
+        with trio.fail_after(30):
+            await agent.wait_turns(2)
+        assert await channel.cancel_turn(**press, press_id="p1") == "cancelled"  # the retry
+        assert cancels(channel) == ["cancel_command"]
+        assert await channel.cancel_turn(**press, press_id=2) == "cancelled"
+        with trio.fail_after(30):
+            await agent.wait_turns(3)
+        agent.release()
+        await channel.wait_idle()
+        assert [turn.text for turn in agent.turns] == ["first", "second", "third"]
+        assert rows(db_path, "SELECT status FROM turns ORDER BY started_at") == [
+            ("cancelled",), ("cancelled",), ("completed",)]
+
+
+async def test_press_ids_are_not_message_ids(rt, autojump_clock) -> None:
+    """A press id and a message id that happen to be equal are two things: neither is taken
+    for a repeat of the other."""
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        agent = GatedAgent("working")
+        channel = RecordingChannel(rt, ChannelConfig(name="ops", dedupe_message_ids=True),
+                                   agent=agent)
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u1", press_id="7") \
+            == "nothing"
+        assert await channel.say("hi", message_id="7") == "started"
+        await agent.wait_turns(1)
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u1", press_id="8") \
+            == "cancelled"
+        assert await channel.say("again", message_id="8") == "started"
+        await agent.wait_turns(2)
+        agent.release()
+        await channel.wait_idle()
+        assert [turn.text for turn in agent.turns] == ["hi", "again"]
+        assert cancels(channel) == ["cancel_command"]
+
+
+async def test_a_press_id_is_remembered_across_a_restart(db_path, workspace) -> None:
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"))
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u1", press_id="p1") \
+            == "nothing"
+    agent = GatedAgent("working")
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
+        assert await channel.say("hi") == "started"
+        with trio.fail_after(10):  # real time: the store runs in threads
+            await agent.wait_turns(1)
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u1", press_id="p1") \
+            == "nothing"  # the first press's answer, again
+        assert cancels(channel) == []
+        agent.release()
+        with trio.fail_after(10):
+            await channel.wait_idle()
