@@ -68,38 +68,28 @@ async def _rest(stream: trio.abc.ReceiveStream | None) -> bytes:
     return data
 
 
-async def test_a_hangup_stops_the_chat_and_its_runtime_commits_the_cancel(tmp_path) -> None:
+@pytest.mark.parametrize(("disposition", "code"), [("SIG_DFL", 129), ("SIG_IGN", 143)],
+                         ids=["hangup", "nohup"])
+async def test_a_hangup_stops_the_chat_and_its_runtime_commits_the_cancel(
+        tmp_path, disposition, code) -> None:
+    """Under ``nohup`` the hangup is discarded as it is sent: the SIGTERM after it ends the
+    chat (143), where a hangup taken would have ended it first (129)."""
     with trio.fail_after(TIMEOUT):
-        process, stdin, screen = await _chat_holding_a_turn(tmp_path, "SIG_DFL")
+        process, stdin, screen = await _chat_holding_a_turn(tmp_path, disposition)
         try:
             os.killpg(process.pid, signal.SIGHUP)  # the terminal's hangup, to its session
-            code = await process.wait()
+            if disposition == "SIG_IGN":
+                process.send_signal(signal.SIGTERM)
+            exit_code = await process.wait()
             out = screen[0] + await _rest(process.stdout)
             err = await _rest(process.stderr)
         finally:
             process.kill()
             await process.wait()
             await stdin.aclose()
-    assert code == 129, err
+    assert exit_code == code, err
     assert b"Traceback" not in err, err
     assert b"[cancelled: shutdown]" in out, out
     # The stop cancelled the running turn, and the runtime's writer committed that.
     turns = await trio.to_thread.run_sync(read_database, tmp_path / "chat.db", _turns)
     assert turns == [("cancelled", "shutdown")], turns
-
-
-async def test_under_nohup_a_hangup_leaves_the_chat_running(tmp_path) -> None:
-    with trio.fail_after(TIMEOUT):
-        process, stdin, screen = await _chat_holding_a_turn(tmp_path, "SIG_IGN")
-        try:
-            os.killpg(process.pid, signal.SIGHUP)  # ignored: discarded as it is sent
-            process.send_signal(signal.SIGTERM)  # (after it: a SIGHUP taken would end it first)
-            code = await process.wait()
-            out = screen[0] + await _rest(process.stdout)
-            err = await _rest(process.stderr)
-        finally:
-            process.kill()
-            await process.wait()
-            await stdin.aclose()
-    assert code == 143, err  # SIGTERM's: the hangup did not end it
-    assert b"[cancelled: shutdown]" in out, out
