@@ -9,7 +9,6 @@ from tidings.channels._agents import Agent as Agent
 from tidings.channels._agents import AgentTurn as AgentTurn
 from tidings.channels._agents import EchoAgent as EchoAgent
 from tidings.channels._base import REFUSAL as REFUSAL
-from tidings.channels._base import CancelOutcome as CancelOutcome
 from tidings.channels._base import ChannelBase as ChannelBase
 from tidings.channels._base import InboundOutcome as InboundOutcome
 from tidings.channels._boundary import BLOCK_SEPARATOR as BLOCK_SEPARATOR
@@ -63,6 +62,7 @@ from tidings.channels._lifecycle import TaskTextChunk as TaskTextChunk
 from tidings.channels._lifecycle import TaskToolCall as TaskToolCall
 from tidings.channels._lifecycle import ToolCall as ToolCall
 from tidings.channels._loader import load_agent as load_agent
+from tidings.channels._stop_button import CancelOutcome as CancelOutcome
 from tidings.channels._terminal import TerminalChannel as TerminalChannel
 
 __all__ = [

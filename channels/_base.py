@@ -34,13 +34,13 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
-from tidings.channels._presses import check_press_id, presses_key
+from tidings.channels._stop_button import StopButton
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 from tidings.store import Op, acking
 from tidings.supervisor._callables import certainly_sync, wrong_signature
 from tidings.supervisor._log import field
 
-__all__ = ["HELD_OUTCOMES", "REFUSAL", "CancelOutcome", "ChannelBase", "InboundOutcome"]
+__all__ = ["HELD_OUTCOMES", "REFUSAL", "ChannelBase", "InboundOutcome"]
 
 log = logging.getLogger("tidings.channels")
 
@@ -56,12 +56,6 @@ HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 """The outcomes of a message that became (part of) a turn: held until dealt with."""
 
 REFUSAL = "Sorry, you are not allowed to use this channel."
-
-CancelOutcome = Literal["cancelled", "nothing", "refused"]
-"""What :meth:`ChannelBase.cancel_turn` did: a request was ``cancelled`` (``/cancel`` answers
-"Cancelled the running request."), there was ``nothing`` to cancel ("Nothing to cancel."), or
-the sender was ``refused`` by the access policy (nothing was cancelled)."""
-
 
 _ROUTE_METHODS = {"prompt_user": "prompt", "request_approval": "request",
                   "reconcile": "delivery_ids"}
@@ -107,7 +101,7 @@ def _encoded(value: object) -> str:
     return "" if value is None or value == "" else conversation_key("x", "y", value)
 
 
-class ChannelBase:
+class ChannelBase(StopButton):
     """Base of channel adapters: sessions, dispatch modes, commands, turns and lifecycle.
 
     ``agent`` defaults to the one ``config.agent`` names (an import path), else
@@ -248,75 +242,6 @@ class ChannelBase:
             # The key is built from the inbound's ids: name the one the adapter gave.
             raise ValidationError(_longest_id_field(self.config, inbound),
                                   f"too long for a conversation key ({exc.reason})") from exc
-
-    async def cancel_turn(self, *, chat_id: str | int, sender_id: str | int,
-                          thread_id: str | int | None = None,
-                          press_id: str | int | None = None) -> CancelOutcome:
-        """What ``/cancel`` does, for a platform's stop button (a Telegram inline button, a
-        web "stop generating"): no text message to fake through :meth:`handle_inbound`.
-
-        The conversation is the one a message with these ids would be in
-        (:meth:`conversation_for` of an :class:`Inbound` with them: the session scope, and an
-        adapter's override, apply). A *sender_id* the access policy does not allow cancels
-        nothing (``"refused"``). Else, in each of the conversation's sessions, the oldest
-        request not yet over is cancelled with reason ``cancel_command``: the running turn,
-        or, when that one is already ending (steered away, timed out, writing its reply) or
-        has not begun, the next waiting one (its message goes into history but never reaches
-        the agent); other waiting turns still run. One request a call, as one ``/cancel``.
-        The turn gets its ``cancelled`` lifecycle event as for ``/cancel``; no answer is
-        sent to the chat: the adapter shows the outcome (see :data:`CancelOutcome`).
-        A press is the conversation speaking, as a message is: an allowed sender's press first
-        hands back the conversation's ``unrouted`` rows (after a restart, the "not answered"
-        notice of a turn it cut short), as :meth:`handle_inbound` does before ``/cancel``.
-
-        A platform that delivers the same press again (its first HTTP answer was lost) would
-        cancel one more request, as a second ``/cancel`` does. To rule that out, pass the
-        platform's id of the press as *press_id* (a Telegram ``callback_query.id``): a press
-        id already seen in the conversation (also before a restart, until a prune drops it
-        with the client message ids) cancels nothing and returns what its first press
-        returned; a twin still being handled is waited for first. Press ids are kept apart
-        from message ids (an equal message id is no repeat), and are remembered whatever
-        ``config.dedupe_message_ids`` says. A refused press is not remembered.
-
-        Raises:
-          ValidationError: an id is one :class:`Inbound` refuses (naming ``chat_id``,
-            ``sender_id`` or ``thread_id``), or *press_id* is one it would refuse as a
-            ``message_id`` (naming ``press_id``).
-          RuntimeClosedError: the runtime is stopping, or the channel was closed (nothing
-            was cancelled).
-        """
-        inbound = Inbound(chat_id=chat_id, sender_id=sender_id, text="", thread_id=thread_id)
-        press = check_press_id(press_id)
-        self._check_accepting()
-        await trio.lowlevel.checkpoint()
-        if not self.config.access.allows(inbound.sender_id):
-            return "refused"
-        conversation = self.conversation_for(inbound)
-        if press is None:
-            return await self._cancel_turn(conversation)
-        rt, name, key = self.runtime, self.config.name, presses_key(conversation.key)
-        async with self._handling_ids.handling((key, press)):
-            recorded = await rt.client_message_outcome(name, key, press)
-            if recorded is not None:
-                await self._hand_back_if_due(conversation)  # it spoke all the same
-                return "cancelled" if recorded == "cancelled" else "nothing"
-            outcome = await self._cancel_turn(conversation)
-            # Bounded (one store request), and not to be cut off once a request is cancelled:
-            # unrecorded, a retry of this press would cancel the next one.
-            with trio.CancelScope(shield=True):
-                await rt.remember_client_message(name, key, press,
-                                                 session_id=self.directory.cached(conversation),
-                                                 outcome=outcome)
-            return outcome
-
-    async def _cancel_turn(self, conversation: Conversation) -> CancelOutcome:
-        """:meth:`cancel_turn` for an allowed sender in *conversation*: hand back, then cancel
-        one request."""
-        # The conversation spoke: its rows left unrouted go out first, as before /cancel.
-        await self._hand_back_if_due(conversation)
-        if self.dispatch.cancel(conversation, "cancel_command"):
-            return "cancelled"
-        return "nothing"
 
     def _check_accepting(self) -> None:
         """Raise :class:`RuntimeClosedError` if the channel was closed or the runtime is

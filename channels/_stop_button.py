@@ -1,0 +1,112 @@
+"""``ChannelBase.cancel_turn``: what ``/cancel`` does, for a platform's stop button (a mixin of
+:class:`~tidings.channels.ChannelBase`, kept apart as one job of its own).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import trio
+
+from tidings.channels._directory import Conversation
+from tidings.channels._inbound import Inbound
+from tidings.channels._presses import check_press_id, presses_key
+
+if TYPE_CHECKING:
+    from tidings.channels._config import ChannelConfig
+    from tidings.channels._directory import SessionDirectory
+    from tidings.channels._dispatch import Dispatch
+    from tidings.channels._in_flight import InFlight
+
+__all__ = ["CancelOutcome", "StopButton"]
+
+CancelOutcome = Literal["cancelled", "nothing", "refused"]
+"""What :meth:`ChannelBase.cancel_turn` did: a request was ``cancelled`` (``/cancel`` answers
+"Cancelled the running request."), there was ``nothing`` to cancel ("Nothing to cancel."), or
+the sender was ``refused`` by the access policy (nothing was cancelled)."""
+
+
+class StopButton:
+    """:meth:`cancel_turn` (see the module docstring); the rest is the channel's."""
+
+    runtime: Any
+    config: ChannelConfig
+    directory: SessionDirectory
+    dispatch: Dispatch
+    _handling_ids: InFlight
+
+    if TYPE_CHECKING:
+        def _check_accepting(self) -> None: ...  # RuntimeClosedError: closed or stopping
+
+        def conversation_for(self, inbound: Inbound) -> Conversation: ...
+
+        async def _hand_back_if_due(self, conversation: Conversation) -> None: ...
+
+    async def cancel_turn(self, *, chat_id: str | int, sender_id: str | int,
+                          thread_id: str | int | None = None,
+                          press_id: str | int | None = None) -> CancelOutcome:
+        """What ``/cancel`` does, for a platform's stop button (a Telegram inline button, a
+        web "stop generating"): no text message to fake through :meth:`handle_inbound`.
+
+        The conversation is the one a message with these ids would be in
+        (:meth:`conversation_for` of an :class:`Inbound` with them: the session scope, and an
+        adapter's override, apply). A *sender_id* the access policy does not allow cancels
+        nothing (``"refused"``). Else, in each of the conversation's sessions, the oldest
+        request not yet over is cancelled with reason ``cancel_command``: the running turn,
+        or, when that one is already ending (steered away, timed out, writing its reply) or
+        has not begun, the next waiting one (its message goes into history but never reaches
+        the agent); other waiting turns still run. One request a call, as one ``/cancel``.
+        The turn gets its ``cancelled`` lifecycle event as for ``/cancel``; no answer is
+        sent to the chat: the adapter shows the outcome (see :data:`CancelOutcome`).
+        A press is the conversation speaking, as a message is: an allowed sender's press first
+        hands back the conversation's ``unrouted`` rows (after a restart, the "not answered"
+        notice of a turn it cut short), as :meth:`handle_inbound` does before ``/cancel``.
+
+        A platform that delivers the same press again (its first HTTP answer was lost) would
+        cancel one more request, as a second ``/cancel`` does. To rule that out, pass the
+        platform's id of the press as *press_id* (a Telegram ``callback_query.id``): a press
+        id already seen in the conversation (also before a restart, until a prune drops it
+        with the client message ids) cancels nothing and returns what its first press
+        returned; a twin still being handled is waited for first. Press ids are kept apart
+        from message ids (an equal message id is no repeat), and are remembered whatever
+        ``config.dedupe_message_ids`` says. A refused press is not remembered.
+
+        Raises:
+          ValidationError: an id is one :class:`Inbound` refuses (naming ``chat_id``,
+            ``sender_id`` or ``thread_id``), or *press_id* is one it would refuse as a
+            ``message_id`` (naming ``press_id``).
+          RuntimeClosedError: the runtime is stopping, or the channel was closed (nothing
+            was cancelled).
+        """
+        inbound = Inbound(chat_id=chat_id, sender_id=sender_id, text="", thread_id=thread_id)
+        press = check_press_id(press_id)
+        self._check_accepting()
+        await trio.lowlevel.checkpoint()
+        if not self.config.access.allows(inbound.sender_id):
+            return "refused"
+        conversation = self.conversation_for(inbound)
+        if press is None:
+            return await self._cancel_turn(conversation)
+        rt, name, key = self.runtime, self.config.name, presses_key(conversation.key)
+        async with self._handling_ids.handling((key, press)):
+            recorded = await rt.client_message_outcome(name, key, press)
+            if recorded is not None:
+                await self._hand_back_if_due(conversation)  # it spoke all the same
+                return "cancelled" if recorded == "cancelled" else "nothing"
+            outcome = await self._cancel_turn(conversation)
+            # Bounded (one store request), and not to be cut off once a request is cancelled:
+            # unrecorded, a retry of this press would cancel the next one.
+            with trio.CancelScope(shield=True):
+                await rt.remember_client_message(name, key, press,
+                                                 session_id=self.directory.cached(conversation),
+                                                 outcome=outcome)
+            return outcome
+
+    async def _cancel_turn(self, conversation: Conversation) -> CancelOutcome:
+        """:meth:`cancel_turn` for an allowed sender in *conversation*: hand back, then cancel
+        one request."""
+        # The conversation spoke: its rows left unrouted go out first, as before /cancel.
+        await self._hand_back_if_due(conversation)
+        if self.dispatch.cancel(conversation, "cancel_command"):
+            return "cancelled"
+        return "nothing"
