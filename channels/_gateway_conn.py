@@ -7,9 +7,10 @@ bytes (``max_backlog_bytes``; a frame that finds it empty is always taken). A cl
 stops reading fills it and is closed (``4009``); its deliveries stay in the outbox and it
 resumes with ``after_seq``. Streamed ``text_chunk`` frames come faster than a socket takes them
 (an agent may stream a long reply in thousands of small pieces): once the queue holds a
-quarter of ``max_backlog``, a chunk frame still waiting at its tail takes the next chunks of
-the same message (:meth:`Connection.push_chunk`), so a client that reads is not closed for
-the number of pieces, and one that does not read still fills the queue. The writer
+quarter of ``max_backlog``, a chunk frame still waiting in it takes the next chunks of the
+same message, if no frame of its session was queued after it (:meth:`Connection.push_chunk`:
+two sessions of one conversation may stream at once, after ``/new``), so a client that reads
+is not closed for the number of pieces, and one that does not read still fills the queue. The writer
 sends ``welcome`` first, then the catch-up replay, then the queue, so a client sees each
 session's deliveries in seq order. The reader parses frames, charges a token bucket (a
 client that floods is closed, ``4029``) and hands them to the gateway; the heartbeat pings a
@@ -100,8 +101,8 @@ def _chunk_bytes(chunk: str) -> int:
 
 class _PendingChunk:
     """A ``text_chunk`` frame in a connection's queue, not taken by its writer yet: while it
-    is the queue's last frame, the chunks of the same message join it (in order), and the
-    writer sends them as one frame. Mutable on purpose: it grows in the queue."""
+    is the last frame of its session in the queue, the chunks of the same message join it (in
+    order), and the writer sends them as one frame. Mutable on purpose: it grows in the queue."""
 
     __slots__ = ("chunks", "frame", "size", "text")
 
@@ -152,7 +153,8 @@ class Connection:
         self._send, self._receive = trio.open_memory_channel[
             tuple[str | _PendingChunk, str | None, int]](settings.max_backlog)
         self._deep = settings.max_backlog // 4  # a chunk frame may join one queued before
-        self._tail: _PendingChunk | None = None  # the queue's last frame, if a waiting chunk
+        # session -> its last frame in the queue, if a chunk still waiting (see push_chunk)
+        self._joinable: dict[str, _PendingChunk] = {}
         self._scope: trio.CancelScope | None = None
 
     def __repr__(self) -> str:
@@ -183,7 +185,13 @@ class Connection:
                         self.id, field(str(frame.get("type"))), size, MAX_SERVER_FRAME_BYTES)
             return
         if self._enqueue(text, delivery_id, size):
-            self._tail = None  # a chunk after it may not join one before it
+            # A chunk after it may not join one before it: of its session, or of every
+            # session for a frame of none (a ping, an error, a command's notice).
+            session_id = frame.get("session_id")
+            if isinstance(session_id, str):
+                self._joinable.pop(session_id, None)
+            else:
+                self._joinable.clear()
             if delivery_id is not None:
                 self.expect_ack(delivery_id, frame["session_id"], frame["seq"])
                 if self.queued_in_replay is not None:
@@ -214,15 +222,18 @@ class Connection:
 
     def push_chunk(self, frame: dict[str, Any]) -> None:
         """Queue a ``lifecycle`` ``text_chunk`` *frame*, as :meth:`push` does, except that a
-        queue holding a quarter of ``max_backlog`` frames or more, whose last frame is a chunk
-        of the same message (session and message id) not taken by the writer yet, has that
-        frame take this chunk's text after its own (up to ``_MERGED_CHUNK_BYTES``): an agent
-        streams far faster than a socket takes small frames, and a client reading as fast as
-        it could was closed as too slow after ``max_backlog`` pieces. Nothing is reordered,
-        dropped, or joined across another frame; the byte bound still holds."""
+        queue holding a quarter of ``max_backlog`` frames or more, whose last frame of this
+        session is a chunk of the same message (message id) not taken by the writer yet, has
+        that frame take this chunk's text after its own (up to ``_MERGED_CHUNK_BYTES``): an
+        agent streams far faster than a socket takes small frames, and a client reading as
+        fast as it could was closed as too slow after ``max_backlog`` pieces. It may join
+        across frames of other sessions (two turns stream at once after ``/new``: looking at
+        the queue's last frame only, alternating chunks never joined), never across a frame
+        of its own session or of none, so a session's frames keep their order. Nothing is
+        dropped; the byte bound still holds."""
         if not self.alive:
             return
-        tail = self._tail
+        tail = self._joinable.get(frame["session_id"])
         if tail is not None and tail.takes(frame) \
                 and self._send.statistics().current_buffer_used >= self._deep:
             added = _chunk_bytes(frame["chunk"])
@@ -241,7 +252,7 @@ class Connection:
             return
         pending = _PendingChunk(frame, text, size)
         if self._enqueue(pending, None, size):
-            self._tail = pending
+            self._joinable[frame["session_id"]] = pending
 
     def expect_ack(self, delivery_id: str, session_id: str, seq: int) -> None:
         """Note a delivery queued or written to this client: its ack will be free."""
@@ -316,8 +327,8 @@ class Connection:
             self.queued_in_replay = None
             async for text, delivery_id, size in self._receive:
                 if isinstance(text, _PendingChunk):  # taken: nothing joins it from now on
-                    if text is self._tail:
-                        self._tail = None
+                    if self._joinable.get(text.frame["session_id"]) is text:
+                        del self._joinable[text.frame["session_id"]]
                     size = text.size
                     text = text.encoded()
                 self.queued_bytes -= size
