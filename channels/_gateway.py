@@ -66,6 +66,13 @@ log = logging.getLogger("tidings.gateway")
 
 _CLOSE_WAIT = 2.0
 _HANDSHAKE_WAIT = 10.0  # the websocket (HTTP) handshake, before the hello's own timeout
+_ACK_SILENCE = 2.0
+"""Seconds a client written everything it was sent may stay silent (no frame from it) before
+:meth:`GatewayChannel.drain` stops waiting for its acks. A client that acks does it as a frame
+arrives (``tidings chat``, ``docs/chat.html``), a round trip well within this even on a poor
+mobile link; one silent for longer is not acking, and waiting on until the grace ends only
+held the stop up: what it leaves unacked stays durable (``unknown``, replayed at its next
+hello with ``after_seq``, which turns what it already has ``sent``)."""
 
 
 class StaleProgress(TidingsError):
@@ -344,7 +351,13 @@ class GatewayChannel(ChannelBase):
             scope.cancel(reason="the gateway is stopping")
 
     async def drain(self) -> None:
-        """Block until no connected conversation has anything ``queued`` or unacked."""
+        """Block until no connected conversation has anything ``queued`` or unacked, except
+        acks from clients that will not send them: a conversation whose every connection
+        was written all it was sent and has been silent ``_ACK_SILENCE`` seconds
+        (:meth:`Connection.silent_for`) holds the drain only for rows not handed to it yet
+        (``sending`` rows it was not sent, ``queued`` ones while its session's ack window
+        has room). Waiting on for the others held a stop up for its whole grace, and they
+        stay durable (``unknown`` once :meth:`aclose` abandons them)."""
         while True:
             busy = False
             for hub in list(self.hubs.values()):
@@ -355,9 +368,9 @@ class GatewayChannel(ChannelBase):
                             if key == hub.conversation.key}
                 if current is not None:
                     sessions.add(current)
+                silent = all(conn.silent_for(_ACK_SILENCE) for conn in list(hub.connections))
                 for session_id in sessions:
-                    if await self.runtime.stored_deliveries(
-                            session_id, statuses=("queued", "sending"), limit=1):
+                    if await self._waits_on(session_id, silent=silent):
                         busy = True
                         break
                 if busy:
@@ -367,6 +380,21 @@ class GatewayChannel(ChannelBase):
             progress = self._progress
             with trio.move_on_after(0.2):
                 await progress.wait()
+
+    async def _waits_on(self, session_id: str, *, silent: bool) -> bool:
+        """Whether :meth:`drain` waits for *session_id*: it has rows ``queued`` or
+        ``sending``, and (*silent*: its clients ack nothing) some of them are on their way
+        to a client, not only waiting for its acks."""
+        if not silent:
+            return bool(await self.runtime.stored_deliveries(
+                session_id, statuses=("queued", "sending"), limit=1))
+        window = self.ack_window
+        sending = await self.runtime.stored_deliveries(session_id, statuses=("sending",),
+                                                       limit=window)
+        if any(row.outbound.delivery_id not in self.sent for row in sending):
+            return True  # claimed, not handed to a connection yet
+        return len(sending) < window and bool(await self.runtime.stored_deliveries(
+            session_id, statuses=("queued",), limit=1))
 
     async def aclose(self) -> None:
         """After :meth:`serving` ended: unbind every route, release deliveries waiting for a

@@ -136,6 +136,7 @@ class Connection:
         self.client = client
         self.bucket = TokenBucket(settings.rate, settings.burst)
         self.last_heard = trio.current_time()
+        self.last_written = self.last_heard  # when a frame last went out whole
         self.close_code: int | None = None
         self.close_reason = ""
         self.replayed: set[str] = set()  # replayed rows that may still arrive live
@@ -254,6 +255,13 @@ class Connection:
         if self._enqueue(pending, None, size):
             self._joinable[frame["session_id"]] = pending
 
+    def silent_for(self, seconds: float) -> bool:
+        """Whether it was written everything queued for it (nothing waits, nothing is being
+        written) and nothing was heard from it, or written to it, for *seconds*: a client
+        that acks would have acked by then (see ``GatewayChannel.drain``)."""
+        return (self._sending is None and not self._send.statistics().current_buffer_used
+                and trio.current_time() >= max(self.last_heard, self.last_written) + seconds)
+
     def expect_ack(self, delivery_id: str, session_id: str, seq: int) -> None:
         """Note a delivery queued or written to this client: its ack will be free."""
         self._unacked[delivery_id] = None
@@ -365,6 +373,7 @@ class Connection:
             self.torn = True
             return
         self.written += 1
+        self.last_written = trio.current_time()
 
     async def tear(self) -> None:
         """Close the TCP stream under the websocket, with no close frame (after a frame cut
