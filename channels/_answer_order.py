@@ -19,6 +19,7 @@ do not wait for that.
 from __future__ import annotations
 
 import collections
+from collections.abc import Iterable
 
 from tidings.actors import DeliveryHandle
 from tidings.errors import RuntimeClosedError
@@ -52,6 +53,7 @@ class AnswerOrder:
         self._last: dict[str, dict[str, DeliveryHandle]] = {}
         self._sweep_at = _PRUNE_FROM
         self._holding = collections.Counter[str]()  # sessions held for a switch's answer
+        self._waits: dict[str, set[str]] = {}  # held session -> the sessions its holds wait for
 
     def queued(self, key: str, handle: DeliveryHandle) -> None:
         """The channel queued *handle* (an answer through the outbox) for conversation *key*.
@@ -66,19 +68,38 @@ class AnswerOrder:
     def earlier(self, key: str, excluding: str) -> list[DeliveryHandle]:
         """The last answers queued for conversation *key* that have not ended, in its
         sessions other than *excluding* (what a switch to *excluding* waits for) and than
-        those held for a switch now (:meth:`holding`): each of those waits for others
-        already, and waiting for one could close a circle (``/new``, then ``/resume`` of the
-        session left, while its reply is still queued). Sync."""
+        those held for a switch now (:meth:`holding`) that wait, directly or through other
+        held sessions, for *excluding*: waiting for one of those would close a circle
+        (``/new``, then ``/resume`` of the session left, while its reply is still queued).
+        A held session that does not wait for *excluding* is waited for: skipping it let a
+        second ``/new`` answer overtake the rows queued in the first one's session. Sync."""
         self._drop_done(key)
         return [handle for session_id, handle in self._last.get(key, {}).items()
-                if session_id != excluding and session_id not in self._holding]
+                if session_id != excluding and excluding not in self._waited_by(session_id)]
 
-    def holding(self, session_id: str, held: bool) -> None:
-        """*session_id* is held for a switch's answer from now on (*held*), or one such
-        hold of it ended. Sync."""
-        self._holding[session_id] += 1 if held else -1
+    def holding(self, session_id: str, held: bool, waits_for: Iterable[str] = ()) -> None:
+        """*session_id* is held for a switch's answer from now on (*held*), waiting for the
+        sessions *waits_for*, or one such hold of it ended. Sync."""
+        if held:
+            self._holding[session_id] += 1
+            self._waits.setdefault(session_id, set()).update(waits_for)
+            return
+        self._holding[session_id] -= 1
         if not self._holding[session_id]:
             del self._holding[session_id]
+            self._waits.pop(session_id, None)
+
+    def _waited_by(self, session_id: str) -> set[str]:
+        """The sessions the holds of *session_id* wait for, and those theirs wait for, and so
+        on (empty for a session not held)."""
+        seen: set[str] = set()
+        todo = [session_id]
+        while todo:
+            for other in self._waits.get(todo.pop(), ()):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+        return seen
 
     async def wait(self, key: str) -> None:
         """Block until every answer queued for conversation *key* so far has ended (those

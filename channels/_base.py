@@ -478,7 +478,7 @@ class ChannelBase(StopButton):
         if not earlier:
             await self.answer(conversation, session_id, text, command=command)
             return
-        release = self._hold_for_switch(session_id)
+        release = self._hold_for_switch(session_id, earlier)
         try:
             await self.answer(conversation, session_id, text, command=command)
         except BaseException:
@@ -491,12 +491,13 @@ class ChannelBase(StopButton):
         except RuntimeClosedError:  # stopping: the answer is written; nothing to hold it for
             release()
 
-    def _hold_for_switch(self, session_id: str) -> Callable[[], None]:
-        """Hold *session_id*'s lane for a switch's answer; return the release (sync, and
-        only the first call of it releases)."""
+    def _hold_for_switch(self, session_id: str,
+                         earlier: list[DeliveryHandle]) -> Callable[[], None]:
+        """Hold *session_id*'s lane for a switch's answer until *earlier* end; return the
+        release (sync, and only the first call of it releases)."""
         dispatcher = self.runtime.dispatcher
         dispatcher.hold_sessions([session_id])
-        self._answers.holding(session_id, True)
+        self._answers.holding(session_id, True, [handle.session_id for handle in earlier])
         held = True
 
         def release() -> None:

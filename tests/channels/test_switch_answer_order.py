@@ -20,12 +20,14 @@ NEW_SESSION = "Started a new session."
 
 
 class SlowReply(RecordingChannel):
-    """Its platform takes ``slow`` seconds (trio time) for a delivery whose text is ``hi``."""
+    """Its platform takes ``slow`` seconds (trio time) for a delivery whose text is in
+    ``slow_texts`` (``hi``)."""
 
     slow = 10.0
+    slow_texts = frozenset({"hi"})
 
     async def deliver(self, outbound: Outbound) -> None:
-        if outbound.text == "hi":
+        if outbound.text in self.slow_texts:
             await trio.sleep(self.slow)
         await super().deliver(outbound)
 
@@ -159,3 +161,20 @@ async def test_new_while_the_turn_reports_completed_comes_after_its_reply(
         with trio.fail_after(60):
             await channel.wait_for(lambda: len(channel.outbounds) >= 2)
         assert channel.texts() == ["hi", NEW_SESSION]
+
+
+async def test_a_second_new_comes_after_the_held_sessions_reply(rt, autojump_clock) -> None:
+    """``/new``, a message, ``/new`` again while the first switch's session is held (its
+    answer waits for the old reply): the second answer must wait for that session's rows too
+    (its answer and the message's reply), not only for what the first switch waits for."""
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        channel = SlowReply(rt, ChannelConfig(name="ops"))
+        await _reply_on_its_way(channel)
+        assert await channel.say("/new") == "command"
+        channel.slow_texts = {"hi", "again"}
+        assert await channel.say("again") == "started"  # in the held session
+        await channel.wait_for(lambda: channel.types().count("completed") == 2)
+        assert await channel.say("/new") == "command"
+        with trio.fail_after(60):
+            await channel.wait_for(lambda: len(channel.outbounds) >= 4)
+        assert channel.texts() == ["hi", NEW_SESSION, "again", NEW_SESSION]
