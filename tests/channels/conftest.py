@@ -14,7 +14,7 @@ import trio
 
 import tidings
 from tidings.actors import Outbound, Runtime
-from tidings.channels import AgentTurn, ToolCall
+from tidings.channels import AgentTurn, ChannelConfig, ToolCall
 from tidings.testing import MemoryChannel
 
 from ..database_template import fresh_database
@@ -152,6 +152,18 @@ async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Ru
     async with tidings.open_runtime(fresh_database(db_path), workspace=workspace,
                                     grace=0.5) as runtime:
         yield runtime
+
+
+async def cut_short(db_path: pathlib.Path, workspace: pathlib.Path,
+                    config: ChannelConfig | None = None) -> None:
+    """A runtime (no grace) whose stop cuts short a turn of conversation ``c1`` (``u1``) of
+    a channel with *config* (``ops`` by default): the next start's recovery writes its "not
+    answered" notice, ``unrouted`` until the conversation speaks."""
+    agent = GatedAgent()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        channel = RecordingChannel(rt, config or ChannelConfig(name="ops"), agent=agent)
+        assert await channel.say("cut short") == "started"
+        await agent.wait_turns(1)
 
 
 def rows(db_path: pathlib.Path, sql: str, *params: object) -> list[tuple[Any, ...]]:

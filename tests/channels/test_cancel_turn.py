@@ -12,7 +12,7 @@ from tidings.channels import AccessPolicy, ChannelConfig
 from tidings.errors import RuntimeClosedError, ValidationError
 
 from ..real_time import fail_after_real
-from .conftest import GatedAgent, RecordingChannel, rows
+from .conftest import GatedAgent, RecordingChannel, cut_short, rows
 
 
 def cancels(channel: RecordingChannel) -> list[str]:
@@ -112,11 +112,7 @@ async def test_a_press_after_a_restart_hands_the_held_rows_back_first(db_path,
                                                                        workspace) -> None:
     """The stop button is the conversation speaking, as any message or ``/cancel`` is: the
     "not answered" notice recovery left ``unrouted`` goes out then, not at the next message."""
-    agent = GatedAgent()
-    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
-        channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
-        assert await channel.say("cut short") == "started"
-        await agent.wait_turns(1)
+    await cut_short(db_path, workspace)
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         assert rt.scanner.statistics().totals.unanswered == 1
         channel = RecordingChannel(rt, ChannelConfig(name="ops"))
@@ -132,11 +128,7 @@ async def test_a_press_after_a_restart_hands_the_held_rows_back_first(db_path,
 async def test_a_refused_press_after_a_restart_hands_nothing_back(db_path, workspace) -> None:
     """As for a refused sender's message: the access policy comes first."""
     config = ChannelConfig("ops", access=AccessPolicy.allow("u1"))
-    agent = GatedAgent()
-    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
-        channel = RecordingChannel(rt, config, agent=agent)
-        assert await channel.say("cut short") == "started"
-        await agent.wait_turns(1)
+    await cut_short(db_path, workspace, config)
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         channel = RecordingChannel(rt, config)
         assert await channel.cancel_turn(chat_id="c1", sender_id="u2") == "refused"

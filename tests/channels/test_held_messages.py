@@ -14,7 +14,7 @@ import trio
 import tidings
 from tidings.channels import AccessPolicy, ChannelConfig
 
-from .conftest import GatedAgent, RecordingChannel, rows
+from .conftest import GatedAgent, RecordingChannel, cut_short, rows
 
 
 def _held(db_path) -> list[tuple[str, str | None]]:
@@ -100,11 +100,7 @@ async def test_after_a_restart_the_conversation_gets_its_notice_before_anything_
     """A channel (not the gateway) is bound to a session only when its conversation speaks:
     after a restart, recovery's "not answered" notice finds no route (``unrouted``). The
     conversation's first message or command hands it back, and it arrives first."""
-    agent = GatedAgent()
-    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
-        channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
-        assert await channel.say("cut short") == "started"
-        await agent.wait_turns(1)
+    await cut_short(db_path, workspace)
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         assert rt.scanner.statistics().totals.unanswered == 1
         channel = RecordingChannel(rt, ChannelConfig(name="ops"),
