@@ -283,8 +283,8 @@ class SessionInteractionRouter:
         """``await ask(question)``, withdrawn by :meth:`withdraw_questions`: then
         :class:`RuntimeClosedError`, also when the route ends its cancelled wait with an
         ``Exception`` of its own (how some platform libraries end an aborted request). A
-        turn's question is withdrawn by the same stop through its own, outer, scope, which
-        then takes trio's ``Cancelled`` and raises the turn's error instead."""
+        turn's question is withdrawn so too; the turn then raises its own error
+        (``TurnContext._ask``)."""
         scope = trio.CancelScope()
         self._asking.add(scope)  # (no checkpoint since _refuse_if_closed saw it open)
         try:

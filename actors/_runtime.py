@@ -132,9 +132,6 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
         self.closing = False
         self.supervisor: Supervisor | None = None
         self.serial_turns: dict[str, trio.Lock] = {}  # session -> its serial slot (_turns)
-        # The waits of the questions turns are asking now (TurnContext._ask): withdrawn when
-        # the runtime stops, as a turn's are when it ends (a host's turn may outlive it).
-        self.asking: set[trio.CancelScope] = set()
 
     # --- sessions and turns --------------------------------------------------------------------
 
@@ -330,13 +327,11 @@ class Runtime(StatusViews, ChannelSupport, AckingSupport, RetentionSupport):
             raise RuntimeClosedError("the runtime is stopping; no new work is accepted")
 
     def withdraw_questions(self) -> None:
-        """Cancel the waits of the questions still being asked (the runtime is stopping):
-        the runtime's stop ends the turns it runs, not a host's own, whose question would
-        otherwise go on being asked for a turn that can no longer send or end; nor a host's
-        own ``rt.router.prompt_user`` / ``request_approval``, withdrawn by the router. Never
+        """Cancel the waits of the questions still being asked (the runtime is stopping), all
+        of which the router asks: the runtime's stop ends the turns it runs, not a host's own,
+        whose question would otherwise go on being asked for a turn that can no longer send
+        or end; nor a host's own ``rt.router.prompt_user`` / ``request_approval``. Never
         blocks."""
-        for scope in self.asking:
-            scope.cancel(reason="the runtime is stopping")
         self.router.withdraw_questions()
 
 

@@ -167,22 +167,24 @@ class TurnContext:
         Withdrawn when the turn ends (:meth:`withdraw_questions`) while it waits: an asker
         outside the turn's task (the turn's own are cancelled with it) then gets
         :class:`RuntimeClosedError`, as it would asking after the end, instead of a question
-        left open for a turn that is over. Likewise when the runtime stops
-        (``Runtime.withdraw_questions``): a host's turn outlives it, but can no longer send."""
+        left open for a turn that is over. Likewise when the runtime stops: the router
+        withdraws every question it is asking (``SessionInteractionRouter.withdraw_questions``,
+        right after the runtime starts closing), a host's turn outlives it, but can no longer
+        send."""
         scope = trio.CancelScope()
-        asking = self.runtime.asking
         self._asking.add(scope)  # (no checkpoint since _may_ask saw the turn open)
-        asking.add(scope)
         try:
             with scope:
                 try:
                     return await ask(question)
                 except Exception as exc:  # noqa: BLE001 - the route's failure: fails closed
-                    await self._route_failed(ask.__name__, question_id, exc)
-                    return failed
+                    # Once the runtime is closing, what the router raises is its withdrawal
+                    # (a route's own error then is turned into it): said below, as the turn's.
+                    if not (self.runtime.closing and isinstance(exc, RuntimeClosedError)):
+                        await self._route_failed(ask.__name__, question_id, exc)
+                        return failed
         finally:
             self._asking.discard(scope)
-            asking.discard(scope)
         if not self.closed:  # the turn is open: its runtime stopped (withdraw_questions)
             raise RuntimeClosedError(f"the runtime stopped while {question_id} waited for an "
                                      "answer; the question was withdrawn")
