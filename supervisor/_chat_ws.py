@@ -89,11 +89,11 @@ from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._stderr import say
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token, read_token_file
 
-__all__ = ["DEFAULT_URL", "ChatOptions", "OutputFailed", "add_arguments", "chat_over_websocket",
-           "check_url", "default_token_file", "ending_signals", "run", "until_signalled",
-           "web_page"]
+__all__ = ["DEFAULT_URL", "ENDING", "ChatOptions", "OutputFailed", "add_arguments",
+           "chat_over_websocket", "check_url", "default_token_file", "ending_signals", "run",
+           "until_signalled", "web_page"]
 
-_ENDING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+ENDING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                 if hasattr(signal, name))
 """The signals that end the chat as a cancel (see :func:`ending_signals`): Ctrl-C, SIGTERM,
 and SIGHUP (its terminal closed, an ssh session lost) as ``--local`` and ``serve`` stop on
@@ -763,7 +763,7 @@ def run(args: Any) -> int:
                           conversation=args.conversation, interactive=stdin_is_a_terminal(),
                           show_chunks=args.chunks)
     try:
-        return trio.run(_until_interrupted, options, ending_signals(*_ENDING))
+        return trio.run(_until_interrupted, options, ending_signals(*ENDING))
     except KeyboardInterrupt:  # Ctrl-C before or after _until_interrupted listens
         return 130
     except BaseExceptionGroup as group:

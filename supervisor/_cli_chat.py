@@ -68,10 +68,10 @@ _SENDER = "you"
 DEFAULT_DB = "tidings-local.db"
 """Not ``tidings.db``: a local chat must not recover (and so disturb) a running server's rows."""
 
-_ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-"""The signals that end the local chat as a cancel, its runtime then closing
-(Ctrl-C is trio's ``KeyboardInterrupt``): SIGTERM, and SIGHUP (its terminal closed, an ssh
-session lost) as ``tidings serve`` stops on it; each unless ignored (``nohup``)."""
+_ENDING = tuple(signum for signum in _chat_ws.ENDING if signum != signal.SIGINT)
+"""The signals that end the local chat as a cancel, its runtime then closing: the websocket
+chat's but Ctrl-C, which is trio's ``KeyboardInterrupt`` here (SIGTERM, and SIGHUP as
+``tidings serve`` stops on it; each unless ignored, ``nohup``)."""
 
 _FLAGS = {"db_path": "--db", "workspace": "--workspace"}
 """``open_runtime``'s parameters that are options of ``tidings chat --local``."""
