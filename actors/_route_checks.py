@@ -19,13 +19,14 @@ from tidings.actors._handle import describe_error
 from tidings.errors import ValidationError
 from tidings.supervisor._callables import certainly_sync, wrong_signature
 
-__all__ = ["check_ack_window", "check_capabilities", "check_route", "route_attribute"]
+__all__ = ["OPTIONAL_METHODS", "check_ack_window", "check_capabilities", "check_route",
+           "route_attribute"]
 
 _QUESTIONS = {"prompt_user": "prompt", "request_approval": "request"}
 """A route's optional question methods (without one, its questions fail closed), each with
 the name of its argument (for the refusal of a sync one)."""
 
-_OPTIONAL = {**_QUESTIONS, "reconcile": "delivery_ids"}
+OPTIONAL_METHODS = {**_QUESTIONS, "reconcile": "delivery_ids"}
 """Every optional async method of a route: the questions, and ``reconcile`` (asked by the
 recovery scanner about ``unknown`` rows; a sync one failed every ask, and one that raised
 when read escaped the scanner's bind listener)."""
@@ -42,7 +43,7 @@ def check_route(route: Any) -> None:
         raise ValidationError("route", "a route needs an async deliver(outbound) method")
     _check_not_a_class(route)
     _check_method("deliver", deliver, "outbound")
-    for name, argument in _OPTIONAL.items():  # optional, but one there must be awaitable
+    for name, argument in OPTIONAL_METHODS.items():  # optional, but one there must be awaitable
         ask = route_attribute(route, name)
         if ask is None:
             continue

@@ -20,7 +20,7 @@ import trio
 
 from tidings.actors import DeliveryHandle, Outbound, Runtime, TextBlock, _held
 from tidings.actors._pipeline import new_id
-from tidings.actors._route_checks import check_capabilities
+from tidings.actors._route_checks import OPTIONAL_METHODS, check_capabilities
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._answer_order import SWITCH_ANSWER_WAIT, AnswerOrder, wait_ended
 from tidings.channels._command_handler import run_command
@@ -57,17 +57,12 @@ HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 
 REFUSAL = "Sorry, you are not allowed to use this channel."
 
-_ROUTE_METHODS = {"prompt_user": "prompt", "request_approval": "request",
-                  "reconcile": "delivery_ids"}
-"""The optional route methods of an adapter, each with its argument's name."""
-
-
 def _check_route_extras(channel: Any, adapter: str) -> None:
     """What ``bind`` checks of a route beyond ``deliver``, checked when the channel is built:
     it binds itself at each conversation's first message, and a refusal then failed every
     message, after the conversation's session was made. An optional route method must be an
     async method; ``capabilities`` a collection of block types (``check_capabilities``)."""
-    for name, argument in _ROUTE_METHODS.items():
+    for name, argument in OPTIONAL_METHODS.items():
         method = getattr(channel, name, None)
         if method is None:
             continue
