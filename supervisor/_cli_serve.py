@@ -17,7 +17,10 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
+import stat
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import trio
@@ -25,7 +28,7 @@ import trio
 from tidings.errors import ConfigError, DatabaseInUseError
 from tidings.store import EXECUTORS
 from tidings.supervisor._cli_paths import path_argument
-from tidings.supervisor._config import DEFAULT_DB, ServeConfig, load_config
+from tidings.supervisor._config import DEFAULT_DB, ServeConfig, load_config, read_file
 from tidings.supervisor._exit_codes import EXIT_IN_USE
 from tidings.supervisor._log import field
 from tidings.supervisor._logging import (
@@ -88,8 +91,15 @@ def run(args: argparse.Namespace) -> int:
                                  grace=args.grace, writer=args.writer,
                                  log_level=args.log_level, log_json=args.log_json)
     except ConfigError as exc:
-        replay(held)
-        say(sys.stderr, f"tidings serve: invalid configuration: {exc}")
+        # The JSON lines were asked for (the flag, or the file when that much of it reads):
+        # a log shipper reading them alone saw nothing of a plain line's refusal.
+        if _json_asked(args):
+            configure_logging(args.log_level or "info", json_lines=True)
+            replay(held)
+            _refused(exc, as_json=True)
+        else:
+            replay(held)
+            _refused(exc, as_json=False)
         return 2
     configure_logging(config.log_level, json_lines=config.log_json)
     replay(held)
@@ -101,10 +111,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         trio.run(_main, config)
     except ConfigError as exc:  # (a workspace, agent or token file checked as serve starts)
-        if config.log_json:  # a shipper reads the JSON lines alone; else the one line says it
-            log.error("event=invalid_configuration key=%s reason=%s",  # noqa: TRY400 - said
-                      field(exc.field), field(exc.reason))
-        say(sys.stderr, f"tidings serve: invalid configuration: {exc}")
+        _refused(exc, as_json=config.log_json)
         return 2
     except ServeFailed as exc:
         log.error("event=serve_failed reason=%s", field(str(exc)))  # noqa: TRY400 - said
@@ -112,6 +119,32 @@ def run(args: argparse.Namespace) -> int:
         # Another process holds the database: the code chat --local and prune end with too.
         return EXIT_IN_USE if isinstance(exc.__cause__, DatabaseInUseError) else 1
     return 0
+
+
+def _refused(exc: ConfigError, *, as_json: bool) -> None:
+    """Say the configuration refused: with the JSON lines also as an event before the line (a
+    shipper reads the JSON lines alone); else the one line says it."""
+    if as_json:
+        log.error("event=invalid_configuration key=%s reason=%s",
+                  field(exc.field), field(exc.reason))
+    say(sys.stderr, f"tidings serve: invalid configuration: {exc}")
+
+
+def _json_asked(args: argparse.Namespace) -> bool:
+    """Whether *args* ask for the JSON lines, for a configuration refused whole: ``--log-json``,
+    or ``logging.json = true`` in a ``--config`` file that is a regular file and reads as TOML
+    (read again: a pipe is not, nor a named pipe, which would wait for a writer)."""
+    if args.log_json:
+        return True
+    if args.config is None:
+        return False
+    try:
+        if not stat.S_ISREG(os.stat(args.config).st_mode):
+            return False
+        table = read_file(args.config).get("logging")
+    except (OSError, ConfigError):
+        return False
+    return isinstance(table, Mapping) and table.get("json") is True
 
 
 async def _main(config: ServeConfig) -> None:

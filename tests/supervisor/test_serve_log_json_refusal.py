@@ -1,0 +1,82 @@
+"""``tidings serve --log-json`` refusing its configuration before logging is set up (a bad flag
+or key that ``load_config`` finds): the log shipper of the JSON lines got only a plain line,
+so it saw nothing of why the server never started. The refusal is an
+``event=invalid_configuration`` JSON line first, as a refusal found as serve starts is (see
+test_serve_log_json_warnings.py), then the one plain line, exit 2, nothing made."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from tidings.supervisor.cli import main
+
+
+@pytest.fixture
+def restore_logging():
+    """Undo what ``configure_logging`` does to this process's logging (a handler on the root
+    logger, its level, tidings' level, warnings captured)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    tidings_level = logging.getLogger("tidings").level
+    yield
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
+    logging.getLogger("tidings").setLevel(tidings_level)
+    logging.captureWarnings(False)
+
+
+def _refusal(err: str, key: str) -> dict:
+    """The JSON event of *err*'s lines (each line before the last one JSON), checked against
+    the last, plain, line."""
+    lines = err.splitlines()
+    assert lines[-1].startswith(f"tidings serve: invalid configuration: {key}: ")
+    events = [json.loads(line) for line in lines[:-1]]
+    [refused] = [entry for entry in events if entry.get("event") == "invalid_configuration"]
+    assert refused["level"] == "error"
+    assert refused["key"] == key
+    assert lines[-1].endswith(refused["reason"])
+    return refused
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize(("flags", "key"), [
+    (["--grace", "-1"], "serve.grace"),
+    (["--agent", "not an import path"], "serve.agent"),
+    (["--db", "state/"], "serve.db"),
+], ids=["grace", "agent", "db"])
+def test_a_flag_refused_with_log_json_is_a_json_event(tmp_path, monkeypatch, capsys, flags,
+                                                     key) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", "--port", "0", "--log-json", *flags]) == 2
+    _refusal(capsys.readouterr().err, key)
+    assert list(tmp_path.iterdir()) == []  # nothing made
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_a_file_asking_for_json_gets_its_refusal_as_a_json_event(tmp_path, monkeypatch,
+                                                                 capsys) -> None:
+    """``logging.json = true`` in the file asks for the JSON lines as the flag does; a
+    warning read from the file before the refusal is a JSON line too, not plain text."""
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "tidings.toml"
+    config.write_text('[logging]\njson = true\n[channels.gateway.memory_scope]\nmode = "shared"\n'
+                      '[serve]\ngrace = -1\n')
+    assert main(["serve", "--config", str(config), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    _refusal(err, "serve.grace")
+    warned = [json.loads(line) for line in err.splitlines()[:-1]
+              if "memory_scope.mode" in line]
+    assert [entry["level"] for entry in warned] == ["warning"]
+
+
+def test_without_json_the_refusal_is_the_one_plain_line(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", "--port", "0", "--grace", "-1"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "tidings serve: invalid configuration: serve.grace: must be a number of seconds >= 0, "
+        "got -1.0"]
