@@ -12,7 +12,10 @@ __all__ = ["ChildState", "ChildStatistics", "RestartAction", "RestartRecord",
 RestartAction = Literal["restart", "escalate", "forget", "shutdown_error"]
 """What the supervisor did about a child that ended on its own:
 
-- ``restart``: restarted it (and, per strategy, the siblings it takes along);
+- ``restart``: restarted it (and, per strategy, the siblings it takes along); also a crash
+  that comes while a group restart is due (``one_for_all`` / ``rest_for_one``), which the
+  statistics and the intensity count only once its own group restart is served (not at all
+  when the one due relaunched the child meanwhile);
 - ``escalate``: this restart would exceed the intensity, so the supervisor gave up (a group
   restart's crash that came while another was due is counted when its own is served: its
   ``restart`` record may be followed by this one);

@@ -349,6 +349,7 @@ class Supervisor:
         """Count toward the intensity a group restart whose crash was not counted when it came
         (see :class:`RestartRequest`), now that it is served; False: the supervisor gave up."""
         if self._window.admit(trio.current_time()):
+            self._count(slot)
             return True
         slot.state = "exited"  # its task ended; it will never run again
         self._record(slot, error, "escalate")
@@ -372,18 +373,24 @@ class Supervisor:
                           incarnation=slot.incarnation, restart=spec.restart)
             self._forget(slot)
             return "retire"
-        if count and not self._window.admit(trio.current_time()):
-            self._record(slot, error, "escalate")
-            self._escalate(slot, error)
-            return "escalate"
-        slot.restarts += 1
-        self._restarts += 1
+        if count:
+            if not self._window.admit(trio.current_time()):
+                self._record(slot, error, "escalate")
+                self._escalate(slot, error)
+                return "escalate"
+            self._count(slot)
         if spec.backoff is not None:
             if slot.backoff is None:
                 slot.backoff = BackoffTimer(spec.backoff)
             slot.delay = slot.backoff.next_delay(ran_for)
         self._record(slot, error, "restart")
         return "restart"
+
+    def _count(self, slot: ChildSlot) -> None:
+        """A restart the intensity admitted: the statistics count it where the window does
+        (a crash a group restart already due covers is counted by neither)."""
+        slot.restarts += 1
+        self._restarts += 1
 
     def _record(self, slot: ChildSlot, error: BaseException | None,
                 action: RestartAction) -> None:
