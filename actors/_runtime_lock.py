@@ -78,6 +78,9 @@ def lock_database(db_path: str | os.PathLike[str], *,
 def _lock(db: pathlib.Path, holder: str) -> tuple[int, pathlib.Path | None]:
     if db.is_dir():
         raise StoreError(f"database path {str(db)!r} is a directory")
+    if db.exists() and not db.is_file():  # a named pipe, a device (/dev/null): SQLite said
+        # 'disk I/O error', and made <path>-journal beside a device
+        raise StoreError(f"database path {str(db)!r} is not a regular file, so not a database")
     missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
     for directory in reversed(missing):  # 0700, as the store creates them
         directory.mkdir(mode=0o700, exist_ok=True)
