@@ -15,6 +15,7 @@ from tidings.actors._handle import DeliveryHandle
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
     from tidings.actors._tasks import TaskRunner
+    from tidings.store import Op
 
 __all__ = ["ChannelSupport"]
 
@@ -42,23 +43,32 @@ class ChannelSupport:
         """The session the conversation is bound to now, or None; never creates one."""
         return await _conversations.conversation_session(self._rt, channel, conversation_key)
 
-    async def new_conversation_session(self, channel: str, conversation_key: str) -> str:
+    async def new_conversation_session(self, channel: str, conversation_key: str, *,
+                                       also: Sequence[Op] = ()) -> str:
         """``/new``: a fresh session owned by the conversation, which is rebound to it. The
-        previous session is left as it is (resumable)."""
-        return await _conversations.new_session(self._rt, channel, conversation_key)
+        previous session is left as it is (resumable).
+
+        *also*, here and in :meth:`resume_conversation` and :meth:`forget_conversation`:
+        store ops written in the same transaction as the change (a channel's record of the
+        command's message id, so a crash keeps both or neither)."""
+        return await _conversations.new_session(self._rt, channel, conversation_key,
+                                                also=also)
 
     async def resume_conversation(self, channel: str, conversation_key: str,
-                                  session_id: str) -> None:
+                                  session_id: str, *, also: Sequence[Op] = ()) -> None:
         """``/resume``: rebind the conversation to *session_id*, which it must own (same core,
         channel and conversation key) and which was not cleared. Raises
         :class:`SessionNotFoundError` otherwise (one message for missing and foreign ids;
-        :class:`SessionClosedError`, a subclass, for a cleared one)."""
-        await _conversations.resume(self._rt, channel, conversation_key, session_id)
+        :class:`SessionClosedError`, a subclass, for a cleared one; *also* is written all
+        the same)."""
+        await _conversations.resume(self._rt, channel, conversation_key, session_id,
+                                    also=also)
 
-    async def forget_conversation(self, channel: str, conversation_key: str) -> str | None:
+    async def forget_conversation(self, channel: str, conversation_key: str, *,
+                                  also: Sequence[Op] = ()) -> str | None:
         """``/clear``: drop the binding and close the session; return its id (None if the
         conversation had none). The next message starts a new session."""
-        return await _conversations.forget(self._rt, channel, conversation_key)
+        return await _conversations.forget(self._rt, channel, conversation_key, also=also)
 
     # --- tasks ---------------------------------------------------------------------------------
 

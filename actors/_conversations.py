@@ -9,6 +9,7 @@ conversation owns; ``/clear`` forgets the binding and closes the session.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tidings.actors._pipeline import new_id
@@ -24,6 +25,7 @@ from tidings.store import (
 
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
+    from tidings.store import Op
 
 __all__ = ["MAX_CONVERSATION_KEY_CHARS", "conversation_session", "forget", "new_session",
            "resolve", "resume"]
@@ -70,8 +72,10 @@ async def conversation_session(rt: Runtime, channel: str, key: str) -> str | Non
     return await rt.store.read(queries.session_for_conversation, rt.core_id, channel, key)
 
 
-async def new_session(rt: Runtime, channel: str, key: str) -> str:
-    """Create a fresh session owned by the conversation and rebind the conversation to it.
+async def new_session(rt: Runtime, channel: str, key: str, *,
+                      also: Sequence[Op] = ()) -> str:
+    """Create a fresh session owned by the conversation and rebind the conversation to it;
+    *also* (store ops) is written in the same transaction, after it.
 
     The previous session is left as it is (a turn running there goes on; ``/resume`` can
     return to it).
@@ -80,12 +84,14 @@ async def new_session(rt: Runtime, channel: str, key: str) -> str:
     rt.check_open()
     session_id = new_id("session")
     await rt.store.commit([bind_conversation(rt.core_id, channel, key, session_id,
-                                             now=rt.store.clock(), create=True)])
+                                             now=rt.store.clock(), create=True), *also])
     return session_id
 
 
-async def resume(rt: Runtime, channel: str, key: str, session_id: str) -> None:
-    """Rebind the conversation to *session_id*, which it must own.
+async def resume(rt: Runtime, channel: str, key: str, session_id: str, *,
+                 also: Sequence[Op] = ()) -> None:
+    """Rebind the conversation to *session_id*, which it must own; *also* (store ops) is
+    written in the same transaction, after it, refused or not.
 
     Raises:
       ValidationError: bad arguments (the field is named).
@@ -99,20 +105,21 @@ async def resume(rt: Runtime, channel: str, key: str, session_id: str) -> None:
     channel, key = _check(channel, key, capped=False)
     check_session_id("session_id", session_id)  # an existing session's: not length-capped
     rt.check_open()
-    [outcome] = await rt.store.commit([resume_conversation(
-        rt.core_id, channel, key, session_id, now=rt.store.clock())])
+    outcome, *_ = await rt.store.commit([resume_conversation(
+        rt.core_id, channel, key, session_id, now=rt.store.clock()), *also])
     if outcome == "closed":
         raise SessionClosedError(f"session {session_id!r} was cleared; it cannot be resumed")
     if outcome != "resumed":
         raise SessionNotFoundError(f"this conversation has no session {session_id!r}")
 
 
-async def forget(rt: Runtime, channel: str, key: str) -> str | None:
+async def forget(rt: Runtime, channel: str, key: str, *,
+                 also: Sequence[Op] = ()) -> str | None:
     """Drop the conversation's binding and close its session; return that session's id (None
     when the conversation had none). The next message starts a new session. Any length (a
-    lookup: see :func:`_check`)."""
+    lookup: see :func:`_check`). *also* (store ops) is written in the same transaction."""
     channel, key = _check(channel, key, capped=False)
     rt.check_open()
-    [forgotten] = await rt.store.commit([forget_conversation(rt.core_id, channel, key,
-                                                             now=rt.store.clock())])
+    forgotten, *_ = await rt.store.commit([forget_conversation(rt.core_id, channel, key,
+                                                               now=rt.store.clock()), *also])
     return forgotten

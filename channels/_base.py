@@ -210,8 +210,9 @@ class ChannelBase(StopButton):
         comes while the first delivery of its id is still being handled waits for it: a
         ``"duplicate"`` if that was handled, handled itself if it was not (it raised, or its
         caller was cancelled). The id of a message that becomes a turn is written in the
-        transaction that holds it (a crash keeps both or neither); that of a command, a
-        refusal or a blank message once it is handled.
+        transaction that holds it (a crash keeps both or neither), that of ``/new``,
+        ``/clear`` or ``/resume`` in the one of its durable effect; that of another command,
+        a refusal or a blank message once it is handled (nothing durable to repeat).
 
         Raises:
           TypeError: *inbound* is not an :class:`Inbound`.
@@ -270,7 +271,9 @@ class ChannelBase(StopButton):
                     await self._hand_back_if_due(conversation)
                 return "duplicate"
             outcome = await self._inbound(conversation, inbound)
-            if outcome not in HELD_OUTCOMES:  # a turn's id was written with its hold
+            # A turn's id was written with its hold, a session command's with its effect
+            # (then this finds it known and changes nothing).
+            if outcome not in HELD_OUTCOMES:
                 await rt.remember_client_message(
                     name, conversation.key, message_id,
                     session_id=self.directory.cached(conversation), outcome=outcome)
@@ -283,7 +286,8 @@ class ChannelBase(StopButton):
         await self._hand_back_if_due(conversation)
         command = parse_command(inbound.text)
         if command is not None:
-            await run_command(self, conversation, command)
+            await run_command(self, conversation, command,
+                              record=self._command_ops(conversation, inbound))
             return "command"
         if not trim(inbound.text):  # blank as the commands read it: nothing to show either
             return "ignored"
@@ -370,6 +374,20 @@ class ChannelBase(StopButton):
         return [acking.remember_client_message(
             rt.core_id, self.config.name, conversation.key, inbound.message_id,
             session_id=session_id, outcome=outcome, now=rt.store.clock())]
+
+    def _command_ops(self, conversation: Conversation, inbound: Inbound) -> list[Op]:
+        """Store ops recording the message id of the command *inbound* (see
+        :meth:`_remembers`), for ``run_command`` to write with the command's durable effect
+        (``/new``, ``/clear``, ``/resume``): were it written after, a crash between the two
+        made the platform's resend run the command again (a second new session, or a clear
+        of the session the user had started since)."""
+        if not self._remembers(inbound):
+            return []
+        assert inbound.message_id is not None
+        rt = self.runtime
+        return [acking.remember_command_message(
+            rt.core_id, self.config.name, conversation.key, inbound.message_id,
+            outcome="command", now=rt.store.clock())]
 
     async def _hold(self, session_id: str, inbound: Inbound, held: str,
                     also: list[Op]) -> None:

@@ -10,6 +10,7 @@ the user typed is never echoed back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tidings.channels._commands import (
@@ -25,6 +26,7 @@ from tidings.errors import SessionClosedError, SessionNotFoundError
 
 if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
+    from tidings.store import Op
 
 __all__ = ["run_command"]
 
@@ -37,8 +39,13 @@ CLEARED_SESSION = "That session was cleared; it cannot be resumed."
 
 
 async def run_command(channel: ChannelBase, conversation: Conversation,
-                      command: Command | InvalidCommand) -> None:
-    """Run *command* for *conversation* and send its answer."""
+                      command: Command | InvalidCommand, *, record: Sequence[Op] = ()) -> None:
+    """Run *command* for *conversation* and send its answer.
+
+    *record*: store ops recording the command's message id, written in the transaction of
+    the durable effect of ``/new``, ``/clear`` and ``/resume`` (refused or not), so a crash
+    keeps both or neither: the platform's resend is then a duplicate, or the command's only
+    run. The other commands change nothing durable; their caller records the id after."""
     directory, dispatch = channel.directory, channel.dispatch
     name = command.name
     if isinstance(command, InvalidCommand):
@@ -70,7 +77,7 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
         if name == "clear":
             dispatch.cancel(conversation, "clear")
             dropped = dispatch.drop_pending(conversation)
-            old = await directory.forget(conversation)
+            old = await directory.forget(conversation, also=record)
             # Dealt with at the user's request (were this cut short, recovery would find
             # them in a cleared session, and release them without a word).
             await channel.runtime.release_inbound(dropped)
@@ -78,10 +85,10 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
                 await channel.answer(conversation, old, CLEARED, command=name)
             cleared_no_session = old is None
         elif name == "new":
-            session_id = await directory.new(conversation)
+            session_id = await directory.new(conversation, also=record)
             await channel._answer_switch(conversation, session_id, NEW_SESSION, command=name)
         else:
-            refusal = await _resume(channel, conversation, command)
+            refusal = await _resume(channel, conversation, command, record)
     if cleared_no_session:
         # No session: a direct answer, which waits for the answers still on their way (see
         # ChannelBase._deliver_direct): outside the lock, so no message waits for it.
@@ -96,7 +103,7 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
 
 
 async def _resume(channel: ChannelBase, conversation: Conversation,
-                  command: Command) -> str | None:
+                  command: Command, record: Sequence[Op]) -> str | None:
     """Resume (under the conversation's lock) and answer; the refusal to send, if refused.
 
     The session is bound inside ``hold_binds`` and its ``unrouted`` rows are handed back there
@@ -109,7 +116,7 @@ async def _resume(channel: ChannelBase, conversation: Conversation,
     rt = channel.runtime
     try:
         async with rt.hold_binds(channel):
-            await channel.directory.resume(conversation, target)
+            await channel.directory.resume(conversation, target, also=record)
             await requeue_unrouted(rt, target)
     except SessionNotFoundError as exc:
         return CLEARED_SESSION if isinstance(exc, SessionClosedError) else NO_SUCH_SESSION

@@ -19,7 +19,7 @@ finds no route (``unrouted``) and is handed back when the conversation next spea
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
@@ -30,6 +30,7 @@ from tidings.channels._inbound import Inbound, inbound_conversation_key
 
 if TYPE_CHECKING:
     from tidings.actors import BindToken
+    from tidings.store import Op
 
 __all__ = ["Conversation", "SessionDirectory", "conversation_for"]
 
@@ -155,17 +156,22 @@ class SessionDirectory:
         self._switch(conversation, session_id)
         return session_id
 
-    async def new(self, conversation: Conversation) -> str:
-        """``/new``: a fresh session for the conversation, bound as its live route."""
+    async def new(self, conversation: Conversation, *, also: Sequence[Op] = ()) -> str:
+        """``/new``: a fresh session for the conversation, bound as its live route. *also*,
+        here and in :meth:`resume` and :meth:`forget`: store ops written in the transaction
+        of the durable change (the command's message id)."""
         with self._uncached_unless_done(conversation):
-            session_id = await self._rt.new_conversation_session(self._name, conversation.key)
+            session_id = await self._rt.new_conversation_session(self._name, conversation.key,
+                                                                 also=also)
         self._switch(conversation, session_id)
         return session_id
 
-    async def resume(self, conversation: Conversation, session_id: str) -> None:
+    async def resume(self, conversation: Conversation, session_id: str, *,
+                     also: Sequence[Op] = ()) -> None:
         """``/resume``: rebind durably (ownership is checked by the runtime), then live."""
         with self._uncached_unless_done(conversation):
-            await self._rt.resume_conversation(self._name, conversation.key, session_id)
+            await self._rt.resume_conversation(self._name, conversation.key, session_id,
+                                               also=also)
         self._switch(conversation, session_id)
 
     def attach(self, conversation: Conversation, session_id: str) -> None:
@@ -175,7 +181,8 @@ class SessionDirectory:
         self._hold(conversation, session_id)
         self._bind(session_id)
 
-    async def forget(self, conversation: Conversation) -> str | None:
+    async def forget(self, conversation: Conversation, *,
+                     also: Sequence[Op] = ()) -> str | None:
         """``/clear``: forget the conversation's session durably; return its id, if any.
 
         The old session stays bound to the channel (is bound, if this process had not
@@ -183,7 +190,7 @@ class SessionDirectory:
         queued, and the answer to ``/clear`` itself, still reach the chat.
         """
         self._current.pop(conversation.key, None)
-        old = await self._rt.forget_conversation(self._name, conversation.key)
+        old = await self._rt.forget_conversation(self._name, conversation.key, also=also)
         if old is not None:
             self.attach(conversation, old)
         return old

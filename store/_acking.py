@@ -15,8 +15,9 @@ from tidings.store._ops import Call
 from tidings.store._records import OutboxRow, rows_within
 
 __all__ = ["client_message", "conversation_deliveries", "ids_through", "last_handed_seq",
-           "remember_client_message", "rows_after", "session_deliveries", "session_last_seq",
-           "unknown_progress_after", "unrouted_sessions"]
+           "remember_client_message", "remember_command_message", "rows_after",
+           "session_deliveries", "session_last_seq", "unknown_progress_after",
+           "unrouted_sessions"]
 
 
 def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
@@ -147,5 +148,26 @@ def remember_client_message(core_id: str, channel: str, conversation_key: str, c
             "INSERT OR IGNORE INTO client_messages (core_id, channel, conversation_key, "
             "client_id, session_id, outcome, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (core_id, channel, conversation_key, client_id, session_id, outcome, now))
+        return cursor.rowcount == 1
+    return Call(run)
+
+
+def remember_command_message(core_id: str, channel: str, conversation_key: str,
+                             client_id: str, *, outcome: str, now: float) -> Call:
+    """:func:`remember_client_message` for a command whose durable effect (``/new``,
+    ``/clear``, ``/resume``) is written before it in the same transaction: the session
+    recorded is the one the conversation is bound to when this op runs (None after a
+    ``/clear``), as the command left it.
+
+    Result: True if it was recorded now, False if it was known already (nothing changes).
+    """
+    def run(conn: sqlite3.Connection) -> bool:
+        cursor = conn.execute(
+            "INSERT OR IGNORE INTO client_messages (core_id, channel, conversation_key, "
+            "client_id, session_id, outcome, received_at) VALUES (?, ?, ?, ?, "
+            "(SELECT session_id FROM conversation_bindings WHERE core_id = ? AND channel = ? "
+            "AND conversation_key = ?), ?, ?)",
+            (core_id, channel, conversation_key, client_id, core_id, channel,
+             conversation_key, outcome, now))
         return cursor.rowcount == 1
     return Call(run)

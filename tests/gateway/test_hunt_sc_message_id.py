@@ -56,8 +56,8 @@ async def test_a_kill_while_a_command_answers_still_remembers_its_id(
         original = rt.new_conversation_session
         killed = trio.Event()
 
-        async def new_conversation_session(channel, key):  # type: ignore[no-untyped-def]
-            session_id = await original(channel, key)
+        async def new_conversation_session(channel, key, **kwargs):  # type: ignore[no-untyped-def]
+            session_id = await original(channel, key, **kwargs)
             if not killed.is_set():  # killed by another task once the rebind committed
                 killed.set()
                 for conn in list(gateway.hubs[KEY].connections):
