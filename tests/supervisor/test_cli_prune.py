@@ -265,3 +265,18 @@ async def test_a_start_while_tidings_prune_holds_the_database_says_a_prune_holds
     assert codes == [0]
     async with tidings.open_runtime(database, workspace=tmp_path):  # free again
         pass
+
+
+async def test_a_relative_path_that_reads_as_a_uri_prunes_that_file(database, capsys,
+                                                                    monkeypatch) -> None:
+    # SQLite (built to take URI file names, as Debian's is) read the relative path
+    # 'file:tidings.db' as a URI: the prune checked the file given, then made, migrated and
+    # pruned another one, ./tidings.db ('deleted: 0'), and the database given kept every row.
+    folder = database.parent
+    given = database.rename(folder / "file:tidings.db")
+    assert not (folder / "tidings.db").exists()
+    monkeypatch.chdir(folder)
+    assert cli.main(["prune", "file:tidings.db", "--older-than", "30d"]) == 0
+    assert capsys.readouterr().out.startswith("deleted: deliveries 2  work_items 2  ")
+    assert _count(given, "outbox") == 2
+    assert not (folder / "tidings.db").exists()
