@@ -211,8 +211,9 @@ class ChannelBase(StopButton):
         ``"duplicate"`` if that was handled, handled itself if it was not (it raised, or its
         caller was cancelled). The id of a message that becomes a turn is written in the
         transaction that holds it (a crash keeps both or neither), that of ``/new``,
-        ``/clear`` or ``/resume`` in the one of its durable effect; that of another command,
-        a refusal or a blank message once it is handled (nothing durable to repeat).
+        ``/clear`` or ``/resume`` in the one of its durable effect, that of ``/cancel``
+        before it cancels; that of another command, a refusal or a blank message once it
+        is handled (nothing to repeat).
 
         Raises:
           TypeError: *inbound* is not an :class:`Inbound`.
@@ -378,9 +379,10 @@ class ChannelBase(StopButton):
     def _command_ops(self, conversation: Conversation, inbound: Inbound) -> list[Op]:
         """Store ops recording the message id of the command *inbound* (see
         :meth:`_remembers`), for ``run_command`` to write with the command's durable effect
-        (``/new``, ``/clear``, ``/resume``): were it written after, a crash between the two
-        made the platform's resend run the command again (a second new session, or a clear
-        of the session the user had started since)."""
+        (``/new``, ``/clear``, ``/resume``), or before it cancels (``/cancel``): were it
+        written after, a crash between the two made the platform's resend run the command
+        again (a second new session, a clear of the session the user had started since, a
+        cancel of the turn of a message sent since)."""
         if not self._remembers(inbound):
             return []
         assert inbound.message_id is not None

@@ -45,7 +45,8 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     *record*: store ops recording the command's message id, written in the transaction of
     the durable effect of ``/new``, ``/clear`` and ``/resume`` (refused or not), so a crash
     keeps both or neither: the platform's resend is then a duplicate, or the command's only
-    run. The other commands change nothing durable; their caller records the id after."""
+    run; and before ``/cancel`` cancels. The other commands change nothing; their caller
+    records the id after."""
     directory, dispatch = channel.directory, channel.dispatch
     name = command.name
     if isinstance(command, InvalidCommand):
@@ -67,6 +68,11 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
         return
     if name == "cancel":
         session_id = await directory.lookup(conversation)
+        if record:
+            # First: a cancel dies with its process anyway, but an id recorded after it
+            # could be lost to a crash in between, and the platform's resend then cancelled
+            # the turn of a message sent since.
+            await channel.runtime.store.commit(list(record))
         done = dispatch.cancel(conversation, "cancel_command")
         await channel.answer(conversation, session_id, CANCELLED if done else NOTHING_TO_CANCEL,
                              command=name)

@@ -1,0 +1,56 @@
+"""``dedupe_message_ids``: the id of ``/cancel`` is recorded before the turn is cancelled.
+
+Recorded after the command (its answer written first), a crash in between left the turn
+cancelled and the id unknown: the platform's resend of ``/cancel`` (it got no answer) was
+handled as new and cancelled the turn of the message the user had sent since. A cancel dies
+with its process anyway, so recording first loses nothing. The crash is the answer's write
+failing ("the process died here"), then a new runtime on the same database.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import tidings
+from tidings.channels import ChannelConfig
+from tidings.errors import StoreError
+
+from .conftest import GatedAgent, RecordingChannel
+
+DEDUPE = ChannelConfig("ops", dedupe_message_ids=True)
+
+
+class DiesAnsweringCancel(RecordingChannel):
+    """A channel whose process dies as it writes the answer to ``/cancel``."""
+
+    async def answer(self, conversation: Any, session_id: str | None, text: str, *,
+                     command: str | None = None) -> None:
+        if command == "cancel":
+            raise StoreError("the process died here")
+        await super().answer(conversation, session_id, text, command=command)
+
+
+async def test_a_resent_cancel_after_a_crash_does_not_cancel_a_later_turn(
+        db_path, workspace) -> None:
+    agent = GatedAgent()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        channel = DiesAnsweringCancel(rt, DEDUPE, agent=agent)
+        assert await channel.say("hello", message_id="m0") == "started"
+        await agent.wait_turns(1)
+        with pytest.raises(StoreError):
+            await channel.say("/cancel", message_id="m1")
+        await channel.wait_idle()
+    assert len(agent.cancelled_at) == 1  # the first turn was cancelled before the crash
+    agent = GatedAgent()
+    async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+        channel = RecordingChannel(rt, DEDUPE, agent=agent)
+        # The user speaks again before the platform resends the /cancel.
+        assert await channel.say("hi", message_id="m2") == "started"
+        await agent.wait_turns(1)
+        assert await channel.say("/cancel", message_id="m1") == "duplicate"
+        assert channel.turn_running(await rt.conversation_session("ops", "ops:chat:c1"))
+        agent.release()
+        await channel.wait_idle()
+    assert agent.cancelled_at == []
