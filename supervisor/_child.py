@@ -31,7 +31,7 @@ from tidings.supervisor._spec import ChildContext, ChildSpec
 if TYPE_CHECKING:
     from tidings.supervisor._supervisor import Supervisor
 
-__all__ = ["ChildSlot", "Ending", "StartResult", "run_child", "settle_exit"]
+__all__ = ["ChildSlot", "Ending", "StartResult", "being_cancelled", "run_child", "settle_exit"]
 
 
 @final
@@ -203,6 +203,15 @@ async def _run_incarnation(sup: Supervisor, slot: ChildSlot, starter: _Starter |
     return Ending(final_error, ready.called, ran_for)
 
 
+def being_cancelled() -> bool:
+    """Whether a cancellation is on for the calling task (its effective deadline has passed).
+
+    For a child's task: its ladder's (``slot.stopping``) or one from outside, its supervisor
+    going away without a graceful stop (its state still reads running). Either way an
+    incarnation that ends now is no crash: it is not restarted."""
+    return trio.current_effective_deadline() == -math.inf
+
+
 def _one_error(error: Exception) -> Exception:
     """A group that holds one error (and maybe cancellations) is that error: a child's nursery
     wraps what it raises, and the record should say what failed, not ``ExceptionGroup``."""
@@ -230,7 +239,7 @@ def _cancelled_by_nothing(exc: BaseException) -> bool:
     for its own: the supervisor ended at once and in silence (no graceful stop, nothing
     recorded), and ``open_supervisor`` returned normally with its body cut short.
     """
-    if trio.current_effective_deadline() == -math.inf:  # a cancellation is on: it is real
+    if being_cancelled():  # a cancellation is on: it is real
         return False
     if isinstance(exc, BaseExceptionGroup):
         cancelled, rest = exc.split(trio.Cancelled)
@@ -297,10 +306,11 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
                         return
                     starter = None
                 if not sup._child_ended(slot, ending):
-                    if not sup._live():
-                        # Its supervisor is stopping, so it will never run again: close its
-                        # mailbox now, as below, so a shielded cleanup waiting for its answer
-                        # (a turn's end, for the writer) is told instead of waiting forever.
+                    if not sup._live() or (not slot.stopping and being_cancelled()):
+                        # Its supervisor is stopping (or being cancelled from outside), so it
+                        # will never run again: close its mailbox now, as below, so a shielded
+                        # cleanup waiting for its answer (a turn's end, for the writer) is
+                        # told instead of waiting forever.
                         slot.mailbox._close()
                     return
     except BaseException:

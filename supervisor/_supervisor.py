@@ -19,7 +19,14 @@ from tidings.errors import (
     ValidationError,
 )
 from tidings.supervisor._backoff import BackoffTimer
-from tidings.supervisor._child import ChildSlot, Ending, StartResult, run_child, settle_exit
+from tidings.supervisor._child import (
+    ChildSlot,
+    Ending,
+    StartResult,
+    being_cancelled,
+    run_child,
+    settle_exit,
+)
 from tidings.supervisor._faults import FaultPlan, Seam, _to_seam, act_at
 from tidings.supervisor._intensity import Intensity, RestartWindow
 from tidings.supervisor._ladder import run_ladder
@@ -360,8 +367,11 @@ class Supervisor:
                 count: bool = True) -> _Decision:
         spec = slot.spec
         # removed: stop_child forgot it, maybe (called from within the child) before its ladder
-        # began: an ending then is no crash, whichever of the two ran first
-        if slot.stopping or slot.removed or self._state not in LIVE:
+        # began: an ending then is no crash, whichever of the two ran first. Nor is one while
+        # the deciding task (the child's, or the restart helper's) is being cancelled: from
+        # outside, the supervisor's graceful stop is skipped and its state still reads running
+        if (slot.stopping or slot.removed or self._state not in LIVE
+                or being_cancelled()):
             if error is not None:
                 self._record(slot, error, "shutdown_error")
             return "stop"

@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 
+from tidings.errors import MailboxClosedError
 from tidings.supervisor import ChildSpec, Intensity, open_supervisor
 
 
@@ -44,3 +45,76 @@ async def test_siblings_failing_together_count_one_restart_in_the_statistics(
         assert [(c.name, c.restarts) for c in stats.children] == [
             ("a", 1), ("b", 0), ("c", 0), ("d", 0)]
         assert stats.restarts == 1
+
+
+@pytest.mark.parametrize("max_restarts", [0, 3])
+@pytest.mark.parametrize("shielded", [False, True], ids=["cleanup", "shielded_cleanup"])
+@pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
+async def test_an_error_while_cancelled_from_outside_is_a_shutdown_error_not_a_crash(
+        autojump_clock, strategy, shielded, max_restarts):
+    """The host cancels the scope around the supervisor (a deadline, its own shutdown) and
+    a child's cleanup raises as the cancellation unwinds it. That is an error while
+    stopping, as it is under the shutdown ladder: recorded ``shutdown_error``, nothing
+    restarted. It was taken for a crash of a live supervisor: one_for_one started a new
+    incarnation inside the cancellation, max_restarts=0 'gave up' (an ERROR line, state
+    ``failed``), and a group restart request sent once the restart helper had gone raised
+    trio's BrokenResourceError out of open_supervisor in place of the cancellation."""
+
+    async def child(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        try:
+            async for _ in ctx.mailbox:
+                pass
+        finally:
+            if ctx.name == "b":
+                if shielded:  # e.g. a last flush; the restart helper is gone meanwhile
+                    with trio.CancelScope(shield=True):
+                        await trio.sleep(1.0)
+                raise ValueError("cleanup failed")
+
+    with trio.CancelScope() as outer:
+        async with open_supervisor([ChildSpec(name, child) for name in "abc"],
+                                   strategy=strategy,
+                                   intensity=Intensity(max_restarts=max_restarts)) as sup:
+            await trio.sleep(1.0)
+            outer.cancel()
+            await trio.sleep_forever()
+    assert outer.cancelled_caught
+    stats = sup.statistics()
+    assert stats.state == "stopped"
+    assert [(c.name, c.state, c.incarnation) for c in stats.children] == [
+        (name, "stopped", 1) for name in "abc"]
+    assert [(r.child, r.action, r.error_type) for r in sup.restart_log] == [
+        ("b", "shutdown_error", "ValueError")]
+    assert stats.restarts == 0
+
+
+@pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
+async def test_a_child_that_fails_as_it_is_cancelled_from_outside_closes_its_mailbox(
+        autojump_clock, strategy):
+    """A child whose cleanup raises as an outer cancellation unwinds it will never run
+    again: its mailbox closes as its task ends (as for a child that ends while its
+    supervisor stops), so the body's shielded cleanup asking it something is told at once
+    instead of waiting for ever (the supervisor's exit waits for that cleanup)."""
+
+    async def child(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        try:
+            async for _ in ctx.mailbox:
+                pass
+        finally:
+            raise ValueError("cleanup failed")
+
+    told = []
+    with trio.CancelScope() as outer:
+        async with open_supervisor([ChildSpec("b", child, mailbox_size=0)],
+                                   strategy=strategy) as sup:
+            outer.cancel()
+            with trio.CancelScope(shield=True), trio.move_on_after(100.0) as hung:
+                try:
+                    await sup.mailbox("b").send("last words")
+                except MailboxClosedError as exc:
+                    told.append(exc.child)
+    assert not hung.cancelled_caught
+    assert told == ["b"]
+    assert [(r.child, r.action) for r in sup.restart_log] == [("b", "shutdown_error")]
