@@ -1,4 +1,4 @@
-"""Optional exponential backoff before a crashed child is restarted."""
+"""Optional exponential backoff before a child is restarted."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def _seconds(field: str, value: object) -> float:
 @final
 @attrs.frozen
 class Backoff:
-    """Exponential delay before restarting a crashed child.
+    """Exponential delay before restarting a child: one that crashed, and as much a
+    ``permanent`` one that returned (its restart is a restart like any other, counted by the
+    intensity too: a child that keeps returning at once is paced, not restarted in a loop).
 
     The ``n``-th consecutive restart (from 0) waits ``min * 2**n`` seconds, capped at ``max``,
     then scaled by a random factor in ``[1 - jitter, 1 + jitter]`` (and capped at ``max`` again).

@@ -58,7 +58,8 @@ class ChildSpec:
     ladder waits after closing the mailbox before it cancels the child (``None``: no limit, the
     right choice for a nested supervisor; ``0``: cancel at once; ``inf``, or an integer past a
     float's range, is no limit as ``None`` is). ``mailbox_size`` bounds the
-    mailbox (``0``: a rendezvous). ``backoff`` delays restarts after failures.
+    mailbox (``0``: a rendezvous). ``backoff`` delays its restarts (after a crash,
+    or a ``permanent`` child's return).
 
     ``on_exit()`` (sync; optional) is called once the child's task has ended for good: it
     returned or crashed and is not restarted, or it was stopped, also when its function never

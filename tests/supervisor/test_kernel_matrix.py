@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from tidings.errors import MailboxClosedError
-from tidings.supervisor import ChildSpec, Intensity, open_supervisor
+from tidings.supervisor import Backoff, ChildSpec, Intensity, open_supervisor
 
 
 @pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
@@ -118,3 +118,26 @@ async def test_a_child_that_fails_as_it_is_cancelled_from_outside_closes_its_mai
     assert not hung.cancelled_caught
     assert told == ["b"]
     assert [(r.child, r.action) for r in sup.restart_log] == [("b", "shutdown_error")]
+
+
+@pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
+async def test_a_backoff_paces_a_permanent_child_that_returns_as_one_that_crashes(
+        autojump_clock, strategy):
+    """A permanent child's return is a restart like a crash (README: "A child restarts at
+    once unless its spec has a Backoff"): it waits out the same doubling delays, and an
+    incarnation that ran ``reset_after`` starts the sequence at ``min`` again."""
+    starts: list[float] = []
+
+    async def returns(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        starts.append(trio.current_time())
+        task_status.started()
+        await trio.sleep(100.0 if ctx.incarnation == 3 else 0.0)  # the third runs long
+
+    backoff = Backoff(min=1.0, max=8.0, jitter=0.0, reset_after=50.0)
+    async with open_supervisor([ChildSpec("poll", returns, backoff=backoff)],
+                               strategy=strategy,
+                               intensity=Intensity(max_restarts=10, period=1.0)) as sup:
+        await trio.sleep(108.0)  # the next start would be at 110: 4 s after 106
+        log = sup.restart_log
+    assert starts == [0.0, 1.0, 3.0, 104.0, 106.0]  # waits 1, 2; 100 s run; 1, 2 again
+    assert {(r.action, r.error_type) for r in log} == {("restart", "")}
