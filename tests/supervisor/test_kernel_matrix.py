@@ -141,3 +141,73 @@ async def test_a_backoff_paces_a_permanent_child_that_returns_as_one_that_crashe
         log = sup.restart_log
     assert starts == [0.0, 1.0, 3.0, 104.0, 106.0]  # waits 1, 2; 100 s run; 1, 2 again
     assert {(r.action, r.error_type) for r in log} == {("restart", "")}
+
+
+class Halt(BaseException):
+    """A BaseException that is no Exception (KeyboardInterrupt-like): it is no crash."""
+
+
+GROUPS = {"one_for_one": "b", "one_for_all": "abc", "rest_for_one": "bc"}
+"""Who restarts with ``b`` (the middle of three children), per strategy."""
+
+
+@pytest.mark.parametrize("ending", ["return", "raise", "halt"])
+@pytest.mark.parametrize("restart", ["permanent", "transient", "temporary"])
+@pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
+async def test_the_matrix_of_endings(autojump_clock, live_tasks, strategy, restart, ending):
+    """b (of a, b, c) ends on its own, one way or another; the README's tables say who runs
+    again, what the restart log and the statistics say, and what escapes. Whatever
+    happened, every child's on_exit is called once, no task is left and every mailbox is
+    closed once the supervisor has stopped."""
+    exits: dict[str, int] = {}
+
+    async def child(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        async for message in ctx.mailbox:
+            if message == "return":
+                return
+            if message == "raise":
+                raise ValueError("b broke")
+            if message == "halt":
+                raise Halt
+
+    def on_exit(name: str):
+        return lambda: exits.update({name: exits.get(name, 0) + 1})
+
+    specs = [ChildSpec(name, child, restart=restart if name == "b" else "permanent",
+                       on_exit=on_exit(name)) for name in "abc"]
+    before = live_tasks()
+    escaped = None
+    try:
+        async with open_supervisor(specs, strategy=strategy) as sup:
+            await sup.mailbox("b").send(ending)
+            await trio.testing.wait_all_tasks_blocked()
+            stats = sup.statistics()
+    except Halt as exc:
+        escaped = exc
+    if ending == "halt":  # no crash: it passes through, nothing is recorded or restarted
+        assert escaped is not None
+        assert sup.restart_log == ()
+        assert sup.statistics().state == "failed"
+    else:
+        assert escaped is None
+        restarted = (ending == "raise" and restart != "temporary") or (
+            ending == "return" and restart == "permanent")
+        forgotten = not restarted
+        expected_log = []
+        if restarted:
+            expected_log = [("b", "restart", "ValueError" if ending == "raise" else "")]
+        elif ending == "raise":
+            expected_log = [("b", "forget", "ValueError")]
+        assert [(r.child, r.action, r.error_type) for r in sup.restart_log] == expected_log
+        group = GROUPS[strategy] if restarted else ""
+        assert [(c.name, c.state, c.incarnation, c.restarts) for c in stats.children] == [
+            (name, "running", 2 if name in group else 1, 1 if name == "b" else 0)
+            for name in "abc" if not (forgotten and name == "b")]
+        assert stats.restarts == (1 if restarted else 0)
+        assert sup.statistics().state == "stopped"
+    assert exits == {"a": 1, "b": 1, "c": 1}
+    assert live_tasks() == before
+    assert all(child.state == "stopped" for child in sup.statistics().children)
+    for name in "ac":
+        assert sup.mailbox(name).statistics().closed
