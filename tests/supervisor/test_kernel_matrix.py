@@ -211,3 +211,45 @@ async def test_the_matrix_of_endings(autojump_clock, live_tasks, strategy, resta
     assert all(child.state == "stopped" for child in sup.statistics().children)
     for name in "ac":
         assert sup.mailbox(name).statistics().closed
+
+
+@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
+async def test_a_sibling_stopped_while_its_group_restart_waits_is_not_started_again(
+        autojump_clock, strategy):
+    """a crashes with a backoff: its group restart has stopped b and c and waits out a's
+    delay. stop_child("b") meanwhile returns at once (b's task has ended), forgets b for
+    good (on_exit once, what was buffered to its dead-letter hook) and the restart starts
+    a and c only, in order."""
+    exits: list[str] = []
+    dead: list[tuple[str, object]] = []
+    starts: list[tuple[str, int, float]] = []
+
+    async def child(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        starts.append((ctx.name, ctx.incarnation, trio.current_time()))
+        task_status.started()
+        async for message in ctx.mailbox:
+            if message == "crash":
+                raise ValueError("a broke")
+
+    specs = [ChildSpec(name, child, on_exit=lambda name=name: exits.append(name),
+                       dead_letter=lambda message, _, name=name: dead.append((name, message)),
+                       backoff=Backoff(min=10.0, jitter=0.0) if name == "a" else None)
+             for name in "abc"]
+    async with open_supervisor(specs, strategy=strategy) as sup:
+        await sup.mailbox("a").send("crash")
+        await trio.sleep(5.0)
+        assert [(c.name, c.state) for c in sup.statistics().children] == [
+            ("a", "backoff"), ("b", "restarting"), ("c", "restarting")]
+        await sup.mailbox("b").send("for b's next incarnation")
+        stopped_at = trio.current_time()
+        await sup.stop_child("b")
+        assert trio.current_time() == stopped_at
+        assert exits == ["b"]
+        assert dead == [("b", "for b's next incarnation")]
+        await trio.sleep(10.0)
+        assert [(c.name, c.state, c.incarnation) for c in sup.statistics().children] == [
+            ("a", "running", 2), ("c", "running", 2)]
+    assert [start[:2] for start in starts] == [
+        ("a", 1), ("b", 1), ("c", 1), ("a", 2), ("c", 2)]
+    assert starts[3][2] == starts[4][2] == 10.0
+    assert sorted(exits) == ["a", "b", "c"]
