@@ -94,15 +94,18 @@ class RetentionSupport:
                 except Exception as exc:  # noqa: BLE001 - raised by the caller, below
                     failed.append(exc)
 
+        sweep_from = 0  # where the next chunk looks at the events below the horizon from
         while True:
             self.check_open()  # also between chunks: a stop ends the prune, chunks kept
             try:
-                [step] = await self.store.commit([prune_call(cutoff)], on_commit=committed)
+                [step] = await self.store.commit([prune_call(cutoff, sweep_from)],
+                                                 on_commit=committed)
             except StoreClosedError:  # the writer closed under this chunk, as the runtime
                 self.check_open()     # stopped: that is RuntimeClosedError, as documented
                 raise
             if failed:
                 raise failed[0]
             total += step.report
+            sweep_from = step.swept_to
             if not step.more:
                 return total

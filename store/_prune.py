@@ -21,7 +21,9 @@ inbound messages. Each call of :func:`prune_step` does at most :data:`DELIVERIES
 deliveries, :data:`EVENTS_PER_STEP` events and :data:`CLIENT_MESSAGES_PER_STEP` client ids in
 the caller's transaction (the runtime's: one :class:`~tidings.store.Call` through the single
 writer, so a live send waits for one chunk at most), all-or-nothing; the caller repeats it
-while :attr:`PruneStep.more`.
+while :attr:`PruneStep.more`, passing each step's :attr:`PruneStep.swept_to` to the next: the
+events kept below the horizon (those of deliveries still in the outbox) are then looked at
+once a prune, :data:`EVENTS_PER_STEP` a chunk, not all of them again by each chunk.
 """
 
 from __future__ import annotations
@@ -93,6 +95,13 @@ class PruneStep:
     """The outbox's highest ``rowid`` after the step (0 when empty): SQLite gives the next
     row the one above it, lower than before the step if it deleted the newest rows (see
     :func:`~tidings.store.recovery.last_outbox_rowid`)."""
+    swept_to: int = 0
+    """The ``event_seq`` the next step of the same prune (same cutoff) sweeps the events
+    below the horizon from (see :func:`prune_step`): those under it that this prune's steps
+    kept stay kept until it ends (their delivery is still in the outbox, or their stamp is
+    not older than the cutoff; a delivery a later step deletes takes its own events), so
+    looking at them again in each chunk only cost time, growing with how many a database
+    keeps."""
 
 
 def first_kept_event(conn: sqlite3.Connection) -> int:
@@ -109,22 +118,26 @@ def first_kept_event(conn: sqlite3.Connection) -> int:
         return 1
 
 
-def prune_step(conn: sqlite3.Connection, cutoff: float) -> PruneStep:
+def prune_step(conn: sqlite3.Connection, cutoff: float,
+               sweep_from: int | None = None) -> PruneStep:
     """Delete one chunk of what is older than *cutoff* (see the module docstring), in the
-    caller's transaction."""
+    caller's transaction. *sweep_from*: 0 for a prune's first step, then the previous
+    step's :attr:`PruneStep.swept_to` (same *cutoff*): the events below the horizon are
+    looked at :data:`EVENTS_PER_STEP` a step, each once a prune. None (a caller that keeps
+    no cursor) looks at all of them in every step."""
     deliveries, work_items, their_events, more_deliveries = _deliveries(conn, cutoff)
-    events, more_events = _events(conn, cutoff)
+    events, more_events, swept_to = _events(conn, cutoff, sweep_from)
     client_messages = _client_messages(conn, cutoff)
     return PruneStep(PruneReport(deliveries, work_items, their_events + events, client_messages),
                      more_deliveries or more_events
                      or client_messages == CLIENT_MESSAGES_PER_STEP,
-                     last_outbox_rowid(conn))
+                     last_outbox_rowid(conn), swept_to)
 
 
-def prune_call(cutoff: float) -> Call:
+def prune_call(cutoff: float, sweep_from: int | None = None) -> Call:
     """A :class:`Call` op running :func:`prune_step`; its result is a :class:`PruneStep`."""
     def run(conn: sqlite3.Connection) -> PruneStep:
-        return prune_step(conn, cutoff)
+        return prune_step(conn, cutoff, sweep_from)
     return Call(run)
 
 
@@ -164,7 +177,8 @@ def _client_messages(conn: sqlite3.Connection, cutoff: float) -> int:
         (cutoff, CLIENT_MESSAGES_PER_STEP)).rowcount
 
 
-def _events(conn: sqlite3.Connection, cutoff: float) -> tuple[int, bool]:
+def _events(conn: sqlite3.Connection, cutoff: float,
+            sweep_from: int | None) -> tuple[int, bool, int]:
     """Raise the horizon past the oldest events older than *cutoff* (never past the newest
     event) and delete the events under it that are older than *cutoff* by their own stamp
     and that no outbox row still owns.
@@ -178,12 +192,17 @@ def _events(conn: sqlite3.Connection, cutoff: float) -> tuple[int, bool]:
     it, but it stays, below the horizon, until its own stamp is older than the cutoff: then
     the sweep of the rows below the horizon (those of deliveries kept, those the walk passed)
     deletes it. The horizon never rises past an event the walk did not find old, so a feed
-    reader is never told of a gap before an event it could still read."""
+    reader is never told of a gap before an event it could still read.
+
+    The sweep starts at *sweep_from* (see :attr:`PruneStep.swept_to`) and looks at
+    :data:`EVENTS_PER_STEP` rows; the third value returned is where the next step of this
+    prune starts it. With None it looks at every row below the horizon (and deletes the
+    first :data:`EVENTS_PER_STEP` it may)."""
     horizon = first_kept_event(conn)
     newest = conn.execute("SELECT event_seq, created_at FROM events "
                           "ORDER BY event_seq DESC LIMIT 1").fetchone()
     if newest is None:
-        return 0, False
+        return 0, False, sweep_from or 0
     newest_seq, newest_at = newest
     rows = conn.execute(
         "SELECT event_seq, created_at FROM events WHERE event_seq >= ? AND event_seq < ? "
@@ -198,12 +217,28 @@ def _events(conn: sqlite3.Connection, cutoff: float) -> tuple[int, bool]:
         raised = seq + 1
     if raised > horizon:
         conn.execute("UPDATE event_horizon SET lowest_kept = ? WHERE singleton = 1", (raised,))
+    if sweep_from is None:  # the whole range below the horizon, its first rows to delete
+        deleted = conn.execute(
+            f"DELETE FROM events WHERE event_seq IN (SELECT event_seq FROM events "
+            f"WHERE event_seq < ? AND {_SWEPT} ORDER BY event_seq LIMIT ?)",
+            (raised, cutoff, EVENTS_PER_STEP)).rowcount
+        return deleted, more or deleted == EVENTS_PER_STEP, raised
+    # The sweep looks at EVENTS_PER_STEP rows at most (those left below the horizon are
+    # mostly kept ones: a step that looked at all of them held the writer that much longer).
+    bound = conn.execute(
+        "SELECT event_seq FROM events WHERE event_seq >= ? AND event_seq < ? "
+        "ORDER BY event_seq LIMIT 1 OFFSET ?", (sweep_from, raised, EVENTS_PER_STEP)).fetchone()
+    swept_to = raised if bound is None else int(bound[0])
     deleted = conn.execute(
-        "DELETE FROM events WHERE event_seq IN (SELECT event_seq FROM events "
-        "WHERE event_seq < ? AND created_at < ? AND (delivery_id IS NULL OR NOT EXISTS "
-        "(SELECT 1 FROM outbox WHERE outbox.delivery_id = events.delivery_id)) "
-        "ORDER BY event_seq LIMIT ?)", (raised, cutoff, EVENTS_PER_STEP)).rowcount
-    return deleted, more or deleted == EVENTS_PER_STEP
+        f"DELETE FROM events WHERE event_seq >= ? AND event_seq < ? AND {_SWEPT}",
+        (sweep_from, swept_to, cutoff)).rowcount
+    return deleted, more or swept_to < raised, swept_to
+
+
+_SWEPT = ("created_at < ? AND (delivery_id IS NULL OR NOT EXISTS "
+          "(SELECT 1 FROM outbox WHERE outbox.delivery_id = events.delivery_id))")
+"""Which events below the horizon the sweep deletes: older than the cutoff (the parameter),
+of no delivery still in the outbox."""
 
 
 def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False) -> PruneReport:
@@ -271,18 +306,20 @@ def _check_schema(db: pathlib.Path) -> None:
 
 def _repeat(conn: sqlite3.Connection, cutoff: float, *, commit: bool) -> PruneReport:
     total = PruneReport()
+    sweep_from = 0
     while True:
         if commit:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                step = prune_step(conn, cutoff)
+                step = prune_step(conn, cutoff, sweep_from)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
         else:
-            step = prune_step(conn, cutoff)
+            step = prune_step(conn, cutoff, sweep_from)
         total += step.report
+        sweep_from = step.swept_to
         if not step.more:
             return total

@@ -16,6 +16,7 @@ import trio.testing
 
 import tidings
 from tidings.actors import PruneReport, Runtime
+from tidings.actors import _retention as retention_module
 from tidings.channels import ChannelConfig
 from tidings.errors import (
     DeliveryNotFoundError,
@@ -645,3 +646,64 @@ async def test_the_events_kept_below_the_horizon_go_a_bounded_chunk_per_commit(
     chunks.clear()
     assert (await rt.prune(older_than=3_000, on_chunk=chunks.append)).events == 4
     assert max(chunk.events for chunk in chunks) == 2
+
+
+async def test_no_prune_chunk_looks_at_every_event_kept_below_the_horizon(
+        rt, clock, monkeypatch) -> None:
+    """Events a prune keeps below the horizon (those of deliveries still owed something: an
+    ``unrouted`` row waits for its client for good) were all looked at again by every chunk
+    of every prune, so a chunk's work, which holds the writer (live sends wait), grew with how
+    many a database had kept. A chunk looks at EVENTS_PER_STEP of them at most, and a prune
+    at each once: no chunk does more with three times as many kept."""
+    monkeypatch.setattr(prune_module, "DELIVERIES_PER_STEP", 1)
+    monkeypatch.setattr(prune_module, "EVENTS_PER_STEP", 50)
+    work: list[int] = []
+    real_call = retention_module.prune_call
+
+    def counted(*args, **kwargs) -> Call:
+        call = real_call(*args, **kwargs)
+
+        def run(conn: sqlite3.Connection):
+            ticks = [0]
+
+            def tick() -> int:
+                ticks[0] += 1
+                return 0
+
+            conn.set_progress_handler(tick, 1)  # one tick per SQLite VM instruction
+            try:
+                return call.fn(conn)
+            finally:
+                conn.set_progress_handler(None, 1)
+                work.append(ticks[0])
+        return Call(run)
+
+    monkeypatch.setattr(retention_module, "prune_call", counted)
+    unrouted = await rt.create_session(channel="web")  # no route: its rows are kept
+    served = await rt.create_session(channel="web")
+    rt.router.bind(served, MemoryRoute())
+
+    async def most_work_of_a_chunk(kept: int) -> int:
+        async with rt.open_turn(unrouted) as ctx:
+            for n in range(kept):
+                assert await (await ctx.output.send_text(f"{n}")).wait() == "unrouted"
+        async with rt.open_turn(served) as ctx:
+            for n in range(3):
+                assert await (await ctx.output.send_text(f"{n}")).wait() == "delivered"
+        clock[0] += 100
+        work.clear()
+        assert (await rt.prune(older_than=50)).deliveries == 3
+        return max(work)
+
+    await most_work_of_a_chunk(100)
+    with_100 = await most_work_of_a_chunk(0)  # the 100 are below the horizon now
+    await most_work_of_a_chunk(200)
+    with_300 = await most_work_of_a_chunk(0)
+    kept = await rt.deliveries(unrouted)
+    assert len(kept) == 300
+    assert with_300 < with_100 + 300, (with_100, with_300)
+    # what is kept stays whole, and the rest went
+    assert [event.type for event in await rt.delivery_events(kept[0].delivery_id)][-1] \
+        == "delivery.unrouted"
+    assert database_violations(rt.store.path) == []
+    assert await rt.deliveries(served) == []

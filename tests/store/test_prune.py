@@ -72,13 +72,15 @@ async def _populate(db: pathlib.Path, workspace: pathlib.Path, clock: list[float
 
 
 async def _prune(db: pathlib.Path, cutoff: float) -> tuple[PruneReport, list[PruneReport]]:
-    """Prune *db* through a store's writer, a step per commit: the total and each step's."""
-    total, steps = PruneReport(), []
+    """Prune *db* through a store's writer, a step per commit, each going on from the last
+    one's ``swept_to`` as the runtime's do: the total and each step's."""
+    total, steps, sweep_from = PruneReport(), [], 0
     async with open_store(db) as store:
         while True:
-            [step] = await store.commit([prune_call(cutoff)])
+            [step] = await store.commit([prune_call(cutoff, sweep_from)])
             total = total + step.report
             steps.append(step.report)
+            sweep_from = step.swept_to
             if not step.more:
                 return total, steps
 
