@@ -44,6 +44,9 @@ __all__ = ["HANDED_BACK", "RETIRE", "WAKE", "LaneWorker", "send_back"]
 
 _SENDING = ("sending",)
 
+_PRUNABLE = ("sent", "failed")
+"""The final states a prune deletes: a row gone had one of them (see _resolve_durable)."""
+
 log = logging.getLogger("tidings.dispatch")
 
 STORE_BACKOFF = Backoff(min=0.1, max=30.0)
@@ -326,7 +329,7 @@ class LaneWorker:
                                                     error=error, only_from=only_from))
         lane.current, lane.claimed = None, False
         if not results[0].applied:  # someone else moved the row on: report where it ended
-            await self._resolve_durable([item])
+            await self._resolve_durable([(item, "unknown")])
 
     async def _queued_below(self, lane: Lane, item: DeliveryItem) -> bool:
         """Whether the session has a ``queued`` row older than *item* (handed back)."""
@@ -451,7 +454,8 @@ class LaneWorker:
         applied = await self._commit(lane, flushed, [(item, claim)], ended=landed)
         if not applied:  # someone else already moved this row on
             lane.current = None
-            await self._resolve_durable([item])  # its handle reports where the row ended
+            # Its handle reports where the row ended (gone: "unknown", see _resolve_durable).
+            await self._resolve_durable([(item, "unknown")])
             return None
         if lane.current is not item:  # a binder's hand-back sent it back as it landed
             return None  # (``queued``: the refill reads it after the older rows)
@@ -540,7 +544,8 @@ class LaneWorker:
         for index, ((item, move), result) in enumerate(zip(pairs, results, strict=True)):
             if not result.applied:
                 if move.to in TERMINAL_STATUSES:
-                    moved_on.append(item)
+                    moved_on.append((item, outcome_of(move.to) if move.to in _PRUNABLE
+                                         else "unknown"))
                 continue
             if index >= len(before):
                 attempts.append(result.attempts)
@@ -550,18 +555,36 @@ class LaneWorker:
             try:
                 await self._resolve_durable(moved_on)
             except BaseException:  # delivered rows not resolved yet stay the lane's to settle
-                done = {id(item) for item in moved_on if item.status in TERMINAL}
+                done = {id(item) for item, _ in moved_on if item.status in TERMINAL}
+                waiting = [item for item, _ in moved_on]
                 lane.unflushed[:0] = [item for item, _ in before
-                                      if id(item) not in done and item in moved_on]
+                                      if id(item) not in done and item in waiting]
                 raise
         return attempts
 
-    async def _resolve_durable(self, items: list[DeliveryItem]) -> None:
-        """Rows a terminal move found moved on already (say, a write whose answer a crash cut
-        off committed after all): resolve their items with the durable terminal state."""
-        for item in items:
+    async def _resolve_durable(self, items: list[tuple[DeliveryItem, str]]) -> None:
+        """Rows a move of the lane's found moved on already (say, a write whose answer a crash
+        cut off committed after all): resolve their items with the durable terminal state.
+
+        Each item comes with the outcome to report if its row is gone. Only a prune deletes a
+        row, and only a final one (``sent``, ``failed``: :data:`_PRUNABLE`), so it ended:
+        left unresolved, its ``handle.wait()`` waited for good (nothing reads it again).
+        Which of the two it was, nothing can tell any more. When the lane's own move was
+        ``sent`` or ``failed``, that move is what most likely committed: the usual way such a
+        move finds its row moved on is that the lane's own earlier write of it committed
+        under an answer that said it may not have (a writer killed between its commit and
+        its answer), and the lane wrote it again. Any other move (a claim, a send-back,
+        ``unrouted``, a settle's ``unknown``) cannot be what the row ended as:
+        ``"unknown"`` (the platform may have it), never a ``"delivered"`` or ``"failed"``
+        the lane did not write. Logged (``delivery_row_gone``), as the guess it is."""
+        for item, if_gone in items:
             found = await self.store.read(queries.delivery, item.delivery_id)
-            if found is not None and found.outbox_status in TERMINAL_STATUSES:
+            if found is None:
+                if item.status not in TERMINAL:
+                    log.warning("event=delivery_row_gone session=%s delivery=%s outcome=%s",
+                                field(item.session_id), field(item.delivery_id), if_gone)
+                self.dispatcher.resolve(item, if_gone)
+            elif found.outbox_status in TERMINAL_STATUSES:
                 self.dispatcher.resolve(item, outcome_of(found.outbox_status))
 
     async def _settle(self, lane: Lane) -> None:

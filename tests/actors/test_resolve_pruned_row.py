@@ -1,0 +1,80 @@
+"""A lane's terminal write (``sent``, ``failed``) that the writer answers "may or may not have
+committed" although it committed, and whose row a prune deletes before the lane reads it back.
+
+The lane waits out the refused write (a backoff on trio's clock, held here by ``mock_clock``)
+and writes the move again; that move finds the row moved on, so the lane reads the row back to
+resolve the handle with its durable terminal state. The prune deleted it meanwhile (it was
+final, ``sent`` or ``failed``: a prune deletes nothing else), the read found nothing, and
+nothing ever resolved the handle: ``handle.wait()`` waited for good. A row gone was final, and
+the move the lane wrote is what most likely made it so: the handle reports that move's
+outcome. ``sent`` rode on the next claim and is written again as it was: ``"delivered"``. A
+refused ``failed`` write is settled as a claimed row is after a crash, with ``unknown`` (the
+platform may have it; also what the row becomes when that write did not commit): gone, the
+row reports ``"unknown"``, never an outcome the lane did not write.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+import tidings
+from tidings.errors import DeliveryNotFoundError
+from tidings.testing import MemoryRoute
+
+from ..real_time import fail_after_real
+from ..uncertain import uncertain_batch
+
+
+class _Clock:
+    """The store's clock (unix seconds), moved by the test: a row's stamp is then surely
+    older than a prune's cutoff taken after :meth:`advance`."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self) -> None:
+        self.now += 10.0
+
+
+@pytest.mark.parametrize("move", ["sent", "failed"])
+async def test_a_handle_whose_row_was_pruned_after_an_uncertain_write_resolves(
+        db_path, workspace, mock_clock, move) -> None:
+    clock = _Clock()
+    route = MemoryRoute(fail=ConnectionError("refused") if move == "failed" else None)
+    with fail_after_real(10):  # the hang guard (trio's clock stands still here)
+        async with tidings.open_runtime(db_path, workspace=workspace, clock=clock,
+                                        scan_interval=3600) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            route.stall()
+            async with rt.open_turn(session_id) as ctx:
+                first = await ctx.output.send_text("first")
+                await route.wait_attempted(1)
+                # "sent": the lane's next claim carries first's ``sent`` in its write.
+                later = await ctx.output.send_text("second") if move == "sent" else None
+                async with uncertain_batch(rt) as batch:
+                    route.release()  # first's terminal write goes to the held writer
+                    await batch.wait_handed()
+                    batch.answer_uncertain()
+                # Once the writer has taken that batch, the lane waits out the refused write
+                # (trio's clock does not move) and the prune is written in a batch of its own.
+                await trio.testing.wait_all_tasks_blocked()
+                clock.advance()
+                report = await rt.prune(older_than=0)
+                assert report.deliveries == 1  # first's row, final, is gone
+                with pytest.raises(DeliveryNotFoundError):
+                    await rt.delivery_status(first.delivery_id)
+                mock_clock.jump(STORE_RETRY)  # the lane writes again
+                expected = "delivered" if move == "sent" else "unknown"
+                assert await first.wait() == expected
+                if later is not None:  # sent back (its claim was refused), then delivered
+                    assert await later.wait() == "delivered"
+
+
+STORE_RETRY = 60.0  # past the lane's backoff after a refused write (0.1 s doubling to 30 s)
+
