@@ -20,7 +20,8 @@ import trio
 import trio.testing
 
 import tidings
-from tidings.errors import DeliveryNotFoundError
+from tidings.errors import DeliveryNotFoundError, StoreError
+from tidings.store import queries
 from tidings.testing import MemoryRoute
 
 from ..real_time import fail_after_real
@@ -78,3 +79,40 @@ async def test_a_handle_whose_row_was_pruned_after_an_uncertain_write_resolves(
 
 STORE_RETRY = 60.0  # past the lane's backoff after a refused write (0.1 s doubling to 30 s)
 
+
+
+@pytest.mark.parametrize("move", ["sent", "failed"])
+async def test_a_refused_read_back_is_read_again_after_the_backoff(
+        db_path, workspace, autojump_clock, move) -> None:
+    """The read-back itself refused (a disk I/O error): the lane waits that out too and reads
+    the row again, so the handle still gets the row's durable state, not a wait for good."""
+    route = MemoryRoute(fail=ConnectionError("refused") if move == "failed" else None)
+    with fail_after_real(10):  # the hang guard (in real seconds: the writer is held)
+        async with tidings.open_runtime(db_path, workspace=workspace,
+                                        scan_interval=3600) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            route.stall()
+            async with rt.open_turn(session_id) as ctx:
+                first = await ctx.output.send_text("first")
+                await route.wait_attempted(1)
+                later = await ctx.output.send_text("second") if move == "sent" else None
+                async with uncertain_batch(rt) as batch:
+                    route.release()
+                    await batch.wait_handed()
+                    batch.answer_uncertain()
+                read, refused = rt.store.read, []
+
+                async def refusing(fn, *args):
+                    if fn is queries.delivery and not refused:
+                        refused.append(args)
+                        raise StoreError("disk I/O error")
+                    return await read(fn, *args)
+
+                rt.store.read = refusing
+                # A backoff after the refused write, another after the refused read.
+                assert await first.wait() == ("delivered" if move == "sent" else "failed")
+                rt.store.read = read
+                assert refused  # the read-back was refused once, and read again
+                if later is not None:
+                    assert await later.wait() == "delivered"
