@@ -433,8 +433,16 @@ class LaneWorker:
                 if isinstance(results, list) and results and results[-1].applied:
                     self.dispatcher.resolve(item, "unrouted")
 
-            await self._commit(lane, flushed, [(item, transition(
-                item.delivery_id, "unrouted", now=now))], ended=ended)
+            try:
+                await self._commit(lane, flushed, [(item, transition(
+                    item.delivery_id, "unrouted", now=now))], ended=ended)
+            except StoreError as exc:  # one the lane waits out (see _run): it may have
+                if not isinstance(exc, ConflictError | StoreClosedError):  # committed all the
+                    # same, and the lane reads back only ``queued`` rows: made its current,
+                    # unclaimed, the settle reads it (``unrouted``: resolved) or leaves it
+                    # ``queued`` for the refill, as after a claim the store refused.
+                    lane.current, lane.claimed = item, False
+                raise
             return None
         lane.current, lane.claimed = item, False
         degraded = _degradation(item, binding)

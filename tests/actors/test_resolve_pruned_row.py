@@ -116,3 +116,30 @@ async def test_a_refused_read_back_is_read_again_after_the_backoff(
                 assert refused  # the read-back was refused once, and read again
                 if later is not None:
                     assert await later.wait() == "delivered"
+
+
+async def test_an_unrouted_write_answered_uncertain_resolves_its_handle(
+        db_path, workspace, autojump_clock) -> None:
+    """A row its lane finds with no route is written ``unrouted``; that write answered "may or
+    may not have committed" although it committed left the handle unresolved for good: the
+    lane held no claim on the row (nothing to settle) and reads back only ``queued`` rows.
+    Now it reads the row back, as for a claim the store refused: ``"unrouted"``."""
+    route = MemoryRoute()
+    with fail_after_real(10):  # the hang guard (in real seconds: the writer is held)
+        async with tidings.open_runtime(db_path, workspace=workspace,
+                                        scan_interval=3600) as rt:
+            session_id = await rt.create_session(channel="web")
+            token = rt.router.bind(session_id, route)
+            route.stall()
+            async with rt.open_turn(session_id) as ctx:
+                zero = await ctx.output.send_text("zero")
+                await route.wait_attempted(1)
+                first = await ctx.output.send_text("first")  # queued behind "zero"
+                rt.router.unbind(token)  # "first" finds no route when its lane takes it
+                async with uncertain_batch(rt) as batch:
+                    route.release()  # zero's ``sent`` rides on first's ``unrouted`` write
+                    await batch.wait_handed()
+                    batch.answer_uncertain()
+                assert await zero.wait() == "delivered"
+                assert await first.wait() == "unrouted"
+            assert (await rt.delivery_status(first.delivery_id)).status == "unrouted"
