@@ -71,9 +71,13 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
         if record:
             # First: a cancel dies with its process anyway, but an id recorded after it
             # could be lost to a crash in between, and the platform's resend then cancelled
-            # the turn of a message sent since.
-            await channel.runtime.store.commit(list(record))
-        done = dispatch.cancel(conversation, "cancel_command")
+            # the turn of a message sent since. Under the lock: no message handled while
+            # the id is written starts a turn this /cancel then cancels.
+            async with directory.lock(conversation):
+                await channel.runtime.store.commit(list(record))
+                done = dispatch.cancel(conversation, "cancel_command")
+        else:
+            done = dispatch.cancel(conversation, "cancel_command")
         await channel.answer(conversation, session_id, CANCELLED if done else NOTHING_TO_CANCEL,
                              command=name)
         return

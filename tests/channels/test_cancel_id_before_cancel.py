@@ -12,10 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 
 import tidings
 from tidings.channels import ChannelConfig
 from tidings.errors import StoreError
+from tidings.testing import writer_gate
 
 from .conftest import GatedAgent, RecordingChannel
 
@@ -54,3 +57,34 @@ async def test_a_resent_cancel_after_a_crash_does_not_cancel_a_later_turn(
         agent.release()
         await channel.wait_idle()
     assert agent.cancelled_at == []
+
+
+async def test_a_message_sent_while_cancel_records_its_id_is_not_cancelled(rt) -> None:
+    """The id is written under the conversation's lock: a message handled while that write
+    is in flight waits, rather than start a turn that the ``/cancel`` before it cancels."""
+    agent = GatedAgent(block=False)
+    channel = RecordingChannel(rt, DEDUPE, agent=agent)
+    assert await channel.say("hello", message_id="m0") == "started"
+    await channel.wait_idle()
+    agent.block = True
+    outcomes: dict[str, str] = {}
+
+    async def say(text: str, message_id: str) -> None:
+        outcomes[text] = await channel.say(text, message_id=message_id)
+
+    async with trio.open_nursery() as nursery, writer_gate(rt.store) as gate:
+        nursery.start_soon(say, "/cancel", "m1")  # its id's write waits at the gate
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(say, "hi", "m2")
+        await trio.testing.wait_all_tasks_blocked()
+        gate.release()
+    assert outcomes == {"/cancel": "command", "hi": "started"}
+    answers = ("Nothing to cancel.", "Cancelled the running request.")
+    with trio.fail_after(10):
+        await channel.wait_for(lambda: any(text in answers for text in channel.notices()))
+    assert [text for text in channel.notices() if text in answers] == ["Nothing to cancel."]
+    with trio.fail_after(10):
+        await agent.wait_turns(2)  # "hi" reached the agent, not cancelled while it opened
+    agent.release()
+    await channel.wait_idle()
+    assert "cancelled" not in channel.types()
