@@ -8,8 +8,9 @@ connection while its first copy is still being handled waits for that one and is
 through ``handle_inbound`` (commands included) and, once it was accepted, its id is recorded,
 as one step that a kill of the connection cannot cut in two (a resend must be a duplicate);
 then the client gets ``accepted``. A message that became a turn has its id written in the
-commit that holds it (``GatewayChannel._accepted_ops``), so even a crash cannot keep one
-without the other.
+commit that holds it (``GatewayChannel._accepted_ops``), and a ``/new``, ``/clear`` or
+``/resume`` in the commit of its effect (``ChannelBase._command_ops``), so even a crash cannot
+keep one without the other; a ``/cancel`` has it written before it cancels.
 
 An ack confirms only deliveries of the connection's own conversation: ids this connection
 was sent (once each) or this gateway sent there are confirmed at once, for free; others are

@@ -33,7 +33,8 @@ def refuse_ids(conn: object) -> None:
 async def crash_while_handling(db_path: pathlib.Path, workspace: pathlib.Path, text: str,
                                message_id: str) -> None:
     """Handle *text* (id *message_id*) in a runtime whose write of the id fails, then stop
-    it: the database is left as a crash after the command's effect (before its id) leaves it."""
+    it: the database is left as a crash before the id's write leaves it (with the command's
+    effect, were that written apart)."""
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         channel = RecordingChannel(rt, DEDUPE, agent=GatedAgent(block=False))
         await rt.store.commit([Call(refuse_ids)])
