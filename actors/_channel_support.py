@@ -49,8 +49,9 @@ class ChannelSupport:
         previous session is left as it is (resumable).
 
         *also*, here and in :meth:`resume_conversation` and :meth:`forget_conversation`:
-        store ops written in the same transaction as the change (a channel's record of the
-        command's message id, so a crash keeps both or neither)."""
+        a list of store ops written in the same transaction as the change (a channel's record
+        of the command's message id, so a crash keeps both or neither); anything else is a
+        :class:`ValidationError` naming ``also``, before anything is written."""
         return await _conversations.new_session(self._rt, channel, conversation_key,
                                                 also=also)
 

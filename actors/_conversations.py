@@ -16,6 +16,7 @@ from tidings.actors._pipeline import new_id
 from tidings.actors._status import MAX_ID_CHARS, check_id, check_session_id
 from tidings.errors import SessionClosedError, SessionNotFoundError, ValidationError
 from tidings.store import (
+    Op,
     bind_conversation,
     forget_conversation,
     queries,
@@ -25,7 +26,6 @@ from tidings.store import (
 
 if TYPE_CHECKING:
     from tidings.actors._runtime import Runtime
-    from tidings.store import Op
 
 __all__ = ["MAX_CONVERSATION_KEY_CHARS", "conversation_session", "forget", "new_session",
            "resolve", "resume"]
@@ -45,6 +45,19 @@ def _check(channel: object, key: object, *, capped: bool = True) -> tuple[str, s
     return (check_id("channel", channel, max_chars=MAX_ID_CHARS if capped else None),
             check_id("conversation_key", key,
                      max_chars=MAX_CONVERSATION_KEY_CHARS if capped else None))
+
+
+def _ops(also: object) -> list[Op]:
+    """*also* as a list of store ops, or :class:`ValidationError` naming ``also`` (a lone op,
+    a string, anything that is not a collection of ops), checked before anything is
+    written: the store's own refusal named its ``ops``, an argument no caller passed."""
+    if isinstance(also, Op | str | bytes) or not isinstance(also, Sequence):
+        raise ValidationError("also", f"must be a list of store ops, got {also!r:.80}")
+    ops = list(also)
+    for op in ops:
+        if not isinstance(op, Op):
+            raise ValidationError("also", f"must hold store ops only, got {op!r:.80}")
+    return ops
 
 
 async def resolve(rt: Runtime, channel: str, key: str) -> tuple[str, bool]:
@@ -81,10 +94,11 @@ async def new_session(rt: Runtime, channel: str, key: str, *,
     return to it).
     """
     channel, key = _check(channel, key)
+    ops = _ops(also)
     rt.check_open()
     session_id = new_id("session")
     await rt.store.commit([bind_conversation(rt.core_id, channel, key, session_id,
-                                             now=rt.store.clock(), create=True), *also])
+                                             now=rt.store.clock(), create=True), *ops])
     return session_id
 
 
@@ -104,9 +118,10 @@ async def resume(rt: Runtime, channel: str, key: str, session_id: str, *,
     # the session must be the conversation's already: nothing new is stored, no cap
     channel, key = _check(channel, key, capped=False)
     check_session_id("session_id", session_id)  # an existing session's: not length-capped
+    ops = _ops(also)
     rt.check_open()
     outcome, *_ = await rt.store.commit([resume_conversation(
-        rt.core_id, channel, key, session_id, now=rt.store.clock()), *also])
+        rt.core_id, channel, key, session_id, now=rt.store.clock()), *ops])
     if outcome == "closed":
         raise SessionClosedError(f"session {session_id!r} was cleared; it cannot be resumed")
     if outcome != "resumed":
@@ -119,7 +134,8 @@ async def forget(rt: Runtime, channel: str, key: str, *,
     when the conversation had none). The next message starts a new session. Any length (a
     lookup: see :func:`_check`). *also* (store ops) is written in the same transaction."""
     channel, key = _check(channel, key, capped=False)
+    ops = _ops(also)
     rt.check_open()
     forgotten, *_ = await rt.store.commit([forget_conversation(rt.core_id, channel, key,
-                                                               now=rt.store.clock()), *also])
+                                                               now=rt.store.clock()), *ops])
     return forgotten
