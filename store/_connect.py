@@ -153,10 +153,14 @@ class WriterConnection(sqlite3.Connection):
 
 
 def connect_writer(path: pathlib.Path, synchronous: Synchronous = "FULL") -> sqlite3.Connection:
-    """Open the read-write connection (blocking: call it from a worker thread)."""
+    """Open the read-write connection (blocking: call it from a worker thread).
+
+    *path* is opened as an absolute file name: SQLite built to take URI file names (as
+    Debian's is) reads a relative ``file:x.db`` as a URI, and opened, made and migrated
+    ``./x.db`` instead of the file given."""
     if synchronous not in ("FULL", "NORMAL"):
         raise ValueError(f"synchronous: expected 'FULL' or 'NORMAL', got {synchronous!r}")
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+    conn = sqlite3.connect(os.path.abspath(path), isolation_level=None, check_same_thread=False,
                            cached_statements=512, factory=WriterConnection)
     try:
         conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")

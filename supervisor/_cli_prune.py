@@ -86,9 +86,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         say(err, f"tidings prune: {exc}")
         return 2
     try:
-        # Absolute: SQLite built to take URI file names (Debian's) read a relative
-        # 'file:x.db' as a URI, and pruned another file (./x.db, made for it).
-        report = prune_file(db.absolute(), cutoff, dry_run=args.dry_run)
+        report = prune_file(db, cutoff, dry_run=args.dry_run)
     except StoreError as exc:  # each names the file ("cannot prune ...", "not a tidings ...")
         say(err, f"tidings prune: {exc}")
         return 2

@@ -25,6 +25,8 @@ from tidings.store import _prune as prune_module
 from tidings.store._schema import MIGRATIONS
 from tidings.testing import MemoryRoute
 
+from ..database_template import fresh_database
+
 
 def _rows(db: pathlib.Path, sql: str, *params: object) -> list[tuple]:
     conn = sqlite3.connect(db)
@@ -326,3 +328,15 @@ def test_prune_file_refuses_a_file_sqlite_cannot_read_as_a_store_error(tmp_path,
     assert str(text) in str(caught.value)
     assert text.read_text() == "not a database\n"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_prune_file_of_a_relative_path_that_reads_as_a_uri_prunes_that_file(
+        tmp_path, monkeypatch) -> None:
+    # SQLite built to take URI file names (Debian's) read the relative 'file:tidings.db' as a
+    # URI: the schema check read the file given, then the write connection made another one,
+    # ./tidings.db, migrated it into a tidings database and pruned that.
+    given = fresh_database(tmp_path / "file:tidings.db")
+    monkeypatch.chdir(tmp_path)
+    assert prune_file(pathlib.Path("file:tidings.db"), cutoff=1_000.0) == PruneReport()
+    assert not (tmp_path / "tidings.db").exists()
+    assert _rows(given, "SELECT count(*) FROM process_epochs") == [(0,)]
