@@ -60,7 +60,9 @@ class ChildSlot:
         self.ready_at = 0.0
         self.delay = 0.0  # backoff before the next incarnation
         self.backoff: BackoffTimer | None = None
-        self.exit_owed = False  # its task ended, a group restart may run it again: on_exit waits
+        # on_exit not called yet: it is, once, when the child will never run again (its task
+        # ended for good, or it never had one: a start that never reached it, a stop first).
+        self.exit_owed = True
 
     def __repr__(self) -> str:
         return f"<ChildSlot {self.spec.name!r} {self.state} incarnation={self.incarnation}>"
@@ -325,23 +327,22 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
         if slot.state in ("starting", "running", "backoff"):  # not stopped, nor to restart
             slot.state = "exited"
         done.set()
+        # Else a group restart may run it again (it stopped for one, or failed into one):
+        # settle_exit calls on_exit if that restart never comes.
         if sup.strategy == "one_for_one" or slot.removed or not sup._live():
-            _tell_exit(sup, slot)  # it will never run again
-        else:  # a group restart may run it again (it stopped for one, or failed into one)
-            slot.exit_owed = True
+            settle_exit(sup, slot)  # it will never run again
     if starter is not None:  # stopped (no-op if it had been ready)
         starter.tell(StartResult(stopped=True))
 
 
 def settle_exit(sup: Supervisor, slot: ChildSlot) -> None:
-    """Its task ended awaiting a group restart that will not come (it was stopped, forgotten,
-    or its supervisor is stopping): call the ``on_exit`` owed since. Sync; a no-op otherwise.
-    """
-    if slot.exit_owed:
-        _tell_exit(sup, slot)
-
-
-def _tell_exit(sup: Supervisor, slot: ChildSlot) -> None:
+    """The child will never run again: call its ``on_exit`` unless it has been called, once
+    per child however many of the ways it can end for good come together (its task ended for
+    good; or it was stopped, forgotten, or its supervisor stops while its task had ended
+    awaiting a group restart, or before it ever had a task: the start never reached it, or it
+    was stopped first). Sync."""
+    if not slot.exit_owed:
+        return
     slot.exit_owed = False
     if slot.spec.on_exit is None:
         return

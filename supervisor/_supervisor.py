@@ -169,6 +169,8 @@ class Supervisor:
         try:
             result = await self._launch(slot)
         except BaseException:
+            if slot.done is None or not slot.done.is_set():  # its task never ran: refused,
+                slot.exit_owed = False  # as never added (no on_exit)
             self._forget(slot)
             raise
         if result.error is None and not result.stopped:
@@ -191,7 +193,9 @@ class Supervisor:
         except RuntimeError:
             # The nursery has closed: cancelled from outside, the supervisor skipped its
             # graceful stop and is not marked stopping yet (_finish runs once its task is
-            # back). It is stopping all the same: refused as then, nothing left registered.
+            # back). It is stopping all the same: refused as then, nothing left registered
+            # (and never added: no on_exit).
+            slot.exit_owed = False
             self._forget(slot)
             raise self._stopping_error(spec) from None
 
@@ -295,7 +299,6 @@ class Supervisor:
     async def _launch(self, slot: ChildSlot) -> StartResult:
         assert self._nursery is not None
         slot.scope, slot.done, slot.stopping = trio.CancelScope(), trio.Event(), False
-        slot.exit_owed = False  # it runs again: its next end for good tells on_exit
         result: StartResult = await self._nursery.start(run_child, self, slot,
                                                         name=self._task_name(slot))
         return result
