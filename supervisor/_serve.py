@@ -49,7 +49,13 @@ from tidings.supervisor._config import ServeConfig
 from tidings.supervisor._log import field
 from tidings.supervisor._serve_retention import retention_spec
 from tidings.supervisor._signals import StopControl
-from tidings.supervisor._token import TokenSource, create_token, existing_token, token_path
+from tidings.supervisor._token import (
+    TokenSource,
+    create_token,
+    existing_token,
+    token_key,
+    token_path,
+)
 
 __all__ = ["ServeFailed", "ServeInfo", "serve"]
 
@@ -130,8 +136,9 @@ async def serve(config: ServeConfig, control: StopControl, *,
             with control.on_immediate(starting.cancel):
                 rt = await _open_runtime(stack, config, db, token_file)
             opened.append(rt)
-            source = found or await trio.to_thread.run_sync(
-                create_token, token_file or token_path(config.db))
+            source = found or await trio.to_thread.run_sync(functools.partial(
+                create_token, token_file or token_path(config.db),
+                field=token_key(token_file)))
             if source.created:
                 log.info("event=token_created path=%s mode=0600", field(source.path))
             settings = config.gateway_config(source.token)

@@ -23,7 +23,8 @@ from tidings.errors import ConfigError
 from tidings.supervisor._log import field
 
 __all__ = ["MAX_TOKEN_FILE_BYTES", "MIN_TOKEN_LENGTH", "TokenSource", "create_token",
-           "existing_token", "is_token", "read_token_file", "resolve_token", "token_path"]
+           "existing_token", "is_token", "read_token_file", "resolve_token", "token_key",
+           "token_path"]
 
 log = logging.getLogger("tidings.serve")
 
@@ -98,7 +99,7 @@ def resolve_token(given: str | None, token_file: pathlib.Path | None,
     :class:`ConfigError`. ``tidings serve`` uses the two halves, :func:`existing_token` and
     :func:`create_token`, with the database opened in between."""
     return existing_token(given, token_file, db_path) or create_token(
-        token_file or token_path(db_path))
+        token_file or token_path(db_path), field=token_key(token_file))
 
 
 def existing_token(given: str | None, token_file: pathlib.Path | None,
@@ -109,8 +110,7 @@ def existing_token(given: str | None, token_file: pathlib.Path | None,
     if given is not None:
         return TokenSource(given, None)
     path = token_file or token_path(db_path)
-    # The default is beside the database: the user gave that path (--db / serve.db).
-    key = "serve.db" if token_file is None else "gateway.token_file"
+    key = token_key(token_file)
     try:
         exists = path.exists()
     except OSError as exc:  # not ENOENT: a name too long, a folder it may not search...
@@ -130,9 +130,16 @@ def existing_token(given: str | None, token_file: pathlib.Path | None,
     return None
 
 
-def create_token(path: pathlib.Path) -> TokenSource:
+def token_key(token_file: pathlib.Path | None) -> str:
+    """The setting a token file's refusal names: ``gateway.token_file``, or ``serve.db`` for
+    the default, which is beside the database (the user gave that path: ``--db``)."""
+    return "serve.db" if token_file is None else "gateway.token_file"
+
+
+def create_token(path: pathlib.Path, *, field: str = "gateway.token_file") -> TokenSource:
     """A new token written to *path* (0600, created exclusively: if another start made the
-    file first, its token is used). Blocking. Raises :class:`ConfigError`.
+    file first, its token is used). Blocking. Raises :class:`ConfigError` naming *field*
+    (:func:`token_key`).
 
     The token is written and synced in a temporary file beside *path*, which is then linked to
     *path* (``os.link`` fails if *path* exists): *path* never exists without its token. A file
@@ -145,7 +152,7 @@ def create_token(path: pathlib.Path) -> TokenSource:
         temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
-        raise ConfigError("gateway.token_file", f"cannot create {path}: {exc}") from None
+        raise ConfigError(field, f"cannot create {path}: {exc}") from None
     try:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as file:
@@ -153,13 +160,13 @@ def create_token(path: pathlib.Path) -> TokenSource:
                 file.flush()
                 os.fsync(file.fileno())
         except OSError as exc:  # a full disk...
-            raise ConfigError("gateway.token_file", f"cannot write {path}: {exc}") from None
+            raise ConfigError(field, f"cannot write {path}: {exc}") from None
         try:
             _publish(temporary, path)
         except FileExistsError:  # another start won the race: use its token
             return TokenSource(read_token_file(path), path)
         except OSError as exc:
-            raise ConfigError("gateway.token_file", f"cannot create {path}: {exc}") from None
+            raise ConfigError(field, f"cannot create {path}: {exc}") from None
     finally:
         with contextlib.suppress(OSError):
             temporary.unlink()

@@ -89,7 +89,8 @@ def test_a_token_that_cannot_be_written_leaves_no_file_behind(tmp_path, monkeypa
         patched.setattr(os, "fsync", disk_full)
         with pytest.raises(ConfigError, match="No space left on device") as caught:
             resolve_token(None, None, db)
-    assert caught.value.field == "gateway.token_file"
+    # The default is beside the database: the user gave that path (as a refused read says).
+    assert caught.value.field == "serve.db"
     assert os.listdir(tmp_path) == []  # neither the token file nor a temporary one
     assert resolve_token(None, None, db).created  # the next start makes it
 
@@ -192,3 +193,16 @@ def test_a_bad_token_file_beside_the_database_is_refused_naming_serve_db(tmp_pat
         resolve_token(None, None, db)
     assert caught.value.field == "serve.db"
     assert "x.db.token" in str(caught.value)
+
+
+def test_a_token_file_given_that_cannot_be_written_is_refused_naming_its_key(
+        tmp_path, monkeypatch) -> None:
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fsync", disk_full)
+        with pytest.raises(ConfigError, match="No space left on device") as caught:
+            resolve_token(None, tmp_path / "gateway.token", tmp_path / "tidings.db")
+    assert caught.value.field == "gateway.token_file"
+    assert os.listdir(tmp_path) == []

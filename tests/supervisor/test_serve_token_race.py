@@ -59,3 +59,21 @@ async def test_a_database_whose_folder_is_not_a_folder_is_refused_by_its_own_nam
                                           r"'s folder .* is not a writable directory"):
         await serve(config, StopControl())
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a-file"]
+
+
+async def test_a_default_token_file_that_cannot_be_written_is_refused_naming_the_database(
+        tmp_path, monkeypatch) -> None:
+    # The default is beside the database: a full disk as serve writes it names what the user
+    # gave (--db / serve.db), as a refused read of that file does, not a setting never set.
+    import os
+
+    from tidings.errors import ConfigError
+
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    config = load_config(db=str(tmp_path / "serve.db"), port=0, workspace=str(tmp_path))
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(ConfigError, match=r"^serve\.db: cannot write .*No space left"):
+        await serve(config, StopControl())
+    assert not token_path(tmp_path / "serve.db").exists()
