@@ -19,7 +19,11 @@ acknowledged sends, snapshots the database as the kill left it, restarts in-proc
 4. every ``unknown`` row was ``sending`` at the kill: it has a ``delivery.sending`` event from
    the killed process's epoch and no ``delivery.sent``;
 5. no row is delivered twice by the restarted route, and progress left queued is ``failed``
-   with ``stale_progress``, never replayed.
+   with ``stale_progress``, never replayed;
+6. each row ``sending`` at the kill is now ``unknown`` (the restart's route does not
+   reconcile), with exactly one ``delivery.unknown`` event and its attempt count kept;
+   every turn the kill left ``running`` is ``failed`` with the dead-turn error, and no turn
+   is left ``running``.
 
 Used by ``tests/recovery/test_crash_safety.py`` (a few kill points; many with ``--slow``) and
 ``bench/crash_harness.py --kills N``.
@@ -39,6 +43,9 @@ import attrs
 import trio
 
 __all__ = ["CrashFinding", "KillPointResult", "run_kill_point"]
+
+_DEAD_TURN = "the process stopped before it recorded how this turn ended"
+"""The error recovery gives a turn a dead process left ``running`` (README: the crash table)."""
 
 
 class CrashFinding(AssertionError):
@@ -155,14 +162,30 @@ async def _run_child_until(db: pathlib.Path, sent_file: pathlib.Path, sessions: 
     return acknowledged
 
 
-def _snapshot(db: pathlib.Path) -> tuple[dict[str, tuple[str, str]], int]:
-    """``delivery_id -> (outbox status, kind)`` as the kill left it, and the killed epoch."""
+def _snapshot(db: pathlib.Path) -> tuple[dict[str, tuple[str, str]], int, dict[str, int],
+                                        list[str]]:
+    """``delivery_id -> (outbox status, kind)`` as the kill left it, the killed epoch, the
+    attempts of each row and the turns left ``running``."""
     conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
     try:
         rows = {d: (s, k) for d, s, k in conn.execute(
             "SELECT delivery_id, status, kind FROM outbox")}
         epoch = conn.execute("SELECT MAX(epoch) FROM process_epochs").fetchone()[0]
-        return rows, int(epoch)
+        attempts = dict(conn.execute("SELECT delivery_id, attempts FROM outbox"))
+        running = [row[0] for row in conn.execute(
+            "SELECT turn_id FROM turns WHERE status = 'running'")]
+        return rows, int(epoch), attempts, running
+    finally:
+        conn.close()
+
+
+def _turns_and_attempts(db: pathlib.Path) -> tuple[dict[str, tuple[str, str | None]],
+                                                   dict[str, int]]:
+    """``turn_id -> (status, error)`` and ``delivery_id -> attempts`` after recovery."""
+    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        turns = {t: (s, e) for t, s, e in conn.execute("SELECT turn_id, status, error FROM turns")}
+        return turns, dict(conn.execute("SELECT delivery_id, attempts FROM outbox"))
     finally:
         conn.close()
 
@@ -236,10 +259,11 @@ async def run_kill_point(workdir: pathlib.Path, seed: int, *, sessions: int = 4,
     await trio.Path(workdir).mkdir(parents=True, exist_ok=True)
     db, sent_file = workdir / "crash.db", workdir / "platform.log"
     acknowledged = await _run_child_until(db, sent_file, sessions, seed, kill_after, writer)
-    at_kill, killed_epoch = _snapshot(db)
+    at_kill, killed_epoch, attempts_at_kill, running_at_kill = _snapshot(db)
     recorded = _recorded(sent_file)
     redelivered, counts = await _restart_and_recover(db)
     rows, events, sending_by = _final_state(db)
+    turns, attempts = _turns_and_attempts(db)
 
     def broken(promise: str, ids: object) -> CrashFinding:
         return CrashFinding(f"seed {seed} (kill after {kill_after} sends): {promise}: {ids}")
@@ -271,6 +295,23 @@ async def run_kill_point(workdir: pathlib.Path, seed: int, *, sessions: int = 4,
                          delivery_id)
         if events[(delivery_id, "delivery.sent")]:
             raise broken("an unknown row also recorded sent", delivery_id)
+    for delivery_id, (status, _) in at_kill.items():
+        if status != "sending":
+            continue
+        if rows[delivery_id][0] != "unknown":
+            raise broken("a row sending at the kill is not unknown", delivery_id)
+        if events[(delivery_id, "delivery.unknown")] != 1:
+            raise broken("an unknown row has not exactly one delivery.unknown event",
+                         (delivery_id, events[(delivery_id, "delivery.unknown")]))
+        if attempts[delivery_id] != attempts_at_kill[delivery_id]:
+            raise broken("recovery changed the attempts of a row it made unknown",
+                         (delivery_id, attempts_at_kill[delivery_id], attempts[delivery_id]))
+    still_running = [t for t, (s, _) in turns.items() if s == "running"]
+    if still_running:
+        raise broken("turns left running after recovery", still_running)
+    cut = {t: turns[t] for t in running_at_kill if turns[t] != ("failed", _DEAD_TURN)}
+    if cut:
+        raise broken("turns the kill left running did not end failed as dead turns", cut)
     stale = [d for d, (s, k) in at_kill.items() if s == "queued" and k == "progress"]
     replayed = [d for d in stale if rows[d][0] != "failed" or rows[d][2] != "stale_progress"]
     if replayed or set(stale) & set(redelivered):
