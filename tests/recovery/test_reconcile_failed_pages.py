@@ -1,0 +1,59 @@
+"""A reconcile that fails on a session's first page is not asked the later pages in that pass.
+
+README ("What happens when it crashes"): "After an exception, a timeout or an answer that is
+not a mapping, the session's later pages of ``unknown`` rows wait for that scan too". The
+timeout is pinned in ``test_reconcile.py``; these pin the other failures, each leaving every
+row ``unknown`` for the next pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+import tidings
+
+
+class _RaisingMapping(Mapping[str, Any]):
+    """A mapping whose every read raises: a route bug, not a scanner crash."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("cannot read")
+
+    def __iter__(self) -> Any:
+        raise RuntimeError("cannot read")
+
+    def __len__(self) -> int:
+        return 1
+
+
+@pytest.mark.parametrize("failure", ["raises", "not a mapping", "a mapping that raises"])
+async def test_a_reconcile_that_fails_is_not_asked_the_sessions_next_pages(
+        db_path, workspace, reconciling_route, failure) -> None:
+    route = reconciling_route(ack_window=5)
+    answer: Any = {"raises": None, "not a mapping": ["sent"],
+                   "a mapping that raises": _RaisingMapping()}[failure]
+    async with tidings.open_runtime(db_path, workspace=workspace, scan_interval=3600) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, route)
+        async with rt.open_turn(session_id) as ctx:
+            for i in range(5):
+                await ctx.output.send_text(f"m{i}")
+        await route.wait_delivered(5)
+        unknown = await rt.abandon_unacked(session_id)
+        rt.scanner.batch = 2
+        if failure == "raises":
+            route.error = ConnectionError("platform down")
+        else:
+            async def reconcile(delivery_ids: list[str]) -> Any:
+                route.asked.append(list(delivery_ids))
+                return answer
+
+            route.reconcile = reconcile  # type: ignore[method-assign]
+        report = await rt.scanner.reconcile([session_id])
+        statuses = [(await rt.delivery_status(i)).status for i in unknown]
+    assert route.asked == [unknown[:2]]  # the first page only
+    assert (report.undecided, report.reconciled_sent, report.requeued) == (2, 0, 0)
+    assert statuses == ["unknown"] * 5
