@@ -11,6 +11,7 @@ import trio
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
 from tidings.channels._presses import check_press_id, presses_key
+from tidings.store import acking
 
 if TYPE_CHECKING:
     from tidings.channels._config import ChannelConfig
@@ -67,7 +68,10 @@ class StopButton:
         platform's id of the press as *press_id* (a Telegram ``callback_query.id``): a press
         id already seen in the conversation (also before a restart, until a prune drops it
         with the client message ids) cancels nothing and returns what its first press
-        returned; a twin still being handled is waited for first. Press ids are kept apart
+        returned; a twin still being handled is waited for first. The id is written before
+        the press cancels (see :meth:`_press`): a repeat of a press that never returned (its
+        process died, or it raised :class:`~tidings.errors.StoreError`, after it cancelled) returns
+        ``"nothing"``, and cancels no request of a message sent since. Press ids are kept apart
         from message ids (an equal message id is no repeat), and are remembered whatever
         ``config.dedupe_message_ids`` says. A refused press is not remembered.
 
@@ -87,20 +91,43 @@ class StopButton:
         conversation = self.conversation_for(inbound)
         if press is None:
             return await self._cancel_turn(conversation)
+        return await self._press(conversation, press)
+
+    async def _press(self, conversation: Conversation, press: str) -> CancelOutcome:
+        """:meth:`cancel_turn` with a press id, for an allowed sender in *conversation*.
+
+        The id is recorded before the cancel, as ``nothing``, and set to ``cancelled`` after
+        it if it cancelled: recorded after, a crash in between left the id unknown, and the
+        platform's resend (it got no answer) cancelled the turn of a message sent since. A
+        crash between the two writes leaves ``nothing``, the resend's right answer: the turn
+        the press cancelled died with the process anyway. The read, the first write and the
+        cancel run under the conversation's lock, which a message takes to start its turn: a
+        message handled meanwhile does not start a turn the press, sent before it, cancels."""
         rt, name, key = self.runtime, self.config.name, presses_key(conversation.key)
         async with self._handling_ids.handling((key, press)):
-            recorded = await rt.client_message_outcome(name, key, press)
-            if recorded is not None:
-                await self._hand_back_if_due(conversation)  # it spoke all the same
-                return "cancelled" if recorded == "cancelled" else "nothing"
-            outcome = await self._cancel_turn(conversation)
-            # Bounded (one store request), and not to be cut off once a request is cancelled:
-            # unrecorded, a retry of this press would cancel the next one.
+            # The conversation spoke, a repeat too: its rows left unrouted go out first (the
+            # hand-back takes the lock), as before /cancel.
+            await self._hand_back_if_due(conversation)
+            async with self.directory.lock(conversation):
+                recorded = await rt.client_message_outcome(name, key, press)
+                if recorded is not None:
+                    return "cancelled" if recorded == "cancelled" else "nothing"
+                # Bounded (one store request), and not cut off once the id is being written:
+                # it may commit all the same, and a retry of the press would then find it
+                # "nothing" while the turn it was to stop runs on.
+                session_id = self.directory.cached(conversation)
+                with trio.CancelScope(shield=True):
+                    await rt.remember_client_message(name, key, press, session_id=session_id,
+                                                     outcome="nothing")
+                    cancelled = self.dispatch.cancel(conversation, "cancel_command")
+            if not cancelled:
+                return "nothing"
+            # Bounded too, and not to be cut off once a request is cancelled: a retry of the
+            # press answers what the record says.
             with trio.CancelScope(shield=True):
-                await rt.remember_client_message(name, key, press,
-                                                 session_id=self.directory.cached(conversation),
-                                                 outcome=outcome)
-            return outcome
+                await rt.store.commit([acking.settle_client_message(
+                    rt.core_id, name, key, press, provisional="nothing", outcome="cancelled")])
+            return "cancelled"
 
     async def _cancel_turn(self, conversation: Conversation) -> CancelOutcome:
         """:meth:`cancel_turn` for an allowed sender in *conversation*: hand back, then cancel

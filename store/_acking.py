@@ -16,8 +16,8 @@ from tidings.store._records import OutboxRow, rows_within
 
 __all__ = ["client_message", "conversation_deliveries", "ids_through", "last_handed_seq",
            "remember_client_message", "remember_command_message", "rows_after",
-           "session_deliveries", "session_last_seq", "unknown_progress_after",
-           "unrouted_sessions"]
+           "session_deliveries", "session_last_seq", "settle_client_message",
+           "unknown_progress_after", "unrouted_sessions"]
 
 
 def ids_through(conn: sqlite3.Connection, session_id: str, seq: int,
@@ -169,5 +169,23 @@ def remember_command_message(core_id: str, channel: str, conversation_key: str,
             "AND conversation_key = ?), ?, ?)",
             (core_id, channel, conversation_key, client_id, core_id, channel,
              conversation_key, outcome, now))
+        return cursor.rowcount == 1
+    return Call(run)
+
+
+def settle_client_message(core_id: str, channel: str, conversation_key: str, client_id: str,
+                          *, provisional: str, outcome: str) -> Call:
+    """A :class:`Call` op replacing the *provisional* outcome of a client message id with
+    *outcome*, known only once the id's effect has run (a stop-button press is recorded
+    before it cancels, so a crash in between cannot leave the id unknown).
+
+    Result: True if it changed now, False if the id is unknown or its outcome is not
+    *provisional* (nothing changes).
+    """
+    def run(conn: sqlite3.Connection) -> bool:
+        cursor = conn.execute(
+            "UPDATE client_messages SET outcome = ? WHERE core_id = ? AND channel = ? "
+            "AND conversation_key = ? AND client_id = ? AND outcome = ?",
+            (outcome, core_id, channel, conversation_key, client_id, provisional))
         return cursor.rowcount == 1
     return Call(run)
