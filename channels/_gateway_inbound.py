@@ -76,13 +76,25 @@ async def on_frame(gateway: GatewayChannel, conn: Connection, frame: ClientFrame
 
 async def _sync(gateway: GatewayChannel, conn: Connection, frame: Sync) -> None:
     conversation = conn.conversation
-    session_id = frame.session_id or gateway.directory.cached(conversation) or conn.session_id
+    session_id = frame.session_id or _current(gateway, conn, "sync")
     if frame.session_id is not None and not await gateway.owns(conversation, session_id):
         raise FrameError("bad_field", "sync.session_id: not a session of this conversation",
                          field="session_id")  # no delivery named: not unknown_delivery
     # The seq a client can reach: a history-only or failed row is never handed to it.
     conn.push({"type": "synced", "session_id": session_id,
                "last_seq": await gateway.runtime.last_handed_seq(session_id)})
+
+
+def _current(gateway: GatewayChannel, conn: Connection, kind: str) -> str:
+    """The conversation's current session, for a frame that names none. After ``/clear`` it
+    has none: refused, not guessed (the session of the hello, say, an older one after a
+    ``/new``, whose rows an ``ack`` by seq would confirm though the client meant others)."""
+    session_id = gateway.directory.cached(conn.conversation)
+    if session_id is None:
+        raise FrameError("missing_field", f"{kind}.session_id: the conversation has no "
+                                          "current session (after /clear): name one",
+                         field="session_id")
+    return session_id
 
 
 def _settle(gateway: GatewayChannel, conn: Connection, frame: Answer | Approval) -> None:
@@ -155,8 +167,7 @@ async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
     channel = gateway.config.name
     if frame.delivery_ids is None:
         assert frame.up_to_seq is not None
-        session_id = frame.session_id or gateway.directory.cached(conversation) \
-            or conn.session_id
+        session_id = frame.session_id or _current(gateway, conn, "ack")
         # Free only when it acks what this connection was sent (then the session is one of
         # its conversation's); otherwise it is a store read like any other frame's work.
         if not conn.take_ack_through(session_id, frame.up_to_seq):
