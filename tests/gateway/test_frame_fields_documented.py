@@ -1,0 +1,67 @@
+"""The server frames carry exactly the fields README's "The websocket protocol (version 1)"
+lists, with its defaults: a client written from the README reads these names. Each test fails
+when a field is renamed, dropped or added without the README."""
+
+from __future__ import annotations
+
+import trio
+
+from tidings.channels import EchoAgent
+
+
+async def test_welcome_has_the_documented_fields_and_defaults(
+        rt, serve_gateway, connect) -> None:
+    async with serve_gateway(rt) as (_gateway, url), connect(url, "fields") as client:
+        welcome = client.welcome
+    assert welcome == {"type": "welcome", "protocol": 1, "conversation": "fields",
+                       "session_id": client.session_id, "last_seq": 0, "heartbeat_s": 20,
+                       "max_frame_bytes": 65536, "ack_window": 32, "rate": 20.0,
+                       "burst": 60, "replay": False}
+
+
+async def test_a_turn_s_frames_have_the_documented_fields(
+        rt, serve_gateway, connect, is_frame) -> None:
+    async with serve_gateway(rt, agent=EchoAgent()) as (_gateway, url), \
+            connect(url, "fields") as client:
+        message_id = await client.message("hello there")
+        with trio.fail_after(20):
+            frames = await client.receive_until(is_frame("delivery", kind="message"))
+            frames += await client.receive_until(is_frame("lifecycle", event="completed"))
+    by_type: dict[str, list[dict]] = {}
+    for frame in frames:
+        by_type.setdefault(frame["type"], []).append(frame)
+    assert by_type["accepted"] == [{"type": "accepted", "id": message_id,
+                                    "outcome": "started"}]
+    [delivery] = by_type["delivery"]
+    assert set(delivery) == {"type", "session_id", "seq", "delivery_id", "kind", "text",
+                             "blocks"}
+    assert (delivery["session_id"], delivery["seq"], delivery["text"]) == (
+        client.session_id, 1, "hello there")
+    events = [(frame["event"], set(frame)) for frame in by_type["lifecycle"]]
+    base = {"type", "event", "session_id", "message_id"}
+    assert events[0] == ("started", base)
+    assert events[-1] == ("completed", base)
+    assert {event for event, _ in events[1:-1]} == {"text_chunk"}
+    assert all(keys == base | {"chunk"} for _, keys in events[1:-1])
+    assert all(frame["message_id"] == message_id for frame in by_type["lifecycle"])
+
+
+async def test_command_answers_name_the_command(rt, serve_gateway, connect, is_frame) -> None:
+    """A command answer is a notice delivery with ``command``; with no session (after
+    ``/clear``) an ephemeral ``{"type": "notice", "text", "command"}``."""
+    async with serve_gateway(rt) as (_gateway, url), connect(url, "fields") as client:
+        with trio.fail_after(20):
+            await client.message("/clear")
+            [*_, cleared] = await client.receive_until(is_frame("delivery"))
+            await client.message("/help")
+            [*_, helped] = await client.receive_until(is_frame("notice"))
+            await client.sync(client.session_id)
+            [*_, synced] = await client.receive_until(is_frame("synced"))
+    assert cleared["kind"] == "notice"
+    assert cleared["command"] == "clear"
+    assert set(cleared) == {"type", "session_id", "seq", "delivery_id", "kind", "text",
+                            "blocks", "command"}
+    assert set(helped) == {"type", "text", "command"}
+    assert helped["command"] == "help"
+    assert synced == {"type": "synced", "session_id": client.session_id,
+                      "last_seq": cleared["seq"]}
