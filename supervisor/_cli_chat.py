@@ -32,9 +32,9 @@ import functools
 import logging
 import os
 import pathlib
-import signal
 import sqlite3
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import trio
@@ -68,10 +68,13 @@ _SENDER = "you"
 DEFAULT_DB = "tidings-local.db"
 """Not ``tidings.db``: a local chat must not recover (and so disturb) a running server's rows."""
 
-_ENDING = tuple(signum for signum in _chat_ws.ENDING if signum != signal.SIGINT)
+_ENDING = _chat_ws.ENDING
 """The signals that end the local chat as a cancel, its runtime then closing: the websocket
-chat's but Ctrl-C, which is trio's ``KeyboardInterrupt`` here (SIGTERM, and SIGHUP as
-``tidings serve`` stops on it; each unless ignored, ``nohup``)."""
+chat's (Ctrl-C, SIGTERM, and SIGHUP as ``tidings serve`` stops on it; each unless ignored,
+``nohup``). Ctrl-C was trio's ``KeyboardInterrupt``, raised wherever it landed: in the
+agent's own code (a busy agent) it ended the turn ``failed: KeyboardInterrupt`` instead of
+the stop's ``shutdown``. While the chat still loads (before its run), it is that still: exit
+130."""
 
 _FLAGS = {"db_path": "--db", "workspace": "--workspace"}
 """``open_runtime``'s parameters that are options of ``tidings chat --local``."""
@@ -205,7 +208,10 @@ def run(args: argparse.Namespace) -> int:
         say(sys.stderr, f"tidings chat: --conversation: {refused}")
         return 2
     try:
-        lost, signalled = trio.run(_chat_local, args, config, agent)
+        # Which signals to listen for is read before the run: in it, SIGINT has trio's
+        # handler, no longer Python's default (see _chat_ws.ending_signals).
+        lost, signalled = trio.run(_chat_local, args, config, agent,
+                                   _chat_ws.ending_signals(*_ENDING))
     except DatabaseInUseError as exc:  # a running server's (or prune's): as they exit
         say(sys.stderr, f"tidings chat: {exc}")
         return EXIT_IN_USE
@@ -285,11 +291,11 @@ def _conversation_refused(config: ChannelConfig, name: str) -> str | None:
             f"of {MAX_CONVERSATION_KEY_CHARS}")
 
 
-async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
-                      agent: Any) -> tuple[OSError | None, int | None]:
+async def _chat_local(args: argparse.Namespace, config: ChannelConfig, agent: Any,
+                      signals: Mapping[int, int]) -> tuple[OSError | None, int | None]:
     """Chat until the end of input; the stdout error that ended it early, if one did, and the
-    exit code of a SIGTERM or SIGHUP that did (see :data:`_ENDING`: it cancels the chat, the
-    runtime then closes: a running turn gets its grace)."""
+    exit code of a Ctrl-C, SIGTERM or SIGHUP that did (see :data:`_ENDING`: it cancels the
+    chat, the runtime then closes: a running turn gets its grace)."""
     # The config file may hold gateway.token: private, as tidings serve makes it.
     private = () if args.config is None else (args.config,)
     async with tidings.open_runtime(args.db, workspace=args.workspace,
@@ -312,8 +318,7 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig,
             # blocked in stdin's buffered reader: CPython aborts at exit on its lock.
             lines = input_lines(prompt, max_line_bytes=_message_limit)
             signalled = await _chat_ws.until_signalled(
-                functools.partial(channel.chat, lines, one_at_a_time=not interactive),
-                _chat_ws.ending_signals(*_ENDING))
+                functools.partial(channel.chat, lines, one_at_a_time=not interactive), signals)
         finally:
             channel.close()
     return channel.output_error, signalled
