@@ -122,7 +122,7 @@ def help_text() -> str:
         "Commands:",
         "/help - show this help",
         "/who - this channel's identity, memory namespace and session",
-        "/status - session state, access policy, identity and memory mode",
+        "/status - session state, access policy, identity, memory and dispatch mode",
         "/cancel - cancel the running request",
         "/clear - end this conversation's session (alias: /reset)",
         "/new - start a fresh session",
