@@ -14,7 +14,9 @@ would, except that the row whose claim did not commit goes back to ``queued``, n
 the message was not at fault; so does a claimed row whose platform I/O had not begun (the
 store refused a write handing it to a newly bound route, or sending it back), not
 ``unknown``. Before, a full disk made every lane crash and restart in a tight loop until the
-supervisors gave up and the runtime stopped.
+supervisors gave up and the runtime stopped. A refusal while stopping (the one more try a stop
+makes) ends the incarnation without a crash (``event=lane_store_error_at_stop``): what it could
+not write is left as after any stop.
 """
 
 from __future__ import annotations
@@ -110,9 +112,16 @@ class LaneWorker:
                 return
             except StoreError as exc:
                 # A conflict is a bug, a closed store a stop: those end the incarnation.
-                if isinstance(exc, ConflictError | StoreClosedError) \
-                        or self.dispatcher.stopping:
+                if isinstance(exc, ConflictError | StoreClosedError):
                     raise
+                if self.dispatcher.stopping:
+                    # That was the one more try a stop makes. What it could not write is left
+                    # as after any stop (queued rows queued, a delivered row ``sending``): the
+                    # incarnation ends, not crashes. Raised, the supervisor restarted it, its
+                    # settle was refused again, and so on until ``routes`` gave up.
+                    log.warning("event=lane_store_error_at_stop session=%s error=%s",
+                                field(lane.session_id), field(describe_error(exc, 300)))
+                    return
                 error = exc
             timer = timer or BackoffTimer(STORE_BACKOFF)
             delay = timer.next_delay(trio.current_time() - started)
