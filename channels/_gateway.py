@@ -57,10 +57,10 @@ from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
-from tidings.errors import SessionNotFoundError, TidingsError
+from tidings.errors import ConfigError, SessionNotFoundError, TidingsError
 from tidings.supervisor._log import field
 
-__all__ = ["FrameTooBig", "GatewayChannel", "StaleProgress"]
+__all__ = ["FrameTooBig", "GatewayChannel", "StaleProgress", "check_gateway_channel_config"]
 
 log = logging.getLogger("tidings.gateway")
 
@@ -84,6 +84,17 @@ class FrameTooBig(TidingsError):
     (its connection would close ``1009`` at every replay), so the delivery fails."""
 
 
+def check_gateway_channel_config(config: ChannelConfig) -> None:
+    """Refuse a channel config the gateway cannot honour, naming the field: its conversations
+    are client NAMEs, one session each, shared by every client that says it, so a
+    ``session_scope`` of ``sender`` (a session per client) would be silently ignored.
+    ``tidings serve`` calls it when it reads its config, before it makes anything."""
+    if config.session_scope != "chat":
+        raise ConfigError(f"channels.{config.name}.session_scope",
+                          f"the gateway has one session per conversation NAME, shared by its "
+                          f"clients: only 'chat' is taken, got {config.session_scope!r}")
+
+
 class GatewayChannel(ChannelBase):
     """The websocket gateway channel (see the module docstring).
 
@@ -97,7 +108,9 @@ class GatewayChannel(ChannelBase):
 
     def __init__(self, runtime: Any, settings: GatewayConfig, config: ChannelConfig | None = None,
                  agent: Agent | None = None) -> None:
-        super().__init__(runtime, config or ChannelConfig("gateway"), agent)
+        config = config or ChannelConfig("gateway")
+        check_gateway_channel_config(config)
+        super().__init__(runtime, config, agent)
         self.settings = settings
         self.ack_window = settings.ack_window
         self.hubs: dict[str, Hub] = {}

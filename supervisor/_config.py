@@ -33,6 +33,7 @@ from typing import Any
 import attrs
 
 from tidings.channels import ChannelConfig, GatewayConfig
+from tidings.channels._gateway import check_gateway_channel_config
 from tidings.channels._gateway_config import GATEWAY_KEYS
 from tidings.channels._loader import split_import_path
 from tidings.errors import ConfigError
@@ -257,6 +258,7 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     # Checked now, though only the gateway's is served; each once (one's warnings said once).
     checked = {name: _channel_config(name, table) for name, table in channels.items()}
     channel = checked.get("gateway") or _channel_config("gateway", {})
+    check_gateway_channel_config(channel)  # the gateway honours not every channel setting
     # Every value the file gives is checked, also one a flag replaces: taken while the flag
     # hid it, it was refused at the first start without the flag.
     _checked(serve, gateway, logging_, supervisor, channel=channel, keep=keep,
