@@ -104,6 +104,7 @@ class SessionDirectory:
         self._in_use = in_use
         self._forgotten = forgotten
         self._current: dict[str, str] = {}
+        self._cleared: dict[str, str] = {}  # conversation key -> the session /clear left
         self._conversations: dict[str, Conversation] = {}
         self._tokens: dict[str, BindToken] = {}
         self._keys: dict[str, set[str]] = {}  # conversation key -> its sessions held here
@@ -125,6 +126,11 @@ class SessionDirectory:
     def cached(self, conversation: Conversation) -> str | None:
         """The conversation's session as last seen here (no store access)."""
         return self._current.get(conversation.key)
+
+    def latest(self, conversation: Conversation) -> str | None:
+        """The conversation's session as last seen here or, from a ``/clear`` until its next
+        session, the one it cleared: where its newest rows are (no store access)."""
+        return self._current.get(conversation.key) or self._cleared.get(conversation.key)
 
     async def resolve(self, conversation: Conversation) -> tuple[str, bool]:
         """The conversation's session, created if it has none; the channel is bound as its
@@ -192,6 +198,7 @@ class SessionDirectory:
         self._current.pop(conversation.key, None)
         old = await self._rt.forget_conversation(self._name, conversation.key, also=also)
         if old is not None:
+            self._cleared[conversation.key] = old
             self.attach(conversation, old)
         return old
 
@@ -223,6 +230,7 @@ class SessionDirectory:
     def _switch(self, conversation: Conversation, session_id: str) -> None:
         previous = self._current.get(conversation.key)
         self._current[conversation.key] = session_id
+        self._cleared.pop(conversation.key, None)
         self._hold(conversation, session_id)
         self._bind(session_id)
         if previous != session_id:

@@ -86,14 +86,15 @@ async def _sync(gateway: GatewayChannel, conn: Connection, frame: Sync) -> None:
 
 
 def _current(gateway: GatewayChannel, conn: Connection, kind: str) -> str:
-    """The conversation's current session, for a frame that names none. After ``/clear`` it
-    has none: refused, not guessed (the session of the hello, say, an older one after a
-    ``/new``, whose rows an ``ack`` by seq would confirm though the client meant others)."""
-    session_id = gateway.directory.cached(conn.conversation)
+    """The conversation's current session, for a frame that names none; from a ``/clear``
+    until its next session, the one it cleared (where its newest rows are). Never the
+    session the connection said hello in: after ``/new`` and ``/clear`` an older one, whose
+    rows an ``ack`` by seq confirmed though the client meant others. None known here (a
+    session switch that failed midway): refused, not guessed."""
+    session_id = gateway.directory.latest(conn.conversation)
     if session_id is None:
-        raise FrameError("missing_field", f"{kind}.session_id: the conversation has no "
-                                          "current session (after /clear): name one",
-                         field="session_id")
+        raise FrameError("missing_field", f"{kind}.session_id: the conversation's session "
+                                          "is not known here: name one", field="session_id")
     return session_id
 
 
