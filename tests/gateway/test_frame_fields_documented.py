@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import trio
 
-from tidings.channels import EchoAgent
+from tidings.channels import ChannelConfig, EchoAgent, GatewayChannel, GatewayConfig
+
+from .conftest import TOKEN
 
 
 async def test_welcome_has_the_documented_fields_and_defaults(
@@ -65,3 +67,22 @@ async def test_command_answers_name_the_command(rt, serve_gateway, connect, is_f
     assert helped["command"] == "help"
     assert synced == {"type": "synced", "session_id": client.session_id,
                       "last_seq": cleared["seq"]}
+
+
+async def test_a_refused_message_gets_an_ephemeral_notice_then_refused(
+        rt, connect, is_frame) -> None:
+    gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, port=0),
+                             ChannelConfig("gateway", access=["alice"]))
+    try:
+        async with gateway.serving() as port, \
+                connect(f"ws://127.0.0.1:{port}", "fields", client="mallory") as client:
+            message_id = await client.message("hi")
+            with trio.fail_after(20):
+                frames = await client.receive_until(is_frame("accepted"))
+    finally:
+        with trio.CancelScope(shield=True):
+            await gateway.aclose()
+    assert frames[-2:] == [
+        {"type": "notice", "text": "Sorry, you are not allowed to use this channel.",
+         "command": None},
+        {"type": "accepted", "id": message_id, "outcome": "refused"}]
