@@ -114,23 +114,23 @@ class LaneWorker:
                 # A conflict is a bug, a closed store a stop: those end the incarnation.
                 if isinstance(exc, ConflictError | StoreClosedError):
                     raise
-                if self.dispatcher.stopping:
-                    # That was the one more try a stop makes. What it could not write is left
-                    # as after any stop (queued rows queued, a delivered row ``sending``): the
-                    # incarnation ends, not crashes. Raised, the supervisor restarted it, its
-                    # settle was refused again, and so on until ``routes`` gave up.
-                    log.warning("event=lane_store_error_at_stop session=%s error=%s",
-                                field(lane.session_id), field(describe_error(exc, 300)))
-                    return
                 error = exc
-            timer = timer or BackoffTimer(STORE_BACKOFF)
-            delay = timer.next_delay(trio.current_time() - started)
-            log.warning("event=lane_store_error session=%s retry_in=%.2f error=%s",
-                        field(lane.session_id), delay, field(describe_error(error, 300)))
             if lane.current is not None and not lane.claimed:
                 lane.unclaimed = True  # its claim did not commit (or may not have)
             lane.delivering, lane.waiting = False, False
             lane.forget_memory()  # as after a crash: what is in memory is read again
+            if self.dispatcher.stopping:
+                # That was the one more try a stop makes. What it could not write is left as
+                # after any stop (queued rows queued, a delivered row ``sending``): the
+                # incarnation ends, not crashes. Raised, the supervisor restarted it, its
+                # settle was refused again, and so on until ``routes`` gave up.
+                log.warning("event=lane_store_error_at_stop session=%s error=%s",
+                            field(lane.session_id), field(describe_error(error, 300)))
+                return
+            timer = timer or BackoffTimer(STORE_BACKOFF)
+            delay = timer.next_delay(trio.current_time() - started)
+            log.warning("event=lane_store_error session=%s retry_in=%.2f error=%s",
+                        field(lane.session_id), delay, field(describe_error(error, 300)))
             with trio.CancelScope() as lane.holding:  # stop() ends the wait, not the lane
                 await trio.sleep(delay)
             lane.holding = None
