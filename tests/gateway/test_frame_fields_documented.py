@@ -26,9 +26,15 @@ async def test_a_turn_s_frames_have_the_documented_fields(
     async with serve_gateway(rt, agent=EchoAgent()) as (_gateway, url), \
             connect(url, "fields") as client:
         message_id = await client.message("hello there")
+        seen: list[dict] = []
+
+        def both(frame: dict) -> bool:  # the reply and the end, in either order
+            seen.append(frame)
+            return (any(is_frame("delivery", kind="message")(f) for f in seen)
+                    and any(is_frame("lifecycle", event="completed")(f) for f in seen))
+
         with trio.fail_after(20):
-            frames = await client.receive_until(is_frame("delivery", kind="message"))
-            frames += await client.receive_until(is_frame("lifecycle", event="completed"))
+            frames = await client.receive_until(both)
     by_type: dict[str, list[dict]] = {}
     for frame in frames:
         by_type.setdefault(frame["type"], []).append(frame)
