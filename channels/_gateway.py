@@ -476,8 +476,7 @@ class GatewayChannel(ChannelBase):
     def _join(self, ws: WebSocketConnection, admission: Admission, remote: str) -> Connection:
         conversation = admission.conversation
         conn = Connection(ws, self.settings, conversation=conversation,
-                          client=admission.hello.client or "client",
-                          session_id=admission.session_id)
+                          client=admission.hello.client or "client")
         for session_id in (admission.session_id, *(sid for sid, _ in admission.plan)):
             # Not one the directory forgot since the hello bound it (another client's /new
             # meanwhile): nothing of it is in hand, and its entry would never be dropped.

@@ -127,9 +127,8 @@ class Connection:
     """One authenticated client (after its hello) of one conversation."""
 
     def __init__(self, ws: WebSocketConnection, settings: GatewayConfig, *,
-                 conversation: Conversation, client: str, session_id: str) -> None:
+                 conversation: Conversation, client: str) -> None:
         self.id = next(_ids)
-        self.session_id = session_id  # the conversation's session when it said hello
         self.ws = ws
         self.settings = settings
         self.conversation = conversation

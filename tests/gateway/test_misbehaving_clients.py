@@ -146,7 +146,7 @@ async def test_a_client_that_does_not_read_is_closed_4009_without_blocking_anyon
         autojump_clock) -> None:
     settings = GatewayConfig(token="t" * 16, max_backlog=16)
     conn = Connection(_StuckSocket(), settings, conversation=Conversation("k", "alpha"),
-                      client="c", session_id="s")
+                      client="c")
 
     async def no_replay(_conn: Connection) -> None:
         await trio.lowlevel.checkpoint()
