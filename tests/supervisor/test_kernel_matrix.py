@@ -15,38 +15,6 @@ from tidings.errors import MailboxClosedError
 from tidings.supervisor import Backoff, ChildSpec, Intensity, open_supervisor
 
 
-@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
-async def test_siblings_failing_together_count_one_restart_in_the_statistics(
-        autojump_clock, strategy):
-    """One group restart is one restart: in the intensity (which allowed max_restarts=1
-    here) and in ``statistics()`` alike. The crashes a group restart already due covers were
-    counted in the statistics all the same, one each: four ``restarts`` for one restart,
-    and ``restarts`` of 1 for siblings that the README says a group restart leaves at 0."""
-    down = trio.Event()
-
-    async def user(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
-        task_status.started()
-        if ctx.incarnation == 1:
-            if ctx.name == "a":  # the first to notice; the others a moment after
-                await trio.sleep(1.0)
-                down.set()
-            else:
-                await down.wait()
-            raise ConnectionError("the shared database went away")
-        await trio.sleep_forever()
-
-    async with open_supervisor([ChildSpec(name, user, shutdown_timeout=0) for name in "abcd"],
-                               strategy=strategy,
-                               intensity=Intensity(max_restarts=1, period=60.0)) as sup:
-        await trio.sleep(2.0)
-        stats = sup.statistics()
-        assert [(c.name, c.incarnation) for c in stats.children] == [
-            (name, 2) for name in "abcd"]
-        assert [(c.name, c.restarts) for c in stats.children] == [
-            ("a", 1), ("b", 0), ("c", 0), ("d", 0)]
-        assert stats.restarts == 1
-
-
 @pytest.mark.parametrize("max_restarts", [0, 3])
 @pytest.mark.parametrize("shielded", [False, True], ids=["cleanup", "shielded_cleanup"])
 @pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
