@@ -229,14 +229,7 @@ async def test_a_platform_that_does_not_answer_is_not_asked_the_sessions_next_pa
     # timeout per 16 sessions. The rest stays unknown, asked again on the next pass.
     route = reconciling_route(ack_window=5)
     async with tidings.open_runtime(db_path, workspace=workspace, scan_interval=3600) as rt:
-        session_id = await rt.create_session(channel="web")
-        rt.router.bind(session_id, route)
-        async with rt.open_turn(session_id) as ctx:
-            for i in range(5):
-                await ctx.output.send_text(f"m{i}")
-        await route.wait_delivered(5)
-        unknown = await rt.abandon_unacked(session_id)
-        rt.scanner.batch = 2
+        session_id, unknown = await five_unknown_in_pages_of_two(rt, route)
         route.hang = True
         start = trio.current_time()
         report = await rt.scanner.reconcile([session_id])
@@ -246,6 +239,21 @@ async def test_a_platform_that_does_not_answer_is_not_asked_the_sessions_next_pa
     assert took == pytest.approx(30.0)
     assert report.undecided == 2
     assert statuses == ["unknown"] * 5
+
+
+async def five_unknown_in_pages_of_two(rt, route) -> tuple[str, list[str]]:
+    """A session whose acking *route* took five rows and acked none, its client then gone
+    (``abandon_unacked``): five ``unknown`` rows, two to a reconcile page. Returns the session
+    id and the rows' ids, in order."""
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, route)
+    async with rt.open_turn(session_id) as ctx:
+        for i in range(5):
+            await ctx.output.send_text(f"m{i}")
+    await route.wait_delivered(5)
+    unknown = await rt.abandon_unacked(session_id)
+    rt.scanner.batch = 2
+    return session_id, unknown
 
 
 async def progress_cut_in_flight(db_path, workspace) -> tuple[str, DeliveryHandle]:

@@ -15,6 +15,8 @@ import pytest
 
 import tidings
 
+from .test_reconcile import five_unknown_in_pages_of_two
+
 
 class _RaisingMapping(Mapping[str, Any]):
     """A mapping whose every read raises: a route bug, not a scanner crash."""
@@ -36,14 +38,7 @@ async def test_a_reconcile_that_fails_is_not_asked_the_sessions_next_pages(
     answer: Any = {"raises": None, "not a mapping": ["sent"],
                    "a mapping that raises": _RaisingMapping()}[failure]
     async with tidings.open_runtime(db_path, workspace=workspace, scan_interval=3600) as rt:
-        session_id = await rt.create_session(channel="web")
-        rt.router.bind(session_id, route)
-        async with rt.open_turn(session_id) as ctx:
-            for i in range(5):
-                await ctx.output.send_text(f"m{i}")
-        await route.wait_delivered(5)
-        unknown = await rt.abandon_unacked(session_id)
-        rt.scanner.batch = 2
+        session_id, unknown = await five_unknown_in_pages_of_two(rt, route)
         if failure == "raises":
             route.error = ConnectionError("platform down")
         else:
