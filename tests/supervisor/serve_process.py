@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -123,3 +124,16 @@ async def serve_process(db: pathlib.Path, *args: str, own_group: bool = False,
             process.kill()
             with trio.CancelScope(shield=True):
                 await process.wait()
+
+
+def json_refusal(err: str, key: str) -> dict:
+    """The ``invalid_configuration`` JSON event of *err*'s lines (``--log-json``: each line
+    before the last one JSON), checked against the last, plain, line."""
+    lines = err.splitlines()
+    assert lines[-1].startswith(f"tidings serve: invalid configuration: {key}: ")
+    events = [json.loads(line) for line in lines[:-1]]
+    [refused] = [entry for entry in events if entry.get("event") == "invalid_configuration"]
+    assert refused["level"] == "error"
+    assert refused["key"] == key
+    assert lines[-1].endswith(refused["reason"])
+    return refused

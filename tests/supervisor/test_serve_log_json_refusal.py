@@ -13,6 +13,8 @@ import pytest
 
 from tidings.supervisor.cli import main
 
+from .serve_process import json_refusal
+
 
 @pytest.fixture
 def restore_logging():
@@ -30,17 +32,6 @@ def restore_logging():
     logging.captureWarnings(False)
 
 
-def _refusal(err: str, key: str) -> dict:
-    """The JSON event of *err*'s lines (each line before the last one JSON), checked against
-    the last, plain, line."""
-    lines = err.splitlines()
-    assert lines[-1].startswith(f"tidings serve: invalid configuration: {key}: ")
-    events = [json.loads(line) for line in lines[:-1]]
-    [refused] = [entry for entry in events if entry.get("event") == "invalid_configuration"]
-    assert refused["level"] == "error"
-    assert refused["key"] == key
-    assert lines[-1].endswith(refused["reason"])
-    return refused
 
 
 @pytest.mark.usefixtures("restore_logging")
@@ -53,7 +44,7 @@ def test_a_flag_refused_with_log_json_is_a_json_event(tmp_path, monkeypatch, cap
                                                      key) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["serve", "--port", "0", "--log-json", *flags]) == 2
-    _refusal(capsys.readouterr().err, key)
+    json_refusal(capsys.readouterr().err, key)
     assert list(tmp_path.iterdir()) == []  # nothing made
 
 
@@ -68,7 +59,7 @@ def test_a_file_asking_for_json_gets_its_refusal_as_a_json_event(tmp_path, monke
                       '[serve]\ngrace = -1\n')
     assert main(["serve", "--config", str(config), "--port", "0"]) == 2
     err = capsys.readouterr().err
-    _refusal(err, "serve.grace")
+    json_refusal(err, "serve.grace")
     warned = [json.loads(line) for line in err.splitlines()[:-1]
               if "memory_scope.mode" in line]
     assert [entry["level"] for entry in warned] == ["warning"]

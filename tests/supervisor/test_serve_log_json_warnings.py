@@ -11,7 +11,13 @@ import subprocess
 import pytest
 import trio
 
-from .serve_process import START_STOP_TIMEOUT, ServerProcess, environment, tidings_command
+from .serve_process import (
+    START_STOP_TIMEOUT,
+    ServerProcess,
+    environment,
+    json_refusal,
+    tidings_command,
+)
 
 
 async def _serve_and_stop(tmp_path, *args: str) -> list[dict]:
@@ -76,10 +82,4 @@ async def test_a_refusal_after_logging_is_set_up_is_a_json_event(tmp_path, flags
         stdin=subprocess.DEVNULL, capture_stdout=True, capture_stderr=True, check=False,
         env=environment(), cwd=tmp_path)
     assert result.returncode == 2
-    lines = result.stderr.decode().splitlines()
-    assert lines[-1].startswith(f"tidings serve: invalid configuration: {key}: ")
-    events = [json.loads(line) for line in lines[:-1]]
-    [refused] = [entry for entry in events if entry.get("event") == "invalid_configuration"]
-    assert refused["level"] == "error"
-    assert refused["key"] == key
-    assert lines[-1].endswith(refused["reason"])
+    json_refusal(result.stderr.decode(), key)
