@@ -9,6 +9,7 @@ runtime's supervision tree owns (a channel needs no nursery of its own).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import types
@@ -23,8 +24,8 @@ from tidings.actors._pipeline import new_id
 from tidings.actors._route_checks import OPTIONAL_METHODS, check_capabilities
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._answer_order import SWITCH_ANSWER_WAIT, AnswerOrder, wait_ended
-from tidings.channels._command_handler import run_command
-from tidings.channels._commands import parse_command, trim
+from tidings.channels._command_handler import run_cancel, run_command
+from tidings.channels._commands import Command, parse_command, trim
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
 from tidings.channels._dispatch import Dispatch, _task_name, unanswered_notice
@@ -265,6 +266,14 @@ class ChannelBase(StopButton):
         rt, name, message_id = self.runtime, self.config.name, inbound.message_id
         assert message_id is not None
         async with self._handling_ids.handling((conversation.key, message_id)):
+            if self._cancels(inbound):
+                # Its id's record is read under the lock it cancels in (see run_cancel): a
+                # message handled during the read must not start a turn it then cancels.
+                ran = await run_cancel(
+                    self, conversation, record=self._command_ops(conversation, inbound),
+                    known=functools.partial(rt.client_message_outcome, name,
+                                            conversation.key, message_id))
+                return "command" if ran else "duplicate"
             if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
                 # The conversation spoke all the same: what waits for that goes out (the
                 # "not answered" notice of the first delivery, cut by a restart, above all).
@@ -284,6 +293,9 @@ class ChannelBase(StopButton):
         if not self.config.access.allows(inbound.sender_id):
             await self._deliver_direct(conversation, REFUSAL, extra={"refused": True})
             return "refused"
+        if self._cancels(inbound):  # it hands back under the lock it cancels in
+            await run_cancel(self, conversation, record=self._command_ops(conversation, inbound))
+            return "command"
         await self._hand_back_if_due(conversation)
         command = parse_command(inbound.text)
         if command is not None:
@@ -301,13 +313,21 @@ class ChannelBase(StopButton):
                          self._accepted_ops(conversation, session_id, inbound, outcome))
         return outcome
 
-    async def _hand_back_if_due(self, conversation: Conversation) -> None:
-        """:meth:`_hand_back`, for a channel that hands back (the gateway's hellos do it
-        instead) and when it is due (see :meth:`_handed_back_since`). No checkpoint if not."""
-        if self.hands_back_unrouted and not self._handed_back_since(conversation):
-            await self._hand_back(conversation)
+    def _cancels(self, inbound: Inbound) -> bool:
+        """Whether *inbound* is ``/cancel`` from an allowed sender (see ``run_cancel``)."""
+        command = parse_command(inbound.text)
+        return (isinstance(command, Command) and command.name == "cancel"
+                and self.config.access.allows(inbound.sender_id))
 
-    async def _hand_back(self, conversation: Conversation) -> None:
+    async def _hand_back_if_due(self, conversation: Conversation, *,
+                                locked: bool = False) -> None:
+        """:meth:`_hand_back`, for a channel that hands back (the gateway's hellos do it
+        instead) and when it is due (see :meth:`_handed_back_since`). No checkpoint if not.
+        *locked*: the caller holds the conversation's lock already."""
+        if self.hands_back_unrouted and not self._handed_back_since(conversation):
+            await self._hand_back(conversation, locked=locked)
+
+    async def _hand_back(self, conversation: Conversation, *, locked: bool = False) -> None:
         """Before the conversation's first message or command in this process is handled,
         and again before its next one whenever a row somewhere went ``unrouted`` since: bind
         the channel to each of the conversation's sessions that has ``unrouted`` rows
@@ -315,19 +335,22 @@ class ChannelBase(StopButton):
         the session, a notice a host wrote in a session the directory forgot) and hand those
         rows back, so they reach the platform, in seq order, before anything newer (see
         :mod:`tidings.channels._handback`)."""
+        if not locked:
+            async with self.directory.lock(conversation):
+                await self._hand_back(conversation, locked=True)
+            return
+        if self._handed_back_since(conversation):
+            return
         rt = self.runtime
-        async with self.directory.lock(conversation):
-            if self._handed_back_since(conversation):
-                return
-            unrouted = self._unrouted_count()  # before the read: a row unrouted later counts
-            sessions = await rt.unrouted_sessions(self.config.name, conversation.key)
-            if sessions:
-                async with rt.hold_binds(self):
-                    for session_id in sessions:
-                        self.directory.attach(conversation, session_id)
-                    for session_id in sessions:
-                        await requeue_unrouted(rt, session_id)
-            self._handed_back[conversation.key] = unrouted
+        unrouted = self._unrouted_count()  # before the read: a row unrouted later counts
+        sessions = await rt.unrouted_sessions(self.config.name, conversation.key)
+        if sessions:
+            async with rt.hold_binds(self):
+                for session_id in sessions:
+                    self.directory.attach(conversation, session_id)
+                for session_id in sessions:
+                    await requeue_unrouted(rt, session_id)
+        self._handed_back[conversation.key] = unrouted
 
     def _unrouted_count(self) -> int:
         """How many deliveries the runtime has found no route for so far (sync)."""

@@ -10,7 +10,7 @@ the user typed is never echoed back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from tidings.channels._commands import (
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
     from tidings.store import Op
 
-__all__ = ["run_command"]
+__all__ = ["run_cancel", "run_command"]
 
 CLEARED = "Cleared. Your next message starts a new session."
 CANCELLED = "Cancelled the running request."
@@ -45,8 +45,8 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     *record*: store ops recording the command's message id, written in the transaction of
     the durable effect of ``/new``, ``/clear`` and ``/resume`` (refused or not), so a crash
     keeps both or neither: the platform's resend is then a duplicate, or the command's only
-    run; and before ``/cancel`` cancels. The other commands change nothing; their caller
-    records the id after."""
+    run; and before ``/cancel`` cancels (see :func:`run_cancel`). The other commands change
+    nothing; their caller records the id after."""
     directory, dispatch = channel.directory, channel.dispatch
     name = command.name
     if isinstance(command, InvalidCommand):
@@ -67,19 +67,7 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
         await channel.answer(conversation, session_id, text, command=name)
         return
     if name == "cancel":
-        session_id = await directory.lookup(conversation)
-        if record:
-            # First: a cancel dies with its process anyway, but an id recorded after it
-            # could be lost to a crash in between, and the platform's resend then cancelled
-            # the turn of a message sent since. Under the lock: no message handled while
-            # the id is written starts a turn this /cancel then cancels.
-            async with directory.lock(conversation):
-                await channel.runtime.store.commit(list(record))
-                done = dispatch.cancel(conversation, "cancel_command")
-        else:
-            done = dispatch.cancel(conversation, "cancel_command")
-        await channel.answer(conversation, session_id, CANCELLED if done else NOTHING_TO_CANCEL,
-                             command=name)
+        await run_cancel(channel, conversation, record=record)
         return
     refusal = None
     cleared_no_session = False
@@ -110,6 +98,36 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     # outside the lock (a lookup that reads the store takes it).
     current = await directory.lookup(conversation)
     await channel.answer(conversation, current, refusal, command="resume")
+
+
+async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
+                     record: Sequence[Op] = (),
+                     known: Callable[[], Awaitable[object | None]] | None = None) -> bool:
+    """``/cancel`` from an allowed sender: cancel the oldest request not yet over in each of
+    *conversation*'s sessions (see ``Dispatch.cancel``) and answer; False, with nothing done
+    and no answer, when *known* (the read of its message id's record) finds it handled.
+
+    Decided as it is received: the conversation's lock, which a message takes to start its
+    turn, is taken before the first checkpoint, and the hand-back due, the read (*known*),
+    the write of *record* (its message id) and the cancel all run under it. A message the
+    platform sent after the ``/cancel``, handled during those awaits, waits for the lock,
+    rather than start a turn that the ``/cancel`` sent before it then cancels. The id is
+    written before the cancel: a cancel dies with its process anyway, but an id recorded
+    after it could be lost to a crash in between, and the platform's resend then cancelled
+    the turn of a message sent since. The session the answer goes to is looked up after
+    the lock is let go (a lookup that reads the store takes it)."""
+    directory = channel.directory
+    async with directory.lock(conversation):
+        await channel._hand_back_if_due(conversation, locked=True)
+        if known is not None and await known() is not None:
+            return False
+        if record:
+            await channel.runtime.store.commit(list(record))
+        done = channel.dispatch.cancel(conversation, "cancel_command")
+    session_id = await directory.lookup(conversation)
+    await channel.answer(conversation, session_id, CANCELLED if done else NOTHING_TO_CANCEL,
+                         command="cancel")
+    return True
 
 
 async def _resume(channel: ChannelBase, conversation: Conversation,
