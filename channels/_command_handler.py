@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
+import trio
+
 from tidings.channels._commands import (
     Command,
     InvalidCommand,
@@ -121,9 +123,13 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
         await channel._hand_back_if_due(conversation, locked=True)
         if known is not None and await known() is not None:
             return False
-        if record:
-            await channel.runtime.store.commit(list(record))
-        done = channel.dispatch.cancel(conversation, "cancel_command")
+        # Bounded (one store request), and not cut off once the id is being written: it may
+        # commit all the same, and the platform's resend would then be a duplicate that
+        # cancels nothing while the turn it was to stop runs on.
+        with trio.CancelScope(shield=True):
+            if record:
+                await channel.runtime.store.commit(list(record))
+            done = channel.dispatch.cancel(conversation, "cancel_command")
     session_id = await directory.lookup(conversation)
     await channel.answer(conversation, session_id, CANCELLED if done else NOTHING_TO_CANCEL,
                          command="cancel")

@@ -18,6 +18,7 @@ import trio.testing
 
 import tidings
 from tidings.channels import ChannelConfig
+from tidings.testing import writer_gate
 
 from .conftest import GatedAgent, RecordingChannel
 
@@ -136,3 +137,37 @@ async def test_a_message_handled_while_cancel_looks_its_session_up_is_not_cancel
             outcomes = await later_message_meets_held_cancel(rt, channel, reached, go,
                                                              hi_handled_up_to_its_turn)
             await assert_hi_not_cancelled(channel, agent, outcomes, turns=1)
+
+
+async def test_a_cancel_whose_caller_gives_up_while_its_id_is_written_still_cancels(
+        rt, monkeypatch) -> None:
+    """The platform gave up on the request (its caller is cancelled) while the id's write was
+    in flight: the write may commit all the same, and then the cancel must have happened
+    too, since the platform's resend is a duplicate that cancels nothing."""
+    agent = GatedAgent()
+    channel = RecordingChannel(rt, ChannelConfig("ops", dedupe_message_ids=True), agent=agent)
+    assert await channel.say("hello", message_id="m0") == "started"
+    cancel_read = after_read_of(rt, "m1", monkeypatch)
+    with trio.fail_after(10):  # real time: the store runs in threads
+        await agent.wait_turns(1)
+        async with trio.open_nursery() as nursery, writer_gate(rt.store) as gate:
+            caller = trio.CancelScope()
+
+            async def say_cancel() -> None:
+                with caller:
+                    await channel.say("/cancel", message_id="m1")
+
+            nursery.start_soon(say_cancel)
+            await cancel_read.wait()
+            await trio.testing.wait_all_tasks_blocked()  # its id's write waits at the gate
+            caller.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            gate.release()
+        async with writer_gate(rt.store):  # the writes queued before it are durable
+            pass
+        assert await rt.client_message_outcome("ops", "ops:chat:c1", "m1") == "command"
+        assert await channel.say("/cancel", message_id="m1") == "duplicate"  # the resend
+        agent.release()  # a turn the cancel missed ends now, answered
+        await channel.wait_idle()
+    assert len(agent.cancelled_at) == 1
+    assert "cancelled" in channel.types()
