@@ -24,7 +24,7 @@ from tidings.actors._pipeline import new_id
 from tidings.actors._route_checks import OPTIONAL_METHODS, check_capabilities
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._answer_order import SWITCH_ANSWER_WAIT, AnswerOrder, wait_ended
-from tidings.channels._command_handler import run_cancel, run_command
+from tidings.channels._command_handler import Known, run_cancel, run_command
 from tidings.channels._commands import Command, parse_command, trim
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
@@ -52,6 +52,10 @@ InboundOutcome = Literal["started", "queued", "merged", "command", "refused", "i
 access policy; a blank message (whitespace and invisible format characters only) was
 ``ignored``; a message id seen before (with ``ChannelConfig(dedupe_message_ids=True)``) was a
 ``duplicate``: nothing was run again."""
+
+SWITCHES = frozenset({"cancel", "new", "clear", "resume"})
+"""The commands whose message id is written with (or before) their effect, and read under
+the conversation's lock with it (see :meth:`ChannelBase._inbound_once`)."""
 
 HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 """The outcomes of a message that became (part of) a turn: held until dealt with."""
@@ -262,18 +266,23 @@ class ChannelBase(StopButton):
         A twin still being handled is waited for first, then the record is read: answered
         ``duplicate`` at once, this delivery would be acknowledged for a message the first
         may never handle (it fails, or its caller is cancelled: the platform gave up on that
-        request, which is why it delivers the message again)."""
+        request, which is why it delivers the message again).
+
+        For ``/cancel``, ``/new``, ``/clear`` and ``/resume`` the record is read under the
+        conversation's lock, with the command's effect: a message sent after the command,
+        handled during that read, would otherwise start its turn first, in the session the
+        command then leaves, clears, or cancels the turn of."""
         rt, name, message_id = self.runtime, self.config.name, inbound.message_id
         assert message_id is not None
         async with self._handling_ids.handling((conversation.key, message_id)):
-            if self._cancels(inbound):
-                # Its id's record is read under the lock it cancels in (see run_cancel): a
-                # message handled during the read must not start a turn it then cancels.
-                ran = await run_cancel(
-                    self, conversation, record=self._command_ops(conversation, inbound),
+            if self._switches(inbound):
+                # Its id's record is read under the conversation's lock, with its effect (see
+                # run_command): a message handled during the read must not start a turn that
+                # the command, sent before it, then cancels or leaves behind.
+                return await self._inbound(
+                    conversation, inbound,
                     known=functools.partial(rt.client_message_outcome, name,
                                             conversation.key, message_id))
-                return "command" if ran else "duplicate"
             if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
                 # The conversation spoke all the same: what waits for that goes out (the
                 # "not answered" notice of the first delivery, cut by a restart, above all).
@@ -289,19 +298,25 @@ class ChannelBase(StopButton):
                     session_id=self.directory.cached(conversation), outcome=outcome)
             return outcome
 
-    async def _inbound(self, conversation: Conversation, inbound: Inbound) -> InboundOutcome:
+    async def _inbound(self, conversation: Conversation, inbound: Inbound, *,
+                       known: Known | None = None) -> InboundOutcome:
+        """Handle *inbound* (see :meth:`handle_inbound`). *known*: the read of a session
+        command's id record, to run under the conversation's lock (``"duplicate"`` if it
+        finds one)."""
         if not self.config.access.allows(inbound.sender_id):
             await self._deliver_direct(conversation, REFUSAL, extra={"refused": True})
             return "refused"
-        if self._cancels(inbound):  # it hands back under the lock it cancels in
-            await run_cancel(self, conversation, record=self._command_ops(conversation, inbound))
-            return "command"
-        await self._hand_back_if_due(conversation)
         command = parse_command(inbound.text)
+        if isinstance(command, Command) and command.name == "cancel":
+            # It hands back under the lock it cancels in (see run_cancel).
+            ran = await run_cancel(self, conversation, known=known,
+                                   record=self._command_ops(conversation, inbound))
+            return "command" if ran else "duplicate"
+        await self._hand_back_if_due(conversation)
         if command is not None:
-            await run_command(self, conversation, command,
-                              record=self._command_ops(conversation, inbound))
-            return "command"
+            ran = await run_command(self, conversation, command, known=known,
+                                    record=self._command_ops(conversation, inbound))
+            return "command" if ran else "duplicate"
         if not trim(inbound.text):  # blank as the commands read it: nothing to show either
             return "ignored"
         async with self.directory.lock(conversation):
@@ -313,10 +328,12 @@ class ChannelBase(StopButton):
                          self._accepted_ops(conversation, session_id, inbound, outcome))
         return outcome
 
-    def _cancels(self, inbound: Inbound) -> bool:
-        """Whether *inbound* is ``/cancel`` from an allowed sender (see ``run_cancel``)."""
+    def _switches(self, inbound: Inbound) -> bool:
+        """Whether *inbound* is ``/cancel``, ``/new``, ``/clear`` or ``/resume`` (well
+        formed) from an allowed sender: its id's record is read under the conversation's
+        lock, with its effect (see ``run_command``)."""
         command = parse_command(inbound.text)
-        return (isinstance(command, Command) and command.name == "cancel"
+        return (isinstance(command, Command) and command.name in SWITCHES
                 and self.config.access.allows(inbound.sender_id))
 
     async def _hand_back_if_due(self, conversation: Conversation, *,

@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
     from tidings.store import Op
 
-__all__ = ["run_cancel", "run_command"]
+__all__ = ["Known", "run_cancel", "run_command"]
+
+Known = Callable[[], Awaitable[object]]
+"""The read of a command's message id record: its outcome, or None when it is not known."""
 
 CLEARED = "Cleared. Your next message starts a new session."
 CANCELLED = "Cancelled the running request."
@@ -41,20 +44,27 @@ CLEARED_SESSION = "That session was cleared; it cannot be resumed."
 
 
 async def run_command(channel: ChannelBase, conversation: Conversation,
-                      command: Command | InvalidCommand, *, record: Sequence[Op] = ()) -> None:
-    """Run *command* for *conversation* and send its answer.
+                      command: Command | InvalidCommand, *, record: Sequence[Op] = (),
+                      known: Known | None = None) -> bool:
+    """Run *command* for *conversation* and send its answer; False, with nothing done and no
+    answer, when *known* (the read of a session command's message id record, given for
+    ``/cancel``, ``/new``, ``/clear`` and ``/resume``) finds it handled already.
 
     *record*: store ops recording the command's message id, written in the transaction of
     the durable effect of ``/new``, ``/clear`` and ``/resume`` (refused or not), so a crash
     keeps both or neither: the platform's resend is then a duplicate, or the command's only
     run; and before ``/cancel`` cancels (see :func:`run_cancel`). The other commands change
-    nothing; their caller records the id after."""
+    nothing; their caller records the id after.
+
+    *known* is awaited under the conversation's lock, with the effect: read before it, a
+    message the platform sent after the command, handled during the read, started its turn
+    in the session the command then left (``/new``), or cleared and cancelled (``/clear``)."""
     directory, dispatch = channel.directory, channel.dispatch
     name = command.name
     if isinstance(command, InvalidCommand):
         session_id = await directory.lookup(conversation)
         await channel.answer(conversation, session_id, command.message, command=name)
-        return
+        return True
     if name in ("help", "who", "status"):
         session_id = await directory.lookup(conversation)
         if name == "help":
@@ -67,13 +77,14 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
                                turn_running=session_id is not None
                                and dispatch.turn_running(session_id))
         await channel.answer(conversation, session_id, text, command=name)
-        return
+        return True
     if name == "cancel":
-        await run_cancel(channel, conversation, record=record)
-        return
+        return await run_cancel(channel, conversation, record=record, known=known)
     refusal = None
     cleared_no_session = False
     async with directory.lock(conversation):
+        if known is not None and await known() is not None:
+            return False
         if name == "clear":
             dispatch.cancel(conversation, "clear")
             dropped = dispatch.drop_pending(conversation)
@@ -93,18 +104,19 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
         # No session: a direct answer, which waits for the answers still on their way (see
         # ChannelBase._deliver_direct): outside the lock, so no message waits for it.
         await channel.answer(conversation, None, CLEARED, command=name)
-        return
+        return True
     if refusal is None:
-        return
+        return True
     # A refused /resume changed nothing; its answer goes to the current session, looked up
     # outside the lock (a lookup that reads the store takes it).
     current = await directory.lookup(conversation)
     await channel.answer(conversation, current, refusal, command="resume")
+    return True
 
 
 async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
                      record: Sequence[Op] = (),
-                     known: Callable[[], Awaitable[object | None]] | None = None) -> bool:
+                     known: Known | None = None) -> bool:
     """``/cancel`` from an allowed sender: cancel the oldest request not yet over in each of
     *conversation*'s sessions (see ``Dispatch.cancel``) and answer; False, with nothing done
     and no answer, when *known* (the read of its message id's record) finds it handled.

@@ -171,3 +171,41 @@ async def test_a_cancel_whose_caller_gives_up_while_its_id_is_written_still_canc
         await channel.wait_idle()
     assert len(agent.cancelled_at) == 1
     assert "cancelled" in channel.types()
+
+
+@pytest.mark.parametrize("command", ["/clear", "/new"])
+async def test_a_message_handled_while_a_switch_reads_its_id_goes_to_the_new_session(
+        rt, monkeypatch, command) -> None:
+    """The same for ``/clear`` and ``/new``: the message sent after one is not started in the
+    session it leaves (and, after ``/clear``, cancelled by it), but in the next."""
+    channel = RecordingChannel(rt, ChannelConfig("ops", dedupe_message_ids=True),
+                               agent=(agent := GatedAgent(block=False)))
+    assert await channel.say("hello", message_id="m0") == "started"
+    with trio.fail_after(10):  # real time: the store runs in threads
+        await channel.wait_idle()
+    old = agent.turns[0].session_id
+    agent.block = True
+    hi_read = after_read_of(rt, "m2", monkeypatch)
+    reached, go = gate_first(rt, "client_message_outcome", monkeypatch,
+                             when=lambda *args: args[2] == "m1")
+    outcomes: dict[str, str] = {}
+
+    async def say(text: str, message_id: str) -> None:
+        outcomes[text] = await channel.say(text, message_id=message_id)
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(say, command, "m1")
+            await reached.wait()
+            nursery.start_soon(say, "hi", "m2")
+            await hi_read.wait()
+            await trio.testing.wait_all_tasks_blocked()  # "hi" started its turn, or waits
+            go.set()
+        assert outcomes == {command: "command", "hi": "started"}
+        await channel.wait_for(lambda: len(agent.turns) == 2 or "cancelled" in channel.types())
+        assert "cancelled" not in channel.types()
+        agent.release()
+        await channel.wait_idle()
+    assert agent.turns[1].session_id != old
+    assert agent.cancelled_at == []
+    assert "cancelled" not in channel.types()
