@@ -93,13 +93,11 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         # The JSON lines were asked for (the flag, or the file when that much of it reads):
         # a log shipper reading them alone saw nothing of a plain line's refusal.
-        if _json_asked(args):
+        as_json = _json_asked(args)
+        if as_json:  # first: the warnings held from reading come out as JSON lines too
             configure_logging(args.log_level or "info", json_lines=True)
-            replay(held)
-            _refused(exc, as_json=True)
-        else:
-            replay(held)
-            _refused(exc, as_json=False)
+        replay(held)
+        _refused(exc, as_json=as_json)
         return 2
     configure_logging(config.log_level, json_lines=config.log_json)
     replay(held)
