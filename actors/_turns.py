@@ -291,10 +291,13 @@ async def open_turn(runtime: Runtime, session_id: str, *, slot: str = "output",
             with ctx.cancel_scope:
                 yield ctx
             # A body that caught the Cancelled of a cancel it was given (ctx.cancel said
-            # yes) and returned did not complete its turn either.
-            if ctx.cancel_scope.cancelled_caught or ctx.reason is not None:
+            # yes, trio's own cancel() of its scope, its deadline) and returned did not
+            # complete its turn either: ``cancel_called``, not ``cancelled_caught``, which
+            # a swallowed Cancelled leaves False (its held messages were released).
+            cut = ctx.cancel_scope.cancelled_caught or ctx.cancel_scope.cancel_called
+            if cut or ctx.reason is not None:
                 status = "cancelled"
-            if ctx.reason is None and ctx.cancel_scope.cancelled_caught:
+            if ctx.reason is None and cut:
                 # Its own scope's deadline (DESIGN: timeout), else trio's own cancel() of
                 # it, which gave no reason: as a cancel from outside (below).
                 ctx.reason = ("timeout" if trio.current_time() >= ctx.cancel_scope.deadline
