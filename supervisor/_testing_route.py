@@ -97,19 +97,19 @@ class MemoryRoute:
     def release(self) -> None:
         """Let stalled deliveries go on (and later ones run without blocking).
 
-        From any thread: outside a trio run (a sync test driving a
-        :class:`~tidings.testing.RuntimeThread`) it wakes them in the run they wait in."""
+        From any thread: outside the run they wait in (a sync test driving a
+        :class:`~tidings.testing.RuntimeThread`, or another trio run) it wakes them there."""
         gate, self._gate = self._gate, None
         if gate is None:
             return
         token = self._token
-        if token is None or trio.lowlevel.in_trio_run():
-            # In a run: the waiters' (or, the route kept across runs, a later one: the
-            # earlier run's waiters are gone). With no token nothing ever waited on it.
+        if token is None or (trio.lowlevel.in_trio_run()
+                             and trio.lowlevel.current_trio_token() is token):
+            # In the waiters' run. With no token nothing ever waited on it.
             gate.set()
             return
-        try:
-            trio.from_thread.run_sync(gate.set, trio_token=token)
+        try:  # never blocks, so it serves from inside another trio run too
+            token.run_sync_soon(gate.set)
         except trio.RunFinishedError:  # that run ended: nothing waits on the gate any more
             gate.set()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import trio
 
 from tidings.testing import MemoryRoute, RuntimeThread
@@ -37,3 +39,52 @@ def test_a_route_released_from_the_test_s_thread_lets_its_stalled_delivery_go(
         route.stall()
     route.release()  # its run has ended: nothing waits on it any more
     assert not route.stalled
+
+
+def test_a_route_released_from_another_trio_run_wakes_its_stalled_delivery() -> None:
+    # release() from inside a trio run set the gate's event directly, as if that run were the
+    # delivery's: the parked task was rescheduled into the releasing run (which then failed
+    # with an AssertionError in trio's scheduler) and the delivery never woke. A trio test
+    # (or a second RuntimeThread) releasing a route stalled in a RuntimeThread does just that.
+    from tidings.actors import Outbound
+
+    route = MemoryRoute()
+    route.stall()
+    parked = threading.Event()
+    outcome: list[object] = []
+
+    async def deliver_there() -> None:
+        outbound = Outbound(session_id="s1", delivery_id="d1", kind="message", blocks=(),
+                            text="hello", seq=1)
+
+        async def tell_parked() -> None:
+            await route.wait_attempted(1)  # deliver() parks on the gate before this returns
+            parked.set()
+
+        with trio.fail_after(10):  # a plain trio.run: real seconds
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(tell_parked)
+                await route.deliver(outbound)
+        outcome.append("delivered")
+
+    def run_there() -> None:
+        try:
+            trio.run(deliver_there)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            outcome.append(exc)
+
+    there = threading.Thread(target=run_there)
+    there.start()
+    try:
+        assert parked.wait(10)
+
+        async def release_here() -> None:
+            route.release()
+            await trio.lowlevel.checkpoint()
+
+        trio.run(release_here)
+    finally:
+        route.release()  # never leave the other run parked, whatever happened above
+        there.join(10)
+    assert outcome == ["delivered"]
+    assert [o.delivery_id for o in route.delivered] == ["d1"]
