@@ -128,7 +128,7 @@ class ChannelSupport:
         return await _session_io.record_user_message(self._rt, session_id, text,
                                                      turn_id=turn_id)
 
-    async def record_user_messages(self, session_id: str, texts: Sequence[str], *,
+    async def record_user_messages(self, session_id: str, texts: Iterable[str], *,
                                    turn_id: str | None = None) -> list[str]:
         """:meth:`record_user_message` of each of *texts*, in one commit (all or none: the
         messages merged into one turn); return their history message ids."""

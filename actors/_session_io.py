@@ -8,7 +8,7 @@ history rows (later model context sees them); assistant history is untouched.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tidings.actors._blocks import (
@@ -105,7 +105,7 @@ async def record_user_message(rt: Runtime, session_id: str, text: str, *,
     return message_id
 
 
-async def record_user_messages(rt: Runtime, session_id: str, texts: Sequence[str], *,
+async def record_user_messages(rt: Runtime, session_id: str, texts: Iterable[str], *,
                                turn_id: str | None = None) -> list[str]:
     """:func:`record_user_message` of each of *texts*, in order, in one commit: the messages
     merged into one turn reach history all or none (one commit each, a failed write or a
@@ -116,6 +116,7 @@ async def record_user_messages(rt: Runtime, session_id: str, texts: Sequence[str
     check_session_id("session_id", session_id)
     if isinstance(texts, str | bytes):
         raise ValidationError("texts", f"must be a list of texts, not the string {texts!r:.80}")
+    texts = list(texts)  # read once: a generator is used up by the checks below
     if turn_id is not None:
         check_id("turn_id", turn_id, max_chars=None)  # the cap: below
     for text in texts:
