@@ -119,8 +119,8 @@ async def record_user_messages(rt: Runtime, session_id: str, texts: Iterable[str
     texts = list(texts)  # read once: a generator is used up by the checks below
     if turn_id is not None:
         check_id("turn_id", turn_id, max_chars=None)  # the cap: below
-    for text in texts:
-        _check_text(text)
+    for index, text in enumerate(texts):
+        check_text(text, f"texts[{index}]")
     rt.check_open()
     await rt.session(session_id)
     # A turn an earlier version began under a longer id (a host chose it; any length was

@@ -8,6 +8,10 @@ sees)."""
 
 from __future__ import annotations
 
+import pytest
+
+from tidings.errors import ValidationError
+
 
 async def test_a_generator_of_texts_is_recorded_whole(rt) -> None:
     session_id = await rt.create_session(channel="web")
@@ -17,3 +21,15 @@ async def test_a_generator_of_texts_is_recorded_whole(rt) -> None:
     assert [(row.message_id, row.role, row.text) for row in history] == [
         (ids[0], "user", "first"), (ids[1], "user", "second")]
 
+
+
+async def test_a_bad_text_among_several_is_named_by_its_index(rt, db_path) -> None:
+    """Refused naming ``texts[1]``, the argument given, not ``text`` (an argument
+    ``record_user_messages`` has not), and nothing is recorded."""
+    session_id = await rt.create_session(channel="web")
+    with pytest.raises(ValidationError) as caught:
+        await rt.record_user_messages(session_id, ["fine", "bad \ud800"])
+    assert caught.value.field == "texts[1]"
+    with pytest.raises(TypeError, match=r"^texts\[0\]"):
+        await rt.record_user_messages(session_id, [5])
+    assert await rt.history(session_id) == []
