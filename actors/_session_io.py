@@ -101,6 +101,7 @@ async def record_user_message(rt: Runtime, session_id: str, text: str, *,
     turn; a ``turn_id`` over ``MAX_ID_CHARS`` only if the session has that turn: earlier
     versions began turns under ids of any length), :class:`SessionNotFoundError` and
     :class:`RuntimeClosedError` as :func:`notify`."""
+    _check_text(text)  # named as given here: ``text``, not ``texts[0]``
     [message_id] = await record_user_messages(rt, session_id, (text,), turn_id=turn_id)
     return message_id
 
