@@ -203,7 +203,7 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
             raise ArtifactError(field, "an ArtifactRef needs exactly one of path= or url=")
         # path= is always a path (a file may be named ``notes:v2.txt``) and url= always a URL.
         if source.url is not None:  # their types: checked by check_source_type
-            resolved = _resolve_url(source.url, f"{field}.url")
+            resolved = _resolve_url(source.url, f"{field}.url", may_be_a_file=False)
         else:
             assert source.path is not None
             resolved = _resolve_path(os.fspath(source.path), workspace, artifact_root,
@@ -219,7 +219,10 @@ def resolve_source(source: str | os.PathLike[str] | ArtifactRef, *, workspace: p
     return attrs.evolve(resolved, name=name) if name else resolved
 
 
-def _resolve_url(text: str, field: str) -> ResolvedSource:
+def _resolve_url(text: str, field: str, *, may_be_a_file: bool = True) -> ResolvedSource:
+    """*text* checked as an http(s) URL, or :class:`ArtifactError` naming *field*.
+    *may_be_a_file*: a string source (a file may have a URL-like name), whose refusal of
+    another scheme says how to send such a file; not an ``ArtifactRef``'s ``url=``."""
     # The parser drops tabs and line breaks first (``ex\tample.com`` parses as
     # ``example.com``): what it checks would not be what is stored and sent.
     if _CONTROL.search(text):
@@ -231,8 +234,9 @@ def _resolve_url(text: str, field: str) -> ResolvedSource:
     except ValueError as exc:
         raise ArtifactError(field, f"not a valid URL: {exc}") from None
     if parsed.scheme.lower() not in ("http", "https"):
+        hint = " (a file named so: pass a pathlib.Path or './name')" if may_be_a_file else ""
         raise ArtifactError(field, f"only http(s) URLs are allowed, got a {parsed.scheme!r} "
-                                   "URL (a file named so: pass a pathlib.Path or './name')")
+                                   f"URL{hint}")
     if not parsed.hostname:
         raise ArtifactError(field, "the URL has no host")
     problem = _host_problem(parsed.hostname)
