@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from tidings.store._ops import Call
+from tidings.store._queries import session_for_conversation
 from tidings.store._records import OutboxRow, rows_within
 
 __all__ = ["client_message", "conversation_deliveries", "ids_through", "last_handed_seq",
@@ -162,14 +163,10 @@ def remember_command_message(core_id: str, channel: str, conversation_key: str,
     Result: True if it was recorded now, False if it was known already (nothing changes).
     """
     def run(conn: sqlite3.Connection) -> bool:
-        cursor = conn.execute(
-            "INSERT OR IGNORE INTO client_messages (core_id, channel, conversation_key, "
-            "client_id, session_id, outcome, received_at) VALUES (?, ?, ?, ?, "
-            "(SELECT session_id FROM conversation_bindings WHERE core_id = ? AND channel = ? "
-            "AND conversation_key = ?), ?, ?)",
-            (core_id, channel, conversation_key, client_id, core_id, channel,
-             conversation_key, outcome, now))
-        return cursor.rowcount == 1
+        session_id = session_for_conversation(conn, core_id, channel, conversation_key)
+        record = remember_client_message(core_id, channel, conversation_key, client_id,
+                                         session_id=session_id, outcome=outcome, now=now)
+        return bool(record.fn(conn))
     return Call(run)
 
 
