@@ -9,6 +9,11 @@ stand for bad input also subclass the builtin a caller would expect (``ValueErro
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 __all__ = [
     "AccessDeniedError",
     "AgentError",
@@ -25,6 +30,7 @@ __all__ = [
     "GatewayTimeout",
     "HistoryPolicyError",
     "InjectedFault",
+    "InvariantViolation",
     "MailboxClosedError",
     "NotABoolError",
     "NotFoundError",
@@ -238,3 +244,16 @@ class InjectedFault(TidingsError):
         super().__init__(message)
         self.child = child
         self.seam = seam
+
+
+class InvariantViolation(TidingsError, AssertionError):
+    """An invariant of ``tidings.testing``'s checker does not hold (raised by
+    ``InvariantChecker.assert_ok``); ``violations`` lists them all. Also an
+    ``AssertionError``, so pytest shows it as a failed assertion."""
+
+    def __init__(self, violations: Iterable[object]) -> None:
+        self.violations = tuple(violations)
+        lines = "\n".join(f"  - {violation}" for violation in self.violations[:50])
+        more = len(self.violations) - 50
+        tail = f"\n  ... and {more} more" if more > 0 else ""
+        super().__init__(f"{len(self.violations)} invariant violation(s):\n{lines}{tail}")

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from tidings.errors import RestartIntensityExceeded, ValidationError
+from tidings.errors import InvariantViolation, RestartIntensityExceeded, ValidationError
 from tidings.store import TERMINAL_STATUSES
 from tidings.supervisor._testing_census import ChannelCensus, TaskCensus
 from tidings.supervisor._testing_ledger import FaultLedger
@@ -45,17 +45,6 @@ class Violation:
 
     def __str__(self) -> str:
         return f"{self.invariant}: {self.detail}"
-
-
-class InvariantViolation(AssertionError):
-    """Raised by :meth:`InvariantChecker.assert_ok`; ``violations`` lists them all."""
-
-    def __init__(self, violations: Iterable[Violation]) -> None:
-        self.violations = tuple(violations)
-        lines = "\n".join(f"  - {violation}" for violation in self.violations[:50])
-        more = len(self.violations) - 50
-        tail = f"\n  ... and {more} more" if more > 0 else ""
-        super().__init__(f"{len(self.violations)} invariant violation(s):\n{lines}{tail}")
 
 
 # --- the database ------------------------------------------------------------------------------
