@@ -144,7 +144,9 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
 
     A key JSON can write is written as a string (``1`` as ``"1"``, ``None`` as ``"null"``), but
     an object with two keys that become one string, at any depth (``{1: "a", "1": "b"}``), is
-    refused: reading it back would keep one value and lose the other, silently.
+    refused: reading it back would keep one value and lose the other, silently. So is a key
+    or string with a lone surrogate, at any depth: JSON escapes it, so it was stored, but no
+    route can send it as UTF-8 (texts and ids are refused the same way).
 
     Returning the round trip, not the caller's objects, makes what a route or reader sees live
     the same as what is read back after a restart, whatever the caller does after the call.
@@ -174,6 +176,12 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
     # Fewer brackets than the cap (the usual case: two scans in C) cannot nest past it.
     if encoded.count("{") + encoded.count("[") > MAX_JSON_DEPTH and _deeper(result):
         raise _too_deep(field)
+    # A surrogate is written only as an escape (``\\udc80``, ASCII JSON): look closer only then.
+    if "\\ud" in encoded:
+        where = _lone_surrogate_at(result)
+        if where is not None:
+            raise ValidationError(field, f"has a {where} that is not valid Unicode (a lone "
+                                         "surrogate, such as undecodable bytes make)")
     return result
 
 
@@ -199,6 +207,25 @@ def _deeper(value: dict[str, Any]) -> bool:
             if isinstance(child, dict | list):
                 stack.append((child, depth + 1))
     return False
+
+
+def _lone_surrogate_at(value: dict[str, Any]) -> str | None:
+    """Where decoded JSON *value* has a key or string with a lone surrogate (``key at
+    ["a"][0]``, ``value at ["k"]``), or None (without recursion; *value* is within
+    :data:`MAX_JSON_DEPTH`). Such text can be sent as UTF-8 by no route, as for a text."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in items:
+            if isinstance(key, str) and lone_surrogate(key) is not None:
+                return f"key at {path or 'the top'} ({key!r:.40})"
+            inner = f"{path}[{key!r:.40}]"
+            if isinstance(child, str) and lone_surrogate(child) is not None:
+                return f"value at {inner}"
+            if isinstance(child, dict | list):
+                stack.append((child, inner))
+    return None
 
 
 def _too_deep(field: str) -> ValidationError:
