@@ -9,6 +9,7 @@ import concurrent.futures
 import importlib.util
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -152,3 +153,24 @@ trio.run(main)
     found, _ = caught.value.split(RuntimeError)
     assert found is not None, caught.value
     assert "the client worker exited mid-run (exit code 3)" in repr(found)
+
+
+def test_every_bench_command_the_readme_names_exists_with_its_flags() -> None:
+    """Every ``bench/<script>.py`` README names (Performance, crash safety, the long suites) is
+    a script here, and every ``--flag`` it writes after one is an option of that script."""
+    readme = (BENCH.parent / "README.md").read_text(encoding="utf-8")
+    named: dict[str, set[str]] = {}
+    for script, rest in re.findall(r"bench/([a-z_]+\.py)([^`\n#]*)", readme):
+        named.setdefault(script, set()).update(re.findall(r"--[a-z][a-z-]*", rest))
+    assert {"store_write.py", "delivery.py", "recovery.py", "crash_harness.py", "gateway.py",
+            "faults.py", "load.py"} <= set(named)
+    for script, flags in sorted(named.items()):
+        assert (BENCH / script).is_file(), script
+        if not flags:
+            continue
+        usage = subprocess.run([sys.executable, str(BENCH / script), "--help"],
+                               cwd=BENCH.parent, capture_output=True, text=True, timeout=60,
+                               check=True).stdout
+        missing = sorted(flag for flag in flags
+                         if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", usage))
+        assert not missing, f"bench/{script}: README names {missing}, --help has not"
