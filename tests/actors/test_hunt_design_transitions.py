@@ -121,3 +121,35 @@ async def test_terminal_rows_do_not_move_again_through_the_public_calls(rt, db_p
         assert await rt.abandon_unacked(session_id) == []
         assert await rt.confirm_through(session_id, 10) == []
     assert {i: (_row(db_path, i), _events(db_path, i)) for i in ids} == before
+
+
+async def test_a_send_is_written_queued_claimed_or_sent_with_its_work_item_to_match(
+        rt, db_path) -> None:
+    """The three states a send's row is inserted in, each with its ``delivery.send`` work item
+    and events as the moves into that state would leave them: ``sending`` / ``claimed`` with
+    one attempt for a send into an idle session with a route (claimed as it is written),
+    ``queued`` / ``pending`` behind it, and ``sent`` / ``completed`` with no attempt for an
+    invisible send (history only: no route ever gets it). A pinning test: it passed before."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.stall()
+    rt.router.bind(session_id, route)
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            claimed = await ctx.output.send_text("claimed")
+            await route.wait_attempted(1)
+            queued = await ctx.output.send_text("queued")
+            hidden = await ctx.output.send_text("hidden", visible=False)
+            assert _row(db_path, claimed.delivery_id) == ("sending", "claimed", 1)
+            assert _events(db_path, claimed.delivery_id) == ["delivery.queued",
+                                                             "delivery.sending"]
+            assert _row(db_path, queued.delivery_id) == ("queued", "pending", 0)
+            assert _events(db_path, queued.delivery_id) == ["delivery.queued"]
+            assert await hidden.wait() == "delivered"
+            assert _row(db_path, hidden.delivery_id) == ("sent", "completed", 0)
+            assert _events(db_path, hidden.delivery_id) == ["delivery.queued", "delivery.sent"]
+            route.release()
+            assert [await claimed.wait(), await queued.wait()] == ["delivered"] * 2
+    assert route.texts() == ["claimed", "queued"]
+    assert _row(db_path, claimed.delivery_id) == ("sent", "completed", 1)
+    assert _row(db_path, queued.delivery_id) == ("sent", "completed", 1)
