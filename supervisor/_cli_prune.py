@@ -28,7 +28,7 @@ from tidings.errors import StoreError
 from tidings.supervisor._age import parse_age
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._exit_codes import EXIT_IN_USE
-from tidings.supervisor._stderr import say
+from tidings.supervisor._stderr import one_line, say
 
 __all__ = ["EXIT_IN_USE", "register", "run"]
 
@@ -67,28 +67,30 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         db.stat()  # (exists() answers False for a path the system will not look up: a loop)
         if db.is_dir():
-            say(err, f"tidings prune: {db} is a directory, not a database")
+            say(err, one_line(f"tidings prune: {db} is a directory, not a database"))
             return 2
     except (FileNotFoundError, NotADirectoryError):
-        say(err, f"tidings prune: no database at {db}")
+        say(err, one_line(f"tidings prune: no database at {db}"))
         return 2
     except OSError as exc:  # a name over the file system's limit, a folder it may not search,
-        say(err, f"tidings prune: cannot look at {db}: {exc.strerror or exc}")  # a link loop
+        # a link loop
+        say(err, one_line(f"tidings prune: cannot look at {db}: {exc.strerror or exc}"))
         return 2
     cutoff = time.time() - args.older_than
     try:
         fd, created = lock_database(db, holder="prune")
     except DatabaseInUseError as exc:
-        say(err, f"tidings prune: {exc}" + (": stop it first (or set [retention] in its "
-                                              "serve config)" if exc.holder == "runtime" else ""))
+        say(err, one_line(f"tidings prune: {exc}") + (
+            ": stop it first (or set [retention] in its serve config)"
+            if exc.holder == "runtime" else ""))
         return EXIT_IN_USE
     except StoreError as exc:  # a lock file it cannot take: another user's, a read-only folder
-        say(err, f"tidings prune: {exc}")
+        say(err, one_line(f"tidings prune: {exc}"))
         return 2
     try:
         report = prune_file(db, cutoff, dry_run=args.dry_run)
     except StoreError as exc:  # each names the file ("cannot prune ...", "not a tidings ...")
-        say(err, f"tidings prune: {exc}")
+        say(err, one_line(f"tidings prune: {exc}"))
         return 2
     finally:
         unlock_database(fd, created)

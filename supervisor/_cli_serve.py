@@ -39,7 +39,7 @@ from tidings.supervisor._logging import (
 )
 from tidings.supervisor._serve import ServeFailed, serve
 from tidings.supervisor._signals import StopControl, watch_signals
-from tidings.supervisor._stderr import say
+from tidings.supervisor._stderr import one_line, say
 
 __all__ = ["register", "run"]
 
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except ServeFailed as exc:
         log.error("event=serve_failed reason=%s", field(str(exc)))  # noqa: TRY400 - said
-        say(sys.stderr, f"tidings serve: {exc}")  # closed (2>&-): lost, not to stdout
+        say(sys.stderr, one_line(f"tidings serve: {exc}"))  # closed (2>&-): lost, not stdout
         # Another process holds the database: the code chat --local and prune end with too.
         return EXIT_IN_USE if isinstance(exc.__cause__, DatabaseInUseError) else 1
     return 0
@@ -125,7 +125,7 @@ def _refused(exc: ConfigError, *, as_json: bool) -> None:
     if as_json:
         log.error("event=invalid_configuration key=%s reason=%s",
                   field(exc.field), field(exc.reason))
-    say(sys.stderr, f"tidings serve: invalid configuration: {exc}")
+    say(sys.stderr, one_line(f"tidings serve: invalid configuration: {exc}"))
 
 
 def _json_asked(args: argparse.Namespace) -> bool:

@@ -22,7 +22,6 @@ import datetime
 import json
 import math
 import pathlib
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -41,13 +40,12 @@ from tidings.store import (
 from tidings.store._ids import check_id
 from tidings.supervisor._age import parse_age
 from tidings.supervisor._cli_paths import path_argument
-from tidings.supervisor._stderr import say
+from tidings.supervisor._stderr import one_line, say
 
 __all__ = ["parse_since", "register", "run"]
 
 DEFAULT_DB = "tidings.db"
 DEFAULT_LIMIT = 20
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def register(commands: Any) -> None:
@@ -142,10 +140,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         say(err, f"tidings status: {exc}; give the database with --db PATH")
         return 2
     except (StoreError, ValidationError) as exc:
-        say(err, f"tidings status: {exc}")
+        say(err, one_line(f"tidings status: {exc}"))  # a path in it: one line
         return 2
     if report is None:
-        say(err, f"tidings status: no delivery {args.delivery_id!r} in {args.db}")
+        say(err, one_line(f"tidings status: no delivery {args.delivery_id!r} in {args.db}"))
         return 1
     try:
         if args.json:
@@ -206,7 +204,7 @@ def _shown(text: str) -> str:
     printed comes from agents, users and platforms (a reply, a route's error, a chosen session
     id), and a terminal acts on an escape sequence (clears the screen, sets its title, writes
     the clipboard) instead of showing it."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return one_line(text)
 
 
 def _clip(text: str | None, width: int) -> str:

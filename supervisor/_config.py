@@ -136,7 +136,8 @@ def _path(field: str, value: Any, *, file: bool = False) -> pathlib.Path:
     if "\x00" in text:
         raise ConfigError(field, f"must not hold a NUL character, got {text!r}")
     if file and names_a_folder(text):  # pathlib drops the separator: 'state/' was a file
-        hint = f": give the file in it, such as {text}tidings.db" if field == "serve.db" else ""
+        hint = (f": give the file in it, such as {text + 'tidings.db'!r}"
+                if field == "serve.db" else "")
         raise ConfigError(field, f"must be a file's path, got {text!r}, which ends with "
                                  f"{text[-1]} (a folder's{hint})")
     try:

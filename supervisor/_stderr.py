@@ -9,9 +9,19 @@ transcript or the report a pipe reads: it is lost too.
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import TextIO
 
-__all__ = ["say"]
+__all__ = ["one_line", "say"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str) -> str:
+    """*text* with its control characters (C0, DEL, C1) escaped, ``\\x0a`` for a newline,
+    ``\\x1b`` for ESC: a refusal's path or reason (a file name may hold any of them) printed
+    as one line, not broken in two, and no escape sequence acted on by the terminal."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
 def say(err: TextIO | None, text: str) -> None:
