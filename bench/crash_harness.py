@@ -1,7 +1,8 @@
 """Kill -9 the runtime at many random moments and check the crash-safety promises each time.
 
 Runs the harness of ``tests/recovery/crash_harness.py`` (a child process sends a stream of
-deliveries through a route that fsyncs what it "sent"; SIGKILL after a seeded number of
+deliveries through a route that fsyncs what it "sent", bound to every session but the first,
+whose rows go ``unrouted``, so ``--sessions`` is at least 2; SIGKILL after a seeded number of
 acknowledged sends; in-process restart and recovery; the checks listed there) for ``--kills``
 seeds and prints what each kill point found, then totals. Exits 1 at the first broken promise.
 
@@ -62,7 +63,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=at_least(1), default=100)
     parser.add_argument("--seed", type=int, default=1000, help="the first seed")
-    parser.add_argument("--sessions", type=at_least(1), default=6)
+    parser.add_argument("--sessions", default=6, type=at_least(
+        2, "the first has no route, its rows go unrouted: one more to deliver to"))
     parser.add_argument("--max-kill-after", type=at_least(1), default=400,
                         help="kill after 1..N acknowledged sends (seeded)")
     args = parser.parse_args()

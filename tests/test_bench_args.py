@@ -37,6 +37,7 @@ REFUSED = [
     ("recovery.py", "--dir", __file__),  # a file, not a directory
     ("crash_harness.py", "--kills", "0"),
     ("crash_harness.py", "--sessions", "0"),
+    ("crash_harness.py", "--sessions", "1"),  # the unrouted one only: nothing is delivered
     ("crash_harness.py", "--max-kill-after", "0"),
     ("faults.py", "--rates", "x"),
     ("faults.py", "--rates", "0.01,2"),
