@@ -2,7 +2,8 @@
 client, and the p99 delivery latency of the other sessions in both runs (ratio printed).
 
 Each session runs turns back to back for ``--seconds``: a turn opens, sends one message and
-waits until it is delivered (``handle.wait()``), then the next. A delivery's latency is from
+closes (leaving a turn never waits for its deliveries), then the session waits until that
+message is delivered (``handle.wait()``) before the next turn. A delivery's latency is from
 the ``send_text`` call to the route accepting it (trio's clock). Its route adds ``--latency``
 seconds per delivery (a platform round trip). In the second run one session's route is
 stalled for the whole run (a client that stopped reading): its session cannot advance, and
