@@ -117,3 +117,19 @@ def test_the_conftest_example_gives_working_fixtures_in_trio_mode(
                             timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
+
+
+def test_the_states_table_lists_every_move_of_an_outbox_row() -> None:
+    """The README's **States** table names, for each target state, exactly the sources
+    ``tidings.store.TRANSITIONS`` allows (the written-at-send row aside)."""
+    from tidings.store import TRANSITIONS
+
+    table = README.split("- **States.**", 1)[1].split("\n\n", 2)[1]
+    listed: dict[str, set[str]] = {}
+    for line in table.splitlines()[2:]:
+        target, sources = (cell.strip() for cell in line.strip().strip("|").split("|")[:2])
+        if sources == "(written)":
+            continue
+        listed.setdefault(target.strip("`"), set()).update(
+            source.strip().strip("`") for source in sources.split(","))
+    assert listed == {target: set(sources) for target, (sources, _, _) in TRANSITIONS.items()}
