@@ -40,6 +40,7 @@ def _chat(cwd: pathlib.Path, config: str, *args: str) -> subprocess.CompletedPro
 
 SERVE = '[serve]\nagent = "choice_agents:ServeAgent"\n'
 CHANNEL = '[channels.terminal]\nagent = "choice_agents:ChannelAgent"\n'
+GATEWAY = '[channels.gateway]\nagent = "choice_agents:ChannelAgent"\n'
 
 
 @pytest.mark.parametrize(("config", "args", "reply"), [
@@ -48,12 +49,17 @@ CHANNEL = '[channels.terminal]\nagent = "choice_agents:ChannelAgent"\n'
     (CHANNEL, (), "channel agent: hello"),
     (SERVE + CHANNEL, ("--agent", "choice_agents:FlagAgent"), "flag agent: hello"),
     ('[serve]\ndb = "other.db"\n', (), "hello"),  # none: EchoAgent
-], ids=["serve", "serve-over-channel", "channel", "flag-wins", "echo"])
+    # serve's channel is gateway: its agent is the terminal chat's only with --channel gateway
+    (GATEWAY, (), "hello"),
+    (GATEWAY, ("--channel", "gateway"), "channel agent: hello"),
+], ids=["serve", "serve-over-channel", "channel", "flag-wins", "echo", "gateway-table",
+        "gateway-channel"])
 def test_the_local_chat_runs_the_agent_serve_would(
         tmp_path: pathlib.Path, config: str, args: tuple[str, ...], reply: str) -> None:
     result = _chat(tmp_path, config, *args)
     assert result.returncode == 0, result.stderr
-    assert f"terminal> {reply}" in result.stdout.splitlines(), result.stdout
+    channel = "gateway" if "gateway" in args else "terminal"
+    assert f"{channel}> {reply}" in result.stdout.splitlines(), result.stdout
 
 
 @pytest.mark.parametrize(("config", "why"), [
