@@ -121,3 +121,33 @@ def test_the_level_applies_to_python_warnings_and_libraries_too(level: str) -> N
     assert "library_error" in text
     assert ("a library's deprecation" in text) == (level == "warning")
     assert ("library_warning" in text) == (level == "warning")
+
+
+@pytest.mark.parametrize("json_lines", [True, False], ids=["json", "key-value"])
+def test_a_traceback_is_a_field_of_the_json_line_and_follows_a_key_value_line(
+        json_lines: bool) -> None:
+    """README: with ``--log-json`` a traceback is the ``traceback`` field of the event's one
+    JSON object (a shipper reads one object per line); a ``key=value`` line has it after."""
+    from tidings.supervisor._logging import configure_logging
+
+    stream = io.StringIO()
+    handler = configure_logging("info", json_lines=json_lines, stream=stream)
+    try:
+        try:
+            {}["missing"]
+        except KeyError:
+            logging.getLogger("tidings.test").exception("event=failed what=%s", "lookup")
+    finally:
+        logging.getLogger().removeHandler(handler)
+        logging.captureWarnings(False)
+    lines = stream.getvalue().splitlines()
+    if json_lines:
+        [line] = lines
+        entry = json.loads(line)
+        assert (entry["event"], entry["what"], entry["level"]) == ("failed", "lookup", "error")
+        assert entry["traceback"].startswith("Traceback (most recent call last):")
+        assert entry["traceback"].endswith("KeyError: 'missing'")
+    else:
+        assert lines[0].endswith(" level=error logger=tidings.test event=failed what=lookup")
+        assert lines[1] == "Traceback (most recent call last):"
+        assert lines[-1] == "KeyError: 'missing'"
