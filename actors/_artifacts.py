@@ -266,7 +266,7 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
     try:
         resolved = candidate.resolve(strict=True)
     except (FileNotFoundError, NotADirectoryError):
-        raise ArtifactError(field, f"no such file: {text!r:.80}") from None
+        raise ArtifactError(field, _missing(text, raw, artifact_root)) from None
     except (OSError, RuntimeError) as exc:  # loops, permissions, a name over the limit
         # Its text holds the path again: the reason alone (a path may be megabytes).
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -298,6 +298,23 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
                                    f"name ({problem}); choose one: ArtifactRef(path=..., "
                                    "name=...)")
     return ResolvedSource("path", location, resolved.name)
+
+
+def _missing(text: str, raw: pathlib.Path, artifact_root: pathlib.Path | None) -> str:
+    """The refusal of a path with no file: a relative one was looked for in the workspace
+    only, which it says, and, when the session's artifact root has a file by that name, that
+    it is sent by its full path there (a relative path never means the artifact root: one
+    name could mean two files)."""
+    if raw.is_absolute():
+        return f"no such file: {text!r:.80}"
+    hint = ""
+    try:
+        if artifact_root is not None and (artifact_root / raw).is_file():
+            hint = ("; the session's artifact root has it: give its full path "
+                    "(rt.artifact_root_for(session_id) / name)")
+    except OSError:  # (a name over the limit, a loop: no hint, the refusal stands)
+        pass
+    return f"no such file in the workspace: {text!r:.80}{hint}"
 
 
 def _host_problem(host: str) -> str | None:
