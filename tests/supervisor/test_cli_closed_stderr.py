@@ -43,12 +43,20 @@ def test_help_asked_for_still_goes_to_stdout(tmp_path: pathlib.Path) -> None:
     assert done.stdout.startswith("usage: tidings")
 
 
+@pytest.mark.parametrize("writer", ["process", "thread"])
+@pytest.mark.parametrize("redirect", [
+    pytest.param("2>&-", id="closed"),
+    pytest.param("2>/dev/full", id="full", marks=pytest.mark.skipif(
+        not os.path.exists("/dev/full"), reason="no /dev/full")),
+])
 async def test_serve_with_the_writer_process_serves_and_stops_as_ever(
-        tmp_path: pathlib.Path) -> None:
+        tmp_path: pathlib.Path, redirect: str, writer: str) -> None:
     """Descriptor 2 left free was taken by the next one opened (trio's epoll), and the writer
     process, which takes its stderr for its stdout (``dup2(2, 1)``), found none there and
     could not start: ``tidings serve --writer process 2>&-`` ended at once, exit 1, saying
-    nothing (it could not). It serves now, and a stop is exit 0."""
+    nothing (it could not). It serves now, and a stop is exit 0. The README holds the same
+    for a stderr it cannot write (``2>/dev/full``), with either writer: the log is lost,
+    nothing else changes."""
     import fcntl
     import signal
 
@@ -64,8 +72,8 @@ async def test_serve_with_the_writer_process_serves_and_stops_as_ever(
             try:
                 fcntl.fcntl(folder, fcntl.F_NOTIFY, fcntl.DN_CREATE | fcntl.DN_MULTISHOT)
                 process = await trio.lowlevel.open_process(
-                    ["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable, "-m",
-                     "tidings.supervisor.cli", "serve", "--port", "0", "--writer", "process"],
+                    ["sh", "-c", f'exec "$@" {redirect}', "sh", sys.executable, "-m",
+                     "tidings.supervisor.cli", "serve", "--port", "0", "--writer", writer],
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, cwd=tmp_path)
                 try:
                     with trio.fail_after(120):
