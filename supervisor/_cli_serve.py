@@ -35,6 +35,7 @@ from tidings.supervisor._logging import (
     LEVELS,
     configure_logging,
     holding_records,
+    logging_configured,
     replay,
 )
 from tidings.supervisor._serve import ServeFailed, serve
@@ -91,13 +92,13 @@ def run(args: argparse.Namespace) -> int:
                                  grace=args.grace, writer=args.writer,
                                  log_level=args.log_level, log_json=args.log_json)
     except ConfigError as exc:
-        # The JSON lines were asked for (the flag, or the file when that much of it reads):
-        # a log shipper reading them alone saw nothing of a plain line's refusal.
-        as_json = _json_asked(args)
-        if as_json:  # first: the warnings held from reading come out as JSON lines too
-            configure_logging(args.log_level or "info", json_lines=True)
-        replay(held)
-        _refused(exc, as_json=as_json)
+        # Said in the log's form, at its level, as far as the flags and the file (when that
+        # much of it reads) tell them: the JSON lines, which a log shipper reads alone; the
+        # warnings held from reading as log lines too, or not at all under `--log-level error`.
+        level, as_json = _log_form(args)
+        with logging_configured(level, json_lines=as_json):
+            replay(held)
+            _refused(exc, as_json=as_json)
         return 2
     configure_logging(config.log_level, json_lines=config.log_json)
     replay(held)
@@ -128,21 +129,24 @@ def _refused(exc: ConfigError, *, as_json: bool) -> None:
     say(sys.stderr, one_line(f"tidings serve: invalid configuration: {exc}"))
 
 
-def _json_asked(args: argparse.Namespace) -> bool:
-    """Whether *args* ask for the JSON lines, for a configuration refused whole: ``--log-json``,
-    or ``logging.json = true`` in a ``--config`` file that is a regular file and reads as TOML
-    (read again: a pipe is not, nor a named pipe, which would wait for a writer)."""
-    if args.log_json:
-        return True
-    if args.config is None:
-        return False
-    try:
-        if not stat.S_ISREG(os.stat(args.config).st_mode):
-            return False
-        table = read_file(args.config).get("logging")
-    except (OSError, ConfigError):
-        return False
-    return isinstance(table, Mapping) and table.get("json") is True
+def _log_form(args: argparse.Namespace) -> tuple[str, bool]:
+    """The log's level and whether it is JSON lines, for a configuration refused whole: the
+    flags (``--log-level``, ``--log-json``), else what ``[logging]`` says in a ``--config``
+    file that is a regular file and reads as TOML (read again: a pipe is not, nor a named
+    pipe, which would wait for a writer) where it is a value the key takes; else ``info``
+    and ``key=value`` lines."""
+    table: Any = None
+    if args.config is not None and (args.log_level is None or not args.log_json):
+        try:
+            if stat.S_ISREG(os.stat(args.config).st_mode):
+                table = read_file(args.config).get("logging")
+        except (OSError, ConfigError):
+            pass
+    if not isinstance(table, Mapping):
+        table = {}
+    level = args.log_level or next((name for name in LEVELS if table.get("level") == name),
+                                   "info")
+    return level, bool(args.log_json) or table.get("json") is True
 
 
 async def _main(config: ServeConfig) -> None:

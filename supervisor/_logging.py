@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 __all__ = ["LEVELS", "JsonLinesFormatter", "KeyValueFormatter", "configure_logging",
-           "holding_records", "parse_fields", "replay"]
+           "holding_records", "logging_configured", "parse_fields", "replay"]
 
 LEVELS = ("debug", "info", "warning", "error")
 
@@ -120,6 +120,25 @@ def configure_logging(level: str = "info", *, json_lines: bool = False,
     root.setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
     logging.getLogger("tidings").setLevel(level.upper())
     return handler
+
+
+@contextlib.contextmanager
+def logging_configured(level: str = "info", *, json_lines: bool = False,
+                       stream: TextIO | None = None) -> Iterator[logging.Handler]:
+    """:func:`configure_logging` for the block only: what it changed (its handler, the two
+    levels, Python's warnings captured) is put back after. For a command that logs a line or
+    two and ends (a configuration refused), so that a host running it in its own process (a
+    test calling ``main()``) keeps its logging as it was."""
+    root, tidings = logging.getLogger(), logging.getLogger("tidings")
+    levels = root.level, tidings.level
+    handler = configure_logging(level, json_lines=json_lines, stream=stream)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        logging.captureWarnings(False)
+        root.setLevel(levels[0])
+        tidings.setLevel(levels[1])
 
 
 class _Holder(logging.Handler):

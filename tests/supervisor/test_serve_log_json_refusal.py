@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 
 import pytest
 
@@ -71,3 +73,47 @@ def test_without_json_the_refusal_is_the_one_plain_line(tmp_path, monkeypatch, c
     assert capsys.readouterr().err.splitlines() == [
         "tidings serve: invalid configuration: serve.grace: must be a number of seconds >= 0, "
         "got -1.0"]
+
+
+
+_WARNED = '[channels.gateway.memory_scope]\nmode = "shared"\n[serve]\ngrace = -1\n'
+"""A key taken with a warning (a memory mode that resolves to the only one) read before a bad
+one: the warning is held until the log has its form, then said in it, or not at all."""
+
+
+def _refused_stderr(tmp_path, text: str, *flags: str) -> list[str]:
+    """``tidings serve --config FILE --port 0 *flags`` with *text* in FILE, as a process (its
+    logging as the command sets it up, not pytest's): stderr's lines, once it exited 2."""
+    (tmp_path / "tidings.toml").write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "tidings.supervisor.cli", "serve", "--config", "tidings.toml",
+         "--port", "0", *flags],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL,
+        check=False)
+    assert result.returncode == 2, result.stderr
+    assert list(tmp_path.iterdir()) == [tmp_path / "tidings.toml"]  # nothing made
+    return result.stderr.splitlines()
+
+
+@pytest.mark.parametrize(("table", "flags"), [
+    ("", ["--log-level", "error"]),
+    ('[logging]\nlevel = "error"\n', []),
+    ('[logging]\nlevel = "error"\njson = true\n', []),
+    ("", ["--log-level", "error", "--log-json"]),
+], ids=["flag", "file", "file-json", "flag-json"])
+def test_a_refusal_at_level_error_says_no_warning_of_the_file(tmp_path, table, flags) -> None:
+    """README: ``--log-level error`` (or ``logging.level``) hides a warning about the config
+    file as it hides tidings' own. Before a refusal the held warning was said all the same,
+    as plain text without JSON, whatever level was asked for."""
+    lines = _refused_stderr(tmp_path, _WARNED + table, *flags)
+    assert not [line for line in lines if "memory_scope.mode" in line], lines
+    assert lines[-1].startswith("tidings serve: invalid configuration: serve.grace: ")
+
+
+def test_a_refusal_without_json_says_the_files_warning_as_a_log_line(tmp_path) -> None:
+    """README: a warning about the config file is logged as tidings' own lines are
+    (``key=value``), not printed as plain text between them; so also before a refusal."""
+    warned, refused = _refused_stderr(tmp_path, _WARNED)
+    assert " level=warning logger=tidings.channels message=" in warned, warned
+    assert "memory_scope.mode: unknown memory mode 'shared'" in warned
+    assert refused.startswith("tidings serve: invalid configuration: serve.grace: ")

@@ -151,3 +151,18 @@ def test_a_traceback_is_a_field_of_the_json_line_and_follows_a_key_value_line(
         assert lines[0].endswith(" level=error logger=tidings.test event=failed what=lookup")
         assert lines[1] == "Traceback (most recent call last):"
         assert lines[-1] == "KeyError: 'missing'"
+
+
+def test_logging_configured_for_a_block_puts_the_logging_back() -> None:
+    """A refused configuration is said through the log, then the command ends: a process
+    that runs it (a test calling ``main()``) keeps its handlers and levels as they were."""
+    from tidings.supervisor._logging import logging_configured
+
+    root, tidings_logger = logging.getLogger(), logging.getLogger("tidings")
+    before = (list(root.handlers), root.level, tidings_logger.level)
+    stream = io.StringIO()
+    with logging_configured("error", json_lines=True, stream=stream):
+        logging.getLogger("tidings.test").warning("event=hidden")
+        logging.getLogger("tidings.test").error("event=said")
+    assert [json.loads(line)["event"] for line in stream.getvalue().splitlines()] == ["said"]
+    assert (list(root.handlers), root.level, tidings_logger.level) == before
