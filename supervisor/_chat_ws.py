@@ -21,18 +21,19 @@ only once the server has asked), else it is a message (the question not asked ag
 the chat was away: ``(question closed while reconnecting)`` says so first). :data:`_RECONNECTS`
 times in a row at most, the count starting afresh once a connection has stayed up
 :data:`_STABLE` seconds. With stdin a pipe each line waits for its turn (or command answer) to
-be delivered before the next is sent, and the end of input ends the chat once everything is in:
-a deterministic transcript. That wait goes on across a reconnect (a turn that ended while the
-client was away sent a ``completed`` nobody heard: its reply is replayed, the wait lasts
-:data:`_SETTLE` at most). A server that has not welcomed it within ``WELCOME_TIMEOUT`` (30 s) is
-one it cannot connect to: exit 1 on the first connection. After a drop, every reconnect is said
-on stderr with how long it waits for its welcome, and all of them together must be welcomed
-within :data:`_RECONNECT_FOR` (30 s) of the drop: a hung server ends the chat then (exit 1). The
-frames it sends keep under the server's ``rate`` and ``burst`` (see
-:mod:`tidings.supervisor._chat_limits`): a pasted block of lines, or the lines sent again after
-a reconnect, wait their turn rather than get the connection closed ``4029``. Ctrl-C cancels the
-chat at any point (exit 130, no traceback), and so do SIGTERM (exit 143) and SIGHUP (exit
-129; unless ignored, as under ``nohup``). A ``--token`` or
+be delivered before the next is sent, however long the turn runs (sent meanwhile, the next line
+would steer it), and the end of input ends the chat once everything is in: a deterministic
+transcript. That wait goes on across a reconnect (a turn that ended while the client was away
+sent a ``completed`` nobody heard: its reply is replayed; once no turn is heard to run, the wait
+lasts :data:`_SETTLE` at most, see :func:`_turn_ended`). A server that has not welcomed it
+within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the first connection.
+After a drop, every reconnect is said on stderr with how long it waits for its welcome, and all
+of them together must be welcomed within :data:`_RECONNECT_FOR` (30 s) of the drop: a hung
+server ends the chat then (exit 1). The frames it sends keep under the server's ``rate`` and
+``burst`` (see :mod:`tidings.supervisor._chat_limits`): a pasted block of lines, or the lines
+sent again after a reconnect, wait their turn rather than get the connection closed ``4029``.
+Ctrl-C cancels the chat at any point (exit 130, no traceback), and so do SIGTERM (exit 143)
+and SIGHUP (exit 129; unless ignored, as under ``nohup``). A ``--token`` or
 ``--conversation`` no gateway takes is bad usage (exit 2, naming it), before connecting. A
 stderr it cannot write (``2>/dev/full``) or closed (``2>&-``) loses its lines and changes
 nothing else (see :mod:`tidings.supervisor._stderr`).
@@ -113,7 +114,8 @@ drop, not after :data:`_RECONNECTS` full welcome bounds (about 2.8 minutes)."""
 _BACKOFF = 0.25
 """Seconds before a reconnect: doubled on each attempt (the first waits twice this), 8 at most."""
 _SETTLE = 30.0
-"""Seconds a piped line waits for its answer before the next one is sent anyway."""
+"""Seconds a piped line waits for its ``accepted``, for its answer's deliveries, and for its
+turn's end while no turn runs (see :func:`_turn_ended`), before the next one is sent anyway."""
 _ANSWERS_KEPT = 64
 """Answers to questions not closed yet that are kept, to answer again after a reconnect."""
 _IDS_KEPT = 256
@@ -149,6 +151,9 @@ class _State:
         # after a reconnect (see _resend).
         self.unanswered: dict[str, dict[str, Any]] = {}
         self.finished: dict[str, None] = {}
+        # The message ids of the turns running now, as this connection's lifecycle frames tell
+        # (cleared on each new connection: an end while away is never heard).
+        self.running: dict[str, None] = {}
         self.synced: dict[str, int] | None = None
         # question id -> its frame, oldest first: the questions open in the conversation
         # (an agent may ask two at once); the next line answers the oldest, as --local does.
@@ -307,8 +312,12 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
         if kind == "lifecycle":
             if isinstance(frame.get("session_id"), str):  # the hello after a drop names it
                 state.session_id = frame["session_id"]
+            message_id = str(frame.get("message_id"))
             if frame.get("event") in ("completed", "cancelled", "failed"):
-                _remember(state.finished, str(frame.get("message_id")), None)
+                _remember(state.finished, message_id, None)
+                state.running.pop(message_id, None)
+            elif message_id not in state.finished:  # started, or its chunks and tool calls
+                state.running[message_id] = None
         elif kind == "accepted":
             # A resend the server already had (see _resend): its turn may have ended while
             # the client was away, a lifecycle frame that never comes again.
@@ -362,34 +371,56 @@ def _answer(question: dict[str, Any], line: str) -> dict[str, Any]:
     return {"type": "approval", "request_id": question["request_id"], "decision": decision}
 
 
-async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool:
-    """Piped mode: wait until the line's turn or command answer has been delivered. False
-    when the turn asks a question first (the next line answers it; settle again after)."""
-    await state.wait_for(lambda: message_id in state.accepted)
+async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool | None:
+    """Piped mode: wait until the line's turn or command answer has been delivered (True).
+    False when the turn asks a question first (the next line answers it; settle again after);
+    None when it gave up: no ``accepted``, or no deliveries, within :data:`_SETTLE` seconds,
+    or a turn's end that may never come (see :func:`_turn_ended`)."""
+    with trio.move_on_after(_SETTLE):
+        await state.wait_for(lambda: message_id in state.accepted)
+    if message_id not in state.accepted:
+        return None
     if state.accepted[message_id] in ("started", "queued", "merged"):
-        await state.wait_for(lambda: message_id in state.finished
-                             or bool(state.questions))
-        if message_id not in state.finished:
-            return False
-    state.synced = None
-    await state.pace.take()
-    await client.sync(state.session_id)
-    await state.wait_for(lambda: state.synced is not None)
-    assert state.synced is not None
-    [(session_id, last_seq)] = state.synced.items()
-    floor = client.welcome["last_seq"] if session_id == client.session_id else 0
-    await state.wait_for(lambda: max(state.seen.get(session_id, 0), floor) >= last_seq)
-    return True
+        ended = await _turn_ended(state, message_id)
+        if not ended:
+            return ended
+    with trio.move_on_after(_SETTLE):
+        state.synced = None
+        await state.pace.take()
+        await client.sync(state.session_id)
+        await state.wait_for(lambda: state.synced is not None)
+        assert state.synced is not None
+        [(session_id, last_seq)] = state.synced.items()
+        floor = client.welcome["last_seq"] if session_id == client.session_id else 0
+        await state.wait_for(lambda: max(state.seen.get(session_id, 0), floor) >= last_seq)
+        return True
+    return None
+
+
+async def _turn_ended(state: _State, message_id: str) -> bool | None:
+    """Wait for the end of *message_id*'s turn (True) or a question (False), however long a
+    turn runs: sent while one runs, the next line would steer (cancel) it. None when no turn
+    was heard to run for :data:`_SETTLE` seconds: the end of one merged into another's turn
+    (which ends under the other's id), or of one that ended while the chat was away, never
+    comes."""
+    def done() -> bool:
+        return message_id in state.finished or bool(state.questions)
+
+    while not done():
+        with trio.move_on_after(_SETTLE) as idle:
+            await state.wait_for(lambda: done() or bool(state.running))
+        if idle.cancelled_caught:
+            return None
+        await state.wait_for(lambda: done() or not state.running)
+    return message_id in state.finished
 
 
 async def _settle_waiting(client: GatewayClient, state: _State) -> None:
-    """Piped mode: :func:`_settle` the message being waited for, :data:`_SETTLE` seconds at
-    most; it is waited for no more once settled or given up on, but still when its turn asked
-    a question first (the next line answers it, then the wait goes on)."""
+    """Piped mode: :func:`_settle` the message being waited for; it is waited for no more
+    once settled or given up on, but still when its turn asked a question first (the next
+    line answers it, then the wait goes on)."""
     assert state.waiting is not None
-    settled: bool | None = None  # None: gave up waiting
-    with trio.move_on_after(_SETTLE):
-        settled = await _settle(client, state, state.waiting)
+    settled = await _settle(client, state, state.waiting)
     if settled is not False:
         state.waiting = None
 
@@ -486,8 +517,7 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
         if state.waiting is not None and not options.interactive:
             await _settle_waiting(client, state)
     if state.waiting is not None:
-        with trio.move_on_after(_SETTLE):
-            await _settle(client, state, state.waiting)
+        await _settle(client, state, state.waiting)
         state.waiting = None
 
 
@@ -583,6 +613,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                     state.recheck = True
                     state.away.update(state.questions)
                 state.questions.clear()
+                state.running.clear()  # the turns this connection will say run (see _State)
                 if state.session_id is None:
                     welcome = client.welcome
                     state.session_id = welcome["session_id"]
