@@ -2,7 +2,8 @@
 
 The first frame must be a ``hello`` whose token matches (compared in constant time) before
 anything else is looked at; otherwise the connection is closed with ``4001`` and a reason,
-and nothing was read or written. Then the protocol version, then the other fields (``4000``
+and nothing was read or written. Then the protocol version (``4002`` for an integer other
+than 1; none, or one that is no integer, is a bad hello), then the other fields (``4000``
 naming the field). The conversation NAME resolves (or creates) its session under the
 directory's lock, which also binds the gateway as its route. A session this gateway was not
 the route of until then has its ``unrouted`` rows (left while no gateway had it) handed back
@@ -44,6 +45,7 @@ from tidings.channels._gateway_frames import (
     MAX_SERVER_FRAME_BYTES,
     FrameError,
     Hello,
+    UnsupportedProtocol,
     delivery_frame,
     encode,
     encoded_size,
@@ -125,9 +127,9 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
         raise Refused(CLOSE_UNAUTHORIZED, "unauthorized: bad token")
     try:
         hello = parse_client_frame(raw, max_frame_bytes=limit)
+    except UnsupportedProtocol as exc:  # an integer version, not 1; none at all is a bad hello
+        raise Refused(CLOSE_UNSUPPORTED, f"unsupported protocol: {exc.reason}") from None
     except FrameError as exc:
-        if exc.field == "protocol":
-            raise Refused(CLOSE_UNSUPPORTED, f"unsupported protocol: {exc.reason}") from None
         raise Refused(CLOSE_BAD_HELLO, f"bad hello: {exc.reason}") from None
     assert isinstance(hello, Hello)  # of PROTOCOL_VERSION: the parse checks it first
     if not gateway.accepting:

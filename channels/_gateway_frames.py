@@ -44,6 +44,7 @@ __all__ = [
     "Ping",
     "Pong",
     "Sync",
+    "UnsupportedProtocol",
     "approval_request_frame",
     "delivery_frame",
     "encode",
@@ -64,7 +65,8 @@ CLOSE_BAD_HELLO = 4000
 CLOSE_UNAUTHORIZED = 4001
 """No hello in time, the first frame was not a hello, or its token is wrong."""
 CLOSE_UNSUPPORTED = 4002
-"""The hello asked for a protocol version this server does not speak."""
+"""The hello asked for a protocol version (an integer) this server does not speak; a hello
+with no integer ``protocol`` is a bad one (``4000``)."""
 CLOSE_HEARTBEAT = 4008
 """Nothing was heard from the client for two heartbeat periods."""
 CLOSE_TOO_SLOW = 4009
@@ -129,6 +131,11 @@ class FrameError(ProtocolError):
         super().__init__(code, message)
         self.field = field
         self.frame_id = frame_id
+
+
+class UnsupportedProtocol(FrameError):
+    """A hello of another protocol version (an integer other than :data:`PROTOCOL_VERSION`):
+    closed ``4002``, where a hello with no integer ``protocol`` is malformed (``4000``)."""
 
 
 @final
@@ -351,8 +358,9 @@ def _hello(f: _Fields) -> Hello:
     if isinstance(protocol, bool) or not isinstance(protocol, int):
         raise f._error("bad_field", "protocol", f"must be an integer, got {protocol!r:.80}")
     if protocol != PROTOCOL_VERSION:  # before the rest: another version's fields are its own
-        raise f._error("bad_field", "protocol", f"{protocol!r:.40} is not supported: this server "
-                                                f"speaks {PROTOCOL_VERSION}")
+        raise UnsupportedProtocol("bad_field", f"hello.protocol: {protocol!r:.40} is not "
+                                               f"supported: this server speaks "
+                                               f"{PROTOCOL_VERSION}", field="protocol")
     conversation = f.text("conversation", limit=_ID_LIMIT, empty=False)
     if conversation is not None and not conversation.isprintable():
         raise f._error("bad_field", "conversation", "must be printable text")

@@ -46,3 +46,22 @@ async def test_a_version_1_hello_still_names_its_bad_field_4000(rt, serve_gatewa
         code, reason = await _close_of(url, hello)
     assert code == 4000
     assert "after_seq" in reason
+
+
+@pytest.mark.parametrize("protocol", [
+    pytest.param(None, id="missing"),
+    pytest.param("1", id="a-string"),
+    pytest.param(1.5, id="a-fraction"),
+    pytest.param(True, id="a-bool"),
+])
+async def test_a_hello_without_an_integer_protocol_is_a_bad_hello_4000(
+        rt, serve_gateway, protocol) -> None:
+    """No version asked for is a malformed hello naming ``protocol`` (``4000``, as README's
+    close codes say), not an unsupported version (``4002``: one the server does not speak)."""
+    hello = {"type": "hello", "token": TOKEN, "conversation": "alpha"}
+    if protocol is not None:
+        hello["protocol"] = protocol
+    async with serve_gateway(rt) as (_gateway, url):
+        code, reason = await _close_of(url, hello)
+    assert code == 4000, reason
+    assert reason.startswith("bad hello: hello.protocol: "), reason
