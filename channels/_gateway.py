@@ -491,13 +491,15 @@ class GatewayChannel(ChannelBase):
         return conn
 
     def _welcome(self, admission: Admission) -> dict[str, Any]:
+        # heartbeat_s and rate are floats on the wire whichever form the config gave them
+        # (``heartbeat_s = 20`` too): a typed client decodes README's ``20.0`` as a float.
         return {"type": "welcome", "protocol": PROTOCOL_VERSION,
                 "conversation": admission.conversation.chat_id,
                 "session_id": admission.session_id, "last_seq": admission.last_seq,
-                "heartbeat_s": self.settings.heartbeat_s,
+                "heartbeat_s": float(self.settings.heartbeat_s),
                 "max_frame_bytes": self.settings.max_frame_bytes,
                 "ack_window": self.settings.ack_window,
-                "rate": self.settings.rate, "burst": self.settings.burst,
+                "rate": float(self.settings.rate), "burst": self.settings.burst,
                 "replay": bool(admission.plan)}
 
     async def _leave(self, conn: Connection) -> None:
