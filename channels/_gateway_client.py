@@ -159,11 +159,14 @@ class GatewayClient:
         :class:`GatewayClosed` if the server refuses (or answers with anything but a
         ``welcome``: code ``1002``), :class:`GatewayTimeout` if it has not welcomed the client
         within *welcome_timeout* seconds of the call, ``OSError`` / ``HandshakeError`` if it
-        cannot be reached or the connection ends before the websocket handshake's answer;
-        :class:`ValidationError` naming ``welcome_timeout`` if it is no number of seconds > 0
-        (``inf``, or an integer past a float's range: no bound), or ``max_message_size`` if it
-        is no integer > 0 (the most bytes a server frame may have: ``None`` is no 'no limit';
-        see :data:`MAX_SERVER_FRAME_BYTES` for what a gateway may send)."""
+        cannot be reached or the connection ends before the websocket handshake's answer
+        (``ConnectionRejected``, a ``HandshakeError``, if it answers the upgrade with an HTTP
+        error); :class:`ValidationError` naming ``url`` for one that is no ``ws://`` or
+        ``wss://`` URL with a host and a valid port, ``welcome_timeout`` if it is no number
+        of seconds > 0 (``inf``, or an integer past a float's range: no bound), or
+        ``max_message_size`` if it is no integer > 0 (the most bytes a server frame may have:
+        ``None`` is no 'no limit'; see :data:`MAX_SERVER_FRAME_BYTES` for what a gateway may
+        send)."""
         check_seconds("welcome_timeout", welcome_timeout, positive=True)
         if not isinstance(max_message_size, int) or isinstance(max_message_size, bool) \
                 or max_message_size <= 0:

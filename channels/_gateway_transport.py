@@ -12,7 +12,9 @@ Errors are as ``open_websocket_url``'s: ``HandshakeError`` (caused by the ``OSEr
 the server cannot be reached (and, with its own text, when the connection ends before the
 server answers the handshake: see :func:`_handshake`), ``ConnectionRejected`` when it refuses
 the handshake, and what the body raises comes out as it was raised, not in an exception group.
-A ``wss`` server's certificate is checked as there (the system's trust store, the URL's host,
+A URL it cannot use (no ``ws://`` or ``wss://`` string with a host and a valid port) is a
+:class:`~tidings.errors.ValidationError` naming ``url``, before anything is tried. A ``wss``
+server's certificate is checked as there (the system's trust store, the URL's host,
 sent as SNI); one refused is a ``HandshakeError`` caused by the ``ssl`` error, at once (see
 :func:`_tls_handshake`).
 """
@@ -27,6 +29,8 @@ from contextlib import asynccontextmanager
 import trio
 from trio_websocket import HandshakeError, WebSocketConnection, wrap_client_stream
 
+from tidings.errors import ValidationError
+
 __all__ = ["CLOSE_AFTER_ERROR", "CLOSE_WITHIN", "open_transport"]
 
 CLOSE_WITHIN = 60.0
@@ -38,18 +42,31 @@ CLOSE_AFTER_ERROR = 2.0
 interrupted: the stream is closed at once."""
 
 
-def _address(url: str) -> tuple[str, int, str, str, bool]:
+def _address(url: object) -> tuple[str, int, str, str, bool]:
     """*url*'s host, port, resource (path and query), ``Host`` header and whether it is
-    ``wss``, as trio-websocket reads a URL (``ValueError`` for one that is no ``ws://`` or
-    ``wss://`` URL with a host)."""
-    parts = urllib.parse.urlsplit(url)
+    ``wss``, as trio-websocket reads a URL. Raises :class:`ValidationError` naming ``url``
+    (before any connection is tried) for one that is no ``ws://`` or ``wss://`` URL string
+    with a host a name lookup takes (no empty label, none over 63 characters) and a valid
+    port: bad input, not a bare ``ValueError`` or the lookup's ``UnicodeError``."""
+    if not isinstance(url, str):
+        raise ValidationError("url", f"must be a ws:// or wss:// URL string, got {url!r:.80}")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValidationError("url", f"{exc}, got {url!r:.200}") from None
     if parts.scheme not in ("ws", "wss"):
-        raise ValueError('WebSocket URL scheme must be "ws:" or "wss:"')
+        raise ValidationError("url", f"must start ws:// or wss://, got {url!r:.200}")
     host = parts.hostname
     if not host:
-        raise ValueError("URL host must not be None")
+        raise ValidationError("url", f"names no host, got {url!r:.200}")
+    try:  # as the name lookup encodes it: else a UnicodeError from the connect
+        host.encode("idna")
+    except UnicodeError as exc:
+        raise ValidationError("url", f"the host is no host name ({exc.__cause__ or exc}), "
+                                     f"got {url!r:.200}") from None
     secure = parts.scheme == "wss"
-    port = parts.port if parts.port is not None else (443 if secure else 80)
+    port = port if port is not None else (443 if secure else 80)
     resource = (parts.path or "/") + (f"?{parts.query}" if "?" in url else "")
     named = f"[{host}]" if ":" in host else host
     header = named if port in (80, 443) else f"{named}:{port}"
