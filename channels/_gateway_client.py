@@ -158,8 +158,9 @@ class GatewayClient:
         """Connect, say hello, yield the client once welcomed. Raises
         :class:`GatewayClosed` if the server refuses (or answers with anything but a
         ``welcome``: code ``1002``), :class:`GatewayTimeout` if it has not welcomed the client
-        within *welcome_timeout* seconds of the call, ``OSError`` / ``HandshakeError`` if it
-        cannot be reached or the connection ends before the websocket handshake's answer
+        within *welcome_timeout* seconds of the call, ``HandshakeError`` (caused by the
+        ``OSError``) if it cannot be reached or the connection ends before the websocket
+        handshake's answer
         (``ConnectionRejected``, a ``HandshakeError``, if it answers the upgrade with an HTTP
         error); :class:`ValidationError` naming ``url`` for one that is no ``ws://`` or
         ``wss://`` URL with a host and a valid port, ``welcome_timeout`` if it is no number
