@@ -12,10 +12,12 @@ import os
 import pathlib
 
 import pytest
+import trio
 
 import tidings
 from tidings.actors import MAX_ID_CHARS
 from tidings.errors import ValidationError
+from tidings.testing import MemoryRoute
 
 from .conftest import rows
 
@@ -83,5 +85,19 @@ async def test_a_lease_that_is_no_time_to_store_is_refused(db_path, workspace, l
 
 
 async def test_a_long_lease_is_still_taken(db_path, workspace) -> None:
-    async with tidings.open_runtime(db_path, workspace=workspace, lease=10 * 365 * 86400):
-        pass
+    """Ten years, the longest lease: a claim stores it as its lease's end, and the row still
+    goes out."""
+    lease, now = 10 * 365 * 86400, 1_700_000_000
+    route = MemoryRoute()
+    route.stall()
+    with trio.fail_after(30):  # hang guard
+        async with tidings.open_runtime(db_path, workspace=workspace, lease=lease,
+                                        clock=lambda: now) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            handle = await rt.notify(session_id, "claimed")
+            await route.wait_attempted(1)  # claimed: its lease is written
+            status = await rt.delivery_status(handle.delivery_id)
+            route.release()
+            assert await handle.wait() == "delivered"
+    assert (status.outbox_status, status.lease_expires_at) == ("sending", now + lease)
