@@ -8,8 +8,9 @@ conversation's session had been made (test_channel_route_methods_checked.py)."""
 from __future__ import annotations
 
 import pytest
+import trio
 
-from tidings.channels import ChannelBase, ChannelConfig
+from tidings.channels import ChannelBase, ChannelConfig, Inbound
 from tidings.errors import ValidationError
 
 
@@ -57,5 +58,15 @@ class _Lenient(_Adapter):
         return "yes"
 
 
-async def test_a_method_with_star_args_is_built(rt) -> None:
-    _Lenient(rt, ChannelConfig("ops"))
+async def test_a_method_with_star_args_is_built_and_asked(rt) -> None:
+    answers: list[object] = []
+
+    class Asking:
+        async def run(self, turn) -> None:
+            answers.append(await turn.prompt_user("colour?"))
+
+    channel = _Lenient(rt, ChannelConfig("ops"), agent=Asking())
+    await channel.handle_inbound(Inbound(chat_id="c1", sender_id="u1", text="go"))
+    with trio.fail_after(30):  # hang guard
+        await channel.wait_idle()
+    assert answers == ["yes"]
