@@ -48,7 +48,9 @@ def test_every_flag_the_readme_names_exists() -> None:
 def test_every_python_block_is_python() -> None:
     # Fragments may show a body of async code (`async with ...` at the top): taken as in
     # asyncio's REPL. A block meant to run as a program is run by its own test.
-    for block in _python_blocks():
+    blocks = _python_blocks()
+    assert len(blocks) >= 3, "README's python blocks are not found"  # the examples run below
+    for block in blocks:
         compile(block, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
 
