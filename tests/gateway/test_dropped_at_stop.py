@@ -1,6 +1,10 @@
 """``tidings serve`` stopping while a message waits behind a running turn: the gateway said
 ``accepted`` / ``queued`` and remembers the message id, so the user must hear that it was
-not answered. The notice is a delivery in the session, sent while the client is still there."""
+not answered. The notice is a delivery in the session, sent while the client is still there.
+
+The stop waits out ``grace`` for the held turn: on ``autojump_clock``, in trio seconds (a
+real-time wait of the grace was half of each test); the hang guards count real seconds.
+"""
 
 from __future__ import annotations
 
@@ -15,22 +19,27 @@ from tidings.supervisor._config import load_config
 from tidings.supervisor._serve import serve
 from tidings.supervisor._signals import StopControl
 
+from ..real_time import fail_after_real
+
 TOKEN = "gateway-test-token"
 AGENTS = pathlib.Path(__file__).parents[1] / "supervisor" / "agents"
+GRACE = 120.0
+"""Longer than the hang guards: a stop that waited for it in real seconds fails the test."""
 
 
 async def test_a_message_queued_when_serve_stops_is_answered_with_a_notice(
-        tmp_path, monkeypatch, is_frame) -> None:
+        tmp_path, monkeypatch, is_frame, autojump_clock) -> None:
     monkeypatch.syspath_prepend(str(AGENTS))
     config = attrs.evolve(
         load_config(db=str(tmp_path / "serve.db"), port=0, token=TOKEN,
-                    workspace=str(tmp_path), agent="serve_agents:GatedAgent", grace=0.5),
+                    workspace=str(tmp_path), agent="serve_agents:GatedAgent", grace=GRACE),
         channel=ChannelConfig("gateway", dispatch_mode="followup"))
     control = StopControl()
-    async with trio.open_nursery() as nursery:
-        info = await nursery.start(functools.partial(serve, config, control))
-        async with GatewayClient.connect(info.url, token=TOKEN, conversation="alpha") as client:
-            with trio.fail_after(10):
+    with fail_after_real(60):  # hang guard
+        async with trio.open_nursery() as nursery:
+            info = await nursery.start(functools.partial(serve, config, control))
+            async with GatewayClient.connect(info.url, token=TOKEN,
+                                             conversation="alpha") as client:
                 held = await client.message("hold:forever")
                 await client.receive_until(is_frame("lifecycle", event="text_chunk",
                                                     message_id=held))
@@ -49,18 +58,19 @@ async def test_a_message_queued_when_serve_stops_is_answered_with_a_notice(
 
 
 async def test_a_client_gone_when_serve_stops_gets_the_notice_after_a_restart(
-        tmp_path, monkeypatch, is_frame) -> None:
+        tmp_path, monkeypatch, is_frame, autojump_clock) -> None:
     monkeypatch.syspath_prepend(str(AGENTS))
     config = attrs.evolve(
         load_config(db=str(tmp_path / "serve.db"), port=0, token=TOKEN,
-                    workspace=str(tmp_path), agent="serve_agents:GatedAgent", grace=0.5),
+                    workspace=str(tmp_path), agent="serve_agents:GatedAgent", grace=GRACE),
         channel=ChannelConfig("gateway", dispatch_mode="collect"))
     control = StopControl()
-    async with trio.open_nursery() as nursery:
-        info = await nursery.start(functools.partial(serve, config, control))
-        async with GatewayClient.connect(info.url, token=TOKEN, conversation="alpha") as client:
-            session_id = client.welcome["session_id"]
-            with trio.fail_after(10):
+    with fail_after_real(60):  # hang guard
+        async with trio.open_nursery() as nursery:
+            info = await nursery.start(functools.partial(serve, config, control))
+            async with GatewayClient.connect(info.url, token=TOKEN,
+                                             conversation="alpha") as client:
+                session_id = client.welcome["session_id"]
                 held = await client.message("hold:forever")
                 await client.receive_until(is_frame("lifecycle", event="text_chunk",
                                                     message_id=held))
@@ -68,14 +78,14 @@ async def test_a_client_gone_when_serve_stops_gets_the_notice_after_a_restart(
                     sent = await client.message(text)
                     answers = await client.receive_until(is_frame("accepted", id=sent))
                     assert answers[-1]["outcome"] == outcome
-        control.request("test")  # nobody is connected any more
+            control.request("test")  # nobody is connected any more
     control = StopControl()
-    async with trio.open_nursery() as nursery:
-        info = await nursery.start(functools.partial(serve, config, control))
-        async with GatewayClient.connect(info.url, token=TOKEN, conversation="alpha",
-                                         session_id=session_id, after_seq=0) as client:
-            with trio.fail_after(10):
+    with fail_after_real(60):  # hang guard
+        async with trio.open_nursery() as nursery:
+            info = await nursery.start(functools.partial(serve, config, control))
+            async with GatewayClient.connect(info.url, token=TOKEN, conversation="alpha",
+                                             session_id=session_id, after_seq=0) as client:
                 frames = await client.receive_until(is_frame("delivery", kind="notice"))
-        control.request("test")
+            control.request("test")
     assert frames[-1]["session_id"] == session_id
     assert '"one two"' in frames[-1]["text"]
