@@ -109,6 +109,8 @@ def existing_token(given: str | None, token_file: pathlib.Path | None,
     Raises :class:`ConfigError`."""
     if given is not None:
         return TokenSource(given, None)
+    if token_file is not None:
+        _not_the_database(token_file, db_path)
     path = token_file or token_path(db_path)
     key = token_key(token_file)
     try:
@@ -186,6 +188,32 @@ def _publish(temporary: pathlib.Path, path: pathlib.Path) -> None:
         if path.exists():
             raise FileExistsError(path) from None
         os.rename(temporary, path)
+
+
+_DATABASE_FILES = ("", "-wal", "-shm", "-journal")
+"""The database's own file and the ones SQLite keeps beside it (``<db>-wal``...)."""
+
+
+def _not_the_database(token_file: pathlib.Path, db_path: str | os.PathLike[str]) -> None:
+    """Refuse (``gateway.token_file``) a token file that is the database or one of SQLite's
+    files beside it, however spelt (relative or absolute, through a symlink, a hard link).
+    Checked before anything is made: ``tidings serve`` created the database first and refused
+    the token file only after, leaving an empty database behind."""
+    for suffix in _DATABASE_FILES:
+        if _same_file(token_file, f"{os.fspath(db_path)}{suffix}"):
+            what = f"SQLite's {suffix} file of the database" if suffix else "the database"
+            raise ConfigError("gateway.token_file", f"{token_file} is {what} {db_path} "
+                                                    "(serve.db): keep the token in another file")
+
+
+def _same_file(one: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
+    """Whether *one* and *other* name one file, existing or not yet."""
+    try:
+        if os.path.realpath(one) == os.path.realpath(other):
+            return True
+        return os.path.samefile(one, other)
+    except (OSError, ValueError):  # either missing (then realpath decided), or unreadable
+        return False
 
 
 def _nearest_folder(path: pathlib.Path) -> pathlib.Path:
