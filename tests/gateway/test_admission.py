@@ -13,6 +13,8 @@ from trio_websocket import ConnectionClosed
 from tidings.channels import GatewayChannel, GatewayClosed, GatewayConfig
 from tidings.channels._gateway_client import open_transport
 
+from ..real_time import fail_after_real
+
 
 async def _first_close(url: str, *frames: str | bytes) -> tuple[int, str]:
     """Send *frames* on a raw connection; return the close code and reason it gets."""
@@ -61,13 +63,18 @@ async def test_a_first_frame_that_is_not_a_hello_with_a_token_is_refused(
         assert await _sessions(rt) == 0
 
 
-async def test_no_hello_in_time_is_refused(rt, serve_gateway) -> None:
-    async with serve_gateway(rt, hello_timeout=0.05) as (_gateway, url):
+async def test_no_hello_in_time_is_refused(rt, serve_gateway, autojump_clock) -> None:
+    # hello_timeout's seconds are trio's (autojump_clock): the wait takes no real time, and
+    # the refusal is seen to come when the timeout is up, not before.
+    async with serve_gateway(rt, hello_timeout=10.0) as (_gateway, url):
+        start = trio.current_time()
         async with open_transport(url) as ws:
-            with trio.fail_after(10), pytest.raises(ConnectionClosed) as caught:
+            with fail_after_real(30), pytest.raises(ConnectionClosed) as caught:
                 await ws.get_message()
+            closed = trio.current_time()
         assert caught.value.reason.code == 4001
         assert "no hello within" in caught.value.reason.reason
+    assert closed - start >= 10
 
 
 async def test_the_token_is_checked_before_the_other_fields(rt, serve_gateway) -> None:
