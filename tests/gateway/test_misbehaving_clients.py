@@ -91,24 +91,34 @@ async def test_a_flooding_client_is_closed_4029(rt, serve_gateway, connect) -> N
         assert "flooding" in caught.value.reason.reason
 
 
-async def test_a_silent_client_is_pinged_then_dropped(rt, serve_gateway) -> None:
-    async with serve_gateway(rt, heartbeat_s=0.05) as (_gateway, url), \
+async def test_a_silent_client_is_pinged_then_dropped(rt, serve_gateway,
+                                                     autojump_clock) -> None:
+    # The heartbeat's seconds are trio's (autojump_clock): pinged after 20 s of silence,
+    # dropped after 40, in no real time; the hang guard counts real seconds.
+    heard = trio.current_time()  # at the latest, the server heard the hello after this
+    async with serve_gateway(rt, heartbeat_s=20.0) as (_gateway, url), \
             open_transport(url) as ws:
         await ws.send_message(json.dumps({"type": "hello", "token": "gateway-test-token",
                                           "conversation": "alpha", "protocol": 1}))
-        with trio.fail_after(10):
+        with fail_after_real(30):
             assert json.loads(await ws.get_message())["type"] == "welcome"
             assert json.loads(await ws.get_message()) == {"type": "ping"}
+            pinged = trio.current_time()
             with pytest.raises(ConnectionClosed) as caught:  # it never answers
                 await ws.get_message()
+            dropped = trio.current_time()
         assert caught.value.reason.code == 4008
+    assert pinged - heard >= 20
+    assert dropped - heard >= 40
 
 
-async def test_a_client_that_answers_pings_stays(rt, serve_gateway, connect) -> None:
-    async with serve_gateway(rt, heartbeat_s=0.1) as (_gateway, url), \
+async def test_a_client_that_answers_pings_stays(rt, serve_gateway, connect,
+                                                 autojump_clock) -> None:
+    start = trio.current_time()
+    async with serve_gateway(rt, heartbeat_s=20.0) as (_gateway, url), \
             connect(url, "alpha") as client:
         session_id = client.welcome["session_id"]
-        with trio.fail_after(10):
+        with fail_after_real(30):  # hang guard: the heartbeat's seconds are trio's
             for _ in range(2):
                 raw = json.loads(await client.ws.get_message())
                 assert raw == {"type": "ping"}
@@ -124,6 +134,7 @@ async def test_a_client_that_answers_pings_stays(rt, serve_gateway, connect) -> 
                 nursery.start_soon(receive)
                 handle = await rt.notify(session_id, "still here")
         assert frames[0]["delivery_id"] == handle.delivery_id
+        assert trio.current_time() - start >= 40  # past when a silent client is dropped
 
 
 class _StuckSocket:
