@@ -3,7 +3,7 @@
 tidings loggers write messages as ``event=<name> key=value ...`` (values with spaces are
 JSON-quoted). :class:`KeyValueFormatter` prefixes the time, level and logger in the same
 form; :class:`JsonLinesFormatter` turns the fields into one JSON object per line (a message
-that is not ``key=value`` shaped is kept whole as ``message``).
+that is not ``key=value`` shaped is kept whole as ``message``), strict JSON whatever the text.
 """
 
 from __future__ import annotations
@@ -85,7 +85,21 @@ class JsonLinesFormatter(logging.Formatter):
             entry.update({k: v for k, v in fields.items() if k not in entry})
         if record.exc_info:
             entry["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=self.ascii_only, default=str)
+        return json.dumps({_unicode(k): _unicode(v) for k, v in entry.items()},
+                          ensure_ascii=self.ascii_only, default=str)
+
+
+def _unicode(value: Any) -> Any:
+    """*value* with its lone surrogates (bytes a path did not decode, ``os.fsdecode``) as the
+    text ``\\udcff``, as the ``key=value`` form shows them: JSON escaped them as ``"\\udcff"``,
+    which strict readers (serde_json, I-JSON) refuse, losing the whole line."""
+    if not isinstance(value, str):
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
 
 
 def _utf8(stream: Any) -> bool:
