@@ -201,6 +201,32 @@ class Dispatch:
         state = self._states.get(session_id)
         return state is not None and state.active is not None
 
+    def running_message_ids(self, conversation: Conversation) -> list[str]:
+        """The message ids of *conversation*'s running turns, as their lifecycle events carry
+        them (one per session: after ``/new`` there may be two); not one whose terminal event
+        was emitted already, nor one of messages without an id."""
+        ids: list[str] = []
+        for state in self.states_of(conversation):
+            active = state.active
+            if active is not None and active.emitter.outcome is None \
+                    and active.emitter.message_id is not None:
+                ids.append(active.emitter.message_id)
+        return ids
+
+    def unfinished(self, conversation: Conversation, message_id: str) -> bool:
+        """Whether a turn of *conversation* that answers the message *message_id* has not
+        ended: it runs (its terminal event not emitted yet), or waits to run (queued, or
+        merged into a waiting turn)."""
+        for state in self.states_of(conversation):
+            active = state.active
+            if active is not None and active.emitter.outcome is None \
+                    and message_id in active.message_ids:
+                return True
+            if any(inbound.message_id == message_id
+                   for pending in state.pending for inbound in pending.inbounds):
+                return True
+        return False
+
     def states_of(self, conversation: Conversation) -> list[SessionState]:
         """Every session of *conversation* with work here (after ``/new`` there may be two)."""
         return [state for state in self._states.values()

@@ -500,7 +500,11 @@ class GatewayChannel(ChannelBase):
                 "max_frame_bytes": self.settings.max_frame_bytes,
                 "ack_window": self.settings.ack_window,
                 "rate": float(self.settings.rate), "burst": self.settings.burst,
-                "replay": bool(admission.plan)}
+                "replay": bool(admission.plan),
+                # The turns running now: their started went to connections before this one.
+                # Read as the connection joins the hub (sync, no checkpoint since): the end of
+                # each comes to it as a lifecycle frame.
+                "running": self.dispatch.running_message_ids(admission.conversation)}
 
     async def _leave(self, conn: Connection) -> None:
         hub = self.hub(conn.conversation)

@@ -2,7 +2,8 @@
 
 A message is refused while the server stops (``shutting_down``). Its client ``id`` is looked up
 in the conversation's durable record first: a known id is answered ``accepted`` with
-``duplicate: true`` (and the first outcome) and not processed again; the same id on another
+``duplicate: true`` (and the first outcome, and ``running``: whether a turn that answers it has
+not ended yet) and not processed again; the same id on another
 connection while its first copy is still being handled waits for that one and is then looked up
 (a duplicate only of a message that was handled: the first may still fail). A new message goes
 through ``handle_inbound`` (commands included) and, once it was accepted, its id is recorded,
@@ -128,8 +129,11 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
         try:
             known = await rt.client_message_outcome(channel, conversation.key, frame.id)
             if known is not None:
+                # running: its turn has not ended (a client that waits for that turn's end
+                # before its next message, which would steer it, waits on: see README)
                 conn.push({"type": "accepted", "id": frame.id, "outcome": known,
-                           "duplicate": True})
+                           "duplicate": True,
+                           "running": gateway.dispatch.unfinished(conversation, frame.id)})
                 return
             inbound = Inbound(chat_id=conversation.chat_id, sender_id=conn.client,
                               text=frame.text, message_id=frame.id)

@@ -210,6 +210,11 @@ class LifecycleEmitter:
         return self._common["memory_scope"]  # type: ignore[no-any-return]
 
     @property
+    def message_id(self) -> str | None:
+        """The client's message id every event of the turn carries (its newest message's)."""
+        return self._common["message_id"]  # type: ignore[no-any-return]
+
+    @property
     def cancel_reason(self) -> CancelReason | None:
         """The first recorded cancel reason, or None."""
         return self._cancel_reason

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import trio
@@ -58,8 +58,12 @@ _STARTED_GRACE = 5.0
 class ActiveTurn:
     """The running turn of a session, as commands and steer see it."""
 
-    def __init__(self, emitter: LifecycleEmitter) -> None:
+    def __init__(self, emitter: LifecycleEmitter, message_ids: Iterable[str | None] = ()
+                 ) -> None:
         self.emitter = emitter
+        self.message_ids = frozenset(message_ids)
+        """The client ids of the messages it answers (several when merged): a resend of one
+        is answered ``duplicate`` with ``running`` while the turn has not ended."""
         self.ctx: TurnContext | None = None
         self.deadline = math.inf
         self.finishing = False
@@ -129,7 +133,7 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
     emitter = LifecycleEmitter(channel.on_task_lifecycle, channel.config,
                                chat_id=state.conversation.chat_id, session_id=state.session_id,
                                message_id=pending.message_id)
-    active = ActiveTurn(emitter)
+    active = ActiveTurn(emitter, (inbound.message_id for inbound in pending.inbounds))
     if pending.cancelled is not None:  # cancelled while it waited: it opens cancelled
         active.cancel(pending.cancelled)
     state.active = active

@@ -24,8 +24,10 @@ times in a row at most, the count starting afresh once a connection has stayed u
 be delivered before the next is sent, however long the turn runs (sent meanwhile, the next line
 would steer it), and the end of input ends the chat once everything is in: a deterministic
 transcript. That wait goes on across a reconnect (a turn that ended while the client was away
-sent a ``completed`` nobody heard: its reply is replayed; once no turn is heard to run, the wait
-lasts :data:`_SETTLE` at most, see :func:`_turn_ended`). A server that has not welcomed it
+sent a ``completed`` nobody heard: its reply is replayed; one still running is named in the
+``welcome``'s ``running``, and a resent line the server had is answered ``duplicate`` with
+``running`` while its turn has not ended: either is waited for; once no turn is heard to run,
+the wait lasts :data:`_SETTLE` at most, see :func:`_turn_ended`). A server that has not welcomed it
 within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the first connection.
 After a drop, every reconnect is said on stderr with how long it waits for its welcome, and all
 of them together must be welcomed within :data:`_RECONNECT_FOR` (30 s) of the drop: a hung
@@ -151,8 +153,9 @@ class _State:
         # after a reconnect (see _resend).
         self.unanswered: dict[str, dict[str, Any]] = {}
         self.finished: dict[str, None] = {}
-        # The message ids of the turns running now, as this connection's lifecycle frames tell
-        # (cleared on each new connection: an end while away is never heard).
+        # The message ids of the turns running now, as this connection's welcome and
+        # lifecycle frames tell (set anew on each connection: an end while away is never
+        # heard, and a start while away only by the welcome's "running").
         self.running: dict[str, None] = {}
         self.synced: dict[str, int] | None = None
         # question id -> its frame, oldest first: the questions open in the conversation
@@ -320,9 +323,12 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
                 state.running[message_id] = None
         elif kind == "accepted":
             # A resend the server already had (see _resend): its turn may have ended while
-            # the client was away, a lifecycle frame that never comes again.
-            _remember(state.accepted, frame["id"], "duplicate" if frame.get("duplicate")
-                      else frame.get("outcome", ""))
+            # the client was away, a lifecycle frame that never comes again; or not yet
+            # ("running": it runs, silent, or waits to), and its end is waited for.
+            outcome = frame.get("outcome", "")
+            if frame.get("duplicate"):
+                outcome = "running" if frame.get("running") is True else "duplicate"
+            _remember(state.accepted, frame["id"], outcome)
             state.unanswered.pop(frame["id"], None)
         elif kind == "error" and isinstance(frame.get("ref"), str) \
                 and not _refused_until_back(state, frame):
@@ -380,7 +386,7 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool
         await state.wait_for(lambda: message_id in state.accepted)
     if message_id not in state.accepted:
         return None
-    if state.accepted[message_id] in ("started", "queued", "merged"):
+    if state.accepted[message_id] in ("started", "queued", "merged", "running"):
         ended = await _turn_ended(state, message_id)
         if not ended:
             return ended
@@ -613,7 +619,8 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                     state.recheck = True
                     state.away.update(state.questions)
                 state.questions.clear()
-                state.running.clear()  # the turns this connection will say run (see _State)
+                state.running.clear()  # the turns running now (see _State)
+                state.running.update(_running_in(client.welcome))
                 if state.session_id is None:
                     welcome = client.welcome
                     state.session_id = welcome["session_id"]
@@ -664,6 +671,17 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
         welcome_timeout = left
         say(err, f"tidings chat: reconnect {attempts} of {_RECONNECTS}: waiting up to "
                   f"{left:.3g} s for {options.url} to welcome it")
+
+
+def _running_in(welcome: dict[str, Any]) -> dict[str, None]:
+    """The message ids of the turns *welcome* says run (``running``): their ``started`` went
+    to the connection before, and a turn that stays silent would otherwise be heard of only
+    by its end; waited for (see :func:`_turn_ended`), not for :data:`_SETTLE` seconds only.
+    Empty from a server that does not say (older than this field)."""
+    running = welcome.get("running")
+    if not isinstance(running, list):
+        return {}
+    return {message_id: None for message_id in running if isinstance(message_id, str)}
 
 
 def _session_unknown(exc: GatewayClosed, state: _State) -> bool:

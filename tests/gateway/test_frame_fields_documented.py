@@ -18,7 +18,7 @@ async def test_welcome_has_the_documented_fields_and_defaults(
     assert welcome == {"type": "welcome", "protocol": 1, "conversation": "fields",
                        "session_id": client.session_id, "last_seq": 0, "heartbeat_s": 20,
                        "max_frame_bytes": 65536, "ack_window": 32, "rate": 20.0,
-                       "burst": 60, "replay": False}
+                       "burst": 60, "replay": False, "running": []}
 
 
 async def test_a_turn_s_frames_have_the_documented_fields(
@@ -92,3 +92,72 @@ async def test_a_refused_message_gets_an_ephemeral_notice_then_refused(
         {"type": "notice", "text": "Sorry, you are not allowed to use this channel.",
          "command": None},
         {"type": "accepted", "id": message_id, "outcome": "refused"}]
+
+
+class _Held:
+    """An agent whose turn replies ``done`` once :attr:`release` is set."""
+
+    def __init__(self) -> None:
+        self.release = trio.Event()
+
+    async def run(self, turn) -> None:  # type: ignore[no-untyped-def]
+        await self.release.wait()
+        await turn.send_chunk("done")
+
+
+async def test_running_turns_are_named_by_welcome_and_by_a_duplicate(
+        rt, serve_gateway, connect, is_frame) -> None:
+    """A client that connects while a turn runs, or sends again a message whose turn has not
+    ended, is told so: ``welcome``'s ``running`` lists the message ids of the turns running
+    (their ``started`` went to connections before), ``accepted`` of a duplicate says
+    ``running``. A client that waits for a turn's end before its next message (which would
+    steer it) waits on."""
+    agent = _Held()
+    async with serve_gateway(rt, agent=agent) as (_gateway, url), \
+            connect(url, "fields") as client:
+        with trio.fail_after(20):
+            await client.message("hold on", message_id="m1")
+            await client.receive_until(is_frame("lifecycle", event="started"))
+            async with connect(url, "fields") as other:
+                assert other.welcome["running"] == ["m1"]
+                await other.message("hold on", message_id="m1")
+                [*_, again] = await other.receive_until(is_frame("accepted"))
+            assert again == {"type": "accepted", "id": "m1", "outcome": "started",
+                             "duplicate": True, "running": True}
+            agent.release.set()
+            await client.receive_until(is_frame("lifecycle", event="completed"))
+            await client.message("hold on", message_id="m1")
+            [*_, ended] = await client.receive_until(is_frame("accepted"))
+            async with connect(url, "fields") as late:
+                assert late.welcome["running"] == []
+    assert ended == {"type": "accepted", "id": "m1", "outcome": "started", "duplicate": True,
+                     "running": False}
+
+
+async def test_a_duplicate_of_a_message_waiting_for_its_turn_is_running(
+        rt, connect, is_frame) -> None:
+    """``running`` holds for a message whose turn waits to run too (queued behind another,
+    ``followup``): its end has not come yet. ``welcome`` names only the turn running."""
+    agent = _Held()
+    gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, port=0),
+                             ChannelConfig("gateway", dispatch_mode="followup"), agent=agent)
+    try:
+        async with gateway.serving() as port, \
+                connect(f"ws://127.0.0.1:{port}", "fields") as client:
+            with trio.fail_after(20):
+                await client.message("first", message_id="m1")
+                await client.receive_until(is_frame("lifecycle", event="started"))
+                await client.message("second", message_id="m2")
+                [*_, queued] = await client.receive_until(is_frame("accepted", id="m2"))
+                await client.message("second", message_id="m2")
+                [*_, again] = await client.receive_until(is_frame("accepted", id="m2"))
+                async with connect(f"ws://127.0.0.1:{port}", "fields") as other:
+                    running = other.welcome["running"]
+                agent.release.set()
+    finally:
+        with trio.CancelScope(shield=True):
+            await gateway.aclose()
+    assert queued["outcome"] == "queued"
+    assert again == {"type": "accepted", "id": "m2", "outcome": "queued", "duplicate": True,
+                     "running": True}
+    assert running == ["m1"]
