@@ -66,7 +66,9 @@ def register(commands: Any) -> None:
     token.add_argument("--token-file", type=path_argument, metavar="FILE",
                        help="read (or create) the token in FILE instead of <db>.token")
     parser.add_argument("--agent", metavar="pkg.mod:Name",
-                        help="the agent, by import path (default: the built-in EchoAgent)")
+                        help="the agent, by import path, over the --config file's (default: "
+                             "its serve.agent, else its channels.gateway.agent, else the "
+                             "built-in EchoAgent)")
     parser.add_argument("--workspace", metavar="DIR", help="the agent's workspace (default: .)")
     parser.add_argument("--core-id", metavar="ID", help="this host's core id (default: default)")
     parser.add_argument("--grace", type=float, metavar="SECONDS",
