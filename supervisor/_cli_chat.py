@@ -58,7 +58,7 @@ from tidings.supervisor._chat_input import input_lines
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import read_file
 from tidings.supervisor._exit_codes import EXIT_IN_USE
-from tidings.supervisor._stderr import say
+from tidings.supervisor._stderr import one_line, say
 
 __all__ = ["DEFAULT_DB", "configured_agent", "load_channel_config", "register", "run"]
 
@@ -200,12 +200,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_channel_config(args.channel, args.config)
         agent = _chosen_agent(args, config)  # before the database is made
-    except ConfigError as exc:
-        say(sys.stderr, f"tidings chat: {exc}")
+    except ConfigError as exc:  # a path in it (--config): one line, as serve's
+        say(sys.stderr, one_line(f"tidings chat: {exc}"))
         return 2
     refused = _conversation_refused(config, args.conversation)
     if refused is not None:
-        say(sys.stderr, f"tidings chat: --conversation: {refused}")
+        say(sys.stderr, one_line(f"tidings chat: --conversation: {refused}"))
         return 2
     try:
         # Which signals to listen for is read before the run: in it, SIGINT has trio's
@@ -213,13 +213,13 @@ def run(args: argparse.Namespace) -> int:
         lost, signalled = trio.run(_chat_local, args, config, agent,
                                    _chat_ws.ending_signals(*_ENDING))
     except DatabaseInUseError as exc:  # a running server's (or prune's): as they exit
-        say(sys.stderr, f"tidings chat: {exc}")
+        say(sys.stderr, one_line(f"tidings chat: {exc}"))
         return EXIT_IN_USE
     except TidingsError as exc:
-        say(sys.stderr, f"tidings chat: {_as_given(exc)}")
+        say(sys.stderr, one_line(f"tidings chat: {_as_given(exc)}"))
         return 2
     except sqlite3.DatabaseError as exc:  # e.g. not a database: SQLite's own error
-        say(sys.stderr, f"tidings chat: cannot open the database {args.db}: {exc}")
+        say(sys.stderr, one_line(f"tidings chat: cannot open the database {args.db}: {exc}"))
         return 2
     except KeyboardInterrupt:
         return 130
@@ -310,9 +310,9 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig, agent: An
                                   show_chunks=args.chunks,
                                   redraw=(lambda: input_line(prompt)) if shows_prompt else None)
         # Through say: a stderr it cannot write or closed loses the line, nothing else.
-        say(sys.stderr, f"tidings chat (local): channel {config.name}, conversation "
-                         f"{args.conversation}, database {pathlib.Path(args.db).name}. "
-                         "/help for commands; end of input (Ctrl-D) quits.")
+        say(sys.stderr, one_line(f"tidings chat (local): channel {config.name}, conversation "
+                                  f"{args.conversation}, database {pathlib.Path(args.db).name}. "
+                                  "/help for commands; end of input (Ctrl-D) quits."))
         try:
             # A pipe is read by trio (input_lines), not in a thread that Ctrl-C would leave
             # blocked in stdin's buffered reader: CPython aborts at exit on its lock.
