@@ -83,19 +83,22 @@ async def test_prompts_and_approvals_route_by_session_and_fail_closed(rt) -> Non
 
 
 async def test_an_approval_without_a_decision_before_expiry_is_denied(
-        rt, autojump_clock) -> None:
-    session_id = await rt.create_session(channel="web")
-
+        db_path, workspace, autojump_clock) -> None:
     class Silent(MemoryRoute):
         async def request_approval(self, request):
             await trio.sleep_forever()
 
-    rt.router.bind(session_id, Silent())
-    rt.router._clock = trio.current_time  # expiry measured on the mock clock
-    async with rt.open_turn(session_id) as ctx:
-        ctx.runtime.store.clock = trio.current_time
-        decision = await ctx.request_approval("deploy", expires_in=30)
+    # The runtime's clock is the mock clock's: the expiry is measured in its seconds.
+    async with tidings.open_runtime(db_path, workspace=workspace,
+                                    clock=trio.current_time) as rt:
+        session_id = await rt.create_session(channel="web")
+        rt.router.bind(session_id, Silent())
+        async with rt.open_turn(session_id) as ctx:
+            asked = trio.current_time()
+            decision = await ctx.request_approval("deploy", expires_in=30)
+            answered = trio.current_time()
     assert decision == ApprovalDecision(False, "expired")
+    assert 30 <= answered - asked < 60  # at its expiry, not at once (nor at a later timer)
 
 
 async def test_a_stuck_route_does_not_delay_other_sessions(rt) -> None:
