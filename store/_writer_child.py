@@ -18,6 +18,11 @@ dies, the child dies with it at once (Linux: ``PR_SET_PDEATHSIG``), so it never 
 after its host is gone: a kill of the host leaves the database exactly as a kill of an
 in-process writer would (a commit either reached the disk before the kill or it did not).
 Elsewhere the child exits at end of input, after the batch in hand.
+
+The child prints nothing of its own: it shares its host's stderr, where a traceback would land
+among the host's log lines (``--log-json``'s JSON objects). An unexpected error (a database it
+cannot open, a bug) is sent as a last frame instead, ``(CRASHED, error, traceback)``, for the
+host to log in its own form; only when that pipe is gone too is the traceback printed.
 """
 
 from __future__ import annotations
@@ -28,14 +33,15 @@ import pathlib
 import pickle
 import signal
 import sys
+import traceback
 from typing import Any, BinaryIO
 
 from tidings.store._batch import execute_batch
 from tidings.store._connect import connect_writer
 from tidings.store._errors import ConflictError, StoreError, ValidationError
 
-__all__ = ["HEADER", "RESUME", "UNREADABLE", "decode_error", "encode_error", "frame", "main",
-           "read_frame", "write_frame"]
+__all__ = ["CRASHED", "HEADER", "RESUME", "UNREADABLE", "decode_error", "encode_error", "frame",
+           "main", "read_frame", "write_frame"]
 
 HEADER = 4
 """Bytes of a frame's big-endian length prefix."""
@@ -43,6 +49,10 @@ HEADER = 4
 UNREADABLE = "unreadable"
 """First item of the answer to a batch the child could not unpickle (nothing of it ran); the
 host then commits that batch on its own connection, where a bad request fails alone."""
+
+CRASHED = "crashed"
+"""First item of the child's last frame when it failed unexpectedly: ``(CRASHED, error,
+traceback)``, in place of an answer (or of ``ready``)."""
 
 RESUME = b""
 """The payload (never a pickle's) of the frame that ends skipping: after an ``unreadable``
@@ -157,7 +167,21 @@ def main(argv: list[str]) -> int:
         return 1
     except EOFError:  # input ended inside a frame: the host was cancelled mid-send
         return 1
+    except Exception as exc:  # noqa: BLE001 - said to the host, which logs it in its form
+        _report_crash(answers_out, exc)
+        return 1
     return 0
+
+
+def _report_crash(answers_out: BinaryIO, error: Exception) -> None:
+    """Send *error* and its traceback as the last frame (see :data:`CRASHED`); printed
+    only when the host cannot hear it (the pipe is gone: nobody reads that log either)."""
+    text = traceback.format_exc()
+    try:
+        write_frame(answers_out, pickle.dumps((CRASHED, f"{type(error).__name__}: {error}",
+                                               text)))
+    except Exception:  # noqa: BLE001 - a broken pipe, a full disk for stderr's sake...
+        sys.stderr.write(text)
 
 
 if __name__ == "__main__":

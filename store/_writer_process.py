@@ -15,24 +15,36 @@ been answered, so the order of transactions is the order of batches either way. 
 child cannot unpickle is answered ``unreadable`` (nothing of it ran) and committed in-process
 too, where a bad request fails alone; the child then skips (answers ``unreadable``) every later
 batch until the writer, once it has committed all of them here in order, sends ``RESUME``.
+A child that fails unexpectedly says so in a last frame (``CRASHED``): logged here, in the
+host's log form (``event=writer_process_crashed``, its traceback a field), not printed by the
+child among the host's log lines.
 """
 
 from __future__ import annotations
 
 import collections
+import json
+import logging
 import os
 import pickle
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from tidings.store._batch import BatchOutcome
 from tidings.store._errors import StoreError
 from tidings.store._ops import Call
-from tidings.store._writer_child import HEADER, RESUME, UNREADABLE, decode_error, frame
+from tidings.store._writer_child import (
+    CRASHED,
+    HEADER,
+    RESUME,
+    UNREADABLE,
+    decode_error,
+    frame,
+)
 
 if TYPE_CHECKING:
     import pathlib
@@ -41,6 +53,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ANSWER_GRACE", "RESUME_FRAME", "SPLIT_AT", "Answers", "WriterChild",
            "child_command", "encode_batch", "open_child", "unknown_outcome"]
+
+log = logging.getLogger("tidings.store")
 
 SPLIT_AT = 8
 """An idle child's first batch of at least this many requests is sent as two halves."""
@@ -168,9 +182,9 @@ class Answers:
 
     async def wait_ready(self) -> int:
         """Until the child has opened its connection; returns its pid. Raises
-        :class:`StoreError` if it exits first (its stderr says why)."""
-        payload = await self._next_frame()
-        kind, pid = pickle.loads(payload)
+        :class:`StoreError` if it crashes or exits first."""
+        answer = await self._answer()
+        kind, pid = answer
         if kind != "ready":
             raise StoreError(f"the writer process said {kind!r} instead of 'ready'")
         return int(pid)
@@ -180,9 +194,8 @@ class Answers:
         the batch (nothing of it ran: commit it in-process, then call :meth:`recorded`, as
         after any answer). Raises :class:`StoreError` if the child's output ends first (it died:
         the batch may or may not have committed)."""
-        payload = await self._next_frame()
+        answer = await self._answer()
         batch = self.pending.popleft()
-        answer = pickle.loads(payload)
         if answer[0] == UNREADABLE:
             self.resume_owed = True
             return batch, None
@@ -190,6 +203,17 @@ class Answers:
         decoded = ([None] * len(batch) if errors is None
                    else [decode_error(error) for error in errors])
         return batch, BatchOutcome(results, decoded, merged=merged, statements=statements)
+
+    async def _answer(self) -> Any:
+        """The next frame, unpickled. Raises :class:`StoreError` if the child crashed (its
+        last frame, :data:`CRASHED`: logged here, with its traceback) or exited."""
+        answer = pickle.loads(await self._next_frame())
+        if isinstance(answer, tuple) and len(answer) == 3 and answer[0] == CRASHED:
+            _, error, text = answer
+            log.error("event=writer_process_crashed batches_unanswered=%d error=%s "
+                      "traceback=%s", len(self.pending), json.dumps(error), json.dumps(text))
+            raise StoreError(f"the writer process crashed: {error}")
+        return answer
 
     async def _next_frame(self) -> bytes:
         while True:
