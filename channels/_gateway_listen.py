@@ -44,8 +44,8 @@ async def open_listeners(port: int, host: str) -> list[trio.SocketListener]:
         if port or len({_port_of(listener) for listener in listeners}) == 1:
             return listeners
         first = _port_of(listeners[0])
-        for listener in listeners:
-            await listener.aclose()
+        for listener in listeners:  # every one closed, a cancel meanwhile or not
+            await trio.aclose_forcefully(listener)
         try:
             return await trio.open_tcp_listeners(first, host=host)
         except OSError:
