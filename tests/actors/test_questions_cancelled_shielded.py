@@ -12,6 +12,7 @@ from tidings.channels import ChannelConfig
 from tidings.errors import RuntimeClosedError
 from tidings.testing import MemoryChannel, MemoryRoute
 
+from ..real_time import fail_after_real
 from .conftest import rows
 
 ASKS = [lambda ctx: ctx.prompt_user("keep the partial results?"),
@@ -38,17 +39,18 @@ async def test_a_cancelled_turn_asks_nothing_from_a_shielded_section(rt, db_path
 @pytest.mark.parametrize("ask", ASKS, ids=["prompt", "approval"])
 async def test_a_turn_past_its_deadline_asks_nothing_from_a_shielded_section(
         rt, db_path, mock_clock, ask) -> None:
-    session_id = await rt.create_session(channel="web")
-    route = MemoryRoute()
-    rt.router.bind(session_id, route)
-    async with rt.open_turn(session_id) as ctx:
-        ctx.cancel_scope.deadline = trio.current_time() + 10
-        mock_clock.jump(11)  # the deadline passed while the turn did not look
-        with trio.CancelScope(shield=True), pytest.raises(RuntimeClosedError):
-            await ask(ctx)
-        await trio.lowlevel.checkpoint()  # out of the shield, the deadline cuts the turn
-    assert (route.prompts, route.approvals) == ([], [])
-    assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "timeout")]
+    with fail_after_real(60):  # hang guard: mock_clock moves only at jump()
+        session_id = await rt.create_session(channel="web")
+        route = MemoryRoute()
+        rt.router.bind(session_id, route)
+        async with rt.open_turn(session_id) as ctx:
+            ctx.cancel_scope.deadline = trio.current_time() + 10
+            mock_clock.jump(11)  # the deadline passed while the turn did not look
+            with trio.CancelScope(shield=True), pytest.raises(RuntimeClosedError):
+                await ask(ctx)
+            await trio.lowlevel.checkpoint()  # out of the shield, the deadline cuts the turn
+        assert (route.prompts, route.approvals) == ([], [])
+        assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "timeout")]
 
 
 class AskingChannel(MemoryChannel):

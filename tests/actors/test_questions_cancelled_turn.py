@@ -12,6 +12,7 @@ import trio
 
 from tidings.testing import MemoryRoute
 
+from ..real_time import fail_after_real
 from .conftest import rows
 
 
@@ -42,17 +43,18 @@ async def test_a_turn_past_its_timeout_asks_nothing(rt, db_path, mock_clock, ask
     """The turn's timeout passed while the agent ran without a checkpoint (a blocking call):
     trio cancels the turn's scope only at the next schedule point, and a check of "already
     cancelled" alone does not see it yet, so the route showed the question first."""
-    session_id = await rt.create_session(channel="web")
-    route = MemoryRoute()
-    route.answers.append("yes")
-    route.decisions.append("allow")
-    rt.router.bind(session_id, route)
-    asked = False
-    async with rt.open_turn(session_id) as ctx:
-        ctx.cancel_scope.deadline = trio.current_time() + 30  # as a channel's turn_timeout
-        mock_clock.jump(31)  # the agent blocked past it, never reaching a checkpoint
-        await ask(ctx)
-        asked = True
-    assert not asked
-    assert (route.prompts, route.approvals) == ([], [])
-    assert rows(db_path, "SELECT status FROM turns") == [("cancelled",)]
+    with fail_after_real(60):  # hang guard: mock_clock moves only at jump()
+        session_id = await rt.create_session(channel="web")
+        route = MemoryRoute()
+        route.answers.append("yes")
+        route.decisions.append("allow")
+        rt.router.bind(session_id, route)
+        asked = False
+        async with rt.open_turn(session_id) as ctx:
+            ctx.cancel_scope.deadline = trio.current_time() + 30  # as a channel's turn_timeout
+            mock_clock.jump(31)  # the agent blocked past it, never reaching a checkpoint
+            await ask(ctx)
+            asked = True
+        assert not asked
+        assert (route.prompts, route.approvals) == ([], [])
+        assert rows(db_path, "SELECT status FROM turns") == [("cancelled",)]

@@ -16,6 +16,8 @@ from tidings.errors import SessionNotFoundError, ValidationError
 from tidings.store import OutboxInsert, queries
 from tidings.testing import MemoryRoute
 
+from ..real_time import fail_after_real
+
 
 async def _send(rt, session_id: str, text: str):
     async with rt.open_turn(session_id) as ctx:
@@ -231,17 +233,18 @@ async def test_an_idle_lane_lingers_then_exits_and_a_new_one_starts_on_demand(
         rt, mock_clock) -> None:
     # A manual clock: the writer's real I/O must not move time (an autojump clock would
     # jump to the janitor's deadlines whenever the loop waits on the writer).
-    session_id = await rt.create_session(channel="web")
-    route = MemoryRoute()
-    rt.router.bind(session_id, route)
-    assert await (await _send(rt, session_id, "first")).wait() == "delivered"
-    assert rt.dispatcher.statistics().running == 1  # kept for the next message
-    mock_clock.jump(rt.dispatcher.linger * 2 + 1)  # past the janitor's next round
-    await trio.testing.wait_all_tasks_blocked()
-    assert rt.dispatcher.statistics().running == 0
-    assert rt.dispatcher.lane(session_id) is None
-    assert await (await _send(rt, session_id, "second")).wait() == "delivered"
-    assert route.texts() == ["first", "second"]
+    with fail_after_real(60):  # hang guard: mock_clock moves only at jump()
+        session_id = await rt.create_session(channel="web")
+        route = MemoryRoute()
+        rt.router.bind(session_id, route)
+        assert await (await _send(rt, session_id, "first")).wait() == "delivered"
+        assert rt.dispatcher.statistics().running == 1  # kept for the next message
+        mock_clock.jump(rt.dispatcher.linger * 2 + 1)  # past the janitor's next round
+        await trio.testing.wait_all_tasks_blocked()
+        assert rt.dispatcher.statistics().running == 0
+        assert rt.dispatcher.lane(session_id) is None
+        assert await (await _send(rt, session_id, "second")).wait() == "delivered"
+        assert route.texts() == ["first", "second"]
 
 
 async def test_an_idempotency_key_of_a_failed_delivery_never_sends_it_again(rt) -> None:

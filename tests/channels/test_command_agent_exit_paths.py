@@ -17,6 +17,7 @@ import trio.testing
 from tidings.channels import CommandAgent, _command_agent
 from tidings.errors import AgentError
 
+from ..real_time import fail_after_real
 from .test_command_agent_leftovers import _state
 
 waitid = pytest.mark.skipif(not hasattr(os, "waitid") or not hasattr(os, "WNOWAIT"),
@@ -111,21 +112,23 @@ async def test_a_command_that_exited_in_time_is_not_failed_by_its_timeout_while_
             outcome.append(str(exc))
 
     try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run)
-            while "done" not in turn.reply:  # the clock stands still: no timeout meanwhile
-                await turn.chunk_seen.wait()
-                turn.chunk_seen = trio.Event()
-            assert _pidfd_open is not None
-            fd = _pidfd_open(int(turn.reply.split()[0]))  # the command (our child, unreaped)
-            try:
-                await trio.lowlevel.wait_readable(fd)  # it exited
-            finally:
-                os.close(fd)
-            await trio.testing.wait_all_tasks_blocked()  # the turn waits for the held pipe
-            mock_clock.jump(6)  # past the timeout, not past EXIT_DRAIN
-            await trio.testing.wait_all_tasks_blocked()
-            mock_clock.jump(5)  # past EXIT_DRAIN
+        # The waits are on a real process; mock_clock moves only at jump(): a real-time guard.
+        with fail_after_real(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run)
+                while "done" not in turn.reply:  # the clock stands still: no timeout meanwhile
+                    await turn.chunk_seen.wait()
+                    turn.chunk_seen = trio.Event()
+                assert _pidfd_open is not None
+                fd = _pidfd_open(int(turn.reply.split()[0]))  # the command (our unreaped child)
+                try:
+                    await trio.lowlevel.wait_readable(fd)  # it exited
+                finally:
+                    os.close(fd)
+                await trio.testing.wait_all_tasks_blocked()  # the turn waits for the held pipe
+                mock_clock.jump(6)  # past the timeout, not past EXIT_DRAIN
+                await trio.testing.wait_all_tasks_blocked()
+                mock_clock.jump(5)  # past EXIT_DRAIN
     finally:
         with contextlib.suppress(ProcessLookupError, IndexError, ValueError):
             os.kill(int(turn.reply.split()[1]), signal.SIGKILL)

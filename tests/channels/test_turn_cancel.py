@@ -10,6 +10,7 @@ import tidings
 from tidings.channels import STEER_NOTE, ChannelConfig
 from tidings.errors import RuntimeClosedError
 
+from ..real_time import fail_after_real
 from .conftest import GatedAgent, RecordingChannel, rows
 
 
@@ -134,17 +135,18 @@ async def test_a_turn_past_its_deadline_is_cancelled_with_timeout(db_path, works
 
 async def test_a_deadline_that_fired_first_wins_over_a_later_cancel(db_path, workspace,
                                                                    mock_clock) -> None:
-    agent = GatedAgent()
-    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
-        channel = RecordingChannel(rt, ChannelConfig(name="ops", turn_timeout=10), agent=agent)
-        await channel.say("slow")
-        await agent.wait_turns(1)
-        await trio.testing.wait_all_tasks_blocked()
-        mock_clock.jump(11)  # the deadline passed; the turn has not noticed yet
-        assert await channel.say("/cancel") == "command"
-        await channel.wait_events("cancelled")
-    assert cancels(channel) == ["timeout"]
-    assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "timeout")]
+    with fail_after_real(60):  # hang guard: mock_clock moves only at jump()
+        agent = GatedAgent()
+        async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+            channel = RecordingChannel(rt, ChannelConfig(name="ops", turn_timeout=10), agent=agent)
+            await channel.say("slow")
+            await agent.wait_turns(1)
+            await trio.testing.wait_all_tasks_blocked()
+            mock_clock.jump(11)  # the deadline passed; the turn has not noticed yet
+            assert await channel.say("/cancel") == "command"
+            await channel.wait_events("cancelled")
+        assert cancels(channel) == ["timeout"]
+        assert rows(db_path, "SELECT status, reason FROM turns") == [("cancelled", "timeout")]
 
 
 async def test_shutdown_cancels_a_running_turn_with_reason_shutdown(db_path,
