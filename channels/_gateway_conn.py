@@ -312,9 +312,9 @@ class Connection:
         """Write, read and watch the heartbeat until the client leaves or :meth:`kill`."""
         with trio.CancelScope() as scope:
             self._scope = scope
-            if not self.alive:
-                return
             try:
+                if not self.alive:
+                    return
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._writer, welcome, replay, nursery.cancel_scope)
                     nursery.start_soon(self._heartbeat)
@@ -323,8 +323,9 @@ class Connection:
                     finally:  # however the reader ends (also cancelled from outside)
                         self._finish_soon()
                     nursery.cancel_scope.cancel(reason="the client closed the connection")
-            finally:
+            finally:  # both ends, also for a connection already closed when it began
                 self._send.close()
+                self._receive.close()
 
     async def _writer(self, welcome: dict[str, Any], replay: Replay,
                       scope: trio.CancelScope) -> None:
