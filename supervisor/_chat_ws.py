@@ -534,10 +534,11 @@ async def chat_over_websocket(options: ChatOptions, lines: AsyncGenerator[_Line,
     welcome's frame limit is given to *line_limit*, the one *lines* reads with (see
     :func:`~tidings.supervisor._chat_input.input_lines`)."""
     send, receive = trio.open_memory_channel[_Line](0)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_pump, lines, send)
-        code = await _connect(options, receive, out=out, err=err, line_limit=line_limit)
-        nursery.cancel_scope.cancel(reason="chat ended")
+    with receive:  # (the send end is _pump's to close)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_pump, lines, send)
+            code = await _connect(options, receive, out=out, err=err, line_limit=line_limit)
+            nursery.cancel_scope.cancel(reason="chat ended")
     return code
 
 
