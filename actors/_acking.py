@@ -59,10 +59,15 @@ def _conversation(channel: object, conversation_key: object) -> tuple[str, str]:
 
 def _names(field: str, values: Iterable[str], allowed: tuple[str, ...]) -> tuple[str, ...]:
     """*values* as a tuple of names from *allowed*, at least one (a lone string is refused:
-    it would be read as its characters)."""
+    it would be read as its characters; something not iterable is a ``TypeError`` naming
+    *field*)."""
     if isinstance(values, str | bytes):
         raise ValidationError(field, f"must be a list of names, not the string {values!r}")
-    names = tuple(values)
+    try:
+        names = tuple(values)
+    except TypeError:
+        raise TypeError(f"{field} must be a list of names, got "
+                        f"{type(values).__name__}") from None
     if not names:
         raise ValidationError(field, f"must name at least one of {', '.join(allowed)}")
     for name in names:
