@@ -294,13 +294,13 @@ class AckingSupport:
         recorded before (nothing changes). Raises :class:`ValidationError` naming
         ``channel``, ``conversation_key``, ``client_id`` (also over :data:`MAX_ID_CHARS`),
         ``session_id`` (not None or a non-empty string) or ``outcome`` (not a non-empty
-        string) before anything is written."""
+        string, or one with a lone surrogate, which SQLite refuses in the writer) before
+        anything is written."""
         channel, conversation_key = _conversation(channel, conversation_key)
         check_id("client_id", client_id)
         if session_id is not None:
             check_session_id("session_id", session_id)
-        if not isinstance(outcome, str) or not outcome:
-            raise ValidationError("outcome", f"must be a non-empty string, got {outcome!r:.80}")
+        check_id("outcome", outcome, max_chars=None)
         [recorded] = await self.store.commit([acking.remember_client_message(
             self.core_id, channel, conversation_key, client_id, session_id=session_id,
             outcome=outcome, now=self.store.clock())])

@@ -286,7 +286,7 @@ CASES: list[Case] = [
                                         "client_id": "c1", "session_id": S,
                                         "outcome": "accepted"},
             {"channel": "id", "conversation_key": "id", "client_id": "id",
-             "session_id": "id"}),
+             "session_id": "id", "outcome": "id"}),
     rt_case("prune", {"older_than": 3600.0}, {"older_than": "seconds", "on_chunk": "callable"}),
     rt_case("open_turn", {"session_id": S, "slot": "output", "mode": "serial",
                           "history_policy": "persist", "message_id": "m", "turn_id": "t9",
