@@ -113,11 +113,14 @@ async def record_user_messages(rt: Runtime, session_id: str, texts: Iterable[str
     crash between them left the first half in history, while every one of them was held,
     so told "not answered"). Returns their history message ids. A lone string for *texts*
     is a :class:`ValidationError` naming ``texts`` (it would be recorded one character a
-    message)."""
+    message); something not iterable, a ``TypeError`` naming ``texts``."""
     check_session_id("session_id", session_id)
     if isinstance(texts, str | bytes):
         raise ValidationError("texts", f"must be a list of texts, not the string {texts!r:.80}")
-    texts = list(texts)  # read once: a generator is used up by the checks below
+    try:
+        texts = list(texts)  # read once: a generator is used up by the checks below
+    except TypeError:
+        raise TypeError(f"texts must be a list of texts, got {type(texts).__name__}") from None
     if turn_id is not None:
         check_id("turn_id", turn_id, max_chars=None)  # the cap: below
     for index, text in enumerate(texts):
