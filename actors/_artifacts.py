@@ -259,6 +259,7 @@ def _resolve_path(text: str, workspace: pathlib.Path, artifact_root: pathlib.Pat
                   ) -> ResolvedSource:
     if not text or "\x00" in text:
         raise ArtifactError(field, "the path is empty or contains a NUL character")
+    _check_utf8(text, field)  # before resolving: "\ud800" is no file name the OS can encode
     raw = pathlib.Path(text)
     if ".." in raw.parts:
         raise ArtifactError(field, "'..' is not allowed in artifact paths")
