@@ -165,13 +165,16 @@ class SessionInteractionRouter:
         return len(self._routes)
 
     def add_bind_listener(self, listener: Callable[[str], None]) -> None:
-        """Call ``listener(session_id)`` (sync) after every bind."""
-        self._listeners.append(listener)
+        """Call ``listener(session_id)`` (sync) after every bind. Something not callable is
+        a ``TypeError`` naming ``listener`` here: taken, it made every later bind raise
+        after its binding was made."""
+        self._listeners.append(_callable_listener(listener))
 
     def add_unbind_listener(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(session_id)`` (sync) after every unbind that removed the live
-        binding (not after a stale token's, which removes nothing)."""
-        self._unbind_listeners.append(listener)
+        binding (not after a stale token's, which removes nothing). Something not callable
+        is a ``TypeError`` naming ``listener``, as for :meth:`add_bind_listener`."""
+        self._unbind_listeners.append(_callable_listener(listener))
 
     async def deliver(self, outbound: Outbound) -> bool:
         """Hand *outbound* to the route bound to its ``session_id`` right now, as it is: no
@@ -323,3 +326,10 @@ def _decision(answer: object) -> ApprovalDecision:
     if answer is True or answer == "allow":
         return ApprovalDecision(True)
     return ApprovalDecision(False, "denied")
+
+
+def _callable_listener(listener: Callable[[str], None]) -> Callable[[str], None]:
+    """*listener* if it is callable, else ``TypeError`` naming ``listener``."""
+    if not callable(listener):
+        raise TypeError(f"listener must be callable, got {type(listener).__name__}")
+    return listener
