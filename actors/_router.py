@@ -185,9 +185,12 @@ class SessionInteractionRouter:
         Returns False when no route is bound to it (an outbound with no session, ``None``,
         never has one: a channel answers a command without a session itself, not through
         the router). The runtime's durable path does not use this. Raises
-        :class:`RuntimeClosedError` once the runtime is stopping, as ``bind`` does.
+        :class:`RuntimeClosedError` once the runtime is stopping, as ``bind`` does, and
+        ``TypeError`` naming ``outbound`` for anything but an :class:`Outbound`.
         """
         self._refuse_if_closed()
+        if not isinstance(outbound, Outbound):
+            raise TypeError(f"outbound must be an Outbound, got {type(outbound).__name__}")
         binding = self._routes.get(outbound.session_id)
         if binding is None:
             await trio.lowlevel.checkpoint()

@@ -309,6 +309,7 @@ CASES: list[Case] = [
     router_case("unbind", {"token": "<token>"}, {"token": "thing"}),
     router_case("add_bind_listener", {"listener": print}, {"listener": "callable"}),
     router_case("add_unbind_listener", {"listener": print}, {"listener": "callable"}),
+    router_case("deliver", {"outbound": "<outbound>"}, {"outbound": "thing"}),
     router_case("prompt_user", {"prompt": "<prompt>"}, {"prompt": "thing"}),
     router_case("request_approval", {"request": "<request>"}, {"request": "thing"}),
     ctx_case("cancel", {"reason": "user"}, {"reason": "id"}),
