@@ -161,9 +161,16 @@ def _memory_scope(value: object, field: str) -> MemoryScope | None:
 @final
 @attrs.frozen
 class AccessPolicy:
-    """Who may talk to a channel: everyone (``allowlist is None``) or the listed sender ids."""
+    """Who may talk to a channel: everyone (``allowlist is None``) or the listed sender ids.
 
-    allowlist: frozenset[str] | None = None
+    Raises:
+      ConfigError: naming ``allowlist`` for a lone string (it was searched as text: an
+        allowlist ``"alice"`` let ``"a"`` in) or an id :meth:`allow` refuses; ``TypeError``
+        naming it for something not iterable.
+    """
+
+    allowlist: frozenset[str] | None = attrs.field(default=None,
+                                                   converter=lambda v: _allowlist(v))
 
     @classmethod
     def open(cls) -> AccessPolicy:
@@ -197,6 +204,23 @@ class AccessPolicy:
     def describe(self) -> str:
         """``"open"`` or ``"allowlist"``; the listed ids are never shown."""
         return "open" if self.allowlist is None else "allowlist"
+
+
+def _allowlist(value: object) -> frozenset[str] | None:
+    """An :class:`AccessPolicy`'s ``allowlist`` as a frozenset of ids, or an error naming it."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes | Mapping):
+        raise ConfigError("allowlist", f"must be a collection of sender ids, got {value!r:.80}")
+    if not isinstance(value, Iterable):
+        raise TypeError(f"allowlist must be a collection of sender ids, got "
+                        f"{type(value).__name__}")
+    senders = list(value)
+    for sender in senders:
+        refusal = id_refusal(sender)
+        if refusal is not None:
+            raise ConfigError("allowlist", f"each sender id {refusal}")
+    return frozenset(str(sender) for sender in senders)
 
 
 def _access(value: object, field: str) -> AccessPolicy:

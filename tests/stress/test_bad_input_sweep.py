@@ -45,6 +45,7 @@ from tidings.actors import (
     TextBlock,
 )
 from tidings.channels import (
+    AccessPolicy,
     ChannelConfig,
     ChannelIdentity,
     CommandAgent,
@@ -516,6 +517,9 @@ PLAIN_CASES: list[Case] = [
                {"namespace": "id", "mode": "id"},
                accepts={"namespace=empty": SANITIZED, "namespace=surrogate": SANITIZED,
                         "mode=empty": ONLY_MODE, "mode=surrogate": ONLY_MODE}),
+    plain_case("AccessPolicy", AccessPolicy, {"allowlist": frozenset({"u"})},
+               {"allowlist": "ids"},
+               accepts={"allowlist=[empty]": NO_SENDER, "allowlist=[surrogate]": NO_SENDER}),
     plain_case("EchoAgent", EchoAgent, {}, {"chunk_size": "count"},
                accepts={"chunk_size=huge": NO_BOUND}),
     plain_case("CommandAgent", CommandAgent, {"argv": ["cat"]},
