@@ -44,8 +44,9 @@ async def open_listeners(port: int, host: str) -> list[trio.SocketListener]:
         if port or len({_port_of(listener) for listener in listeners}) == 1:
             return listeners
         first = _port_of(listeners[0])
-        for listener in listeners:  # every one closed, a cancel meanwhile or not
-            await trio.aclose_forcefully(listener)
+        with trio.CancelScope(shield=True):  # every one closed, a cancel meanwhile or not
+            for listener in listeners:  # (bounded: a close that waits for nothing)
+                await listener.aclose()
         try:
             return await trio.open_tcp_listeners(first, host=host)
         except OSError:
