@@ -37,14 +37,21 @@ def check_path(field: str, value: object) -> None:
     """Refuse *value* by *field* (:class:`ValidationError`) unless it is a non-empty path: a
     string or an ``os.PathLike`` of one (``""`` would be the current directory, bytes are no
     text), with no NUL character (no file name holds one: the first OS call on it raised a
-    bare ``ValueError``). Every public entry point that takes a database path checks it
-    before it creates or reads anything."""
+    bare ``ValueError``) and no lone surrogate the file system cannot encode (U+D800: the
+    first OS call raised a bare ``UnicodeEncodeError``; U+DCFF, a byte that is not UTF-8 as
+    ``os.fsdecode`` gives it, is a path). Every public entry point that takes a
+    database path checks it before it creates or reads anything."""
     path = os.fspath(value) if isinstance(value, os.PathLike) else value
     if not isinstance(path, str) or not path:
         raise ValidationError(field, f"must be a non-empty path (a string or a pathlib.Path), "
                                      f"got {value!r:.80}")
     if "\x00" in path:
         raise ValidationError(field, f"must not hold a NUL character, got {value!r:.80}")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        raise ValidationError(field, f"is no path the file system can encode (lone surrogate "
+                                     f"at index {exc.start})") from None
 
 
 _BUSY_TIMEOUT_MS = 10_000

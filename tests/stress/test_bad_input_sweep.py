@@ -36,6 +36,7 @@ import attrs
 import pytest
 import trio
 
+import tidings
 from tidings.actors import (
     ApprovalRequest,
     ArtifactRef,
@@ -59,7 +60,15 @@ from tidings.channels import (
     parse_conversation_key,
 )
 from tidings.errors import ValidationError
-from tidings.supervisor import Backoff, ChildSpec, FaultPlan, FaultRule, Intensity
+from tidings.store import open_store
+from tidings.supervisor import (
+    Backoff,
+    ChildSpec,
+    FaultPlan,
+    FaultRule,
+    Intensity,
+    open_supervisor,
+)
 from tidings.testing import MemoryRoute
 
 TABLES = ("outbox", "messages", "sessions", "events", "work_items")
@@ -179,6 +188,7 @@ ONLY_MODE = "an unknown memory mode resolves to metadata-only, the only mode (lo
 NO_SENDER = "an id no sender has: it admits no one"
 OS_TEXT = "an argument or directory for the OS, not stored: a bad one fails the turn that runs it"
 HELD_NAME = "a name held in memory to match and log, never stored"
+PAST = "a unix time already past: the question is answered expired, never shown"
 NO_BOUND = "a bound this large never binds: it is an int held in memory, never bound to SQL"
 
 S = "<session>"
@@ -308,11 +318,28 @@ CASES: list[Case] = [
                                               "is None (nothing is written)"
                          for tag in KINDS["id"]}),
     router_case("unbind", {"token": "<token>"}, {"token": "thing"}),
+    Case("rt.router.bind(MemoryRoute)",
+         lambda env, **kw: env.rt.router.bind(env.session_id, MemoryRoute(**kw)),
+         {"capabilities": ["text"], "ack_window": 2},
+         {"capabilities": "ids", "latency": "seconds", "fail": "thing", "ack_window": "count"},
+         accepts={"ack_window=huge": NO_BOUND}),
     router_case("add_bind_listener", {"listener": print}, {"listener": "callable"}),
     router_case("add_unbind_listener", {"listener": print}, {"listener": "callable"}),
     router_case("deliver", {"outbound": "<outbound>"}, {"outbound": "thing"}),
     router_case("prompt_user", {"prompt": "<prompt>"}, {"prompt": "thing"}),
     router_case("request_approval", {"request": "<request>"}, {"request": "thing"}),
+    Case("rt.router.prompt_user(Prompt)",
+         lambda env, **kw: env.rt.router.prompt_user(Prompt(**kw)),
+         {"session_id": "nobody", "text": "sure?", "prompt_id": "p1", "turn_id": "t1",
+          "expires_at": 10.0**10},
+         {"session_id": "id", "text": "text", "prompt_id": "id", "turn_id": "id",
+          "expires_at": "seconds"}, accepts={"expires_at=negative": PAST}),
+    Case("rt.router.request_approval(ApprovalRequest)",
+         lambda env, **kw: env.rt.router.request_approval(ApprovalRequest(**kw)),
+         {"session_id": "nobody", "action": "rm", "request_id": "r1", "details": {"a": 1},
+          "turn_id": "t1", "expires_at": 10.0**10},
+         {"session_id": "id", "action": "text", "request_id": "id", "details": "map",
+          "turn_id": "id", "expires_at": "seconds"}, accepts={"expires_at=negative": PAST}),
     ctx_case("cancel", {"reason": "user"}, {"reason": "id"}),
     ctx_case("prompt_user", {"text": "sure?", "expires_in": 1.0},
              {"text": "text", "expires_in": "seconds"}),
@@ -395,7 +422,7 @@ async def sweep_one(case: Case, env: Env, db_path: pathlib.Path, param: str, tag
     outcome = None
     try:
         with trio.fail_after(case.guard):
-            await case.call(env, **kwargs)
+            await _maybe_await(case.call(env, **kwargs))
     except trio.TooSlowError:
         problems.append(f"{where}: hung")
         return
@@ -564,4 +591,83 @@ def test_constructor_refuses_bad_input_by_name(case: Case) -> None:
     for param, kind in case.params.items():
         for tag in KINDS[kind]:
             sweep_plain(case, param, tag, problems)
+    assert not problems, "\n".join(problems)
+
+
+@attrs.frozen
+class Opener:
+    """An ``async with`` opener of a database or a supervisor: ``open(db_path, workspace,
+    **kwargs)``; a refused option must leave no database file behind."""
+
+    name: str
+    open: Callable[..., Any]
+    good: dict[str, Any]
+    params: dict[str, str]
+    accepts: dict[str, str] = attrs.field(factory=dict)
+
+
+def _open_runtime(db: pathlib.Path, ws: pathlib.Path, db_path: Any = None, **kw: Any) -> Any:
+    return tidings.open_runtime(db if db_path is None else db_path, **{"workspace": ws, **kw})
+
+
+def _open_store(db: pathlib.Path, ws: pathlib.Path, path: Any = None, **kw: Any) -> Any:
+    return open_store(db if path is None else path, **kw)
+
+
+OPENERS: list[Opener] = [
+    Opener("open_runtime", _open_runtime,
+           {"core_id": "core", "grace": 1.0, "lease": 60.0, "scan_interval": 30.0,
+            "stranded_after": 60.0, "recover": "at_open", "synchronous": "NORMAL",
+            "writer": "thread"},
+           {"db_path": "id", "workspace": "id", "core_id": "id", "artifact_root": "id",
+            "recover": "id",
+            "synchronous": "id", "fault_plan": "thing", "intensity": "thing",
+            "grace": "seconds", "lease": "seconds", "clock": "callable",
+            "scan_interval": "seconds", "stranded_after": "seconds", "writer": "id",
+            "private_files": "ids"}),
+    Opener("open_store", _open_store,
+           {"synchronous": "NORMAL", "readers": 2, "max_batch": 64, "mailbox_size": 16},
+           {"path": "id", "synchronous": "id", "readers": "count", "max_batch": "count",
+            "mailbox_size": "count", "writer": "id", "clock": "callable"},
+           accepts={"readers=huge": NO_BOUND, "max_batch=huge": NO_BOUND,
+                    "mailbox_size=huge": NO_BOUND}),
+    Opener("open_supervisor", lambda db, ws, **kw: open_supervisor(**kw),
+           {"children": [], "strategy": "one_for_one", "name": "sup"},
+           {"children": "ids", "strategy": "id", "intensity": "thing", "name": "id",
+            "fault_plan": "thing", "restart_log_size": "count"},
+           accepts={"name=surrogate": HELD_NAME, "restart_log_size=huge": NO_BOUND}),
+]
+
+
+@pytest.mark.parametrize("opener", OPENERS, ids=lambda o: o.name)
+async def test_opener_refuses_bad_input_before_creating_anything(
+        opener: Opener, db_path: pathlib.Path, workspace: pathlib.Path) -> None:
+    problems: list[str] = []
+    for param, kind in opener.params.items():
+        for tag in KINDS[kind]:
+            kwargs = {**opener.good, param: VALUES[tag]}
+            where = f"{opener.name}({param}={tag})"
+            state = db_path.parent / f"{param}-{tag}"  # a directory of its own, not made yet
+            try:
+                with trio.fail_after(10):
+                    async with opener.open(state / db_path.name, workspace, **kwargs):
+                        pass
+            except trio.TooSlowError:
+                problems.append(f"{where}: hung")
+                continue
+            except ValidationError as error:
+                if not names(error.field, param):
+                    problems.append(f"{where}: ValidationError field={error.field!r}: {error}")
+            except TypeError as error:
+                if param not in str(error):
+                    problems.append(f"{where}: TypeError not naming it: {error}")
+            except Exception as error:  # noqa: BLE001 - the sweep reports what leaked
+                problems.append(f"{where}: {type(error).__module__}."
+                                f"{type(error).__name__}: {error}")
+            else:
+                if f"{param}={tag}" not in opener.accepts:
+                    problems.append(f"{where}: accepted")
+                continue
+            if state.exists():
+                problems.append(f"{where}: left {sorted(p.name for p in state.iterdir())}")
     assert not problems, "\n".join(problems)
