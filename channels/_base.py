@@ -20,6 +20,7 @@ from typing import Any, Literal
 import trio
 
 from tidings.actors import DeliveryHandle, Outbound, Runtime, TextBlock, _held
+from tidings.actors._blocks import lone_surrogate
 from tidings.actors._pipeline import new_id
 from tidings.actors._route_checks import OPTIONAL_METHODS, check_capabilities
 from tidings.channels._agents import Agent, EchoAgent
@@ -503,7 +504,18 @@ class ChannelBase(StopButton):
                      command: str | None = None) -> None:
         """Answer in *conversation*: a transient notice through the outbox of *session_id*,
         or, without a session, straight to :meth:`deliver` with ``session_id=None`` (once
-        the answers queued earlier for the conversation ended: see :meth:`_deliver_direct`)."""
+        the answers queued earlier for the conversation ended: see :meth:`_deliver_direct`).
+        A *conversation* that is no :class:`Conversation` is a ``TypeError`` naming it, and a
+        *command* that is not None or a non-empty string (of valid Unicode) a
+        ``ValidationError`` naming it, before anything is written (the notice was queued,
+        then the call failed)."""
+        if not isinstance(conversation, Conversation):
+            raise TypeError(f"conversation must be a Conversation, got "
+                            f"{type(conversation).__name__}")
+        if command is not None and (not isinstance(command, str) or not command
+                                    or lone_surrogate(command) is not None):
+            raise ValidationError("command", f"must be None or a non-empty string of valid "
+                                             f"Unicode, got {command!r:.80}")
         extra = {} if command is None else {"command": command}
         if session_id is None:
             await self._deliver_direct(conversation, text, extra=extra)

@@ -50,14 +50,18 @@ from tidings.channels import (
     ChannelConfig,
     ChannelIdentity,
     CommandAgent,
+    Conversation,
     EchoAgent,
     GatewayConfig,
     Inbound,
     MemoryScope,
+    TerminalChannel,
     ToolCall,
     conversation_key,
+    load_agent,
     parse_command,
     parse_conversation_key,
+    workspace_name,
 )
 from tidings.errors import ValidationError
 from tidings.store import open_store
@@ -69,7 +73,7 @@ from tidings.supervisor import (
     Intensity,
     open_supervisor,
 )
-from tidings.testing import MemoryRoute
+from tidings.testing import MemoryChannel, MemoryRoute
 
 TABLES = ("outbox", "messages", "sessions", "events", "work_items")
 
@@ -191,6 +195,14 @@ HELD_NAME = "a name held in memory to match and log, never stored"
 PAST = "a unix time already past: the question is answered expired, never shown"
 NO_BOUND = "a bound this large never binds: it is an int held in memory, never bound to SQL"
 
+def channel_case(method: str, good: dict[str, Any], params: dict[str, str],
+                 **kw: Any) -> Case:
+    """``MemoryChannel(rt).<method>(**kwargs)``: a channel's public methods."""
+    async def call(env: Env, **kwargs: Any) -> Any:
+        return await _maybe_await(getattr(MemoryChannel(env.rt), method)(**kwargs))
+    return Case(f"MemoryChannel.{method}", call, good, params, **kw)
+
+
 S = "<session>"
 D = "<delivery>"
 
@@ -207,6 +219,8 @@ def resolve(env: Env, value: Any) -> Any:
     if value == "<outbound>":
         return Outbound(session_id=env.session_id, delivery_id="d-x", kind="message",
                         blocks=(TextBlock("x"),), text="x")
+    if value == "<conversation>":
+        return Conversation(key="memory:chat:c", chat_id="c")
     if value == "<prompt>":
         return Prompt(session_id="nobody", text="sure?", prompt_id="p1")
     if value == "<request>":
@@ -340,6 +354,26 @@ CASES: list[Case] = [
           "turn_id": "t1", "expires_at": 10.0**10},
          {"session_id": "id", "action": "text", "request_id": "id", "details": "map",
           "turn_id": "id", "expires_at": "seconds"}, accepts={"expires_at=negative": PAST}),
+    Case("MemoryChannel", lambda env, **kw: MemoryChannel(env.rt, **kw),
+         {"agent": EchoAgent(), "name": "memory"},
+         {"agent": "thing", "name": "id"}),
+    Case("TerminalChannel", lambda env, **kw: TerminalChannel(env.rt, **kw),
+         {"config": ChannelConfig("term"), "agent": EchoAgent()},
+         {"config": "thing", "agent": "thing"}),
+    channel_case("handle_inbound", {"inbound": Inbound("c", "u", "hi")}, {"inbound": "thing"}),
+    channel_case("conversation_of", {"session_id": S}, {"session_id": "id"},
+                 accepts={f"session_id={tag}": "a read of the channel's in-memory map: no "
+                                               "conversation is None (nothing is written)"
+                          for tag in KINDS["id"]}),
+    channel_case("answer", {"conversation": "<conversation>", "session_id": S, "text": "ok"},
+                 {"conversation": "thing", "session_id": "id", "text": "text",
+                  "command": "id"}),
+    channel_case("cancel_turn", {"chat_id": "c", "sender_id": "u"},
+                 {"chat_id": "id", "sender_id": "id", "thread_id": "id", "press_id": "id"},
+                 accepts={"chat_id=huge": NUMBER_ID, "sender_id=huge": NUMBER_ID,
+                          "thread_id=huge": NUMBER_ID, "press_id=huge": NUMBER_ID,
+                          "thread_id=empty": EMPTY_OPTIONAL_ID,
+                          "press_id=empty": EMPTY_OPTIONAL_ID}),
     ctx_case("cancel", {"reason": "user"}, {"reason": "id"}),
     ctx_case("prompt_user", {"text": "sure?", "expires_in": 1.0},
              {"text": "text", "expires_in": "seconds"}),
@@ -560,6 +594,13 @@ PLAIN_CASES: list[Case] = [
                accepts={"thread=empty": EMPTY_OPTIONAL_ID, "thread=huge": NUMBER_ID}),
     plain_case("parse_conversation_key", parse_conversation_key, {"key": "web:chat:1"},
                {"key": "id"}),
+    plain_case("workspace_name", workspace_name, {"workspace": "/tmp/ws"},
+               {"workspace": "id"},
+               accepts={"workspace=bytes": "documented: a str, bytes or os.PathLike",
+                        "workspace=empty": "the current directory's name",
+                        "workspace=surrogate": "a name to show, sanitized"}),
+    plain_case("load_agent", load_agent, {"path": "tidings.channels:EchoAgent"},
+               {"path": "id"}, fields={"path": "agent"}),  # field=: the name it reports
     plain_case("parse_command", parse_command, {"text": "/new"}, {"text": "text"},
                accepts={"text=empty": NOT_A_COMMAND, "text=surrogate": NOT_A_COMMAND}),
 ]
