@@ -472,7 +472,10 @@ class ChannelBase(StopButton):
     def conversation_for(self, inbound: Inbound) -> Conversation:
         """The conversation *inbound* belongs to (default: by the config's session scope).
         An adapter whose platform names conversations differently overrides it; the key must
-        still come from :func:`conversation_key`."""
+        still come from :func:`conversation_key`. Anything but an :class:`Inbound` is a
+        ``TypeError`` naming ``inbound``."""
+        if not isinstance(inbound, Inbound):
+            raise TypeError(f"inbound must be an Inbound, got {type(inbound).__name__}")
         return conversation_for(self.config, inbound)
 
     def conversation_of(self, session_id: str | None) -> Conversation | None:

@@ -361,6 +361,8 @@ CASES: list[Case] = [
          {"config": ChannelConfig("term"), "agent": EchoAgent()},
          {"config": "thing", "agent": "thing"}),
     channel_case("handle_inbound", {"inbound": Inbound("c", "u", "hi")}, {"inbound": "thing"}),
+    channel_case("conversation_for", {"inbound": Inbound("c", "u", "hi")},
+                 {"inbound": "thing"}),
     channel_case("conversation_of", {"session_id": S}, {"session_id": "id"},
                  accepts={f"session_id={tag}": "a read of the channel's in-memory map: no "
                                                "conversation is None (nothing is written)"
