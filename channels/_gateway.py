@@ -57,7 +57,7 @@ from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
-from tidings.errors import ConfigError, SessionNotFoundError, TidingsError
+from tidings.errors import ConfigError, SessionNotFoundError, TidingsError, ValidationError
 from tidings.supervisor._log import field
 
 __all__ = ["FrameTooBig", "GatewayChannel", "StaleProgress", "check_gateway_channel_config"]
@@ -108,7 +108,11 @@ class GatewayChannel(ChannelBase):
 
     def __init__(self, runtime: Any, settings: GatewayConfig, config: ChannelConfig | None = None,
                  agent: Agent | None = None) -> None:
-        config = config or ChannelConfig("gateway")
+        if not isinstance(settings, GatewayConfig):  # (its attributes are read below)
+            raise ValidationError("settings", f"must be a GatewayConfig, got {settings!r:.80}")
+        config = ChannelConfig("gateway") if config is None else config
+        if not isinstance(config, ChannelConfig):
+            raise ValidationError("config", f"must be a ChannelConfig, got {config!r:.80}")
         check_gateway_channel_config(config)
         super().__init__(runtime, config, agent)
         self.settings = settings
