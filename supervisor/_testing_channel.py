@@ -30,7 +30,7 @@ class MemoryChannel(ChannelBase):
 
     def __init__(self, runtime: Any, config: ChannelConfig | None = None, agent: Any = None,
                  *, name: str = "memory") -> None:
-        super().__init__(runtime, config or ChannelConfig(name), agent)
+        super().__init__(runtime, ChannelConfig(name) if config is None else config, agent)
         self.platform = MemoryRoute()
         self.outbounds: list[Outbound] = []
         self.events: list[LifecycleEvent] = []

@@ -357,7 +357,7 @@ CASES: list[Case] = [
           "turn_id": "id", "expires_at": "seconds"}, accepts={"expires_at=negative": PAST}),
     Case("MemoryChannel", lambda env, **kw: MemoryChannel(env.rt, **kw),
          {"agent": EchoAgent(), "name": "memory"},
-         {"agent": "thing", "name": "id"}),
+         {"config": "thing", "agent": "thing", "name": "id"}),
     Case("TerminalChannel", lambda env, **kw: TerminalChannel(env.rt, **kw),
          {"config": ChannelConfig("term"), "agent": EchoAgent()},
          {"config": "thing", "agent": "thing"}),
