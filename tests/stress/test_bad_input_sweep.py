@@ -73,8 +73,14 @@ from tidings.supervisor import (
     FaultRule,
     Intensity,
     open_supervisor,
+    supervisor_child,
 )
-from tidings.testing import MemoryChannel, MemoryRoute
+from tidings.testing import (
+    CheckpointInjector,
+    MemoryChannel,
+    MemoryRoute,
+    random_fault_plan,
+)
 
 TABLES = ("outbox", "messages", "sessions", "events", "work_items")
 
@@ -608,6 +614,20 @@ PLAIN_CASES: list[Case] = [
                         "workspace=surrogate": "a name to show, sanitized"}),
     plain_case("load_agent", load_agent, {"path": "tidings.channels:EchoAgent"},
                {"path": "id"}, fields={"path": "agent"}),  # field=: the name it reports
+    plain_case("supervisor_child", supervisor_child, {"children": [], "name": "sup"},
+               {"children": "ids", "strategy": "id", "intensity": "thing", "name": "id",
+                "fault_plan": "thing"},
+               accepts={"name=surrogate": HELD_NAME}),
+    plain_case("random_fault_plan", random_fault_plan, {"seed": 1, "rate": 0.1},
+               {"seed": "count", "rate": "seconds", "children": "ids", "actions": "ids"},
+               accepts={"seed=huge": SEED, "seed=negative": SEED,
+                        "children=[surrogate]": HELD_NAME}),
+    plain_case("CheckpointInjector", CheckpointInjector,
+               {"supervisor": lambda: None, "child": "writer"},
+               {"supervisor": "callable", "child": "id", "at": "count", "every": "count",
+                "times": "count", "ledger": "thing"},
+               accepts={"at=huge": NO_BOUND, "every=huge": NO_BOUND, "times=huge": NO_BOUND,
+                        "child=surrogate": HELD_NAME}),
     plain_case("parse_command", parse_command, {"text": "/new"}, {"text": "text"},
                accepts={"text=empty": NOT_A_COMMAND, "text=surrogate": NOT_A_COMMAND}),
 ]
