@@ -64,7 +64,7 @@ from tidings.channels import (
     parse_conversation_key,
     workspace_name,
 )
-from tidings.errors import ValidationError
+from tidings.errors import SupervisorError, ValidationError
 from tidings.store import open_store
 from tidings.supervisor import (
     Backoff,
@@ -523,8 +523,10 @@ async def test_runtime_call_refuses_bad_input_by_name(case: Case, rt, db_path,
     assert not problems, "\n".join(problems)
 
 
-async def _child(ctx: Any) -> None:
-    await trio.sleep_forever()
+async def _child(ctx: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    task_status.started()
+    async for _ in ctx.mailbox:  # until the supervisor closes it
+        pass
 
 
 def plain_case(name: str, fn: Callable[..., Any], good: dict[str, Any], params: dict[str, str],
@@ -738,4 +740,58 @@ async def test_opener_refuses_bad_input_before_creating_anything(
                 continue
             if state.exists():
                 problems.append(f"{where}: left {sorted(p.name for p in state.iterdir())}")
+    assert not problems, "\n".join(problems)
+
+
+NO_CHILD = {f"name={tag}": "a SupervisorError saying no child has that name (not a "
+                          "LookupError: see the report)" for tag in KINDS["id"]}
+
+
+def sup_case(method: str, good: dict[str, Any], params: dict[str, str], **kw: Any) -> Case:
+    async def call(sup: Any, **kwargs: Any) -> Any:
+        return await _maybe_await(getattr(sup, method)(**kwargs))
+    return Case(f"supervisor.{method}", call, good, params, **kw)
+
+
+SUPERVISOR_CASES: list[Case] = [
+    sup_case("start_child", {"spec": ChildSpec("extra", _child)}, {"spec": "thing"}),
+    sup_case("start_child_soon", {"spec": ChildSpec("extra", _child)}, {"spec": "thing"}),
+    sup_case("stop_child", {"name": "idle"}, {"name": "id"}, accepts=NO_CHILD),
+    sup_case("mailbox", {"name": "idle"}, {"name": "id"}, accepts=NO_CHILD),
+    sup_case("child_task", {"name": "idle"}, {"name": "id"}, accepts=NO_CHILD),
+]
+
+
+@pytest.mark.parametrize("case", SUPERVISOR_CASES, ids=lambda c: c.name)
+async def test_supervisor_method_refuses_bad_input_by_name(case: Case) -> None:
+    problems: list[str] = []
+    async with open_supervisor([ChildSpec("idle", _child)], name="sup") as sup:
+        for param, kind in case.params.items():
+            for tag in KINDS[kind]:
+                kwargs = {**case.good, param: VALUES[tag]}
+                where = f"{case.name}({param}={tag})"
+                try:
+                    with trio.fail_after(case.guard):
+                        await case.call(sup, **kwargs)
+                except trio.TooSlowError:
+                    problems.append(f"{where}: hung")
+                except ValidationError as error:
+                    if not names(error.field, param):
+                        problems.append(f"{where}: ValidationError field={error.field!r}: "
+                                        f"{error}")
+                except TypeError as error:
+                    if param not in str(error):
+                        problems.append(f"{where}: TypeError not naming it: {error}")
+                except LookupError as error:
+                    if kind != "id":
+                        problems.append(f"{where}: {type(error).__name__}: {error}")
+                except SupervisorError as error:
+                    if f"{param}={tag}" not in case.accepts or "no child named" not in str(error):
+                        problems.append(f"{where}: {type(error).__name__}: {error}")
+                except Exception as error:  # noqa: BLE001 - the sweep reports what leaked
+                    problems.append(f"{where}: {type(error).__module__}."
+                                    f"{type(error).__name__}: {error}")
+                else:
+                    if f"{param}={tag}" not in case.accepts:
+                        problems.append(f"{where}: accepted")
     assert not problems, "\n".join(problems)
