@@ -28,6 +28,7 @@ once a prune, :data:`EVENTS_PER_STEP` a chunk, not all of them again by each chu
 
 from __future__ import annotations
 
+import math
 import os
 import pathlib
 import sqlite3
@@ -36,13 +37,14 @@ import stat
 import attrs
 
 from tidings.store._connect import (
+    check_path,
     check_writable,
     close_writer,
     connect_writer,
     refuse_orphan_log,
     stat_database,
 )
-from tidings.store._errors import StoreError
+from tidings.store._errors import NotABoolError, StoreError, ValidationError
 from tidings.store._ops import Call
 from tidings.store._recovery import last_outbox_rowid
 from tidings.store._schema import MIGRATIONS, _statements, check_database, migrate
@@ -249,11 +251,27 @@ def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False) ->
     the counts are exact and nothing changes. Registers no process epoch. A file with no
     tidings schema (an empty one) is no database to prune: :class:`StoreError`, the file
     untouched (and a missing one :class:`DatabaseNotFoundError`); so is one SQLite cannot
-    read (a text file), and SQLite's other errors (a full disk), each naming the file."""
+    read (a text file), and SQLite's other errors (a full disk), each naming the file.
+    A *db* that is no path, a *cutoff* that is not a finite number of unix seconds (a
+    string compared as one, NaN bound as NULL) or a *dry_run* that is not a bool is a
+    :class:`ValidationError` naming it, before the file is opened."""
+    check_path("db", db)
+    if isinstance(cutoff, bool) or not isinstance(cutoff, int | float) or not _finite(cutoff):
+        raise ValidationError("cutoff", f"must be a finite number of unix seconds, got "
+                                        f"{cutoff!r:.80}")
+    if not isinstance(dry_run, bool):
+        raise NotABoolError("dry_run", f"must be True or False, got {dry_run!r:.80}")
     try:
         return _prune_file(pathlib.Path(db), cutoff, dry_run=dry_run)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot prune {os.fspath(db)}: {exc}") from exc
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past a float's range
+        return False
 
 
 def _prune_file(db: pathlib.Path, cutoff: float, *, dry_run: bool) -> PruneReport:

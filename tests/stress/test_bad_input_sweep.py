@@ -65,7 +65,7 @@ from tidings.channels import (
     workspace_name,
 )
 from tidings.errors import SupervisorError, ValidationError
-from tidings.store import open_store
+from tidings.store import open_store, prune_file, read_database
 from tidings.supervisor import (
     Backoff,
     ChildSpec,
@@ -81,6 +81,8 @@ from tidings.testing import (
     MemoryRoute,
     random_fault_plan,
 )
+
+from ..database_template import fresh_database
 
 TABLES = ("outbox", "messages", "sessions", "events", "work_items")
 
@@ -795,3 +797,28 @@ async def test_supervisor_method_refuses_bad_input_by_name(case: Case) -> None:
                     if f"{param}={tag}" not in case.accepts:
                         problems.append(f"{where}: accepted")
     assert not problems, "\n".join(problems)
+
+
+def _count_sessions(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+
+
+def test_database_file_functions_refuse_bad_input_by_name(db_path: pathlib.Path) -> None:
+    """``prune_file`` and ``read_database`` (the command line's, on a database no runtime
+    holds): a bad argument is refused by name and the file is left as it was."""
+    fresh_database(db_path)
+    cases = [
+        plain_case("prune_file", prune_file, {"db": db_path, "cutoff": 0.0, "dry_run": True},
+                   {"db": "id", "cutoff": "seconds", "dry_run": "bool"},
+                   accepts={"cutoff=negative": "a unix time before 1970: nothing is older"}),
+        plain_case("read_database", read_database, {"path": db_path, "fn": _count_sessions},
+                   {"path": "id"}),
+    ]
+    before = count_rows(db_path)
+    problems: list[str] = []
+    for case in cases:
+        for param, kind in case.params.items():
+            for tag in KINDS[kind]:
+                sweep_plain(case, param, tag, problems)
+    assert not problems, "\n".join(problems)
+    assert count_rows(db_path) == before
