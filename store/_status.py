@@ -248,8 +248,11 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     after waiting :data:`_BUSY_TIMEOUT_MS` for it: not "not a tidings database"), or an empty
     file beside a ``-wal`` that holds something (:func:`refuse_orphan_log`: SQLite would
     delete that log, the commits in it with it).
+    ``TypeError`` naming ``fn`` if it is not callable (before: raised from inside the read).
     """
     check_path("path", path)
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     db = pathlib.Path(path).expanduser()
     mode = stat_database(db).st_mode  # (a symbolic link loop is said as such, not as missing)
     if stat.S_ISDIR(mode):  # something is there: "no database" would send the user elsewhere

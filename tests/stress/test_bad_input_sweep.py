@@ -812,7 +812,7 @@ def test_database_file_functions_refuse_bad_input_by_name(db_path: pathlib.Path)
                    {"db": "id", "cutoff": "seconds", "dry_run": "bool"},
                    accepts={"cutoff=negative": "a unix time before 1970: nothing is older"}),
         plain_case("read_database", read_database, {"path": db_path, "fn": _count_sessions},
-                   {"path": "id"}),
+                   {"path": "id", "fn": "callable"}),
     ]
     before = count_rows(db_path)
     problems: list[str] = []
