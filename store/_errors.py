@@ -18,6 +18,7 @@ __all__ = [
     "AccessDeniedError",
     "AgentError",
     "ArtifactError",
+    "ChildNotFoundError",
     "ChildStartError",
     "ConfigError",
     "ConflictError",
@@ -189,6 +190,11 @@ class SupervisorError(TidingsError):
     def __init__(self, message: str, *, child: str | None = None) -> None:
         super().__init__(message)
         self.child = child
+
+
+class ChildNotFoundError(SupervisorError, NotFoundError):
+    """The supervisor has no child of this name (``mailbox``, ``child_task``, ``stop_child``,
+    ``inject_cancel``, ``fault_point``): an unknown id, so also a ``LookupError``."""
 
 
 class ChildStartError(SupervisorError):

@@ -13,6 +13,7 @@ from typing import Literal, final
 import trio
 
 from tidings.errors import (
+    ChildNotFoundError,
     ChildStartError,
     RestartIntensityExceeded,
     SupervisorError,
@@ -137,7 +138,8 @@ class Supervisor:
         """The send side of the mailbox of child ``name``; it stays valid across restarts.
 
         Raises:
-          SupervisorError: no child has that name (``.child`` names it).
+          ChildNotFoundError: (a SupervisorError and a LookupError) no child has that name
+            (``.child`` names it).
         """
         return self._slot(name).mailbox
 
@@ -146,7 +148,7 @@ class Supervisor:
         runs (it is waiting out a backoff or a group restart, or it was stopped).
 
         Raises:
-          SupervisorError: no child has that name.
+          ChildNotFoundError: no child has that name.
         """
         slot = self._slot(name)
         return slot.task if slot.fault_scope is not None else None
@@ -212,7 +214,7 @@ class Supervisor:
         ``shutdown_timeout`` and killed it (or, with ``None``, waited forever).
 
         Raises:
-          SupervisorError: no child has that name.
+          ChildNotFoundError: no child has that name.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
         slot = self._slot(name)
@@ -242,7 +244,7 @@ class Supervisor:
         checkpoint. Returns False when no incarnation of it is running. Never blocks.
 
         Raises:
-          SupervisorError: no child has that name.
+          ChildNotFoundError: no child has that name.
         """
         return self._slot(name).cancel_fault(seam)
 
@@ -256,7 +258,7 @@ class Supervisor:
 
         Raises:
           InjectedFault: the plan injects ``"raise"``.
-          SupervisorError: no child has that name.
+          ChildNotFoundError: no child has that name.
         """
         if self._plan is None:
             return
@@ -266,8 +268,8 @@ class Supervisor:
         try:
             return self._children[name]
         except KeyError:
-            raise SupervisorError(f"supervisor {self._name!r} has no child named {name!r}",
-                                  child=name) from None
+            raise ChildNotFoundError(f"supervisor {self._name!r} has no child named {name!r}",
+                                     child=name) from None
 
     def _register(self, spec: ChildSpec) -> ChildSlot:
         if not isinstance(spec, ChildSpec):

@@ -10,6 +10,7 @@ import trio
 import trio.testing
 
 from tidings.errors import (
+    ChildNotFoundError,
     ChildStartError,
     MailboxClosedError,
     SupervisorError,
@@ -106,10 +107,15 @@ async def test_start_child_soon_failure_is_a_crash_of_the_first_incarnation(jour
 
 async def test_unknown_names_and_bad_specs_are_clear_errors(journal, autojump_clock):
     async with open_supervisor([]) as sup:
+        # An unknown name is an unknown id (README, Errors: a LookupError subclass), and a
+        # supervision failure naming the child.
         for call in (sup.mailbox, sup.child_task, sup.inject_cancel):
-            with pytest.raises(SupervisorError, match="no child named 'ghost'"):
+            with pytest.raises(ChildNotFoundError, match="no child named 'ghost'") as caught:
                 call("ghost")
-        with pytest.raises(SupervisorError, match="no child named 'ghost'"):
+            assert isinstance(caught.value, SupervisorError)
+            assert isinstance(caught.value, LookupError)
+            assert caught.value.child == "ghost"
+        with pytest.raises(ChildNotFoundError, match="no child named 'ghost'"):
             await sup.stop_child("ghost")
         with pytest.raises(ValidationError):
             await sup.start_child("not a spec")  # type: ignore[arg-type]
