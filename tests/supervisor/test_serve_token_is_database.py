@@ -78,3 +78,13 @@ def test_the_command_line_exits_2_naming_the_flag_and_makes_nothing(tmp_path) ->
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert "gateway.token_file" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_token_file_that_is_the_runtime_lock_is_refused_before_it_is_made(
+        tmp_path) -> None:
+    # <db>.runtime.lock is the runtime's own file beside the database: taken for the token
+    # file, the database was made, then the lock's text refused as no token, leaving it behind.
+    db = tmp_path / "serve.db"
+    error = await _refused(str(db), tmp_path / "serve.db.runtime.lock", tmp_path)
+    assert "runtime lock" in str(error)
+    assert list(tmp_path.iterdir()) == []
