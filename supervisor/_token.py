@@ -19,6 +19,7 @@ import stat
 
 import attrs
 
+from tidings.actors._runtime_lock import LOCK_SUFFIX
 from tidings.errors import ConfigError
 from tidings.supervisor._log import field
 
@@ -190,18 +191,21 @@ def _publish(temporary: pathlib.Path, path: pathlib.Path) -> None:
         os.rename(temporary, path)
 
 
-_DATABASE_FILES = ("", "-wal", "-shm", "-journal")
-"""The database's own file and the ones SQLite keeps beside it (``<db>-wal``...)."""
+_DATABASE_FILES = ("", "-wal", "-shm", "-journal", LOCK_SUFFIX)
+"""The database's own file, the ones SQLite keeps beside it (``<db>-wal``...) and the runtime
+lock (``<db>.runtime.lock``: taken for the token file, the database was made, then the lock's
+text refused as no token)."""
 
 
 def _not_the_database(token_file: pathlib.Path, db_path: str | os.PathLike[str]) -> None:
-    """Refuse (``gateway.token_file``) a token file that is the database or one of SQLite's
-    files beside it, however spelt (relative or absolute, through a symlink, a hard link).
+    """Refuse (``gateway.token_file``) a token file that is the database, one of SQLite's
+    files beside it or the runtime lock, however spelt (relative or absolute, through a symlink, a hard link).
     Checked before anything is made: ``tidings serve`` created the database first and refused
     the token file only after, leaving an empty database behind."""
     for suffix in _DATABASE_FILES:
         if _same_file(token_file, f"{os.fspath(db_path)}{suffix}"):
-            what = f"SQLite's {suffix} file of the database" if suffix else "the database"
+            what = ("the runtime lock of the database" if suffix == LOCK_SUFFIX
+                    else f"SQLite's {suffix} file of the database" if suffix else "the database")
             raise ConfigError("gateway.token_file", f"{token_file} is {what} {db_path} "
                                                     "(serve.db): keep the token in another file")
 
