@@ -199,9 +199,9 @@ text refused as no token)."""
 
 def _not_the_database(token_file: pathlib.Path, db_path: str | os.PathLike[str]) -> None:
     """Refuse (``gateway.token_file``) a token file that is the database, one of SQLite's
-    files beside it or the runtime lock, however spelt (relative or absolute, through a symlink, a hard link).
-    Checked before anything is made: ``tidings serve`` created the database first and refused
-    the token file only after, leaving an empty database behind."""
+    files beside it or the runtime lock, however spelt (relative or absolute, through a
+    symlink, a hard link). Checked before anything is made: ``tidings serve`` created the
+    database first and refused the token file only after, leaving an empty database behind."""
     for suffix in _DATABASE_FILES:
         if _same_file(token_file, f"{os.fspath(db_path)}{suffix}"):
             what = ("the runtime lock of the database" if suffix == LOCK_SUFFIX
