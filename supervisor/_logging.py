@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any, TextIO
 
@@ -140,17 +141,22 @@ def configure_logging(level: str = "info", *, json_lines: bool = False,
 def logging_configured(level: str = "info", *, json_lines: bool = False,
                        stream: TextIO | None = None) -> Iterator[logging.Handler]:
     """:func:`configure_logging` for the block only: what it changed (its handler, the two
-    levels, Python's warnings captured) is put back after. For a command that logs a line or
-    two and ends (a configuration refused), so that a host running it in its own process (a
-    test calling ``main()``) keeps its logging as it was."""
+    levels, Python's warnings captured, unless the host captured them already) is put back
+    after. For a command that logs a line or two and ends (a configuration refused), so that
+    a host running it in its own process (a test calling ``main()``) keeps its logging as it
+    was."""
     root, tidings = logging.getLogger(), logging.getLogger("tidings")
-    levels = root.level, tidings.level
+    levels, shown = (root.level, tidings.level), warnings.showwarning
     handler = configure_logging(level, json_lines=json_lines, stream=stream)
+    # captureWarnings has no getter: it swaps warnings.showwarning only when capture was off,
+    # so an unchanged one means the host captured them already, and keeps them captured.
+    captured_here = warnings.showwarning is not shown
     try:
         yield handler
     finally:
         root.removeHandler(handler)
-        logging.captureWarnings(False)
+        if captured_here:
+            logging.captureWarnings(False)
         root.setLevel(levels[0])
         tidings.setLevel(levels[1])
 

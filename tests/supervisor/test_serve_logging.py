@@ -166,3 +166,37 @@ def test_logging_configured_for_a_block_puts_the_logging_back() -> None:
         logging.getLogger("tidings.test").error("event=said")
     assert [json.loads(line)["event"] for line in stream.getvalue().splitlines()] == ["said"]
     assert (list(root.handlers), root.level, tidings_logger.level) == before
+
+
+@pytest.mark.parametrize("captured", [True, False])
+def test_logging_configured_leaves_warnings_captured_as_the_host_had_them(captured: bool) -> None:
+    """A host that logs Python's warnings (``logging.captureWarnings(True)``) still does after
+    the block, and one that did not still does not: the block put capture off either way."""
+    import warnings
+
+    from tidings.supervisor._logging import logging_configured
+
+    class Holder(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.messages: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.messages.append(record.getMessage())
+
+    holder, py_warnings = Holder(), logging.getLogger("py.warnings")
+    logging.captureWarnings(captured)
+    shown = warnings.showwarning
+    py_warnings.addHandler(holder)
+    try:
+        with logging_configured("error", stream=io.StringIO()):
+            pass
+        assert warnings.showwarning is shown
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            if captured:
+                warnings.warn("still logged", UserWarning, stacklevel=1)
+        assert any("still logged" in message for message in holder.messages) == captured
+    finally:
+        py_warnings.removeHandler(holder)
+        logging.captureWarnings(False)
