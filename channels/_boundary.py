@@ -9,6 +9,8 @@ prompt structure.
 
 from __future__ import annotations
 
+from tidings.actors._policy import check_flag
+from tidings.channels._arguments import expect_instance, expect_text
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._sanitize import sanitize_line
 
@@ -31,7 +33,12 @@ def boundary_note(identity: RuntimeIdentity, memory_scope: RuntimeMemoryScope) -
 
     The description line is left out when there is none; every value is sanitized again here
     (one line, no control or bidi characters, at most 200 characters), whatever its origin.
+    A wrong type (not a :class:`RuntimeIdentity` / :class:`RuntimeMemoryScope`: what
+    ``ChannelConfig.resolved_identity()`` and ``resolved_memory_scope()`` return) is a
+    ``TypeError`` naming ``identity`` or ``memory_scope``.
     """
+    expect_instance("identity", identity, RuntimeIdentity)
+    expect_instance("memory_scope", memory_scope, RuntimeMemoryScope)
     lines = ["Channel identity:",
              f"- id: {sanitize_line(identity.id, limit=_FIELD_LIMIT)}",
              f"- display name: {sanitize_line(identity.display_name, limit=_FIELD_LIMIT)}"]
@@ -59,7 +66,17 @@ def compose_first_prompt(config: ChannelConfig, user_text: str, *, first_in_sess
     ``first_in_session`` is true until a prompt of the session has reached the agent (a turn
     cancelled while it opened does not count), and ``steered`` only when the agent had been
     given the request that was steered away. A pure function: the same flags, the same prompt.
+
+    Raises ``TypeError`` naming ``config`` (not a :class:`ChannelConfig`) or ``user_text``
+    (not a ``str``), a ``ValidationError`` naming ``user_text`` for one that is not valid
+    Unicode (a lone surrogate: no agent could be given it), and ``NotABoolError`` naming a
+    flag that is not a real bool (a truthy stand-in would add the instructions or the steer
+    note where none was meant).
     """
+    expect_instance("config", config, ChannelConfig)
+    expect_text("user_text", user_text)
+    check_flag("first_in_session", first_in_session)
+    check_flag("steered", steered)
     blocks: list[str] = []
     if first_in_session:
         if config.instructions is not None and config.instructions.strip():

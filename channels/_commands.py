@@ -15,6 +15,8 @@ from typing import Literal, final
 
 import attrs
 
+from tidings.actors._policy import check_flag
+from tidings.channels._arguments import expect_instance, expect_optional_text
 from tidings.channels._config import ChannelConfig
 from tidings.channels._sanitize import sanitize_line
 
@@ -156,7 +158,11 @@ def who_text(config: ChannelConfig, *, session_id: str | None,
     whether the conversation has a session.
 
     ``session_id`` is the conversation's current session, or None (``/who`` never creates one).
+    Raises ``TypeError`` naming ``config`` (not a :class:`ChannelConfig`), ``session_id`` (not
+    a ``str`` or None) or ``workspace`` (see :func:`workspace_name`).
     """
+    expect_instance("config", config, ChannelConfig)
+    expect_optional_text("session_id", session_id)
     identity = config.resolved_identity()
     lines = [f"Channel: {config.name}",
              f"Display name: {identity.display_name}",
@@ -169,7 +175,14 @@ def who_text(config: ChannelConfig, *, session_id: str | None,
 
 def status_text(config: ChannelConfig, *, session_id: str | None,
                 turn_running: bool = False) -> str:
-    """The answer to ``/status``: session state, access policy, identity id, memory mode."""
+    """The answer to ``/status``: session state, access policy, identity id, memory mode.
+
+    Raises ``TypeError`` naming ``config`` (not a :class:`ChannelConfig`) or ``session_id``
+    (not a ``str`` or None), and ``NotABoolError`` naming ``turn_running`` (not a real bool).
+    """
+    expect_instance("config", config, ChannelConfig)
+    expect_optional_text("session_id", session_id)
+    check_flag("turn_running", turn_running)
     if session_id:
         state = "running a request" if turn_running else "idle"
         session = f"active, {state} (id {sanitize_line(session_id, limit=100)})"

@@ -8,6 +8,7 @@ import attrs
 
 from tidings.actors._blocks import check_text
 from tidings.actors._status import MAX_ID_CHARS
+from tidings.channels._arguments import expect_instance
 from tidings.channels._config import ChannelConfig
 from tidings.channels._keys import conversation_key, id_refusal
 from tidings.errors import ValidationError
@@ -77,8 +78,11 @@ def inbound_conversation_key(config: ChannelConfig, inbound: Inbound) -> str:
 
     Session scope ``chat``: ``conversation_key(config.name, "chat", chat_id, thread=thread_id)``;
     scope ``sender``: ``conversation_key(config.name, "sender", chat_id, sender_id)`` (one
-    session per sender in each chat, threads shared).
+    session per sender in each chat, threads shared). Raises ``TypeError`` naming ``config``
+    (not a :class:`ChannelConfig`) or ``inbound`` (not an :class:`Inbound`).
     """
+    expect_instance("config", config, ChannelConfig)
+    expect_instance("inbound", inbound, Inbound)
     if config.session_scope == "sender":
         return conversation_key(config.name, "sender", inbound.chat_id, inbound.sender_id)
     return conversation_key(config.name, "chat", inbound.chat_id, thread=inbound.thread_id)

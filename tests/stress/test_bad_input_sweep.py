@@ -58,10 +58,15 @@ from tidings.channels import (
     MemoryScope,
     TerminalChannel,
     ToolCall,
+    boundary_note,
+    compose_first_prompt,
     conversation_key,
+    inbound_conversation_key,
     load_agent,
     parse_command,
     parse_conversation_key,
+    status_text,
+    who_text,
     workspace_name,
 )
 from tidings.errors import SupervisorError, ValidationError
@@ -203,6 +208,8 @@ OS_TEXT = "an argument or directory for the OS, not stored: a bad one fails the 
 HELD_NAME = "a name held in memory to match and log, never stored"
 PAST = "a unix time already past: the question is answered expired, never shown"
 NO_BOUND = "a bound this large never binds: it is an int held in memory, never bound to SQL"
+NO_SESSION = "an empty session id is no session (the answer says none)"
+SHOWN_AS_STATE = "only whether there is a session is shown (active), never its id"
 
 def channel_case(method: str, good: dict[str, Any], params: dict[str, str],
                  **kw: Any) -> Case:
@@ -634,6 +641,31 @@ PLAIN_CASES: list[Case] = [
                         "child=surrogate": HELD_NAME}),
     plain_case("parse_command", parse_command, {"text": "/new"}, {"text": "text"},
                accepts={"text=empty": NOT_A_COMMAND, "text=surrogate": NOT_A_COMMAND}),
+    plain_case("compose_first_prompt", compose_first_prompt,
+               {"config": ChannelConfig("web", instructions="be brief"), "user_text": "hi",
+                "first_in_session": True, "steered": False},
+               {"config": "thing", "user_text": "text", "first_in_session": "bool",
+                "steered": "bool"},
+               accepts={"user_text=empty": EMPTY_USER_TEXT}),
+    plain_case("who_text", who_text,
+               {"config": ChannelConfig("web"), "session_id": "s1", "workspace": "/tmp/ws"},
+               {"config": "thing", "session_id": "id", "workspace": "id"},
+               accepts={"session_id=empty": NO_SESSION, "session_id=surrogate": SHOWN_AS_STATE,
+                        "workspace=bytes": "documented: a str, bytes or os.PathLike",
+                        "workspace=empty": "the current directory's name",
+                        "workspace=surrogate": "a name to show, sanitized"}),
+    plain_case("status_text", status_text,
+               {"config": ChannelConfig("web"), "session_id": "s1", "turn_running": True},
+               {"config": "thing", "session_id": "id", "turn_running": "bool"},
+               accepts={"session_id=empty": NO_SESSION,
+                        "session_id=surrogate": "shown sanitized (a lone surrogate dropped)"}),
+    plain_case("boundary_note", boundary_note,
+               {"identity": ChannelConfig("web").resolved_identity(),
+                "memory_scope": ChannelConfig("web").resolved_memory_scope()},
+               {"identity": "thing", "memory_scope": "thing"}),
+    plain_case("inbound_conversation_key", inbound_conversation_key,
+               {"config": ChannelConfig("web"), "inbound": Inbound("c", "u", "hi")},
+               {"config": "thing", "inbound": "thing"}),
 ]
 
 
