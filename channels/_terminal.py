@@ -25,12 +25,14 @@ import trio
 from tidings.actors import MAX_TEXT_BYTES, ApprovalRequest, Outbound, Prompt
 from tidings.actors._blocks import lone_surrogate, plain_json
 from tidings.actors._pipeline import new_id
+from tidings.actors._policy import check_flag
 from tidings.channels._agents import Agent
 from tidings.channels._base import ChannelBase
 from tidings.channels._config import ChannelConfig
 from tidings.channels._inbound import Inbound
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._sanitize import sanitize_line, sanitize_text
+from tidings.errors import ValidationError
 
 __all__ = ["DELIVERY_WAIT", "LineTooLong", "TerminalChannel", "allows", "input_line",
            "is_a_terminal", "over_prompt", "stdin_is_a_terminal", "stdin_lines"]
@@ -68,16 +70,30 @@ class TerminalChannel(ChannelBase):
     to put back after each print: the prompt and what was typed so far. ``output_error``: the
     ``OSError`` of the first print that failed (``> /dev/full``, a reader that left), which
     ended :meth:`chat`; None while the output works.
+
+    Its own options are checked here, not at the first line or print: ``out`` must have
+    callable ``write`` and ``flush`` (or be None: stdout), ``chat_id`` and ``sender_id`` must
+    be what :class:`Inbound` takes (text or a number, not empty, valid Unicode),
+    ``show_chunks`` a real bool and ``redraw`` None or callable; else a
+    ``ValidationError`` (``NotABoolError`` for ``show_chunks``) naming the option.
     """
 
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None, *,
                  out: TextIO | None = None, chat_id: str = "default", sender_id: str = "you",
                  show_chunks: bool = False,
                  redraw: Callable[[], str] | None = None) -> None:
+        _check_out(out)
+        # Every line read becomes an Inbound of these two ids: one it would refuse is refused
+        # now, by the same rules, not as the first line is sent (which ended the chat).
+        ids = Inbound(chat_id=chat_id, sender_id=sender_id, text="")
+        check_flag("show_chunks", show_chunks)
+        if redraw is not None and not callable(redraw):
+            raise ValidationError("redraw", f"must be None or a function returning the input "
+                                            f"line, got {type(redraw).__name__} {redraw!r:.40}")
         super().__init__(runtime, config, agent)
         self.out = out if out is not None else sys.stdout
-        self.chat_id = chat_id
-        self.sender_id = sender_id
+        self.chat_id = ids.chat_id
+        self.sender_id = ids.sender_id
         self.show_chunks = show_chunks
         self.redraw = redraw
         self._questions: collections.deque[tuple[trio.Event, list[str | None]]] = (
@@ -416,6 +432,19 @@ def _read_line(limit: int) -> str | LineTooLong:
     while not data.endswith(b"\n") and (data := buffer.readline(_SKIP)):
         pass
     return LineTooLong(limit)
+
+
+def _check_out(out: object) -> None:
+    """A ``ValidationError`` naming ``out`` unless it is None or has callable ``write`` and
+    ``flush`` (every print calls both: anything else failed at the first print, naming
+    nothing)."""
+    if out is None:
+        return
+    for method in ("write", "flush"):
+        if not callable(getattr(out, method, None)):
+            raise ValidationError("out", f"must be a text stream with write() and flush() (or "
+                                         f"None: stdout), got {type(out).__name__} "
+                                         f"{out!r:.40}")
 
 
 def _over_a_message(line: str) -> bool:

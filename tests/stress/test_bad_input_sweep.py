@@ -26,6 +26,7 @@ tests/actors/test_refusals_*.py, one rule each) go deep on one surface; this one
 from __future__ import annotations
 
 import inspect
+import io
 import math
 import pathlib
 import sqlite3
@@ -374,8 +375,11 @@ CASES: list[Case] = [
          {"agent": EchoAgent(), "name": "memory"},
          {"config": "thing", "agent": "thing", "name": "id"}),
     Case("TerminalChannel", lambda env, **kw: TerminalChannel(env.rt, **kw),
-         {"config": ChannelConfig("term"), "agent": EchoAgent()},
-         {"config": "thing", "agent": "thing"}),
+         {"config": ChannelConfig("term"), "agent": EchoAgent(), "out": io.StringIO(),
+          "chat_id": "c", "sender_id": "you", "show_chunks": False, "redraw": None},
+         {"config": "thing", "agent": "thing", "out": "thing", "chat_id": "id",
+          "sender_id": "id", "show_chunks": "bool", "redraw": "callable"},
+         accepts={"chat_id=huge": NUMBER_ID, "sender_id=huge": NUMBER_ID}),
     Case("GatewayChannel", lambda env, **kw: GatewayChannel(env.rt, **kw),
          {"settings": GatewayConfig(token="s3cret-token-1234"), "config": ChannelConfig("gw"),
           "agent": EchoAgent()},
