@@ -36,16 +36,17 @@ def certainly_async(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn)
 
 
-def wrong_signature(fn: Any) -> inspect.Signature | None:
+def wrong_signature(fn: Any, *keywords: str) -> inspect.Signature | None:
     """*fn*'s signature if it cannot be called as tidings calls an agent's ``run`` or a route's
-    methods, with one argument alone; None if it can, or if it has no signature to read (a
-    builtin: the benefit of the doubt)."""
+    methods, with one argument alone (and, given *keywords*, those keyword arguments too: a
+    child's ``fn(ctx, task_status=...)``); None if it can, or if it has no signature to read
+    (a builtin, a partial whose own arguments do not fit: the benefit of the doubt)."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
     try:
-        signature.bind(None)
+        signature.bind(None, **dict.fromkeys(keywords))
     except TypeError:
         return signature
     return None

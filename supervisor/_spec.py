@@ -9,7 +9,7 @@ import attrs
 
 from tidings.errors import ValidationError
 from tidings.supervisor._backoff import Backoff
-from tidings.supervisor._callables import certainly_async, certainly_sync
+from tidings.supervisor._callables import certainly_async, certainly_sync, wrong_signature
 from tidings.supervisor._seconds import past_float_as_inf
 
 if TYPE_CHECKING:
@@ -54,6 +54,8 @@ class ChildSpec:
 
     ``fn(ctx, task_status=...)`` runs one incarnation: it sets up, calls
     ``task_status.started()`` when ready, then usually serves ``async for msg in ctx.mailbox``.
+    A function that cannot be called so (its signature read with ``inspect``; one that cannot
+    be read is taken on trust) is refused here, naming ``fn``: every start would fail.
     ``start_timeout`` bounds the time to readiness and ``shutdown_timeout`` the time the shutdown
     ladder waits after closing the mailbox before it cancels the child (``None``: no limit, the
     right choice for a nested supervisor; ``0``: cancel at once; ``inf``, or an integer past a
@@ -93,6 +95,11 @@ class ChildSpec:
         if not callable(self.fn) or certainly_sync(self.fn):
             raise ValidationError("fn", f"child {name!r}: must be an async function "
                                         f"(async def), got {self.fn!r:.80}")
+        if (wrong := wrong_signature(self.fn, "task_status")) is not None:
+            # called so at every start: each one failed, a ChildStartError naming no field
+            raise ValidationError("fn", f"child {name!r}: must take the context and a "
+                                        f"task_status keyword (async def fn(ctx, *, "
+                                        f"task_status)), got fn{wrong!s:.80}")
         if self.restart not in RESTART_TYPES:
             raise ValidationError("restart", f"child {name!r}: must be one of "
                                              f"{', '.join(RESTART_TYPES)}, got {self.restart!r}")

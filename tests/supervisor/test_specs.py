@@ -54,6 +54,55 @@ def test_child_spec_rejects_bad_fields(kwargs, field):
     assert caught.value.field == field
 
 
+async def _no_task_status(ctx) -> None:  # every start: a TypeError, as ChildStartError
+    return None
+
+
+async def _no_ctx(*, task_status=None) -> None:
+    return None
+
+
+async def _takes_more(ctx, extra, *, task_status=None) -> None:
+    return None
+
+
+async def _any_keywords(ctx, **kwargs) -> None:
+    return None
+
+
+class _AsyncCallable:  # a callable object: its __call__'s signature is read
+    async def __call__(self, ctx, *, task_status=None) -> None:
+        return None
+
+
+@pytest.mark.parametrize("fn", [
+    _no_task_status,
+    _no_ctx,
+    _takes_more,
+    functools.partial(_no_task_status),
+    _AsyncCallable().__call__.__func__,  # unbound: ctx would be self, task_status no place
+])
+def test_child_spec_refuses_a_function_it_cannot_call_as_a_child(fn):
+    """The supervisor calls ``fn(ctx, task_status=...)`` at every start (README: Children):
+    one that cannot take that failed each start with a ChildStartError (a TypeError inside),
+    naming neither the spec nor the field."""
+    with pytest.raises(ValidationError) as caught:
+        ChildSpec("a", fn)
+    assert caught.value.field == "fn"
+    assert "task_status" in str(caught.value)
+
+
+@pytest.mark.parametrize("fn", [
+    _noop,
+    _any_keywords,
+    functools.partial(_takes_more, extra=1),
+    functools.partial(_noop, task_status=None),  # bound: the call overrides it
+    _AsyncCallable(),
+])
+def test_child_spec_takes_any_function_that_can_be_called_as_a_child(fn):
+    assert ChildSpec("a", fn).fn is fn
+
+
 def test_child_spec_defaults():
     spec = ChildSpec("a", _noop)
     assert (spec.restart, spec.shutdown_timeout, spec.start_timeout, spec.mailbox_size,
