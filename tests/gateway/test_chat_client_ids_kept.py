@@ -56,7 +56,7 @@ async def _answering(request: WebSocketRequest) -> None:
 async def test_the_ids_the_client_keeps_do_not_grow_with_the_chat(
         monkeypatch, interactive: bool) -> None:
     kept = 8
-    monkeypatch.setattr(_chat_ws, "_IDS_KEPT", kept, raising=False)
+    monkeypatch.setattr(_chat_ws, "_IDS_KEPT", kept)
     states: list[Any] = []
 
     class _Watched(_chat_ws._State):
