@@ -104,7 +104,8 @@ class CommandAgent:
 
     Raises:
       ValidationError: (from the constructor, naming the field: ``argv``, ``argv[i]``, ``env``,
-        ``cwd`` or ``timeout``) for arguments no process could be started with.
+        ``cwd`` or ``timeout``) for arguments no process could be started with (a NUL, or a
+        lone surrogate that ``os.fsencode`` cannot turn back into a byte).
 
     Raises (from :meth:`run`):
       AgentError: the command could not be started, exited non-zero or by a signal (the
@@ -128,6 +129,7 @@ class CommandAgent:
                                       f"must be a string or path, not {type(arg).__name__}")
             if "\0" in os.fsdecode(arg):
                 raise ValidationError(f"argv[{index}]", "must not contain a NUL character")
+            _check_encodable(f"argv[{index}]", os.fsdecode(arg))
         if not os.fsdecode(argv[0]):
             raise ValidationError("argv[0]", "must name a command, not be empty")
         if timeout is not None and (isinstance(timeout, bool)
@@ -141,6 +143,8 @@ class CommandAgent:
             raise ValidationError("cwd", "must not be empty (None: the current directory)")
         if cwd is not None and "\0" in os.fsdecode(cwd):
             raise ValidationError("cwd", "must not contain a NUL character")
+        if cwd is not None:
+            _check_encodable("cwd", os.fsdecode(cwd))
         self.argv: tuple[str, ...] = tuple(os.fsdecode(arg) for arg in argv)
         self.env = _checked_env(env) if env is not None else None
         self.cwd = cwd
@@ -239,7 +243,21 @@ def _checked_env(env: object) -> dict[str, str]:
                                          f"{type(value).__name__}")
         if "\0" in value:
             raise ValidationError("env", f"the value of {name} must not contain a NUL character")
+        _check_encodable("env", name, what=f"the name {name!r}")
+        _check_encodable("env", value, what=f"the value of {name!r}")
     return dict(env)
+
+
+def _check_encodable(field: str, text: str, *, what: str = "it") -> None:
+    """A ``ValidationError`` naming *field* unless *text* can be handed to the OS
+    (``os.fsencode``): a lone surrogate that stands for a byte (what ``os.fsdecode`` makes of
+    one that is not UTF-8) is that byte, any other cannot be encoded. Refused here, since the
+    start of every turn's process failed with a bare ``UnicodeEncodeError``."""
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as exc:
+        raise ValidationError(field, f"{what} is not valid for the OS: a lone surrogate at "
+                                     f"index {exc.start} that stands for no byte") from None
 
 
 async def _drive(process: trio.Process, turn: AgentTurn, stderr: bytearray,

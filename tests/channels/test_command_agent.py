@@ -223,8 +223,27 @@ async def test_running_past_the_timeout_is_an_agent_error(
     (["ok"], {"cwd": 3}, "cwd"),
     (["ok"], {"cwd": ""}, "cwd"),
     (["ok"], {"cwd": "work\0dir"}, "cwd"),
+    # a lone surrogate no byte gave (not os.fsdecode's): every turn failed with a bare
+    # UnicodeEncodeError as the process was started, not even an AgentError
+    (["ok", "\ud800"], {}, "argv[1]"),
+    (["\ud800"], {}, "argv[0]"),
+    (["ok"], {"cwd": "/tmp/\ud800"}, "cwd"),
+    (["ok"], {"env": {"A": "\ud800"}}, "env"),
+    (["ok"], {"env": {"\ud800": "a"}}, "env"),
 ])
 def test_bad_arguments_are_rejected(argv: Any, kwargs: dict[str, Any], field: str) -> None:
     with pytest.raises(ValidationError) as info:
         CommandAgent(argv, **kwargs)
     assert info.value.field == field
+
+
+@posix_only
+async def test_an_argument_of_bytes_that_are_not_utf8_is_passed_as_those_bytes(
+        fake_turn: Callable[..., Any]) -> None:
+    """What ``os.fsdecode`` makes of a non-UTF-8 byte (a lone surrogate U+DC80..U+DCFF) is an
+    argument the OS takes, as that byte: accepted, unlike a surrogate no byte gives."""
+    code = "import sys; sys.stdout.write(repr(sys.argv[1].encode('utf-8', 'surrogateescape')))"
+    agent = CommandAgent([*py(code), os.fsdecode(b"\xff")])
+    turn = fake_turn("hi", text="hi")
+    await agent.run(turn)
+    assert turn.reply == repr(b"\xff")

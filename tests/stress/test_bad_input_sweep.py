@@ -205,7 +205,6 @@ EMPTY_OPTIONAL_ID = "an empty optional id counts as missing (documented)"
 LIFECYCLE = "a tool call is only reported to lifecycle hooks, never stored"
 ONLY_MODE = "an unknown memory mode resolves to metadata-only, the only mode (logged)"
 NO_SENDER = "an id no sender has: it admits no one"
-OS_TEXT = "an argument or directory for the OS, not stored: a bad one fails the turn that runs it"
 HELD_NAME = "a name held in memory to match and log, never stored"
 PAST = "a unix time already past: the question is answered expired, never shown"
 NO_BOUND = "a bound this large never binds: it is an int held in memory, never bound to SQL"
@@ -612,8 +611,7 @@ PLAIN_CASES: list[Case] = [
     plain_case("EchoAgent", EchoAgent, {}, {"chunk_size": "count"},
                accepts={"chunk_size=huge": NO_BOUND}),
     plain_case("CommandAgent", CommandAgent, {"argv": ["cat"]},
-               {"argv": "ids", "env": "map", "cwd": "id", "timeout": "seconds"},
-               accepts={"argv=[surrogate]": OS_TEXT, "cwd=surrogate": OS_TEXT}),
+               {"argv": "ids", "env": "map", "cwd": "id", "timeout": "seconds"}),
     plain_case("conversation_key",
                lambda channel, scope, thread=None: conversation_key(channel, scope, "1",
                                                                     thread=thread),
