@@ -182,8 +182,19 @@ async def test_a_drop_the_closed_runtime_cannot_tell_is_logged_and_raises_nothin
                                               message_id="m9")]))
     dropped = channel.dispatch._worker_ended(state)
     await channel.dispatch._tell_unanswered(session_id, dropped)
-    with trio.fail_after(1):
-        await channel.wait_idle()  # dealt with: the channel does not wait for it
+    # Dealt with: the channel does not wait for it. Nothing of the runtime is left to run, so
+    # once every task is blocked, wait_idle() has returned or waits for what never comes.
+    returned = trio.Event()
+
+    async def wait_idle() -> None:
+        await channel.wait_idle()
+        returned.set()
+
+    with trio.fail_after(30):  # hang guard only
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait_idle)
+            await trio.testing.wait_all_tasks_blocked()
+            assert returned.is_set(), "wait_idle() waits for a turn dropped and logged"
     [record] = [r for r in caplog.records if "event=turns_dropped" in r.getMessage()]
     assert "notices=0" in record.getMessage()
     assert "the runtime is closed" in record.getMessage()
