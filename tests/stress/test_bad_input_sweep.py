@@ -202,10 +202,12 @@ SANITIZED = ("shown in the agent's first prompt, sanitized there (a lone surroga
              "an empty id resolved from the channel's name)")
 NUMBER_ID = "platform ids may be numbers: str()-ed (README: Inbound)"
 EMPTY_OPTIONAL_ID = "an empty optional id counts as missing (documented)"
-LIFECYCLE = "a tool call is only reported to lifecycle hooks, never stored"
+LIFECYCLE = ("a tool call is only reported to lifecycle hooks, never stored; the terminal "
+             "sanitizes it, a gateway frame escapes it (\\ud800)")
 ONLY_MODE = "an unknown memory mode resolves to metadata-only, the only mode (logged)"
 NO_SENDER = "an id no sender has: it admits no one"
-HELD_NAME = "a name held in memory to match and log, never stored"
+HELD_NAME = ("a name held in memory to match and log, never stored; log lines (key=value "
+             "and JSON) and error messages escape it")
 PAST = "a unix time already past: the question is answered expired, never shown"
 NO_BOUND = "a bound this large never binds: it is an int held in memory, never bound to SQL"
 NO_SESSION = "an empty session id is no session (the answer says none)"
