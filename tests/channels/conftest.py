@@ -146,11 +146,20 @@ class GatedAgent:
 
 
 @pytest.fixture
-async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Runtime]:
-    """A runtime with a short grace, on a copy of a migrated database (not a new file: see
-    tests/database_template.py)."""
+def rt_grace() -> float:
+    """The grace of :func:`rt`'s runtime, in seconds: 0.5, for a turn still running at a
+    test's end. Its stop waits that long in real time for a delivery that never ends, so a
+    test that leaves one sets none: ``@pytest.mark.parametrize("rt_grace", [0.0])``."""
+    return 0.5
+
+
+@pytest.fixture
+async def rt(db_path: pathlib.Path, workspace: pathlib.Path,
+             rt_grace: float) -> AsyncIterator[Runtime]:
+    """A runtime with a short grace (:func:`rt_grace`), on a copy of a migrated database (not
+    a new file: see tests/database_template.py)."""
     async with tidings.open_runtime(fresh_database(db_path), workspace=workspace,
-                                    grace=0.5) as runtime:
+                                    grace=rt_grace) as runtime:
         yield runtime
 
 

@@ -11,6 +11,7 @@ import functools
 import io
 from collections.abc import AsyncIterator
 
+import pytest
 import trio.testing
 
 from tidings.actors import Outbound
@@ -61,6 +62,8 @@ class StuckTerminal(TerminalChannel):
 # A chat that ended early (Ctrl-C, SIGTERM, the runtime's stop: an agent's KeyboardInterrupt)
 # dropped the ends it held back for the replies: '[started]' was the last word on the turn,
 # though it had completed (or failed, saying why the chat stopped).
+# No grace: the runtime's stop would wait it out (real time) for the stuck delivery.
+@pytest.mark.parametrize("rt_grace", [0.0])
 async def test_a_turns_end_held_back_is_printed_when_the_chat_is_cancelled(rt) -> None:
     out = io.StringIO()
     channel = StuckTerminal(rt, ChannelConfig(name="terminal"), agent=Failing(), out=out)
