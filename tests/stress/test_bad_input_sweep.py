@@ -70,7 +70,7 @@ from tidings.channels import (
     who_text,
     workspace_name,
 )
-from tidings.errors import SupervisorError, ValidationError
+from tidings.errors import ValidationError
 from tidings.store import open_store, prune_file, read_database
 from tidings.supervisor import (
     Backoff,
@@ -473,6 +473,26 @@ def names(field: str, param: str) -> bool:
             or field.endswith("." + param))
 
 
+def judge(problems: list[str], where: str, error: BaseException | None, *, param: str,
+          field: str, accepted: bool, lookups: bool = False) -> None:
+    """Add to *problems* what is wrong with how a call given one bad argument, *param*
+    (refused as *field*), ended: with *error*, or returning (``None``), which only a value
+    the case *accepted* may. A ``ValidationError`` must name the field, a ``TypeError`` the
+    argument; a ``LookupError`` is right only for an unknown id (*lookups*); anything else
+    leaked."""
+    if error is None:
+        if not accepted:
+            problems.append(f"{where}: accepted")
+    elif isinstance(error, ValidationError):
+        if not names(error.field, field):
+            problems.append(f"{where}: ValidationError field={error.field!r}: {error}")
+    elif isinstance(error, TypeError):
+        if param not in str(error) and field not in str(error):
+            problems.append(f"{where}: TypeError not naming it: {error}")
+    elif not (lookups and isinstance(error, LookupError)):
+        problems.append(f"{where}: {type(error).__module__}.{type(error).__name__}: {error}")
+
+
 async def sweep_one(case: Case, env: Env, db_path: pathlib.Path, param: str, tag: str,
                     problems: list[str]) -> None:
     kwargs = {k: resolve(env, v) for k, v in case.good.items()}
@@ -480,29 +500,19 @@ async def sweep_one(case: Case, env: Env, db_path: pathlib.Path, param: str, tag
     where = f"{case.name}({param}={tag})"
     field = case.fields.get(param, param)
     before = count_rows(db_path)
-    outcome = None
+    error: Exception | None = None
     try:
         with trio.fail_after(case.guard):
             await _maybe_await(case.call(env, **kwargs))
     except trio.TooSlowError:
         problems.append(f"{where}: hung")
         return
-    except ValidationError as error:
-        if not names(error.field, field):
-            problems.append(f"{where}: ValidationError field={error.field!r}: {error}")
-    except TypeError as error:
-        if param not in str(error) and field not in str(error):
-            problems.append(f"{where}: TypeError not naming it: {error}")
-    except LookupError as error:
-        if KINDS.get(case.params[param]) is not KINDS["id"]:
-            problems.append(f"{where}: {type(error).__name__}: {error}")
-    except Exception as error:  # noqa: BLE001 - the sweep reports what leaked
-        problems.append(f"{where}: {type(error).__module__}.{type(error).__name__}: {error}")
-    else:
-        outcome = "accepted"
-        if f"{param}={tag}" not in case.accepts:
-            problems.append(f"{where}: accepted")
-    if outcome is None:
+    except Exception as caught:  # noqa: BLE001 - judged below: the sweep reports what leaked
+        error = caught
+    judge(problems, where, error, param=param, field=field,
+          accepted=f"{param}={tag}" in case.accepts,
+          lookups=KINDS.get(case.params[param]) is KINDS["id"])
+    if error is not None:
         after = count_rows(db_path)
         if after != before:
             problems.append(f"{where}: wrote rows {before} -> {after}")
@@ -678,19 +688,13 @@ def sweep_plain(case: Case, param: str, tag: str, problems: list[str]) -> None:
     kwargs[param] = VALUES[tag]
     where = f"{case.name}({param}={tag})"
     field = case.fields.get(param, param)
+    error: Exception | None = None
     try:
         case.call(None, **kwargs)
-    except ValidationError as error:
-        if not names(error.field, field):
-            problems.append(f"{where}: ValidationError field={error.field!r}: {error}")
-    except TypeError as error:
-        if param not in str(error) and field not in str(error):
-            problems.append(f"{where}: TypeError not naming it: {error}")
-    except Exception as error:  # noqa: BLE001 - the sweep reports what leaked
-        problems.append(f"{where}: {type(error).__module__}.{type(error).__name__}: {error}")
-    else:
-        if f"{param}={tag}" not in case.accepts:
-            problems.append(f"{where}: accepted")
+    except Exception as caught:  # noqa: BLE001 - judged below: the sweep reports what leaked
+        error = caught
+    judge(problems, where, error, param=param, field=field,
+          accepted=f"{param}={tag}" in case.accepts)
 
 
 @pytest.mark.parametrize("case", PLAIN_CASES, ids=lambda c: c.name)
@@ -756,6 +760,7 @@ async def test_opener_refuses_bad_input_before_creating_anything(
             kwargs = {**opener.good, param: VALUES[tag]}
             where = f"{opener.name}({param}={tag})"
             state = db_path.parent / f"{param}-{tag}"  # a directory of its own, not made yet
+            error: Exception | None = None
             try:
                 with trio.fail_after(10):
                     async with opener.open(state / db_path.name, workspace, **kwargs):
@@ -763,26 +768,13 @@ async def test_opener_refuses_bad_input_before_creating_anything(
             except trio.TooSlowError:
                 problems.append(f"{where}: hung")
                 continue
-            except ValidationError as error:
-                if not names(error.field, param):
-                    problems.append(f"{where}: ValidationError field={error.field!r}: {error}")
-            except TypeError as error:
-                if param not in str(error):
-                    problems.append(f"{where}: TypeError not naming it: {error}")
-            except Exception as error:  # noqa: BLE001 - the sweep reports what leaked
-                problems.append(f"{where}: {type(error).__module__}."
-                                f"{type(error).__name__}: {error}")
-            else:
-                if f"{param}={tag}" not in opener.accepts:
-                    problems.append(f"{where}: accepted")
-                continue
-            if state.exists():
+            except Exception as caught:  # noqa: BLE001 - judged below
+                error = caught
+            judge(problems, where, error, param=param, field=param,
+                  accepted=f"{param}={tag}" in opener.accepts)
+            if error is not None and state.exists():
                 problems.append(f"{where}: left {sorted(p.name for p in state.iterdir())}")
     assert not problems, "\n".join(problems)
-
-
-NO_CHILD = {f"name={tag}": "a SupervisorError saying no child has that name (not a "
-                          "LookupError: see the report)" for tag in KINDS["id"]}
 
 
 def sup_case(method: str, good: dict[str, Any], params: dict[str, str], **kw: Any) -> Case:
@@ -794,9 +786,9 @@ def sup_case(method: str, good: dict[str, Any], params: dict[str, str], **kw: An
 SUPERVISOR_CASES: list[Case] = [
     sup_case("start_child", {"spec": ChildSpec("extra", _child)}, {"spec": "thing"}),
     sup_case("start_child_soon", {"spec": ChildSpec("extra", _child)}, {"spec": "thing"}),
-    sup_case("stop_child", {"name": "idle"}, {"name": "id"}, accepts=NO_CHILD),
-    sup_case("mailbox", {"name": "idle"}, {"name": "id"}, accepts=NO_CHILD),
-    sup_case("child_task", {"name": "idle"}, {"name": "id"}, accepts=NO_CHILD),
+    sup_case("stop_child", {"name": "idle"}, {"name": "id"}),
+    sup_case("mailbox", {"name": "idle"}, {"name": "id"}),
+    sup_case("child_task", {"name": "idle"}, {"name": "id"}),
 ]
 
 
@@ -808,30 +800,18 @@ async def test_supervisor_method_refuses_bad_input_by_name(case: Case) -> None:
             for tag in KINDS[kind]:
                 kwargs = {**case.good, param: VALUES[tag]}
                 where = f"{case.name}({param}={tag})"
+                error: Exception | None = None
                 try:
                     with trio.fail_after(case.guard):
                         await case.call(sup, **kwargs)
                 except trio.TooSlowError:
                     problems.append(f"{where}: hung")
-                except ValidationError as error:
-                    if not names(error.field, param):
-                        problems.append(f"{where}: ValidationError field={error.field!r}: "
-                                        f"{error}")
-                except TypeError as error:
-                    if param not in str(error):
-                        problems.append(f"{where}: TypeError not naming it: {error}")
-                except LookupError as error:
-                    if kind != "id":
-                        problems.append(f"{where}: {type(error).__name__}: {error}")
-                except SupervisorError as error:
-                    if f"{param}={tag}" not in case.accepts or "no child named" not in str(error):
-                        problems.append(f"{where}: {type(error).__name__}: {error}")
-                except Exception as error:  # noqa: BLE001 - the sweep reports what leaked
-                    problems.append(f"{where}: {type(error).__module__}."
-                                    f"{type(error).__name__}: {error}")
-                else:
-                    if f"{param}={tag}" not in case.accepts:
-                        problems.append(f"{where}: accepted")
+                    continue
+                except Exception as caught:  # noqa: BLE001 - judged below
+                    error = caught
+                # An unknown child name is an unknown id: ChildNotFoundError, a LookupError.
+                judge(problems, where, error, param=param, field=param,
+                      accepted=f"{param}={tag}" in case.accepts, lookups=kind == "id")
     assert not problems, "\n".join(problems)
 
 
