@@ -14,22 +14,9 @@ import trio
 from tidings.channels import GatewayChannel, GatewayConfig
 
 from .conftest import TOKEN
+from .names import NamedAddresses
 
 _ADDRESSES = ("127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")  # all loopback on Linux
-
-
-class _FourAddresses(trio.abc.HostnameResolver):
-    """Resolves ``four.test`` to four loopback addresses (as a hosts file may a name)."""
-
-    async def getaddrinfo(self, host, port, family=0, type=0, proto=0, flags=0):
-        if host in ("four.test", b"four.test"):
-            return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "",
-                     (address, int(port or 0))) for address in _ADDRESSES]
-        return await trio.to_thread.run_sync(socket.getaddrinfo, host, port, family, type,
-                                             proto, flags)
-
-    async def getnameinfo(self, sockaddr, flags):
-        raise NotImplementedError
 
 
 class _Counted(trio.abc.SocketFactory):
@@ -49,7 +36,8 @@ class _Counted(trio.abc.SocketFactory):
 
 async def test_a_cancel_while_port_0_is_reopened_closes_every_listener(rt) -> None:
     factory = _Counted()
-    previous_resolver = trio.socket.set_custom_hostname_resolver(_FourAddresses())
+    previous_resolver = trio.socket.set_custom_hostname_resolver(
+        NamedAddresses("four.test", _ADDRESSES))
     previous_factory = trio.socket.set_custom_socket_factory(factory)
     try:
         gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, host="four.test", port=0))
