@@ -26,14 +26,16 @@ would steer it), and the end of input ends the chat once everything is in: a det
 transcript. That wait goes on across a reconnect (a turn that ended while the client was away
 sent a ``completed`` nobody heard: its reply is replayed; one still running is named in the
 ``welcome``'s ``running``, and a resent line the server had is answered ``duplicate`` with
-``running`` while its turn has not ended: either is waited for; once no turn is heard to run,
-the wait lasts :data:`_SETTLE` at most, see :func:`_turn_ended`). A server that has not welcomed it
-within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the first connection.
-After a drop, every reconnect is said on stderr with how long it waits for its welcome, and all
-of them together must be welcomed within :data:`_RECONNECT_FOR` (30 s) of the drop: a hung
-server ends the chat then (exit 1). The frames it sends keep under the server's ``rate`` and
-``burst`` (see :mod:`tidings.supervisor._chat_limits`): a pasted block of lines, or the lines
-sent again after a reconnect, wait their turn rather than get the connection closed ``4029``.
+``running`` while its turn has not ended: either is waited for; a line merged into a turn whose
+frames carry another message's id is asked about once no turn runs; once no turn is heard to
+run, the wait lasts :data:`_SETTLE` at most, see :func:`_turn_ended`). A server that has not
+welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the first
+connection. After a drop, every reconnect is said on stderr with how long it waits for its
+welcome, and all of them together must be welcomed within :data:`_RECONNECT_FOR` (30 s) of the
+drop: a hung server ends the chat then (exit 1). The frames it sends keep under the server's
+``rate`` and ``burst`` (see :mod:`tidings.supervisor._chat_limits`): a pasted block of lines,
+or the lines sent again after a reconnect, wait their turn rather than get the connection
+closed ``4029``.
 Ctrl-C cancels the chat at any point (exit 130, no traceback), and so do SIGTERM (exit 143)
 and SIGHUP (exit 129; unless ignored, as under ``nohup``). A ``--token`` or
 ``--conversation`` no gateway takes is bad usage (exit 2, naming it), before connecting. A
@@ -387,7 +389,7 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool
     if message_id not in state.accepted:
         return None
     if state.accepted[message_id] in ("started", "queued", "merged", "running"):
-        ended = await _turn_ended(state, message_id)
+        ended = await _turn_ended(client, state, message_id)
         if not ended:
             return ended
     with trio.move_on_after(_SETTLE):
@@ -403,12 +405,14 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool
     return None
 
 
-async def _turn_ended(state: _State, message_id: str) -> bool | None:
+async def _turn_ended(client: GatewayClient, state: _State, message_id: str) -> bool | None:
     """Wait for the end of *message_id*'s turn (True) or a question (False), however long a
-    turn runs: sent while one runs, the next line would steer (cancel) it. None when no turn
-    was heard to run for :data:`_SETTLE` seconds: the end of one merged into another's turn
-    (which ends under the other's id), or of one that ended while the chat was away, never
-    comes."""
+    turn runs: sent while one runs, the next line would steer (cancel) it. A turn's lifecycle
+    frames carry the id of the newest message merged into it, which may be another's (another
+    device's, in ``collect`` mode): so each time no turn runs any more, the gateway is asked
+    whether this message's turn has ended (see :func:`_still_running`), instead of waiting
+    for an end under its id that never comes. None when no turn was heard to run for
+    :data:`_SETTLE` seconds (one that ended while the chat was away), or no answer came."""
     def done() -> bool:
         return message_id in state.finished or bool(state.questions)
 
@@ -418,7 +422,32 @@ async def _turn_ended(state: _State, message_id: str) -> bool | None:
         if idle.cancelled_caught:
             return None
         await state.wait_for(lambda: done() or not state.running)
+        if not done():
+            running = await _still_running(client, state, message_id)
+            if running is None:
+                return None
+            if not running:  # ended, under the id of another message merged into it
+                return True
     return message_id in state.finished
+
+
+async def _still_running(client: GatewayClient, state: _State, message_id: str
+                         ) -> bool | None:
+    """Whether *message_id*'s turn has not ended yet, as the gateway says: its id sent again
+    (a known id is answered ``accepted`` ``duplicate``, with ``running``, and never run
+    twice), with no text (so that not even a server that forgot it runs anything: a blank
+    message is ``ignored``). Kept unanswered until then, so that a drop asks again after the
+    reconnect (see :func:`_resend`). None when no answer came within :data:`_SETTLE`."""
+    frame = {"type": "message", "text": "", "id": message_id}
+    state.accepted.pop(message_id, None)
+    state.unanswered[message_id] = frame
+    await state.pace.take()
+    await client.send(frame)
+    with trio.move_on_after(_SETTLE):
+        await state.wait_for(lambda: message_id in state.accepted)
+    if message_id not in state.accepted:
+        return None
+    return state.accepted[message_id] == "running"
 
 
 async def _settle_waiting(client: GatewayClient, state: _State) -> None:
