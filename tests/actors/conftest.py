@@ -66,6 +66,17 @@ async def bound(rt, workspace):
     return session_id, route
 
 
+async def stalled_session(rt) -> tuple[str, MemoryRoute]:
+    """A web session bound to a :class:`MemoryRoute` that stalls: every ``deliver()`` waits
+    until ``route.release()``, so a test can hold the lane inside its first delivery
+    (``await route.wait_attempted(1)``) while it queues or gates what comes next."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.stall()
+    rt.router.bind(session_id, route)
+    return session_id, route
+
+
 async def refused_by_field(rt, session_id, route, send, field) -> ValidationError:
     """*send(ctx)*, in a turn of *session_id*, raises ValidationError naming *field*; no
     delivery or history row is written, and the next send of the same turn is delivered as

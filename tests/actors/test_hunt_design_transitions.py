@@ -15,7 +15,7 @@ import trio.testing
 
 from tidings.testing import MemoryRoute, writer_gate
 
-from .conftest import rows
+from .conftest import rows, stalled_session
 
 HANG = 30.0
 """Real seconds a test waits for something that takes milliseconds when it works."""
@@ -130,10 +130,7 @@ async def test_a_send_is_written_queued_claimed_or_sent_with_its_work_item_to_ma
     one attempt for a send into an idle session with a route (claimed as it is written),
     ``queued`` / ``pending`` behind it, and ``sent`` / ``completed`` with no attempt for an
     invisible send (history only: no route ever gets it). A pinning test: it passed before."""
-    session_id = await rt.create_session(channel="web")
-    route = MemoryRoute()
-    route.stall()
-    rt.router.bind(session_id, route)
+    session_id, route = await stalled_session(rt)
     with trio.fail_after(HANG):
         async with rt.open_turn(session_id) as ctx:
             claimed = await ctx.output.send_text("claimed")

@@ -15,9 +15,9 @@ import pathlib
 import trio
 import trio.testing
 
-from tidings.testing import MemoryRoute, writer_gate
+from tidings.testing import writer_gate
 
-from .conftest import rows
+from .conftest import rows, stalled_session
 
 HANG = 30.0
 """Real seconds a test waits for something that takes milliseconds when it works."""
@@ -25,10 +25,7 @@ HANG = 30.0
 
 async def test_a_row_taken_by_a_lane_that_crashes_before_its_deliver_is_failed(
         rt, db_path: pathlib.Path) -> None:
-    session_id = await rt.create_session(channel="web")
-    route = MemoryRoute()
-    route.stall()
-    rt.router.bind(session_id, route)
+    session_id, route = await stalled_session(rt)
     with trio.fail_after(HANG):
         async with rt.open_turn(session_id) as ctx:
             first = await ctx.output.send_text("first")

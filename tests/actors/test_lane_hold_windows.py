@@ -17,7 +17,7 @@ import trio.testing
 from tidings.store import InsertRows, queries
 from tidings.testing import MemoryRoute, writer_gate
 
-from .conftest import rows
+from .conftest import rows, stalled_session
 
 HANG = 30.0
 """Real seconds a test waits for something that takes milliseconds when it works."""
@@ -108,10 +108,7 @@ async def test_a_kick_that_hands_nothing_back_leaves_a_claimed_row_to_go_out(rt,
     no row older than the one it claimed was handed back, that row is still the session's next
     and goes out as claimed: no ``unknown``/``requeued`` detour, no second attempt, no error
     saying older rows were handed back."""
-    session_id = await rt.create_session(channel="web")
-    route = MemoryRoute()
-    route.stall()
-    rt.router.bind(session_id, route)
+    session_id, route = await stalled_session(rt)
     with trio.fail_after(HANG):
         async with rt.open_turn(session_id) as ctx:
             first = await ctx.output.send_text("first")
