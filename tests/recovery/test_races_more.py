@@ -13,6 +13,8 @@ import tidings
 from tidings.store import Call, Transition
 from tidings.testing import MemoryRoute, writer_gate
 
+from ..until import until
+
 
 def _watch_transitions(rt, to: str):
     """Wrap ``rt.store.commit``: the returned event is set when a commit carrying a transition
@@ -92,8 +94,10 @@ async def test_a_reconcile_cancelled_during_its_write_still_reaches_the_lane(
                                         scan_interval=3600) as rt:
             rt.router.bind(left.session_id, route)
             await route.wait_asked(1)  # the bind's reconcile: undecided for now
-            async with rt.scanner._lock:  # that pass is over
-                pass
+            # Wait for that pass to end (its report is counted once it let go of the scanner).
+            # Still running, it could take the "missing" below and re-queue the row itself,
+            # and the cancel would hit a reconcile still waiting for its turn: no race left.
+            await until(lambda: rt.scanner.statistics().totals.undecided == 1)
             route.answers[left.in_flight] = "missing"
             handed = _watch_transitions(rt, "queued")
             await _cancel_during_write(
