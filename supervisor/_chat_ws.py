@@ -329,7 +329,8 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             # ("running": it runs, silent, or waits to), and its end is waited for.
             outcome = frame.get("outcome", "")
             if frame.get("duplicate"):
-                outcome = "running" if frame.get("running") is True else "duplicate"
+                outcome = ("running" if frame.get("running") is True
+                           else "duplicate" if "running" in frame else _RUNNING_UNSAID)
             _remember(state.accepted, frame["id"], outcome)
             state.unanswered.pop(frame["id"], None)
         elif kind == "error" and isinstance(frame.get("ref"), str) \
@@ -350,6 +351,11 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
                 printer.line(f"(question closed: "
                              f"{sanitize_line(str(frame.get('reason')), limit=100)})")
         state.poke()
+
+
+_RUNNING_UNSAID = "duplicate, running unsaid"
+"""The outcome kept for a ``duplicate`` with no ``running`` (a gateway from before that field):
+like ``duplicate`` for a resent line, but no answer to :func:`_still_running`."""
 
 
 def _refused_until_back(state: _State, frame: dict[str, Any]) -> bool:
@@ -437,7 +443,8 @@ async def _still_running(client: GatewayClient, state: _State, message_id: str
     (a known id is answered ``accepted`` ``duplicate``, with ``running``, and never run
     twice), with no text (so that not even a server that forgot it runs anything: a blank
     message is ``ignored``). Kept unanswered until then, so that a drop asks again after the
-    reconnect (see :func:`_resend`). None when no answer came within :data:`_SETTLE`."""
+    reconnect (see :func:`_resend`). A ``duplicate`` with no ``running`` (an older gateway)
+    counts as not ended. None when no answer came within :data:`_SETTLE`."""
     frame = {"type": "message", "text": "", "id": message_id}
     state.accepted.pop(message_id, None)
     state.unanswered[message_id] = frame
@@ -447,7 +454,9 @@ async def _still_running(client: GatewayClient, state: _State, message_id: str
         await state.wait_for(lambda: message_id in state.accepted)
     if message_id not in state.accepted:
         return None
-    return state.accepted[message_id] == "running"
+    # A gateway from before ``running`` does not say: not taken for an end (the next line
+    # would steer a turn still to run), the wait goes on as for a running one.
+    return state.accepted[message_id] in ("running", _RUNNING_UNSAID)
 
 
 async def _settle_waiting(client: GatewayClient, state: _State) -> None:
