@@ -24,12 +24,13 @@ import trio
 
 from tidings.actors import MAX_TEXT_BYTES, ApprovalRequest, Outbound, Prompt
 from tidings.actors._blocks import lone_surrogate, plain_json
+from tidings.actors._conversations import MAX_CONVERSATION_KEY_CHARS
 from tidings.actors._pipeline import new_id
 from tidings.actors._policy import check_flag
 from tidings.channels._agents import Agent
-from tidings.channels._base import ChannelBase
+from tidings.channels._base import ChannelBase, _longest_id_field
 from tidings.channels._config import ChannelConfig
-from tidings.channels._inbound import Inbound
+from tidings.channels._inbound import Inbound, inbound_conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.errors import ValidationError
@@ -73,7 +74,8 @@ class TerminalChannel(ChannelBase):
 
     Its own options are checked here, not at the first line or print: ``out`` must have
     callable ``write`` and ``flush`` (or be None: stdout), ``chat_id`` and ``sender_id`` must
-    be what :class:`Inbound` takes (text or a number, not empty, valid Unicode),
+    be what :class:`Inbound` takes (text or a number, not empty, valid Unicode) and make a
+    conversation key within ``MAX_CONVERSATION_KEY_CHARS``,
     ``show_chunks`` a real bool and ``redraw`` None or callable; else a
     ``ValidationError`` (``NotABoolError`` for ``show_chunks``) naming the option.
     """
@@ -91,6 +93,12 @@ class TerminalChannel(ChannelBase):
             raise ValidationError("redraw", f"must be None or a function returning the input "
                                             f"line, got {type(redraw).__name__} {redraw!r:.40}")
         super().__init__(runtime, config, agent)
+        # ... and so is one whose conversation key (the same for every line) is over its cap.
+        key = inbound_conversation_key(config, ids)
+        if len(key) > MAX_CONVERSATION_KEY_CHARS:
+            raise ValidationError(_longest_id_field(config, ids),
+                                  f"too long for a conversation key (its key is {len(key)} "
+                                  f"characters, over the limit of {MAX_CONVERSATION_KEY_CHARS})")
         self.out = out if out is not None else sys.stdout
         self.chat_id = ids.chat_id
         self.sender_id = ids.sender_id
