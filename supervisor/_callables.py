@@ -40,13 +40,27 @@ def wrong_signature(fn: Any, *keywords: str) -> inspect.Signature | None:
     """*fn*'s signature if it cannot be called as tidings calls an agent's ``run`` or a route's
     methods, with one argument alone (and, given *keywords*, those keyword arguments too: a
     child's ``fn(ctx, task_status=...)``); None if it can, or if it has no signature to read
-    (a builtin, a partial whose own arguments do not fit: the benefit of the doubt)."""
+    (a builtin, a partial whose own arguments do not fit: the benefit of the doubt). A
+    ``functools.wraps`` wrapper is refused only when its own signature does not fit either:
+    ``inspect`` reads the wrapped function's, which a decorator may change (one that passes
+    a dependency), though the wrapper is what is called."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
+    if _fits(signature, keywords):
+        return None
+    try:
+        own = inspect.signature(fn, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return None
+    return None if _fits(own, keywords) else signature
+
+
+def _fits(signature: inspect.Signature, keywords: tuple[str, ...]) -> bool:
+    """Whether *signature* takes one argument and *keywords* (as tidings calls it)."""
     try:
         signature.bind(None, **dict.fromkeys(keywords))
     except TypeError:
-        return signature
-    return None
+        return False
+    return True
