@@ -36,12 +36,14 @@ async def _accepted(gateway: GatewayChannel, count: int) -> None:
 async def test_a_connection_that_never_upgrades_does_not_hold_up_the_stop(tmp_path,
                                                                           monkeypatch) -> None:
     # Real time (sockets, a database): the handshake wait is made far longer than the bound,
-    # so that only a stop that waits for it trips the bound, never a busy machine.
+    # so that only a stop that waits for it trips the bound, never a busy machine. So is the
+    # grace: the gateway child's shutdown timeout (grace + 5 s) would end that wait first.
     monkeypatch.setattr(_gateway, "_HANDSHAKE_WAIT", 600.0)
     control = StopControl()
     with trio.fail_after(60):  # a stop that waits for the handshake wait (600 s) fails
         async with trio.open_nursery() as nursery:
-            info = await nursery.start(functools.partial(serve, _config(tmp_path), control))
+            info = await nursery.start(functools.partial(
+                serve, _config(tmp_path, grace=600.0), control))
             silent = await trio.open_tcp_stream("127.0.0.1", info.port)  # never says GET
             half = await trio.open_tcp_stream("127.0.0.1", info.port)  # half a request
             await half.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
