@@ -24,11 +24,12 @@ times in a row at most, the count starting afresh once a connection has stayed u
 be delivered before the next is sent, however long the turn runs (sent meanwhile, the next line
 would steer it), and the end of input ends the chat once everything is in: a deterministic
 transcript. That wait goes on across a reconnect (a turn that ended while the client was away
-sent a ``completed`` nobody heard: its reply is replayed; one still running is named in the
-``welcome``'s ``running``, and a resent line the server had is answered ``duplicate`` with
-``running`` while its turn has not ended: either is waited for; a line merged into a turn whose
-frames carry another message's id is asked about once no turn runs; once no turn is heard to
-run, the wait lasts :data:`_SETTLE` at most, see :func:`_turn_ended`). A server that has not
+sent a ``completed`` nobody heard: its reply is replayed, and a line the ``welcome``'s
+``running`` does not name is asked about at once, see :func:`_unlisted`; one still running is
+named there, and a resent line the server had is answered ``duplicate`` with ``running`` while
+its turn has not ended: either is waited for; a line merged into a turn whose frames carry
+another message's id is asked about once no turn runs; once no turn is heard to run, the wait
+lasts :data:`_SETTLE` at most, see :func:`_turn_ended`). A server that has not
 welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the first
 connection. After a drop, every reconnect is said on stderr with how long it waits for its
 welcome, and all of them together must be welcomed within :data:`_RECONNECT_FOR` (30 s) of the
@@ -159,6 +160,11 @@ class _State:
         # lifecycle frames tell (set anew on each connection: an end while away is never
         # heard, and a start while away only by the welcome's "running").
         self.running: dict[str, None] = {}
+        # The message waited for, accepted on a connection before this one, whose turn this
+        # connection's welcome does not list in its running: it ended while the chat was away
+        # (its end never heard), or it waits to run (queued): asked about at once (see
+        # _turn_ended), not waited for _SETTLE seconds.
+        self.unlisted: str | None = None
         self.synced: dict[str, int] | None = None
         # question id -> its frame, oldest first: the questions open in the conversation
         # (an agent may ask two at once); the next line answers the oldest, as --local does.
@@ -394,7 +400,7 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool
         await state.wait_for(lambda: message_id in state.accepted)
     if message_id not in state.accepted:
         return None
-    if state.accepted[message_id] in ("started", "queued", "merged", "running"):
+    if state.accepted[message_id] in _TURN_OUTCOMES:
         ended = await _turn_ended(client, state, message_id)
         if not ended:
             return ended
@@ -417,11 +423,21 @@ async def _turn_ended(client: GatewayClient, state: _State, message_id: str) -> 
     frames carry the id of the newest message merged into it, which may be another's (another
     device's, in ``collect`` mode): so each time no turn runs any more, the gateway is asked
     whether this message's turn has ended (see :func:`_still_running`), instead of waiting
-    for an end under its id that never comes. None when no turn was heard to run for
-    :data:`_SETTLE` seconds (one that ended while the chat was away), or no answer came."""
+    for an end under its id that never comes; so too at once, after a reconnect, when the
+    welcome does not list its turn as running (see :func:`_unlisted`). None when no turn
+    was heard to run for :data:`_SETTLE` seconds (one that ended while the chat was away,
+    from a gateway whose welcome has no ``running``), or no answer came."""
     def done() -> bool:
         return message_id in state.finished or bool(state.questions)
 
+    if state.unlisted == message_id:  # (see _unlisted)
+        state.unlisted = None
+        if not done() and message_id not in state.running:
+            running = await _still_running(client, state, message_id)
+            if running is None:
+                return None
+            if not running:  # ended while the chat was away
+                return True
     while not done():
         with trio.move_on_after(_SETTLE) as idle:
             await state.wait_for(lambda: done() or bool(state.running))
@@ -660,6 +676,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                 state.questions.clear()
                 state.running.clear()  # the turns running now (see _State)
                 state.running.update(_running_in(client.welcome))
+                state.unlisted = _unlisted(state, client.welcome)
                 if state.session_id is None:
                     welcome = client.welcome
                     state.session_id = welcome["session_id"]
@@ -721,6 +738,25 @@ def _running_in(welcome: dict[str, Any]) -> dict[str, None]:
     if not isinstance(running, list):
         return {}
     return {message_id: None for message_id in running if isinstance(message_id, str)}
+
+
+def _unlisted(state: _State, welcome: dict[str, Any]) -> str | None:
+    """The message waited for (:attr:`_State.waiting`) if *welcome* lists the running turns
+    and not its own, though it was accepted into a turn on a connection before (not one sent
+    again after this reconnect, whose answer says ``running``): its turn ended while the chat
+    was away, its ``completed`` never heard, or it waits to run (``queued``). Either way the
+    gateway is asked (see :func:`_turn_ended`): none otherwise would be heard to run, and the
+    chat waited :data:`_SETTLE` seconds. None from a gateway whose welcome does not say."""
+    waiting = state.waiting
+    if waiting is None or not isinstance(welcome.get("running"), list) \
+            or waiting in state.unanswered or waiting in state.finished \
+            or waiting in state.running:
+        return None
+    return waiting if state.accepted.get(waiting) in _TURN_OUTCOMES else None
+
+
+_TURN_OUTCOMES = ("started", "queued", "merged", "running")
+"""The outcomes of a message answered by a turn whose end is waited for (see :func:`_settle`)."""
 
 
 def _session_unknown(exc: GatewayClosed, state: _State) -> bool:
