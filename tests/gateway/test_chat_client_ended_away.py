@@ -26,34 +26,15 @@ from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
 from ..real_time import fail_after_real
+from .chat_doubles import ClientWrapper, HeldAgent
 from .conftest import TOKEN, Transcript
 
 CONVERSATION = "away"
 
 
-class _Slow:
-    """``slow`` and ``hold`` answer once :attr:`release` is set; anything else is echoed."""
-
-    def __init__(self) -> None:
-        self.release = trio.Event()
-
-    async def run(self, turn: Any) -> None:
-        if turn.text in ("slow", "hold"):
-            await self.release.wait()
-            await turn.send_chunk(f"{turn.text} done")
-        else:
-            await turn.send_chunk(turn.text)
-
-
-class _Dropping:
+class _Dropping(ClientWrapper):
     """A connection of :class:`_DropOnAccepted`: the chat hears the ``accepted`` of ``slow``,
     then the connection drops (the server side is killed)."""
-
-    def __init__(self, client: GatewayClient, owner: _DropOnAccepted) -> None:
-        self._client, self._owner = client, owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
     async def send(self, frame: dict[str, Any]) -> None:
         if frame.get("type") == "message":
@@ -83,7 +64,7 @@ class _DropOnAccepted:
     connects once :meth:`away` returns, and says when it is welcomed (:attr:`back`,
     :attr:`welcomed`)."""
 
-    def __init__(self, gateway: GatewayChannel, agent: _Slow, release_at_drop: bool) -> None:
+    def __init__(self, gateway: GatewayChannel, agent: HeldAgent, release_at_drop: bool) -> None:
         self.gateway, self.agent, self.release_at_drop = gateway, agent, release_at_drop
         self.slow: str | None = None
         self.outcome: Any = None
@@ -128,7 +109,7 @@ async def _two_lines() -> AsyncIterator[str]:
 
 async def test_a_piped_line_whose_turn_ended_while_away_does_not_wait_30_s(
         rt, monkeypatch, autojump_clock) -> None:
-    agent = _Slow()
+    agent = HeldAgent("slow", "hold", suffix=" done")
     gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, port=0), agent=agent)
     out, err = Transcript(), Transcript()
     try:
@@ -154,7 +135,7 @@ async def test_a_piped_line_whose_turn_ended_while_away_does_not_wait_30_s(
 
 async def test_a_piped_line_queued_while_away_is_waited_for(
         rt, connect, is_frame, monkeypatch, autojump_clock) -> None:
-    agent = _Slow()
+    agent = HeldAgent("slow", "hold", suffix=" done")
     gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, port=0),
                              ChannelConfig("gateway", dispatch_mode="followup"), agent=agent)
     out, err = Transcript(), Transcript()

@@ -11,42 +11,24 @@ A real gateway on the mock clock: ``hold`` waits for the test; anything else is 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
 
-from tidings.channels import ChannelConfig, GatewayChannel, GatewayClient, GatewayConfig
+from tidings.channels import ChannelConfig, GatewayChannel, GatewayConfig
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
 from ..real_time import fail_after_real
+from .chat_doubles import ClientWrapper, HeldAgent, WrappingConnector
 from .conftest import TOKEN, Transcript
 
 CONVERSATION = "merged"
 
 
-class _Held:
-    """``hold`` answers once :attr:`release` is set; anything else is echoed."""
-
-    def __init__(self) -> None:
-        self.release = trio.Event()
-
-    async def run(self, turn: Any) -> None:
-        if turn.text == "hold":
-            await self.release.wait()
-        await turn.send_chunk(turn.text)
-
-
-class _Watched:
+class _Watched(ClientWrapper):
     """The chat's connection: when its line ``mine`` was accepted, and when it sent ``next``
     (trio's clock)."""
-
-    def __init__(self, client: GatewayClient, owner: _Watching) -> None:
-        self._client, self._owner = client, owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
     async def send(self, frame: dict[str, Any]) -> None:
         if frame.get("type") == "message":
@@ -63,21 +45,18 @@ class _Watched:
         return frame
 
 
-class _Watching:
+class _Watching(WrappingConnector):
+    wrapper = _Watched
+
     def __init__(self) -> None:
         self.mine: str | None = None
         self.accepted = trio.Event()
         self.next_sent: float | None = None
 
-    @asynccontextmanager
-    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        async with GatewayClient.connect(*args, **kwargs) as client:
-            yield _Watched(client, self)
-
 
 async def test_a_piped_line_merged_into_another_message_s_turn_waits_for_that_turn_only(
         rt, connect, is_frame, monkeypatch, autojump_clock) -> None:
-    agent = _Held()
+    agent = HeldAgent("hold")
     gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, port=0),
                              ChannelConfig("gateway", dispatch_mode="collect"), agent=agent)
     watching = _Watching()

@@ -11,42 +11,24 @@ turn's ``started`` is read only once the chat has asked (a chat that reads slowl
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
 
-from tidings.channels import ChannelConfig, GatewayChannel, GatewayClient, GatewayConfig
+from tidings.channels import ChannelConfig, GatewayChannel, GatewayConfig
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
 from ..real_time import fail_after_real
+from .chat_doubles import ClientWrapper, HeldAgent, WrappingConnector
 from .conftest import TOKEN, Transcript
 
 CONVERSATION = "older"
 
 
-class _Held:
-    """``hold`` answers once :attr:`release` is set; anything else is echoed."""
-
-    def __init__(self) -> None:
-        self.release = trio.Event()
-
-    async def run(self, turn: Any) -> None:
-        if turn.text == "hold":
-            await self.release.wait()
-        await turn.send_chunk(turn.text)
-
-
-class _Older:
+class _Older(ClientWrapper):
     """The chat's connection to an older gateway: no ``running`` in ``accepted``. Records
     what the chat sent and heard, in order."""
-
-    def __init__(self, client: GatewayClient, owner: _Connecting) -> None:
-        self._client, self._owner = client, owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
     async def send(self, frame: dict[str, Any]) -> None:
         if frame.get("type") == "message":
@@ -73,7 +55,9 @@ class _Older:
         return frame
 
 
-class _Connecting:
+class _Connecting(WrappingConnector):
+    wrapper = _Older
+
     def __init__(self) -> None:
         self.held: str | None = None
         self.mine: str | None = None
@@ -81,15 +65,10 @@ class _Connecting:
         self.asked = trio.Event()
         self.events: list[str] = []
 
-    @asynccontextmanager
-    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        async with GatewayClient.connect(*args, **kwargs) as client:
-            yield _Older(client, self)
-
 
 async def test_a_duplicate_without_running_is_not_taken_for_the_turn_s_end(
         rt, connect, is_frame, monkeypatch, autojump_clock) -> None:
-    agent = _Held()
+    agent = HeldAgent("hold")
     gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, port=0),
                              ChannelConfig("gateway", dispatch_mode="collect"), agent=agent)
     connecting = _Connecting()

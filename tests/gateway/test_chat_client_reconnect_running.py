@@ -27,35 +27,15 @@ from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
 from ..real_time import fail_after_real
+from .chat_doubles import ClientWrapper, HeldAgent
 from .conftest import Transcript
 
 CONVERSATION = "silent"
 
 
-class _Slow:
-    """``slow`` answers ``slow done`` once :attr:`release` is set; anything else is echoed."""
-
-    def __init__(self) -> None:
-        self.release = trio.Event()
-
-    async def run(self, turn: Any) -> None:
-        if turn.text == "slow":
-            await self.release.wait()
-            await turn.send_chunk("slow done")
-        else:
-            await turn.send_chunk(turn.text)
-
-
-class _Dropping:
+class _Dropping(ClientWrapper):
     """A connection of :class:`DropOnAccepted`: the ``accepted`` of the first ``slow`` drops
     the connection (the server side is killed), heard by the chat or not (*hears*)."""
-
-    def __init__(self, client: GatewayClient, owner: DropOnAccepted) -> None:
-        self._client = client
-        self._owner = owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
     async def send(self, frame: dict[str, Any]) -> None:
         if frame.get("type") == "message" and frame.get("text") == "slow":
@@ -102,7 +82,7 @@ async def test_a_piped_line_waits_for_its_silent_turn_across_a_reconnect(
         rt, serve_gateway, monkeypatch, autojump_clock, hears: bool) -> None:
     monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
     out, err = Transcript(), Transcript()
-    agent = _Slow()
+    agent = HeldAgent("slow", suffix=" done")
     async with serve_gateway(rt, agent=agent) as (gateway, url):
         dropping = DropOnAccepted(gateway, hears)
         monkeypatch.setattr(_chat_ws, "GatewayClient", dropping)

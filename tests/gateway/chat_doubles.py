@@ -1,0 +1,63 @@
+"""Doubles for tests of ``tidings chat --url`` (``supervisor/_chat_ws.py``) against a real
+gateway: an agent that holds chosen turns, and a stand-in for ``GatewayClient`` that shows the
+test what the chat sends and hears (``monkeypatch.setattr(_chat_ws, "GatewayClient", ...)``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, ClassVar
+
+import trio
+
+from tidings.channels import GatewayClient
+
+__all__ = ["ClientWrapper", "HeldAgent", "WrappingConnector"]
+
+
+class HeldAgent:
+    """Turns for the texts in *held* wait for :attr:`release`, then answer the text plus
+    *suffix*; anything else is echoed at once."""
+
+    def __init__(self, *held: str, suffix: str = "") -> None:
+        self.held = held
+        self.suffix = suffix
+        self.release = trio.Event()
+
+    async def run(self, turn: Any) -> None:
+        if turn.text in self.held:
+            await self.release.wait()
+            await turn.send_chunk(f"{turn.text}{self.suffix}")
+        else:
+            await turn.send_chunk(turn.text)
+
+
+class ClientWrapper:
+    """A connected ``GatewayClient`` as the chat uses it, seen by the test: a subclass
+    overrides :meth:`send` / :meth:`receive` and records into its *owner* (the connector);
+    everything else is the client's own."""
+
+    def __init__(self, client: GatewayClient, owner: Any) -> None:
+        self._client = client
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        await self._client.send(frame)
+
+    async def receive(self) -> dict[str, Any]:
+        return await self._client.receive()
+
+
+class WrappingConnector:
+    """Stands in for ``GatewayClient`` in ``_chat_ws``: each ``connect`` opens a real client
+    and yields it wrapped in :attr:`wrapper` (``wrapper(client, self)``)."""
+
+    wrapper: ClassVar[type[ClientWrapper]] = ClientWrapper
+
+    @asynccontextmanager
+    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        async with GatewayClient.connect(*args, **kwargs) as client:
+            yield self.wrapper(client, self)
