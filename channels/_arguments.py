@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from tidings.actors._blocks import check_text
-
-__all__ = ["expect_instance", "expect_optional_text", "expect_text"]
+__all__ = ["expect_instance", "expect_optional_text"]
 
 T = TypeVar("T")
 
@@ -34,9 +32,3 @@ def expect_optional_text(field: str, value: object) -> str | None:
         raise TypeError(f"{field}: expected str or None, got {type(value).__name__} "
                         f"{value!r:.40}")
     return value
-
-
-def expect_text(field: str, value: object) -> str:
-    """*value* if :func:`~tidings.actors._blocks.check_text` accepts it: a ``str`` that is
-    valid Unicode (``TypeError`` / ``ValidationError`` naming *field*)."""
-    return check_text(value, field)

@@ -20,11 +20,11 @@ from typing import Any, Literal
 import trio
 
 from tidings.actors import DeliveryHandle, Outbound, Runtime, TextBlock, _held
-from tidings.actors._blocks import lone_surrogate
 from tidings.actors._pipeline import new_id
 from tidings.actors._route_checks import OPTIONAL_METHODS, check_capabilities
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._answer_order import SWITCH_ANSWER_WAIT, AnswerOrder, wait_ended
+from tidings.channels._arguments import expect_instance
 from tidings.channels._command_handler import Known, run_cancel, run_command
 from tidings.channels._commands import Command, parse_command, trim
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
@@ -39,6 +39,7 @@ from tidings.channels._loader import load_agent
 from tidings.channels._stop_button import StopButton
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 from tidings.store import Op, acking
+from tidings.store._ids import check_id
 from tidings.supervisor._callables import certainly_sync, wrong_signature
 from tidings.supervisor._log import field
 
@@ -87,6 +88,15 @@ def _check_one_argument(adapter: str, name: str, method: Any, argument: str) -> 
         raise ValidationError(name, f"{adapter}.{name} must take the {argument} as its one "
                                     f"argument (async def {name}(self, {argument})), got "
                                     f"{name}{wrong!s:.80}")
+
+
+def key_refusal(config: ChannelConfig, inbound: Inbound,
+                error: ValidationError) -> ValidationError:
+    """*error*, the refusal of the conversation key built from *inbound*'s ids (over its cap),
+    said again naming the id the adapter gave whose part of the key is the longest: the
+    adapter never gave a ``conversation_key``."""
+    return ValidationError(_longest_id_field(config, inbound),
+                           f"too long for a conversation key ({error.reason})")
 
 
 def _longest_id_field(config: ChannelConfig, inbound: Inbound) -> str:
@@ -231,8 +241,7 @@ class ChannelBase(StopButton):
             (``chat_id``, ``thread_id`` or ``sender_id``).
           Whatever :meth:`deliver` raises for an answer that has no session.
         """
-        if not isinstance(inbound, Inbound):
-            raise TypeError(f"handle_inbound: expected an Inbound, got {type(inbound).__name__}")
+        expect_instance("inbound", inbound, Inbound)
         self._check_accepting()
         conversation = self.conversation_for(inbound)
         try:
@@ -243,8 +252,7 @@ class ChannelBase(StopButton):
             if exc.field != "conversation_key":
                 raise
             # The key is built from the inbound's ids: name the one the adapter gave.
-            raise ValidationError(_longest_id_field(self.config, inbound),
-                                  f"too long for a conversation key ({exc.reason})") from exc
+            raise key_refusal(self.config, inbound, exc) from exc
 
     def _check_accepting(self) -> None:
         """Raise :class:`RuntimeClosedError` if the channel was closed or the runtime is
@@ -474,8 +482,7 @@ class ChannelBase(StopButton):
         An adapter whose platform names conversations differently overrides it; the key must
         still come from :func:`conversation_key`. Anything but an :class:`Inbound` is a
         ``TypeError`` naming ``inbound``."""
-        if not isinstance(inbound, Inbound):
-            raise TypeError(f"inbound must be an Inbound, got {type(inbound).__name__}")
+        expect_instance("inbound", inbound, Inbound)
         return conversation_for(self.config, inbound)
 
     def conversation_of(self, session_id: str | None) -> Conversation | None:
@@ -512,13 +519,9 @@ class ChannelBase(StopButton):
         *command* that is not None or a non-empty string (of valid Unicode) a
         ``ValidationError`` naming it, before anything is written (the notice was queued,
         then the call failed)."""
-        if not isinstance(conversation, Conversation):
-            raise TypeError(f"conversation must be a Conversation, got "
-                            f"{type(conversation).__name__}")
-        if command is not None and (not isinstance(command, str) or not command
-                                    or lone_surrogate(command) is not None):
-            raise ValidationError("command", f"must be None or a non-empty string of valid "
-                                             f"Unicode, got {command!r:.80}")
+        expect_instance("conversation", conversation, Conversation)
+        if command is not None:
+            check_id("command", command, max_chars=None)
         extra = {} if command is None else {"command": command}
         if session_id is None:
             await self._deliver_direct(conversation, text, extra=extra)

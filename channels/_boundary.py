@@ -9,8 +9,9 @@ prompt structure.
 
 from __future__ import annotations
 
+from tidings.actors._blocks import check_text
 from tidings.actors._policy import check_flag
-from tidings.channels._arguments import expect_instance, expect_text
+from tidings.channels._arguments import expect_instance
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._sanitize import sanitize_line
 
@@ -74,7 +75,7 @@ def compose_first_prompt(config: ChannelConfig, user_text: str, *, first_in_sess
     note where none was meant).
     """
     expect_instance("config", config, ChannelConfig)
-    expect_text("user_text", user_text)
+    check_text(user_text, "user_text")
     check_flag("first_in_session", first_in_session)
     check_flag("steered", steered)
     blocks: list[str] = []

@@ -28,12 +28,13 @@ from tidings.actors._conversations import MAX_CONVERSATION_KEY_CHARS
 from tidings.actors._pipeline import new_id
 from tidings.actors._policy import check_flag
 from tidings.channels._agents import Agent
-from tidings.channels._base import ChannelBase, _longest_id_field
+from tidings.channels._base import ChannelBase, key_refusal
 from tidings.channels._config import ChannelConfig
 from tidings.channels._inbound import Inbound, inbound_conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.errors import ValidationError
+from tidings.store._ids import check_id
 
 __all__ = ["DELIVERY_WAIT", "LineTooLong", "TerminalChannel", "allows", "input_line",
            "is_a_terminal", "over_prompt", "stdin_is_a_terminal", "stdin_lines"]
@@ -94,11 +95,11 @@ class TerminalChannel(ChannelBase):
                                             f"line, got {type(redraw).__name__} {redraw!r:.40}")
         super().__init__(runtime, config, agent)
         # ... and so is one whose conversation key (the same for every line) is over its cap.
-        key = inbound_conversation_key(config, ids)
-        if len(key) > MAX_CONVERSATION_KEY_CHARS:
-            raise ValidationError(_longest_id_field(config, ids),
-                                  f"too long for a conversation key (its key is {len(key)} "
-                                  f"characters, over the limit of {MAX_CONVERSATION_KEY_CHARS})")
+        try:
+            check_id("conversation_key", inbound_conversation_key(config, ids),
+                     max_chars=MAX_CONVERSATION_KEY_CHARS)
+        except ValidationError as exc:
+            raise key_refusal(config, ids, exc) from exc
         self.out = out if out is not None else sys.stdout
         self.chat_id = ids.chat_id
         self.sender_id = ids.sender_id
