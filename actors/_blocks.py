@@ -9,7 +9,6 @@ block type still gets something to show.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -179,7 +178,7 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
         raise _too_deep(field)
     # A surrogate is written only as an escape (``\\udc80``, ASCII JSON): walk the tree (in
     # Python, to name the place) only when one of them is lone, not for every emoji's pair.
-    if "\\ud" in encoded and _lone_surrogate_escape(encoded):
+    if "\\ud" in encoded and not _utf8_encodable(result):
         where = _lone_surrogate_at(result)
         if where is not None:
             raise ValidationError(field, f"has a {where} that is not valid Unicode (a lone "
@@ -187,21 +186,15 @@ def check_json_object(value: Mapping[str, Any] | None, field: str, *,
     return result
 
 
-# An emoji's (a character past the BMP's) escape in ASCII JSON: a high surrogate (d800-dbff)
-# then a low one (dc00-dfff), in the lowercase hex ``json.dumps`` writes.
-_SURROGATE_PAIR = re.compile(r"\\ud[89ab][0-9a-f]{2}\\ud[c-f][0-9a-f]{2}")
-
-
-def _lone_surrogate_escape(encoded: str) -> bool:
-    """Whether ASCII JSON *encoded* (as ``json.dumps`` writes it) decodes to a lone surrogate,
-    in C: what is left of its ``\\udXXX`` escapes once the pairs are taken out (as the JSON
-    reader pairs them, left to right). Metadata full of emoji (each a pair) is so not walked
-    in Python. A text backslash is written ``\\\\`` and is set aside first (as a character
-    that is none), so a text ``\\ud800`` is not read as an escape, nor the one after it as
-    paired."""
-    if "\\\\" in encoded:
-        encoded = encoded.replace("\\\\", "/")
-    return "\\ud" in _SURROGATE_PAIR.sub("", encoded)
+def _utf8_encodable(value: dict[str, Any]) -> bool:
+    """Whether decoded JSON *value* holds no lone surrogate, in C: UTF-8 refuses exactly
+    those, and the JSON reader has already joined an escaped pair (an emoji) into its one
+    character, so metadata full of emoji is not walked in Python."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _nested_mapping(value: object) -> dict[Any, Any]:
