@@ -17,7 +17,7 @@ import trio
 
 from tidings.actors._blocks import ContentBlock
 from tidings.errors import RuntimeClosedError
-from tidings.store._ids import lone_surrogate
+from tidings.store._ids import escape_lone_surrogates
 
 __all__ = ["TERMINAL", "DeliveryHandle", "DeliveryItem", "HandleRegistry", "describe_error",
            "error_message", "outcome_of"]
@@ -50,8 +50,7 @@ def describe_error(error: BaseException, limit: int = 500) -> str:
     text = _one_line(error)
     if leaves:  # the text is capped anyway: the first few say enough
         text += ": " + "; ".join(_one_line(leaf)[:limit] for leaf in leaves[:10])
-    if lone_surrogate(text) is not None:
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = escape_lone_surrogates(text)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 

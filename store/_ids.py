@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tidings.store._errors import ValidationError
 
-__all__ = ["MAX_ID_CHARS", "check_id", "lone_surrogate"]
+__all__ = ["MAX_ID_CHARS", "check_id", "escape_lone_surrogates", "lone_surrogate"]
 
 MAX_ID_CHARS = 1024
 """The most characters an id given to the runtime may have (a session, turn, message,
@@ -52,3 +52,12 @@ def lone_surrogate(value: str) -> int | None:
     except UnicodeEncodeError as exc:
         return exc.start
     return None
+
+
+def escape_lone_surrogates(value: str) -> str:
+    """*value* with each lone surrogate written as its escape, the text ``\\udcff``: for
+    text that must be stored or sent as UTF-8 whatever it holds (an error's description, a
+    log line), rather than refused as an argument would be. Valid text comes back as it is."""
+    if lone_surrogate(value) is None:
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -19,6 +19,8 @@ import warnings
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from tidings.store._ids import escape_lone_surrogates
+
 __all__ = ["LEVELS", "JsonLinesFormatter", "KeyValueFormatter", "configure_logging",
            "holding_records", "logging_configured", "parse_fields", "replay"]
 
@@ -94,13 +96,7 @@ def _unicode(value: Any) -> Any:
     """*value* with its lone surrogates (bytes a path did not decode, ``os.fsdecode``) as the
     text ``\\udcff``, as the ``key=value`` form shows them: JSON escaped them as ``"\\udcff"``,
     which strict readers (serde_json, I-JSON) refuse, losing the whole line."""
-    if not isinstance(value, str):
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    return value
+    return escape_lone_surrogates(value) if isinstance(value, str) else value
 
 
 def _utf8(stream: Any) -> bool:
