@@ -29,9 +29,9 @@ from tidings.actors._blocks import lone_surrogate
 from tidings.actors._runtime_lock import LOCK_SUFFIX
 from tidings.errors import ArtifactError, ValidationError
 
-__all__ = ["DATABASE_SUFFIXES", "MAX_NAME_BYTES", "URL_SCHEMES", "ArtifactRef", "ResolvedSource",
-           "check_file_name", "check_session_name", "check_source_type", "looks_like_url",
-           "names_own_directory", "resolve_source"]
+__all__ = ["DATABASE_SUFFIXES", "MAX_NAME_BYTES", "TOKEN_SUFFIX", "URL_SCHEMES", "ArtifactRef",
+           "ResolvedSource", "check_file_name", "check_session_name", "check_source_type",
+           "looks_like_url", "names_own_directory", "resolve_source"]
 
 MAX_NAME_BYTES = 255
 """The longest file name (``NAME_MAX``) common file systems take, in bytes: a caller-chosen
@@ -54,7 +54,10 @@ bad URL, not a missing file) and the common URL schemes that never have one. A s
 one of them is never read as a path, whatever the workspace holds."""
 
 
-DATABASE_SUFFIXES = ("", "-wal", "-shm", "-journal", LOCK_SUFFIX, ".token")
+TOKEN_SUFFIX = ".token"
+"""``tidings serve``'s default gateway token file is ``<database>`` + this."""
+
+DATABASE_SUFFIXES = ("", "-wal", "-shm", "-journal", LOCK_SUFFIX, TOKEN_SUFFIX)
 """The runtime's own files beside the database, ``<database>`` + each: the database (every
 session's history), SQLite's journals, the runtime lock, and the gateway token ``tidings
 serve`` keeps there by default. Never an artifact, wherever the workspace is."""

@@ -19,6 +19,7 @@ import stat
 
 import attrs
 
+from tidings.actors._artifacts import DATABASE_SUFFIXES, TOKEN_SUFFIX
 from tidings.actors._runtime_lock import LOCK_SUFFIX
 from tidings.errors import ConfigError
 from tidings.supervisor._log import field
@@ -49,7 +50,7 @@ class TokenSource:
 def token_path(db_path: str | os.PathLike[str]) -> pathlib.Path:
     """Where the generated token of the database at *db_path* is kept."""
     db = pathlib.Path(db_path).expanduser().absolute()
-    return db.with_name(db.name + ".token")
+    return db.with_name(db.name + TOKEN_SUFFIX)
 
 
 def read_token_file(path: pathlib.Path, *, field: str = "gateway.token_file") -> str:
@@ -191,10 +192,11 @@ def _publish(temporary: pathlib.Path, path: pathlib.Path) -> None:
         os.rename(temporary, path)
 
 
-_DATABASE_FILES = ("", "-wal", "-shm", "-journal", LOCK_SUFFIX)
-"""The database's own file, the ones SQLite keeps beside it (``<db>-wal``...) and the runtime
-lock (``<db>.runtime.lock``: taken for the token file, the database was made, then the lock's
-text refused as no token)."""
+_DATABASE_FILES = tuple(suffix for suffix in DATABASE_SUFFIXES if suffix != TOKEN_SUFFIX)
+"""The runtime's own files beside the database but the token's (``DATABASE_SUFFIXES``, which
+no turn may send either): the database, the ones SQLite keeps beside it (``<db>-wal``...)
+and the runtime lock (``<db>.runtime.lock``: taken for the token file, the database was
+made, then the lock's text refused as no token)."""
 
 
 def _not_the_database(token_file: pathlib.Path, db_path: str | os.PathLike[str]) -> None:
