@@ -430,26 +430,23 @@ async def _turn_ended(client: GatewayClient, state: _State, message_id: str) -> 
     def done() -> bool:
         return message_id in state.finished or bool(state.questions)
 
+    ask = False
     if state.unlisted == message_id:  # (see _unlisted)
         state.unlisted = None
-        if not done() and message_id not in state.running:
+        ask = message_id not in state.running
+    while not done():
+        if ask:
             running = await _still_running(client, state, message_id)
             if running is None:
                 return None
-            if not running:  # ended while the chat was away
-                return True
-    while not done():
+            if not running:  # ended while the chat was away, or under the id of another
+                return True  # message merged into it
         with trio.move_on_after(_SETTLE) as idle:
             await state.wait_for(lambda: done() or bool(state.running))
         if idle.cancelled_caught:
             return None
         await state.wait_for(lambda: done() or not state.running)
-        if not done():
-            running = await _still_running(client, state, message_id)
-            if running is None:
-                return None
-            if not running:  # ended, under the id of another message merged into it
-                return True
+        ask = True
     return message_id in state.finished
 
 
