@@ -6,7 +6,7 @@ import logging
 import math
 import sys
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Literal, final
 
@@ -92,6 +92,7 @@ class Supervisor:
         self._nursery: trio.Nursery | None = None
         self._serving_restarts = False
         self._launching: ChildSlot | None = None  # the lock holder waits for its readiness
+        self._awaited: set[ChildSlot] = set()  # it, and children it added while starting
 
     def __repr__(self) -> str:
         return (f"<Supervisor {self._name!r} {self._strategy} {self._state} "
@@ -158,6 +159,11 @@ class Supervisor:
     async def start_child(self, spec: ChildSpec) -> object:
         """Add a child after all the others and start it; blocks until it is ready.
 
+        While the initial start or a group restart runs, it first waits for that to end, so
+        the child starts after all the others (it is added only then). Called by a child
+        during its own start (before its ``started()``), which that start or restart waits
+        for, it does not wait: the child it adds starts at once.
+
         Returns the value it passed to ``task_status.started()``.
 
         Raises:
@@ -167,9 +173,18 @@ class Supervisor:
             cause is chained).
         """
         await trio.lowlevel.checkpoint_if_cancelled()
+        self._check_new(spec)
+        if self._awaits_caller():  # the start or restart running waits for the caller itself
+            return await self._start_added(spec, self._launch_awaited)
+        async with self._lock:  # after the start or group restart running, in order
+            return await self._start_added(spec, self._launch_locked)
+
+    async def _start_added(self, spec: ChildSpec,
+                           launch: Callable[[ChildSlot], Awaitable[StartResult]]) -> object:
+        """:meth:`start_child` once its turn has come: register the child, launch it."""
         slot = self._register(spec)
         try:
-            result = await self._launch(slot)
+            result = await launch(slot)
         except BaseException:
             if slot.done is None or not slot.done.is_set():  # its task never ran: refused,
                 slot.exit_owed = False  # as never added (no on_exit)
@@ -271,7 +286,8 @@ class Supervisor:
             raise ChildNotFoundError(f"supervisor {self._name!r} has no child named {name!r}",
                                      child=name) from None
 
-    def _register(self, spec: ChildSpec) -> ChildSlot:
+    def _check_new(self, spec: ChildSpec) -> None:
+        """Refuse a child the supervisor cannot add now (a bad spec, a name taken, stopping)."""
         if not isinstance(spec, ChildSpec):
             raise ValidationError("spec", f"must be a ChildSpec, got {spec!r}")
         if self._state not in LIVE:
@@ -279,8 +295,18 @@ class Supervisor:
         if spec.name in self._children:
             raise SupervisorError(f"supervisor {self._name!r} already has a child named "
                                   f"{spec.name!r}", child=spec.name)
+
+    def _register(self, spec: ChildSpec) -> ChildSlot:
+        self._check_new(spec)
         slot = self._children[spec.name] = ChildSlot(spec, self._plan)
         return slot
+
+    def _awaits_caller(self) -> bool:
+        """Whether the lock holder (a start, a group restart) waits for the calling task: it
+        runs within a child not ready yet whose start the holder awaits, directly or through
+        the child that added it during its own start. Waiting for the lock, it never would."""
+        return any(slot.state != "running" and _called_within(slot.task)
+                   for slot in self._awaited)
 
     def _stopping_error(self, spec: ChildSpec) -> SupervisorError:
         state = self._state if self._state not in LIVE else "stopping"
@@ -314,9 +340,17 @@ class Supervisor:
         """
         self._launching = slot
         try:
-            return await self._launch(slot)
+            return await self._launch_awaited(slot)
         finally:
             self._launching = None
+
+    async def _launch_awaited(self, slot: ChildSlot) -> StartResult:
+        """:meth:`_launch` of a child the lock holder waits for (see :meth:`_awaits_caller`)."""
+        self._awaited.add(slot)
+        try:
+            return await self._launch(slot)
+        finally:
+            self._awaited.discard(slot)
 
     def _launching_unstopped(self) -> ChildSlot | None:
         """The child the lock holder waits for, when no ladder is stopping it yet."""
