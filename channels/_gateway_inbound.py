@@ -3,15 +3,16 @@
 A message is refused while the server stops (``shutting_down``). Its client ``id`` is looked up
 in the conversation's durable record first: a known id is answered ``accepted`` with
 ``duplicate: true`` (and the first outcome, and ``running``: whether a turn that answers it has
-not ended yet) and not processed again; the same id on another
-connection while its first copy is still being handled waits for that one and is then looked up
-(a duplicate only of a message that was handled: the first may still fail). A new message goes
-through ``handle_inbound`` (commands included) and, once it was accepted, its id is recorded,
-as one step that a kill of the connection cannot cut in two (a resend must be a duplicate);
-then the client gets ``accepted``. A message that became a turn has its id written in the
-commit that holds it (``GatewayChannel._accepted_ops``), and a ``/new``, ``/clear`` or
-``/resume`` in the commit of its effect (``ChannelBase._command_ops``), so even a crash cannot
-keep one without the other; a ``/cancel`` has it written before it cancels.
+not ended yet) and not processed again; the same id on another connection while its first copy
+is still being handled waits for that one and is then looked up (a duplicate only of a message
+that was handled: the first may still fail). A new message goes through ``handle_inbound``
+(commands included; a client the channel's ``access`` does not allow is refused on its own
+connection, not told to every device) and, once it was accepted, its id is recorded, as one step
+that a kill of the connection cannot cut in two (a resend must be a duplicate); then the client
+gets ``accepted``. A message that became a turn has its id written in the commit that holds it
+(``GatewayChannel._accepted_ops``), and a ``/new``, ``/clear`` or ``/resume`` in the commit of
+its effect (``ChannelBase._command_ops``), so even a crash cannot keep one without the other; a
+``/cancel`` has it written before it cancels.
 
 An ack confirms only deliveries of the connection's own conversation: ids this connection
 was sent (once each) or this gateway sent there are confirmed at once, for free; others are
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from tidings.channels._base import HELD_OUTCOMES
+from tidings.channels._base import HELD_OUTCOMES, REFUSAL, InboundOutcome
 from tidings.channels._gateway_frames import (
     Ack,
     Answer,
@@ -144,7 +145,7 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
             # answers) and the conversation's lock (held across store requests only) are
             # awaited.
             with trio.CancelScope(shield=True):
-                outcome = await gateway.handle_inbound(inbound)
+                outcome = await _handle(gateway, conn, inbound)
                 if outcome not in HELD_OUTCOMES:  # a turn's id was written with its hold
                     await rt.remember_client_message(
                         channel, conversation.key, frame.id,
@@ -164,6 +165,19 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
                                   ref=frame.id))
             return
     conn.push({"type": "accepted", "id": frame.id, "outcome": outcome})
+
+
+async def _handle(gateway: GatewayChannel, conn: Connection, inbound: Inbound
+                  ) -> InboundOutcome:
+    """``handle_inbound``, but a client ``access`` does not allow is refused here, its notice
+    sent on its own connection: the channel's refusal, a direct answer, went to every device
+    of the conversation, and an allowed one took it for a refusal of its own message."""
+    if gateway.config.access.allows(conn.client):
+        return await gateway.handle_inbound(inbound)
+    gateway._check_accepting()  # as handle_inbound: RuntimeClosedError when stopping
+    await trio.lowlevel.checkpoint()
+    conn.push({"type": "notice", "text": REFUSAL, "command": None})
+    return "refused"
 
 
 async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
