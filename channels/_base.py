@@ -186,6 +186,9 @@ class ChannelBase(StopButton):
         self._handed_back: dict[str, int] = {}
         # (conversation key, message id) being handled now (dedupe_message_ids)
         self._handling_ids = InFlight()
+        # (presses key, press id) of presses that cancelled but whose outcome's write failed
+        # (see StopButton._press)
+        self._presses_unsettled: set[tuple[str, str]] = set()
         # conversation key -> its answers still in the outbox, which a direct one waits for
         self._answers = AnswerOrder()
 

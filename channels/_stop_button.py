@@ -11,6 +11,7 @@ import trio
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
 from tidings.channels._presses import check_press_id, presses_key
+from tidings.errors import TidingsError
 from tidings.store import acking
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class StopButton:
     directory: SessionDirectory
     dispatch: Dispatch
     _handling_ids: InFlight
+    _presses_unsettled: set[tuple[str, str]]
 
     if TYPE_CHECKING:
         def _check_accepting(self) -> None: ...  # RuntimeClosedError: closed or stopping
@@ -69,9 +71,11 @@ class StopButton:
         id already seen in the conversation (also before a restart, until a prune drops it
         with the client message ids) cancels nothing and returns what its first press
         returned; a twin still being handled is waited for first. The id is written before
-        the press cancels (see :meth:`_press`): a repeat of a press that never returned (its
-        process died, or it raised :class:`~tidings.errors.StoreError`, after it cancelled) returns
-        ``"nothing"``, and cancels no request of a message sent since. Press ids are kept apart
+        the press cancels (see :meth:`_press`): a repeat of a press whose process died after
+        it cancelled returns ``"nothing"``, and cancels no request of a message sent since
+        (while the process runs, a repeat of one that raised
+        :class:`~tidings.errors.StoreError` after it cancelled, as the write of its outcome
+        failed, returns ``"cancelled"``). Press ids are kept apart
         from message ids (an equal message id is no repeat), and are remembered whatever
         ``config.dedupe_message_ids`` says. A refused press is not remembered.
 
@@ -109,7 +113,8 @@ class StopButton:
             # hand-back takes the lock), as before /cancel.
             await self._hand_back_if_due(conversation)
             async with self.directory.lock(conversation):
-                recorded = await rt.client_message_outcome(name, key, press)
+                recorded = ("cancelled" if (key, press) in self._presses_unsettled
+                            else await rt.client_message_outcome(name, key, press))
                 if recorded is not None:
                     return "cancelled" if recorded == "cancelled" else "nothing"
                 # Bounded (one store request), and not cut off once the id is being written:
@@ -124,9 +129,17 @@ class StopButton:
                 return "nothing"
             # Bounded too, and not to be cut off once a request is cancelled: a retry of the
             # press answers what the record says.
-            with trio.CancelScope(shield=True):
-                await rt.store.commit([acking.settle_client_message(
-                    rt.core_id, name, key, press, provisional="nothing", outcome="cancelled")])
+            try:
+                with trio.CancelScope(shield=True):
+                    await rt.store.commit([acking.settle_client_message(
+                        rt.core_id, name, key, press, provisional="nothing",
+                        outcome="cancelled")])
+            except TidingsError:
+                # It cancelled all the same: a repeat in this process says so (the record
+                # says "nothing", all a repeat after a restart can go by). Kept only for
+                # such a failed write.
+                self._presses_unsettled.add((key, press))
+                raise
             return "cancelled"
 
     async def _cancel_turn(self, conversation: Conversation) -> CancelOutcome:
