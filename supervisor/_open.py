@@ -8,10 +8,10 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from tidings.errors import SupervisorError
+from tidings.errors import RestartIntensityExceeded, SupervisorError
 from tidings.supervisor._faults import FaultPlan
 from tidings.supervisor._intensity import Intensity
-from tidings.supervisor._log import log_event
+from tidings.supervisor._log import describe, log_event
 from tidings.supervisor._spec import (
     ChildContext,
     ChildFunction,
@@ -48,6 +48,18 @@ def _collapse(group: BaseExceptionGroup[BaseException], name: str) -> BaseExcept
     return error
 
 
+def _with_body_error(failure: RestartIntensityExceeded,
+                     error: Exception) -> RestartIntensityExceeded:
+    """The escalation, keeping the error the body raised as it was cancelled: its
+    ``__context__``, and a note, since a traceback prints the ``__cause__`` (the child's
+    failure) and then no context: the body's own error was hidden."""
+    failure.__context__ = error
+    error_type, text = describe(error)
+    failure.add_note(f"the body raised {error_type}: {text} as the supervisor gave up "
+                     f"(it is this error's __context__)")
+    return failure
+
+
 @asynccontextmanager
 async def open_supervisor(children: Iterable[ChildSpec] = (), *,
                           strategy: Strategy = "one_for_one", intensity: Intensity | None = None,
@@ -68,7 +80,8 @@ async def open_supervisor(children: Iterable[ChildSpec] = (), *,
       ChildStartError: a child failed or timed out before it was ready; the children already
         started were stopped (reverse order) first. The cause is chained.
       RestartIntensityExceeded: restarts went over ``intensity``; the body was cancelled and
-        every child stopped (reverse order) first. ``__cause__`` is the last failure.
+        every child stopped (reverse order) first. ``__cause__`` is the last failure; an
+        error the body raised as it was cancelled is its ``__context__`` (a note says so).
       The body's own exception, unwrapped (also when an outer cancellation cuts the graceful
       stop short: a real error is never lost to it). ``trio.Cancelled`` and
       ``KeyboardInterrupt`` pass through. No ``ExceptionGroup`` of the kernel's own escapes.
@@ -86,8 +99,9 @@ async def open_supervisor(children: Iterable[ChildSpec] = (), *,
                     try:
                         yield sup
                     except Exception as exc:  # noqa: BLE001 -- re-raised below, unwrapped
-                        escalated_first = sup._failure is not None
-                        failure = sup._failure if escalated_first else exc
+                        failure = exc
+                        if sup._failure is not None:  # it escalated first
+                            failure = _with_body_error(sup._failure, exc)
                 if failure is None:
                     failure = sup._failure
             await sup._shutdown(failed=failure is not None)
