@@ -35,6 +35,7 @@ from tidings.store._writer_process import (
     open_child,
     unknown_outcome,
 )
+from tidings.store._writer_stderr import StderrRelay
 
 __all__ = ["EXECUTORS", "Executor", "StoreWriter", "WriteRequest", "WriterStatistics",
            "check_executor"]
@@ -236,6 +237,23 @@ class StoreWriter:
     async def _serve_process(self, mailbox: Receiver, conn: sqlite3.Connection,
                              task_status: trio.TaskStatus[None]) -> None:
         child = open_child(self.path, self.synchronous)
+        relay = StderrRelay(child.stderr, child.pid)
+        try:
+            async with trio.open_nursery() as nursery:
+                # From the start (the child may write before it is ready) to the pipe's end,
+                # after the child's: its last lines are logged however it stopped.
+                nursery.start_soon(relay.run)
+                try:
+                    await self._serve_child(child, mailbox, conn, task_status)
+                finally:
+                    relay.child_exited()  # it has been waited for, whatever happened
+        finally:
+            child.stderr.close()
+
+    async def _serve_child(self, child: WriterChild, mailbox: Receiver,
+                           conn: sqlite3.Connection, task_status: trio.TaskStatus[None]) -> None:
+        """Send batches to *child* and record its answers until the mailbox ends; then, or
+        on any error, stop the child and wait for it."""
         answers = Answers(child.answers)
         taken: list[WriteRequest] = []
         try:

@@ -19,10 +19,11 @@ after its host is gone: a kill of the host leaves the database exactly as a kill
 in-process writer would (a commit either reached the disk before the kill or it did not).
 Elsewhere the child exits at end of input, after the batch in hand.
 
-The child prints nothing of its own: it shares its host's stderr, where a traceback would land
-among the host's log lines (``--log-json``'s JSON objects). An unexpected error (a database it
-cannot open, a bug) is sent as a last frame instead, ``(CRASHED, error, traceback)``, for the
-host to log in its own form; only when that pipe is gone too is the traceback printed.
+The child prints nothing of its own. Its stderr and stdout are a pipe whose lines the host logs
+one record each (``_writer_stderr``: a warning, a start-up hook's print, a fatal error), but an
+unexpected error (a database it cannot open, a bug) is sent as a last frame instead,
+``(CRASHED, error, traceback)``, for the host to log as one event with the traceback a field;
+only when that pipe is gone too is the traceback printed.
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def main(argv: list[str]) -> int:
     path, synchronous, parent_pid, answers_fd = argv
     die_with_parent(int(parent_pid))
     answers_out = os.fdopen(int(answers_fd), "wb")
-    os.dup2(2, 1)  # anything printed goes to stderr, beside the host's own
+    os.dup2(2, 1)  # anything printed goes to stderr, whose lines the host logs
     try:
         serve(pathlib.Path(path), synchronous, sys.stdin.buffer, answers_out)
     except BrokenPipeError:  # the host closed its end first: nobody is left to answer

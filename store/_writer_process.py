@@ -17,7 +17,9 @@ too, where a bad request fails alone; the child then skips (answers ``unreadable
 batch until the writer, once it has committed all of them here in order, sends ``RESUME``.
 A child that fails unexpectedly says so in a last frame (``CRASHED``): logged here, in the
 host's log form (``event=writer_process_crashed``, its traceback a field), not printed by the
-child among the host's log lines.
+child among the host's log lines. Whatever else its interpreter writes (stderr and stdout: a
+warning, a start-up hook's print, a fatal error) goes to a pipe of its own, whose lines the
+host logs (``_writer_stderr``).
 """
 
 from __future__ import annotations
@@ -85,16 +87,22 @@ def child_command(path: pathlib.Path, synchronous: str) -> tuple[list[str], dict
 
 
 class WriterChild:
-    """The writer process and the host's ends of its pipes: ``stdin`` (frames to it) and
-    ``answers`` (its answers), trio streams."""
+    """The writer process and the host's ends of its pipes: ``stdin`` (frames to it),
+    ``answers`` (its answers) and ``stderr`` (what its interpreter writes, stdout too), trio
+    streams."""
 
-    __slots__ = ("_popen", "answers", "stdin")
+    __slots__ = ("_popen", "answers", "stderr", "stdin")
 
     def __init__(self, popen: subprocess.Popen[bytes], stdin: trio.lowlevel.FdStream,
-                 answers: trio.lowlevel.FdStream) -> None:
+                 answers: trio.lowlevel.FdStream, stderr: trio.lowlevel.FdStream) -> None:
         self._popen = popen
         self.stdin = stdin
         self.answers = answers
+        self.stderr = stderr
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
 
     def kill(self) -> None:
         self._popen.kill()
@@ -115,23 +123,28 @@ def open_child(path: pathlib.Path, synchronous: str) -> WriterChild:
 
     The child answers on a pipe of its own, whose descriptor ends its argv, not on its stdout:
     what its interpreter prints before the child's code runs (a ``sitecustomize`` or ``.pth``
-    banner) was read as a frame, whose "length" the host then waited for, for ever."""
+    banner) was read as a frame, whose "length" the host then waited for, for ever.
+
+    Its stderr and stdout are one more pipe, not the host's stderr: the host logs its lines
+    (``_writer_stderr``), where they landed raw among the host's log lines."""
     argv, env = child_command(path, synchronous)
     opened: list[int] = []  # closed if anything fails (out of descriptors, Popen's OSError)
     try:
         opened += os.pipe()  # non-inheritable: Popen gives the child its own copy
         opened += os.pipe()
-        child_stdin, to_child, from_child, child_answers = opened
-        popen = subprocess.Popen([*argv, str(child_answers)], stdin=child_stdin, env=env,
+        opened += os.pipe()
+        child_stdin, to_child, from_child, child_answers, from_stderr, child_stderr = opened
+        popen = subprocess.Popen([*argv, str(child_answers)], stdin=child_stdin,
+                                 stdout=child_stderr, stderr=child_stderr, env=env,
                                  pass_fds=(child_answers,))
     except BaseException:
         for fd in opened:
             os.close(fd)
         raise
-    os.close(child_stdin)
-    os.close(child_answers)
+    for fd in (child_stdin, child_answers, child_stderr):
+        os.close(fd)
     return WriterChild(popen, trio.lowlevel.FdStream(to_child),
-                       trio.lowlevel.FdStream(from_child))
+                       trio.lowlevel.FdStream(from_child), trio.lowlevel.FdStream(from_stderr))
 
 
 def encode_batch(requests: Sequence[WriteRequest]) -> bytes | None:
