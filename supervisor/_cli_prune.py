@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from tidings.actors._runtime_lock import DatabaseInUseError, lock_database, unlock_database
     from tidings.store import prune_file
 
-    db: pathlib.Path = args.db
+    db: pathlib.Path = args.db.expanduser()  # '~/x.db' quoted: as status --db and serve.db
     try:
         db.stat()  # (exists() answers False for a path the system will not look up: a loop)
         if db.is_dir():
