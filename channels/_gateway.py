@@ -36,7 +36,7 @@ from tidings.channels._agents import Agent
 from tidings.channels._base import ChannelBase
 from tidings.channels._config import ChannelConfig
 from tidings.channels._directory import Conversation
-from tidings.channels._gateway_admit import Admission, Refused, admit, replay
+from tidings.channels._gateway_admit import Admission, Refused, admit, follow_switch, replay
 from tidings.channels._gateway_config import GatewayConfig
 from tidings.channels._gateway_conn import Connection
 from tidings.channels._gateway_frames import (
@@ -449,6 +449,7 @@ class GatewayChannel(ChannelBase):
             admission = await admit(self, ws)
             if not self.in_service:  # serving() is leaving: its sweep has passed already
                 raise Refused(CLOSE_GOING_AWAY, "server shutting down")
+            admission = follow_switch(self, admission)  # sync, as the join
             conn = self._join(ws, admission, remote)
             welcome = self._welcome(admission)
             await conn.run(welcome, lambda c: replay(self, c, admission.plan),

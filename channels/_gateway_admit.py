@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from tidings.channels._gateway import GatewayChannel
     from tidings.channels._gateway_conn import Connection
 
-__all__ = ["Admission", "Refused", "admit", "replay"]
+__all__ = ["Admission", "Refused", "admit", "follow_switch", "replay"]
 
 log = logging.getLogger("tidings.gateway")
 
@@ -180,6 +180,21 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
     except RuntimeClosedError:
         raise Refused(CLOSE_GOING_AWAY, "server shutting down") from None
     return Admission(hello, conversation, session_id, last_seq, tuple(plan))
+
+
+def follow_switch(gateway: GatewayChannel, admission: Admission) -> Admission:
+    """*admission*, its replay extended to the conversation's session now, from its start,
+    if the conversation switched to one its plan does not hold since :func:`admit` resolved
+    it (another device's ``/new``, ``/resume``, or ``/clear`` and a message, while the hello
+    settled its ``after_seq`` in the store). Sync: called as the connection joins, so no
+    switch comes between. Without it, the new session's rows sent before the join (its
+    switch answer, the next reply) went to the other devices only, and were never replayed.
+    A hello without ``after_seq`` replays nothing, so it is left as it is."""
+    current = gateway.directory.cached(admission.conversation)
+    if not admission.plan or current is None \
+            or any(session_id == current for session_id, _ in admission.plan):
+        return admission
+    return attrs.evolve(admission, plan=(*admission.plan, (current, 0)))
 
 
 def _unbind(gateway: GatewayChannel, session_ids: list[str]) -> None:
