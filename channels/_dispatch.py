@@ -161,8 +161,9 @@ class SessionState:
         self.unseen_turns: set[str] = set() if unseen_turns is None else unseen_turns
         """Turns this process began in the session whose agent has not run (the active one
         while it opens; those cancelled or failed while they opened), until an agent runs in
-        the session: then all are cleared. Whether a prompt is the session's first leaves them
-        out, since the agent never saw their prompts.
+        the session, or a turn's read finds one it saw (turns are never deleted): then all
+        are cleared. Whether a prompt is the session's first leaves them out, since the agent
+        never saw their prompts.
 
         Held in memory only (no column records that an agent ran): such a turn begun by an
         earlier process counts as seen, so a session whose only turns are ones a stopped

@@ -171,6 +171,8 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
         # process began; see SessionState.unseen_turns.
         first = not await rt.session_has_turns(state.session_id,
                                                excluding=state.unseen_turns)
+        if not first:  # a turn the agent saw exists, and turns are never deleted: the
+            state.unseen_turns.clear()  # unseen ones can change no later answer either
         prompt = compose_first_prompt(config, pending.text, first_in_session=first,
                                       steered=pending.steered)
         # Attached before its begin is written: a cancel recorded while it opened is the
