@@ -1,0 +1,253 @@
+"""The failure matrix's moments: failure kind x strategy x when it comes.
+
+``test_failure_matrix`` and ``test_kernel_matrix`` cover a child failing at its start, while
+everyone runs, and as the supervisor stops. These are the moments between: while a restart
+waits out its backoff, while another child's restart is starting it, while a sibling the
+ladder is stopping ignores its cancellation past its ``shutdown_timeout``, as a sibling is
+stopped for a group restart, and two failures in one tick. Each checks what the README
+promises: who restarts, in what order and when, what the restart log and the statistics say,
+and what escapes (a ``BaseException`` that is no ``Exception`` is no crash: it passes through).
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from tidings.errors import RestartIntensityExceeded
+from tidings.supervisor import Backoff, ChildSpec, Intensity, open_supervisor
+
+STRATEGIES = ("one_for_one", "one_for_all", "rest_for_one")
+
+
+class Halt(BaseException):
+    """A BaseException that is no Exception (KeyboardInterrupt-like): it is no crash."""
+
+
+class Boom(Exception):
+    pass
+
+
+def _child(journal, *, ready_after_first: float = 0.0, stubborn: float = 0.0,
+           fails_when_stopped: str | None = None):
+    """A child that journals ``start`` / ``ready`` / ``stop`` / ``ended`` and ends as a
+    message says (``raise``, ``return``, ``halt``). Incarnations after the first take
+    ``ready_after_first`` to be ready. ``stubborn``: once its mailbox is closed it waits for
+    ever, and when cancelled goes on for that long, shielded, before it ends. With
+    ``fails_when_stopped`` it ends that way once its mailbox is closed."""
+
+    async def child(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        journal.add("start", ctx)
+        try:
+            if ctx.incarnation > 1:
+                await trio.sleep(ready_after_first)
+            journal.add("ready", ctx)
+            task_status.started()
+            async for message in ctx.mailbox:
+                _end(message, ctx)
+            journal.add("stop", ctx)
+            if fails_when_stopped is not None:
+                _end(fails_when_stopped, ctx)
+            if stubborn:
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await trio.sleep(stubborn)
+        except trio.Cancelled as exc:
+            journal.add("cancelled", ctx, exc.reason)
+            raise
+        finally:
+            journal.add("ended", ctx)
+
+    return child
+
+
+def _end(how: str, ctx) -> None:
+    if how == "raise":
+        raise Boom(f"{ctx.name} failed")
+    if how == "halt":
+        raise Halt
+    if how == "return":
+        raise _Return
+
+
+class _Return(Exception):  # not an error: turned into a plain return by _returning
+    pass
+
+
+def _returning(fn):
+    async def child(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        try:
+            await fn(ctx, task_status=task_status)
+        except _Return:
+            return
+
+    return child
+
+
+def _later_starts(journal) -> list[tuple[object, ...]]:
+    """The starts after the initial three, with their times: ``(name, incarnation, time)``."""
+    return [(*event[1:3], journal.times[("start", *event[1:3])])
+            for event in journal.of("start")][3:]
+
+
+def _specs(journal, **by_name) -> list[ChildSpec]:
+    return [ChildSpec(name, _returning(_child(journal, **by_name.get(name, {}).get("fn", {}))),
+                      **by_name.get(name, {}).get("spec", {}))
+            for name in "abc"]
+
+
+async def _expect_halt(run) -> None:
+    with pytest.raises(Halt):
+        await run()
+
+
+# --- while a restart waits out its backoff -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["raise", "return", "halt"])
+@pytest.mark.parametrize("strategy", ["one_for_one", "rest_for_one"])
+async def test_a_sibling_fails_while_a_restart_waits_out_its_backoff(
+        journal, autojump_clock, strategy, kind):
+    """b crashes and waits out a 10 s backoff; a (before it) fails at 5 s. one_for_one: a
+    restarts at once, b at 10 s. rest_for_one: b's group restart holds the supervisor, so a's
+    waits for it and then restarts a, b and c (b without a backoff: its own crash's was
+    waited out). A halt is no crash: it ends the supervisor at once, the backoff not waited."""
+    specs = _specs(journal, b={"spec": {"backoff": Backoff(min=10.0, max=10.0, jitter=0.0)}})
+    supervisors = []
+
+    async def run() -> None:
+        async with open_supervisor(specs, strategy=strategy,
+                                   intensity=Intensity(max_restarts=5, period=60.0)) as sup:
+            supervisors.append(sup)
+            await sup.mailbox("b").send("raise")
+            await trio.sleep(5.0)
+            await sup.mailbox("a").send(kind)
+            await trio.sleep(20.0)
+            assert [(c.name, c.state) for c in sup.statistics().children] == [
+                (name, "running") for name in "abc"]
+
+    if kind == "halt":
+        await _expect_halt(run)
+        assert trio.current_time() == 5.0
+        assert [event[1:3] for event in journal.of("start")] == [("a", 1), ("b", 1), ("c", 1)]
+        [sup] = supervisors
+        assert sup.statistics().state == "failed"
+        assert {c.state for c in sup.statistics().children} == {"stopped"}
+        return
+    await run()
+    [sup] = supervisors
+    later = _later_starts(journal)
+    if strategy == "one_for_one":
+        assert later == [("a", 2, 5.0), ("b", 2, 10.0)]
+    else:
+        assert later == [("b", 2, 10.0), ("c", 2, 10.0),
+                         ("a", 2, 10.0), ("b", 3, 10.0), ("c", 3, 10.0)]
+    assert [(r.child, r.action, r.error_type) for r in sup.restart_log] == [
+        ("b", "restart", "Boom"), ("a", "restart", "Boom" if kind == "raise" else "")]
+    assert sup.statistics().restarts == 2
+
+
+# --- while another child's restart is starting it ------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["raise", "return", "halt"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+async def test_a_sibling_fails_while_another_childs_restart_is_starting(
+        journal, autojump_clock, strategy, kind):
+    """b crashes; its new incarnation takes 5 s to be ready. a fails at 1 s. one_for_one: a
+    restarts at once, beside b. A group restart finishes first (c starts once b is ready),
+    then serves a's: its group starts again, in order, b again taking 5 s."""
+    specs = _specs(journal, b={"fn": {"ready_after_first": 5.0}})
+    supervisors = []
+
+    async def run() -> None:
+        async with open_supervisor(specs, strategy=strategy,
+                                   intensity=Intensity(max_restarts=5, period=60.0)) as sup:
+            supervisors.append(sup)
+            await sup.mailbox("b").send("raise")
+            await trio.sleep(1.0)
+            await sup.mailbox("a").send(kind)
+            await trio.sleep(20.0)
+            assert [(c.name, c.state) for c in sup.statistics().children] == [
+                (name, "running") for name in "abc"]
+
+    if kind == "halt":
+        await _expect_halt(run)
+        assert trio.current_time() == 1.0
+        [sup] = supervisors
+        assert sup.statistics().state == "failed"
+        assert {c.state for c in sup.statistics().children} == {"stopped"}
+        assert not journal.of("ready")[3:] or all(
+            journal.times[("ready", *event[1:3])] < 1.0 for event in journal.of("ready"))
+        return
+    await run()
+    [sup] = supervisors
+    later = _later_starts(journal)
+    expected = {
+        "one_for_one": [("b", 2, 0.0), ("a", 2, 1.0)],
+        "one_for_all": [("a", 2, 0.0), ("b", 2, 0.0), ("c", 2, 5.0),
+                        ("a", 3, 5.0), ("b", 3, 5.0), ("c", 3, 10.0)],
+        "rest_for_one": [("b", 2, 0.0), ("c", 2, 5.0),
+                         ("a", 2, 5.0), ("b", 3, 5.0), ("c", 3, 10.0)],
+    }[strategy]
+    assert later == expected
+    assert [(r.child, r.action) for r in sup.restart_log] == [
+        ("b", "restart"), ("a", "restart")]
+    assert sup.statistics().restarts == 2
+
+
+# --- a sibling that ignores its cancellation past its shutdown_timeout ---------------------------
+
+
+@pytest.mark.parametrize("moment", ["exit", "group restart", "stop_child", "escalation"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+async def test_a_child_that_ignores_cancel_past_its_shutdown_timeout(
+        journal, autojump_clock, strategy, moment):
+    """s (between a and c) does not stop when its mailbox closes, and once cancelled at its
+    2 s shutdown_timeout goes on 7 s more, shielded. Whatever stops it waits for its task to
+    end (9 s): the next child of the reverse order is stopped only then, a group restart
+    starts no new incarnation of it beside the old one, stop_child returns only then."""
+    specs = [ChildSpec("a", _returning(_child(journal))),
+             ChildSpec("s", _returning(_child(journal, stubborn=7.0)), shutdown_timeout=2.0),
+             ChildSpec("c", _returning(_child(journal)))]
+    max_restarts = 0 if moment == "escalation" else 3
+    supervisors = []
+
+    async def run() -> None:
+        async with open_supervisor(specs, strategy=strategy,
+                                   intensity=Intensity(max_restarts=max_restarts)) as sup:
+            supervisors.append(sup)
+            if moment in ("group restart", "escalation"):
+                await sup.mailbox("a").send("raise")
+                await trio.sleep(20.0)
+            elif moment == "stop_child":
+                await sup.stop_child("s")
+                assert trio.current_time() == 9.0
+                assert [c.name for c in sup.statistics().children] == ["a", "c"]
+
+    if moment == "escalation":
+        with pytest.raises(RestartIntensityExceeded):
+            await run()
+        assert trio.current_time() == 9.0
+    else:
+        await run()
+    [sup] = supervisors
+    untouched = moment == "group restart" and strategy == "one_for_one"  # until the exit
+    assert journal.times[("ended", "s", 1)] == (29.0 if untouched else 9.0)
+    if moment == "exit":
+        assert journal.times[("stop", "a", 1)] == 9.0  # a is stopped after s has ended
+    if moment == "group restart":
+        later = _later_starts(journal)
+        assert later == {"one_for_one": [("a", 2, 0.0)],
+                         "one_for_all": [("a", 2, 9.0), ("s", 2, 9.0), ("c", 2, 9.0)],
+                         "rest_for_one": [("a", 2, 9.0), ("s", 2, 9.0), ("c", 2, 9.0)],
+                         }[strategy]
+    runs = 2 if moment == "group restart" and not untouched else 1  # s2 stopped at the exit
+    assert journal.of("cancelled") == [
+        ("cancelled", "s", n, "shutdown timeout of s") for n in range(1, runs + 1)]
+    assert sup.statistics().state == ("failed" if moment == "escalation" else "stopped")
+    assert {c.state for c in sup.statistics().children} == {"stopped"}
+
