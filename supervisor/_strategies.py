@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, final
 
 import attrs
+import trio
 
 from tidings.supervisor._child import ChildSlot
 from tidings.supervisor._ladder import run_ladder
@@ -32,7 +33,8 @@ class RestartRequest:
     ``counted``: its crash was counted toward the intensity when it came. It is not when
     another group restart was due already (queued or running): that one may relaunch this
     child anyway, which makes this request stale, and a crash it covers is no restart of its
-    own (so siblings failing together are one restart, not one each). Served, it is counted.
+    own (so siblings failing together are one restart, not one each). Served, it is counted,
+    unless it is served first of requests queued together one of which was counted.
     """
 
     slot: ChildSlot
@@ -45,19 +47,56 @@ async def serve_group_restarts(sup: Supervisor) -> None:
     """Serve group-restart requests until the supervisor closes the queue at shutdown.
 
     A request that is stale by the time it is served (the child was restarted meanwhile by
-    another group restart, stopped, or the supervisor is stopping) is dropped.
+    another group restart, stopped, or the supervisor is stopping) is dropped. The requests
+    queued when the lock is taken are served together, in start order (see
+    :func:`_in_start_order`).
     """
     with sup._request_queue:
         async for request in sup._request_queue:
-            slot = request.slot
+            batch = [request]
             try:
                 async with sup._lock:
-                    if (sup._state in LIVE and not slot.removed and slot.state == "restarting"
-                            and slot.incarnation == request.incarnation
-                            and (request.counted or sup._count_restart(slot, request.error))):
-                        await _restart_group(sup, slot)
+                    batch += _queued(sup)
+                    counted = next((queued.slot for queued in batch if queued.counted), None)
+                    for queued in _in_start_order(sup, batch):
+                        slot = queued.slot
+                        if (sup._state in LIVE and not slot.removed
+                                and slot.state == "restarting"
+                                and slot.incarnation == queued.incarnation
+                                and (counted is not None
+                                     or sup._count_restart(slot, queued.error))):
+                            if counted is not None:  # its restart is this one: so are its
+                                counted.restarts -= 1  # statistics
+                                slot.restarts += 1
+                                counted = None
+                            await _restart_group(sup, slot)
             finally:
-                sup._restarts_due -= 1
+                sup._restarts_due -= len(batch)
+
+
+def _queued(sup: Supervisor) -> list[RestartRequest]:
+    """Every request queued now, without waiting."""
+    queued: list[RestartRequest] = []
+    while True:
+        try:
+            queued.append(sup._request_queue.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return queued
+
+
+def _in_start_order(sup: Supervisor, batch: list[RestartRequest]) -> list[RestartRequest]:
+    """The requests by their child's start order (the forgotten last: they are stale).
+
+    The first child's group takes in all the others (``rest_for_one``: those after it;
+    ``one_for_all``: all), so its restart relaunches them and their requests go stale. Served
+    in queue order, two children failing in one tick (trio runs them in a random order) were
+    one restart or two, under ``rest_for_one``, as trio's shuffle fell: the later child's own
+    restart first, then the earlier one's, restarting it again. The batch's count (only the
+    first crash while no restart was due is counted when it comes) goes with the first request
+    served, whichever crash took it.
+    """
+    order = {name: index for index, name in enumerate(sup._children)}
+    return sorted(batch, key=lambda request: order.get(request.slot.spec.name, len(order)))
 
 
 def _group_of(sup: Supervisor, slot: ChildSlot) -> list[ChildSlot]:
