@@ -253,7 +253,7 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     check_path("path", path)
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    db = pathlib.Path(path).expanduser()
+    db = _expanded(path)
     mode = stat_database(db).st_mode  # (a symbolic link loop is said as such, not as missing)
     if stat.S_ISDIR(mode):  # something is there: "no database" would send the user elsewhere
         raise StoreError(f"{str(db)!r} is a directory, not a database file")
@@ -279,6 +279,19 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
             return result
     raise StoreError(f"{str(db)!r} kept changing while it was read (a runtime starting or "
                      "stopping on it?); try again")
+
+
+def _expanded(path: str | os.PathLike[str]) -> pathlib.Path:
+    """*path* with a leading ``~`` expanded, or :class:`ValidationError` naming ``path`` when
+    there is no home to expand it to (``~nosuchuser/x.db``, no ``HOME`` and no password
+    entry): pathlib raises a bare ``RuntimeError``, and ``tidings status`` ended in a
+    traceback."""
+    try:
+        return pathlib.Path(path).expanduser()
+    except RuntimeError:
+        raise ValidationError("path", f"{os.fspath(path)!r:.80} starts with ~, but there is no "
+                                      "home directory to expand it to (HOME is not set, or no "
+                                      "such user): give the whole path") from None
 
 
 def _identity(db: pathlib.Path) -> tuple[int, int, int] | None:

@@ -63,7 +63,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from tidings.actors._runtime_lock import DatabaseInUseError, lock_database, unlock_database
     from tidings.store import prune_file
 
-    db: pathlib.Path = args.db.expanduser()  # '~/x.db' quoted: as status --db and serve.db
+    try:  # '~/x.db' quoted: as status --db and serve.db
+        db: pathlib.Path = args.db.expanduser()
+    except RuntimeError:  # ~nosuchuser, or no HOME and no password entry
+        say(err, one_line(f"tidings prune: {str(args.db)!r} starts with ~, but there is no "
+                          "home directory to expand it to (HOME is not set, or no such user): "
+                          "give the whole path"))
+        return 2
     try:
         db.stat()  # (exists() answers False for a path the system will not look up: a loop)
         if db.is_dir():

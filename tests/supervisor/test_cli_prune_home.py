@@ -44,3 +44,22 @@ async def test_a_leading_tilde_is_the_home_directory(tmp_path, monkeypatch, caps
     assert capsys.readouterr().out.startswith("deleted: deliveries 1 ")
     assert _outbox_rows(db) == 0
     assert sorted(os.listdir(tmp_path)) == ["home"]  # nothing made under a folder named ~
+
+
+def test_a_tilde_with_no_home_to_expand_is_one_line_and_exit_2(tmp_path, monkeypatch,
+                                                                capsys) -> None:
+    """``~nosuchuser/x.db``: pathlib raises a bare ``RuntimeError``, which ended both commands
+    in a traceback."""
+    monkeypatch.chdir(tmp_path)
+    path = "~no_such_user_of_tidings/x.db"
+    assert cli.main(["status", "--db", path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tidings status: ")
+    assert "no home directory" in err
+    assert len(err.splitlines()) == 1
+    assert cli.main(["prune", path, "--older-than", "1d"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tidings prune: ")
+    assert "no home directory" in err
+    assert len(err.splitlines()) == 1
+    assert os.listdir(tmp_path) == []
