@@ -18,83 +18,14 @@ import trio.testing
 from tidings.errors import RestartIntensityExceeded
 from tidings.supervisor import Backoff, ChildSpec, Intensity, open_supervisor
 
+from .moment_children import Halt, child, later_starts
+
 STRATEGIES = ("one_for_one", "one_for_all", "rest_for_one")
 
 
-class Halt(BaseException):
-    """A BaseException that is no Exception (KeyboardInterrupt-like): it is no crash."""
-
-
-class Boom(Exception):
-    pass
-
-
-def _child(journal, *, ready_after_first: float = 0.0, stubborn: float = 0.0,
-           fails_when_stopped: str | None = None):
-    """A child that journals ``start`` / ``ready`` / ``stop`` / ``ended`` and ends as a
-    message says (``raise``, ``return``, ``halt``). Incarnations after the first take
-    ``ready_after_first`` to be ready. ``stubborn``: once its mailbox is closed it waits for
-    ever, and when cancelled goes on for that long, shielded, before it ends. With
-    ``fails_when_stopped`` it ends that way once its mailbox is closed."""
-
-    async def child(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
-        journal.add("start", ctx)
-        try:
-            if ctx.incarnation > 1:
-                await trio.sleep(ready_after_first)
-            journal.add("ready", ctx)
-            task_status.started()
-            async for message in ctx.mailbox:
-                _end(message, ctx)
-            journal.add("stop", ctx)
-            if fails_when_stopped is not None:
-                _end(fails_when_stopped, ctx)
-            if stubborn:
-                try:
-                    await trio.sleep_forever()
-                finally:
-                    with trio.CancelScope(shield=True):
-                        await trio.sleep(stubborn)
-        except trio.Cancelled as exc:
-            journal.add("cancelled", ctx, exc.reason)
-            raise
-        finally:
-            journal.add("ended", ctx)
-
-    return child
-
-
-def _end(how: str, ctx) -> None:
-    if how == "raise":
-        raise Boom(f"{ctx.name} failed")
-    if how == "halt":
-        raise Halt
-    if how == "return":
-        raise _Return
-
-
-class _Return(Exception):  # not an error: turned into a plain return by _returning
-    pass
-
-
-def _returning(fn):
-    async def child(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
-        try:
-            await fn(ctx, task_status=task_status)
-        except _Return:
-            return
-
-    return child
-
-
-def _later_starts(journal) -> list[tuple[object, ...]]:
-    """The starts after the initial three, with their times: ``(name, incarnation, time)``."""
-    return [(*event[1:3], journal.times[("start", *event[1:3])])
-            for event in journal.of("start")][3:]
-
-
 def _specs(journal, **by_name) -> list[ChildSpec]:
-    return [ChildSpec(name, _returning(_child(journal, **by_name.get(name, {}).get("fn", {}))),
+    """a, b, c: ``by_name[name]`` holds ``fn`` (for :func:`child`) and ``spec`` arguments."""
+    return [ChildSpec(name, child(journal, **by_name.get(name, {}).get("fn", {})),
                       **by_name.get(name, {}).get("spec", {}))
             for name in "abc"]
 
@@ -139,7 +70,7 @@ async def test_a_sibling_fails_while_a_restart_waits_out_its_backoff(
         return
     await run()
     [sup] = supervisors
-    later = _later_starts(journal)
+    later = later_starts(journal)
     if strategy == "one_for_one":
         assert later == [("a", 2, 5.0), ("b", 2, 10.0)]
     else:
@@ -160,7 +91,7 @@ async def test_a_sibling_fails_while_another_childs_restart_is_starting(
     """b crashes; its new incarnation takes 5 s to be ready. a fails at 1 s. one_for_one: a
     restarts at once, beside b. A group restart finishes first (c starts once b is ready),
     then serves a's: its group starts again, in order, b again taking 5 s."""
-    specs = _specs(journal, b={"fn": {"ready_after_first": 5.0}})
+    specs = _specs(journal, b={"fn": {"ready_after": {2: 5.0, 3: 5.0}}})
     supervisors = []
 
     async def run() -> None:
@@ -185,7 +116,7 @@ async def test_a_sibling_fails_while_another_childs_restart_is_starting(
         return
     await run()
     [sup] = supervisors
-    later = _later_starts(journal)
+    later = later_starts(journal)
     expected = {
         "one_for_one": [("b", 2, 0.0), ("a", 2, 1.0)],
         "one_for_all": [("a", 2, 0.0), ("b", 2, 0.0), ("c", 2, 5.0),
@@ -210,9 +141,9 @@ async def test_a_child_that_ignores_cancel_past_its_shutdown_timeout(
     2 s shutdown_timeout goes on 7 s more, shielded. Whatever stops it waits for its task to
     end (9 s): the next child of the reverse order is stopped only then, a group restart
     starts no new incarnation of it beside the old one, stop_child returns only then."""
-    specs = [ChildSpec("a", _returning(_child(journal))),
-             ChildSpec("s", _returning(_child(journal, stubborn=7.0)), shutdown_timeout=2.0),
-             ChildSpec("c", _returning(_child(journal)))]
+    specs = [ChildSpec("a", child(journal)),
+             ChildSpec("s", child(journal, stubborn=7.0), shutdown_timeout=2.0),
+             ChildSpec("c", child(journal))]
     max_restarts = 0 if moment == "escalation" else 3
     supervisors = []
 
@@ -240,7 +171,7 @@ async def test_a_child_that_ignores_cancel_past_its_shutdown_timeout(
     if moment == "exit":
         assert journal.times[("stop", "a", 1)] == 9.0  # a is stopped after s has ended
     if moment == "group restart":
-        later = _later_starts(journal)
+        later = later_starts(journal)
         assert later == {"one_for_one": [("a", 2, 0.0)],
                          "one_for_all": [("a", 2, 9.0), ("s", 2, 9.0), ("c", 2, 9.0)],
                          "rest_for_one": [("a", 2, 9.0), ("s", 2, 9.0), ("c", 2, 9.0)],
@@ -270,7 +201,7 @@ async def test_two_failures_in_one_tick(journal, autojump_clock, strategy, pair)
     for round_ in range(20):
         journal.events.clear()
         journal.times.clear()
-        specs = [ChildSpec(name, _returning(_child(journal))) for name in "abc"]
+        specs = _specs(journal)
         async with open_supervisor(specs, strategy=strategy, intensity=Intensity(
                 max_restarts=TOGETHER[strategy], period=60.0)) as sup:
             for name in pair:
