@@ -169,6 +169,9 @@ class GatewayChannel(ChannelBase):
         for session_id in session_ids:
             if self.session_keys.get(session_id) == conversation.key:
                 del self.session_keys[session_id]
+        hub = self.hubs.get(conversation.key)
+        for conn in hub.connections if hub is not None else ():
+            conn.forget_sessions(session_ids)
 
     def hub(self, conversation: Conversation) -> Hub:
         """The conversation's hub, made if it has none (a hub is kept only while a connection

@@ -289,6 +289,14 @@ class Connection:
         self._acked_through[session_id] = covered
         return True
 
+    def forget_sessions(self, session_ids: Collection[str]) -> None:
+        """The gateway forgot *session_ids* (left, nothing of them in hand): drop what this
+        connection noted of them, or a connection open for weeks kept it per session ever
+        served. An ack by seq of one later is looked up in the store (not free). Sync."""
+        for session_id in session_ids:
+            self._sent_through.pop(session_id, None)
+            self._acked_through.pop(session_id, None)
+
     def kill(self, code: int, reason: str) -> None:
         """Close the connection with *code* / *reason* (the first one given wins)."""
         if self.close_code is None:
