@@ -240,7 +240,8 @@ def read_database(path: str | os.PathLike[str], fn: Callable[..., T], *args: Any
     or a log appeared; after a few such reads it gives up with :class:`StoreError`.
 
     Raises :class:`ValidationError` naming ``path`` when it is no non-empty path (``""``, a
-    NUL character, bytes), :class:`DatabaseNotFoundError` when *path* does not exist,
+    NUL character, bytes; a leading ``~`` with no home to expand it to),
+    :class:`DatabaseNotFoundError` when *path* does not exist,
     :class:`SchemaVersionError` for a newer schema and :class:`StoreError` for a directory,
     anything else that is not a regular file (a named pipe, a device), a file that is not a
     tidings database, a path the system will not look up (a name over its limit, a folder
