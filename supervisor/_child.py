@@ -39,8 +39,8 @@ class ChildSlot:
     """A child's place in its supervisor; it outlives incarnations (name, mailbox, counters)."""
 
     __slots__ = ("backoff", "delay", "done", "exit_owed", "fault_scope", "fault_seam",
-                 "incarnation", "mailbox", "ready_at", "receiver", "removed", "restarts",
-                 "scope", "spec", "state", "stopping", "task")
+                 "incarnation", "lock_waits", "mailbox", "ready_at", "receiver", "removed",
+                 "restarts", "scope", "spec", "state", "stopping", "task")
 
     def __init__(self, spec: ChildSpec, plan: FaultPlan | None) -> None:
         self.spec = spec
@@ -56,6 +56,9 @@ class ChildSlot:
         self.fault_seam: str | None = None
         self.receiver: MailboxReceiver | None = None
         self.stopping = False  # the shutdown ladder is stopping it: its ending is no crash
+        # start_child calls from within it waiting for the supervisor's lock: its ladder ends
+        # them (the lock holder stopping it would wait for them, and they for it)
+        self.lock_waits: set[trio.CancelScope] = set()
         self.removed = False  # forgotten by the supervisor
         self.ready_at = 0.0
         self.delay = 0.0  # backoff before the next incarnation

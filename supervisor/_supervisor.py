@@ -168,7 +168,8 @@ class Supervisor:
 
         Raises:
           ValidationError: ``spec`` is not a :class:`ChildSpec`.
-          SupervisorError: a child of that name exists, or the supervisor is stopping.
+          SupervisorError: a child of that name exists, or the supervisor is stopping, or
+            the restart it waited for stops the child that called it.
           ChildStartError: it failed or timed out before it was ready (it is forgotten; the
             cause is chained).
         """
@@ -176,8 +177,43 @@ class Supervisor:
         self._check_new(spec)
         if self._awaits_caller():  # the start or restart running waits for the caller itself
             return await self._start_added(spec, self._launch_awaited)
-        async with self._lock:  # after the start or group restart running, in order
+        await self._wait_for_lock(spec)  # after the start or group restart running, in order
+        try:
             return await self._start_added(spec, self._launch_locked)
+        finally:
+            self._lock.release()
+
+    async def _wait_for_lock(self, spec: ChildSpec) -> None:
+        """Take the lock for :meth:`start_child`, once the start or group restart holding it
+        is over. If that stops the child the caller runs within, it waits for the caller to
+        end, and the caller for it: the wait ends then, refused."""
+        caller = self._caller_slot() if self._lock.locked() else None
+        if caller is None:
+            await self._lock.acquire()
+            return
+        with trio.CancelScope() as waiting:
+            if caller.stopping:
+                waiting.cancel()
+            caller.lock_waits.add(waiting)
+            try:
+                await self._lock.acquire()
+            finally:
+                caller.lock_waits.discard(waiting)
+        if waiting.cancelled_caught:
+            raise SupervisorError(
+                f"supervisor {self._name!r} is stopping child {caller.spec.name!r}: it does "
+                f"not add {spec.name!r} for it", child=spec.name)
+
+    def _caller_slot(self) -> ChildSlot | None:
+        """The child the calling task runs within (its own task, or one under it), if any."""
+        tasks = {slot.task: slot for slot in self._children.values() if slot.task is not None}
+        current: trio.lowlevel.Task | None = trio.lowlevel.current_task()
+        while current is not None:
+            if current in tasks:
+                return tasks[current]
+            nursery = current.parent_nursery
+            current = None if nursery is None else nursery.parent_task
+        return None
 
     async def _start_added(self, spec: ChildSpec,
                            launch: Callable[[ChildSlot], Awaitable[StartResult]]) -> object:

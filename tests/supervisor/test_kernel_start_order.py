@@ -16,6 +16,8 @@ import trio.testing
 from tidings.errors import SupervisorError
 from tidings.supervisor import ChildSpec, open_supervisor
 
+from .moment_children import child
+
 
 def _slow_restart(journal, name_ready_after: float):
     """A journal worker whose incarnations after the first take ``name_ready_after`` to be
@@ -139,3 +141,37 @@ async def test_a_start_child_waiting_for_a_restart_is_refused_once_the_superviso
     assert len(told) == 1
     assert "takes no new children" in told[0]
     assert ("start", "late", 1) not in [event[:3] for event in journal.events]
+
+
+@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
+async def test_a_child_waiting_to_add_a_sibling_is_not_deadlocked_by_its_own_stop(
+        journal, autojump_clock, strategy):
+    """x asks to add d while a group restart is under way: it waits for the restart. Then
+    the restart stops x itself (shutdown_timeout None: it waits for x to end). Its wait for
+    the restart ends there, refused (x is being stopped), so x ends and the restart goes on;
+    it waited for x, and x for it, for ever."""
+    told: list[str] = []
+
+    async def x_child(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
+        task_status.started()
+        async for message in ctx.mailbox:
+            if message == "add":
+                try:
+                    await ctx.supervisor.start_child(ChildSpec("d", journal.worker()))
+                except SupervisorError as exc:
+                    told.append(str(exc))
+
+    specs = [ChildSpec("a", child(journal)),
+             ChildSpec("x", x_child, shutdown_timeout=None),
+             ChildSpec("b", child(journal, stops_in=5.0))]
+    with trio.fail_after(100.0):
+        async with open_supervisor(specs, strategy=strategy) as sup:
+            await sup.mailbox("a").send("raise")
+            await trio.sleep(1.0)  # the restart is stopping b (5 s)
+            await sup.mailbox("x").send("add")
+            await trio.sleep(10.0)
+            assert [(c.name, c.state, c.incarnation) for c in sup.statistics().children] == [
+                ("a", "running", 2), ("x", "running", 2), ("b", "running", 2)]
+    assert len(told) == 1
+    assert "is stopping child 'x': it does not add 'd'" in told[0]
+    assert ("start", "d", 1) not in [event[:3] for event in journal.events]
