@@ -247,3 +247,66 @@ async def test_a_child_fails_on_its_own_while_its_siblings_are_stopped(
     _all_stopped(sup, "stopped" if moment == "exit" and kind != "halt" else "failed")
     assert sorted(exits) == ["a", "b", "c"]
     assert live_tasks() == before
+
+
+# --- stop_child: of a child that fails as it stops, of one a group restart is starting -----------
+
+
+@pytest.mark.parametrize("kind", ENDINGS)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+async def test_stop_child_of_a_child_that_fails_as_it_stops(
+        journal, autojump_clock, live_tasks, strategy, kind):
+    """stop_child("b"), and b ends its way as its mailbox closes: an error is recorded
+    shutdown_error and stop_child returns (b is forgotten, nobody restarted); a halt passes
+    through and ends the supervisor."""
+    specs = [ChildSpec(name, child(journal, fails_when_stopped=kind if name == "b" else None))
+             for name in "abc"]
+    before = live_tasks()
+    out = []
+
+    async def run() -> None:
+        async with open_supervisor(specs, strategy=strategy) as sup:
+            out.append(sup)
+            await sup.stop_child("b")
+            assert [(c.name, c.state, c.incarnation) for c in sup.statistics().children] == [
+                ("a", "running", 1), ("c", "running", 1)]
+
+    if kind == "halt":
+        with pytest.raises(Halt):
+            await run()
+        _all_stopped(out[0], "failed")
+    else:
+        await run()
+        [sup] = out
+        assert [(r.child, r.action) for r in sup.restart_log] == (
+            [("b", "shutdown_error")] if kind == "raise" else [])
+        _all_stopped(sup, "stopped")
+    assert [event[1:3] for event in journal.of("start")] == [("a", 1), ("b", 1), ("c", 1)]
+    assert live_tasks() == before
+
+
+@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
+async def test_stop_child_of_a_child_its_group_restart_is_starting(
+        journal, autojump_clock, live_tasks, strategy):
+    """b crashes; its restart starts b again (5 s to be ready) when stop_child("b") comes at
+    1 s: b has its shutdown_timeout (2 s) to be ready, is cancelled at 3 s, forgotten; the
+    restart goes on with c, at once, and nothing is counted for the stop."""
+    specs = [ChildSpec("a", child(journal)),
+             ChildSpec("b", child(journal, ready_after={2: 5.0}), shutdown_timeout=2.0),
+             ChildSpec("c", child(journal))]
+    before = live_tasks()
+    async with open_supervisor(specs, strategy=strategy) as sup:
+        await sup.mailbox("b").send("raise")
+        await trio.sleep(1.0)
+        await sup.stop_child("b")
+        assert trio.current_time() == 3.0
+        await trio.testing.wait_all_tasks_blocked()
+        assert [(c.name, c.state) for c in sup.statistics().children] == [
+            ("a", "running"), ("c", "running")]
+        assert trio.current_time() == 3.0
+    group = [("a", 2, 0.0)] if strategy == "one_for_all" else []
+    assert later_starts(journal) == [*group, ("b", 2, 0.0), ("c", 2, 3.0)]
+    assert journal.of("cancelled") == [("cancelled", "b", 2, "shutdown timeout of b")]
+    assert [(r.child, r.action) for r in sup.restart_log] == [("b", "restart")]
+    assert sup.statistics().restarts == 1
+    assert live_tasks() == before
