@@ -284,13 +284,15 @@ def _record_superseded(sup: Supervisor, slot: ChildSlot, receiver: MailboxReceiv
     sup._record(slot, fault, "shutdown_error")
 
 
-async def run_child(sup: Supervisor, slot: ChildSlot, *,
+async def run_child(sup: Supervisor, slot: ChildSlot, *, after: trio.Lock | None = None,
                     task_status: trio.TaskStatus[StartResult] = trio.TASK_STATUS_IGNORED) -> None:
     """The task that runs one child: incarnations in a loop while restarts happen in place.
 
     Launched by the supervisor under ``slot.scope`` (so the ladder can cancel it before it
     runs). With a starter waiting (``nursery.start``), the first incarnation's readiness or
-    failure is reported to it through a :class:`StartResult`, never as an exception.
+    failure is reported to it through a :class:`StartResult`, never as an exception. With
+    ``after`` (the supervisor's lock, held by a start or group restart) it starts once that
+    is over: its ladder ends the wait at once, and it never starts once the supervisor stops.
     """
     starter = None if task_status is trio.TASK_STATUS_IGNORED else _Starter(task_status)
     scope, done = slot.scope, slot.done
@@ -299,6 +301,10 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
     slot.task = trio.lowlevel.current_task()
     try:
         with scope:
+            if after is not None:
+                await _wait_turn(slot, after)
+                if not sup._live():
+                    return
             while not slot.stopping:
                 if slot.delay > 0:
                     slot.state = "backoff"
@@ -336,6 +342,17 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
             settle_exit(sup, slot)  # it will never run again
     if starter is not None:  # stopped (no-op if it had been ready)
         starter.tell(StartResult(stopped=True))
+
+
+async def _wait_turn(slot: ChildSlot, lock: trio.Lock) -> None:
+    """Wait until ``lock`` is free; the child's ladder (``lock_waits``) ends the wait."""
+    with trio.CancelScope() as waiting:
+        slot.lock_waits.add(waiting)
+        try:
+            async with lock:
+                pass
+        finally:
+            slot.lock_waits.discard(waiting)
 
 
 def settle_exit(sup: Supervisor, slot: ChildSlot) -> None:

@@ -234,6 +234,10 @@ class Supervisor:
     def start_child_soon(self, spec: ChildSpec) -> None:
         """Add a child after all the others and start it without waiting. Never blocks.
 
+        It starts, as with :meth:`start_child`, once a start or group restart that runs is
+        over (unless called by a child during its own start, which that waits for); it is
+        ``starting`` meanwhile.
+
         A failure before it is ready counts as a crash of its first incarnation (its restart
         type decides what follows). Raises like :meth:`start_child`, minus ChildStartError;
         a child it refuses is not added, and its ``on_exit`` is not called (it never ran).
@@ -241,8 +245,11 @@ class Supervisor:
         slot = self._register(spec)
         assert self._nursery is not None
         slot.scope, slot.done = trio.CancelScope(), trio.Event()
+        # after the start or group restart running, in order (unless that waits for the caller)
+        later = self._lock if self._lock.locked() and not self._awaits_caller() else None
         try:
-            self._nursery.start_soon(run_child, self, slot, name=self._task_name(slot))
+            self._nursery.start_soon(partial(run_child, self, slot, after=later),
+                                     name=self._task_name(slot))
         except RuntimeError:
             # The nursery has closed: cancelled from outside, the supervisor skipped its
             # graceful stop and is not marked stopping yet (_finish runs once its task is

@@ -175,3 +175,55 @@ async def test_a_child_waiting_to_add_a_sibling_is_not_deadlocked_by_its_own_sto
     assert len(told) == 1
     assert "is stopping child 'x': it does not add 'd'" in told[0]
     assert ("start", "d", 1) not in [event[:3] for event in journal.events]
+
+
+@pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
+async def test_start_child_soon_during_a_group_restart_starts_after_the_group(
+        journal, autojump_clock, strategy):
+    """As start_child, but without waiting: added at once (its mailbox takes messages), it
+    starts once b and c are back, and gets what was sent to it meanwhile."""
+    specs = [ChildSpec("a", journal.worker()), ChildSpec("b", _slow_restart(journal, 5.0)),
+             ChildSpec("c", journal.worker())]
+    async with open_supervisor(specs, strategy=strategy) as sup:
+        await sup.mailbox("b").send("crash")
+        await journal.wait_for("start", "b", 2)
+        sup.start_child_soon(ChildSpec("d", journal.worker()))
+        sup.mailbox("d").send_nowait("hello d")
+        assert [c.name for c in sup.statistics().children] == ["a", "b", "c", "d"]
+        assert await journal.wait_for("msg", "d", 1) == 5.0
+    group = "abc" if strategy == "one_for_all" else "bc"
+    assert _order(journal)[6:] == [
+        *((kind, name, 2) for name in group for kind in ("start", "ready")),
+        ("start", "d", 1), ("ready", "d", 1)]
+
+
+@pytest.mark.parametrize("moment", ["stopped by the restart", "supervisor exits"])
+async def test_start_child_soon_waiting_for_a_group_restart_can_be_stopped(
+        journal, autojump_clock, moment):
+    """d, added with start_child_soon while a's group restart runs, waits for it. Then b
+    fails to start again (5 s on), so the restart goes round once more, d now in its group;
+    or the supervisor exits. Either way d is stopped at once, not after its 100 s
+    shutdown_timeout, and it never starts beside the restart (after it, it starts last).
+    Its on_exit is called once."""
+    exits: list[str] = []
+    specs = [ChildSpec("a", child(journal)),
+             ChildSpec("b", child(journal, ready_after={2: 5.0}, fails_at_start={2: "raise"})),
+             ChildSpec("c", child(journal))]
+    async with open_supervisor(specs, strategy="one_for_all") as sup:
+        await sup.mailbox("a").send("raise")
+        await journal.wait_for("start", "b", 2)
+        sup.start_child_soon(ChildSpec("d", child(journal), shutdown_timeout=100.0,
+                                       on_exit=lambda: exits.append("d")))
+        if moment == "stopped by the restart":
+            await trio.sleep(20.0)
+            assert [(c.name, c.state) for c in sup.statistics().children] == [
+                (name, "running") for name in "abcd"]
+        exited = trio.current_time()
+    assert trio.current_time() - exited < 100.0
+    starts = [event[1:3] for event in journal.of("start")]
+    if moment == "supervisor exits":
+        assert ("d", 1) not in starts
+    else:
+        assert starts[3:] == [("a", 2), ("b", 2), ("a", 3), ("b", 3), ("c", 2), ("d", 1)]
+        assert journal.times[("start", "d", 1)] == 5.0
+    assert exits == ["d"]
