@@ -14,6 +14,7 @@ import inspect
 import logging
 import types
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -63,6 +64,30 @@ HELD_OUTCOMES: tuple[InboundOutcome, ...] = ("started", "queued", "merged")
 """The outcomes of a message that became (part of) a turn: held until dealt with."""
 
 REFUSAL = "Sorry, you are not allowed to use this channel."
+
+_OPEN: weakref.WeakKeyDictionary[Runtime, dict[str, weakref.ref[ChannelBase]]] = \
+    weakref.WeakKeyDictionary()
+"""Each runtime's channels by name, the open one of each name (see ``_claim_name``)."""
+
+
+def _claim_name(runtime: Runtime, name: str, channel: ChannelBase) -> None:
+    """Make *channel* the runtime's one open channel of *name*, or raise
+    :class:`ValidationError` naming ``name``. The name owns its conversations' sessions
+    durably; two open channels of it, each with its own directory, locks and dispatch, both
+    bound them: a message on one did not steer the turn the other ran in its session, and that
+    turn's reply went to the one bound last. A closed channel's name is free (a reload), and
+    so is one whose channel is gone."""
+    names = _OPEN.setdefault(runtime, {})
+    held = names.get(name)
+    other = held() if held is not None else None
+    directory = getattr(other, "directory", None)  # None: gone, or its __init__ failed
+    if directory is not None and not directory.closed:
+        raise ValidationError("name", f"a channel named {name!r} is open in this runtime "
+                                      f"already ({other!r}); two would share its sessions: "
+                                      f"close() that one first, or give this one another "
+                                      f"name (ChannelConfig(name=...))")
+    names[name] = weakref.ref(channel)
+
 
 def _check_route_extras(channel: Any, adapter: str) -> None:
     """What ``bind`` checks of a route beyond ``deliver``, checked when the channel is built:
@@ -172,6 +197,7 @@ class ChannelBase(StopButton):
                                              f"(async def deliver(self, outbound))")
         _check_one_argument(adapter, "deliver", self.deliver, "outbound")
         _check_route_extras(self, adapter)
+        _claim_name(runtime, config.name, self)  # before anything registers with the runtime
         self.runtime = runtime
         self.config = config
         self.agent = agent

@@ -90,20 +90,6 @@ async def test_a_restart_keeps_the_session_and_does_not_repeat_the_note(db_path,
     assert history[2] == ("user", "after")
 
 
-async def test_racing_first_messages_of_one_conversation_end_in_one_session(rt,
-                                                                           db_path) -> None:
-    channels = [RecordingChannel(rt, ChannelConfig(name="ops", dispatch_mode="followup"),
-                                 agent=EchoAgent()) for _ in range(4)]
-    async with trio.open_nursery() as nursery:
-        for n, channel in enumerate(channels):
-            nursery.start_soon(channel.say, f"first {n}")
-    for channel in channels:
-        await channel.wait_idle()
-    assert rows(db_path, "SELECT count(*) FROM sessions") == [(1,)]
-    sessions = {e.session_id for channel in channels for e in channel.events}
-    assert len(sessions) == 1
-
-
 async def test_concurrent_first_messages_in_one_channel_share_the_session(rt, db_path) -> None:
     agent = GatedAgent(block=False)
     channel = RecordingChannel(rt, ChannelConfig(name="ops", dispatch_mode="followup"),

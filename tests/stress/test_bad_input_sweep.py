@@ -217,7 +217,11 @@ def channel_case(method: str, good: dict[str, Any], params: dict[str, str],
                  **kw: Any) -> Case:
     """``MemoryChannel(rt).<method>(**kwargs)``: a channel's public methods."""
     async def call(env: Env, **kwargs: Any) -> Any:
-        return await _maybe_await(getattr(MemoryChannel(env.rt), method)(**kwargs))
+        channel = MemoryChannel(env.rt)
+        try:
+            return await _maybe_await(getattr(channel, method)(**kwargs))
+        finally:
+            channel.close()  # frees its name for the next call's channel
     return Case(f"MemoryChannel.{method}", call, good, params, **kw)
 
 
