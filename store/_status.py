@@ -38,6 +38,7 @@ __all__ = [
     "held_count",
     "read_database",
     "recent_deliveries",
+    "session_exists",
     "status_counts",
     "status_report",
 ]
@@ -200,6 +201,14 @@ def held_count(conn: sqlite3.Connection, *, session_id: str | None = None) -> in
         return int(conn.execute("SELECT count(*) FROM inbound_messages").fetchone()[0])
     return int(conn.execute("SELECT count(*) FROM inbound_messages WHERE session_id = ?",
                             (session_id,)).fetchone()[0])
+
+
+def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Whether a session of id *session_id* exists: a filter by an id no session has shows
+    zero counts, which an operator would read as an idle session (a typo looks like one).
+    Sessions are never deleted (pruning keeps them), so no row means there was none."""
+    return conn.execute("SELECT 1 FROM sessions WHERE session_id = ?",
+                        (session_id,)).fetchone() is not None
 
 
 def delivery_report(conn: sqlite3.Connection, delivery_id: str) -> DeliveryReport | None:

@@ -11,7 +11,8 @@ in ``counts``, zeros included; ``updated_at`` is unix seconds), and for one deli
 lifecycle fields plus ``"events": [...]``. It is strict JSON: a time that is no number (an
 infinite lease end an old database may hold) is ``null``.
 
-Exit codes: 0 done; 1 no such delivery; 2 bad usage, or no (readable) database.
+Exit codes: 0 done; 1 no such delivery, or no such session (``--session``: zero counts would
+read as an idle session); 2 bad usage, or no (readable) database.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from tidings.store import (
     status_report,
 )
 from tidings.store._ids import check_id
+from tidings.store._status import session_exists
 from tidings.supervisor._age import parse_age
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._stderr import one_line, say
@@ -133,7 +135,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if args.delivery_id is not None:
             report = read_database(args.db, delivery_report, args.delivery_id)
         else:
-            report = read_database(args.db, status_report, session_id=args.session,
+            report = read_database(args.db, _overview, session_id=args.session,
                                    status=args.status, since=args.since,
                                    limit=DEFAULT_LIMIT if args.limit is None else args.limit)
     except DatabaseNotFoundError as exc:
@@ -143,7 +145,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         say(err, one_line(f"tidings status: {exc}"))  # a path in it: one line
         return 2
     if report is None:
-        say(err, one_line(f"tidings status: no delivery {args.delivery_id!r} in {args.db}"))
+        what = (f"delivery {args.delivery_id!r}" if args.delivery_id is not None
+                else f"session {args.session!r}")
+        say(err, one_line(f"tidings status: no {what} in {args.db}"))
         return 1
     try:
         if args.json:
@@ -162,6 +166,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         say(err, f"tidings status: cannot write the report: {exc.strerror or exc}")
         return 1
     return 0
+
+
+def _overview(conn: Any, *, session_id: str | None, **filters: Any) -> StatusReport | None:
+    """The overview, or None when *session_id* names no session (its zero counts read as an
+    idle session: a mistyped id looked like one), in one read."""
+    if session_id is not None and not session_exists(conn, session_id):
+        return None
+    return status_report(conn, session_id=session_id, **filters)
 
 
 def _json_safe(value: Any) -> Any:

@@ -14,8 +14,8 @@ from tidings.supervisor.cli import main
 @pytest.fixture
 async def db(tmp_path, workspace):
     path = tmp_path / "tidings.db"
-    async with tidings.open_runtime(path, workspace=workspace):
-        pass
+    async with tidings.open_runtime(path, workspace=workspace) as rt:
+        assert await rt.create_session(session_id="session_1") == "session_1"
     return path
 
 
