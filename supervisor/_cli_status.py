@@ -215,8 +215,10 @@ def _shown(text: str) -> str:
     """*text* with its control characters (C0, DEL, C1) escaped, ``\\x1b`` for ESC: what is
     printed comes from agents, users and platforms (a reply, a route's error, a chosen session
     id), and a terminal acts on an escape sequence (clears the screen, sets its title, writes
-    the clipboard) instead of showing it."""
-    return one_line(text)
+    the clipboard) instead of showing it. And a byte of a path that does not decode (Python
+    holds it as a lone surrogate, which a stdout in a UTF-8 or C locale writes back raw) as
+    ``\\udcff``, as the refusals on stderr and ``tidings prune`` print it."""
+    return one_line(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def _clip(text: str | None, width: int) -> str:
