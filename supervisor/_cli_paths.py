@@ -4,8 +4,10 @@
 ``--token-file`` (a variable that was not set: ``--config "$CONF"``) was taken for it, and
 the refusal that followed named a path the user never gave ('. is a directory', 'cannot
 read .: Is a directory'). Every command refuses it as bad usage instead (exit 2), and a path
-ending with a separator (``--db state/``: a folder's) too, which pathlib read as the file
-``state``.
+ending with a separator (``--db x.db/``: a folder's) too, which pathlib read as the file
+``x.db``. Not ``tidings serve --db``: like serve's other value flags it sets a config key,
+and ``load_config`` refuses it as an invalid ``serve.db`` (exit 2 too; README, Configuring
+``tidings serve``).
 """
 
 from __future__ import annotations
