@@ -62,7 +62,8 @@ class StatusReport:
     recent: tuple[DeliveryStatus, ...]
     held: int = 0
     """Accepted messages not yet answered, told or cleared (``rt.hold_inbound``); those of a
-    stopped process are told "not answered" at its next start. Not in :meth:`as_json`, whose
+    stopped process are told "not answered" at its next start. A count of now, of the session
+    filter alone: ``since`` narrows the deliveries, not this. Not in :meth:`as_json`, whose
     shape is pinned."""
 
     def as_json(self) -> dict[str, Any]:
@@ -192,8 +193,9 @@ def status_report(conn: sqlite3.Connection, *, session_id: str | None = None,
 
 
 def held_count(conn: sqlite3.Connection, *, session_id: str | None = None) -> int:
-    """How many accepted messages are held (of *session_id*, or all); 0 in a database older
-    than the table (read-only readers do not migrate)."""
+    """How many accepted messages are held now (of *session_id*, or all); 0 in a database
+    older than the table (read-only readers do not migrate). No time filter: a held message
+    is current whenever it was received."""
     if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
                     "AND name = 'inbound_messages'").fetchone() is None:
         return 0

@@ -238,8 +238,9 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
     total = sum(report.counts.values())
     counts = "  ".join(f"{status} {n}" for status, n in report.counts.items())
     print(f"counts: {counts}  (total {total})", file=out)
-    if report.held:
-        print(f"held: {report.held} accepted message(s) not yet answered (those of a stopped "
+    if report.held:  # a count of now: held messages have no update time for --since
+        when = "held now (--since does not apply)" if args.since is not None else "held"
+        print(f"{when}: {report.held} accepted message(s) not yet answered (those of a stopped "
               f"server are told \"not answered\" at its next start)", file=out)
     if args.limit == 0:  # the counts alone were asked for: "none to show" would be false
         return
