@@ -33,9 +33,12 @@ from tidings.store._schema import MAX_INTEGER, SCHEMA_VERSION, has_tidings_table
 __all__ = [
     "RECENT_FIELDS",
     "DeliveryReport",
+    "ProcessEpoch",
     "StatusReport",
+    "claimant_process",
     "delivery_report",
     "held_count",
+    "latest_process",
     "read_database",
     "recent_deliveries",
     "session_exists",
@@ -54,6 +57,22 @@ _UNDERLYING["unknown"] = ("unknown", "sending")
 
 
 @attrs.frozen
+class ProcessEpoch:
+    """A process that opened the database as a runtime (its ``process_epochs`` row): the one
+    a claim ``epoch:N`` names. Its pid and host let an operator check whether it still runs
+    (a read cannot: probing the runtime lock safely is not possible), since its ``sending``
+    rows read ``sending`` until the next start registers another process."""
+
+    epoch: int
+    pid: int
+    hostname: str
+    started_at: float
+
+
+_EPOCH_COLUMNS = "epoch, pid, hostname, started_at"
+
+
+@attrs.frozen
 class StatusReport:
     """Counts per effective status (every status, zeros included, in lifecycle order) and the
     most recently updated deliveries, newest first, read in one snapshot."""
@@ -65,6 +84,9 @@ class StatusReport:
     stopped process are told "not answered" at its next start. A count of now, of the session
     filter alone: ``since`` narrows the deliveries, not this. Not in :meth:`as_json`, whose
     shape is pinned."""
+    sending_claimant: ProcessEpoch | None = None
+    """The process the effective ``sending`` rows are claimed by (the latest: a row another
+    claimed reads ``unknown``), when the counts have any. Not in :meth:`as_json` either."""
 
     def as_json(self) -> dict[str, Any]:
         """``{"counts": {status: n}, "recent": [{RECENT_FIELDS...}]}``: stable for scripts."""
@@ -79,6 +101,9 @@ class DeliveryReport:
 
     delivery: DeliveryStatus
     events: tuple[RuntimeEvent, ...]
+    claimed_by: ProcessEpoch | None = None
+    """The process its ``claimant`` names, when that is one registered (not in
+    :meth:`as_json`, whose shape is pinned)."""
 
     def as_json(self) -> dict[str, Any]:
         """The lifecycle fields of :class:`DeliveryStatus` plus ``"events": [...]``."""
@@ -186,10 +211,33 @@ def status_report(conn: sqlite3.Connection, *, session_id: str | None = None,
     """Counts (filtered by session and since; the status filter narrows only ``recent``) and
     the most recent rows, in one read transaction."""
     check_filters(status=status, since=since, limit=limit)
-    return StatusReport(status_counts(conn, session_id=session_id, since=since),
+    counts = status_counts(conn, session_id=session_id, since=since)
+    return StatusReport(counts,
                         tuple(recent_deliveries(conn, session_id=session_id, status=status,
                                                 since=since, limit=limit)),
-                        held_count(conn, session_id=session_id))
+                        held_count(conn, session_id=session_id),
+                        latest_process(conn) if counts["sending"] else None)
+
+
+def latest_process(conn: sqlite3.Connection) -> ProcessEpoch | None:
+    """The process registered last (the one the view takes for alive), or None if none was."""
+    row = conn.execute(f"SELECT {_EPOCH_COLUMNS} FROM process_epochs "
+                       "ORDER BY epoch DESC LIMIT 1").fetchone()
+    return None if row is None else ProcessEpoch(*row)
+
+
+def claimant_process(conn: sqlite3.Connection, claimant: str | None) -> ProcessEpoch | None:
+    """The process a claim names (``epoch:N``, as a runtime claims rows), or None: no claim,
+    another form, or an epoch with no row."""
+    prefix, _, number = (claimant or "").partition(":")
+    if prefix != "epoch" or not number.isascii() or not number.isdigit():
+        return None
+    epoch = int(number)
+    if epoch > MAX_INTEGER:
+        return None
+    row = conn.execute(f"SELECT {_EPOCH_COLUMNS} FROM process_epochs WHERE epoch = ?",
+                       (epoch,)).fetchone()
+    return None if row is None else ProcessEpoch(*row)
 
 
 def held_count(conn: sqlite3.Connection, *, session_id: str | None = None) -> int:
@@ -221,8 +269,9 @@ def delivery_report(conn: sqlite3.Connection, delivery_id: str) -> DeliveryRepor
         return None
     events = conn.execute(f"SELECT {RuntimeEvent.COLUMNS} FROM events WHERE delivery_id = ? "
                           "ORDER BY event_seq", (delivery_id,))
-    return DeliveryReport(DeliveryStatus.from_row(row),
-                          tuple(RuntimeEvent.from_row(event) for event in events))
+    delivery = DeliveryStatus.from_row(row)
+    return DeliveryReport(delivery, tuple(RuntimeEvent.from_row(event) for event in events),
+                          claimant_process(conn, delivery.claimant))
 
 
 _BUSY_TIMEOUT_MS = 10_000

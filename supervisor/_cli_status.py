@@ -39,7 +39,7 @@ from tidings.store import (
     status_report,
 )
 from tidings.store._ids import check_id
-from tidings.store._status import session_exists
+from tidings.store._status import ProcessEpoch, session_exists
 from tidings.supervisor._age import parse_age
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._stderr import one_line, say
@@ -238,6 +238,11 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
     total = sum(report.counts.values())
     counts = "  ".join(f"{status} {n}" for status, n in report.counts.items())
     print(f"counts: {counts}  (total {total})", file=out)
+    if report.sending_claimant is not None:  # after a crash: is it still running?
+        who = report.sending_claimant
+        print(_shown(f"sending: claimed by {_process(who)} (started {_when(who.started_at)}): "
+                     f"if it no longer runs, they are unknown (the next start marks them so)"),
+              file=out)
     if report.held:  # a count of now: held messages have no update time for --since
         when = "held now (--since does not apply)" if args.since is not None else "held"
         print(f"{when}: {report.held} accepted message(s) not yet answered (those of a stopped "
@@ -259,6 +264,19 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
         print("  ".join([*cells, row[5]]).rstrip(), file=out)
 
 
+def _process(process: ProcessEpoch) -> str:
+    return f"pid {process.pid} on {process.hostname}"
+
+
+def _claimant(claimant: str | None, process: ProcessEpoch | None) -> str:
+    """The claim, with the process it names (pid, host, start): after a crash its ``sending``
+    rows read ``sending`` until the next start, and these let the operator check whether it
+    still runs."""
+    if process is None:
+        return claimant or "-"
+    return f"{claimant}: {_process(process)}, started {_when(process.started_at)}"
+
+
 def _print_delivery(report: DeliveryReport, out: TextIO) -> None:
     d = report.delivery
     status = d.status
@@ -271,7 +289,7 @@ def _print_delivery(report: DeliveryReport, out: TextIO) -> None:
                  f"{'visible' if d.visible else 'invisible'}"),
         ("status", status),
         ("work item", f"{d.work_id or '-'} ({d.work_status or '-'})"),
-        ("claimant", d.claimant or "-"),
+        ("claimant", _claimant(d.claimant, report.claimed_by)),
         ("attempts", str(d.attempts)),
         ("last error", d.last_error or "-"),
         ("lease until", _when(d.lease_expires_at)),
