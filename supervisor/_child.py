@@ -345,8 +345,11 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *, after: trio.Lock | None
 
 
 async def _wait_turn(slot: ChildSlot, lock: trio.Lock) -> None:
-    """Wait until ``lock`` is free; the child's ladder (``lock_waits``) ends the wait."""
+    """Wait until ``lock`` is free; the child's ladder (``lock_waits``) ends the wait, also
+    one that ran before this task did (it found no wait to end)."""
     with trio.CancelScope() as waiting:
+        if slot.stopping:
+            waiting.cancel()
         slot.lock_waits.add(waiting)
         try:
             async with lock:
