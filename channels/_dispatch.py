@@ -23,7 +23,9 @@ session, see :meth:`Dispatch._taken_over`) is not dropped silently: the session 
 notice per such turn through the outbox (:func:`unanswered_notice`), so the user learns it was
 not answered and can send it again, even after a restart. ``/clear`` drops waiting turns too,
 but at the user's own request: nothing is said about those, nor about a waiting turn
-``/cancel`` had cancelled (:meth:`Dispatch.cancel`).
+``/cancel`` had cancelled (:meth:`Dispatch.cancel`). Each turn ``/clear`` drops still ends
+where it waited, after the turn ahead of it: ``started``, then ``cancelled`` (reason
+``clear``), as a turn cancelled before it began (:meth:`Dispatch.drop_pending`).
 
 Each accepted message is also held in the store (``rt.hold_inbound``, by the channel before it
 is submitted here) until it is dealt with: the end of the turn that answered it, the notice, or
@@ -48,7 +50,7 @@ from tidings.actors._status import MAX_ID_CHARS, MAX_IDS_PER_CALL
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
 from tidings.channels._sanitize import sanitize_line
-from tidings.channels._turn import ActiveTurn, run_turn
+from tidings.channels._turn import ActiveTurn, end_dropped, run_turn
 from tidings.errors import RuntimeClosedError, StoreClosedError
 from tidings.supervisor._log import field
 
@@ -97,6 +99,9 @@ class PendingTurn:
     """Why it was cancelled before it ran (``/cancel`` while the turn ahead of it was already
     ending, see :meth:`Dispatch.cancel`): it runs as a turn cancelled while it opens (its
     messages into history, its agent never called) and takes no more messages."""
+    dropped: bool = attrs.field(default=False, init=False)
+    """``/clear`` dropped it (:meth:`Dispatch.drop_pending`): its worker only ends it, in its
+    turn (:func:`~tidings.channels._turn.end_dropped`), and never runs it."""
 
     def __attrs_post_init__(self) -> None:
         self.id_bytes = sum(_id_bytes(inbound.message_id) for inbound in self.inbounds)
@@ -289,12 +294,22 @@ class Dispatch:
         their messages are held under, for the caller to release.
 
         ``/clear``: the user asked for it, so no notice is sent about them (unlike turns a
-        worker leaves behind when it ends, see :meth:`_tell_unanswered`)."""
+        worker leaves behind when it ends, see :meth:`_tell_unanswered`). Each still ends
+        observably: it stays in its place in the queue, cancelled (reason ``clear`` unless a
+        ``/cancel`` came first) and taking no more messages, and its worker, once the turns
+        ahead of it have ended, emits its ``started`` and ``cancelled`` events and nothing
+        else (:func:`~tidings.channels._turn.end_dropped`). A client that waits for its
+        message's end so sees it, and a session's turns still never overlap. Sync."""
         held: list[str] = []
         for state in self.states_of(conversation):
             for pending in state.pending:
+                if pending.dropped:
+                    continue
                 held += pending.held
-            state.pending.clear()
+                pending.held = []
+                pending.dropped = True
+                if pending.cancelled is None:
+                    pending.cancelled = "clear"
         return held
 
     async def wait_idle(self) -> None:
@@ -324,6 +339,9 @@ class Dispatch:
         try:
             while state.pending and not tasks.stopping and not self._taken_over(state):
                 pending = state.pending.popleft()
+                if pending.dropped:
+                    await end_dropped(self._channel, state, pending)
+                    continue
                 turn = await run_turn(self._channel, state, pending)
                 if state.pending and _owes_steer_note(pending, turn):
                     state.pending[0].steered = True
@@ -409,7 +427,8 @@ class Dispatch:
         try:
             for pending in dropped:
                 if pending.cancelled is not None:  # the user cancelled it: as /clear, no word
-                    await rt.release_inbound(pending.held)
+                    if pending.held:  # (a turn /clear dropped holds none: the clear released)
+                        await rt.release_inbound(pending.held)
                     told += 1
                     continue
                 ids = [inbound.message_id for inbound in pending.inbounds

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
     from tidings.channels._dispatch import PendingTurn, SessionState
 
-__all__ = ["ActiveTurn", "run_turn"]
+__all__ = ["ActiveTurn", "end_dropped", "run_turn"]
 
 log = logging.getLogger("tidings.channels")
 
@@ -130,10 +130,7 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
     after emitting ``cancelled`` (reason ``shutdown`` unless an earlier one was recorded), and
     any other ``BaseException`` (``KeyboardInterrupt`` and the like) after emitting ``failed``.
     """
-    emitter = LifecycleEmitter(channel.on_task_lifecycle, channel.config,
-                               chat_id=state.conversation.chat_id, session_id=state.session_id,
-                               message_id=pending.message_id)
-    active = ActiveTurn(emitter, (inbound.message_id for inbound in pending.inbounds))
+    active = _active_turn(channel, state, pending)
     if pending.cancelled is not None:  # cancelled while it waited: it opens cancelled
         active.cancel(pending.cancelled)
     state.active = active
@@ -154,18 +151,50 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
     return active
 
 
+async def end_dropped(channel: ChannelBase, state: SessionState, pending: PendingTurn
+                      ) -> None:
+    """End *pending*, a turn ``/clear`` dropped while it waited, in its place in the session's
+    order (after the turn it waited behind), as a turn cancelled before it began ends:
+    ``started``, then ``cancelled`` with its first recorded reason (``clear``, or that of a
+    ``/cancel`` that came first). So whoever waits for its message's end (a gateway client
+    of another device, an adapter's lifecycle hook) sees it. Nothing else: no runtime turn
+    is opened, its agent never runs and its messages stay out of the history, as the user
+    asked (the clear released them). Bounded: each event is shielded for its grace."""
+    active = _active_turn(channel, state, pending)
+    active.cancel(pending.cancelled or "clear")
+    state.active = active
+    try:
+        await _started(active.emitter, state.session_id)
+        await active.emitter.cancelled()
+    finally:
+        state.active = None
+
+
+def _active_turn(channel: ChannelBase, state: SessionState, pending: PendingTurn
+                 ) -> ActiveTurn:
+    """*pending* as the active turn of *state*, with the emitter of its lifecycle events."""
+    emitter = LifecycleEmitter(channel.on_task_lifecycle, channel.config,
+                               chat_id=state.conversation.chat_id, session_id=state.session_id,
+                               message_id=pending.message_id)
+    return ActiveTurn(emitter, (inbound.message_id for inbound in pending.inbounds))
+
+
+async def _started(emitter: LifecycleEmitter, session_id: str) -> None:
+    """Emit ``started``: cancelled as it begins, a turn still began (the terminal event never
+    comes alone); a hook that hangs on it cannot hold the turn past the grace terminal events
+    get."""
+    with trio.CancelScope(shield=True), trio.move_on_after(_STARTED_GRACE) as grace:
+        await emitter.started()
+    if grace.cancelled_caught:  # said, as for a terminal event: the start was held
+        log.warning("on_task_lifecycle hook did not finish the started event of session "
+                    "%s within %ss; gave up on it", field(session_id), _STARTED_GRACE)
+
+
 async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn,
                  active: ActiveTurn) -> None:
     rt, config, emitter = channel.runtime, channel.config, active.emitter
     try:
-        # Cancelled as it begins, it still began (the terminal event never comes alone); a
-        # hook that hangs on it cannot hold the turn past the grace terminal events get.
-        with trio.CancelScope(shield=True), trio.move_on_after(_STARTED_GRACE) as grace:
-            await emitter.started()
-        if grace.cancelled_caught:  # said, as for a terminal event: the start was held
-            log.warning("on_task_lifecycle hook did not finish the started event of session "
-                        "%s within %ss; gave up on it", field(state.session_id),
-                        _STARTED_GRACE)
+        await _started(emitter, state.session_id)
         # First as the agent sees it: no turn of the session but those whose agent never
         # ran (turns are serial: each of those has ended). Known only for the turns this
         # process began; see SessionState.unseen_turns.

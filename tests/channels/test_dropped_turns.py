@@ -161,8 +161,9 @@ async def test_clear_drops_queued_turns_without_a_notice(db_path, workspace) -> 
         await channel.wait_idle()
         await channel.wait_for(lambda: channel.notices())
         assert channel.notices() == ["Cleared. Your next message starts a new session."]
+    # The running turn and the dropped one (which ends, never having run) both say why.
     assert [event.reason for event in channel.events if event.type == "cancelled"] == [
-        "clear"]
+        "clear", "clear"]
     assert len(agent.turns) == 1
     assert notices_in_outbox(db_path) == []
 
