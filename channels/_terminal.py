@@ -93,13 +93,16 @@ class TerminalChannel(ChannelBase):
         if redraw is not None and not callable(redraw):
             raise ValidationError("redraw", f"must be None or a function returning the input "
                                             f"line, got {type(redraw).__name__} {redraw!r:.40}")
+        # ... and so is one whose conversation key (the same for every line) is over its cap;
+        # before the base class claims the name (refused after, it held the name while it
+        # lived). A config that is no ChannelConfig is for the base class to name.
+        if isinstance(config, ChannelConfig):
+            try:
+                check_id("conversation_key", inbound_conversation_key(config, ids),
+                         max_chars=MAX_CONVERSATION_KEY_CHARS)
+            except ValidationError as exc:
+                raise key_refusal(config, ids, exc) from exc
         super().__init__(runtime, config, agent)
-        # ... and so is one whose conversation key (the same for every line) is over its cap.
-        try:
-            check_id("conversation_key", inbound_conversation_key(config, ids),
-                     max_chars=MAX_CONVERSATION_KEY_CHARS)
-        except ValidationError as exc:
-            raise key_refusal(config, ids, exc) from exc
         self.out = out if out is not None else sys.stdout
         self.chat_id = ids.chat_id
         self.sender_id = ids.sender_id
