@@ -37,6 +37,7 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
+from tidings.channels._owed_answers import OwedAnswers
 from tidings.channels._stop_button import StopButton
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 from tidings.store import Op, acking
@@ -217,6 +218,9 @@ class ChannelBase(StopButton):
         self._presses_unsettled: set[tuple[str, str]] = set()
         # conversation key -> its answers still in the outbox, which a direct one waits for
         self._answers = AnswerOrder()
+        # direct answers of session commands that did not go out, for the platform's retry
+        # of their message id (see _owed_answers)
+        self.owed_answers = OwedAnswers()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.config.name!r}>"
@@ -268,7 +272,9 @@ class ChannelBase(StopButton):
             (8192 characters) and no session is bound to it yet (nothing was created): the
             error names the inbound field whose part of the key is the longest
             (``chat_id``, ``thread_id`` or ``sender_id``).
-          Whatever :meth:`deliver` raises for an answer that has no session.
+          Whatever :meth:`deliver` raises for an answer that has no session (that of
+            ``/cancel``, ``/clear`` or ``/resume``, whose id is recorded already, is then
+            given to the retry of its id, a ``"duplicate"``: see :mod:`._owed_answers`).
         """
         expect_instance("inbound", inbound, Inbound)
         self._check_accepting()
@@ -317,10 +323,13 @@ class ChannelBase(StopButton):
                 # Its id's record is read under the conversation's lock, with its effect (see
                 # run_command): a message handled during the read must not start a turn that
                 # the command, sent before it, then cancels or leaves behind.
-                return await self._inbound(
+                outcome = await self._inbound(
                     conversation, inbound,
                     known=functools.partial(rt.client_message_outcome, name,
                                             conversation.key, message_id))
+                if outcome == "duplicate":  # its first delivery's answer may be owed
+                    await self._pay_owed(conversation, message_id)
+                return outcome
             if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
                 # The conversation spoke all the same: what waits for that goes out (the
                 # "not answered" notice of the first delivery, cut by a restart, above all).
@@ -336,6 +345,18 @@ class ChannelBase(StopButton):
                     session_id=self.directory.cached(conversation), outcome=outcome)
             return outcome
 
+    async def _pay_owed(self, conversation: Conversation, message_id: str) -> None:
+        """Send the answer owed to the retry *message_id* (see :mod:`._owed_answers`), if
+        one is, as it was to go: straight to :meth:`deliver`, with no session. Forgotten once
+        it went out; kept when it fails again (:meth:`deliver`'s error is raised), for the
+        next retry. Called while the id is in flight, so two retries send it once."""
+        owed = self.owed_answers.owed(conversation.key, message_id)
+        if owed is None:
+            return
+        text, command = owed
+        await self._deliver_direct(conversation, text, extra={"command": command})
+        self.owed_answers.paid(conversation.key, message_id)
+
     async def _inbound(self, conversation: Conversation, inbound: Inbound, *,
                        known: Known | None = None) -> InboundOutcome:
         """Handle *inbound* (see :meth:`handle_inbound`). *known*: the read of a session
@@ -348,12 +369,14 @@ class ChannelBase(StopButton):
         if isinstance(command, Command) and command.name == "cancel":
             # It hands back under the lock it cancels in (see run_cancel).
             ran = await run_cancel(self, conversation, known=known,
-                                   record=self._command_ops(conversation, inbound))
+                                   record=self._command_ops(conversation, inbound),
+                                   owed_to=self._owed_to(inbound))
             return "command" if ran else "duplicate"
         await self._hand_back_if_due(conversation)
         if command is not None:
             ran = await run_command(self, conversation, command, known=known,
-                                    record=self._command_ops(conversation, inbound))
+                                    record=self._command_ops(conversation, inbound),
+                                    owed_to=self._owed_to(inbound))
             return "command" if ran else "duplicate"
         if not trim(inbound.text):  # blank as the commands read it: nothing to show either
             return "ignored"
@@ -433,6 +456,12 @@ class ChannelBase(StopButton):
         self._handed_back.pop(conversation.key, None)
         for session_id in session_ids:
             self.dispatch.forget(session_id)
+
+    def _owed_to(self, inbound: Inbound) -> str | None:
+        """The message id a session command's direct answer is owed to when it does not go
+        out: *inbound*'s, when a retry of it is looked up here (:meth:`_dedupes`) and so
+        answered ``duplicate`` (see :meth:`_pay_owed`); else None (nothing would pay it)."""
+        return inbound.message_id if self._dedupes(inbound) else None
 
     def _remembers(self, inbound: Inbound) -> bool:
         """Whether *inbound*'s message id is remembered with the hold of its turn (with

@@ -4,6 +4,9 @@ An answer goes into the conversation's session through the runtime's outbox when
 conversation has one (in order with the session's other deliveries); a command that needs no
 session (``/who``, ``/status``, ``/help``, a refused ``/cancel`` before any message) creates
 none, and its answer goes straight to the channel's ``deliver()`` with ``session_id=None``.
+Such a direct answer to ``/cancel``, ``/clear`` or ``/resume``, whose message id was recorded
+with the effect, that does not go out is owed to the platform's retry of the id
+(:mod:`._owed_answers`).
 No answer contains an absolute path: the workspace appears by its basename, and a session id
 the user typed is never echoed back.
 """
@@ -45,7 +48,7 @@ CLEARED_SESSION = "That session was cleared; it cannot be resumed."
 
 async def run_command(channel: ChannelBase, conversation: Conversation,
                       command: Command | InvalidCommand, *, record: Sequence[Op] = (),
-                      known: Known | None = None) -> bool:
+                      known: Known | None = None, owed_to: str | None = None) -> bool:
     """Run *command* for *conversation* and send its answer; False, with nothing done and no
     answer, when *known* (the read of a session command's message id record, given for
     ``/cancel``, ``/new``, ``/clear`` and ``/resume``) finds it handled already.
@@ -58,7 +61,11 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
 
     *known* is awaited under the conversation's lock, with the effect: read before it, a
     message the platform sent after the command, handled during the read, started its turn
-    in the session the command then left (``/new``), or cleared and cancelled (``/clear``)."""
+    in the session the command then left (``/new``), or cleared and cancelled (``/clear``).
+
+    *owed_to*: the message id *record* records, when the platform's retry of it is looked up
+    (``dedupe_message_ids``): a direct answer (no session) of ``/clear`` or ``/resume`` that
+    does not go out is then owed to that retry (see :func:`_answer`)."""
     directory, dispatch = channel.directory, channel.dispatch
     name = command.name
     if isinstance(command, InvalidCommand):
@@ -79,7 +86,8 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
         await channel.answer(conversation, session_id, text, command=name)
         return True
     if name == "cancel":
-        return await run_cancel(channel, conversation, record=record, known=known)
+        return await run_cancel(channel, conversation, record=record, known=known,
+                                owed_to=owed_to)
     refusal = None
     cleared_no_session = False
     async with directory.lock(conversation):
@@ -103,20 +111,20 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     if cleared_no_session:
         # No session: a direct answer, which waits for the answers still on their way (see
         # ChannelBase._deliver_direct): outside the lock, so no message waits for it.
-        await channel.answer(conversation, None, CLEARED, command=name)
+        await _answer(channel, conversation, None, CLEARED, command=name, owed_to=owed_to)
         return True
     if refusal is None:
         return True
     # A refused /resume changed nothing; its answer goes to the current session, looked up
     # outside the lock (a lookup that reads the store takes it).
     current = await directory.lookup(conversation)
-    await channel.answer(conversation, current, refusal, command="resume")
+    await _answer(channel, conversation, current, refusal, command="resume", owed_to=owed_to)
     return True
 
 
 async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
-                     record: Sequence[Op] = (),
-                     known: Known | None = None) -> bool:
+                     record: Sequence[Op] = (), known: Known | None = None,
+                     owed_to: str | None = None) -> bool:
     """``/cancel`` from an allowed sender: cancel the oldest request not yet over in each of
     *conversation*'s sessions (see ``Dispatch.cancel``) and answer; False, with nothing done
     and no answer, when *known* (the read of its message id's record) finds it handled.
@@ -129,7 +137,8 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
     written before the cancel: a cancel dies with its process anyway, but an id recorded
     after it could be lost to a crash in between, and the platform's resend then cancelled
     the turn of a message sent since. The session the answer goes to is looked up after
-    the lock is let go (a lookup that reads the store takes it)."""
+    the lock is let go (a lookup that reads the store takes it). *owed_to*: as for
+    :func:`run_command`."""
     directory = channel.directory
     async with directory.lock(conversation):
         await channel._hand_back_if_due(conversation, locked=True)
@@ -143,9 +152,24 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
                 await channel.runtime.store.commit(list(record))
             done = channel.dispatch.cancel(conversation, "cancel_command")
     session_id = await directory.lookup(conversation)
-    await channel.answer(conversation, session_id, CANCELLED if done else NOTHING_TO_CANCEL,
-                         command="cancel")
+    await _answer(channel, conversation, session_id, CANCELLED if done else NOTHING_TO_CANCEL,
+                  command="cancel", owed_to=owed_to)
     return True
+
+
+async def _answer(channel: ChannelBase, conversation: Conversation, session_id: str | None,
+                  text: str, *, command: str, owed_to: str | None) -> None:
+    """``channel.answer``, for a command whose message id was recorded before its answer.
+    A direct answer (no session) that does not go out (``deliver()`` raised, or the call was
+    cancelled) is owed to the platform's retry of *owed_to*, if given: that retry is a
+    ``duplicate`` (the command must not run again), which then gets it. An answer in a
+    session is a durable outbox row, owed to nobody."""
+    try:
+        await channel.answer(conversation, session_id, text, command=command)
+    except BaseException:
+        if session_id is None and owed_to is not None:
+            channel.owed_answers.owe(conversation.key, owed_to, text, command)
+        raise
 
 
 async def _resume(channel: ChannelBase, conversation: Conversation,

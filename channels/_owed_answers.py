@@ -1,0 +1,61 @@
+"""Answers owed to a platform's retry: a session command answered with no session whose
+direct answer did not go out.
+
+With ``dedupe_message_ids``, the id of ``/cancel``, ``/clear`` and ``/resume`` is recorded
+with (or before) the command's effect, before its answer: a retry after a crash must never
+run the command twice (a ``/clear`` retried would clear the session the user started since).
+When the conversation has no session, the answer goes straight to the adapter's ``deliver()``;
+should that raise (the platform call failed) or the call be cancelled, the platform's retry
+of the same id is a ``duplicate``, and the user would never get the answer. The channel keeps
+it here, in memory, per (conversation key, message id), and sends it to that retry; once it
+went out it is forgotten. At most :data:`MAX_OWED_ANSWERS` are kept (the oldest is dropped,
+logged, when one more is owed), so answers a platform never retries cannot pile up. Lost at a
+restart, as a retry after one finds only the id's record.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+from tidings.supervisor._log import field
+
+__all__ = ["MAX_OWED_ANSWERS", "OwedAnswers"]
+
+log = logging.getLogger("tidings.channels")
+
+MAX_OWED_ANSWERS = 256
+"""Owed answers one channel keeps at most: a platform retries within minutes, so only one
+whose calls fail by the hundred, and are never retried, reaches it."""
+
+
+class OwedAnswers:
+    """Owed answers, ``(text, command)`` per (conversation key, message id), oldest first."""
+
+    def __init__(self, cap: int = MAX_OWED_ANSWERS) -> None:
+        self._cap = cap
+        self._owed: collections.OrderedDict[tuple[str, str], tuple[str, str]] = (
+            collections.OrderedDict())
+
+    def __len__(self) -> int:
+        return len(self._owed)
+
+    def owe(self, key: str, message_id: str, text: str, command: str) -> None:
+        """Keep *text* (the answer to *command*) for the retry of *message_id* in the
+        conversation *key*; past the cap, the oldest owed answer is dropped. Sync."""
+        self._owed[(key, message_id)] = (text, command)
+        self._owed.move_to_end((key, message_id))
+        while len(self._owed) > self._cap:
+            (old_key, old_id), (_, old_command) = self._owed.popitem(last=False)
+            log.warning("event=owed_answer_dropped conversation=%s message_id=%s command=%s "
+                        "note=%s", field(old_key), field(old_id), field(old_command),
+                        field(f"more than {self._cap} answers are owed; a retry of this "
+                              f"message gets no answer"))
+
+    def owed(self, key: str, message_id: str) -> tuple[str, str] | None:
+        """The answer owed to *message_id* in the conversation *key*: ``(text, command)``."""
+        return self._owed.get((key, message_id))
+
+    def paid(self, key: str, message_id: str) -> None:
+        """The answer owed to *message_id* went out: forget it. Sync."""
+        self._owed.pop((key, message_id), None)

@@ -1,0 +1,125 @@
+"""``dedupe_message_ids``: a session command answered with no session (``/clear`` or
+``/cancel`` with none, a refused ``/resume`` with none) has its message id recorded with its
+effect, before the answer, which goes straight to ``deliver()``. When that ``deliver()``
+raises (the platform call failed), the platform's retry of the same id is a ``duplicate``:
+the command must not run again (a ``/clear`` retried would clear the session the user started
+since), yet the answer was never given. The channel keeps the owed answer and sends it to
+the retry, once."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import trio
+
+import tidings
+from tidings.actors import Outbound
+from tidings.channels import ChannelConfig
+from tidings.channels._owed_answers import MAX_OWED_ANSWERS, OwedAnswers
+
+from .conftest import GatedAgent, RecordingChannel
+
+DEDUPE = ChannelConfig("ops", dedupe_message_ids=True)
+
+
+class PlatformDown(Exception):
+    pass
+
+
+class FailingOnce(RecordingChannel):
+    """Its platform call fails for the next ``failures`` answers that have no session."""
+
+    failures = 0
+
+    async def deliver(self, outbound: Outbound) -> None:
+        if outbound.session_id is None and self.failures:
+            self.failures -= 1
+            raise PlatformDown("the platform call failed")
+        await super().deliver(outbound)
+
+
+def direct(channel: RecordingChannel) -> list[tuple[str, object]]:
+    """``(text, command)`` of the answers that went out with no session."""
+    return [(o.text, o.metadata.get("command")) for o in channel.outbounds
+            if o.session_id is None]
+
+
+@pytest.mark.parametrize(("text", "command", "answer"), [
+    ("/clear", "clear", "Cleared. Your next message starts a new session."),
+    ("/cancel", "cancel", "Nothing to cancel."),
+    ("/resume sess_nope", "resume", "This conversation has no such session."),
+])
+async def test_the_retry_of_a_sessionless_command_whose_answer_failed_gets_the_answer(
+        db_path, workspace, text, command, answer) -> None:
+    agent = GatedAgent()
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = FailingOnce(rt, DEDUPE, agent=agent)
+        channel.failures = 1
+        with pytest.raises(PlatformDown):
+            await channel.say(text, message_id="c1")
+        assert direct(channel) == []
+        # The user goes on meanwhile: a session and a running turn the retry must not touch.
+        assert await channel.say("hello", message_id="m1") == "started"
+        await agent.wait_turns(1)
+        [session_id] = channel.directory.sessions()
+        assert await channel.say(text, message_id="c1") == "duplicate"
+        assert direct(channel) == [(answer, command)]
+        # The command did not run again: the session stays, its turn runs on.
+        assert channel.directory.sessions() == [session_id]
+        assert channel.turn_running(session_id)
+        assert [e.type for e in channel.events if e.type == "cancelled"] == []
+        # Given once: a further retry is a plain duplicate.
+        assert await channel.say(text, message_id="c1") == "duplicate"
+        assert direct(channel) == [(answer, command)]
+        agent.release()
+        await channel.wait_idle()
+
+
+async def test_an_owed_answer_whose_second_send_fails_is_still_owed(db_path,
+                                                                     workspace) -> None:
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = FailingOnce(rt, DEDUPE)
+        channel.failures = 2
+        for _ in range(2):
+            with pytest.raises(PlatformDown):
+                await channel.say("/cancel", message_id="c1")
+        assert await channel.say("/cancel", message_id="c1") == "duplicate"
+        assert direct(channel) == [("Nothing to cancel.", "cancel")]
+
+
+async def test_a_caller_cancelled_while_the_answer_is_sent_leaves_it_owed(
+        db_path, workspace) -> None:
+    # The platform gave up on the request (its caller was cancelled while deliver() hung):
+    # the id is recorded, so the retry is a duplicate, and the answer is owed to it.
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = RecordingChannel(rt, DEDUPE)
+        channel.platform.stall()
+        with trio.fail_after(10):  # hang guard only
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(functools.partial(channel.say, "/clear", message_id="c1"))
+                await channel.platform.wait_attempted(1)
+                nursery.cancel_scope.cancel()
+        channel.platform.release()
+        assert direct(channel) == []
+        assert await channel.say("/clear", message_id="c1") == "duplicate"
+        assert direct(channel) == [("Cleared. Your next message starts a new session.",
+                                    "clear")]
+
+
+def test_owed_answers_keep_at_most_their_cap_dropping_the_oldest(caplog) -> None:
+    owed = OwedAnswers(cap=2)
+    for n in range(3):
+        owed.owe("ops:chat:c1", f"m{n}", f"answer {n}", "cancel")
+    assert len(owed) == 2
+    assert owed.owed("ops:chat:c1", "m0") is None
+    assert owed.owed("ops:chat:c1", "m2") == ("answer 2", "cancel")
+    assert any("event=owed_answer_dropped" in r.getMessage() and "m0" in r.getMessage()
+               for r in caplog.records)
+    owed.paid("ops:chat:c1", "m2")
+    assert owed.owed("ops:chat:c1", "m2") is None
+    assert len(owed) == 1
+    by_default = OwedAnswers()  # the documented cap
+    for n in range(MAX_OWED_ANSWERS + 1):
+        by_default.owe("ops:chat:c1", f"m{n}", "Nothing to cancel.", "cancel")
+    assert len(by_default) == MAX_OWED_ANSWERS
