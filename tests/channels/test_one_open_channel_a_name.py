@@ -9,6 +9,8 @@ second channel, the one bound last, never to the chat that asked."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 import tidings
@@ -30,10 +32,13 @@ async def test_a_second_open_channel_of_a_name_is_refused(rt) -> None:
 
 
 async def test_a_second_gateway_named_alike_is_refused(rt) -> None:
-    GatewayChannel(rt, GatewayConfig(token="t" * 32, port=0))
+    # Held: a channel nobody holds is gone once collected, and its name is free then.
+    first = GatewayChannel(rt, GatewayConfig(token="t" * 32, port=0))
+    gc.collect()
     with pytest.raises(ValidationError) as refused:
         GatewayChannel(rt, GatewayConfig(token="t" * 32, port=0))
     assert refused.value.field == "name"
+    assert not first.directory.closed
 
 
 async def test_a_channel_of_a_closed_ones_name_or_another_is_taken(
