@@ -101,8 +101,8 @@ async def test_status_reads_the_database_without_trio_the_actors_or_the_channels
     assert json.loads(out)["delivery_id"] == delivery_id
     loaded, code, out, err = await _loaded(tmp_path, "status", "--db", str(path), "--json",
                                            "--session", "no-such-session")
-    assert (loaded, code, err) == ([], 0, "")
-    assert json.loads(out)["recent"] == []
+    assert (loaded, code, out) == ([], 1, "")  # looked up, and said to be no session
+    assert "no session 'no-such-session'" in err
     loaded, code, _, err = await _loaded(tmp_path, "status", "--db", str(path), "bad\udcff")
     assert (loaded, code) == ([], 2)
     assert "not an id: is not valid Unicode (lone surrogate at index 3)" in err
