@@ -39,8 +39,8 @@ class ChildSlot:
     """A child's place in its supervisor; it outlives incarnations (name, mailbox, counters)."""
 
     __slots__ = ("backoff", "delay", "done", "exit_owed", "fault_scope", "fault_seam",
-                 "incarnation", "lock_waits", "mailbox", "ready_at", "receiver", "removed",
-                 "restarts", "scope", "spec", "state", "stopping", "task")
+                 "incarnation", "mailbox", "ready_at", "receiver", "removed", "restarts",
+                 "scope", "spec", "state", "stopping", "task")
 
     def __init__(self, spec: ChildSpec, plan: FaultPlan | None) -> None:
         self.spec = spec
@@ -56,9 +56,6 @@ class ChildSlot:
         self.fault_seam: str | None = None
         self.receiver: MailboxReceiver | None = None
         self.stopping = False  # the shutdown ladder is stopping it: its ending is no crash
-        # start_child calls from within it waiting for the supervisor's lock: its ladder ends
-        # them (the lock holder stopping it would wait for them, and they for it)
-        self.lock_waits: set[trio.CancelScope] = set()
         self.removed = False  # forgotten by the supervisor
         self.ready_at = 0.0
         self.delay = 0.0  # backoff before the next incarnation
@@ -284,15 +281,13 @@ def _record_superseded(sup: Supervisor, slot: ChildSlot, receiver: MailboxReceiv
     sup._record(slot, fault, "shutdown_error")
 
 
-async def run_child(sup: Supervisor, slot: ChildSlot, *, after: trio.Lock | None = None,
+async def run_child(sup: Supervisor, slot: ChildSlot, *,
                     task_status: trio.TaskStatus[StartResult] = trio.TASK_STATUS_IGNORED) -> None:
     """The task that runs one child: incarnations in a loop while restarts happen in place.
 
     Launched by the supervisor under ``slot.scope`` (so the ladder can cancel it before it
     runs). With a starter waiting (``nursery.start``), the first incarnation's readiness or
-    failure is reported to it through a :class:`StartResult`, never as an exception. With
-    ``after`` (the supervisor's lock, held by a start or group restart) it starts once that
-    is over: its ladder ends the wait at once, and it never starts once the supervisor stops.
+    failure is reported to it through a :class:`StartResult`, never as an exception.
     """
     starter = None if task_status is trio.TASK_STATUS_IGNORED else _Starter(task_status)
     scope, done = slot.scope, slot.done
@@ -301,10 +296,6 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *, after: trio.Lock | None
     slot.task = trio.lowlevel.current_task()
     try:
         with scope:
-            if after is not None:
-                await _wait_turn(slot, after)
-                if not sup._live():
-                    return
             while not slot.stopping:
                 if slot.delay > 0:
                     slot.state = "backoff"
@@ -342,20 +333,6 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *, after: trio.Lock | None
             settle_exit(sup, slot)  # it will never run again
     if starter is not None:  # stopped (no-op if it had been ready)
         starter.tell(StartResult(stopped=True))
-
-
-async def _wait_turn(slot: ChildSlot, lock: trio.Lock) -> None:
-    """Wait until ``lock`` is free; the child's ladder (``lock_waits``) ends the wait, also
-    one that ran before this task did (it found no wait to end)."""
-    with trio.CancelScope() as waiting:
-        if slot.stopping:
-            waiting.cancel()
-        slot.lock_waits.add(waiting)
-        try:
-            async with lock:
-                pass
-        finally:
-            slot.lock_waits.discard(waiting)
 
 
 def settle_exit(sup: Supervisor, slot: ChildSlot) -> None:

@@ -27,8 +27,6 @@ async def run_ladder(slot: ChildSlot, plan: FaultPlan | None, *, supervisor: str
     """
     name = slot.spec.name
     slot.stopping = True
-    for waiting in slot.lock_waits:  # its start_child calls waiting for the lock holder
-        waiting.cancel(reason=f"stop of {name}")
     done, scope = slot.done, slot.scope
     if done is None or scope is None or done.is_set():
         if final:

@@ -6,7 +6,7 @@ import logging
 import math
 import sys
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from functools import partial
 from typing import Literal, final
 
@@ -92,7 +92,6 @@ class Supervisor:
         self._nursery: trio.Nursery | None = None
         self._serving_restarts = False
         self._launching: ChildSlot | None = None  # the lock holder waits for its readiness
-        self._awaited: set[ChildSlot] = set()  # it, and children it added while starting
 
     def __repr__(self) -> str:
         return (f"<Supervisor {self._name!r} {self._strategy} {self._state} "
@@ -159,68 +158,18 @@ class Supervisor:
     async def start_child(self, spec: ChildSpec) -> object:
         """Add a child after all the others and start it; blocks until it is ready.
 
-        While the initial start or a group restart runs, it first waits for that to end, so
-        the child starts after all the others (it is added only then). Called by a child
-        during its own start (before its ``started()``), which that start or restart waits
-        for, it does not wait: the child it adds starts at once.
-
         Returns the value it passed to ``task_status.started()``.
 
         Raises:
           ValidationError: ``spec`` is not a :class:`ChildSpec`.
-          SupervisorError: a child of that name exists, or the supervisor is stopping, or
-            the restart it waited for stops the child that called it.
+          SupervisorError: a child of that name exists, or the supervisor is stopping.
           ChildStartError: it failed or timed out before it was ready (it is forgotten; the
             cause is chained).
         """
         await trio.lowlevel.checkpoint_if_cancelled()
-        self._check_new(spec)
-        if self._awaits_caller():  # the start or restart running waits for the caller itself
-            return await self._start_added(spec, self._launch_awaited)
-        await self._wait_for_lock(spec)  # after the start or group restart running, in order
-        try:
-            return await self._start_added(spec, self._launch_locked)
-        finally:
-            self._lock.release()
-
-    async def _wait_for_lock(self, spec: ChildSpec) -> None:
-        """Take the lock for :meth:`start_child`, once the start or group restart holding it
-        is over. If that stops the child the caller runs within, it waits for the caller to
-        end, and the caller for it: the wait ends then, refused."""
-        caller = self._caller_slot() if self._lock.locked() else None
-        if caller is None:
-            await self._lock.acquire()
-            return
-        with trio.CancelScope() as waiting:
-            if caller.stopping:
-                waiting.cancel()
-            caller.lock_waits.add(waiting)
-            try:
-                await self._lock.acquire()
-            finally:
-                caller.lock_waits.discard(waiting)
-        if waiting.cancelled_caught:
-            raise SupervisorError(
-                f"supervisor {self._name!r} is stopping child {caller.spec.name!r}: it does "
-                f"not add {spec.name!r} for it", child=spec.name)
-
-    def _caller_slot(self) -> ChildSlot | None:
-        """The child the calling task runs within (its own task, or one under it), if any."""
-        tasks = {slot.task: slot for slot in self._children.values() if slot.task is not None}
-        current: trio.lowlevel.Task | None = trio.lowlevel.current_task()
-        while current is not None:
-            if current in tasks:
-                return tasks[current]
-            nursery = current.parent_nursery
-            current = None if nursery is None else nursery.parent_task
-        return None
-
-    async def _start_added(self, spec: ChildSpec,
-                           launch: Callable[[ChildSlot], Awaitable[StartResult]]) -> object:
-        """:meth:`start_child` once its turn has come: register the child, launch it."""
         slot = self._register(spec)
         try:
-            result = await launch(slot)
+            result = await self._launch(slot)
         except BaseException:
             if slot.done is None or not slot.done.is_set():  # its task never ran: refused,
                 slot.exit_owed = False  # as never added (no on_exit)
@@ -234,10 +183,6 @@ class Supervisor:
     def start_child_soon(self, spec: ChildSpec) -> None:
         """Add a child after all the others and start it without waiting. Never blocks.
 
-        It starts, as with :meth:`start_child`, once a start or group restart that runs is
-        over (unless called by a child during its own start, which that waits for); it is
-        ``starting`` meanwhile.
-
         A failure before it is ready counts as a crash of its first incarnation (its restart
         type decides what follows). Raises like :meth:`start_child`, minus ChildStartError;
         a child it refuses is not added, and its ``on_exit`` is not called (it never ran).
@@ -245,11 +190,8 @@ class Supervisor:
         slot = self._register(spec)
         assert self._nursery is not None
         slot.scope, slot.done = trio.CancelScope(), trio.Event()
-        # after the start or group restart running, in order (unless that waits for the caller)
-        later = self._lock if self._lock.locked() and not self._awaits_caller() else None
         try:
-            self._nursery.start_soon(partial(run_child, self, slot, after=later),
-                                     name=self._task_name(slot))
+            self._nursery.start_soon(run_child, self, slot, name=self._task_name(slot))
         except RuntimeError:
             # The nursery has closed: cancelled from outside, the supervisor skipped its
             # graceful stop and is not marked stopping yet (_finish runs once its task is
@@ -329,8 +271,7 @@ class Supervisor:
             raise ChildNotFoundError(f"supervisor {self._name!r} has no child named {name!r}",
                                      child=name) from None
 
-    def _check_new(self, spec: ChildSpec) -> None:
-        """Refuse a child the supervisor cannot add now (a bad spec, a name taken, stopping)."""
+    def _register(self, spec: ChildSpec) -> ChildSlot:
         if not isinstance(spec, ChildSpec):
             raise ValidationError("spec", f"must be a ChildSpec, got {spec!r}")
         if self._state not in LIVE:
@@ -338,18 +279,8 @@ class Supervisor:
         if spec.name in self._children:
             raise SupervisorError(f"supervisor {self._name!r} already has a child named "
                                   f"{spec.name!r}", child=spec.name)
-
-    def _register(self, spec: ChildSpec) -> ChildSlot:
-        self._check_new(spec)
         slot = self._children[spec.name] = ChildSlot(spec, self._plan)
         return slot
-
-    def _awaits_caller(self) -> bool:
-        """Whether the lock holder (a start, a group restart) waits for the calling task: it
-        runs within a child not ready yet whose start the holder awaits, directly or through
-        the child that added it during its own start. Waiting for the lock, it never would."""
-        return any(slot.state != "running" and _called_within(slot.task)
-                   for slot in self._awaited)
 
     def _stopping_error(self, spec: ChildSpec) -> SupervisorError:
         state = self._state if self._state not in LIVE else "stopping"
@@ -383,17 +314,9 @@ class Supervisor:
         """
         self._launching = slot
         try:
-            return await self._launch_awaited(slot)
-        finally:
-            self._launching = None
-
-    async def _launch_awaited(self, slot: ChildSlot) -> StartResult:
-        """:meth:`_launch` of a child the lock holder waits for (see :meth:`_awaits_caller`)."""
-        self._awaited.add(slot)
-        try:
             return await self._launch(slot)
         finally:
-            self._awaited.discard(slot)
+            self._launching = None
 
     def _launching_unstopped(self) -> ChildSlot | None:
         """The child the lock holder waits for, when no ladder is stopping it yet."""
