@@ -9,7 +9,9 @@ runtime's supervision tree owns (a channel needs no nursery of its own).
 
 from __future__ import annotations
 
+import collections
 import functools
+import gc
 import inspect
 import logging
 import types
@@ -77,17 +79,27 @@ def _claim_name(runtime: Runtime, name: str, channel: ChannelBase) -> None:
     durably; two open channels of it, each with its own directory, locks and dispatch, both
     bound them: a message on one did not steer the turn the other ran in its session, and that
     turn's reply went to the one bound last. A closed channel's name is free (a reload), and
-    so is one whose channel is gone."""
+    so is one nothing refers to any more (dropped unclosed, or whose ``__init__`` failed):
+    channels sit in reference cycles, so on a conflict the garbage is collected once first,
+    and whether the name is free does not depend on when the collector last ran."""
     names = _OPEN.setdefault(runtime, {})
-    held = names.get(name)
-    other = held() if held is not None else None
-    directory = getattr(other, "directory", None)  # None: gone, or its __init__ failed
-    if directory is not None and not directory.closed:
+    if _open_channel(names, name) is not None:
+        gc.collect()  # only on a conflict: a dropped channel is garbage, not open
+    other = _open_channel(names, name)
+    if other is not None:
         raise ValidationError("name", f"a channel named {name!r} is open in this runtime "
                                       f"already ({other!r}); two would share its sessions: "
                                       f"close() that one first, or give this one another "
                                       f"name (ChannelConfig(name=...))")
     names[name] = weakref.ref(channel)
+
+
+def _open_channel(names: dict[str, weakref.ref[ChannelBase]], name: str) -> ChannelBase | None:
+    """The channel of *name* in *names*, if it is alive and not closed."""
+    held = names.get(name)
+    other = held() if held is not None else None
+    directory = getattr(other, "directory", None)  # None: gone, or its __init__ failed
+    return other if directory is not None and not directory.closed else None
 
 
 def _check_route_extras(channel: Any, adapter: str) -> None:
@@ -215,7 +227,8 @@ class ChannelBase(StopButton):
         self._handling_ids = InFlight()
         # (presses key, press id) of presses that cancelled but whose outcome's write failed
         # (see StopButton._press)
-        self._presses_unsettled: set[tuple[str, str]] = set()
+        self._presses_unsettled: collections.OrderedDict[tuple[str, str], None] = (
+            collections.OrderedDict())
         # conversation key -> its answers still in the outbox, which a direct one waits for
         self._answers = AnswerOrder()
         # direct answers of session commands that did not go out, for the platform's retry

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING, Any, Literal
 
 import trio
@@ -20,7 +21,12 @@ if TYPE_CHECKING:
     from tidings.channels._dispatch import Dispatch
     from tidings.channels._in_flight import InFlight
 
-__all__ = ["CancelOutcome", "StopButton"]
+__all__ = ["MAX_UNSETTLED_PRESSES", "CancelOutcome", "StopButton"]
+
+MAX_UNSETTLED_PRESSES = 256
+"""Presses whose outcome's write failed that one channel remembers at most (the oldest is
+forgotten first: its repeat then answers ``nothing``, as after a restart). Only a store
+failing again and again fills it."""
 
 CancelOutcome = Literal["cancelled", "nothing", "refused"]
 """What :meth:`ChannelBase.cancel_turn` did: a request was ``cancelled`` (``/cancel`` answers
@@ -36,7 +42,7 @@ class StopButton:
     directory: SessionDirectory
     dispatch: Dispatch
     _handling_ids: InFlight
-    _presses_unsettled: set[tuple[str, str]]
+    _presses_unsettled: collections.OrderedDict[tuple[str, str], None]
 
     if TYPE_CHECKING:
         def _check_accepting(self) -> None: ...  # RuntimeClosedError: closed or stopping
@@ -138,7 +144,10 @@ class StopButton:
                 # It cancelled all the same: a repeat in this process says so (the record
                 # says "nothing", all a repeat after a restart can go by). Kept only for
                 # such a failed write.
-                self._presses_unsettled.add((key, press))
+                unsettled = self._presses_unsettled
+                unsettled[(key, press)] = None
+                while len(unsettled) > MAX_UNSETTLED_PRESSES:
+                    unsettled.popitem(last=False)
                 raise
             return "cancelled"
 

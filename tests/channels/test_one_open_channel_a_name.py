@@ -51,3 +51,18 @@ async def test_a_channel_of_a_closed_ones_name_or_another_is_taken(
     await second.wait_idle()
     async with tidings.open_runtime(db_path.with_name("other.db"), workspace=workspace) as other:
         RecordingChannel(other, OPS)  # another runtime's channel of that name
+
+
+async def test_a_dropped_unclosed_channel_frees_its_name_whenever_the_collector_ran(
+        rt) -> None:
+    """A channel dropped without close() (never used, or whose subclass __init__ failed after
+    the base's) is garbage in reference cycles. Its name is free for the next channel at
+    once, not only after the collector happened to run: with collection off, it was refused."""
+    gc.disable()
+    try:
+        RecordingChannel(rt, OPS)  # dropped at once, unclosed
+        second = RecordingChannel(rt, OPS)
+    finally:
+        gc.enable()
+    assert await second.say("hello") == "started"
+    await second.wait_idle()
