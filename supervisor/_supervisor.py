@@ -6,7 +6,7 @@ import logging
 import math
 import sys
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Literal, final
 
@@ -92,6 +92,7 @@ class Supervisor:
         self._nursery: trio.Nursery | None = None
         self._serving_restarts = False
         self._launching: ChildSlot | None = None  # the lock holder waits for its readiness
+        self._giving_up = False  # it escalated in the scheduling batch running now
 
     def __repr__(self) -> str:
         return (f"<Supervisor {self._name!r} {self._strategy} {self._state} "
@@ -375,8 +376,8 @@ class Supervisor:
         # began: an ending then is no crash, whichever of the two ran first. Nor is one while
         # the deciding task (the child's, or the restart helper's) is being cancelled: from
         # outside, the supervisor's graceful stop is skipped and its state still reads running
-        if (slot.stopping or slot.removed or self._state not in LIVE
-                or being_cancelled()):
+        if (slot.stopping or slot.removed or being_cancelled()
+                or (self._state not in LIVE and not self._giving_up)):
             if error is not None:
                 self._record(slot, error, "shutdown_error")
             return "stop"
@@ -388,6 +389,10 @@ class Supervisor:
                           incarnation=slot.incarnation, restart=spec.restart)
             self._forget(slot)
             return "retire"
+        if self._giving_up:  # it gave up in this very tick: this restart goes over too
+            self._record(slot, error, "escalate")
+            self._escalate(slot, error)
+            return "escalate"
         if count:
             if not self._window.admit(trio.current_time()):
                 self._record(slot, error, "escalate")
@@ -429,26 +434,52 @@ class Supervisor:
                          field(self._name), field(name), slot.incarnation, exc_info=error)
 
     def _escalate(self, slot: ChildSlot, error: BaseException | None) -> None:
-        name, limit = slot.spec.name, self._intensity
-        failure = RestartIntensityExceeded(
-            f"supervisor {self._name!r} gave up: child {name!r} ended and a restart would make "
-            f"{len(self._window)} restarts within {limit.period} seconds "
-            f"(max_restarts={limit.max_restarts})", child=name)
-        failure.__cause__ = error
-        self._failure = failure
-        self._state = "stopping"
+        """Give up: the failure names ``slot``, the body is cancelled, the children stop.
+
+        Children crashing in the same tick (a resource they share went away) come in the
+        order trio shuffled them. Until that scheduling batch has run, each later crash that
+        goes over too is taken in (the caller recorded it ``escalate``), and the failure
+        names the earliest of them in start order: never the order trio happened to pick.
+        """
         # It will never run again: its senders fail now (and what is buffered goes to its
         # dead-letter hook) instead of waiting for it, maybe shielded, while the others stop.
         slot.mailbox._close()
-        log_event(logging.ERROR, "restart_intensity_exceeded", supervisor=self._name,
-                  child=name, restarts=len(self._window), period=limit.period,
-                  max_restarts=limit.max_restarts)
+        if self._failure is not None:  # the same tick: the earliest child is the one named
+            order = list(self._children)
+            named = self._failure.child
+            if named in order and slot.spec.name in order and (
+                    order.index(slot.spec.name) < order.index(named)):
+                self._failure = self._failure_of(slot, error)
+            return
+        self._failure = self._failure_of(slot, error)
+        self._state = "stopping"
+        self._giving_up = True
+        trio.lowlevel.add_instrument(_AfterThisTick(self._gave_up))
         self._body_scope.cancel(reason=f"restart intensity of supervisor {self._name} exceeded")
         launching = self._launching_unstopped()
         if launching is not None and self._nursery is not None:
             self._nursery.start_soon(
                 partial(run_ladder, launching, self._plan, supervisor=self._name, final=False),
                 name=f"{self._task_name(launching)}/stop")
+
+    def _failure_of(self, slot: ChildSlot, error: BaseException | None
+                    ) -> RestartIntensityExceeded:
+        name, limit = slot.spec.name, self._intensity
+        failure = RestartIntensityExceeded(
+            f"supervisor {self._name!r} gave up: child {name!r} ended and a restart would make "
+            f"{len(self._window)} restarts within {limit.period} seconds "
+            f"(max_restarts={limit.max_restarts})", child=name)
+        failure.__cause__ = error
+        return failure
+
+    def _gave_up(self) -> None:
+        """The tick it escalated in has run: a crash from now on is one while stopping."""
+        self._giving_up = False
+        assert self._failure is not None
+        limit = self._intensity
+        log_event(logging.ERROR, "restart_intensity_exceeded", supervisor=self._name,
+                  child=self._failure.child, restarts=len(self._window), period=limit.period,
+                  max_restarts=limit.max_restarts)
 
     # --- lifetime (driven by open_supervisor) --------------------------------------------------
 
@@ -548,6 +579,20 @@ def check_options(specs: tuple[ChildSpec, ...], *, strategy: object, intensity: 
         raise ValidationError("name", f"must be a non-empty string, got {name!r}")
     if fault_plan is not None and not isinstance(fault_plan, FaultPlan):
         raise ValidationError("fault_plan", f"must be a FaultPlan or None, got {fault_plan!r}")
+
+
+@final
+class _AfterThisTick(trio.abc.Instrument):
+    """Calls ``then`` once, when the scheduling batch running now is over (trio is about to
+    poll for I/O before the next), then removes itself: it marks "the same tick" exactly,
+    where a task woken to do it would run among the next batch, in trio's random order."""
+
+    def __init__(self, then: Callable[[], None]) -> None:
+        self._then = then
+
+    def before_io_wait(self, timeout: float) -> None:
+        self._then()  # (should it raise, trio logs that and removes the instrument itself)
+        trio.lowlevel.remove_instrument(self)
 
 
 def _called_within(task: trio.lowlevel.Task | None) -> bool:
