@@ -117,8 +117,7 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
         return True
     # A refused /resume changed nothing; its answer goes to the current session, looked up
     # outside the lock (a lookup that reads the store takes it).
-    current = await directory.lookup(conversation)
-    await _answer(channel, conversation, current, refusal, command="resume", owed_to=owed_to)
+    await _answer_current(channel, conversation, refusal, command="resume", owed_to=owed_to)
     return True
 
 
@@ -151,9 +150,8 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
             if record:
                 await channel.runtime.store.commit(list(record))
             done = channel.dispatch.cancel(conversation, "cancel_command")
-    session_id = await directory.lookup(conversation)
-    await _answer(channel, conversation, session_id, CANCELLED if done else NOTHING_TO_CANCEL,
-                  command="cancel", owed_to=owed_to)
+    await _answer_current(channel, conversation, CANCELLED if done else NOTHING_TO_CANCEL,
+                          command="cancel", owed_to=owed_to)
     return True
 
 
@@ -170,6 +168,22 @@ async def _answer(channel: ChannelBase, conversation: Conversation, session_id: 
         if session_id is None and owed_to is not None:
             channel.owed_answers.owe(conversation.key, owed_to, text, command)
         raise
+
+
+async def _answer_current(channel: ChannelBase, conversation: Conversation, text: str, *,
+                          command: str, owed_to: str | None) -> None:
+    """:func:`_answer` in the conversation's current session, looked up now (outside the
+    conversation's lock, which the lookup may take, and another message may hold). A lookup
+    that fails or is cancelled (the platform gave up on the request) leaves the answer owed
+    to the retry of *owed_to*, as a direct answer: the id is recorded, so that retry is a
+    ``duplicate``, and the answer was never given."""
+    try:
+        session_id = await channel.directory.lookup(conversation)
+    except BaseException:
+        if owed_to is not None:
+            channel.owed_answers.owe(conversation.key, owed_to, text, command)
+        raise
+    await _answer(channel, conversation, session_id, text, command=command, owed_to=owed_to)
 
 
 async def _resume(channel: ChannelBase, conversation: Conversation,

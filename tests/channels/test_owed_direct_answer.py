@@ -12,12 +12,15 @@ import functools
 
 import pytest
 import trio
+import trio.testing
 
 import tidings
 from tidings.actors import Outbound
-from tidings.channels import ChannelConfig
+from tidings.channels import ChannelConfig, Inbound
 from tidings.channels._owed_answers import MAX_OWED_ANSWERS, OwedAnswers
+from tidings.testing import writer_gate
 
+from ..until import until
 from .conftest import GatedAgent, RecordingChannel
 
 DEDUPE = ChannelConfig("ops", dedupe_message_ids=True)
@@ -123,3 +126,42 @@ def test_owed_answers_keep_at_most_their_cap_dropping_the_oldest(caplog) -> None
     for n in range(MAX_OWED_ANSWERS + 1):
         by_default.owe("ops:chat:c1", f"m{n}", "Nothing to cancel.", "cancel")
     assert len(by_default) == MAX_OWED_ANSWERS
+
+
+@pytest.mark.parametrize(("text", "answer"), [
+    ("/cancel", "Nothing to cancel."),
+    ("/resume sess_nope", "This conversation has no such session."),
+])
+async def test_a_caller_cancelled_while_the_session_is_looked_up_leaves_the_answer_owed(
+        db_path, workspace, text, answer) -> None:
+    # The id is written under the conversation's lock; the session the answer goes to is
+    # looked up after, under that lock again, which another message of the conversation may
+    # hold then (here the test does). The platform gives up on the request meanwhile: the
+    # retry is a duplicate, and the answer is owed to it all the same.
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = RecordingChannel(rt, DEDUPE)
+        conversation = channel.conversation_for(Inbound(chat_id="c1", sender_id="u1",
+                                                        text=""))
+        holding, let_go = trio.Event(), trio.Event()
+
+        async def hold_the_lock() -> None:
+            async with channel.directory.lock(conversation):
+                holding.set()
+                await let_go.wait()
+
+        with trio.fail_after(10):  # hang guard only
+            async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
+                writer = rt.supervisor.mailbox("writer")
+                before = writer.depth
+                nursery.start_soon(functools.partial(channel.say, text, message_id="c1"))
+                await until(lambda: writer.depth > before)  # its id's write, under the lock
+                nursery.start_soon(hold_the_lock)
+                await trio.testing.wait_all_tasks_blocked()  # (waiting for the lock)
+                gate.release()
+                await holding.wait()  # the id is written; the command let the lock go
+                await trio.testing.wait_all_tasks_blocked()  # and waits for it to look up
+                nursery.cancel_scope.cancel()
+            assert direct(channel) == []
+            assert await rt.client_message_outcome("ops", conversation.key, "c1") is not None
+            assert await channel.say(text, message_id="c1") == "duplicate"
+        assert direct(channel) == [(answer, text.split()[0][1:])]
