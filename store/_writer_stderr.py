@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 
 import trio
 
@@ -26,8 +27,10 @@ LINE_LIMIT = 16 * 1024
 in pieces of this size, so what the child writes never grows the host's memory."""
 
 STDERR_GRACE = 2.0
-"""Seconds the host goes on reading once the child has exited. The pipe ends when the child
-has, unless a process it started holds the pipe still: its end would never come."""
+"""Real seconds the host goes on reading once the child has exited. The pipe ends when the
+child has, unless a process it started holds the pipe still: its end would never come. Real,
+not trio's clock: under an autojump ``MockClock`` that grace passed the moment the loop was
+idle, and what such a process wrote just after the child was dropped."""
 
 
 class StderrRelay:
@@ -40,6 +43,8 @@ class StderrRelay:
         # Shielded: the writer's cancellation (a crash, a stop) must not lose the lines the
         # child wrote just before; the relay ends at the pipe's end, or by child_exited.
         self._scope = trio.CancelScope(shield=True)
+        self._timer: threading.Timer | None = None  # the grace, once the child has exited
+        self._ended = False
 
     async def run(self) -> None:
         """Log each line until the pipe ends (the child has exited), or :data:`STDERR_GRACE`
@@ -51,14 +56,24 @@ class StderrRelay:
                     self._buffer += chunk
                     self._log_lines()
         finally:
+            self._ended = True
+            if self._timer is not None:  # no thread outlives the relay
+                self._timer.cancel()
+                self._timer.join()  # at once: cancelled, or done queueing the cancel
             if self._buffer:
                 self._log(bytes(self._buffer))
                 self._buffer.clear()
 
     def child_exited(self) -> None:
         """The child has exited, or will not be waited for (sync): read what is left in the
-        pipe for at most :data:`STDERR_GRACE` more."""
-        self._scope.deadline = min(self._scope.deadline, trio.current_time() + STDERR_GRACE)
+        pipe for at most :data:`STDERR_GRACE` more real seconds (a timer thread counts them,
+        whatever trio's clock does, and cancels the read through the run's token)."""
+        if self._ended or self._timer is not None:
+            return
+        token = trio.lowlevel.current_trio_token()
+        self._timer = threading.Timer(STDERR_GRACE, _cancel_soon, args=(token, self._scope))
+        self._timer.daemon = True
+        self._timer.start()
 
     def _log_lines(self) -> None:
         buffer = self._buffer
@@ -79,3 +94,11 @@ class StderrRelay:
             text = line[start:start + LINE_LIMIT].decode("utf-8", "surrogateescape")
             log.warning("event=writer_process_stderr pid=%d line=%s", self._pid,
                         json.dumps(text))
+
+
+def _cancel_soon(token: trio.lowlevel.TrioToken, scope: trio.CancelScope) -> None:
+    """In the timer's thread: cancel *scope* in trio's."""
+    try:
+        token.run_sync_soon(scope.cancel)
+    except trio.RunFinishedError:  # the relay never ran to join the timer: nothing to cancel
+        pass

@@ -1,0 +1,50 @@
+"""The writer's stderr grace is real seconds, whatever clock the host's trio run keeps.
+
+Once the writer child has been waited for, the host reads its stderr pipe for at most
+``STDERR_GRACE`` (2 s) more: a process the child started may hold the pipe open for ever. That
+grace was a deadline on trio's clock, so under a user's autojump ``MockClock`` it passed the
+moment the run loop was idle: what such a process wrote just after the child (a helper saying
+why it ends, a resource tracker's warning) was dropped, though it came within milliseconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import pytest
+import trio
+import trio.testing
+
+from tidings.store import Execute, open_store
+
+from ..real_time import fail_after_real
+from .test_writer_stderr import _hooked, _relayed
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the writer child's pipes")
+
+# A helper that holds the child's stderr and writes there once the child has died: it reads
+# a pipe whose only write end the child holds, and that read ends with the child.
+_HELPER = """\
+    import subprocess
+    held, holder = os.pipe()
+    subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.buffer.read(); '
+                      'sys.stderr.write("the helper saw the writer go\\\\n")'], stdin=held)
+    os.close(held)
+"""
+
+
+@pytest.fixture
+def user_autojump_clock() -> trio.testing.MockClock:
+    """A user's autojump clock: it jumps the moment the run loop is idle."""
+    return trio.testing.MockClock(autojump_threshold=0)
+
+
+async def test_the_grace_for_the_writers_stderr_is_real_time_under_autojump(
+        tmp_path, monkeypatch, caplog, user_autojump_clock) -> None:
+    _hooked(tmp_path, monkeypatch, "connect_writer", _HELPER)
+    caplog.set_level(logging.INFO, logger="tidings")
+    with fail_after_real(30):  # a real child process
+        async with open_store(tmp_path / "a.db", writer="process") as store:
+            await store.commit([Execute("CREATE TABLE kv (k TEXT)")])
+    assert "the helper saw the writer go" in _relayed(caplog)
