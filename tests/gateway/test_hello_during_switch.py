@@ -12,7 +12,6 @@ session), though README says the new session follows from its start."""
 from __future__ import annotations
 
 import trio
-import trio.testing
 
 from .conftest import frame_is
 
@@ -35,10 +34,12 @@ async def test_a_new_while_a_hello_settles_reaches_the_device_saying_hello(
             monkeypatch.setattr(rt, "drop_missed_progress", drop_when_told)
             async with trio.open_nursery() as nursery:
                 frames: list[dict] = []
+                welcomed = trio.Event()
 
                 async def come_back() -> None:
                     async with connect(url, "alpha", session_id=old,
                                        after_seq=reply["seq"]) as two:
+                        welcomed.set()  # connect returns once the welcome came
                         frames.extend(await two.receive_until(
                             frame_is("delivery", kind="message", text="again")))
 
@@ -48,10 +49,10 @@ async def test_a_new_while_a_hello_settles_reaches_the_device_saying_hello(
                 [*_, started] = await one.receive_until(frame_is("delivery", command="new"))
                 settle.set()
                 await one.receive_until(frame_is("accepted", id="m2"))
-                # The other device is in the conversation once its welcome came.
-                while not frames and len(_gateway.hubs["gateway:conv:alpha"].connections) < 2:
-                    await trio.testing.wait_all_tasks_blocked()
-                    await trio.lowlevel.checkpoint()
+                # The other device is in the conversation once its welcome came (the
+                # gateway joins a connection before it writes the welcome).
+                await welcomed.wait()
+                assert len(_gateway.hubs["gateway:conv:alpha"].connections) == 2
                 await one.message("again", message_id="m3")
     new = started["session_id"]
     assert new != old
