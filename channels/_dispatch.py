@@ -393,7 +393,7 @@ class Dispatch:
         not_told = functools.partial(self._not_told, state.session_id, len(dropped))
 
         def abandoned(why: str) -> None:
-            not_told(0, why)
+            not_told(0, 0, why)
             self._told()
 
         try:
@@ -423,7 +423,7 @@ class Dispatch:
         of context, or answered twice once the user sends it again (as asked).
         """
         rt = self._channel.runtime
-        told = 0
+        told = notices = 0  # turns dealt with; of them, those told by a notice
         try:
             for pending in dropped:
                 if pending.cancelled is not None:  # the user cancelled it: as /clear, no word
@@ -437,14 +437,17 @@ class Dispatch:
                                 metadata=unanswered_metadata(ids),
                                 settles=pending.held)
                 told += 1
+                notices += 1
         except (RuntimeClosedError, StoreClosedError) as exc:
-            self._not_told(session_id, len(dropped), told, f"the runtime is closed: {exc}")
+            self._not_told(session_id, len(dropped), told, notices,
+                           f"the runtime is closed: {exc}")
         except Exception as exc:  # noqa: BLE001 -- cleanup: logged, never raised over a cancel
-            self._not_told(session_id, len(dropped), told, f"the notice failed: {exc!r}")
+            self._not_told(session_id, len(dropped), told, notices,
+                           f"the notice failed: {exc!r}")
         else:
             log.warning("event=turns_dropped channel=%s session=%s count=%d "
                         "reason=worker_ended notices=%d", field(self._channel.config.name),
-                        field(session_id), len(dropped), told)
+                        field(session_id), len(dropped), notices)
         finally:
             self._told()
 
@@ -454,10 +457,13 @@ class Dispatch:
         self._telling -= 1
         self._set_idle_if_idle()
 
-    def _not_told(self, session_id: str, count: int, told: int, why: str) -> None:
+    def _not_told(self, session_id: str, count: int, told: int, notices: int,
+                  why: str) -> None:
+        """Log the *count* - *told* turns of a worker's end left unanswered and untold
+        (*notices*: how many of the others got a notice)."""
         log.error("event=turns_dropped channel=%s session=%s count=%d reason=worker_ended "
                   "notices=%d note=%s", field(self._channel.config.name), field(session_id),
-                  count, told,
+                  count, notices,
                   field(f"{count - told} accepted message(s) were not answered and the "
                           f"sender was not told now (a held one is told at the next "
                           f"start): {why}"))

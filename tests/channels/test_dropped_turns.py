@@ -240,3 +240,25 @@ async def test_a_waiting_turn_is_not_started_at_exit_though_the_grace_has_time_l
     assert [event.type for event in channel.events if event.terminal] == ["completed"]
     [(text, _status)] = notices_in_outbox(db_path)
     assert '"second"' in text
+
+
+async def test_the_drop_log_counts_only_the_notices_it_wrote(db_path, workspace,
+                                                             caplog) -> None:
+    """Of two turns a worker's end dropped, one the user had cancelled (no word, as /clear)
+    and one waiting: one notice is written, and the log says ``notices=1``, not 2."""
+    caplog.set_level(logging.WARNING, logger="tidings.channels")
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = RecordingChannel(rt, ChannelConfig(name="ops"))
+        await channel.say("/new")
+        [session_id] = channel.directory.sessions()
+        inbound = Inbound(chat_id="c1", sender_id="u1", text="lost?", message_id="m9")
+        state = SessionState(session_id, channel.conversation_for(inbound))
+        cancelled = PendingTurn([Inbound(chat_id="c1", sender_id="u1", text="stop me")])
+        cancelled.cancelled = "cancel_command"
+        state.pending.extend([cancelled, PendingTurn([inbound])])
+        dropped = channel.dispatch._worker_ended(state)
+        await channel.dispatch._tell_unanswered(session_id, dropped)
+    [record] = [r for r in caplog.records if "event=turns_dropped" in r.getMessage()]
+    assert "count=2" in record.getMessage()
+    assert "notices=1" in record.getMessage()
+    assert len(notices_in_outbox(db_path)) == 1
