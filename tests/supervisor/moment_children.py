@@ -2,16 +2,19 @@
 
 Each journals ``start`` / ``ready`` / ``stop`` (its mailbox was closed) / ``cancelled`` (with
 trio's reason) / ``ended``. A message ``"raise"``, ``"return"`` or ``"halt"`` ends it that way.
+:func:`crash_run` is the supervisor run the moments that crash children while all run share.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import trio
 
-__all__ = ["Boom", "Halt", "child", "later_starts"]
+from tidings.supervisor import ChildSpec, Intensity, open_supervisor
+
+__all__ = ["Boom", "Halt", "child", "crash_run", "later_starts"]
 
 
 class Halt(BaseException):
@@ -92,3 +95,26 @@ def later_starts(journal, initial: int = 3) -> list[tuple[object, ...]]:
     """The starts after the first ``initial``, with their times: ``(name, incarnation, time)``."""
     return [(*event[1:3], journal.times[("start", *event[1:3])])
             for event in journal.of("start")][initial:]
+
+
+def crash_run(specs: Sequence[ChildSpec], strategy: str, opened: list[object],
+              crashes: Sequence[tuple[float, str, str]], *,
+              settle: float) -> Callable[[], Awaitable[None]]:
+    """A run of a supervisor of a, b and c (``strategy``, at most 5 restarts in 60 s): each
+    crash ``(pause, name, message)`` is sent ``pause`` seconds after the one before; ``settle``
+    seconds after the last, a, b and c all run. The supervisor is appended to ``opened``, for
+    the checks after the run (or after the halt that ended it)."""
+
+    async def run() -> None:
+        async with open_supervisor(specs, strategy=strategy,
+                                   intensity=Intensity(max_restarts=5, period=60.0)) as sup:
+            opened.append(sup)
+            for pause, name, message in crashes:
+                if pause:
+                    await trio.sleep(pause)
+                await sup.mailbox(name).send(message)
+            await trio.sleep(settle)
+            assert [(c.name, c.state) for c in sup.statistics().children] == [
+                (name, "running") for name in "abc"]
+
+    return run

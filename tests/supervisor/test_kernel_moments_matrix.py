@@ -18,7 +18,7 @@ import trio.testing
 from tidings.errors import RestartIntensityExceeded
 from tidings.supervisor import Backoff, ChildSpec, Intensity, open_supervisor
 
-from .moment_children import Halt, child, later_starts
+from .moment_children import Halt, child, crash_run, later_starts
 
 STRATEGIES = ("one_for_one", "one_for_all", "rest_for_one")
 
@@ -30,9 +30,14 @@ def _specs(journal, **by_name) -> list[ChildSpec]:
             for name in "abc"]
 
 
-async def _expect_halt(run) -> None:
+async def _halts_at(run, supervisors, at: float) -> None:
+    """A halt is no crash: it passes through at ``at``, the supervisor failed, all stopped."""
     with pytest.raises(Halt):
         await run()
+    assert trio.current_time() == at
+    [sup] = supervisors
+    assert sup.statistics().state == "failed"
+    assert {c.state for c in sup.statistics().children} == {"stopped"}
 
 
 # --- while a restart waits out its backoff -------------------------------------------------------
@@ -48,25 +53,12 @@ async def test_a_sibling_fails_while_a_restart_waits_out_its_backoff(
     waited out). A halt is no crash: it ends the supervisor at once, the backoff not waited."""
     specs = _specs(journal, b={"spec": {"backoff": Backoff(min=10.0, max=10.0, jitter=0.0)}})
     supervisors = []
-
-    async def run() -> None:
-        async with open_supervisor(specs, strategy=strategy,
-                                   intensity=Intensity(max_restarts=5, period=60.0)) as sup:
-            supervisors.append(sup)
-            await sup.mailbox("b").send("raise")
-            await trio.sleep(5.0)
-            await sup.mailbox("a").send(kind)
-            await trio.sleep(20.0)
-            assert [(c.name, c.state) for c in sup.statistics().children] == [
-                (name, "running") for name in "abc"]
+    run = crash_run(specs, strategy, supervisors, [(0.0, "b", "raise"), (5.0, "a", kind)],
+                    settle=20.0)
 
     if kind == "halt":
-        await _expect_halt(run)
-        assert trio.current_time() == 5.0
+        await _halts_at(run, supervisors, 5.0)
         assert [event[1:3] for event in journal.of("start")] == [("a", 1), ("b", 1), ("c", 1)]
-        [sup] = supervisors
-        assert sup.statistics().state == "failed"
-        assert {c.state for c in sup.statistics().children} == {"stopped"}
         return
     await run()
     [sup] = supervisors
@@ -93,24 +85,11 @@ async def test_a_sibling_fails_while_another_childs_restart_is_starting(
     then serves a's: its group starts again, in order, b again taking 5 s."""
     specs = _specs(journal, b={"fn": {"ready_after": {2: 5.0, 3: 5.0}}})
     supervisors = []
-
-    async def run() -> None:
-        async with open_supervisor(specs, strategy=strategy,
-                                   intensity=Intensity(max_restarts=5, period=60.0)) as sup:
-            supervisors.append(sup)
-            await sup.mailbox("b").send("raise")
-            await trio.sleep(1.0)
-            await sup.mailbox("a").send(kind)
-            await trio.sleep(20.0)
-            assert [(c.name, c.state) for c in sup.statistics().children] == [
-                (name, "running") for name in "abc"]
+    run = crash_run(specs, strategy, supervisors, [(0.0, "b", "raise"), (1.0, "a", kind)],
+                    settle=20.0)
 
     if kind == "halt":
-        await _expect_halt(run)
-        assert trio.current_time() == 1.0
-        [sup] = supervisors
-        assert sup.statistics().state == "failed"
-        assert {c.state for c in sup.statistics().children} == {"stopped"}
+        await _halts_at(run, supervisors, 1.0)
         assert not journal.of("ready")[3:] or all(
             journal.times[("ready", *event[1:3])] < 1.0 for event in journal.of("ready"))
         return

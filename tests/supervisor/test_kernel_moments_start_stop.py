@@ -17,7 +17,7 @@ import trio.testing
 from tidings.errors import ChildStartError, RestartIntensityExceeded
 from tidings.supervisor import ChildSpec, Intensity, open_supervisor
 
-from .moment_children import Halt, child, later_starts
+from .moment_children import Halt, child, crash_run, later_starts
 
 STRATEGIES = ("one_for_one", "one_for_all", "rest_for_one")
 ENDINGS = ("raise", "return", "halt")
@@ -29,6 +29,13 @@ def _all_stopped(sup, state: str) -> None:
     assert {c.state for c in stats.children} <= {"stopped"}
     for c in stats.children:
         assert sup.mailbox(c.name).statistics().closed
+
+
+async def _halts(run, out) -> None:
+    """A halt passes through the run; the supervisor it ended failed, every child stopped."""
+    with pytest.raises(Halt):
+        await run()
+    _all_stopped(out[0], "failed")
 
 
 # --- a child fails while a later sibling is still in the initial start ---------------------------
@@ -120,21 +127,11 @@ async def test_a_restart_whose_start_times_out_fails_or_halts(
              for name in "abc"]
     before = live_tasks()
     out = []
-
-    async def run() -> None:
-        async with open_supervisor(specs, strategy=strategy,
-                                   intensity=Intensity(max_restarts=5, period=60.0)) as sup:
-            out.append(sup)
-            await sup.mailbox("b").send("raise")
-            await trio.sleep(10.0)
-            assert [(c.name, c.state) for c in sup.statistics().children] == [
-                (name, "running") for name in "abc"]
+    run = crash_run(specs, strategy, out, [(0.0, "b", "raise")], settle=10.0)
 
     if how == "halt":
-        with pytest.raises(Halt):
-            await run()
+        await _halts(run, out)
         assert trio.current_time() == 0.0
-        _all_stopped(out[0], "failed")
         assert live_tasks() == before
         return
     await run()
@@ -177,9 +174,7 @@ async def test_a_sibling_that_fails_as_a_group_restart_stops_it(
             assert sup.statistics().restarts == 1
 
     if kind == "halt":
-        with pytest.raises(Halt):
-            await run()
-        _all_stopped(out[0], "failed")
+        await _halts(run, out)
         assert ("start", "a", 2) not in [event[:3] for event in journal.events]
     else:
         await run()
@@ -272,9 +267,7 @@ async def test_stop_child_of_a_child_that_fails_as_it_stops(
                 ("a", "running", 1), ("c", "running", 1)]
 
     if kind == "halt":
-        with pytest.raises(Halt):
-            await run()
-        _all_stopped(out[0], "failed")
+        await _halts(run, out)
     else:
         await run()
         [sup] = out
