@@ -61,6 +61,15 @@ def _hooked(tmp_path, monkeypatch, name: str, body: str) -> None:
     monkeypatch.syspath_prepend(str(hooks))
 
 
+async def _commit_in_a_writer_process(tmp_path, caplog, *, seconds: float = 30) -> None:
+    """Log ``tidings`` from INFO, then open ``a.db`` with ``writer="process"``, commit one
+    batch and close it, failing after ``seconds`` real seconds (the writer is a real child)."""
+    caplog.set_level(logging.INFO, logger="tidings")
+    with fail_after_real(seconds):
+        async with open_store(tmp_path / "a.db", writer="process") as store:
+            await store.commit([Execute("CREATE TABLE kv (k TEXT)")])
+
+
 def _leaves(error: BaseException | None) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
@@ -86,10 +95,7 @@ def _relayed(caplog) -> list[str]:
 async def test_what_the_writer_process_writes_on_stderr_is_logged_by_its_host(
         tmp_path, monkeypatch, capfd, caplog) -> None:
     _hooked(tmp_path, monkeypatch, "connect_writer", _SAYS)
-    caplog.set_level(logging.INFO, logger="tidings")
-    with fail_after_real(30):  # a real child process
-        async with open_store(tmp_path / "a.db", writer="process") as store:
-            await store.commit([Execute("CREATE TABLE kv (k TEXT)")])
+    await _commit_in_a_writer_process(tmp_path, caplog)
     lines = _relayed(caplog)
     assert "a banner printed as the interpreter starts" in lines
     assert "a line from the writer's interpreter" in lines
@@ -111,14 +117,11 @@ async def test_the_last_lines_of_a_writer_process_that_died_are_logged(
             "    sys.stderr.write('Fatal Python error: last words\\nno newline at the end')\n"
             "    sys.stderr.flush()\n"
             "    os._exit(3)\n")
-    caplog.set_level(logging.INFO, logger="tidings")
     raised: Exception | None = None
-    with fail_after_real(30):
-        try:
-            async with open_store(tmp_path / "a.db", writer="process") as store:
-                await store.commit([Execute("CREATE TABLE kv (k TEXT)")])
-        except Exception as exc:  # noqa: BLE001 - a StoreError, or a group holding them
-            raised = exc
+    try:
+        await _commit_in_a_writer_process(tmp_path, caplog)
+    except Exception as exc:  # noqa: BLE001 - a StoreError, or a group holding them
+        raised = exc
     assert any(isinstance(leaf, StoreError) and "writer process" in str(leaf)
                for leaf in _leaves(raised)), repr(raised)
     lines = _relayed(caplog)
@@ -137,10 +140,7 @@ async def test_a_writer_process_that_writes_more_than_a_pipe_holds_does_not_bloc
             "    sys.stderr.flush()\n")
     from tidings.store import _writer_stderr
 
-    caplog.set_level(logging.INFO, logger="tidings")
-    with fail_after_real(60):
-        async with open_store(tmp_path / "a.db", writer="process") as store:
-            await store.commit([Execute("CREATE TABLE kv (k TEXT)")])
+    await _commit_in_a_writer_process(tmp_path, caplog, seconds=60)
     lines = _relayed(caplog)
     numbered = [line for line in lines if line.startswith("line ")]
     assert numbered == [f"line {n} " + "x" * 100 for n in range(3000)]
@@ -166,11 +166,8 @@ async def test_a_process_the_writer_started_keeps_no_stop_waiting(
     from tidings.store import _writer_stderr
 
     monkeypatch.setattr(_writer_stderr, "STDERR_GRACE", 0.2)
-    caplog.set_level(logging.INFO, logger="tidings")
     try:
-        with fail_after_real(30):
-            async with open_store(tmp_path / "a.db", writer="process") as store:
-                await store.commit([Execute("CREATE TABLE kv (k TEXT)")])
+        await _commit_in_a_writer_process(tmp_path, caplog)
     finally:
         if pid_file.exists():
             os.kill(int(pid_file.read_text()), signal.SIGKILL)

@@ -9,17 +9,13 @@ why it ends, a resource tracker's warning) was dropped, though it came within mi
 
 from __future__ import annotations
 
-import logging
 import sys
 
 import pytest
 import trio
 import trio.testing
 
-from tidings.store import Execute, open_store
-
-from ..real_time import fail_after_real
-from .test_writer_stderr import _hooked, _relayed
+from .test_writer_stderr import _commit_in_a_writer_process, _hooked, _relayed
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the writer child's pipes")
 
@@ -43,8 +39,5 @@ def user_autojump_clock() -> trio.testing.MockClock:
 async def test_the_grace_for_the_writers_stderr_is_real_time_under_autojump(
         tmp_path, monkeypatch, caplog, user_autojump_clock) -> None:
     _hooked(tmp_path, monkeypatch, "connect_writer", _HELPER)
-    caplog.set_level(logging.INFO, logger="tidings")
-    with fail_after_real(30):  # a real child process
-        async with open_store(tmp_path / "a.db", writer="process") as store:
-            await store.commit([Execute("CREATE TABLE kv (k TEXT)")])
+    await _commit_in_a_writer_process(tmp_path, caplog)
     assert "the helper saw the writer go" in _relayed(caplog)
