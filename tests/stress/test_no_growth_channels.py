@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import gc
 
 import trio
 
@@ -27,18 +26,11 @@ from tidings.channels._dispatch import SessionState
 from tidings.channels._turn import ActiveTurn
 from tidings.testing import MemoryChannel
 
+from .live_records import live_records
+
 CHATS = ("c1", "c2")
 _KINDS = (DeliveryItem, TurnContext, Binding, Conversation, SessionState, ActiveTurn,
           trio.CancelScope, trio.Lock, trio.Event)
-
-
-def _live() -> collections.Counter[str]:
-    gc.collect()
-    counts = collections.Counter[str]()
-    for obj in gc.get_objects():
-        if type(obj) in _KINDS:
-            counts[type(obj).__name__] += 1
-    return counts
 
 
 class _Agent:
@@ -99,7 +91,7 @@ async def test_a_channel_keeps_nothing_per_message_or_session_it_served(
         channel.platform.delivered.clear()
         channel.platform.attempted.clear()
         channel.platform.delivered_at.clear()
-        return _live()
+        return live_records(_KINDS)
 
     with trio.fail_after(36_000):  # a hang guard (trio's clock jumps), not a wait
         baseline = await cycles(0, 2)

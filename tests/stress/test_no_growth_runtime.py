@@ -12,9 +12,6 @@ as many after many more cycles as after a few: none grows with the sessions serv
 
 from __future__ import annotations
 
-import collections
-import gc
-
 import trio
 import trio.testing
 
@@ -24,17 +21,9 @@ from tidings.actors._lanes import Lane
 from tidings.actors._router import Binding
 from tidings.testing import MemoryRoute
 
+from .live_records import live_records
+
 _KINDS = (DeliveryItem, TurnContext, Lane, Binding, MemoryRoute, trio.CancelScope, trio.Lock)
-
-
-def _live() -> collections.Counter[str]:
-    """How many records of each kind a cycle makes are alive (garbage collected first)."""
-    gc.collect()
-    counts = collections.Counter[str]()
-    for obj in gc.get_objects():
-        if type(obj) in _KINDS:
-            counts[type(obj).__name__] += 1
-    return counts
 
 
 async def _life(rt, n: int) -> None:  # type: ignore[no-untyped-def]
@@ -84,13 +73,13 @@ async def test_a_runtime_keeps_nothing_per_session_it_served(rt, autojump_clock)
     with trio.fail_after(3600):  # a hang guard (trio's clock jumps), not a wait
         for n in range(5):
             await _life(rt, n)
-        baseline = _live()
+        baseline = live_records(_KINDS)
         for n in range(5, 10):
             await _life(rt, n)
-        after_few = _live()
+        after_few = live_records(_KINDS)
         for n in range(10, 30):
             await _life(rt, n)
-        after_many = _live()
+        after_many = live_records(_KINDS)
     stats = rt.statistics()
     assert (stats.bound_routes, stats.dispatch.lanes, stats.dispatch.running) == (0, 0, 0)
     assert stats.dispatch.delivered == 30 * 2  # the cycles ran as written
