@@ -67,13 +67,19 @@ class StderrRelay:
     def child_exited(self) -> None:
         """The child has exited, or will not be waited for (sync): read what is left in the
         pipe for at most :data:`STDERR_GRACE` more real seconds (a timer thread counts them,
-        whatever trio's clock does, and cancels the read through the run's token)."""
+        whatever trio's clock does, and cancels the read through the run's token; if no thread
+        can start, trio's clock counts them: never a close that raises or waits for ever)."""
         if self._ended or self._timer is not None:
             return
         token = trio.lowlevel.current_trio_token()
-        self._timer = threading.Timer(STDERR_GRACE, _cancel_soon, args=(token, self._scope))
-        self._timer.daemon = True
-        self._timer.start()
+        timer = threading.Timer(STDERR_GRACE, _cancel_soon, args=(token, self._scope))
+        timer.daemon = True
+        try:
+            timer.start()
+        except RuntimeError:  # no thread to spare: the grace on trio's clock, still bounded
+            self._scope.deadline = min(self._scope.deadline, trio.current_time() + STDERR_GRACE)
+            return
+        self._timer = timer
 
     def _log_lines(self) -> None:
         buffer = self._buffer

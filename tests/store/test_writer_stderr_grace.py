@@ -10,10 +10,13 @@ why it ends, a resource tracker's warning) was dropped, though it came within mi
 from __future__ import annotations
 
 import sys
+import threading
 
 import pytest
 import trio
 import trio.testing
+
+from tidings.store import Execute, open_store
 
 from .test_writer_stderr import _commit_in_a_writer_process, _hooked, _relayed
 
@@ -41,3 +44,30 @@ async def test_the_grace_for_the_writers_stderr_is_real_time_under_autojump(
     _hooked(tmp_path, monkeypatch, "connect_writer", _HELPER)
     await _commit_in_a_writer_process(tmp_path, caplog)
     assert "the helper saw the writer go" in _relayed(caplog)
+
+
+# A process the child starts that holds its stderr a while (longer than the grace) and then
+# ends, so a read the grace never cut short ends too, later.
+_HOLDER = """\
+    import subprocess
+    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(8)'])
+"""
+
+
+async def test_the_grace_still_ends_the_read_with_no_thread_to_spare(
+        tmp_path, monkeypatch, caplog) -> None:
+    """When no thread can be started for the grace (the process is at its thread limit),
+    the store still closes, its read of a held pipe ended by the grace on trio's clock (the
+    real one here): the close neither raises that the thread could not start nor waits for
+    the holder to end."""
+
+    def no_thread(self) -> None:
+        raise RuntimeError("can't start new thread")
+
+    _hooked(tmp_path, monkeypatch, "connect_writer", _HOLDER)
+    monkeypatch.setattr(threading.Timer, "start", no_thread)
+    with trio.fail_after(30):  # the run's own (real) clock: no timer thread can guard it
+        start = trio.current_time()
+        async with open_store(tmp_path / "a.db", writer="process") as store:
+            await store.commit([Execute("CREATE TABLE kv (k TEXT)")])
+        assert trio.current_time() - start < 6  # the grace (2 s), not the holder (8 s)
