@@ -10,8 +10,10 @@ once every device is back and the runtime is idle (see :func:`check`)."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import pathlib
 import re
+import sqlite3
 from typing import Any
 
 import attrs
@@ -124,8 +126,8 @@ class World:
     """One program's run: the gateway, the devices, what was sent and accepted."""
 
     def __init__(self, rt: Any, gateway: RecordingGateway, url: str, agent: Agent,
-                 devices: list[Device], nursery: trio.Nursery) -> None:
-        self.rt, self.gateway, self.url, self.agent = rt, gateway, url, agent
+                 devices: list[Device], nursery: trio.Nursery, db: pathlib.Path) -> None:
+        self.rt, self.gateway, self.url, self.agent, self.db = rt, gateway, url, agent, db
         self.devices = devices
         self.nursery = nursery
         self.said = 0
@@ -186,7 +188,7 @@ class World:
                                              **hello) as client:
                 with trio.CancelScope() as scope:
                     device.client, device.scope = client, scope
-                    device.record(dict(client.welcome))
+                    device.record(dict(client.welcome, hello=hello))
                     task_status.started()
                     try:
                         while True:
@@ -260,6 +262,50 @@ class World:
         except GatewayClosed:
             return
         await device.wait_for(lambda f: f.get("type") == "synced", "synced", start=start)
+
+    async def race(self, device: Device, other: Device, command: str, hold: bool) -> None:
+        """*device* sends a message while *other* sends *command*, at once (two devices'
+        frames are handled only as they reach the conversation: either may go first)."""
+        if other is device or other.conversation != device.conversation \
+                or device.client is None or other.client is None:
+            return
+        conversation = device.conversation
+        answers: dict[str, dict[str, Any]] = {}
+        sent = []
+        for one, text in ((device, f"{'hold' if hold else 'echo'}-{self.said + 1}"),
+                          (other, f"/{command}")):
+            self.said += 1
+            client_id = f"{conversation}-{self.said}"
+            self.ids[conversation].append((client_id, text))
+            sent.append((one, client_id, text, len(one.log)))
+
+        async def send(one: Device, client_id: str, text: str, start: int) -> None:
+            try:
+                assert one.client is not None
+                await one.client.message(text, message_id=client_id)
+            except GatewayClosed:
+                return
+            answers[client_id] = await one.wait_for(
+                lambda f: f.get("type") == "accepted" and f.get("id") == client_id,
+                f"accepted {client_id}", start=start)
+
+        async with trio.open_nursery() as nursery:
+            for args in sent:
+                nursery.start_soon(send, *args)
+        await self._note_session(conversation)
+        for _, client_id, _, _ in sent:
+            if client_id in answers:
+                self.accepted[conversation].append(
+                    (client_id, answers[client_id], self.session_of(conversation, client_id)))
+
+    def session_of(self, conversation: str, client_id: str) -> str | None:
+        """The session the gateway recorded the message *client_id* in (its turn's)."""
+        with contextlib.closing(sqlite3.connect(self.db)) as conn:
+            row = conn.execute("SELECT session_id FROM client_messages WHERE client_id = ? "
+                               "AND conversation_key = ?",
+                               (client_id, self.gateway.conversation_named(conversation).key)
+                               ).fetchone()
+        return None if row is None else row[0]
 
     async def twin(self, device: Device, other: Device, hold: bool) -> None:
         """A new id sent on two connections at once (a client's retry on a second one while
@@ -352,6 +398,8 @@ class World:
             if sent and device.client is not None:
                 client_id, text = sent[op[2] % len(sent)]
                 await self.resend(device, client_id, text)
+        elif name == "race":
+            await self.race(device, self.devices[op[2] % len(self.devices)], op[3], op[4])
         elif name == "twin":
             await self.twin(device, self.devices[op[2] % len(self.devices)], op[3])
         elif name in ("new", "clear", "cancel"):
@@ -431,9 +479,10 @@ class World:
 
 
 async def run_program(devices: list[tuple[str, str]], mode: str, ops: list[tuple[Any, ...]],
-                      directory: pathlib.Path) -> None:
+                      directory: pathlib.Path, *, ack_window: int = 32) -> None:
     """Run *ops* over *devices* (``(name, conversation)``) on a gateway of dispatch *mode*
-    on a fresh database in *directory*, settle, and :func:`check` what happened."""
+    and *ack_window* on a fresh database in *directory*, settle, and :func:`check` what
+    happened."""
     db = fresh_database(directory / "state" / "tidings.db")
     workspace = directory / "ws"
     workspace.mkdir()
@@ -442,13 +491,14 @@ async def run_program(devices: list[tuple[str, str]], mode: str, ops: list[tuple
         async with tidings.open_runtime(db, workspace=workspace) as rt:
             gateway = RecordingGateway(rt, GatewayConfig(token=TOKEN, port=0,
                                                          heartbeat_s=3600.0, rate=1e6,
-                                                         burst=100_000),
+                                                         burst=100_000,
+                                                         ack_window=ack_window),
                                        ChannelConfig("gateway", dispatch_mode=mode),
                                        agent=agent)
             try:
                 async with gateway.serving() as port, trio.open_nursery() as nursery:
                     world = World(rt, gateway, f"ws://127.0.0.1:{port}", agent,
-                                  [Device(n, c) for n, c in devices], nursery)
+                                  [Device(n, c) for n, c in devices], nursery, db)
                     for op in ops:
                         await world.apply(op)
                     current = await world.settle()
@@ -458,6 +508,21 @@ async def run_program(devices: list[tuple[str, str]], mode: str, ops: list[tuple
             finally:
                 with trio.CancelScope(shield=True):
                     await gateway.aclose()
+
+
+def _story(device: Device) -> list[Any]:
+    """What *device* was told, for a failure's message: each connection's welcome (its
+    session, last_seq, replay) and deliveries ``(connection, session, seq, kind)``, and the
+    server's closes."""
+    story: list[Any] = []
+    for number, frame in device.log:
+        if frame.get("type") == "welcome":
+            story.append((number, "welcome", frame["hello"], frame["session_id"],
+                          frame["last_seq"], frame["replay"]))
+        elif frame.get("type") == "delivery":
+            story.append((number, frame["session_id"], frame["seq"], frame["kind"],
+                          frame.get("command")))
+    return [*story, device.closed_by_server]
 
 
 def _groups(world: World, conversation: str) -> list[tuple[str | None, list[str]]]:
@@ -526,7 +591,7 @@ async def check(world: World, current: dict[str, str | None]) -> None:
         expected = await world.expected(session, await rt.last_seq(session))
         missing = expected - device.seen.get(session, set())
         assert not missing, (f"(c) {device.name} lacks seqs {sorted(missing)} of the "
-                             f"current session {session}")
+                             f"current session {session}; it saw {_story(device)}")
     # (d) a resent id never ran twice
     for client_id, accepted in world.resent:
         assert accepted.get("duplicate") is True, f"(d) resent {client_id}: {accepted}"

@@ -1,9 +1,10 @@
 """Property: the websocket protocol's promises hold over any short program of two or three
-devices of one or two conversations, in each dispatch mode.
+devices of one or two conversations, in each dispatch mode, with an ack_window of 32 or 1.
 
 A program connects devices (a hello with or without ``after_seq``), drops them or bounces them
 (drop, hello again), sends messages (each with a new id; ``hold-N`` ones wait until released),
-resends an earlier id, sends a new id on two devices at once, acks what a connection got (then
+resends an earlier id, sends a new id on two devices at once, races a message from one device
+against another's ``/new``, ``/clear`` or ``/cancel``, acks what a connection got (then
 ``sync``), sends ``/new``, ``/clear``, ``/resume <a session seen>`` and ``/cancel``, and lets
 the agent finish. Then every turn is let end, every device comes back with its ``after_seq``
 (acking all it gets) and, once the runtime is idle (see tests/gateway/protocol_model.py):
@@ -25,6 +26,7 @@ Each example runs its own ``trio.run`` on a fresh database, over real sockets on
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import tempfile
 
@@ -41,6 +43,9 @@ _OP = {
     "resend": st.tuples(st.just("resend"), _DEVICE, st.integers(0, 7)),
     # a new id sent on two devices at once (the second a retry on another connection)
     "twin": st.tuples(st.just("twin"), _DEVICE, _DEVICE, st.booleans()),
+    # a message from one device while another sends a command, at once
+    "race": st.tuples(st.just("race"), _DEVICE, _DEVICE,
+                      st.sampled_from(["new", "clear", "cancel"]), st.booleans()),
     "connect": st.tuples(st.just("connect"), _DEVICE, st.booleans()),  # True: after_seq
     "drop": st.tuples(st.just("drop"), _DEVICE),
     "bounce": st.tuples(st.just("bounce"), _DEVICE, st.booleans()),  # drop, connect again
@@ -53,8 +58,9 @@ _OP = {
     "idle": st.tuples(st.just("idle")),
 }
 # Messages weigh most (turns running, waiting, merged, steered); then the rest evenly.
-_KINDS = ["send"] * 5 + ["resend", "resend", "twin", "connect", "drop", "bounce", "bounce", "ack",
-                         "new", "clear", "cancel", "resume", "release", "idle"]
+_KINDS = ["send"] * 5 + ["resend", "resend", "twin", "race", "race", "connect", "drop",
+                         "bounce", "bounce", "ack", "new", "clear", "cancel", "resume",
+                         "release", "idle"]
 OPS = st.lists(st.sampled_from(_KINDS).flatmap(_OP.__getitem__), min_size=1, max_size=16)
 
 DEVICES = st.sampled_from([
@@ -64,12 +70,16 @@ DEVICES = st.sampled_from([
 ])
 
 
-MODES = st.sampled_from(["steer", "followup", "collect"])
+# (dispatch mode, ack_window): with a window of 1 a session's rows wait on every ack
+MODES = st.tuples(st.sampled_from(["steer", "followup", "collect"]), st.sampled_from([32, 1]))
 
 
 def _run(devices, mode, ops) -> None:  # type: ignore[no-untyped-def]
+    """*mode*: ``(dispatch mode, ack_window)``."""
+    mode, window = mode
     with tempfile.TemporaryDirectory() as directory:
-        trio.run(run_program, devices, mode, ops, pathlib.Path(directory), clock=io_clock())
+        trio.run(functools.partial(run_program, ack_window=window), devices, mode, ops,
+                 pathlib.Path(directory), clock=io_clock())
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, database=None,
