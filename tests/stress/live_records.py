@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import gc
 
-__all__ = ["live_records"]
+__all__ = ["SLACK", "grown", "live_records"]
 
 
 def live_records(kinds: tuple[type, ...]) -> collections.Counter[str]:
@@ -22,3 +22,18 @@ def live_records(kinds: tuple[type, ...]) -> collections.Counter[str]:
         if type(obj) in kinds:
             counts[type(obj).__name__] += 1
     return counts
+
+
+SLACK = 2
+"""Live records a kind may differ by between two counts without growing: a scope or lock some
+task holds for a moment as the count is taken (a background write, a timer), or one an
+earlier test in the process lets go meanwhile. Something kept per cycle adds one per cycle,
+and the tests count across more cycles than this."""
+
+
+def grown(before: collections.Counter[str], after: collections.Counter[str]
+          ) -> dict[str, tuple[int, int]]:
+    """The kinds whose live records rose by more than :data:`SLACK` from *before* to
+    *after*: ``{kind: (before, after)}`` (empty: nothing grew)."""
+    return {kind: (before[kind], after[kind]) for kind in after
+            if after[kind] > before[kind] + SLACK}
