@@ -163,8 +163,10 @@ class GatewayChannel(ChannelBase):
         """The directory forgot sessions *conversation* left, with nothing of theirs in hand
         (no turn, nothing queued, unacked or being sent): no row of theirs is left for
         :meth:`_abandon` or :meth:`drain`, so their entries go too (one was kept per session
-        ever served). A client naming one later is bound to it again by its hello, and a
-        delivery there notes it again."""
+        ever served), as do each connection's notes of them (the seqs it was sent and acked
+        there: a later ack by seq of such a session is looked up in the store). A client
+        naming one later is bound to it again by its hello, and a delivery there notes it
+        again."""
         super()._sessions_forgotten(conversation, session_ids)
         for session_id in session_ids:
             if self.session_keys.get(session_id) == conversation.key:

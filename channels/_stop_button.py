@@ -81,7 +81,8 @@ class StopButton:
         it cancelled returns ``"nothing"``, and cancels no request of a message sent since
         (while the process runs, a repeat of one that raised
         :class:`~tidings.errors.StoreError` after it cancelled, as the write of its outcome
-        failed, returns ``"cancelled"``). Press ids are kept apart
+        failed, returns ``"cancelled"``: the newest :data:`MAX_UNSETTLED_PRESSES` such presses
+        are remembered). Press ids are kept apart
         from message ids (an equal message id is no repeat), and are remembered whatever
         ``config.dedupe_message_ids`` says. A refused press is not remembered.
 
