@@ -126,6 +126,31 @@ async def serve_process(db: pathlib.Path, *args: str, own_group: bool = False,
                 await process.wait()
 
 
+async def serve_json_and_stop(cwd: pathlib.Path, *args: str,
+                              env: dict[str, str] | None = None) -> list[dict]:
+    """Run ``tidings serve --port 0 --log-json *args`` in *cwd* (its ``tidings.db``) until it
+    serves, stop it (SIGTERM, exit 0), and return its stderr's lines, each parsed as one whole
+    JSON object. *env*: the server's environment (default :func:`environment`)."""
+    process = await trio.lowlevel.open_process(
+        tidings_command("serve", "--port", "0", "--log-json", *args),
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=environment() if env is None else env, cwd=cwd)
+    server = ServerProcess(process, cwd / "tidings.db")
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.read_stderr)
+            with trio.fail_after(START_STOP_TIMEOUT):
+                await server.wait_line(lambda line: '"event": "serving"' in line)
+                process.send_signal(signal.SIGTERM)
+                assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with trio.CancelScope(shield=True):
+                await process.wait()
+    return [json.loads(line) for line in server.lines if line]
+
+
 def json_refusal(err: str, key: str) -> dict:
     """The ``invalid_configuration`` JSON event of *err*'s lines (``--log-json``: each line
     before the last one JSON), checked against the last, plain, line."""

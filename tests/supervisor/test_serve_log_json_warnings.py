@@ -4,47 +4,16 @@ the middle of the JSON lines a log shipper reads."""
 
 from __future__ import annotations
 
-import json
-import signal
 import subprocess
 
 import pytest
 import trio
 
-from .serve_process import (
-    START_STOP_TIMEOUT,
-    ServerProcess,
-    environment,
-    json_refusal,
-    tidings_command,
-)
-
-
-async def _serve_and_stop(tmp_path, *args: str) -> list[dict]:
-    """Run ``tidings serve --port 0 --log-json *args`` until it serves, stop it (SIGTERM, exit
-    0), and return its stderr's lines, each parsed as one whole JSON object."""
-    process = await trio.lowlevel.open_process(
-        tidings_command("serve", "--port", "0", "--log-json", *args),
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env=environment(), cwd=tmp_path)
-    server = ServerProcess(process, tmp_path / "tidings.db")
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.read_stderr)
-            with trio.fail_after(START_STOP_TIMEOUT):
-                await server.wait_line(lambda line: '"event": "serving"' in line)
-                process.send_signal(signal.SIGTERM)
-                assert await process.wait() == 0
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with trio.CancelScope(shield=True):
-                await process.wait()
-    return [json.loads(line) for line in server.lines if line]
+from .serve_process import environment, json_refusal, serve_json_and_stop, tidings_command
 
 
 async def test_a_warning_is_a_json_line_too(tmp_path) -> None:
-    entries = await _serve_and_stop(tmp_path, "--agent", "warning_agent:Agent")
+    entries = await serve_json_and_stop(tmp_path, "--agent", "warning_agent:Agent")
     [warned] = [entry for entry in entries if "an old library" in entry.get("message", "")]
     assert warned["level"] == "warning"
     assert "UserWarning: an old library\nsays so on two lines" in warned["message"]
@@ -57,7 +26,7 @@ async def test_a_warning_of_the_config_file_is_one_json_line(tmp_path) -> None:
     was read twice), ahead of the JSON lines."""
     config = tmp_path / "tidings.toml"
     config.write_text('[channels.gateway.memory_scope]\nmode = "shared"\n')
-    entries = await _serve_and_stop(tmp_path, "--config", str(config))
+    entries = await serve_json_and_stop(tmp_path, "--config", str(config))
     [warned] = [entry for entry in entries if "memory_scope.mode" in entry.get("message", "")]
     assert warned["level"] == "warning"
     assert "channels.gateway.memory_scope.mode: unknown memory mode 'shared'" in warned["message"]

@@ -5,14 +5,9 @@ shipper reads; serve now logs each as ``event=writer_process_stderr``, the line 
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
 
-import trio
-
-from .serve_process import START_STOP_TIMEOUT, ServerProcess, environment, tidings_command
+from .serve_process import environment, serve_json_and_stop
 
 _HOOK = """\
 import sys, warnings
@@ -38,24 +33,7 @@ async def test_the_writer_process_stderr_is_json_lines_too(tmp_path) -> None:
     (hooks / "sitecustomize.py").write_text(_HOOK)
     env = environment()
     env["PYTHONPATH"] = os.pathsep.join([str(hooks), env["PYTHONPATH"]])
-    process = await trio.lowlevel.open_process(
-        tidings_command("serve", "--port", "0", "--log-json", "--writer", "process"),
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env=env, cwd=tmp_path)
-    server = ServerProcess(process, tmp_path / "tidings.db")
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.read_stderr)
-            with trio.fail_after(START_STOP_TIMEOUT):
-                await server.wait_line(lambda line: '"event": "serving"' in line)
-                process.send_signal(signal.SIGTERM)
-                assert await process.wait() == 0
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with trio.CancelScope(shield=True):
-                await process.wait()
-    entries = [json.loads(line) for line in server.lines if line]  # every line whole JSON
+    entries = await serve_json_and_stop(tmp_path, "--writer", "process", env=env)
     relayed = [entry for entry in entries if entry.get("event") == "writer_process_stderr"]
     lines = [entry["line"] for entry in relayed]
     assert any(line.endswith("UserWarning: an old setting") for line in lines), lines
