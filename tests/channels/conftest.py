@@ -103,6 +103,26 @@ class RecordingChannel(MemoryChannel):
                                  message_id=message_id, thread_id=thread_id)
 
 
+class Lingering:
+    """Works until cancelled (by a steer, ``/clear`` or the shutdown), then takes a trio second
+    to stop, so the turns behind it are still waiting when the cancel (or the runtime's stop)
+    has begun. Records the text of each turn it ran (``texts``)."""
+
+    def __init__(self) -> None:
+        self.entered = trio.Event()
+        self.texts: list[str] = []
+
+    async def run(self, turn) -> None:  # type: ignore[no-untyped-def]
+        self.texts.append(turn.text)
+        await turn.send_chunk("working")
+        self.entered.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(1)
+
+
 class GatedAgent:
     """Streams ``chunks``, then blocks until ``release()`` (or forever); records every turn
     it saw (``turns``), how many of its runs overlapped at most (``max_running``) and when

@@ -13,7 +13,7 @@ import tidings
 from tidings.channels import ChannelConfig
 from tidings.supervisor._testing_invariants import lifecycle_violations
 
-from .conftest import GatedAgent, RecordingChannel, rows
+from .conftest import GatedAgent, Lingering, RecordingChannel, rows
 
 CLEARED = "Cleared. Your next message starts a new session."
 
@@ -54,24 +54,6 @@ async def test_each_turn_clear_drops_ends_cancelled_clear_after_the_running_one(
     users = rows(db_path, "SELECT text FROM messages WHERE role = 'user' AND session_id = ?",
                  session_id)
     assert users == [("first",)]
-
-
-class Lingering:
-    """Works until cancelled, then takes a trio second to stop: a steer leaves it running a
-    while, so the message that steered it is still waiting when ``/clear`` comes."""
-
-    def __init__(self) -> None:
-        self.entered = trio.Event()
-        self.texts: list[str] = []
-
-    async def run(self, turn) -> None:  # type: ignore[no-untyped-def]
-        self.texts.append(turn.text)
-        self.entered.set()
-        try:
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.sleep(1)
 
 
 @pytest.mark.parametrize("mode", ["collect", "steer"])

@@ -22,7 +22,7 @@ from tidings.channels._dispatch import PendingTurn, SessionState
 from tidings.supervisor import FaultPlan, FaultRule, Seam
 from tidings.testing import MemoryRoute
 
-from .conftest import GatedAgent, RecordingChannel, rows
+from .conftest import GatedAgent, Lingering, RecordingChannel, rows
 
 NOT_ANSWERED = "was not answered"
 
@@ -32,25 +32,6 @@ def notices_in_outbox(db_path) -> list[tuple[str, str]]:
     return [(text, status) for text, status in rows(
         db_path, "SELECT text, status FROM outbox WHERE kind = 'notice' ORDER BY seq")
         if NOT_ANSWERED in text]
-
-
-class Lingering:
-    """Works until cancelled (by a steer or the shutdown), then takes a trio second to stop,
-    so the turns behind it are still waiting when the runtime's stop has begun."""
-
-    def __init__(self) -> None:
-        self.entered = trio.Event()
-        self.texts: list[str] = []
-
-    async def run(self, turn) -> None:
-        self.texts.append(turn.text)
-        await turn.send_chunk("working")
-        self.entered.set()
-        try:
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.sleep(1)
 
 
 async def test_a_queued_message_dropped_at_exit_is_told_durably_and_delivered_after_restart(
