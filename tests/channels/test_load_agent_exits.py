@@ -53,7 +53,11 @@ def modules(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
         sys.modules.pop(name + suffix, None)
 
 
-def test_a_module_that_exits_at_import_is_a_config_error(modules: str) -> None:
+def test_a_module_that_exits_at_import_is_a_config_error(
+        modules: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The command line the module's argparse reads, not the test runner's (whose argv a
+    # pytest-xdist worker, or a bare ``pytest``, leaves with nothing argparse refuses).
+    monkeypatch.setattr(sys, "argv", ["tidings", "chat", "--local", "--agent", "x:Agent"])
     with pytest.raises(ConfigError, match=r"importing module .* exited \(SystemExit: 2\)") \
             as info:
         load_agent(f"{modules}_script:Agent", field="channels.ops.agent")
