@@ -62,11 +62,13 @@ if TYPE_CHECKING:
     from tidings.store._sessions import resolve_conversation as resolve_conversation
     from tidings.store._status import RECENT_FIELDS as RECENT_FIELDS
     from tidings.store._status import DeliveryReport as DeliveryReport
+    from tidings.store._status import ProcessEpoch as ProcessEpoch
     from tidings.store._status import StatusReport as StatusReport
     from tidings.store._status import delivery_report as delivery_report
     from tidings.store._status import held_count as held_count
     from tidings.store._status import read_database as read_database
     from tidings.store._status import recent_deliveries as recent_deliveries
+    from tidings.store._status import session_exists as session_exists
     from tidings.store._status import status_counts as status_counts
     from tidings.store._status import status_report as status_report
     from tidings.store._store import Store as Store
@@ -128,11 +130,13 @@ __getattr__, __dir__ = _lazy_exports(globals(), {
     "resolve_conversation": "._sessions",
     "RECENT_FIELDS": "._status",
     "DeliveryReport": "._status",
+    "ProcessEpoch": "._status",
     "StatusReport": "._status",
     "delivery_report": "._status",
     "held_count": "._status",
     "read_database": "._status",
     "recent_deliveries": "._status",
+    "session_exists": "._status",
     "status_counts": "._status",
     "status_report": "._status",
     "Store": "._store",
@@ -169,6 +173,7 @@ __all__ = [
     "Op",
     "OutboxInsert",
     "OutboxRow",
+    "ProcessEpoch",
     "PruneReport",
     "ReadPool",
     "ResumeOutcome",
@@ -208,6 +213,7 @@ __all__ = [
     "release_inbound",
     "resolve_conversation",
     "resume_conversation",
+    "session_exists",
     "session_has_turn",
     "session_has_turns",
     "status_counts",

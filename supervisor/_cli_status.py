@@ -33,13 +33,14 @@ from tidings.store import (
     MAX_INTEGER,
     OUTBOX_STATUSES,
     DeliveryReport,
+    ProcessEpoch,
     StatusReport,
     delivery_report,
     read_database,
+    session_exists,
     status_report,
 )
 from tidings.store._ids import check_id
-from tidings.store._status import ProcessEpoch, session_exists
 from tidings.supervisor._age import parse_age
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._stderr import one_line, say
