@@ -144,7 +144,16 @@ class _State:
     """What the receiver has seen, for the sender (piped mode) and for reconnects."""
 
     def __init__(self) -> None:
+        # The conversation's current session, as the server says (see _heard): the one the
+        # hello after a drop names.
         self.session_id: str | None = None
+        # The sessions the server moved the conversation off (a frame of one, a turn /new
+        # left running, does not make it current again), the :data:`_IDS_KEPT` latest; and
+        # the session a /clear answer cleared, until a frame names the one that follows it.
+        self.left: dict[str, None] = {}
+        self.cleared: str | None = None
+        # message id -> the session its turn's lifecycle frames name: where its reply goes.
+        self.turn_sessions: dict[str, str] = {}
         self.seen: dict[str, int] = {}
         # session -> highest seq printed: a delivery at or below it is a repeat (a hello that
         # names an older session, after /new, has the current one replayed from its start).
@@ -281,9 +290,48 @@ async def _delivered(client: GatewayClient, state: _State, printer: _Printer,
     if seq > state.printed.get(session_id, 0):
         printer.frame(frame)
         state.printed[session_id] = seq
-        state.session_id = session_id
+        _heard(state, session_id, frame.get("command"))
     state.seen[session_id] = max(state.seen.get(session_id, 0), seq)
     await client.ack(frame["delivery_id"])
+
+
+_SWITCHES = ("new", "resume")
+"""The commands whose answer is written in the session they make current (a refused
+``/resume``'s, in the current one)."""
+
+
+def _follow(state: _State, session_id: str) -> None:
+    """*session_id* is the conversation's current session now: the one the chat was in is
+    left (see :attr:`_State.left`)."""
+    current = state.session_id
+    if session_id == current:
+        return
+    if current is not None:
+        _remember(state.left, current, None)
+    state.left.pop(session_id, None)
+    state.session_id = session_id
+    state.cleared = None
+
+
+def _heard(state: _State, session_id: str, command: Any = None) -> None:
+    """A frame of *session_id* (a delivery, answering *command*, or a lifecycle frame): the
+    chat follows it only where the server says that session is current now. A switch's
+    answer (``/new``, ``/resume``, from any device) is written in the session switched to;
+    ``/clear``'s in the session it cleared, after which the next session a frame names (a
+    message's, or a device's hello, started it) is current. Any other frame may be of a
+    session the conversation left: a turn ``/new`` left running streams on there, the end of
+    a turn ``/clear`` dropped may come after the next session's first frames, and a hello
+    hands back an older session's rows. Taken for current, it made a piped line wait in the
+    wrong session, and the reconnect's hello name it."""
+    if command in _SWITCHES:
+        _follow(state, session_id)
+    elif command == "clear":
+        if session_id not in state.left:  # (a late answer of a clear already followed)
+            _follow(state, session_id)
+            state.cleared = session_id
+    elif state.cleared is not None and session_id != state.cleared \
+            and session_id not in state.left:
+        _follow(state, session_id)
 
 
 def _question_id(frame: dict[str, Any]) -> Any:
@@ -321,9 +369,10 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
         else:
             printer.frame(frame)
         if kind == "lifecycle":
-            if isinstance(frame.get("session_id"), str):  # the hello after a drop names it
-                state.session_id = frame["session_id"]
             message_id = str(frame.get("message_id"))
+            if isinstance(frame.get("session_id"), str):
+                _heard(state, frame["session_id"])
+                _remember(state.turn_sessions, message_id, frame["session_id"])
             if frame.get("event") in ("completed", "cancelled", "failed"):
                 _remember(state.finished, message_id, None)
                 state.running.pop(message_id, None)
@@ -400,14 +449,19 @@ async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool
         await state.wait_for(lambda: message_id in state.accepted)
     if message_id not in state.accepted:
         return None
+    # Where its answer is: a turn's reply in the session its turn ran in (one /new left
+    # running goes on in the old one); a command's answer in the current one, which the
+    # server knows best (also from a /clear to the next session: the one it cleared).
+    session: str | None = None
     if state.accepted[message_id] in _TURN_OUTCOMES:
         ended = await _turn_ended(client, state, message_id)
         if not ended:
             return ended
+        session = state.turn_sessions.get(message_id)
     with trio.move_on_after(_SETTLE):
         state.synced = None
         await state.pace.take()
-        await client.sync(state.session_id)
+        await client.sync(session)
         await state.wait_for(lambda: state.synced is not None)
         assert state.synced is not None
         [(session_id, last_seq)] = state.synced.items()
@@ -674,17 +728,17 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                 state.running.clear()  # the turns running now (see _State)
                 state.running.update(_running_in(client.welcome))
                 state.unlisted = _unlisted(state, client.welcome)
+                welcome = client.welcome
                 if state.session_id is None:
-                    welcome = client.welcome
-                    state.session_id = welcome["session_id"]
                     state.seen[welcome["session_id"]] = welcome["last_seq"]
                     say(err, f"tidings chat: {options.url}, conversation "
                               f"{options.conversation}; /help for commands; end of input "
                               "(Ctrl-D) quits.")
                 if state.unknown is not None:  # (see _State.unknown) from its last_seq on
                     state.unknown = None
-                    state.session_id = client.welcome["session_id"]
-                    state.seen.setdefault(state.session_id, client.welcome["last_seq"])
+                    state.seen.setdefault(welcome["session_id"], welcome["last_seq"])
+                # The current session: the hello may have named one the conversation left
+                _follow(state, welcome["session_id"])  # while the chat was away
                 _behind(state, client.welcome, err)
                 await _talk(client, state, printer, lines, options)
                 await client.aclose()
