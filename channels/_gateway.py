@@ -36,7 +36,14 @@ from tidings.channels._agents import Agent
 from tidings.channels._base import ChannelBase
 from tidings.channels._config import ChannelConfig
 from tidings.channels._directory import Conversation
-from tidings.channels._gateway_admit import Admission, Refused, admit, follow_switch, replay
+from tidings.channels._gateway_admit import (
+    Admission,
+    Refused,
+    admit,
+    catch_up,
+    follow_switch,
+    replay,
+)
 from tidings.channels._gateway_config import GatewayConfig
 from tidings.channels._gateway_conn import Connection
 from tidings.channels._gateway_frames import (
@@ -458,7 +465,8 @@ class GatewayChannel(ChannelBase):
             conn = self._join(ws, admission, remote)
             welcome = self._welcome(admission)
             await conn.run(welcome, lambda c: replay(self, c, admission.plan),
-                           lambda c, frame: on_frame(self, c, frame))
+                           lambda c, frame: on_frame(self, c, frame),
+                           lambda c, session_id, seq: catch_up(self, c, session_id, seq))
             code, reason = (conn.close_code or 1000), conn.close_reason
         except Refused as refused:
             code, reason = refused.code, refused.reason
@@ -492,6 +500,8 @@ class GatewayChannel(ChannelBase):
             # meanwhile): nothing of it is in hand, and its entry would never be dropped.
             if self.conversation_of(session_id) == conversation:
                 self.session_keys[session_id] = conversation.key
+        if admission.plan:  # after_seq: every session reaches it from its start
+            conn.catches_up([session_id for session_id, _ in admission.plan])
         self.hub(conversation).add(conn)  # live frames queue from here on, after the replay
         for frame in self.interactions.waiting_in(conversation.key):
             conn.push(frame)

@@ -22,6 +22,11 @@ through the lane; ``queued`` ones come through the lane anyway. If the client na
 session of the conversation, the current one is then replayed from its start. Progress rows
 are never replayed: those after ``after_seq`` still ``unknown`` (the client never got them)
 become ``failed`` (``stale_progress``) before ``welcome`` too.
+
+Catch-up (``after_seq`` given, later on): a session outside the plan whose row reaches the
+connection live while it has none of that session (another device's ``/resume`` of an older
+one, a late reply there) has its earlier rows written first, as a replay writes them (see
+:func:`catch_up`); a connection whose hello had no ``after_seq`` is sent rows as they come.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ if TYPE_CHECKING:
     from tidings.channels._gateway import GatewayChannel
     from tidings.channels._gateway_conn import Connection
 
-__all__ = ["Admission", "Refused", "admit", "follow_switch", "replay"]
+__all__ = ["Admission", "Refused", "admit", "catch_up", "follow_switch", "replay"]
 
 log = logging.getLogger("tidings.gateway")
 
@@ -218,44 +223,71 @@ def _bound_here(gateway: GatewayChannel, session_id: str) -> bool:
 async def replay(gateway: GatewayChannel, conn: Connection,
                  plan: tuple[tuple[str, int], ...]) -> None:
     """Catch *conn* up by *plan* (see the module docstring). Runs in its writer task."""
+    for session_id, after_seq in plan:
+        replayed, requeued = await _write_rows(gateway, conn, session_id, after_seq)
+        log.info("event=replayed connection=%d session=%s after_seq=%d rows=%d requeued=%d",
+                 conn.id, field(session_id), after_seq, replayed, requeued)
+
+
+async def catch_up(gateway: GatewayChannel, conn: Connection, session_id: str,
+                   before_seq: int) -> None:
+    """Write *session_id*'s rows before *before_seq* to *conn*, which said hello with
+    ``after_seq`` and had none of that session's rows on this connection when *before_seq*
+    was queued for it live (another device's ``/resume`` of an older session, a late reply in
+    one): as a replay writes them, before that row and what was queued after it (see
+    ``Connection.catches_up``). Those rows all went out before *conn* joined (a session's
+    rows are handed over in seq order): none of them comes to it live. Runs in its writer
+    task."""
+    written, requeued = await _write_rows(gateway, conn, session_id, 0,
+                                          before_seq=before_seq)
+    log.info("event=caught_up connection=%d session=%s before_seq=%d rows=%d requeued=%d",
+             conn.id, field(session_id), before_seq, written, requeued)
+
+
+async def _write_rows(gateway: GatewayChannel, conn: Connection, session_id: str,
+                      after_seq: int, *, before_seq: int | None = None) -> tuple[int, int]:
+    """Write *session_id*'s message and notice rows after *after_seq* (and before
+    *before_seq*, if given) that a replay sends, in seq order; hand its ``unrouted`` ones back
+    to its lane. How many were written, and handed back."""
     rt = gateway.runtime
     page = gateway.settings.replay_page
     key = conn.conversation.key
-    for session_id, after_seq in plan:
-        requeue: list[str] = []
-        cursor = after_seq
-        replayed = 0
-        while True:
-            rows = await rt.stored_deliveries(session_id, after_seq=cursor, limit=page,
-                                              kinds=("message", "notice"),
-                                              statuses=_REPLAYED_STATUSES,
-                                              max_bytes=rt.dispatcher.lane_bytes)
-            if not rows:  # a page cut by size (about lane_bytes of large rows, not
-                break  # replay_page of them) is short too: only an empty one is the end
-            for row in rows:
-                outbound = row.outbound
-                cursor = outbound.seq
-                if row.status == "unrouted":
-                    requeue.append(outbound.delivery_id)
-                    continue
-                text = encode(delivery_frame(outbound))
-                size = encoded_size(text)
-                if size > MAX_SERVER_FRAME_BYTES:  # deliver() fails such a row; one claimed
-                    log.warning("event=replay_skipped connection=%d delivery=%s bytes=%d "
-                                "reason=frame_too_big", conn.id, outbound.delivery_id, size)
-                    continue  # before a crash is not sent either: the client would close on it
-                # ``sending``: the lane may still hand it over live. Any status: it may be
-                # queued live already (say, ``sent`` by another device's ack since).
-                queued = conn.queued_in_replay
-                if row.status == "sending" or (queued is not None
-                                               and outbound.delivery_id in queued):
-                    conn.replayed.add(outbound.delivery_id)
-                if row.status in ("sending", "unknown"):
-                    gateway.sent[outbound.delivery_id] = key
-                conn.expect_ack(outbound.delivery_id, session_id, outbound.seq)
-                await conn.write_encoded(text)
-                replayed += 1
-        if requeue:
-            await rt.requeue(session_id, requeue)
-        log.info("event=replayed connection=%d session=%s after_seq=%d rows=%d requeued=%d",
-                 conn.id, field(session_id), after_seq, replayed, len(requeue))
+    requeue: list[str] = []
+    cursor = after_seq
+    written = 0
+    while before_seq is None or cursor + 1 < before_seq:
+        rows = await rt.stored_deliveries(session_id, after_seq=cursor, limit=page,
+                                          kinds=("message", "notice"),
+                                          statuses=_REPLAYED_STATUSES,
+                                          max_bytes=rt.dispatcher.lane_bytes)
+        if not rows:  # a page cut by size (about lane_bytes of large rows, not
+            break  # replay_page of them) is short too: only an empty one is the end
+        for row in rows:
+            outbound = row.outbound
+            cursor = outbound.seq
+            if before_seq is not None and cursor >= before_seq:
+                break
+            if row.status == "unrouted":
+                requeue.append(outbound.delivery_id)
+                continue
+            text = encode(delivery_frame(outbound))
+            size = encoded_size(text)
+            if size > MAX_SERVER_FRAME_BYTES:  # deliver() fails such a row; one claimed
+                log.warning("event=replay_skipped connection=%d delivery=%s bytes=%d "
+                            "reason=frame_too_big", conn.id, outbound.delivery_id, size)
+                continue  # before a crash is not sent either: the client would close on it
+            # ``sending``: the lane may still hand it over live. Any status: it may be
+            # queued live already (say, ``sent`` by another device's ack since). Not so
+            # for a catch-up's rows (see catch_up).
+            queued = conn.queued_in_replay
+            if before_seq is None and (row.status == "sending" or (
+                    queued is not None and outbound.delivery_id in queued)):
+                conn.replayed.add(outbound.delivery_id)
+            if row.status in ("sending", "unknown"):
+                gateway.sent[outbound.delivery_id] = key
+            conn.expect_ack(outbound.delivery_id, session_id, outbound.seq)
+            await conn.write_encoded(text)
+            written += 1
+    if requeue:
+        await rt.requeue(session_id, requeue)
+    return written, len(requeue)

@@ -12,7 +12,10 @@ same message, if no frame of its session was queued after it (:meth:`Connection.
 two sessions of one conversation may stream at once, after ``/new``), so a client that reads
 is not closed for the number of pieces, and one that does not read still fills the queue. The writer
 sends ``welcome`` first, then the catch-up replay, then the queue, so a client sees each
-session's deliveries in seq order. The reader parses frames, charges a token bucket (a
+session's deliveries in seq order; a client that said hello with ``after_seq`` and is sent a
+session it has nothing of yet (another device's ``/resume``) gets that session's earlier rows
+first, read from the store by the writer where a mark in the queue says (see
+:meth:`Connection.catches_up`). The reader parses frames, charges a token bucket (a
 client that floods is closed, ``4029``) and hands them to the gateway; the heartbeat pings a
 client that has been silent for ``heartbeat_s`` and drops it (``4008``) after twice that.
 
@@ -62,6 +65,12 @@ _ACKS_KEPT = 8192
 """Delivery ids a connection remembers as sent to it and not acked by it (the oldest go
 first): enough for a catch-up replay to be acked one frame at a time as it is read."""
 
+_SESSIONS_KEPT = 1024
+"""Sessions a catching-up connection (its hello had ``after_seq``) remembers it has from
+their start (the least recently sent go first). Kept when the gateway forgets a session (a
+``/resume`` may bring it back, and the connection must not be sent its rows again), so bounded:
+one of more sessions than this since, resumed, is caught up from its start again."""
+
 _FINISH_WAIT = 2.0
 """Seconds a frame being written when the connection is closed may take to finish."""
 
@@ -73,6 +82,11 @@ a client that does not read still gets a new frame, counted, every so many bytes
 Replay = Callable[["Connection"], Awaitable[None]]
 """Writes the catch-up frames (with :meth:`Connection.write`) after ``welcome``, before the
 queue."""
+
+CatchUp = Callable[["Connection", str, int], Awaitable[None]]
+"""``catch_up(conn, session_id, before_seq)`` writes the session's rows before *before_seq*
+(with :meth:`Connection.write_encoded`) to a catching-up connection that had none of it, before
+its first row sent live (see :meth:`Connection.push`)."""
 
 
 class TokenBucket:
@@ -123,6 +137,17 @@ class _PendingChunk:
         return encode({**self.frame, "chunk": "".join(self.chunks)})
 
 
+class _CatchingUp:
+    """A mark in a connection's queue: the session's rows before ``before_seq`` are written
+    here (by the writer, which reads them from the store) before the frames queued after it."""
+
+    __slots__ = ("before_seq", "session_id")
+
+    def __init__(self, session_id: str, before_seq: int) -> None:
+        self.session_id = session_id
+        self.before_seq = before_seq
+
+
 class Connection:
     """One authenticated client (after its hello) of one conversation."""
 
@@ -146,12 +171,15 @@ class Connection:
         self._unacked: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._sent_through: dict[str, int] = {}  # session -> highest seq sent here
         self._acked_through: dict[str, int] = {}  # session -> highest seq acked by seq here
+        # A catching-up connection's sessions it has from their start (None: one that said
+        # hello without after_seq, which is sent rows as they come; see catches_up)
+        self._whole: collections.OrderedDict[str, None] | None = None
         self.written = 0
         self.torn = False  # a frame was cut off: no close frame may follow (see tear())
         self._sending: trio.CancelScope | None = None
         self.queued_bytes = 0  # UTF-8 bytes of the frames in the queue (not yet taken)
         self._send, self._receive = trio.open_memory_channel[
-            tuple[str | _PendingChunk, str | None, int]](settings.max_backlog)
+            tuple[str | _PendingChunk | _CatchingUp, str | None, int]](settings.max_backlog)
         self._deep = settings.max_backlog // 4  # a chunk frame may join one queued before
         # session -> its last frame in the queue, if a chunk still waiting (see push_chunk)
         self._joinable: dict[str, _PendingChunk] = {}
@@ -184,6 +212,9 @@ class Connection:
             log.warning("event=frame_dropped connection=%d type=%s bytes=%d limit=%d",
                         self.id, field(str(frame.get("type"))), size, MAX_SERVER_FRAME_BYTES)
             return
+        if delivery_id is not None and not self._has_before(frame["session_id"], frame["seq"]) \
+                and not self._enqueue(_CatchingUp(frame["session_id"], frame["seq"]), None, 0):
+            return
         if self._enqueue(text, delivery_id, size):
             # A chunk after it may not join one before it: of its session, or of every
             # session for a frame of none (a ping, an error, a command's notice).
@@ -197,7 +228,31 @@ class Connection:
                 if self.queued_in_replay is not None:
                     self.queued_in_replay.add(delivery_id)
 
-    def _enqueue(self, item: str | _PendingChunk, delivery_id: str | None, size: int) -> bool:
+    def catches_up(self, session_ids: Collection[str]) -> None:
+        """Its hello had ``after_seq``: it is caught up on *session_ids* (its replay plan), and
+        from now on every other session's rows reach it from that session's start, the earlier
+        ones before the first sent live (another device's ``/resume`` of an older session, a
+        late reply there). Called before it joins its conversation. Sync."""
+        self._whole = collections.OrderedDict.fromkeys(session_ids)
+
+    def _has_before(self, session_id: str, seq: int) -> bool:
+        """Whether a delivery of *session_id* at *seq*, queued now, needs no catch-up before
+        it: a connection without ``after_seq`` gets rows as they come; a catching-up one has
+        the session from its start already, or this is its first row (a new session's: no
+        read). From now on it counts as had from the start. Sync."""
+        whole = self._whole
+        if whole is None:
+            return True
+        if session_id in whole:
+            whole.move_to_end(session_id)
+            return True
+        whole[session_id] = None
+        while len(whole) > _SESSIONS_KEPT:
+            whole.popitem(last=False)
+        return seq <= 1
+
+    def _enqueue(self, item: str | _PendingChunk | _CatchingUp, delivery_id: str | None,
+                 size: int) -> bool:
         """Put *item* (an encoded frame, or a chunk frame that may still grow) of *size* bytes
         in the queue and count it. False when it is not taken: a queue over its bytes or its
         frames closes the connection as too slow, and a closed queue takes nothing."""
@@ -316,15 +371,19 @@ class Connection:
     # --- the connection's tasks --------------------------------------------------------------
 
     async def run(self, welcome: dict[str, Any], replay: Replay,
-                  handle: Callable[[Connection, ClientFrame], Awaitable[None]]) -> None:
-        """Write, read and watch the heartbeat until the client leaves or :meth:`kill`."""
+                  handle: Callable[[Connection, ClientFrame], Awaitable[None]],
+                  catch_up: CatchUp | None = None) -> None:
+        """Write, read and watch the heartbeat until the client leaves or :meth:`kill`.
+        *catch_up* writes a session's earlier rows for a catching-up connection (see
+        :meth:`catches_up`): one that catches up needs it."""
         with trio.CancelScope() as scope:
             self._scope = scope
             try:
                 if not self.alive:
                     return
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._writer, welcome, replay, nursery.cancel_scope)
+                    nursery.start_soon(self._writer, welcome, replay, catch_up,
+                                       nursery.cancel_scope)
                     nursery.start_soon(self._heartbeat)
                     try:
                         await self._reader(handle)
@@ -335,13 +394,17 @@ class Connection:
                 self._send.close()
                 self._receive.close()
 
-    async def _writer(self, welcome: dict[str, Any], replay: Replay,
+    async def _writer(self, welcome: dict[str, Any], replay: Replay, catch_up: CatchUp | None,
                       scope: trio.CancelScope) -> None:
         try:
             await self.write(welcome)
             await replay(self)
             self.queued_in_replay = None
             async for text, delivery_id, size in self._receive:
+                if isinstance(text, _CatchingUp):  # the frames after it wait meanwhile
+                    assert catch_up is not None  # given for a catching-up one (see run())
+                    await catch_up(self, text.session_id, text.before_seq)
+                    continue
                 if isinstance(text, _PendingChunk):  # taken: nothing joins it from now on
                     if self._joinable.get(text.frame["session_id"]) is text:
                         del self._joinable[text.frame["session_id"]]

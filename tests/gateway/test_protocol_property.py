@@ -30,7 +30,6 @@ import functools
 import pathlib
 import tempfile
 
-import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -91,16 +90,12 @@ def test_devices_keep_the_protocols_promises(devices, mode, ops) -> None:
     _run(devices, mode, [("connect", i, False) for i in range(len(devices))] + ops)
 
 
-@pytest.mark.xfail(strict=True, raises=ExceptionGroup, reason=(
-    "open: a device connected while another /resume's an older session gets that session's "
-    "rows from the switch on only, not those written while it was away; its next hello names "
-    "the session and the highest seq it has, so the gap is never replayed (see the note)"))
 def test_a_device_connected_through_a_resume_gets_the_resumed_sessions_earlier_rows() -> None:
-    """Found by the property above (about once in 1,500 random examples; this program fails
+    """Found by the property above (about once in 1,500 random examples; this program failed
     every time). d1 drops; d0 is answered in session A (seq 1), sends ``/new`` (B) and d1
-    comes back with ``after_seq`` (B from its start); d0 ``/resume``s A: d1 gets A's "resumed"
-    notice (seq 2) live, but never A's seq 1. A device that reconnects after the resume,
-    naming B, is replayed A from its start; one connected through it is not."""
+    comes back with ``after_seq`` (B from its start); d0 ``/resume``s A: d1 got A's "resumed"
+    notice (seq 2) live, but never A's seq 1, and its next hello (A, 2) could not get it back.
+    Now A's earlier rows reach d1 before that notice."""
     _run([("d0", "alpha"), ("d1", "alpha")], ("steer", 32),
          [("connect", 0, False), ("connect", 1, False), ("drop", 1), ("send", 0, False),
           ("new", 0), ("connect", 1, True), ("resume", 0, 0)])
