@@ -14,6 +14,7 @@ the old session, queued there before another device's ``/new``, waits for its re
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
@@ -146,3 +147,55 @@ async def test_a_piped_line_whose_turn_new_left_in_the_old_session_waits_for_its
     assert code == 0, err.getvalue()
     assert holding.held is None, "the reply was never synced in its session"
     assert out.getvalue().splitlines() == ["* Started a new session.", "slow", "mine"]
+
+
+class _Recording(WrappingConnector):
+    """Each connection's hello (what ``connect`` was given) and welcome."""
+
+    def __init__(self) -> None:
+        self.hellos: list[dict[str, Any]] = []
+        self.welcomes: list[dict[str, Any]] = []
+        self.connected = trio.Event()
+
+    @asynccontextmanager
+    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        self.hellos.append(kwargs)
+        async with super().connect(*args, **kwargs) as client:
+            self.welcomes.append(client.welcome)
+            self.connected.set()
+            self.connected = trio.Event()
+            yield client
+
+
+async def test_a_reconnect_after_resume_names_the_resumed_session(
+        rt, serve_gateway, monkeypatch) -> None:
+    # The session /resume made current is one the chat left (by /new): its answer, written
+    # there, is what says it is current again.
+    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
+    recording = _Recording()
+    monkeypatch.setattr(_chat_ws, "GatewayClient", recording)
+    out, err = Transcript(), Transcript()
+    async with serve_gateway(rt) as (gateway, url):
+        async def lines() -> AsyncIterator[str]:
+            yield "one\n"
+            yield "/new\n"
+            yield "two\n"
+            yield f"/resume {recording.welcomes[0]['session_id']}\n"
+            await out.wait_for(lambda line: line.startswith("* Resumed session"))
+            reconnected = recording.connected
+            [conn] = gateway.hubs[gateway.conversation_named(CONVERSATION).key].connections
+            conn.kill(4009, "too slow")
+            await reconnected.wait()
+            yield "three\n"
+
+        options = ChatOptions(url=url, token=TOKEN, conversation=CONVERSATION,
+                              interactive=False)
+        with trio.fail_after(20):  # real time: no mock clock here
+            code = await chat_over_websocket(options, lines(), out=out, err=err)
+    assert code == 0, err.getvalue()
+    first = recording.welcomes[0]["session_id"]
+    assert [hello.get("session_id") for hello in recording.hellos] == [None, first]
+    assert recording.welcomes[1]["session_id"] == first
+    shown = out.getvalue().splitlines()
+    assert shown == ["one", "* Started a new session.", "two",
+                     f"* Resumed session {first}.", "three"], shown
