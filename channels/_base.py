@@ -17,7 +17,7 @@ import logging
 import types
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import trio
@@ -28,7 +28,7 @@ from tidings.actors._route_checks import OPTIONAL_METHODS, check_capabilities
 from tidings.channels._agents import Agent, EchoAgent
 from tidings.channels._answer_order import SWITCH_ANSWER_WAIT, AnswerOrder, wait_ended
 from tidings.channels._arguments import expect_instance
-from tidings.channels._command_handler import Known, run_cancel, run_command
+from tidings.channels._command_handler import HoldAnswer, Known, run_cancel, run_command
 from tidings.channels._commands import Command, parse_command, trim
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
@@ -44,6 +44,7 @@ from tidings.channels._stop_button import StopButton
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 from tidings.store import Op, acking
 from tidings.store._ids import check_id
+from tidings.store._inbound import AnswerNotice, hold_command_answer
 from tidings.supervisor._callables import certainly_sync, wrong_signature
 from tidings.supervisor._log import field
 
@@ -383,12 +384,14 @@ class ChannelBase(StopButton):
             # It hands back under the lock it cancels in (see run_cancel).
             ran = await run_cancel(self, conversation, known=known,
                                    record=self._command_ops(conversation, inbound),
+                                   hold=self._answer_hold(conversation, inbound),
                                    owed_to=self._owed_to(inbound))
             return "command" if ran else "duplicate"
         await self._hand_back_if_due(conversation)
         if command is not None:
             ran = await run_command(self, conversation, command, known=known,
                                     record=self._command_ops(conversation, inbound),
+                                    hold=self._answer_hold(conversation, inbound),
                                     owed_to=self._owed_to(inbound))
             return "command" if ran else "duplicate"
         if not trim(inbound.text):  # blank as the commands read it: nothing to show either
@@ -511,6 +514,24 @@ class ChannelBase(StopButton):
             rt.core_id, self.config.name, conversation.key, inbound.message_id,
             outcome="command", now=rt.store.clock())]
 
+    def _answer_hold(self, conversation: Conversation, inbound: Inbound) -> HoldAnswer | None:
+        """How ``run_command`` holds the answer of the command *inbound* with its effect (see
+        :func:`~tidings.store._inbound.hold_command_answer`), when its message id is recorded
+        with that effect (see :meth:`_command_ops`); else None. Were the answer only written
+        after, a crash in between kept the effect and the id: the platform's retry is then a
+        ``duplicate``, and the user was never answered. Held, it is sent at the next start."""
+        if not self._remembers(inbound):
+            return None
+        rt, message_id = self.runtime, inbound.message_id
+
+        def hold(notice: AnswerNotice) -> tuple[str, Op]:
+            inbound_id = new_id("inbound")
+            return inbound_id, hold_command_answer(
+                inbound_id, core_id=rt.core_id, channel=self.config.name,
+                conversation_key=conversation.key, message_id=message_id, notice=notice,
+                claimant=rt.store.claimant, now=rt.store.clock())
+        return hold
+
     async def _hold(self, session_id: str, inbound: Inbound, held: str,
                     also: list[Op]) -> None:
         """Hold the submitted *inbound* durably (as *held*, with the ops *also*) before it
@@ -582,10 +603,12 @@ class ChannelBase(StopButton):
     # --- answers ---------------------------------------------------------------------------------
 
     async def answer(self, conversation: Conversation, session_id: str | None, text: str, *,
-                     command: str | None = None) -> None:
+                     command: str | None = None, settles: Sequence[str] = ()) -> None:
         """Answer in *conversation*: a transient notice through the outbox of *session_id*,
         or, without a session, straight to :meth:`deliver` with ``session_id=None`` (once
         the answers queued earlier for the conversation ended: see :meth:`_deliver_direct`).
+        *settles*: held messages of *session_id* the notice deals with, released in its
+        commit (``rt.notify(settles=...)``; a command's own answer, held with its effect).
         A *conversation* that is no :class:`Conversation` is a ``TypeError`` naming it, and a
         *command* that is not None or a non-empty string (of valid Unicode) a
         ``ValidationError`` naming it, before anything is written (the notice was queued,
@@ -597,7 +620,8 @@ class ChannelBase(StopButton):
         if session_id is None:
             await self._deliver_direct(conversation, text, extra=extra)
         else:
-            handle = await self.runtime.notify(session_id, text, metadata=extra)
+            handle = await self.runtime.notify(session_id, text, metadata=extra,
+                                               settles=settles)
             self._answer_queued(conversation, handle)
 
     def _answer_queued(self, conversation: Conversation, handle: DeliveryHandle) -> None:
@@ -608,7 +632,7 @@ class ChannelBase(StopButton):
             self._answers.queued(conversation.key, handle)
 
     async def _answer_switch(self, conversation: Conversation, session_id: str, text: str, *,
-                            command: str) -> None:
+                            command: str, settles: Sequence[str] = ()) -> None:
         """Answer a session switch (``/new``, ``/resume``) in *session_id*, the session
         switched to, whose lane runs beside the old session's: the session is held (its lane
         claims nothing, this answer and what follows it included) until the answers and
@@ -620,11 +644,11 @@ class ChannelBase(StopButton):
         (the gateway: a row ends when the client acks it)."""
         earlier = [] if self._acks() else self._answers.earlier(conversation.key, session_id)
         if not earlier:
-            await self.answer(conversation, session_id, text, command=command)
+            await self.answer(conversation, session_id, text, command=command, settles=settles)
             return
         release = self._hold_for_switch(session_id, earlier)
         try:
-            await self.answer(conversation, session_id, text, command=command)
+            await self.answer(conversation, session_id, text, command=command, settles=settles)
         except BaseException:
             release()
             raise

@@ -7,12 +7,22 @@ none, and its answer goes straight to the channel's ``deliver()`` with ``session
 Such a direct answer to ``/cancel``, ``/clear`` or ``/resume``, whose message id was recorded
 with the effect, that does not go out is owed to the platform's retry of the id
 (:mod:`._owed_answers`).
+
+The answer in a session of ``/new``, ``/resume`` and ``/cancel`` whose message id is recorded
+(the platform's retry is then a ``duplicate``, which runs nothing) is *held* with that record
+and the command's effect, in their transaction, and released in the transaction that writes
+the answer: a crash between the two (the effect done, the answer not written) leaves it
+held, and the next start sends it into its session (the recovery of held messages), whence
+the conversation's next message (the retry) hands it back. Not ``/clear``'s: it answers in
+the session it closes, which recovery tells nothing, so a crash there loses its answer (as
+it does a direct answer's, which has no session to be held in).
 No answer contains an absolute path: the workspace appears by its basename, and a session id
 the user typed is never echoed back.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -28,15 +38,22 @@ from tidings.channels._commands import (
 from tidings.channels._directory import Conversation
 from tidings.channels._handback import requeue_unrouted
 from tidings.errors import SessionClosedError, SessionNotFoundError
+from tidings.store._inbound import ResumeOutcome, resume_outcome
 
 if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
     from tidings.store import Op
+    from tidings.store._inbound import AnswerNotice
 
-__all__ = ["Known", "run_cancel", "run_command"]
+__all__ = ["HoldAnswer", "Known", "run_cancel", "run_command"]
 
 Known = Callable[[], Awaitable[object]]
 """The read of a command's message id record: its outcome, or None when it is not known."""
+
+HoldAnswer = Callable[["AnswerNotice"], "tuple[str, Op]"]
+"""Makes the hold of a command's answer (its text, or how to read it in the transaction):
+``(inbound_id, op)``, the op to write with the command's effect (see
+``ChannelBase._answer_hold``)."""
 
 CLEARED = "Cleared. Your next message starts a new session."
 CANCELLED = "Cancelled the running request."
@@ -48,7 +65,8 @@ CLEARED_SESSION = "That session was cleared; it cannot be resumed."
 
 async def run_command(channel: ChannelBase, conversation: Conversation,
                       command: Command | InvalidCommand, *, record: Sequence[Op] = (),
-                      known: Known | None = None, owed_to: str | None = None) -> bool:
+                      known: Known | None = None, hold: HoldAnswer | None = None,
+                      owed_to: str | None = None) -> bool:
     """Run *command* for *conversation* and send its answer; False, with nothing done and no
     answer, when *known* (the read of a session command's message id record, given for
     ``/cancel``, ``/new``, ``/clear`` and ``/resume``) finds it handled already.
@@ -62,6 +80,9 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     *known* is awaited under the conversation's lock, with the effect: read before it, a
     message the platform sent after the command, handled during the read, started its turn
     in the session the command then left (``/new``), or cleared and cancelled (``/clear``).
+
+    *hold*: given with *record*, the answer of ``/new``, ``/resume`` and ``/cancel`` is held
+    with it (see the module docstring) and released by the answer's own write.
 
     *owed_to*: the message id *record* records, when the platform's retry of it is looked up
     (``dedupe_message_ids``): a direct answer (no session) of ``/clear`` or ``/resume`` that
@@ -88,7 +109,8 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     if name == "cancel":
         return await run_cancel(channel, conversation, record=record, known=known,
                                 owed_to=owed_to)
-    refusal = None
+    refusal: str | None = None
+    held_in: tuple[str, str] | None = None  # where a refused /resume's answer is held
     cleared_no_session = False
     async with directory.lock(conversation):
         if known is not None and await known() is not None:
@@ -104,10 +126,12 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
                 await channel.answer(conversation, old, CLEARED, command=name)
             cleared_no_session = old is None
         elif name == "new":
-            session_id = await directory.new(conversation, also=record)
-            await channel._answer_switch(conversation, session_id, NEW_SESSION, command=name)
+            held, also = _held(hold, NEW_SESSION, record)
+            session_id = await directory.new(conversation, also=also)
+            await channel._answer_switch(conversation, session_id, NEW_SESSION, command=name,
+                                         settles=held)
         else:
-            refusal = await _resume(channel, conversation, command, record)
+            refusal, held_in = await _resume(channel, conversation, command, record, hold)
     if cleared_no_session:
         # No session: a direct answer, which waits for the answers still on their way (see
         # ChannelBase._deliver_direct): outside the lock, so no message waits for it.
@@ -116,14 +140,26 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     if refusal is None:
         return True
     # A refused /resume changed nothing; its answer goes to the current session, looked up
-    # outside the lock (a lookup that reads the store takes it).
-    await _answer_current(channel, conversation, refusal, command="resume", owed_to=owed_to)
+    # outside the lock (a lookup that reads the store takes it): the one it is held in, if
+    # it is held.
+    await _answer_current(channel, conversation, refusal, command="resume", owed_to=owed_to,
+                          held=held_in)
     return True
+
+
+def _held(hold: HoldAnswer | None, notice: AnswerNotice,
+          record: Sequence[Op]) -> tuple[tuple[str, ...], list[Op]]:
+    """The inbound id the answer is held under (none without *hold*) and the ops to write
+    with the command's effect: *record*, then the hold."""
+    if hold is None:
+        return (), list(record)
+    inbound_id, op = hold(notice)
+    return (inbound_id,), [*record, op]
 
 
 async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
                      record: Sequence[Op] = (), known: Known | None = None,
-                     owed_to: str | None = None) -> bool:
+                     hold: HoldAnswer | None = None, owed_to: str | None = None) -> bool:
     """``/cancel`` from an allowed sender: cancel the oldest request not yet over in each of
     *conversation*'s sessions (see ``Dispatch.cancel``) and answer; False, with nothing done
     and no answer, when *known* (the read of its message id's record) finds it handled.
@@ -136,23 +172,35 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
     written before the cancel: a cancel dies with its process anyway, but an id recorded
     after it could be lost to a crash in between, and the platform's resend then cancelled
     the turn of a message sent since. The session the answer goes to is looked up after
-    the lock is let go (a lookup that reads the store takes it). *owed_to*: as for
-    :func:`run_command`."""
+    the lock is let go (a lookup that reads the store takes it). *hold*, *owed_to*: as for
+    :func:`run_command`; the answer held with the id says what there was to cancel before it
+    was written (after a crash, whatever ran then was stopped by it)."""
     directory = channel.directory
+    held_in = None
     async with directory.lock(conversation):
         await channel._hand_back_if_due(conversation, locked=True)
         if known is not None and await known() is not None:
             return False
+        busy = _busy(channel, conversation)
+        held, ops = _held(hold, CANCELLED if busy else NOTHING_TO_CANCEL, record)
         # Bounded (one store request), and not cut off once the id is being written: it may
         # commit all the same, and the platform's resend would then be a duplicate that
         # cancels nothing while the turn it was to stop runs on.
         with trio.CancelScope(shield=True):
-            if record:
-                await channel.runtime.store.commit(list(record))
+            if ops:
+                results = await channel.runtime.store.commit(ops)
+                if held and results[-1] is not None:
+                    held_in = (results[-1], held[0])
             done = channel.dispatch.cancel(conversation, "cancel_command")
     await _answer_current(channel, conversation, CANCELLED if done else NOTHING_TO_CANCEL,
-                          command="cancel", owed_to=owed_to)
+                          command="cancel", owed_to=owed_to, held=held_in)
     return True
+
+
+def _busy(channel: ChannelBase, conversation: Conversation) -> bool:
+    """Whether *conversation* has a request running or waiting here (sync)."""
+    return any(state.active is not None or state.pending
+               for state in channel.dispatch.states_of(conversation))
 
 
 async def _answer(channel: ChannelBase, conversation: Conversation, session_id: str | None,
@@ -171,24 +219,38 @@ async def _answer(channel: ChannelBase, conversation: Conversation, session_id: 
 
 
 async def _answer_current(channel: ChannelBase, conversation: Conversation, text: str, *,
-                          command: str, owed_to: str | None) -> None:
+                          command: str, owed_to: str | None,
+                          held: tuple[str, str] | None = None) -> None:
     """:func:`_answer` in the conversation's current session, looked up now (outside the
     conversation's lock, which the lookup may take, and another message may hold). A lookup
     that fails or is cancelled (the platform gave up on the request) leaves the answer owed
     to the retry of *owed_to*, as a direct answer: the id is recorded, so that retry is a
-    ``duplicate``, and the answer was never given."""
+    ``duplicate``, and the answer was never given.
+
+    *held*: ``(session_id, inbound_id)``, the answer is held in that session (the current one
+    when the command was written): it goes there, releasing the hold, and is owed to nobody
+    if it does not (the next start sends it). The channel is bound as its route."""
     try:
         session_id = await channel.directory.lookup(conversation)
     except BaseException:
-        if owed_to is not None:
+        if owed_to is not None and held is None:
             channel.owed_answers.owe(conversation.key, owed_to, text, command)
         raise
-    await _answer(channel, conversation, session_id, text, command=command, owed_to=owed_to)
+    if held is None:
+        await _answer(channel, conversation, session_id, text, command=command,
+                      owed_to=owed_to)
+        return
+    held_in, inbound_id = held
+    if held_in != session_id:  # it moved on meanwhile (a later /new): answered where held
+        channel.directory.attach(conversation, held_in)
+    await channel.answer(conversation, held_in, text, command=command, settles=(inbound_id,))
 
 
-async def _resume(channel: ChannelBase, conversation: Conversation,
-                  command: Command, record: Sequence[Op]) -> str | None:
-    """Resume (under the conversation's lock) and answer; the refusal to send, if refused.
+async def _resume(channel: ChannelBase, conversation: Conversation, command: Command,
+                  record: Sequence[Op], hold: HoldAnswer | None
+                  ) -> tuple[str | None, tuple[str, str] | None]:
+    """Resume (under the conversation's lock) and answer; the refusal to send, if refused,
+    and ``(session_id, inbound_id)`` where it is held, if it is (see :func:`run_command`).
 
     The session is bound inside ``hold_binds`` and its ``unrouted`` rows are handed back there
     (a session the directory forgot may have got one, or be writing one, since the
@@ -198,12 +260,31 @@ async def _resume(channel: ChannelBase, conversation: Conversation,
     bound yet, and the resumed one is bound from here on."""
     target = command.argument or ""
     rt = channel.runtime
+    resumed = f"Resumed session {target}."
+    name, key = channel.config.name, conversation.key
+
+    def notice(conn: sqlite3.Connection) -> str:  # the answer, read after the rebind
+        outcome = resume_outcome(conn, rt.core_id, name, key, target)
+        return resumed if outcome == "resumed" else _refusal(outcome)
+    held, also = _held(hold, notice, record)
     try:
         async with rt.hold_binds(channel):
-            await channel.directory.resume(conversation, target, also=record)
+            await channel.directory.resume(conversation, target, also=also)
             await requeue_unrouted(rt, target)
     except SessionNotFoundError as exc:
-        return CLEARED_SESSION if isinstance(exc, SessionClosedError) else NO_SUCH_SESSION
-    await channel._answer_switch(conversation, target, f"Resumed session {target}.",
-                                command="resume")
-    return None
+        refusal = _refusal("closed" if isinstance(exc, SessionClosedError) else "missing")
+        if not held:
+            return refusal, None
+        # Held, if at all, in the session the conversation is in: read under its lock, so
+        # nothing has moved it since the refusal was written.
+        held_in = await rt.conversation_session(name, key)
+        return refusal, None if held_in is None else (held_in, held[0])
+    await channel._answer_switch(conversation, target, resumed, command="resume",
+                                 settles=held)
+    return None, None
+
+
+def _refusal(outcome: ResumeOutcome) -> str:
+    """The answer to a ``/resume`` refused with *outcome*: a conversation cannot tell
+    another's session from none."""
+    return CLEARED_SESSION if outcome == "closed" else NO_SUCH_SESSION

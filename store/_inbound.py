@@ -10,22 +10,36 @@ An accepted message is also *held* (``inbound_messages``) until it is dealt with
 a turn that ended while its process ran, told it was not (a notice), or cleared. The release is
 written in the same transaction as the turn's end or the notice, so a crash leaves a message
 either held or dealt with, never both; the next start tells the user about every message an
-earlier process still held (:func:`held_inbound`).
+earlier process still held (:func:`held_inbound`). The answer a session command owes is held
+the same way, with the command's effect, until it is written (:func:`hold_command_answer`).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Literal
 
 import attrs
 
 from tidings.store._ops import Call, Execute, InsertRows, Op
+from tidings.store._queries import session_for_conversation
 from tidings.store._sessions import bind_conversation
 
-__all__ = ["HeldInbound", "ResumeOutcome", "append_user_message", "held_inbound", "hold_inbound",
-           "release_inbound", "resume_conversation", "session_has_turn", "session_has_turns"]
+__all__ = [
+    "AnswerNotice",
+    "HeldInbound",
+    "ResumeOutcome",
+    "append_user_message",
+    "held_inbound",
+    "hold_command_answer",
+    "hold_inbound",
+    "release_inbound",
+    "resume_conversation",
+    "resume_outcome",
+    "session_has_turn",
+    "session_has_turns",
+]
 
 ResumeOutcome = Literal["resumed", "missing", "foreign", "closed"]
 """``resumed``: rebound; ``missing``: no such session; ``foreign``: another core, channel or
@@ -54,18 +68,27 @@ def resume_conversation(core_id: str, channel: str, conversation_key: str, sessi
     rebind = bind_conversation(core_id, channel, conversation_key, session_id, now=now).fn
 
     def run(conn: sqlite3.Connection) -> ResumeOutcome:
-        row = conn.execute(
-            "SELECT core_id, channel, conversation_key, state FROM sessions WHERE session_id = ?",
-            (session_id,)).fetchone()
-        if row is None:
-            return "missing"
-        if (row[0], row[1], row[2]) != (core_id, channel, conversation_key):
-            return "foreign"
-        if row[3] == "closed":
-            return "closed"
-        rebind(conn)
-        return "resumed"
+        outcome = resume_outcome(conn, core_id, channel, conversation_key, session_id)
+        if outcome == "resumed":
+            rebind(conn)
+        return outcome
     return Call(run)
+
+
+def resume_outcome(conn: sqlite3.Connection, core_id: str, channel: str,
+                   conversation_key: str, session_id: str) -> ResumeOutcome:
+    """What :func:`resume_conversation` of *session_id* does (``resumed``: it may rebind),
+    without rebinding (a read)."""
+    row = conn.execute(
+        "SELECT core_id, channel, conversation_key, state FROM sessions WHERE session_id = ?",
+        (session_id,)).fetchone()
+    if row is None:
+        return "missing"
+    if (row[0], row[1], row[2]) != (core_id, channel, conversation_key):
+        return "foreign"
+    if row[3] == "closed":
+        return "closed"
+    return "resumed"
 
 
 def session_has_turn(conn: sqlite3.Connection, session_id: str, turn_id: str) -> bool:
@@ -128,6 +151,33 @@ def hold_inbound(inbound_id: str, *, session_id: str, channel: str | None,
     without a notice), so it is not written."""
     return [Execute(_HOLD_SQL, (inbound_id, session_id, channel, message_id, notice, claimant,
                                 now, session_id))]
+
+
+AnswerNotice = str | Callable[[sqlite3.Connection], str]
+"""The answer a session command owes: its text, or a function of the transaction's connection
+that reads it (the answer to ``/resume`` depends on how the rebind went)."""
+
+
+def hold_command_answer(inbound_id: str, *, core_id: str, channel: str, conversation_key: str,
+                        message_id: str | None, notice: AnswerNotice, claimant: str,
+                        now: float) -> Call:
+    """A :class:`Call` op holding, as *inbound_id*, the answer a session command owes (its
+    message id *message_id*) in the session the conversation is bound to when it runs: with
+    the command's effect, in its transaction, so a crash before the answer is written leaves
+    it held, and the next start's recovery sends *notice* (:func:`held_inbound`). The answer,
+    written, releases it in its own transaction.
+
+    Result: the session it is held in, or None (the conversation has no session, or one that
+    is closed: nothing is held)."""
+    def run(conn: sqlite3.Connection) -> str | None:
+        session_id = session_for_conversation(conn, core_id, channel, conversation_key)
+        if session_id is None:
+            return None
+        text = notice if isinstance(notice, str) else notice(conn)
+        held = conn.execute(_HOLD_SQL, (inbound_id, session_id, channel, message_id, text,
+                                        claimant, now, session_id)).fetchone()
+        return None if held is None else session_id
+    return Call(run)
 
 
 def release_inbound(inbound_ids: Iterable[str], *,

@@ -29,10 +29,10 @@ class DiesAnsweringCancel(RecordingChannel):
     """A channel whose process dies as it writes the answer to ``/cancel``."""
 
     async def answer(self, conversation: Any, session_id: str | None, text: str, *,
-                     command: str | None = None) -> None:
+                     command: str | None = None, **kwargs: Any) -> None:
         if command == "cancel":
             raise StoreError("the process died here")
-        await super().answer(conversation, session_id, text, command=command)
+        await super().answer(conversation, session_id, text, command=command, **kwargs)
 
 
 async def test_a_resent_cancel_after_a_crash_does_not_cancel_a_later_turn(
