@@ -218,8 +218,9 @@ def _shown(text: str) -> str:
     id), and a terminal acts on an escape sequence (clears the screen, sets its title, writes
     the clipboard) instead of showing it. And a byte of a path that does not decode (Python
     holds it as a lone surrogate, which a stdout in a UTF-8 or C locale writes back raw) as
-    ``\\udcff``, as the refusals on stderr and ``tidings prune`` print it."""
-    return one_line(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    ``\\udcff``, as the refusals on stderr and ``tidings prune`` print it (:func:`one_line`
+    escapes both)."""
+    return one_line(text)
 
 
 def _clip(text: str | None, width: int) -> str:

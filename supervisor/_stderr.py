@@ -20,7 +20,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def one_line(text: str) -> str:
     """*text* with its control characters (C0, DEL, C1) escaped, ``\\x0a`` for a newline,
     ``\\x1b`` for ESC: a refusal's path or reason (a file name may hold any of them) printed
-    as one line, not broken in two, and no escape sequence acted on by the terminal."""
+    as one line, not broken in two, and no escape sequence acted on by the terminal. And a
+    byte of a path that does not decode (``os.fsdecode`` holds it as a lone surrogate) as
+    ``\\udcff``: left to the stream, the line was that only on Python's own stderr; one a host
+    opened (``open(log, "w")``) raised ``UnicodeEncodeError`` instead of saying it, and one
+    that writes surrogates back wrote the raw byte, which is no UTF-8."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # (lone surrogates only)
     return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
