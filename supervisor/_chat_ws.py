@@ -156,7 +156,8 @@ class _State:
         self.turn_sessions: dict[str, str] = {}
         self.seen: dict[str, int] = {}
         # session -> highest seq printed: a delivery at or below it is a repeat (a hello that
-        # names an older session, after /new, has the current one replayed from its start).
+        # names an older session, after /new, has the current one replayed from its start);
+        # on a reconnect, at least what it has seen there (see _had).
         self.printed: dict[str, int] = {}
         # id -> the server's answer to that message; and the ids whose turn ended. The
         # :data:`_IDS_KEPT` latest only (see _remember).
@@ -734,6 +735,8 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                     say(err, f"tidings chat: {options.url}, conversation "
                               f"{options.conversation}; /help for commands; end of input "
                               "(Ctrl-D) quits.")
+                else:
+                    _had(state)
                 if state.unknown is not None:  # (see _State.unknown) from its last_seq on
                     state.unknown = None
                     state.seen.setdefault(welcome["session_id"], welcome["last_seq"])
@@ -834,6 +837,18 @@ def _behind(state: _State, welcome: dict[str, Any], err: TextIO | None) -> None:
              "is shown from there")
     state.seen[session_id] = last_seq
     state.printed[session_id] = min(state.printed.get(session_id, 0), last_seq)
+
+
+def _had(state: _State) -> None:
+    """A reconnect: every row the chat has seen or said it has (a session's rows up to the
+    first welcome's ``last_seq``: its history, never shown) counts as printed. Its hello
+    says it has them (``after_seq``), and the gateway then writes a session's earlier rows
+    from its start before the first of its rows that reaches the connection live while it has
+    none of it (a late reply in the session the chat began in, left by ``/new``): the
+    history was printed then, in the middle of the chat, as if it were new."""
+    for session_id, seq in state.seen.items():
+        if state.printed.get(session_id, 0) < seq:
+            state.printed[session_id] = seq
 
 
 def _stayed_up(welcomed: float | None) -> bool:
