@@ -25,6 +25,7 @@ from tidings.store._batch import BatchOutcome, execute_batch
 from tidings.store._connect import Synchronous, close_writer, connect_writer
 from tidings.store._errors import StoreError, ValidationError
 from tidings.store._ops import Op
+from tidings.store._real_time import move_on_after_real
 from tidings.store._writer_process import (
     ANSWER_GRACE,
     RESUME_FRAME,
@@ -271,7 +272,7 @@ class StoreWriter:
                 # Batches the child has may commit whatever happens here: wait for their
                 # answers (bounded). Then the child holds no transaction, and stopping it loses
                 # nothing.
-                with trio.move_on_after(ANSWER_GRACE, shield=True) as grace:
+                with move_on_after_real(ANSWER_GRACE, shield=True) as grace:
                     await self._record_remaining(answers, conn)
                 if grace.cancelled_caught:  # a stuck child (a lock, a disk): say which one
                     log.warning("event=writer_process_unanswered batches=%d grace=%s pid=%s",
@@ -391,7 +392,7 @@ async def _send(child: WriterChild, data: bytes) -> None:
     try:
         await child.stdin.send_all(data)
     except trio.BrokenResourceError as exc:
-        with trio.move_on_after(ANSWER_GRACE):
+        with move_on_after_real(ANSWER_GRACE):
             await trio.sleep_forever()  # cancelled when the reader's error ends the writer
         raise StoreError("the writer process stopped reading its input") from exc
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 
 import trio
+
+from tidings.store._real_time import RealTimer
 
 __all__ = ["LINE_LIMIT", "STDERR_GRACE", "StderrRelay"]
 
@@ -43,7 +44,7 @@ class StderrRelay:
         # Shielded: the writer's cancellation (a crash, a stop) must not lose the lines the
         # child wrote just before; the relay ends at the pipe's end, or by child_exited.
         self._scope = trio.CancelScope(shield=True)
-        self._timer: threading.Timer | None = None  # the grace, once the child has exited
+        self._timer: RealTimer | None = None  # the grace, once the child has exited
         self._ended = False
 
     async def run(self) -> None:
@@ -58,8 +59,7 @@ class StderrRelay:
         finally:
             self._ended = True
             if self._timer is not None:  # no thread outlives the relay
-                self._timer.cancel()
-                self._timer.join()  # at once: cancelled, or done queueing the cancel
+                self._timer.close()
             if self._buffer:
                 self._log(bytes(self._buffer))
                 self._buffer.clear()
@@ -71,15 +71,7 @@ class StderrRelay:
         can start, trio's clock counts them: never a close that raises or waits for ever)."""
         if self._ended or self._timer is not None:
             return
-        token = trio.lowlevel.current_trio_token()
-        timer = threading.Timer(STDERR_GRACE, _cancel_soon, args=(token, self._scope))
-        timer.daemon = True
-        try:
-            timer.start()
-        except RuntimeError:  # no thread to spare: the grace on trio's clock, still bounded
-            self._scope.deadline = min(self._scope.deadline, trio.current_time() + STDERR_GRACE)
-            return
-        self._timer = timer
+        self._timer = RealTimer(self._scope, STDERR_GRACE)
 
     def _log_lines(self) -> None:
         buffer = self._buffer
@@ -101,10 +93,3 @@ class StderrRelay:
             log.warning("event=writer_process_stderr pid=%d line=%s", self._pid,
                         json.dumps(text))
 
-
-def _cancel_soon(token: trio.lowlevel.TrioToken, scope: trio.CancelScope) -> None:
-    """In the timer's thread: cancel *scope* in trio's."""
-    try:
-        token.run_sync_soon(scope.cancel)
-    except trio.RunFinishedError:  # the relay never ran to join the timer: nothing to cancel
-        pass

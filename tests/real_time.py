@@ -11,10 +11,11 @@ whatever trio's clock does.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
 
 import trio
+
+from tidings.store._real_time import move_on_after_real
 
 __all__ = ["fail_after_real"]
 
@@ -23,28 +24,13 @@ __all__ = ["fail_after_real"]
 def fail_after_real(seconds: float) -> Iterator[None]:
     """Cancel the block after ``seconds`` real seconds and raise ``trio.TooSlowError``.
 
-    A ``threading.Timer`` cancels a ``CancelScope`` around the block through the run's
-    ``TrioToken``. On the way out the timer is cancelled and joined before the scope closes,
-    so no thread outlives the block, and a cancel the timer queued as the block ended is
-    dropped: it never reaches code after the block."""
+    The store's :func:`~tidings.store._real_time.move_on_after_real` counts them (a timer
+    thread cancels a scope around the block through the run's token); on the way out the
+    thread is stopped and joined before the scope closes, so no thread outlives the block,
+    and a cancel it queued as the block ended reaches a closed scope: never code after it."""
     if not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
-    token = trio.lowlevel.current_trio_token()
-    ended = False
-    with trio.CancelScope() as scope:
-
-        def expire() -> None:  # runs in trio's thread, like the block's own code
-            if not ended:
-                scope.cancel()
-
-        timer = threading.Timer(seconds, token.run_sync_soon, args=(expire,))
-        timer.daemon = True
-        timer.start()
-        try:
-            yield
-        finally:
-            ended = True
-            timer.cancel()
-            timer.join()  # at once: cancelled, or done queueing expire()
+    with move_on_after_real(seconds) as scope:
+        yield
     if scope.cancelled_caught:
         raise trio.TooSlowError(f"still running after {seconds} real seconds")

@@ -16,7 +16,8 @@ import pytest
 import trio
 import trio.testing
 
-from tidings.store import InsertRows, WriteRequest, prepare_store
+from tidings.store import InsertRows, WriteRequest, _writer, prepare_store
+from tidings.store._real_time import move_on_after_real
 from tidings.store._writer_process import ANSWER_GRACE
 
 from .conftest import alive
@@ -95,7 +96,7 @@ async def _cancel_mid_frame(db, heard: _Heard, *, thaw_after_cancel: bool) -> tu
             if thaw_after_cancel:
                 await trio.testing.wait_all_tasks_blocked()  # waiting for answers it is owed
                 os.kill(pid, signal.SIGCONT)
-            with trio.move_on_after(4 * ANSWER_GRACE):  # hang guard
+            with move_on_after_real(4 * ANSWER_GRACE):  # hang guard (the grace is real time)
                 await done.wait()
             ended = done.is_set()
             if not ended:
@@ -110,12 +111,13 @@ async def _cancel_mid_frame(db, heard: _Heard, *, thaw_after_cancel: bool) -> tu
 
 
 async def test_a_writer_whose_child_stopped_reading_still_stops_when_cancelled(
-        tmp_path, autojump_clock, caplog) -> None:
+        tmp_path, autojump_clock, caplog, monkeypatch) -> None:
+    monkeypatch.setattr(_writer, "ANSWER_GRACE", 0.5)  # real seconds: as well as 10, sooner
     heard = _Heard()
     pid, ended = await _cancel_mid_frame(tmp_path / "a.db", heard, thaw_after_cancel=False)
     assert ended, "the cancelled writer stayed blocked sending to a child that reads nothing"
     assert not alive(pid)
-    assert f"event=writer_process_unanswered batches=1 grace={ANSWER_GRACE} pid={pid}" \
+    assert f"event=writer_process_unanswered batches=1 grace=0.5 pid={pid}" \
         in caplog.text
     assert sorted(heard.calls) == ["cut", "whole"]
     assert all(len(calls) == 1 for calls in heard.calls.values())
