@@ -79,3 +79,29 @@ async def test_a_device_without_after_seq_gets_the_resumed_session_from_the_swit
             async with connect(url, "alpha") as two:  # no after_seq: nothing replayed
                 frames = await _resume_while_the_other_listens(one, two, old)
     assert _rows(frames, old) == [(reply["seq"] + 1, f"Resumed session {old}.")]
+
+
+async def test_two_resumes_in_a_row_reach_the_device_each_from_its_start(
+        rt, serve_gateway, connect) -> None:
+    with trio.fail_after(30):  # hang guard
+        async with serve_gateway(rt) as (_gateway, url), connect(url, "alpha") as one:
+            sessions = []
+            for word in ("first", "second"):
+                await one.message(word, message_id=f"m-{word}")
+                [*_, reply] = await one.receive_until(frame_is("delivery", kind="message"))
+                sessions.append(reply["session_id"])
+                await one.message("/new", message_id=f"m-new-{word}")
+                await one.receive_until(frame_is("accepted", id=f"m-new-{word}"))
+            async with connect(url, "alpha", after_seq=0) as two:
+                for n, session in enumerate(sessions):  # back to back
+                    await one.message(f"/resume {session}", message_id=f"m-resume-{n}")
+                frames = await two.receive_until(
+                    frame_is("delivery", command="resume", session_id=sessions[1]))
+    deliveries = [(f["session_id"], f["seq"]) for f in frames if f["type"] == "delivery"]
+    for session in sessions:  # every row it has, each once, in seq order
+        stored = await rt.stored_deliveries(session, kinds=("message", "notice"))
+        assert _rows(frames, session) == [(r.outbound.seq, r.outbound.text) for r in stored]
+        assert stored[-1].outbound.text == f"Resumed session {session}."
+    # the first session whole, then the second: in the order they were switched to
+    assert [s for s, _ in deliveries if s in sessions] == sorted(
+        (s for s, _ in deliveries if s in sessions), key=sessions.index), deliveries
