@@ -7,9 +7,13 @@ opened read-only: nothing is created or written, no process epoch is registered.
 
 ``--json`` output is stable for scripts: ``{"counts": {status: n, ...}, "recent": [{"delivery_id",
 "session_id", "status", "attempts", "last_error", "updated_at"}, ...]}`` (every status is listed
-in ``counts``, zeros included; ``updated_at`` is unix seconds), and for one delivery its
-lifecycle fields plus ``"events": [...]``. It is strict JSON: a time that is no number (an
-infinite lease end an old database may hold) is ``null``.
+in ``counts``, zeros included; ``updated_at`` is unix seconds; ``"sending_claimant"``: the process
+the ``sending`` rows wait on, or ``null``), and for one delivery its lifecycle fields plus
+``"events": [...]`` and ``"claimed_by"`` (the process its claim names, or ``null``). A process is
+``{"epoch", "pid", "hostname", "started_at", "running"}``, ``running`` true or false as this
+host can tell (:mod:`tidings.supervisor._claimant`), else ``null`` (another host). It is
+strict JSON: a time that is no number (an infinite lease end an old database may hold) is
+``null``.
 
 Exit codes: 0 done; 1 no such delivery, or no such session (``--session``: zero counts would
 read as an idle session); 2 bad usage, or no (readable) database.
@@ -42,6 +46,7 @@ from tidings.store import (
 )
 from tidings.store._ids import check_id
 from tidings.supervisor._age import parse_age
+from tidings.supervisor._claimant import ELSEWHERE, GONE, REUSED, RUNNING, process_state
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._stderr import one_line, say
 
@@ -153,7 +158,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         if args.json:
             # \u escapes where stdout's encoding cannot hold every character: valid JSON
-            json.dump(_json_safe(report.as_json()), out, indent=2,
+            json.dump(_json_safe(_as_json(report)), out, indent=2,
                       ensure_ascii=not _holds_any(out), allow_nan=False)
             out.write("\n")
         elif isinstance(report, DeliveryReport):
@@ -175,6 +180,22 @@ def _overview(conn: Any, *, session_id: str | None, **filters: Any) -> StatusRep
     if session_id is not None and not session_exists(conn, session_id):
         return None
     return status_report(conn, session_id=session_id, **filters)
+
+
+def _as_json(report: StatusReport | DeliveryReport) -> dict[str, Any]:
+    """The report's JSON with the process its ``sending`` rows wait on (the overview) or its
+    claim names (one delivery), and whether that runs: the state of this host now, not of
+    the database, so not the store's."""
+    if isinstance(report, DeliveryReport):
+        return {**report.as_json(), "claimed_by": _process_json(report.claimed_by)}
+    return {**report.as_json(), "sending_claimant": _process_json(report.sending_claimant)}
+
+
+def _process_json(process: ProcessEpoch | None) -> dict[str, Any] | None:
+    if process is None:
+        return None
+    return {"epoch": process.epoch, "pid": process.pid, "hostname": process.hostname,
+            "started_at": process.started_at, "running": process_state(process).running}
 
 
 def _json_safe(value: Any) -> Any:
@@ -242,9 +263,8 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
     print(f"counts: {counts}  (total {total})", file=out)
     if report.sending_claimant is not None:  # after a crash: is it still running?
         who = report.sending_claimant
-        print(_shown(f"sending: claimed by {_process(who)} (started {_when(who.started_at)}): "
-                     f"if it no longer runs, they are unknown (the next start marks them so)"),
-              file=out)
+        print(_shown(f"sending: claimed by {_process(who)} (started {_when(who.started_at)})"
+                     f"{_runs(who)}"), file=out)
     if report.held:  # a count of now: held messages have no update time for --since
         when = "held now (--since does not apply)" if args.since is not None else "held"
         print(f"{when}: {report.held} accepted message(s) not yet answered (those of a stopped "
@@ -270,13 +290,44 @@ def _process(process: ProcessEpoch) -> str:
     return f"pid {process.pid} on {process.hostname}"
 
 
-def _claimant(claimant: str | None, process: ProcessEpoch | None) -> str:
-    """The claim, with the process it names (pid, host, start): after a crash its ``sending``
-    rows read ``sending`` until the next start, and these let the operator check whether it
-    still runs."""
+_NEXT_START = "they become unknown at the next start"
+
+
+def _runs(process: ProcessEpoch) -> str:
+    """Whether the process the ``sending`` rows wait on still runs, as this host can tell
+    (after a crash they read ``sending`` until the next start), for the overview."""
+    state = process_state(process)
+    if state.kind == RUNNING:
+        return ", which is running"
+    if state.kind == GONE:
+        return f", which no longer runs: {_NEXT_START}"
+    if state.kind == REUSED:
+        return (f", which no longer runs (pid {process.pid} is a process started "
+                f"{_when(state.started)}): {_NEXT_START}")
+    if state.kind == ELSEWHERE:
+        return (", on another host: whether it runs cannot be told from here; if it no "
+                f"longer does, {_NEXT_START}")
+    return f", which cannot be told running or not; if it no longer runs, {_NEXT_START}"
+
+
+def _claimant(claimant: str | None, process: ProcessEpoch | None, status: str) -> str:
+    """The claim, with the process it names (pid, host, start) and whether it runs, as this
+    host can tell: after a crash its ``sending`` rows read ``sending`` until the next start."""
     if process is None:
         return claimant or "-"
-    return f"{claimant}: {_process(process)}, started {_when(process.started_at)}"
+    text = f"{claimant}: {_process(process)}, started {_when(process.started_at)}"
+    state = process_state(process)
+    gone = ": unknown at the next start" if status == "sending" else ""
+    if state.kind == RUNNING:
+        return f"{text}, running"
+    if state.kind == GONE:
+        return f"{text}, no longer running{gone}"
+    if state.kind == REUSED:
+        return (f"{text}, no longer running (pid {process.pid} is a process started "
+                f"{_when(state.started)}){gone}")
+    if state.kind == ELSEWHERE:
+        return f"{text}, on another host: cannot tell whether it runs"
+    return f"{text}, cannot tell whether it runs"
 
 
 def _print_delivery(report: DeliveryReport, out: TextIO) -> None:
@@ -291,7 +342,7 @@ def _print_delivery(report: DeliveryReport, out: TextIO) -> None:
                  f"{'visible' if d.visible else 'invisible'}"),
         ("status", status),
         ("work item", f"{d.work_id or '-'} ({d.work_status or '-'})"),
-        ("claimant", _claimant(d.claimant, report.claimed_by)),
+        ("claimant", _claimant(d.claimant, report.claimed_by, d.status)),
         ("attempts", str(d.attempts)),
         ("last error", d.last_error or "-"),
         ("lease until", _when(d.lease_expires_at)),

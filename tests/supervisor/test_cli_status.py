@@ -52,7 +52,8 @@ async def test_json_overview_has_exactly_the_pinned_shape(db, capsys) -> None:
     code, out, _ = _run(capsys, "--db", str(db["path"]), "--json")
     assert code == 0
     data = json.loads(out)
-    assert list(data) == ["counts", "recent"]
+    assert list(data) == ["counts", "recent", "sending_claimant"]
+    assert data["sending_claimant"] is None  # (no row sending: see test_cli_status_claimant*)
     assert data["counts"] == {"queued": 0, "sending": 0, "sent": 1, "failed": 1, "unknown": 1,
                               "unrouted": 0}
     assert [list(row) for row in data["recent"]] == [
@@ -197,7 +198,7 @@ async def test_out_of_range_arguments_exit_2_naming_the_option(db, capsys, argv)
 
 async def test_the_overview_counts_messages_held_unanswered(tmp_path, capsys) -> None:
     """A stopped process's held messages (told at its next start) show in the text overview;
-    the pinned JSON shape stays as it is."""
+    the pinned JSON shape stays as it is (held is not in it)."""
     path = tmp_path / "held.db"
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -210,7 +211,7 @@ async def test_the_overview_counts_messages_held_unanswered(tmp_path, capsys) ->
     _, out, _ = _run(capsys, "--db", str(path), "--session", "nobody")
     assert "held:" not in out
     _, out, _ = _run(capsys, "--db", str(path), "--json")
-    assert list(json.loads(out)) == ["counts", "recent"]
+    assert list(json.loads(out)) == ["counts", "recent", "sending_claimant"]
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

@@ -2,7 +2,8 @@
 until the next start (the latest process is taken to be alive: its runtime lock cannot be
 probed safely from a read). The operator was left with a claim ``epoch:N`` and no way to tell
 which process it names: the text views now say its pid and host (from ``process_epochs``), so
-whether it still runs can be checked. The JSON shapes stay as they are."""
+whether it still runs can be checked (test_cli_status_claimant_alive.py: and whether it does).
+The JSON shapes keep their keys and add the process."""
 
 from __future__ import annotations
 
@@ -52,12 +53,14 @@ async def test_the_overview_names_the_process_its_sending_rows_wait_on(db, capsy
     assert f"sending: claimed by {_who()} (started " in out
 
 
-async def test_the_json_shapes_stay_as_they_were(db, capsys) -> None:
+async def test_the_json_shapes_keep_their_keys_and_add_the_process(db, capsys) -> None:
+    """(test_cli_status_claimant_alive.py checks the process's fields.)"""
     assert main(["status", "--db", str(db["path"]), "--json"]) == 0
-    assert list(json.loads(capsys.readouterr().out)) == ["counts", "recent"]
+    assert list(json.loads(capsys.readouterr().out)) == ["counts", "recent", "sending_claimant"]
     assert main(["status", "--db", str(db["path"]), db["sending"], "--json"]) == 0
     one = json.loads(capsys.readouterr().out)
     assert one["claimant"].startswith("epoch:")
+    assert list(one)[-2:] == ["events", "claimed_by"]
     assert not any(isinstance(value, str) and _who() in value for value in one.values())
 
 

@@ -217,7 +217,8 @@ async def test_tidings_serve_end_to_end(tmp_path) -> None:
         tidings_command("status", "--json", "--db", str(db), "--limit", "10000"),
         capture_stdout=True, env=environment())
     report = json.loads(status.stdout)
-    assert set(report) == {"counts", "recent"}
+    assert set(report) == {"counts", "recent", "sending_claimant"}
+    assert report["sending_claimant"] is None  # (a clean stop leaves no row sending)
     assert report["counts"]["queued"] == report["counts"]["sending"] == 0
     assert sum(report["counts"].values()) == len(report["recent"])
     for row in report["recent"]:
