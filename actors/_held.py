@@ -10,6 +10,10 @@ runtime's stop or by a crash releases nothing, so a crash can no longer lose an 
 message silently: recovery (:func:`tell_held`) sends the notice of each message an earlier
 process still held into its session, released in the same commit, so it is told exactly once.
 A message whose session was cleared since (or is gone) is released without a notice.
+
+A channel holds a session command's answer the same way, with the command's effect, until the
+answer is written (``store._inbound.hold_command_answer``): recovery sends such a held answer
+as the command's answer (metadata ``command``), also into the session ``/clear`` closed.
 """
 
 from __future__ import annotations
@@ -109,7 +113,9 @@ async def tell_held(rt: Runtime, batch: int) -> int:
     """Send the notice of every message an earlier process still held into its session (a
     transient ``notice`` through the outbox, metadata ``unanswered: true`` and its
     ``message_ids``), releasing it in the same commit; release those of sessions cleared or
-    gone. Returns how many were told. Idempotent: a message is told once.
+    gone. A held command answer is sent as the answer (metadata ``command``), also into a
+    cleared session. Returns how many were told (answers included). Idempotent: a message is
+    told once.
 
     Works a page of *batch* held messages at a time; within a page the sessions are told
     concurrently (so their notices share group commits: thousands of held messages after a
@@ -158,8 +164,10 @@ async def _tell_session(rt: Runtime, session_held: Sequence[HeldInbound],
     try:
         for held in session_held:
             ids = [] if held.message_id is None else [held.message_id]
+            metadata = (unanswered_metadata(ids) if held.command is None
+                        else {"command": held.command})  # the answer, as it would have gone
             await rt.pipeline.enqueue(notice_request(
                 held.session_id, held.notice, channel=held.channel,
-                metadata=unanswered_metadata(ids), releases=(held.inbound_id,)))
+                metadata=metadata, releases=(held.inbound_id,)))
     except Exception as exc:  # noqa: BLE001 -- re-raised by tell_held, unwrapped
         errors.append(exc)

@@ -519,17 +519,21 @@ class ChannelBase(StopButton):
         :func:`~tidings.store._inbound.hold_command_answer`), when its message id is recorded
         with that effect (see :meth:`_command_ops`); else None. Were the answer only written
         after, a crash in between kept the effect and the id: the platform's retry is then a
-        ``duplicate``, and the user was never answered. Held, it is sent at the next start."""
+        ``duplicate``, and the user was never answered. Held, it is sent at the next start.
+        The hold takes the answer, the command's name and, for ``/clear``, the session it
+        closes."""
         if not self._remembers(inbound):
             return None
         rt, message_id = self.runtime, inbound.message_id
 
-        def hold(notice: AnswerNotice) -> tuple[str, Op]:
+        def hold(notice: AnswerNotice, command: str,
+                 cleared: str | None = None) -> tuple[str, Op]:
             inbound_id = new_id("inbound")
             return inbound_id, hold_command_answer(
                 inbound_id, core_id=rt.core_id, channel=self.config.name,
-                conversation_key=conversation.key, message_id=message_id, notice=notice,
-                claimant=rt.store.claimant, now=rt.store.clock())
+                conversation_key=conversation.key, command=command, message_id=message_id,
+                notice=notice, claimant=rt.store.claimant, now=rt.store.clock(),
+                cleared=cleared)
         return hold
 
     async def _hold(self, session_id: str, inbound: Inbound, held: str,

@@ -8,14 +8,14 @@ Such a direct answer to ``/cancel``, ``/clear`` or ``/resume``, whose message id
 with the effect, that does not go out is owed to the platform's retry of the id
 (:mod:`._owed_answers`).
 
-The answer in a session of ``/new``, ``/resume`` and ``/cancel`` whose message id is recorded
-(the platform's retry is then a ``duplicate``, which runs nothing) is *held* with that record
-and the command's effect, in their transaction, and released in the transaction that writes
-the answer: a crash between the two (the effect done, the answer not written) leaves it
-held, and the next start sends it into its session (the recovery of held messages), whence
-the conversation's next message (the retry) hands it back. Not ``/clear``'s: it answers in
-the session it closes, which recovery tells nothing, so a crash there loses its answer (as
-it does a direct answer's, which has no session to be held in).
+The answer in a session of ``/new``, ``/resume``, ``/cancel`` and ``/clear`` whose message id
+is recorded (the platform's retry is then a ``duplicate``, which runs nothing) is *held* with
+that record and the command's effect, in their transaction, and released in the transaction
+that writes the answer: a crash between the two (the effect done, the answer not written)
+leaves it held, and the next start sends it into its session (the recovery of held
+messages; ``/clear``'s into the session it closed), whence the conversation's next message
+(the retry) hands it back. Not a direct answer (no session): it has no session to be held
+in, so a crash before it went out loses it.
 No answer contains an absolute path: the workspace appears by its basename, and a session id
 the user typed is never echoed back.
 """
@@ -50,8 +50,9 @@ __all__ = ["HoldAnswer", "Known", "run_cancel", "run_command"]
 Known = Callable[[], Awaitable[object]]
 """The read of a command's message id record: its outcome, or None when it is not known."""
 
-HoldAnswer = Callable[["AnswerNotice"], "tuple[str, Op]"]
-"""Makes the hold of a command's answer (its text, or how to read it in the transaction):
+HoldAnswer = Callable[["AnswerNotice", str, "str | None"], "tuple[str, Op]"]
+"""Makes the hold of a command's answer (its text, or how to read it in the transaction), of
+the command named, in the session ``/clear`` closes (else None: the conversation's):
 ``(inbound_id, op)``, the op to write with the command's effect (see
 ``ChannelBase._answer_hold``)."""
 
@@ -81,8 +82,8 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     message the platform sent after the command, handled during the read, started its turn
     in the session the command then left (``/new``), or cleared and cancelled (``/clear``).
 
-    *hold*: given with *record*, the answer of ``/new``, ``/resume`` and ``/cancel`` is held
-    with it (see the module docstring) and released by the answer's own write.
+    *hold*: given with *record*, the answer in a session is held with it (see the module
+    docstring) and released by the answer's own write.
 
     *owed_to*: the message id *record* records, when the platform's retry of it is looked up
     (``dedupe_message_ids``): a direct answer (no session) of ``/clear`` or ``/resume`` that
@@ -118,15 +119,16 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
         if name == "clear":
             dispatch.cancel(conversation, "clear")
             dropped = dispatch.drop_pending(conversation)
-            old = await directory.forget(conversation, also=record)
+            held, also = await _held_clear(channel, conversation, hold, record)
+            old = await directory.forget(conversation, also=also)
             # Dealt with at the user's request (were this cut short, recovery would find
             # them in a cleared session, and release them without a word).
             await channel.runtime.release_inbound(dropped)
             if old is not None:
-                await channel.answer(conversation, old, CLEARED, command=name)
+                await channel.answer(conversation, old, CLEARED, command=name, settles=held)
             cleared_no_session = old is None
         elif name == "new":
-            held, also = _held(hold, NEW_SESSION, record)
+            held, also = _held(hold, NEW_SESSION, name, record)
             session_id = await directory.new(conversation, also=also)
             await channel._answer_switch(conversation, session_id, NEW_SESSION, command=name,
                                          settles=held)
@@ -147,14 +149,29 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     return True
 
 
-def _held(hold: HoldAnswer | None, notice: AnswerNotice,
-          record: Sequence[Op]) -> tuple[tuple[str, ...], list[Op]]:
-    """The inbound id the answer is held under (none without *hold*) and the ops to write
-    with the command's effect: *record*, then the hold."""
+def _held(hold: HoldAnswer | None, notice: AnswerNotice, command: str, record: Sequence[Op],
+          cleared: str | None = None) -> tuple[tuple[str, ...], list[Op]]:
+    """The inbound id the answer of *command* is held under (none without *hold*) and the ops
+    to write with the command's effect: *record*, then the hold (in *cleared*: see
+    :data:`HoldAnswer`)."""
     if hold is None:
         return (), list(record)
-    inbound_id, op = hold(notice)
+    inbound_id, op = hold(notice, command, cleared)
     return (inbound_id,), [*record, op]
+
+
+async def _held_clear(channel: ChannelBase, conversation: Conversation,
+                      hold: HoldAnswer | None, record: Sequence[Op]
+                      ) -> tuple[tuple[str, ...], list[Op]]:
+    """:func:`_held` for ``/clear`` (under the conversation's lock): held in the session it
+    closes, read now (under the lock nothing rebinds it before the forget), and only once it
+    is closed; not held when there is none (its answer is a direct one)."""
+    if hold is None:
+        return (), list(record)
+    bound = await channel.runtime.conversation_session(channel.config.name, conversation.key)
+    if bound is None:
+        return (), list(record)
+    return _held(hold, CLEARED, "clear", record, bound)
 
 
 async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
@@ -182,7 +199,7 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
         if known is not None and await known() is not None:
             return False
         busy = _busy(channel, conversation)
-        held, ops = _held(hold, CANCELLED if busy else NOTHING_TO_CANCEL, record)
+        held, ops = _held(hold, CANCELLED if busy else NOTHING_TO_CANCEL, "cancel", record)
         # Bounded (one store request), and not cut off once the id is being written: it may
         # commit all the same, and the platform's resend would then be a duplicate that
         # cancels nothing while the turn it was to stop runs on.
@@ -266,7 +283,7 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
     def notice(conn: sqlite3.Connection) -> str:  # the answer, read after the rebind
         outcome = resume_outcome(conn, rt.core_id, name, key, target)
         return resumed if outcome == "resumed" else _refusal(outcome)
-    held, also = _held(hold, notice, record)
+    held, also = _held(hold, notice, "resume", record)
     try:
         async with rt.hold_binds(channel):
             await channel.directory.resume(conversation, target, also=also)

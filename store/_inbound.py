@@ -11,7 +11,8 @@ a turn that ended while its process ran, told it was not (a notice), or cleared.
 written in the same transaction as the turn's end or the notice, so a crash leaves a message
 either held or dealt with, never both; the next start tells the user about every message an
 earlier process still held (:func:`held_inbound`). The answer a session command owes is held
-the same way, with the command's effect, until it is written (:func:`hold_command_answer`).
+the same way, with the command's effect, until it is written (:func:`hold_command_answer`),
+and the next start sends it: as the command's answer, also into the session ``/clear`` closed.
 """
 
 from __future__ import annotations
@@ -132,9 +133,12 @@ class HeldInbound:
     channel: str | None
     message_id: str | None
     notice: str
-    """What to tell the session: the message was not answered."""
+    """What to tell the session: the message was not answered (or a command's answer)."""
     session_open: bool
-    """The session exists and was not cleared (``/clear``): only then is it told."""
+    """The session exists and was not cleared (``/clear``), or exists and this is a command's
+    answer (``/clear`` answers in the session it closes): only then is it told."""
+    command: str | None = None
+    """The session command whose answer *notice* is (schema v7), or None: a message."""
 
 
 _HOLD_SQL = (f"INSERT INTO inbound_messages ({', '.join(_INBOUND_COLUMNS)}) "
@@ -157,26 +161,38 @@ AnswerNotice = str | Callable[[sqlite3.Connection], str]
 """The answer a session command owes: its text, or a function of the transaction's connection
 that reads it (the answer to ``/resume`` depends on how the rebind went)."""
 
+_ANSWER_COLUMNS = (*_INBOUND_COLUMNS, "command")
+_HOLD_ANSWER_SQL = (f"INSERT INTO inbound_messages ({', '.join(_ANSWER_COLUMNS)}) "
+                    f"SELECT {', '.join('?' * len(_ANSWER_COLUMNS))} "
+                    f"WHERE EXISTS (SELECT 1 FROM sessions WHERE session_id = ? "
+                    f"AND core_id = ? AND channel = ? AND conversation_key = ? "
+                    f"AND (? OR state = 'closed')) RETURNING inbound_id")
+
 
 def hold_command_answer(inbound_id: str, *, core_id: str, channel: str, conversation_key: str,
-                        message_id: str | None, notice: AnswerNotice, claimant: str,
-                        now: float) -> Call:
-    """A :class:`Call` op holding, as *inbound_id*, the answer a session command owes (its
-    message id *message_id*) in the session the conversation is bound to when it runs: with
-    the command's effect, in its transaction, so a crash before the answer is written leaves
-    it held, and the next start's recovery sends *notice* (:func:`held_inbound`). The answer,
-    written, releases it in its own transaction.
+                        command: str, message_id: str | None, notice: AnswerNotice,
+                        claimant: str, now: float, cleared: str | None = None) -> Call:
+    """A :class:`Call` op holding, as *inbound_id*, the answer a session command (*command*,
+    its message id *message_id*) owes, in the session the conversation is bound to when it
+    runs, or, given *cleared* (``/clear``), in that session of the conversation once the
+    transaction closed it. Written with the command's effect, in its transaction, so a crash
+    before the answer is written leaves it held, and the next start's recovery sends *notice*
+    (:func:`held_inbound`), also into a closed session; the answer, written, releases it in
+    its own transaction.
 
-    Result: the session it is held in, or None (the conversation has no session, or one that
-    is closed: nothing is held)."""
+    Result: the session it is held in, or None (the conversation has no session, or
+    *cleared* is not one of its sessions, closed: nothing is held)."""
     def run(conn: sqlite3.Connection) -> str | None:
-        session_id = session_for_conversation(conn, core_id, channel, conversation_key)
-        if session_id is None:
-            return None
+        held_in = cleared
+        if held_in is None:
+            held_in = session_for_conversation(conn, core_id, channel, conversation_key)
+            if held_in is None:
+                return None
         text = notice if isinstance(notice, str) else notice(conn)
-        held = conn.execute(_HOLD_SQL, (inbound_id, session_id, channel, message_id, text,
-                                        claimant, now, session_id)).fetchone()
-        return None if held is None else session_id
+        held = conn.execute(_HOLD_ANSWER_SQL, (
+            inbound_id, held_in, channel, message_id, text, claimant, now, command,
+            held_in, core_id, channel, conversation_key, cleared is None)).fetchone()
+        return None if held is None else held_in
     return Call(run)
 
 
@@ -195,13 +211,14 @@ def release_inbound(inbound_ids: Iterable[str], *,
 
 def held_inbound(conn: sqlite3.Connection, claimant: str, after: int,
                  limit: int) -> list[HeldInbound]:
-    """Messages held by processes other than *claimant* (stopped ones: a database has one
-    runtime at a time), in arrival order after position *after*; at most *limit*."""
+    """Messages (and command answers) held by processes other than *claimant* (stopped ones:
+    a database has one runtime at a time), in arrival order after position *after*; at most
+    *limit*."""
     rows = conn.execute(
         "SELECT i.rowid, i.inbound_id, i.session_id, i.channel, i.message_id, i.notice, "
-        "s.state IS NOT NULL AND s.state != 'closed' FROM inbound_messages AS i "
-        "LEFT JOIN sessions AS s ON s.session_id = i.session_id "
+        "s.state IS NOT NULL AND (s.state != 'closed' OR i.command IS NOT NULL), i.command "
+        "FROM inbound_messages AS i LEFT JOIN sessions AS s ON s.session_id = i.session_id "
         "WHERE i.claimant != ? AND i.rowid > ? ORDER BY i.rowid LIMIT ?",
         (claimant, after, limit)).fetchall()
-    return [HeldInbound(int(row[0]), row[1], row[2], row[3], row[4], row[5], bool(row[6]))
-            for row in rows]
+    return [HeldInbound(int(row[0]), row[1], row[2], row[3], row[4], row[5], bool(row[6]),
+                        row[7]) for row in rows]

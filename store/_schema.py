@@ -290,8 +290,17 @@ reason, or ``turn.failed`` with its error, the recovery of an earlier process's 
 included), in the transaction that records it. Triggers, so every writer of ``turns`` (each
 backend, recovery) appends them, and a second end (which changes nothing) appends nothing."""
 
+_V7 = """
+ALTER TABLE inbound_messages ADD COLUMN command TEXT;
+"""
+"""v7: a held row may be a session command's answer rather than a message (``command``: the
+command's name; NULL for a message, as every row written before). A channel holds the answer
+of ``/new``, ``/resume``, ``/cancel`` or ``/clear`` with the command's effect until the answer
+is written, so a crash between the two loses neither: recovery sends the held answer, as the
+command's answer (metadata ``command``), even into the session ``/clear`` closed."""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5),
-                                           (6, _V6))
+                                           (6, _V6), (7, _V7))
 """Ordered ``(version, script)`` pairs; append, never edit a released one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

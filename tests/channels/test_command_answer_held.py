@@ -1,11 +1,12 @@
-"""``dedupe_message_ids``: the answer of ``/new``, ``/resume`` or ``/cancel`` outlives a crash
-between the command's effect and its answer.
+"""``dedupe_message_ids``: the answer of ``/new``, ``/resume``, ``/cancel`` or ``/clear`` (in a
+session) outlives a crash between the command's effect and its answer.
 
 The effect commits with the command's message id, so the platform's retry of the message is
 a ``duplicate`` and runs nothing; the answer is written after. Before, a crash in between
 kept the effect and lost the answer: the user never learned that the command ran. Now the
 answer is held (``inbound_messages``) in the effect's transaction and released in the one
-that writes it, so the next start sends it, and the retry hands it back: once.
+that writes it, so the next start sends it (``/clear``'s into the session it closed, as the
+answer: metadata ``command``), and the retry hands it back: once.
 
 The crash is the answer's write failing (a trigger refuses it) and the runtime stopping: what
 a kill between the two writes leaves (``tests/recovery/test_command_answer_kill.py`` kills a
@@ -14,9 +15,11 @@ real process there).
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import pytest
+import trio
 
 import tidings
 from tidings.channels import ChannelConfig
@@ -69,12 +72,16 @@ async def crash_answering(db_path: pathlib.Path, workspace: pathlib.Path, text: 
         assert channel.notices() == []
 
 
-async def retried(db_path: pathlib.Path, workspace: pathlib.Path, text: str) -> list[str]:
-    """Restart, let the platform retry *text* (id ``cmd``), then ``/status``: the notices
-    delivered up to its answer (same session: in order)."""
+async def retried(db_path: pathlib.Path, workspace: pathlib.Path, text: str,
+                  coming: str | None = None) -> list[str]:
+    """Restart, let the platform retry *text* (id ``cmd``), wait for *coming* (an answer
+    handed back), then ``/status``: the notices delivered (``/status``'s aside)."""
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         channel = RecordingChannel(rt, DEDUPE, agent=GatedAgent(block=False))
         assert await channel.say(text, message_id="cmd") == "duplicate"
+        if coming is not None:
+            with trio.fail_after(10):
+                await channel.wait_for(lambda: coming in channel.notices())
         assert await channel.say("/status", message_id="probe") == "command"
         await channel.wait_for(lambda: any(n.startswith("Session:")
                                            for n in channel.notices()))
@@ -123,7 +130,22 @@ async def test_a_crash_before_the_answer_to_cancel_answers_it_after_the_restart(
     assert held(db_path) == 0
 
 
-@pytest.mark.parametrize("text", ["/new", "/cancel", "/resume sess_nope"])
+async def test_a_crash_before_the_answer_to_clear_answers_it_in_the_cleared_session(
+        db_path, workspace) -> None:
+    [first] = await start(db_path, workspace, "hello")
+    await crash_answering(db_path, workspace, "/clear")
+    [(held_in, command)] = rows(db_path, "SELECT session_id, command FROM inbound_messages")
+    assert (held_in, command) == (first, "clear")
+    cleared = "Cleared. Your next message starts a new session."
+    assert await retried(db_path, workspace, "/clear", coming=cleared) == [cleared]
+    assert held(db_path) == 0
+    assert rows(db_path, "SELECT count(*) FROM sessions") == [(1,)]  # nothing new started
+    [(metadata,)] = rows(db_path, "SELECT metadata FROM outbox WHERE session_id = ? "
+                                  "AND kind = 'notice'", first)
+    assert json.loads(metadata) == {"command": "clear"}  # the answer, not "not answered"
+
+
+@pytest.mark.parametrize("text", ["/new", "/cancel", "/resume sess_nope", "/clear"])
 async def test_an_answer_written_releases_its_hold_so_no_restart_sends_it_again(
         db_path, workspace, text) -> None:
     await start(db_path, workspace, "hello")
