@@ -157,7 +157,8 @@ class _State:
         self.seen: dict[str, int] = {}
         # session -> highest seq printed: a delivery at or below it is a repeat (a hello that
         # names an older session, after /new, has the current one replayed from its start);
-        # on a reconnect, at least what it has seen there (see _had).
+        # on a reconnect, at least what it has seen there, but in the session its hello
+        # names (see _had).
         self.printed: dict[str, int] = {}
         # id -> the server's answer to that message; and the ids whose turn ended. The
         # :data:`_IDS_KEPT` latest only (see _remember).
@@ -736,7 +737,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                               f"{options.conversation}; /help for commands; end of input "
                               "(Ctrl-D) quits.")
                 else:
-                    _had(state)
+                    _had(state, hello.get("session_id"))
                 if state.unknown is not None:  # (see _State.unknown) from its last_seq on
                     state.unknown = None
                     state.seen.setdefault(welcome["session_id"], welcome["last_seq"])
@@ -839,15 +840,19 @@ def _behind(state: _State, welcome: dict[str, Any], err: TextIO | None) -> None:
     state.printed[session_id] = min(state.printed.get(session_id, 0), last_seq)
 
 
-def _had(state: _State) -> None:
-    """A reconnect: every row the chat has seen or said it has (a session's rows up to the
-    first welcome's ``last_seq``: its history, never shown) counts as printed. Its hello
-    says it has them (``after_seq``), and the gateway then writes a session's earlier rows
-    from its start before the first of its rows that reaches the connection live while it has
-    none of it (a late reply in the session the chat began in, left by ``/new``): the
-    history was printed then, in the middle of the chat, as if it were new."""
+def _had(state: _State, named: str | None) -> None:
+    """A reconnect whose hello named *named*: in every other session, the rows the chat has
+    seen (up to the first welcome's ``last_seq``, in the session it began in: its history,
+    never shown) count as printed. The gateway writes such a session's rows from its start:
+    before the first of its rows that reaches the connection live (a late reply in the
+    session the chat began in, left by ``/new``), or in the replay (one switched to while
+    the chat was away): that history was printed, in the middle of the chat, as if new. Not
+    in *named*: the hello's ``after_seq`` has the gateway send only what comes after, and a
+    row at or below it that still waited in the outbox (``queued``, from before the chat
+    began, which the drop kept from it) comes through the session's queue: the person has
+    not seen it."""
     for session_id, seq in state.seen.items():
-        if state.printed.get(session_id, 0) < seq:
+        if session_id != named and state.printed.get(session_id, 0) < seq:
             state.printed[session_id] = seq
 
 

@@ -89,3 +89,55 @@ async def test_the_history_of_the_session_the_chat_began_in_is_not_shown_after_a
             code = await chat_over_websocket(options, lines(), out=out, err=err)
     assert code == 0, err.getvalue()
     assert out.getvalue().splitlines() == ["* Started a new session.", "late", "bye"]
+
+
+class _DropsFirst(WrappingConnector):
+    """The first connection is closed by the server as soon as it is welcomed, before the
+    chat read anything of it."""
+
+    def __init__(self, gateway: Any) -> None:
+        self.gateway = gateway
+        self.connects = 0
+        self.welcomed = trio.Event()
+
+    @asynccontextmanager
+    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        self.connects += 1
+        async with super().connect(*args, **kwargs) as client:
+            if self.connects == 1:
+                hub = self.gateway.hubs[self.gateway.conversation_named(CONVERSATION).key]
+                for conn in hub.connections:
+                    conn.kill(4009, "too slow")
+            else:
+                self.welcomed.set()
+            yield client
+
+
+async def test_a_row_still_queued_when_the_first_connection_dropped_is_shown(
+        rt, serve_gateway, connect, monkeypatch) -> None:
+    # Written while nobody was connected, the rows wait in the outbox: the first connection
+    # is handed at most ack_window (32) of them, and the drop keeps the rest queued. The
+    # reconnect's hello says it has the session up to the first welcome's last_seq, but the
+    # queued ones come all the same, through the session's queue: not history, news.
+    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
+    out, err = Transcript(), Transcript()
+    async with serve_gateway(rt) as (gateway, url):
+        drops = _DropsFirst(gateway)
+        monkeypatch.setattr(_chat_ws, "GatewayClient", drops)
+        with trio.fail_after(20):  # real time
+            async with connect(url, CONVERSATION) as before:
+                session_id = before.session_id
+            for number in range(1, 41):
+                await rt.notify(session_id, f"pending {number}")
+
+        async def lines() -> AsyncIterator[str]:
+            await drops.welcomed.wait()
+            yield "bye\n"
+
+        options = ChatOptions(url=url, token=TOKEN, conversation=CONVERSATION,
+                              interactive=False)
+        with trio.fail_after(20):
+            code = await chat_over_websocket(options, lines(), out=out, err=err)
+    assert code == 0, err.getvalue()
+    shown = out.getvalue().splitlines()
+    assert shown[-2:] == ["* pending 40", "bye"], shown
