@@ -153,3 +153,24 @@ async def test_a_row_no_longer_sending_has_no_next_start_note(tmp_path, workspac
     assert "status       sent" in lines  # (the premise)
     claimant = next(line for line in lines if line.startswith("claimant "))
     assert claimant.endswith(", no longer running")
+
+
+def _status_of_an_unreaped_claimant(db: dict, capsys) -> tuple[str, str]:
+    """The views with the claimant a child that exited and that this process (its parent)
+    has not waited for yet: a zombie, which still holds its pid."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, left unreaped
+        _recorded(db["path"], pid=child.pid)
+        return _status(db, capsys=capsys)
+    finally:
+        child.wait()
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/stat").exists() or not hasattr(os, "waitid"),
+                    reason="needs /proc and waitid")
+async def test_a_claimant_that_exited_but_was_not_reaped_is_gone(db, capsys) -> None:
+    """``kill`` finds a zombie's pid, but it runs no more."""
+    overview, claimant = _status_of_an_unreaped_claimant(db, capsys)
+    assert overview.endswith("), which no longer runs: they become unknown at the next start")
+    assert claimant.endswith(", no longer running: unknown at the next start")
