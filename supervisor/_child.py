@@ -307,7 +307,10 @@ async def run_child(sup: Supervisor, slot: ChildSlot, *,
                         starter.tell(StartResult(error=ending.error))
                         return
                     starter = None
-                if not sup._child_ended(slot, ending):
+                restart = sup._child_ended(slot, ending)
+                if not isinstance(restart, bool):  # one_for_one: decided at the tick's end
+                    restart = await sup._tick_decision(restart, slot)
+                if not restart:
                     if not sup._live() or (not slot.stopping and being_cancelled()):
                         # Its supervisor is stopping (or being cancelled from outside), so it
                         # will never run again: close its mailbox now, as below, so a shielded

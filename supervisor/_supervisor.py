@@ -93,6 +93,10 @@ class Supervisor:
         self._serving_restarts = False
         self._launching: ChildSlot | None = None  # the lock holder waits for its readiness
         self._giving_up = False  # it escalated in the scheduling batch running now
+        # one_for_one crashes that would restart, decided together at their tick's end
+        self._open_tick: _Tick | None = None  # this scheduling batch's
+        self._closed_ticks: list[_Tick] = []  # of batches that have ended, not decided yet
+        self._deciding_tick = False
 
     def __repr__(self) -> str:
         return (f"<Supervisor {self._name!r} {self._strategy} {self._state} "
@@ -346,17 +350,65 @@ class Supervisor:
         """Starting or running: not stopping (a child that ends now is not restarted)."""
         return self._state in LIVE
 
-    def _child_ended(self, slot: ChildSlot, ending: Ending) -> bool:
-        """Called by a child's task when an incarnation ended; True: restart it in place."""
-        counted = self._strategy == "one_for_one" or not self._restarts_due
+    def _child_ended(self, slot: ChildSlot, ending: Ending) -> bool | _Tick:
+        """Called by a child's task when an incarnation ended; True: restart it in place.
+
+        Under ``one_for_one`` a crash that would restart is not decided here: it joins this
+        scheduling batch's :class:`_Tick`, returned for :meth:`_tick_decision` to await.
+        """
+        if self._strategy == "one_for_one":
+            self._decide_closed_ticks()  # an earlier tick's crashes come first
+            if self._settle(slot, ending.error) is not None:
+                return False
+            tick = self._open_tick
+            if tick is None:
+                tick = self._open_tick = _Tick()
+                trio.lowlevel.add_instrument(_AfterThisTick(self._close_tick))
+            tick.endings.append((slot, ending))
+            return tick
+        counted = not self._restarts_due
         if self._decide(slot, ending.error, ending.ran_for, count=counted) != "restart":
             return False
-        if self._strategy == "one_for_one":
-            return True
         slot.state = "restarting"
         self._requests.send_nowait(RestartRequest(slot, slot.incarnation, ending.error, counted))
         self._restarts_due += 1
         return False
+
+    async def _tick_decision(self, tick: _Tick, slot: ChildSlot) -> bool:
+        """Wait for the end of the batch ``slot`` crashed in (one checkpoint: the task runs
+        again in the next batch, no later), then whether the tick's decision restarts it."""
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        self._decide_closed_ticks()
+        return slot in tick.restart
+
+    def _close_tick(self) -> None:
+        """The batch has ended (an instrument's hook: sync, no task): its crashes are all in."""
+        if self._open_tick is not None:
+            self._closed_ticks.append(self._open_tick)
+            self._open_tick = None
+
+    def _decide_closed_ticks(self) -> None:
+        """Decide the crashes of the ticks that have ended, each tick's in start order.
+
+        Two ``one_for_one`` children crashing in one tick were decided in the order trio ran
+        them: with one restart left, which one restarted and which escalated (and was named)
+        fell to trio's shuffle. Decided together, the earlier child in start order takes the
+        restart left, the later ones escalate, and the tick it gave up in is over: a crash
+        from now on is one while stopping.
+        """
+        while self._closed_ticks:
+            tick = self._closed_ticks.pop(0)
+            order = {name: index for index, name in enumerate(self._children)}
+            self._deciding_tick = True
+            try:
+                for slot, ending in sorted(tick.endings, key=lambda pair: order.get(
+                        pair[0].spec.name, len(order))):
+                    if self._admit(slot, ending.error, ending.ran_for) == "restart":
+                        tick.restart.add(slot)
+            finally:
+                self._deciding_tick = False
+            if self._giving_up:
+                self._gave_up()
 
     def _count_restart(self, slot: ChildSlot, error: BaseException | None) -> bool:
         """Count toward the intensity a group restart whose crash was not counted when it came
@@ -371,6 +423,12 @@ class Supervisor:
 
     def _decide(self, slot: ChildSlot, error: BaseException | None, ran_for: float, *,
                 count: bool = True) -> _Decision:
+        decision = self._settle(slot, error)
+        return decision if decision is not None else self._admit(slot, error, ran_for,
+                                                                 count=count)
+
+    def _settle(self, slot: ChildSlot, error: BaseException | None) -> _Decision | None:
+        """The decisions the restart intensity has no say in (``None``: it has)."""
         spec = slot.spec
         # removed: stop_child forgot it, maybe (called from within the child) before its ladder
         # began: an ending then is no crash, whichever of the two ran first. Nor is one while
@@ -389,6 +447,11 @@ class Supervisor:
                           incarnation=slot.incarnation, restart=spec.restart)
             self._forget(slot)
             return "retire"
+        return None
+
+    def _admit(self, slot: ChildSlot, error: BaseException | None, ran_for: float, *,
+               count: bool = True) -> _Decision:
+        """A restart, if the intensity lets it (counted with ``count``), else escalation."""
         if self._giving_up:  # it gave up in this very tick: this restart goes over too
             self._record(slot, error, "escalate")
             self._escalate(slot, error)
@@ -399,9 +462,9 @@ class Supervisor:
                 self._escalate(slot, error)
                 return "escalate"
             self._count(slot)
-        if spec.backoff is not None:
+        if slot.spec.backoff is not None:
             if slot.backoff is None:
-                slot.backoff = BackoffTimer(spec.backoff)
+                slot.backoff = BackoffTimer(slot.spec.backoff)
             slot.delay = slot.backoff.next_delay(ran_for)
         self._record(slot, error, "restart")
         return "restart"
@@ -454,7 +517,8 @@ class Supervisor:
         self._failure = self._failure_of(slot, error)
         self._state = "stopping"
         self._giving_up = True
-        trio.lowlevel.add_instrument(_AfterThisTick(self._gave_up))
+        if not self._deciding_tick:  # (a tick decided together ends with its decision)
+            trio.lowlevel.add_instrument(_AfterThisTick(self._gave_up))
         self._body_scope.cancel(reason=f"restart intensity of supervisor {self._name} exceeded")
         launching = self._launching_unstopped()
         if launching is not None and self._nursery is not None:
@@ -593,6 +657,18 @@ class _AfterThisTick(trio.abc.Instrument):
     def before_io_wait(self, timeout: float) -> None:
         self._then()  # (should it raise, trio logs that and removes the instrument itself)
         trio.lowlevel.remove_instrument(self)
+
+
+@final
+class _Tick:
+    """The ``one_for_one`` crashes of one scheduling batch that the restart intensity decides
+    (``endings``), and, once decided (at the batch's end), the children that restart."""
+
+    __slots__ = ("endings", "restart")
+
+    def __init__(self) -> None:
+        self.endings: list[tuple[ChildSlot, Ending]] = []
+        self.restart: set[ChildSlot] = set()
 
 
 def _called_within(task: trio.lowlevel.Task | None) -> bool:
