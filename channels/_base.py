@@ -342,12 +342,14 @@ class ChannelBase(StopButton):
                     known=functools.partial(rt.client_message_outcome, name,
                                             conversation.key, message_id))
                 if outcome == "duplicate":  # its first delivery's answer may be owed
+                    await self._pay_owed_all(conversation, but=message_id)
                     await self._pay_owed(conversation, message_id)
                 return outcome
             if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
                 # The conversation spoke all the same: what waits for that goes out (the
                 # "not answered" notice of the first delivery, cut by a restart, above all).
                 if self.config.access.allows(inbound.sender_id):
+                    await self._pay_owed_all(conversation)
                     await self._hand_back_if_due(conversation)
                 return "duplicate"
             outcome = await self._inbound(conversation, inbound)
@@ -361,15 +363,35 @@ class ChannelBase(StopButton):
 
     async def _pay_owed(self, conversation: Conversation, message_id: str) -> None:
         """Send the answer owed to the retry *message_id* (see :mod:`._owed_answers`), if
-        one is, as it was to go: straight to :meth:`deliver`, with no session. Forgotten once
-        it went out; kept when it fails again (:meth:`deliver`'s error is raised), for the
-        next retry. Called while the id is in flight, so two retries send it once."""
-        owed = self.owed_answers.owed(conversation.key, message_id)
+        one is, as it was to go: straight to :meth:`deliver`, with no session. Taken before
+        it is sent, so no one else sends it meanwhile; owed again when it fails
+        (:meth:`deliver`'s error is raised, or the call was cancelled), for the next retry."""
+        owed = self.owed_answers.take(conversation.key, message_id)
         if owed is None:
             return
         text, command = owed
-        await self._deliver_direct(conversation, text, extra={"command": command})
-        self.owed_answers.paid(conversation.key, message_id)
+        try:
+            await self._deliver_direct(conversation, text, extra={"command": command})
+        except BaseException:
+            self.owed_answers.owe(conversation.key, message_id, text, command)
+            raise
+
+    async def _pay_owed_all(self, conversation: Conversation, *,
+                            but: str | None = None) -> None:
+        """Before a message of *conversation* (from an allowed sender) is handled: send the
+        answers still owed there (:meth:`_pay_owed`), oldest first, so the answer to an
+        earlier command does not come after what this message brings. One that fails again
+        stays owed (logged ``event=owed_answer_failed``), and the message is handled all the
+        same. Not that of *but*, the message's own id: its retry pays it after, and raises
+        if that fails. No checkpoint when none is owed."""
+        for message_id in self.owed_answers.of(conversation.key):
+            if message_id == but:
+                continue
+            try:
+                await self._pay_owed(conversation, message_id)
+            except Exception as exc:  # noqa: BLE001 -- the adapter's deliver(): anything
+                log.warning("event=owed_answer_failed conversation=%s message_id=%s error=%s",
+                            field(conversation.key), field(message_id), field(repr(exc)))
 
     async def _inbound(self, conversation: Conversation, inbound: Inbound, *,
                        known: Known | None = None) -> InboundOutcome:
@@ -381,12 +403,14 @@ class ChannelBase(StopButton):
             return "refused"
         command = parse_command(inbound.text)
         if isinstance(command, Command) and command.name == "cancel":
-            # It hands back under the lock it cancels in (see run_cancel).
+            # It hands back under the lock it cancels in (see run_cancel), and pays what is
+            # owed after it, before its answer: the lock comes before any checkpoint.
             ran = await run_cancel(self, conversation, known=known,
                                    record=self._command_ops(conversation, inbound),
                                    hold=self._answer_hold(conversation, inbound),
                                    owed_to=self._owed_to(inbound))
             return "command" if ran else "duplicate"
+        await self._pay_owed_all(conversation, but=inbound.message_id)
         await self._hand_back_if_due(conversation)
         if command is not None:
             ran = await run_command(self, conversation, command, known=known,

@@ -209,6 +209,7 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
                 if held and results[-1] is not None:
                     held_in = (results[-1], held[0])
             done = channel.dispatch.cancel(conversation, "cancel_command")
+    await channel._pay_owed_all(conversation, but=owed_to)  # the earlier answers first
     await _answer_current(channel, conversation, CANCELLED if done else NOTHING_TO_CANCEL,
                           command="cancel", owed_to=owed_to, held=held_in)
     return True

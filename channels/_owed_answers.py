@@ -7,10 +7,13 @@ run the command twice (a ``/clear`` retried would clear the session the user sta
 When the conversation has no session, the answer goes straight to the adapter's ``deliver()``;
 should that raise (the platform call failed) or the call be cancelled, the platform's retry
 of the same id is a ``duplicate``, and the user would never get the answer. The channel keeps
-it here, in memory, per (conversation key, message id), and sends it to that retry; once it
-went out it is forgotten. At most :data:`MAX_OWED_ANSWERS` are kept (the oldest is dropped,
-logged, when one more is owed), so answers a platform never retries cannot pile up. Lost at a
-restart, as a retry after one finds only the id's record.
+it here, in memory, per (conversation key, message id), and sends it to that retry, or
+before the conversation's next message if that comes first (the answer to the earlier command
+goes out before anything the later one brings); once it went out it is forgotten. At most
+:data:`MAX_OWED_ANSWERS` are kept (the oldest is dropped, logged, when one more is owed), so
+answers a platform never retries cannot pile up. Lost at a restart, as a retry after one
+finds only the id's record (an answer that goes into a session is held durably instead: see
+``_command_handler``).
 """
 
 from __future__ import annotations
@@ -55,6 +58,15 @@ class OwedAnswers:
     def owed(self, key: str, message_id: str) -> tuple[str, str] | None:
         """The answer owed to *message_id* in the conversation *key*: ``(text, command)``."""
         return self._owed.get((key, message_id))
+
+    def of(self, key: str) -> list[str]:
+        """The message ids owed an answer in the conversation *key*, oldest first."""
+        return [message_id for (owed_key, message_id) in self._owed if owed_key == key]
+
+    def take(self, key: str, message_id: str) -> tuple[str, str] | None:
+        """:meth:`owed`, forgotten at once (the caller sends it, and owes it again with
+        :meth:`owe` if that fails): no one else sends it meanwhile. Sync."""
+        return self._owed.pop((key, message_id), None)
 
     def paid(self, key: str, message_id: str) -> None:
         """The answer owed to *message_id* went out: forget it. Sync."""

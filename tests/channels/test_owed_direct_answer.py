@@ -165,3 +165,49 @@ async def test_a_caller_cancelled_while_the_session_is_looked_up_leaves_the_answ
             assert await rt.client_message_outcome("ops", conversation.key, "c1") is not None
             assert await channel.say(text, message_id="c1") == "duplicate"
         assert direct(channel) == [(answer, text.split()[0][1:])]
+
+
+CLEARED = "Cleared. Your next message starts a new session."
+
+
+async def test_an_owed_answer_goes_out_before_the_conversations_next_message(
+        db_path, workspace) -> None:
+    # The user speaks again before the platform retries: the answer to the earlier command
+    # goes out first, not after the reply to the later message (where "your next message
+    # starts a new session" came after that next message's session had started).
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = FailingOnce(rt, DEDUPE)
+        channel.failures = 1
+        with pytest.raises(PlatformDown):
+            await channel.say("/clear", message_id="c1")
+        assert await channel.say("hello", message_id="m1") == "started"
+        assert direct(channel) == [(CLEARED, "clear")]
+        with trio.fail_after(10):  # hang guard only
+            await channel.wait_for(lambda: "hello" in channel.messages())
+        assert channel.texts()[:2] == [CLEARED, "hello"]
+        assert await channel.say("/clear", message_id="c1") == "duplicate"
+        assert direct(channel) == [(CLEARED, "clear")]  # once
+
+
+async def test_an_owed_answer_that_fails_again_does_not_stop_the_next_message(
+        db_path, workspace) -> None:
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = FailingOnce(rt, DEDUPE)
+        channel.failures = 2
+        with pytest.raises(PlatformDown):
+            await channel.say("/clear", message_id="c1")
+        assert await channel.say("hello", message_id="m1") == "started"  # handled all the same
+        assert direct(channel) == []
+        assert await channel.say("/clear", message_id="c1") == "duplicate"  # still owed
+        assert direct(channel) == [(CLEARED, "clear")]
+
+
+async def test_an_owed_answer_goes_out_before_a_later_cancels_answer(db_path,
+                                                                      workspace) -> None:
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = FailingOnce(rt, DEDUPE)
+        channel.failures = 1
+        with pytest.raises(PlatformDown):
+            await channel.say("/clear", message_id="c1")
+        assert await channel.say("/cancel", message_id="c2") == "command"
+        assert direct(channel) == [(CLEARED, "clear"), ("Nothing to cancel.", "cancel")]
