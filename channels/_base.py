@@ -275,8 +275,10 @@ class ChannelBase(StopButton):
         caller was cancelled). The id of a message that becomes a turn is written in the
         transaction that holds it (a crash keeps both or neither), that of ``/new``,
         ``/clear`` or ``/resume`` in the one of its durable effect, that of ``/cancel``
-        before it cancels; that of another command, a refusal or a blank message once it
-        is handled (nothing to repeat).
+        before it cancels, each with its answer held when that goes into a session (a
+        crash before the answer was written: the next start sends it, see
+        :mod:`._command_handler`); that of another command, a refusal or a blank message
+        once it is handled (nothing to repeat).
 
         Raises:
           TypeError: *inbound* is not an :class:`Inbound`.
@@ -288,7 +290,8 @@ class ChannelBase(StopButton):
             (``chat_id``, ``thread_id`` or ``sender_id``).
           Whatever :meth:`deliver` raises for an answer that has no session (that of
             ``/cancel``, ``/clear`` or ``/resume``, whose id is recorded already, is then
-            given to the retry of its id, a ``"duplicate"``: see :mod:`._owed_answers`).
+            given to the retry of its id, a ``"duplicate"``, or before the conversation's
+            next message: see :mod:`._owed_answers`).
         """
         expect_instance("inbound", inbound, Inbound)
         self._check_accepting()
