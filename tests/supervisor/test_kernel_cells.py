@@ -10,10 +10,13 @@ promise: the restart records, the failure named, every child stopped in reverse 
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import trio
 import trio.testing
 
+from tidings.errors import InjectedFault
 from tidings.supervisor import (
     Backoff,
     ChildSpec,
@@ -151,6 +154,49 @@ async def test_a_fault_at_the_start_that_ends_a_backoff_doubles_the_next(
         starts.remove(("b", 2, 1.0))
     assert later_starts(journal) == starts
     assert {c.state for c in stats.children} == {"running"}
+    _ended_in_reverse(journal, "abc")
+    _all_stopped(sup, "stopped")
+    assert live_tasks() == before
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+async def test_a_fault_at_a_send_to_a_child_in_its_backoff(
+        journal, autojump_clock, live_tasks, strategy, action, caplog):
+    """b crashes and waits out a 10 s backoff; at 1 s a send to it hits the fault plan (send,
+    hit 2). ``cancel`` has no incarnation to land in: logged ``fault_missed``, the message
+    kept for b's next incarnation, which takes it at 10 s; ``raise`` fails that send
+    (nothing is sent). Either way the backoff is not cut short nor a crash made of the
+    fault: b is back at 10 s, and ``inject_cancel`` meanwhile finds nothing to cancel."""
+    caplog.set_level(logging.INFO, logger="tidings.supervisor")
+    plan = FaultPlan([FaultRule(Seam.SEND, child="b", action=action, nth=2)])
+    specs = [ChildSpec("a", child(journal)),
+             ChildSpec("b", child(journal), backoff=Backoff(min=10.0, jitter=0.0)),
+             ChildSpec("c", child(journal))]
+    before = live_tasks()
+    async with open_supervisor(specs, strategy=strategy, intensity=ROOMY,
+                               fault_plan=plan) as sup:
+        await sup.mailbox("b").send("raise")
+        await trio.sleep(1.0)
+        assert sup.statistics().children[1].state == "backoff"
+        harmless = "never ready"  # (a message moment_children's child reads and goes on)
+        if action == "raise":
+            with pytest.raises(InjectedFault):
+                await sup.mailbox("b").send(harmless)
+        else:
+            await sup.mailbox("b").send(harmless)
+        assert sup.statistics().children[1].mailbox_depth == (action == "cancel")
+        assert not sup.inject_cancel("b")
+        await trio.sleep(20.0)
+        stats = sup.statistics()
+    assert plan.injected == [InjectionRecord("b", "send", action, 2)]
+    assert ("fault_missed" in caplog.text) == (action == "cancel")
+    assert later_starts(journal) == {
+        "one_for_one": [("b", 2, 10.0)],
+        "one_for_all": [("a", 2, 0.0), ("b", 2, 10.0), ("c", 2, 10.0)],
+        "rest_for_one": [("b", 2, 10.0), ("c", 2, 10.0)]}[strategy]
+    assert _log(sup) == [("b", "restart", "Boom", 1)]
+    assert [(c.state, c.mailbox_depth) for c in stats.children] == [("running", 0)] * 3
     _ended_in_reverse(journal, "abc")
     _all_stopped(sup, "stopped")
     assert live_tasks() == before
