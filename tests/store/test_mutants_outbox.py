@@ -6,9 +6,11 @@ test noticed); each passes on the real code and failed with that change applied.
 
 from __future__ import annotations
 
+import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
+from tidings.store import transition
 from tidings.testing import MemoryRoute, writer_gate
 
 HANG = 30.0
@@ -66,6 +68,9 @@ async def test_an_abandoned_row_handed_back_loses_its_claim_and_keeps_its_error(
             await route.wait_delivered(3)
     again = await rt.delivery_status(first.delivery_id)
     assert (again.attempts, again.last_error) == (2, error)
+    # The claim's answer carries the row's attempt count to the route. Mutant: the claim
+    # answered attempt 1 whatever the row's count was.
+    assert [o.attempt for o in route.delivered] == [1, 1, 2]
 
 
 async def test_two_confirms_of_one_row_in_one_batch_report_it_moved_once(rt) -> None:
@@ -93,3 +98,48 @@ async def test_two_confirms_of_one_row_in_one_batch_report_it_moved_once(rt) -> 
     assert sorted(answers) == [[], [handle.delivery_id]]
     assert await handle.wait() == "delivered"
     assert (await rt.delivery_status(handle.delivery_id)).outbox_status == "sent"
+
+
+def test_a_narrowed_move_must_name_legal_sources() -> None:
+    """``only_from`` may only narrow the legal sources of the move: a source the state
+    machine has no such move from is refused, naming the field. Mutant: the check dropped
+    (the guard then allowed an illegal move, say ``queued`` straight to ``sent``)."""
+    with pytest.raises(ValueError, match="only_from: 'queued' -> 'sent'"):
+        transition("d", "sent", now=1.0, only_from=("queued",))
+    with pytest.raises(ValueError, match="to: no transition into 'delivered'"):
+        transition("d", "delivered", now=1.0)
+    assert transition("d", "sent", now=1.0, only_from=("unknown",)).only_from == ("unknown",)
+
+
+async def test_a_lanes_sent_and_an_ack_of_an_unknown_row_in_one_batch_both_apply(rt) -> None:
+    """A lane's ``sent`` (only from ``sending``) and an ack (``sent`` from ``sending`` or
+    ``unknown``) committed in one transaction: each keeps its own sources, so the ack of an
+    ``unknown`` row still applies. Mutant: moves merged by target alone, the batch guarded by
+    the first move's narrower sources (the ack was dropped: its row stayed ``unknown``)."""
+    plain, acking = await rt.create_session(channel="web"), await rt.create_session(channel="web")
+    route, acked = MemoryRoute(), MemoryRoute(ack_window=1)
+    rt.router.bind(plain, route)
+    rt.router.bind(acking, acked)
+    moved: list[str] = []
+
+    async def confirm(delivery_id: str) -> None:
+        moved.extend(await rt.confirm([delivery_id]))
+
+    with trio.fail_after(HANG):
+        async with rt.open_turn(acking) as ctx:
+            lost = await ctx.output.send_text("lost")
+            await acked.wait_delivered(1)
+            assert await rt.abandon_unacked(acking) == [lost.delivery_id]
+        route.stall()
+        async with rt.open_turn(plain) as ctx:
+            sent = await ctx.output.send_text("x")
+            await route.wait_attempted(1)
+            async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
+                route.release()  # its lane hands ``sent`` to the held writer
+                await wait_all_tasks_blocked()
+                nursery.start_soon(confirm, lost.delivery_id)  # queued behind it
+                await wait_all_tasks_blocked()
+                gate.release()
+            assert await sent.wait() == "delivered"
+    assert moved == [lost.delivery_id]
+    assert (await rt.delivery_status(lost.delivery_id)).outbox_status == "sent"
