@@ -157,7 +157,7 @@ class _State:
         self.seen: dict[str, int] = {}
         # session -> highest seq printed: a delivery at or below it is a repeat (a hello that
         # names an older session, after /new, has the current one replayed from its start);
-        # on a reconnect, at least what it has seen there, but in the session its hello
+        # on a reconnect, raised to what it has seen there, except in the session its hello
         # names (see _had).
         self.printed: dict[str, int] = {}
         # id -> the server's answer to that message; and the ids whose turn ended. The
