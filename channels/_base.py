@@ -44,7 +44,7 @@ from tidings.channels._stop_button import StopButton
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 from tidings.store import Op, acking
 from tidings.store._ids import check_id
-from tidings.store._inbound import AnswerNotice, hold_command_answer
+from tidings.store._inbound import AnswerNotice, hold_command_answer, is_held
 from tidings.supervisor._callables import certainly_sync, wrong_signature
 from tidings.supervisor._log import field
 
@@ -366,17 +366,27 @@ class ChannelBase(StopButton):
 
     async def _pay_owed(self, conversation: Conversation, message_id: str) -> None:
         """Send the answer owed to the retry *message_id* (see :mod:`._owed_answers`), if
-        one is, as it was to go: straight to :meth:`deliver`, with no session. Taken before
-        it is sent, so no one else sends it meanwhile; owed again when it fails
-        (:meth:`deliver`'s error is raised, or the call was cancelled), for the next retry."""
+        one is, as it was to go: straight to :meth:`deliver`, with no session, or into the
+        session it is held in, releasing the hold (unless its first write committed after
+        all: then the hold is gone, and so is the debt). Taken before it is sent, so no one
+        else sends it meanwhile; owed again when it fails (:meth:`deliver`'s error, or the
+        store's, is raised, or the call was cancelled), for the next retry."""
         owed = self.owed_answers.take(conversation.key, message_id)
         if owed is None:
             return
-        text, command = owed
         try:
-            await self._deliver_direct(conversation, text, extra={"command": command})
+            if owed.held is None:
+                await self._deliver_direct(conversation, owed.text,
+                                           extra={"command": owed.command})
+                return
+            session_id, inbound_id = owed.held
+            if await self.runtime.store.read(is_held, inbound_id):
+                self.directory.attach(conversation, session_id)
+                await self.answer(conversation, session_id, owed.text, command=owed.command,
+                                  settles=(inbound_id,))
         except BaseException:
-            self.owed_answers.owe(conversation.key, message_id, text, command)
+            self.owed_answers.owe(conversation.key, message_id, owed.text, owed.command,
+                                  held=owed.held)
             raise
 
     async def _pay_owed_all(self, conversation: Conversation, *,

@@ -22,8 +22,9 @@ the user typed is never echoed back.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import trio
@@ -125,15 +126,20 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
             # them in a cleared session, and release them without a word).
             await channel.runtime.release_inbound(dropped)
             if old is not None:
-                await channel.answer(conversation, old, CLEARED, command=name, settles=held)
+                with _owed_if_cut(channel, conversation, owed_to, CLEARED, name, old, held):
+                    await channel.answer(conversation, old, CLEARED, command=name,
+                                         settles=held)
             cleared_no_session = old is None
         elif name == "new":
             held, also = _held(hold, NEW_SESSION, name, record)
             session_id = await directory.new(conversation, also=also)
-            await channel._answer_switch(conversation, session_id, NEW_SESSION, command=name,
-                                         settles=held)
+            with _owed_if_cut(channel, conversation, owed_to, NEW_SESSION, name, session_id,
+                              held):
+                await channel._answer_switch(conversation, session_id, NEW_SESSION,
+                                             command=name, settles=held)
         else:
-            refusal, held_in = await _resume(channel, conversation, command, record, hold)
+            refusal, held_in = await _resume(channel, conversation, command, record, hold,
+                                             owed_to)
     if cleared_no_session:
         # No session: a direct answer, which waits for the answers still on their way (see
         # ChannelBase._deliver_direct): outside the lock, so no message waits for it.
@@ -147,6 +153,22 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     await _answer_current(channel, conversation, refusal, command="resume", owed_to=owed_to,
                           held=held_in)
     return True
+
+
+@contextlib.contextmanager
+def _owed_if_cut(channel: ChannelBase, conversation: Conversation, owed_to: str | None,
+                 text: str, command: str, session_id: str,
+                 held: tuple[str, ...]) -> Iterator[None]:
+    """Around the write of an answer held (under *held*) in *session_id*: should it fail
+    (or the call be cancelled), the answer is owed to the retry of *owed_to* too, if given,
+    so it need not wait for the next start (see ``ChannelBase._pay_owed``)."""
+    try:
+        yield
+    except BaseException:
+        if owed_to is not None and held:
+            channel.owed_answers.owe(conversation.key, owed_to, text, command,
+                                     held=(session_id, held[0]))
+        raise
 
 
 def _held(hold: HoldAnswer | None, notice: AnswerNotice, command: str, record: Sequence[Op],
@@ -242,17 +264,18 @@ async def _answer_current(channel: ChannelBase, conversation: Conversation, text
     """:func:`_answer` in the conversation's current session, looked up now (outside the
     conversation's lock, which the lookup may take, and another message may hold). A lookup
     that fails or is cancelled (the platform gave up on the request) leaves the answer owed
-    to the retry of *owed_to*, as a direct answer: the id is recorded, so that retry is a
-    ``duplicate``, and the answer was never given.
+    to the retry of *owed_to*, as a direct answer (or, held, in its session): the id is
+    recorded, so that retry is a ``duplicate``, and the answer was never given.
 
     *held*: ``(session_id, inbound_id)``, the answer is held in that session (the current one
-    when the command was written): it goes there, releasing the hold, and is owed to nobody
-    if it does not (the next start sends it). The channel is bound as its route."""
+    when the command was written): it goes there, releasing the hold; if it does not, the
+    next start sends it, and the retry of *owed_to* (or the next message) before that. The
+    channel is bound as its route."""
     try:
         session_id = await channel.directory.lookup(conversation)
     except BaseException:
-        if owed_to is not None and held is None:
-            channel.owed_answers.owe(conversation.key, owed_to, text, command)
+        if owed_to is not None:
+            channel.owed_answers.owe(conversation.key, owed_to, text, command, held=held)
         raise
     if held is None:
         await _answer(channel, conversation, session_id, text, command=command,
@@ -261,11 +284,13 @@ async def _answer_current(channel: ChannelBase, conversation: Conversation, text
     held_in, inbound_id = held
     if held_in != session_id:  # it moved on meanwhile (a later /new): answered where held
         channel.directory.attach(conversation, held_in)
-    await channel.answer(conversation, held_in, text, command=command, settles=(inbound_id,))
+    with _owed_if_cut(channel, conversation, owed_to, text, command, held_in, (inbound_id,)):
+        await channel.answer(conversation, held_in, text, command=command,
+                             settles=(inbound_id,))
 
 
 async def _resume(channel: ChannelBase, conversation: Conversation, command: Command,
-                  record: Sequence[Op], hold: HoldAnswer | None
+                  record: Sequence[Op], hold: HoldAnswer | None, owed_to: str | None
                   ) -> tuple[str | None, tuple[str, str] | None]:
     """Resume (under the conversation's lock) and answer; the refusal to send, if refused,
     and ``(session_id, inbound_id)`` where it is held, if it is (see :func:`run_command`).
@@ -297,8 +322,9 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
         # nothing has moved it since the refusal was written.
         held_in = await rt.conversation_session(name, key)
         return refusal, None if held_in is None else (held_in, held[0])
-    await channel._answer_switch(conversation, target, resumed, command="resume",
-                                 settles=held)
+    with _owed_if_cut(channel, conversation, owed_to, resumed, "resume", target, held):
+        await channel._answer_switch(conversation, target, resumed, command="resume",
+                                     settles=held)
     return None, None
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "held_inbound",
     "hold_command_answer",
     "hold_inbound",
+    "is_held",
     "release_inbound",
     "resume_conversation",
     "resume_outcome",
@@ -194,6 +195,12 @@ def hold_command_answer(inbound_id: str, *, core_id: str, channel: str, conversa
             held_in, core_id, channel, conversation_key, cleared is None)).fetchone()
         return None if held is None else held_in
     return Call(run)
+
+
+def is_held(conn: sqlite3.Connection, inbound_id: str) -> bool:
+    """Whether *inbound_id* is still held (a read, for ``Store.read``)."""
+    return conn.execute("SELECT 1 FROM inbound_messages WHERE inbound_id = ?",
+                        (inbound_id,)).fetchone() is not None
 
 
 def release_inbound(inbound_ids: Iterable[str], *,

@@ -166,3 +166,28 @@ async def test_without_dedupe_nothing_is_held(db_path, workspace) -> None:
         with pytest.raises(TidingsError):
             await channel.say("/new", message_id="cmd")
     assert held(db_path) == 0
+
+
+def allow_answers(conn: object) -> None:
+    conn.execute("DROP TRIGGER temp.refuse_answers")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("text", "message_id"), [("/new", "cmd"), ("hi", "later")])
+async def test_an_answer_whose_write_failed_goes_out_in_the_same_process(
+        db_path, workspace, text, message_id) -> None:
+    """The answer's write failed (the store refused it) and the process runs on: the
+    platform's retry (a duplicate), or the conversation's next message, gets it, releasing
+    its hold, so no restart sends it again."""
+    await start(db_path, workspace, "hello")
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = RecordingChannel(rt, DEDUPE, agent=GatedAgent(block=False))
+        await rt.store.commit([Call(refuse_answers)])
+        with pytest.raises(TidingsError):
+            await channel.say("/new", message_id="cmd")
+        await rt.store.commit([Call(allow_answers)])
+        await channel.say(text, message_id=message_id)
+        with trio.fail_after(10):
+            await channel.wait_for(lambda: "Started a new session." in channel.notices())
+        await channel.wait_idle()
+    assert held(db_path) == 0
+    assert await retried(db_path, workspace, "/new") == []
