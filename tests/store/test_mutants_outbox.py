@@ -6,6 +6,8 @@ test noticed); each passes on the real code and failed with that change applied.
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
@@ -37,7 +39,8 @@ async def test_a_terminal_move_ends_the_claims_lease_and_keeps_its_claimant(rt) 
             None, rt.store.claimant, 1), status.outbox_status
 
 
-async def test_an_abandoned_row_handed_back_loses_its_claim_and_keeps_its_error(rt) -> None:
+async def test_an_abandoned_row_handed_back_loses_its_claim_and_keeps_its_error(
+        rt, db_path) -> None:
     """An acking route's unacked row becomes ``unknown`` (lease cleared), and ``rt.requeue``
     takes it back to ``queued``: no claimant, no lease (nobody claims it until its lane does
     again), its ``last_error`` kept (a move without an error keeps the old one). Mutants: a
@@ -71,6 +74,15 @@ async def test_an_abandoned_row_handed_back_loses_its_claim_and_keeps_its_error(
     # The claim's answer carries the row's attempt count to the route. Mutant: the claim
     # answered attempt 1 whatever the row's count was.
     assert [o.attempt for o in route.delivered] == [1, 1, 2]
+    # Its work item follows the row's claim (what an operator reads of the work queue).
+    # Mutant: the work item's attempts left at the first claim's.
+    conn = sqlite3.connect(db_path)
+    try:
+        work = conn.execute("SELECT status, attempts FROM work_items WHERE subject_id = ?",
+                            (first.delivery_id,)).fetchall()
+    finally:
+        conn.close()
+    assert work == [("claimed", 2)]
 
 
 async def test_two_confirms_of_one_row_in_one_batch_report_it_moved_once(rt) -> None:
