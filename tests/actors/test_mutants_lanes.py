@@ -1,0 +1,62 @@
+"""Session lanes: behaviour a mutation audit of ``actors/_lane_actor.py`` and ``_lanes.py``
+found no test pinning. Each test names the mutant it kills (a change no other test noticed);
+each passes on the real code and failed with that change applied."""
+
+from __future__ import annotations
+
+import trio
+
+import tidings
+from tidings.store import transition
+from tidings.testing import MemoryRoute
+
+HANG = 30.0
+"""Real-time hang guard: these runtimes run on trio's real clock."""
+
+
+async def test_a_claim_that_finds_its_row_moved_on_is_no_lane_crash(rt) -> None:
+    """A row ended by someone else before its lane claimed it: the lane reports where it
+    ended and goes on with the next row, without crashing. Mutant: the claim's "not applied"
+    unchecked (the lane crashed on it, and its restart happened to settle the same)."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.stall()
+    rt.router.bind(session_id, route)
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            await ctx.output.send_text("a")
+            await route.wait_attempted(1)
+            ended = await ctx.output.send_text("b")  # queued behind a, not yet claimed
+            [moved] = await rt.store.commit([transition(
+                ended.delivery_id, "failed", now=rt.store.clock(), error="cancelled by hand")])
+            assert moved.applied
+            after = await ctx.output.send_text("c")
+            route.release()
+            assert await ended.wait() == "failed"
+            assert await after.wait() == "delivered"
+        assert list(rt.dispatcher.supervisor.restart_log) == []
+    assert route.texts() == ["a", "c"]
+
+
+async def test_a_row_its_lane_claims_is_leased_for_lease_seconds(db_path, workspace) -> None:
+    """A row queued behind another is claimed by its lane with ``lease_expires_at`` = the
+    claim's time + ``lease`` (as a row written claimed is). Mutant: the lane's claim leased
+    it until the claim's own time (expired as it was written)."""
+    lease, now = 3600, 1_700_000_000
+    route = MemoryRoute()
+    route.stall()
+    with trio.fail_after(HANG):
+        async with tidings.open_runtime(db_path, workspace=workspace, lease=lease,
+                                        clock=lambda: now) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, route)
+            await rt.notify(session_id, "first")
+            await route.wait_attempted(1)
+            second = await rt.notify(session_id, "second")  # queued: its lane claims it
+            route.release()
+            route.stall()  # (no checkpoint between: the second delivery stalls)
+            await route.wait_attempted(2)
+            status = await rt.delivery_status(second.delivery_id)
+            route.release()
+            assert await second.wait() == "delivered"
+    assert (status.outbox_status, status.lease_expires_at) == ("sending", now + lease)
