@@ -70,3 +70,28 @@ console.log(JSON.stringify({hellos: hellos(), log}));
 """)
     hello = outcome["hellos"][1]
     assert (hello["session_id"], hello["after_seq"]) == ("s2", 1), outcome
+
+
+def test_a_session_sent_again_from_its_start_is_not_shown_again() -> None:
+    # As tidings chat (45f7435): after a reconnect (a hello with after_seq) the gateway writes
+    # a session's rows from its start before the first of them that reaches the connection
+    # live, here the reply of a turn /new left running in s1: rows the page showed already are
+    # repeats (acked, not shown again), and s1's own /new answer among them is no switch.
+    outcome = _page(_HELLOS + _SWITCH + r"""
+sockets[0].frame(answer("s1", 1, "new"));
+sockets[0].frame(delivery("s1", 2));
+sockets[0].frame(answer("s2", 1, "new"));  // another device's /new
+reconnect(0);
+sockets[1].frame({...welcome, session_id: "s2", last_seq: 1});
+for (const seq of [1, 2]) sockets[1].frame(seq === 1 ? answer("s1", 1, "new")
+                                                     : delivery("s1", seq));
+sockets[1].frame(delivery("s1", 3));  // the late reply, live
+reconnect(1);
+console.log(JSON.stringify({hellos: hellos(), acked: sent(sockets[1]).filter(
+  (f) => f.type === "ack").map((f) => f.delivery_ids[0]), log}));
+""")
+    shown = [line for line in outcome["log"] if not line.startswith("(")]
+    assert shown == ["* answer of /new", "m2", "* answer of /new", "m3"], outcome["log"]
+    assert outcome["acked"] == ["d1", "d2", "d3"], outcome  # repeats acked all the same
+    hello = outcome["hellos"][2]
+    assert (hello["session_id"], hello["after_seq"]) == ("s2", 1), outcome
