@@ -5,10 +5,13 @@ each passes on the real code and failed with that change applied."""
 from __future__ import annotations
 
 import trio
+import trio.testing
 
 import tidings
 from tidings.store import transition
 from tidings.testing import MemoryRoute
+
+from .conftest import rows
 
 HANG = 30.0
 """Real-time hang guard: these runtimes run on trio's real clock."""
@@ -60,3 +63,38 @@ async def test_a_row_its_lane_claims_is_leased_for_lease_seconds(db_path, worksp
             route.release()
             assert await second.wait() == "delivered"
     assert (status.outbox_status, status.lease_expires_at) == ("sending", now + lease)
+
+
+async def test_a_row_taken_during_a_hold_that_handed_rows_back_is_not_claimed(
+        rt, db_path) -> None:
+    """A row its lane took while a binder held the session (the lane waits before its claim)
+    is not claimed when the binder handed older rows back meanwhile: it stays ``queued`` and
+    goes out after them with its first claim (attempt 1, no ``unknown`` in its history).
+    Mutant: claimed all the same after the hold (a later check sent it back, ``unknown``
+    then ``queued``: a second attempt and an ``unknown`` in its history for no reason)."""
+    session_id = await rt.create_session(channel="web")
+    old, new = MemoryRoute(), MemoryRoute()
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            older = await ctx.output.send_text("older")  # no route bound: unrouted
+            assert await older.wait() == "unrouted"
+            old.stall()
+            rt.router.bind(session_id, old)
+            first = await ctx.output.send_text("first")
+            await old.wait_attempted(1)  # the lane is inside deliver(first)
+            newer = await ctx.output.send_text("newer")  # queued behind it
+            async with rt.hold_binds(new):
+                rt.router.bind(session_id, new)
+                old.release()
+                while not rt.dispatcher.lane(session_id).waiting:  # newer taken, held
+                    await trio.testing.wait_all_tasks_blocked()
+                await rt.unrouted_written(session_id)
+                assert await rt.requeue(session_id, [older.delivery_id]) == [
+                    older.delivery_id]
+            assert [await h.wait() for h in (first, newer)] == ["delivered"] * 2
+            await new.wait_delivered(2)
+    assert new.texts() == ["older", "newer"]
+    assert (await rt.delivery_status(newer.delivery_id)).attempts == 1
+    assert [kind for (kind,) in rows(db_path, "SELECT type FROM events WHERE delivery_id = ? "
+                                              "ORDER BY event_seq", newer.delivery_id)] == [
+        "delivery.queued", "delivery.sending", "delivery.sent"]
