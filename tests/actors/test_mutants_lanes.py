@@ -98,3 +98,25 @@ async def test_a_row_taken_during_a_hold_that_handed_rows_back_is_not_claimed(
     assert [kind for (kind,) in rows(db_path, "SELECT type FROM events WHERE delivery_id = ? "
                                               "ORDER BY event_seq", newer.delivery_id)] == [
         "delivery.queued", "delivery.sending", "delivery.sent"]
+
+
+async def test_a_delivered_row_moved_on_meanwhile_reports_its_durable_end(rt) -> None:
+    """A row ended by someone else (an operator's ``failed``) while its route was delivering
+    it: the lane's ``sent`` finds it moved on, and its handle reports the durable end, not
+    ``delivered``. Mutant: the background flush resolved every row it wrote ``delivered``,
+    applied or not (``wait()`` then contradicted ``delivery_status``)."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    route.stall()
+    rt.router.bind(session_id, route)
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            handle = await ctx.output.send_text("a")
+            await route.wait_attempted(1)  # sending, inside deliver()
+            [moved] = await rt.store.commit([transition(
+                handle.delivery_id, "failed", now=rt.store.clock(), error="cancelled by hand")])
+            assert moved.applied
+            route.release()
+            assert await handle.wait() == "failed"
+    assert (await rt.delivery_status(handle.delivery_id)).status == "failed"
+    assert route.texts() == ["a"]
