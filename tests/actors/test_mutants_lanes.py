@@ -120,3 +120,25 @@ async def test_a_delivered_row_moved_on_meanwhile_reports_its_durable_end(rt) ->
             assert await handle.wait() == "failed"
     assert (await rt.delivery_status(handle.delivery_id)).status == "failed"
     assert route.texts() == ["a"]
+
+
+async def test_unacked_rows_may_fill_the_lane_budget_exactly(rt) -> None:
+    """Unacked rows may hold up to ``lane_bytes``, that much included: two texts of half the
+    budget both go to an acking route, a third waits for an ack. Mutant: ``<`` for ``<=``
+    (the second waited, the budget never used to its end)."""
+    size = 1000
+    rt.dispatcher.lane_bytes = 2 * size
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute(ack_window=32)
+    rt.router.bind(session_id, route)
+    texts = [letter * size for letter in "abc"]
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id, history_policy="transient") as ctx:
+            handles = [await ctx.output.send_text(text) for text in texts]
+        while not rt.dispatcher.lane(session_id).waiting:  # the third waits for an ack
+            await trio.testing.wait_all_tasks_blocked()
+        assert route.texts() == texts[:2]
+        assert rt.statistics().dispatch.unacked_bytes == 2 * size
+        await rt.confirm([handles[0].delivery_id])
+        await route.wait_delivered(3)
+    assert route.texts() == texts
