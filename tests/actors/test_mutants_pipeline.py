@@ -7,6 +7,8 @@ from __future__ import annotations
 import trio
 import trio.testing
 
+from tidings.errors import StoreError
+from tidings.store import OutboxInsert
 from tidings.testing import MemoryRoute, writer_gate
 
 HANG = 30.0
@@ -37,3 +39,50 @@ async def test_a_send_is_not_written_claimed_past_one_still_being_written(rt) ->
             gate.release()
         assert [await handles[t].wait() for t in ("first", "second")] == ["delivered"] * 2
     assert route.texts() == ["first", "second"]
+
+
+async def test_a_repeated_key_whose_first_write_failed_writes_its_own_row(rt) -> None:
+    """Two sends of one idempotency key, the second made while the first's write is in
+    flight: it waits for that write, and when the store refuses it (nothing written), the key
+    is free and the second send writes and delivers its own row. Mutant: the second send
+    handed the first one's delivery whatever its write's outcome (a delivery never written:
+    ``delivery_status`` knows nothing of it and its ``wait()`` never ends)."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute()
+    rt.router.bind(session_id, route)
+    real_commit = rt.store.commit
+    go = trio.Event()
+    refused = []
+
+    async def commit(ops, **kwargs):
+        if not refused and any(isinstance(op, OutboxInsert) for op in ops):
+            refused.append(ops)
+            await go.wait()
+            error = StoreError("refused for the test: nothing written")
+            kwargs["on_error"](error)
+            raise error
+        return await real_commit(ops, **kwargs)
+
+    rt.store.commit = commit
+    outcomes: dict[str, object] = {}
+
+    async def send(name: str, ctx) -> None:
+        try:
+            outcomes[name] = await ctx.output.send_text(name, idempotency_key="k")
+        except StoreError as exc:
+            outcomes[name] = exc
+
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx, trio.open_nursery() as nursery:
+            nursery.start_soon(send, "first", ctx)
+            while not refused:  # its write is handed over (and held)
+                await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(send, "second", ctx)
+            await trio.testing.wait_all_tasks_blocked()  # waiting for the first's outcome
+            go.set()
+    assert isinstance(outcomes["first"], StoreError)
+    second = outcomes["second"]
+    assert (await rt.delivery_status(second.delivery_id)).text == "second"
+    with trio.fail_after(HANG):
+        assert await second.wait() == "delivered"
+    assert route.texts() == ["second"]
