@@ -7,9 +7,12 @@ from __future__ import annotations
 import trio
 import trio.testing
 
+import tidings
 from tidings.errors import StoreError
 from tidings.store import OutboxInsert
 from tidings.testing import MemoryRoute, writer_gate
+
+from .conftest import leave_a_queued_row
 
 HANG = 30.0
 """Real-time hang guard: these runtimes run on trio's real clock."""
@@ -86,3 +89,21 @@ async def test_a_repeated_key_whose_first_write_failed_writes_its_own_row(rt) ->
     with trio.fail_after(HANG):
         assert await second.wait() == "delivered"
     assert route.texts() == ["second"]
+
+
+async def test_a_repeated_key_of_a_queued_row_hands_back_a_handle_not_yet_ended(
+        db_path, workspace) -> None:
+    """A retried send (its key finds a ``queued`` row an earlier process left) gets a handle
+    whose status is not a terminal one and that ends when the row is delivered. Mutant: the
+    look again after registering the item resolved it with whatever status the row had
+    (``queued``: a handle reporting a status no handle has)."""
+    with trio.fail_after(HANG):
+        session_id, queued_id = await leave_a_queued_row(db_path, workspace)
+        async with tidings.open_runtime(db_path, workspace=workspace, recover="manual") as rt:
+            route = MemoryRoute()
+            rt.router.bind(session_id, route)
+            async with rt.open_turn(session_id) as ctx:
+                again = await ctx.output.send_text("b, retried", idempotency_key="k")
+            assert (again.delivery_id, again.status) == (queued_id, "scheduled")
+            await rt.recover()
+            assert await again.wait() == "delivered"
