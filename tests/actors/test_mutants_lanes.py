@@ -142,3 +142,23 @@ async def test_unacked_rows_may_fill_the_lane_budget_exactly(rt) -> None:
         await rt.confirm([handles[0].delivery_id])
         await route.wait_delivered(3)
     assert route.texts() == texts
+
+
+async def test_dispatch_statistics_count_each_end_once(rt) -> None:
+    """``statistics().dispatch`` counts each delivery's end once, although an end may be
+    reported twice (an ``unrouted`` row: as its write commits, and by the lane that waited
+    for it). Mutant: every report counted (two ``unrouted`` for one row)."""
+    session_id = await rt.create_session(channel="web")
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            lost = [await ctx.output.send_text(f"u{i}") for i in range(3)]
+            assert [await h.wait() for h in lost] == ["unrouted"] * 3
+            route = MemoryRoute()
+            rt.router.bind(session_id, route)
+            sent = await ctx.output.send_text("d")
+            assert await sent.wait() == "delivered"
+            route.fail = ConnectionError("down")
+            failed = await ctx.output.send_text("f")
+            assert await failed.wait() == "failed"
+    stats = rt.statistics().dispatch
+    assert (stats.unrouted, stats.delivered, stats.failed) == (3, 1, 1)
