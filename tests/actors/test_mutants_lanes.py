@@ -162,3 +162,30 @@ async def test_dispatch_statistics_count_each_end_once(rt) -> None:
             assert await failed.wait() == "failed"
     stats = rt.statistics().dispatch
     assert (stats.unrouted, stats.delivered, stats.failed) == (3, 1, 1)
+
+
+async def test_a_hand_back_leaves_a_row_whose_delivery_has_begun(rt) -> None:
+    """Inside a hold, ``rt.requeue`` of older rows sends back the row the lane claimed only if
+    its platform I/O has not begun: a row its route is delivering is left to that call (it
+    is on the platform, or about to be). Mutant: the hand-back took a row inside
+    ``deliver()`` too (it went back to ``queued`` and out again: the person got it twice)."""
+    session_id = await rt.create_session(channel="web")
+    old, new = MemoryRoute(), MemoryRoute()
+    with trio.fail_after(HANG):
+        async with rt.open_turn(session_id) as ctx:
+            older = await ctx.output.send_text("older")  # no route bound: unrouted
+            assert await older.wait() == "unrouted"
+            old.stall()
+            rt.router.bind(session_id, old)
+            first = await ctx.output.send_text("first")
+            await old.wait_attempted(1)  # inside deliver(first)
+            async with rt.hold_binds(new):
+                rt.router.bind(session_id, new)
+                await rt.unrouted_written(session_id)
+                assert await rt.requeue(session_id, [older.delivery_id]) == [
+                    older.delivery_id]
+            old.release()
+            assert await first.wait() == "delivered"
+            await new.wait_delivered(1)
+    assert (old.texts(), new.texts()) == (["first"], ["older"])
+    assert (await rt.delivery_status(first.delivery_id)).attempts == 1
