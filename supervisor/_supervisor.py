@@ -403,12 +403,28 @@ class Supervisor:
             try:
                 for slot, ending in sorted(tick.endings, key=lambda pair: order.get(
                         pair[0].spec.name, len(order))):
+                    if self._stopped_in_tick(slot, ending.error):
+                        continue
                     if self._admit(slot, ending.error, ending.ran_for) == "restart":
                         tick.restart.add(slot)
             finally:
                 self._deciding_tick = False
             if self._giving_up:
                 self._gave_up()
+
+    def _stopped_in_tick(self, slot: ChildSlot, error: BaseException | None) -> bool:
+        """Whether a stop began after ``slot`` crashed, within its tick (the graceful stop,
+        ``stop_child``): its crash is then one while stopping, not restarted nor counted.
+
+        The rest of :meth:`_settle` was checked at the crash (``being_cancelled`` is the
+        child task's own, so it cannot be asked from the task deciding the tick).
+        """
+        if not (slot.stopping or slot.removed
+                or (self._state not in LIVE and not self._giving_up)):
+            return False
+        if error is not None:
+            self._record(slot, error, "shutdown_error")
+        return True
 
     def _count_restart(self, slot: ChildSlot, error: BaseException | None) -> bool:
         """Count toward the intensity a group restart whose crash was not counted when it came
