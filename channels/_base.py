@@ -42,7 +42,7 @@ from tidings.channels._loader import load_agent
 from tidings.channels._owed_answers import OwedAnswers
 from tidings.channels._stop_button import StopButton
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
-from tidings.store import Op, acking
+from tidings.store import Call, Op, acking
 from tidings.store._ids import check_id
 from tidings.store._inbound import AnswerNotice, hold_command_answer, is_held
 from tidings.supervisor._callables import certainly_sync, wrong_signature
@@ -380,7 +380,11 @@ class ChannelBase(StopButton):
                                            extra={"command": owed.command})
                 return
             session_id, inbound_id = owed.held
-            if await self.runtime.store.read(is_held, inbound_id):
+            # Asked of the writer, not a reader: the first write of the answer, its caller
+            # cancelled, may still be queued there and commit; behind it, this sees its end.
+            [still_held] = await self.runtime.store.commit(
+                [Call(functools.partial(is_held, inbound_id=inbound_id))])
+            if still_held:
                 self.directory.attach(conversation, session_id)
                 await self.answer(conversation, session_id, owed.text, command=owed.command,
                                   settles=(inbound_id,))
