@@ -72,11 +72,6 @@ class OwedAnswers:
                         field(f"more than {self._cap} answers are owed; a retry of this "
                               f"message gets no answer"))
 
-    def owed(self, key: str, message_id: str) -> tuple[str, str] | None:
-        """The answer owed to *message_id* in the conversation *key*: ``(text, command)``."""
-        owed = self._owed.get((key, message_id))
-        return None if owed is None else (owed.text, owed.command)
-
     def of(self, key: str) -> list[str]:
         """The message ids owed an answer in the conversation *key*, oldest first."""
         return [message_id for (owed_key, message_id) in self._owed if owed_key == key]
@@ -85,7 +80,3 @@ class OwedAnswers:
         """The answer owed to *message_id*, forgotten at once (the caller sends it, and owes
         it again with :meth:`owe` if that fails): no one else sends it meanwhile. Sync."""
         return self._owed.pop((key, message_id), None)
-
-    def paid(self, key: str, message_id: str) -> None:
-        """The answer owed to *message_id* went out: forget it. Sync."""
-        self._owed.pop((key, message_id), None)

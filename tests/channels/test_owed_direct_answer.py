@@ -17,7 +17,7 @@ import trio.testing
 import tidings
 from tidings.actors import Outbound
 from tidings.channels import ChannelConfig, Inbound
-from tidings.channels._owed_answers import MAX_OWED_ANSWERS, OwedAnswers
+from tidings.channels._owed_answers import MAX_OWED_ANSWERS, Owed, OwedAnswers
 from tidings.testing import writer_gate
 
 from ..until import until
@@ -115,12 +115,11 @@ def test_owed_answers_keep_at_most_their_cap_dropping_the_oldest(caplog) -> None
     for n in range(3):
         owed.owe("ops:chat:c1", f"m{n}", f"answer {n}", "cancel")
     assert len(owed) == 2
-    assert owed.owed("ops:chat:c1", "m0") is None
-    assert owed.owed("ops:chat:c1", "m2") == ("answer 2", "cancel")
+    assert owed.take("ops:chat:c1", "m0") is None
     assert any("event=owed_answer_dropped" in r.getMessage() and "m0" in r.getMessage()
                for r in caplog.records)
-    owed.paid("ops:chat:c1", "m2")
-    assert owed.owed("ops:chat:c1", "m2") is None
+    assert owed.take("ops:chat:c1", "m2") == Owed("answer 2", "cancel")  # and forgotten:
+    assert owed.take("ops:chat:c1", "m2") is None
     assert len(owed) == 1
     by_default = OwedAnswers()  # the documented cap
     for n in range(MAX_OWED_ANSWERS + 1):
