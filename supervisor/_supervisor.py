@@ -403,7 +403,7 @@ class Supervisor:
             try:
                 for slot, ending in sorted(tick.endings, key=lambda pair: order.get(
                         pair[0].spec.name, len(order))):
-                    if self._stopped_in_tick(slot, ending.error):
+                    if self._stopped(slot, ending.error):
                         continue
                     if self._admit(slot, ending.error, ending.ran_for) == "restart":
                         tick.restart.add(slot)
@@ -412,14 +412,17 @@ class Supervisor:
             if self._giving_up:
                 self._gave_up()
 
-    def _stopped_in_tick(self, slot: ChildSlot, error: BaseException | None) -> bool:
-        """Whether a stop began after ``slot`` crashed, within its tick (the graceful stop,
-        ``stop_child``): its crash is then one while stopping, not restarted nor counted.
+    def _stopped(self, slot: ChildSlot, error: BaseException | None, *,
+                 anyway: bool = False) -> bool:
+        """Whether ``slot`` or its supervisor is stopping (or *anyway*), so that its ending
+        is no crash: recorded ``shutdown_error`` if it raised, neither restarted nor counted.
+        ``removed``: stop_child forgot it, maybe (called from within the child) before its
+        ladder began: an ending then is no crash, whichever of the two ran first.
 
-        The rest of :meth:`_settle` was checked at the crash (``being_cancelled`` is the
-        child task's own, so it cannot be asked from the task deciding the tick).
-        """
-        if not (slot.stopping or slot.removed
+        :meth:`_settle` asks at the ending; the decision of a ``one_for_one`` tick asks again
+        at the tick's end, as a stop may have begun later in that tick (``being_cancelled``
+        it cannot ask: that is the child task's own)."""
+        if not (anyway or slot.stopping or slot.removed
                 or (self._state not in LIVE and not self._giving_up)):
             return False
         if error is not None:
@@ -446,14 +449,10 @@ class Supervisor:
     def _settle(self, slot: ChildSlot, error: BaseException | None) -> _Decision | None:
         """The decisions the restart intensity has no say in (``None``: it has)."""
         spec = slot.spec
-        # removed: stop_child forgot it, maybe (called from within the child) before its ladder
-        # began: an ending then is no crash, whichever of the two ran first. Nor is one while
-        # the deciding task (the child's, or the restart helper's) is being cancelled: from
-        # outside, the supervisor's graceful stop is skipped and its state still reads running
-        if (slot.stopping or slot.removed or being_cancelled()
-                or (self._state not in LIVE and not self._giving_up)):
-            if error is not None:
-                self._record(slot, error, "shutdown_error")
+        # Stopping, or the deciding task (the child's, or the restart helper's) is being
+        # cancelled: from outside, the supervisor's graceful stop is skipped and its state
+        # still reads running, yet an ending then is no crash either
+        if self._stopped(slot, error, anyway=being_cancelled()):
             return "stop"
         if spec.restart == "temporary" or (spec.restart == "transient" and error is None):
             if error is not None:
