@@ -15,6 +15,11 @@ host can tell (:mod:`tidings.supervisor._claimant`), else ``null`` (another host
 strict JSON: a time that is no number (an infinite lease end an old database may hold) is
 ``null``.
 
+The text views print what comes from agents, users and platforms (a reply, a route's error, a
+chosen session id) through :func:`~tidings.supervisor._stderr.one_line`: a terminal acts on an
+escape sequence (clears the screen, sets its title, writes the clipboard) instead of showing
+it, and a path's undecodable byte reads ``\\udcff``, as on stderr.
+
 Exit codes: 0 done; 1 no such delivery, or no such session (``--session``: zero counts would
 read as an idle session); 2 bad usage, or no (readable) database.
 """
@@ -233,21 +238,10 @@ def _when(timestamp: float | None) -> str:
     return moment.isoformat(timespec="seconds")
 
 
-def _shown(text: str) -> str:
-    """*text* with its control characters (C0, DEL, C1) escaped, ``\\x1b`` for ESC: what is
-    printed comes from agents, users and platforms (a reply, a route's error, a chosen session
-    id), and a terminal acts on an escape sequence (clears the screen, sets its title, writes
-    the clipboard) instead of showing it. And a byte of a path that does not decode (Python
-    holds it as a lone surrogate, which a stdout in a UTF-8 or C locale writes back raw) as
-    ``\\udcff``, as the refusals on stderr and ``tidings prune`` print it (:func:`one_line`
-    escapes both)."""
-    return one_line(text)
-
-
 def _clip(text: str | None, width: int) -> str:
     if not text:
         return ""
-    text = _shown(" ".join(text.split()))
+    text = one_line(" ".join(text.split()))
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
@@ -257,13 +251,13 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
         scope.append(f"session {args.session}")
     if args.since is not None:
         scope.append(f"updated since {_when(args.since)}")
-    print(_shown(", ".join(scope)), file=out)  # the session asked for is an id as stored
+    print(one_line(", ".join(scope)), file=out)  # the session asked for is an id as stored
     total = sum(report.counts.values())
     counts = "  ".join(f"{status} {n}" for status, n in report.counts.items())
     print(f"counts: {counts}  (total {total})", file=out)
     if report.sending_claimant is not None:  # after a crash: is it still running?
         who = report.sending_claimant
-        print(_shown(f"sending: claimed by {_process(who)} (started {_when(who.started_at)})"
+        print(one_line(f"sending: claimed by {_process(who)} (started {_when(who.started_at)})"
                      f"{_runs(who)}"), file=out)
     if report.held:  # a count of now: held messages have no update time for --since
         when = "held now (--since does not apply)" if args.since is not None else "held"
@@ -277,8 +271,8 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
         return
     print(f"\nmost recent{which} deliveries, newest first:", file=out)
     rows = [("UPDATED", "STATUS", "ATTEMPTS", "DELIVERY", "SESSION", "LAST ERROR")]
-    rows += [(_when(row.updated_at), row.status, str(row.attempts), _shown(row.delivery_id),
-              _shown(row.session_id), _clip(row.last_error, 60)) for row in report.recent]
+    rows += [(_when(row.updated_at), row.status, str(row.attempts), one_line(row.delivery_id),
+              one_line(row.session_id), _clip(row.last_error, 60)) for row in report.recent]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row in rows:
         cells = [cell.rjust(w) if i == 2 else cell.ljust(w)
@@ -352,10 +346,10 @@ def _print_delivery(report: DeliveryReport, out: TextIO) -> None:
         ("text", _clip(d.text, 200)),
     ]
     for label, value in lines:
-        print(f"{label:<12} {_shown(value)}", file=out)
+        print(f"{label:<12} {one_line(value)}", file=out)
     print(f"\nevents ({len(report.events)}):", file=out)
     width = max((len(event.type) for event in report.events), default=0)
     for event in report.events:
         data = json.dumps(event.as_dict()["data"], ensure_ascii=False, sort_keys=True)
-        print(_shown(f"  {event.seq:>8}  {_when(event.created_at)}  {event.type:<{width}}  "
+        print(one_line(f"  {event.seq:>8}  {_when(event.created_at)}  {event.type:<{width}}  "
                      f"{data}"), file=out)  # (JSON escapes C0 controls, not DEL or C1)
