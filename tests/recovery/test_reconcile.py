@@ -7,6 +7,7 @@ import time
 
 import pytest
 import trio
+import trio.testing
 
 import tidings
 from tidings.actors import DeliveryHandle
@@ -14,7 +15,9 @@ from tidings.errors import StoreError
 from tidings.supervisor._logging import parse_fields
 from tidings.testing import MemoryRoute
 
+from ..io_clock import work_in_flight
 from ..uncertain import uncertain_batch
+from ..until import POLL
 
 
 async def _recover_with(db_path, workspace, route, left):
@@ -293,6 +296,15 @@ async def test_an_earlier_process_s_progress_note_the_platform_lacks_is_stale_no
     assert (report.requeued, report.stale_progress) == (0, 1)
 
 
+async def _settled() -> None:
+    """Return once every task waits and none on tidings' SQLite work (``work_in_flight``): a
+    task waiting for a worker thread counts as blocked to ``wait_all_tasks_blocked``."""
+    await trio.testing.wait_all_tasks_blocked()
+    while work_in_flight():
+        await trio.sleep(POLL)
+        await trio.testing.wait_all_tasks_blocked()
+
+
 async def test_a_missing_answer_about_an_attempt_since_delivered_again_is_not_applied(
         db_path, workspace, reconciling_route) -> None:
     # The platform was asked about a row's first attempt; while it looked, the channel
@@ -306,6 +318,11 @@ async def test_a_missing_answer_about_an_attempt_since_delivered_again_is_not_ap
                                         scan_interval=3600) as rt:
             session_id = await rt.create_session(channel="web")
             rt.router.bind(session_id, route)
+            # The bind wakes the scanner to reconcile the session (nothing is unknown yet).
+            # On a loaded machine that reconcile ran late, after the row below was unknown:
+            # it, not the test's, was the one asked first, and the test's, asked after the
+            # second attempt, rightly applied "missing" (a flaky (1, 0) below).
+            await _settled()
             async with rt.open_turn(session_id) as ctx:
                 row = (await ctx.output.send_text("once")).delivery_id
             await route.wait_delivered(1)
