@@ -395,6 +395,7 @@ async def test_a_row_requeued_by_a_write_answered_uncertain_goes_out_in_its_plac
                                         scan_interval=3600) as rt:
             session_id = await rt.create_session(channel="web")
             rt.router.bind(session_id, route)
+            await _settled()  # the bind's own reconcile is over (see above)
             async with rt.open_turn(session_id) as ctx:
                 row = (await ctx.output.send_text("first")).delivery_id
             await route.wait_delivered(1)
