@@ -477,7 +477,10 @@ class Dispatcher:
         Those in *keep* stay unacked (another connection still open was sent them and may
         ack them). Returns their ids. A row whose ``deliver()`` is still running is not
         unacked yet and is left to that call: it is ``failed`` if the call raises, else
-        unacked once it returns (a later call makes it ``unknown``). Always a checkpoint.
+        unacked once it returns (a later call makes it ``unknown``). An unacked row someone
+        else moved first (an operator's ``failed``, an ack whose answer was lost) leaves the
+        lane too, its handle resolved as the store says it ended: left unacked and
+        unresolved, its ``wait()`` ended only at stop. Always a checkpoint.
         Raises :class:`ValidationError` naming ``session_id`` if it is not a non-empty
         string, and ``keep`` for a lone string (it would be read as its characters, and
         keep none) or an id in it that is not a non-empty string."""
@@ -494,15 +497,33 @@ class Dispatcher:
         def on_commit(results: list[Any]) -> None:  # also when the caller has gone
             moved.extend(delivery_id for delivery_id, result in zip(ids, results, strict=True)
                          if result.applied)
-            self._settle_unacked(ids, "unknown", moved=set(moved))
+            self._settle_unacked(moved, "unknown")
 
         await self.store.commit([transition(
             delivery_id, "unknown", now=now, error="the client disconnected before acking")
             for delivery_id in ids], on_commit=on_commit)
+        # The rest moved on before this write (not ``sending`` now): they stay unacked until
+        # the store says where they ended (a caller cut off here leaves them to the next call).
+        applied = set(moved)
+        await self._settle_moved_on(lane, [lane.unacked[delivery_id] for delivery_id in ids
+                                           if delivery_id not in applied
+                                           and delivery_id in lane.unacked])
         return moved
 
-    def _settle_unacked(self, ids: list[str], status: str, *,
-                        moved: set[str] | None = None) -> None:
+    async def _settle_moved_on(self, lane: Lane, items: list[DeliveryItem]) -> None:
+        """Unacked *items* of *lane* whose rows someone else moved first: each leaves the lane
+        (if still there) and its handle ends as the row did, read from the store
+        (``delivered`` for ``sent``), counted once."""
+        for item in items:
+            await self._worker._resolve_durable([(item, "unknown")])
+            if lane.unacked.get(item.delivery_id) is item:
+                del lane.unacked[item.delivery_id]
+                lane.unacked_bytes -= item.size
+                lane.room()
+
+    def _settle_unacked(self, ids: list[str], status: str) -> None:
+        """Rows *ids* moved to *status* (``delivered``: acked; ``unknown``: abandoned) leave
+        their lanes' unacked sets, and their handles end so. Sync: run in ``on_commit``."""
         touched: set[str] = set()
         for delivery_id in ids:
             lane = self._acked_lane(delivery_id)
@@ -510,8 +531,7 @@ class Dispatcher:
                 self.registry.resolve(delivery_id, status)
                 continue
             lane.unacked_bytes -= item.size
-            if moved is None or delivery_id in moved:
-                self.resolve(item, status)
+            self.resolve(item, status)
             touched.add(item.session_id)
         for session_id in touched:
             lane = self.lanes.get(session_id)
