@@ -25,8 +25,9 @@ become ``failed`` (``stale_progress``) before ``welcome`` too.
 
 Catch-up (``after_seq`` given, later on): a session outside the plan whose row reaches the
 connection live while it has none of that session (another device's ``/resume`` of an older
-one, a late reply there) has its earlier rows written first, as a replay writes them (see
-:func:`catch_up`); a connection whose hello had no ``after_seq`` is sent rows as they come.
+one, a late reply there) has its earlier rows written first, as a replay writes them, each
+frame marked ``"catch_up": true`` (see :func:`catch_up`); a connection whose hello had no
+``after_seq`` is sent rows as they come.
 """
 
 from __future__ import annotations
@@ -236,8 +237,10 @@ async def catch_up(gateway: GatewayChannel, conn: Connection, session_id: str,
     was queued for it live (another device's ``/resume`` of an older session, a late reply in
     one): as a replay writes them, before that row and what was queued after it (see
     ``Connection.catches_up``). Those rows all went out before *conn* joined (a session's
-    rows are handed over in seq order): none of them comes to it live. Runs in its writer
-    task."""
+    rows are handed over in seq order): none of them comes to it live. Each frame says
+    ``"catch_up": true``: to a client that began after those rows (``tidings chat`` shows no
+    history), a session it never saw is history, not news, and a switch's answer among them
+    (an old ``/new``) is no switch now. Runs in its writer task."""
     written, requeued = await _write_rows(gateway, conn, session_id, 0,
                                           before_seq=before_seq)
     log.info("event=caught_up connection=%d session=%s before_seq=%d rows=%d requeued=%d",
@@ -270,7 +273,10 @@ async def _write_rows(gateway: GatewayChannel, conn: Connection, session_id: str
             if row.status == "unrouted":
                 requeue.append(outbound.delivery_id)
                 continue
-            text = encode(delivery_frame(outbound))
+            frame = delivery_frame(outbound)
+            if before_seq is not None:  # said: history to a client that began after it
+                frame["catch_up"] = True
+            text = encode(frame)
             size = encoded_size(text)
             if size > MAX_SERVER_FRAME_BYTES:  # deliver() fails such a row; one claimed
                 log.warning("event=replay_skipped connection=%d delivery=%s bytes=%d "

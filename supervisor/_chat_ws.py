@@ -160,6 +160,9 @@ class _State:
         # on a reconnect, raised to what it has seen there, except in the session its hello
         # names (see _had).
         self.printed: dict[str, int] = {}
+        # The sessions a catch-up is sending from their start that the chat had seen nothing
+        # of: their caught-up rows are history (see _history), until a row not caught up.
+        self.history: dict[str, None] = {}
         # id -> the server's answer to that message; and the ids whose turn ended. The
         # :data:`_IDS_KEPT` latest only (see _remember).
         self.accepted: dict[str, str] = {}
@@ -287,14 +290,38 @@ def _marked(mark: str, text: str) -> str:
 
 async def _delivered(client: GatewayClient, state: _State, printer: _Printer,
                      frame: dict[str, Any]) -> None:
-    """Print a delivery (a repeat only acked: see :attr:`_State.printed`) and ack it."""
+    """Print a delivery (a repeat, or history: see :func:`_history`, only acked) and ack it.
+    A caught-up row (``catch_up``: written before this connection joined, ahead of a later
+    row of its session) never makes its session current: a switch's answer among them is
+    older than the welcome's session and every frame since."""
     session_id, seq = frame["session_id"], frame["seq"]
-    if seq > state.printed.get(session_id, 0):
+    caught_up = frame.get("catch_up") is True
+    if _history(state, session_id, caught_up):
+        state.printed[session_id] = max(state.printed.get(session_id, 0), seq)
+    elif seq > state.printed.get(session_id, 0):
         printer.frame(frame)
         state.printed[session_id] = seq
-        _heard(state, session_id, frame.get("command"))
+        if not caught_up:
+            _heard(state, session_id, frame.get("command"))
     state.seen[session_id] = max(state.seen.get(session_id, 0), seq)
     await client.ack(frame["delivery_id"])
+
+
+def _history(state: _State, session_id: str, caught_up: bool) -> bool:
+    """Whether a delivery of *session_id* is history, not shown: a caught-up row of a session
+    the chat had seen nothing of until that catch-up began (the gateway sends a session from
+    its start ahead of its first row that reaches a reconnected connection live: a late reply
+    in a session another device left before the chat began, a ``/resume`` of an older one).
+    Those rows went out before the connection joined; a connection without ``after_seq``, as
+    the chat's first, is never sent them. The first row that is not caught up ends it (see
+    :attr:`_State.history`)."""
+    if not caught_up:
+        state.history.pop(session_id, None)
+        return False
+    if session_id in state.history or session_id not in state.seen:
+        _remember(state.history, session_id, None)
+        return True
+    return False
 
 
 _SWITCHES = ("new", "resume")

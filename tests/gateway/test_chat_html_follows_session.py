@@ -95,3 +95,27 @@ console.log(JSON.stringify({hellos: hellos(), acked: sent(sockets[1]).filter(
     assert outcome["acked"] == ["d1", "d2", "d3"], outcome  # repeats acked all the same
     hello = outcome["hellos"][2]
     assert (hello["session_id"], hello["after_seq"]) == ("s2", 1), outcome
+
+
+def test_a_caught_up_session_it_never_saw_is_not_shown_nor_followed() -> None:
+    # As tidings chat: after a reconnect the gateway writes a session the page has none of
+    # from its start (each such frame "catch_up": true) before its first row that reaches
+    # the page live, here a late reply in s0, which another device's /new left before the
+    # page began. That history was shown as news, and the old /new answer in it taken for a
+    # switch: the next hello named s0. The live row is news.
+    outcome = _page(_HELLOS + _SWITCH + r"""
+sockets[0].frame(delivery("s1", 1));
+reconnect(0);
+sockets[1].frame({...welcome, session_id: "s1", last_seq: 1});
+sockets[1].frame({...answer("s0", 1, "new"), catch_up: true});
+sockets[1].frame({...delivery("s0", 2), catch_up: true});
+sockets[1].frame(delivery("s0", 3));  // the late reply, live
+reconnect(1);
+console.log(JSON.stringify({hellos: hellos(), acked: sent(sockets[1]).filter(
+  (f) => f.type === "ack").map((f) => f.delivery_ids[0]), log}));
+""")
+    shown = [line for line in outcome["log"] if not line.startswith("(")]
+    assert shown == ["m1", "m3"], outcome["log"]
+    assert outcome["acked"] == ["d1", "d2", "d3"], outcome  # history acked all the same
+    hello = outcome["hellos"][2]
+    assert (hello["session_id"], hello["after_seq"]) == ("s1", 1), outcome

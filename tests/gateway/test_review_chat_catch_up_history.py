@@ -5,7 +5,9 @@ reply in a session another device's ``/new`` left before the chat began brings t
 whole history, which the chat never saw (45f7435 / 280b943 count as printed only the rows it
 has seen). It printed that history in the middle of the chat, as if new; and the old ``/new``
 answer in it (``command: "new"``) made the chat follow the left session: its next hello named
-that one, not the conversation's current session.
+that one, not the conversation's current session. The gateway now marks a catch-up's frames
+(``"catch_up": true``): the chat shows none of a session it had seen nothing of, and follows
+no caught-up row.
 
 A real gateway on the mock clock; the agent's ``slow`` turn waits for the test."""
 
@@ -13,8 +15,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
@@ -43,10 +43,6 @@ def _drop_the_chat(gateway: Any) -> None:
     conn.kill(4009, "too slow")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (H97 review): after a reconnect (hello with after_seq) the gateway's catch-up sends "
-    "a session the chat never saw from its start; the chat prints that history and follows "
-    "its old /new answer. Needs a way to tell caught-up history from news (a judgement call)"))
 async def test_a_late_reply_after_a_reconnect_brings_no_history_and_no_switch(
         rt, serve_gateway, connect, is_frame, monkeypatch, autojump_clock) -> None:
     agent = HeldAgent("slow")
