@@ -341,9 +341,9 @@ class LaneWorker:
             await self._resolve_durable([(item, "unknown")])
 
     async def _queued_below(self, lane: Lane, item: DeliveryItem) -> bool:
-        """Whether the session has a ``queued`` row older than *item* (handed back)."""
-        if not item.seq:  # cannot tell: go back, the refill reads it in seq order
-            return True
+        """Whether the session has a ``queued`` row older than *item* (handed back). A lane's
+        item always has its seq (>= 1): a send's item is scheduled only once its write
+        committed and set it, and a refill sets it on a registered item that has not yet."""
         first = await self.store.read(functools.partial(
             queries.open_outbox_rows, after_seq=0, limit=1), lane.session_id)
         return bool(first) and first[0].seq < item.seq

@@ -622,7 +622,7 @@ class Dispatcher:
         ``on_commit``, ``lane.held`` in :meth:`schedule`) before the requeue returns."""
         lane = self.lanes.get(session_id)
         item = _unstarted(lane) if lane is not None else None
-        if lane is None or item is None or self.unheld(session_id) is None or not item.seq:
+        if lane is None or item is None or self.unheld(session_id) is None:
             await trio.lowlevel.checkpoint()
             return False
         if not await self._worker._queued_below(lane, item) or _unstarted(lane) is not item:
