@@ -13,8 +13,9 @@ session with ``queued`` rows has its lane kicked: they are dispatched in per-ses
 alongside new traffic.
 
 Then the actor runs every ``scan_interval`` seconds of trio's clock: it re-kicks sessions whose
-first ``queued`` row has waited longer than ``stranded_after`` (wall seconds), fails stale
-progress, and reconciles ``unknown`` rows with routes that offer ``reconcile(delivery_ids)``
+first ``queued`` row has waited ``stranded_after`` wall seconds or longer (so ``0`` kicks every
+one, even a row written at the scan's own instant), fails stale progress, and reconciles
+``unknown`` rows with routes that offer ``reconcile(delivery_ids)``
 (answers ``"sent"`` / ``"missing"`` / ``None``: see :mod:`tidings.actors._reconcile`).
 
 Routes bound after recovery are asked at once (a bind wakes the actor). A bind stays pending
@@ -327,9 +328,10 @@ class RecoveryScanner:
         return RecoveryReport(stale_progress=progress.done())
 
     async def _kick_queued(self, *, stranded_only: bool) -> RecoveryReport:
-        """Kick every session with ``queued`` rows (or, for a scan, whose first one is older
-        than ``stranded_after``). A kick only makes the lane re-read the store: harmless for a
-        lane that is busy with the session already."""
+        """Kick every session with ``queued`` rows (or, for a scan, whose first one has waited
+        ``stranded_after`` seconds or longer: ``0`` kicks them all, a row written at the
+        scan's own clock reading too). A kick only makes the lane re-read the store: harmless
+        for a lane that is busy with the session already."""
         cutoff = self._store.clock() - self.stranded_after if stranded_only else math.inf
         progress = _Progress("recovery_stranded" if stranded_only else "recovery_queued")
 

@@ -56,6 +56,23 @@ async def test_a_queued_row_younger_than_stranded_after_is_left_to_its_lane(
     assert (young.stranded_sessions, old.stranded_sessions) == (0, 1)
 
 
+@pytest.mark.parametrize("stranded_after", [60.0, 0.0])
+async def test_a_queued_row_exactly_stranded_after_old_is_kicked(
+        db_path, workspace, stranded, stranded_after) -> None:
+    """A first ``queued`` row that has waited ``stranded_after`` seconds, no more, is
+    stranded: ``stranded_after=0`` kicks every queued row, one written at the scan's own
+    instant too."""
+    now = [1_000.0]
+    async with tidings.open_runtime(db_path, workspace=workspace,
+                                    stranded_after=stranded_after,
+                                    clock=lambda: now[0]) as rt:
+        session_id = await rt.create_session(channel="web")
+        await stranded(rt, session_id, "due")
+        now[0] += stranded_after
+        report = await rt.scanner.scan()
+    assert report.stranded_sessions == 1
+
+
 async def test_no_scan_runs_before_a_manual_recover(db_path, workspace, leftovers,
                                                     mock_clock) -> None:
     with fail_after_real(60):  # hang guard: mock_clock moves only at jump()
