@@ -269,10 +269,13 @@ class GatewayChannel(ChannelBase):
                         return
                     if outbound.kind == "progress":  # as for nobody connected, above
                         raise StaleProgress("stale_progress: no client connected")
+                    # Said in the next welcome's history_seq: the client is sent it
+                    hub.waiting[outbound.delivery_id] = (outbound.session_id, outbound.seq)
                     await hub.wait_arrival()
                 self.sent[outbound.delivery_id] = conversation.key
                 self.progressed()
             finally:
+                hub.waiting.pop(outbound.delivery_id, None)
                 self._delivering -= 1
                 if not self._delivering:
                     self._quiet.set()
@@ -521,10 +524,22 @@ class GatewayChannel(ChannelBase):
                 "ack_window": self.settings.ack_window,
                 "rate": float(self.settings.rate), "burst": self.settings.burst,
                 "replay": bool(admission.plan),
+                "history_seq": self._history_seq(admission),
                 # The turns running now: their started went to connections before this one.
                 # Read as the connection joins the hub (sync, no checkpoint since): the end of
                 # each comes to it as a lifecycle frame.
                 "running": self.dispatch.running_message_ids(admission.conversation)}
+
+    def _history_seq(self, admission: Admission) -> int:
+        """The welcome's ``history_seq``: the highest seq of its session at or below which no
+        row waits for a client, ``last_seq`` when none does. A row waits while ``queued``
+        (read by the hello: see ``Admission.first_queued``) or held in :meth:`deliver` for a
+        client (none connected): the connection is sent it. One in flight to another device
+        went out before it: history. Sync, as the connection joins."""
+        waiting = [seq for seq in (admission.first_queued,
+                                   self.hub(admission.conversation).first_waiting(
+                                       admission.session_id)) if seq is not None]
+        return min([admission.last_seq, *(seq - 1 for seq in waiting)])
 
     async def _leave(self, conn: Connection) -> None:
         hub = self.hub(conn.conversation)

@@ -32,6 +32,7 @@ frame marked ``"catch_up": true`` (see :func:`catch_up`); a connection whose hel
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 from typing import TYPE_CHECKING
@@ -60,6 +61,7 @@ from tidings.channels._gateway_frames import (
 )
 from tidings.channels._handback import requeue_unrouted
 from tidings.errors import RuntimeClosedError
+from tidings.store._queries import open_outbox_rows
 from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
@@ -92,6 +94,9 @@ class Admission:
     session_id: str
     last_seq: int
     plan: tuple[tuple[str, int], ...]
+    first_queued: int | None = None
+    """The seq of the session's first ``queued`` row as the hello settled (its ``unrouted``
+    ones handed back), None if none: what the welcome's ``history_seq`` stays below."""
 
 
 async def _first_frame(gateway: GatewayChannel, ws: WebSocketConnection) -> str | bytes:
@@ -177,6 +182,7 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
                 _unbind(gateway, rebound)
                 raise
             last_seq = await gateway.runtime.last_seq(session_id)
+            first_queued = await _first_queued(gateway, session_id)
         for replayed_session, after_seq in plan:  # settled before welcome is sent
             for delivery_id in await gateway.runtime.confirm_through(replayed_session,
                                                                      after_seq):
@@ -185,7 +191,16 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
             await gateway.runtime.drop_missed_progress(replayed_session, after_seq)
     except RuntimeClosedError:
         raise Refused(CLOSE_GOING_AWAY, "server shutting down") from None
-    return Admission(hello, conversation, session_id, last_seq, tuple(plan))
+    return Admission(hello, conversation, session_id, last_seq, tuple(plan), first_queued)
+
+
+async def _first_queued(gateway: GatewayChannel, session_id: str) -> int | None:
+    """The seq of *session_id*'s first ``queued`` row, None if none: one seek on the
+    outbox's partial index of queued rows (a long session's sent rows are never stepped
+    over). Read inside the hello's hold, so no lane claims one meanwhile."""
+    rows = await gateway.runtime.store.read(functools.partial(
+        open_outbox_rows, after_seq=0, limit=1), session_id)
+    return rows[0].seq if rows else None
 
 
 def follow_switch(gateway: GatewayChannel, admission: Admission) -> Admission:

@@ -759,7 +759,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                 state.unlisted = _unlisted(state, client.welcome)
                 welcome = client.welcome
                 if state.session_id is None:
-                    state.seen[welcome["session_id"]] = welcome["last_seq"]
+                    state.seen[welcome["session_id"]] = _history_seq(welcome)
                     say(err, f"tidings chat: {options.url}, conversation "
                               f"{options.conversation}; /help for commands; end of input "
                               "(Ctrl-D) quits.")
@@ -767,7 +767,7 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                     _had(state, hello.get("session_id"))
                 if state.unknown is not None:  # (see _State.unknown) from its last_seq on
                     state.unknown = None
-                    state.seen.setdefault(welcome["session_id"], welcome["last_seq"])
+                    state.seen.setdefault(welcome["session_id"], _history_seq(welcome))
                 # The current session: the hello may have named one the conversation left
                 _follow(state, welcome["session_id"])  # while the chat was away
                 _behind(state, client.welcome, err)
@@ -809,6 +809,21 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
         welcome_timeout = left
         say(err, f"tidings chat: reconnect {attempts} of {_RECONNECTS}: waiting up to "
                   f"{left:.3g} s for {options.url} to welcome it")
+
+
+def _history_seq(welcome: dict[str, Any]) -> int:
+    """Up to which seq the chat counts *welcome*'s session as had (its history, never shown):
+    the welcome's ``history_seq``, below the first row still waiting for a client, which
+    comes to the chat as news; ``last_seq`` from a gateway that does not say (older than that
+    field), or says no seq within it. Not ``last_seq`` itself: the reconnect's hello, whose
+    ``after_seq`` this is, has the server take every row up to it for had, and a waiting row
+    the first connection lost before the chat read it was confirmed ``sent``, never shown."""
+    last_seq = welcome["last_seq"]
+    history_seq = welcome.get("history_seq")
+    if isinstance(history_seq, int) and not isinstance(history_seq, bool) \
+            and 0 <= history_seq <= last_seq:
+        return history_seq
+    return last_seq
 
 
 def _running_in(welcome: dict[str, Any]) -> dict[str, None]:
@@ -869,15 +884,15 @@ def _behind(state: _State, welcome: dict[str, Any], err: TextIO | None) -> None:
 
 def _had(state: _State, named: str | None) -> None:
     """A reconnect whose hello named *named*: in every other session, the rows the chat has
-    seen (up to the first welcome's ``last_seq``, in the session it began in: its history,
-    never shown) count as printed. The gateway writes such a session's rows from its start:
-    before the first of its rows that reaches the connection live (a late reply in the
-    session the chat began in, left by ``/new``), or in the replay (one switched to while
-    the chat was away): that history was printed, in the middle of the chat, as if new. Not
-    in *named*: the hello's ``after_seq`` has the gateway send only what comes after, and a
-    row at or below it that still waited in the outbox (``queued``, from before the chat
-    began, which the drop kept from it) comes through the session's queue: the person has
-    not seen it."""
+    seen (up to the first welcome's ``history_seq``, in the session it began in: its
+    history, never shown; see :func:`_history_seq`) count as printed. The gateway writes
+    such a session's rows from its start: before the first of its rows that reaches the
+    connection live (a late reply in the session the chat began in, left by ``/new``), or in
+    the replay (one switched to while the chat was away): that history was printed, in the
+    middle of the chat, as if new. Not in *named*: the hello's ``after_seq`` has the gateway
+    send only what comes after, and a row at or below it that still waited in the outbox
+    (``queued``, which the drop kept from it) comes through the session's queue: the person
+    has not seen it."""
     for session_id, seq in state.seen.items():
         if session_id != named and state.printed.get(session_id, 0) < seq:
             state.printed[session_id] = seq

@@ -18,7 +18,7 @@ async def test_welcome_has_the_documented_fields_and_defaults(
     assert welcome == {"type": "welcome", "protocol": 1, "conversation": "fields",
                        "session_id": client.session_id, "last_seq": 0, "heartbeat_s": 20,
                        "max_frame_bytes": 65536, "ack_window": 32, "rate": 20.0,
-                       "burst": 60, "replay": False, "running": []}
+                       "burst": 60, "replay": False, "history_seq": 0, "running": []}
 
 
 async def test_a_turn_s_frames_have_the_documented_fields(

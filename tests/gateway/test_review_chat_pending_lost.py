@@ -5,6 +5,8 @@ reply still waiting to be delivered when it starts "comes all the same". Its fir
 ``sent`` before ``welcome``. A row that was waiting for a client when the chat began, handed
 to its first connection, which dropped before the chat read it (``unknown`` at the leave), is
 so confirmed and never shown. (280b943 shows such rows only while they were still ``queued``.)
+The welcome now says ``history_seq``, below the first row still waiting for a client: the
+chat counts as seen only the rows up to it, and the lost row is replayed.
 
 A real gateway (real time, as test_chat_client_history_kept_out.py)."""
 
@@ -14,7 +16,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import pytest
 import trio
 
 from tidings.supervisor import _chat_ws
@@ -60,10 +61,6 @@ class _Connector(WrappingConnector):
             yield client
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (H97 review): the chat's reconnect hello claims every row up to its first "
-    "welcome's last_seq, so a row waiting for a client when it began, lost with its first "
-    "connection (unknown), is confirmed sent and never shown; a judgement call (lead / H92)"))
 async def test_a_waiting_row_lost_with_the_first_connection_is_shown_after_the_reconnect(
         rt, serve_gateway, connect, monkeypatch) -> None:
     monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
