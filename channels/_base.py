@@ -39,7 +39,7 @@ from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
-from tidings.channels._owed_answers import OwedAnswers
+from tidings.channels._owed_answers import OwedAnswers, paid_stored, take_stored
 from tidings.channels._stop_button import StopButton
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 from tidings.store import Call, Op, acking
@@ -346,6 +346,7 @@ class ChannelBase(StopButton):
                                             conversation.key, message_id))
                 if outcome == "duplicate":  # its first delivery's answer may be owed
                     await self._pay_owed_all(conversation, but=message_id)
+                    await take_stored(self, conversation.key, message_id)  # before a restart
                     await self._pay_owed(conversation, message_id)
                 return outcome
             if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
@@ -370,7 +371,8 @@ class ChannelBase(StopButton):
         session it is held in, releasing the hold (unless its first write committed after
         all: then the hold is gone, and so is the debt). Taken before it is sent, so no one
         else sends it meanwhile; owed again when it fails (:meth:`deliver`'s error, or the
-        store's, is raised, or the call was cancelled), for the next retry."""
+        store's, is raised, or the call was cancelled), for the next retry. A direct answer
+        owed on its id's record too is cleared there once it went out."""
         owed = self.owed_answers.take(conversation.key, message_id)
         if owed is None:
             return
@@ -378,20 +380,23 @@ class ChannelBase(StopButton):
             if owed.held is None:
                 await self._deliver_direct(conversation, owed.text,
                                            extra={"command": owed.command})
-                return
-            session_id, inbound_id = owed.held
-            # Asked of the writer, not a reader: the first write of the answer, its caller
-            # cancelled, may still be queued there and commit; behind it, this sees its end.
-            [still_held] = await self.runtime.store.commit(
-                [Call(functools.partial(is_held, inbound_id=inbound_id))])
-            if still_held:
-                self.directory.attach(conversation, session_id)
-                await self.answer(conversation, session_id, owed.text, command=owed.command,
-                                  settles=(inbound_id,))
+            else:
+                session_id, inbound_id = owed.held
+                # Asked of the writer, not a reader: the first write of the answer, its
+                # caller cancelled, may still be queued there and commit; behind it, this
+                # sees its end.
+                [still_held] = await self.runtime.store.commit(
+                    [Call(functools.partial(is_held, inbound_id=inbound_id))])
+                if still_held:
+                    self.directory.attach(conversation, session_id)
+                    await self.answer(conversation, session_id, owed.text,
+                                      command=owed.command, settles=(inbound_id,))
         except BaseException:
             self.owed_answers.owe(conversation.key, message_id, owed.text, owed.command,
-                                  held=owed.held)
+                                  held=owed.held, stored=owed.stored)
             raise
+        if owed.stored:  # it went out: not owed on its id's record any more
+            await paid_stored(self, conversation.key, message_id)
 
     async def _pay_owed_all(self, conversation: Conversation, *,
                             but: str | None = None) -> None:
@@ -566,6 +571,9 @@ class ChannelBase(StopButton):
         if not self._remembers(inbound):
             return None
         rt, message_id = self.runtime, inbound.message_id
+        # A direct answer (no session to hold it in) is owed on the id's record instead, when
+        # the retry of the id is looked up here (it is sent that answer: see _owed_answers).
+        owe_direct = self._owed_to(inbound) is not None
 
         def hold(notice: AnswerNotice, command: str,
                  cleared: str | None = None) -> tuple[str, Op]:
@@ -574,7 +582,7 @@ class ChannelBase(StopButton):
                 inbound_id, core_id=rt.core_id, channel=self.config.name,
                 conversation_key=conversation.key, command=command, message_id=message_id,
                 notice=notice, claimant=rt.store.claimant, now=rt.store.clock(),
-                cleared=cleared)
+                cleared=cleared, owe_direct=owe_direct)
         return hold
 
     async def _hold(self, session_id: str, inbound: Inbound, held: str,

@@ -15,7 +15,9 @@ that writes the answer: a crash between the two (the effect done, the answer not
 leaves it held, and the next start sends it into its session (the recovery of held
 messages; ``/clear``'s into the session it closed), whence the conversation's next message
 (the retry) hands it back. Not a direct answer (no session): it has no session to be held
-in, so a crash before it went out loses it.
+in, so it is owed on the command's message id record instead, written with it (schema v8),
+and cleared once it went out: after a crash before that, the platform's retry of the id (a
+``duplicate``) is sent it (see :mod:`._owed_answers`).
 No answer contains an absolute path: the workspace appears by its basename, and a session id
 the user typed is never echoed back.
 """
@@ -38,6 +40,7 @@ from tidings.channels._commands import (
 )
 from tidings.channels._directory import Conversation
 from tidings.channels._handback import requeue_unrouted
+from tidings.channels._owed_answers import paid_stored
 from tidings.errors import SessionClosedError, SessionNotFoundError
 from tidings.store._inbound import ResumeOutcome, resume_outcome
 
@@ -113,6 +116,7 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
                                 owed_to=owed_to)
     refusal: str | None = None
     held_in: tuple[str, str] | None = None  # where a refused /resume's answer is held
+    stored = False  # a direct answer owed on the id's record (see _answer)
     cleared_no_session = False
     async with directory.lock(conversation):
         if known is not None and await known() is not None:
@@ -130,6 +134,7 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
                     await channel.answer(conversation, old, CLEARED, command=name,
                                          settles=held)
             cleared_no_session = old is None
+            stored = bool(held) and owed_to is not None
         elif name == "new":
             held, also = _held(hold, NEW_SESSION, name, record)
             session_id = await directory.new(conversation, also=also)
@@ -138,12 +143,13 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
                 await channel._answer_switch(conversation, session_id, NEW_SESSION,
                                              command=name, settles=held)
         else:
-            refusal, held_in = await _resume(channel, conversation, command, record, hold,
-                                             owed_to)
+            refusal, held_in, stored = await _resume(channel, conversation, command, record,
+                                                     hold, owed_to)
     if cleared_no_session:
         # No session: a direct answer, which waits for the answers still on their way (see
         # ChannelBase._deliver_direct): outside the lock, so no message waits for it.
-        await _answer(channel, conversation, None, CLEARED, command=name, owed_to=owed_to)
+        await _answer(channel, conversation, None, CLEARED, command=name, owed_to=owed_to,
+                      stored=stored)
         return True
     if refusal is None:
         return True
@@ -151,7 +157,7 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     # outside the lock (a lookup that reads the store takes it): the one it is held in, if
     # it is held.
     await _answer_current(channel, conversation, refusal, command="resume", owed_to=owed_to,
-                          held=held_in)
+                          held=held_in, stored=stored)
     return True
 
 
@@ -187,12 +193,11 @@ async def _held_clear(channel: ChannelBase, conversation: Conversation,
                       ) -> tuple[tuple[str, ...], list[Op]]:
     """:func:`_held` for ``/clear`` (under the conversation's lock): held in the session it
     closes, read now (under the lock nothing rebinds it before the forget), and only once it
-    is closed; not held when there is none (its answer is a direct one)."""
+    is closed; when there is none, its answer is a direct one, which the hold owes on the
+    id's record instead (see ``hold_command_answer``)."""
     if hold is None:
         return (), list(record)
     bound = await channel.runtime.conversation_session(channel.config.name, conversation.key)
-    if bound is None:
-        return (), list(record)
     return _held(hold, CLEARED, "clear", record, bound)
 
 
@@ -211,11 +216,14 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
     written before the cancel: a cancel dies with its process anyway, but an id recorded
     after it could be lost to a crash in between, and the platform's resend then cancelled
     the turn of a message sent since. The session the answer goes to is looked up after
-    the lock is let go (a lookup that reads the store takes it). *hold*, *owed_to*: as for
+    the lock is let go (a lookup that reads the store takes it), unless that write found the
+    conversation with none: the answer then goes direct, owed on the id's record (see
+    :func:`_answer_current`). *hold*, *owed_to*: as for
     :func:`run_command`; the answer held with the id says what there was to cancel before it
     was written (after a crash, whatever ran then was stopped by it)."""
     directory = channel.directory
     held_in = None
+    stored = False  # its direct answer owed on the id's record (no session to hold it in)
     async with directory.lock(conversation):
         await channel._hand_back_if_due(conversation, locked=True)
         if known is not None and await known() is not None:
@@ -230,10 +238,11 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
                 results = await channel.runtime.store.commit(ops)
                 if held and results[-1] is not None:
                     held_in = (results[-1], held[0])
+                stored = bool(held) and results[-1] is None and owed_to is not None
             done = channel.dispatch.cancel(conversation, "cancel_command")
     await channel._pay_owed_all(conversation, but=owed_to)  # the earlier answers first
     await _answer_current(channel, conversation, CANCELLED if done else NOTHING_TO_CANCEL,
-                          command="cancel", owed_to=owed_to, held=held_in)
+                          command="cancel", owed_to=owed_to, held=held_in, stored=stored)
     return True
 
 
@@ -244,23 +253,31 @@ def _busy(channel: ChannelBase, conversation: Conversation) -> bool:
 
 
 async def _answer(channel: ChannelBase, conversation: Conversation, session_id: str | None,
-                  text: str, *, command: str, owed_to: str | None) -> None:
+                  text: str, *, command: str, owed_to: str | None,
+                  stored: bool = False) -> None:
     """``channel.answer``, for a command whose message id was recorded before its answer.
     A direct answer (no session) that does not go out (``deliver()`` raised, or the call was
     cancelled) is owed to the platform's retry of *owed_to*, if given: that retry is a
     ``duplicate`` (the command must not run again), which then gets it. An answer in a
-    session is a durable outbox row, owed to nobody."""
+    session is a durable outbox row, owed to nobody.
+
+    *stored*: the direct answer is owed on the record of *owed_to* too (written with it), so
+    a crash before it went out does not lose it; cleared once it went out."""
+    assert not stored or (session_id is None and owed_to is not None)
     try:
         await channel.answer(conversation, session_id, text, command=command)
     except BaseException:
         if session_id is None and owed_to is not None:
-            channel.owed_answers.owe(conversation.key, owed_to, text, command)
+            channel.owed_answers.owe(conversation.key, owed_to, text, command, stored=stored)
         raise
+    if stored:
+        assert owed_to is not None
+        await paid_stored(channel, conversation.key, owed_to)
 
 
 async def _answer_current(channel: ChannelBase, conversation: Conversation, text: str, *,
                           command: str, owed_to: str | None,
-                          held: tuple[str, str] | None = None) -> None:
+                          held: tuple[str, str] | None = None, stored: bool = False) -> None:
     """:func:`_answer` in the conversation's current session, looked up now (outside the
     conversation's lock, which the lookup may take, and another message may hold). A lookup
     that fails or is cancelled (the platform gave up on the request) leaves the answer owed
@@ -270,7 +287,15 @@ async def _answer_current(channel: ChannelBase, conversation: Conversation, text
     *held*: ``(session_id, inbound_id)``, the answer is held in that session (the current one
     when the command was written): it goes there, releasing the hold; if it does not, the
     next start sends it, and the retry of *owed_to* (or the next message) before that. The
-    channel is bound as its route."""
+    channel is bound as its route.
+
+    *stored*: the conversation had no session when the command was written, and its answer
+    is owed on the record of *owed_to* (see :func:`_answer`): it goes out direct, as it was
+    recorded, whatever session a later message has made since (no lookup)."""
+    if stored:
+        await _answer(channel, conversation, None, text, command=command, owed_to=owed_to,
+                      stored=True)
+        return
     try:
         session_id = await channel.directory.lookup(conversation)
     except BaseException:
@@ -291,9 +316,11 @@ async def _answer_current(channel: ChannelBase, conversation: Conversation, text
 
 async def _resume(channel: ChannelBase, conversation: Conversation, command: Command,
                   record: Sequence[Op], hold: HoldAnswer | None, owed_to: str | None
-                  ) -> tuple[str | None, tuple[str, str] | None]:
+                  ) -> tuple[str | None, tuple[str, str] | None, bool]:
     """Resume (under the conversation's lock) and answer; the refusal to send, if refused,
-    and ``(session_id, inbound_id)`` where it is held, if it is (see :func:`run_command`).
+    ``(session_id, inbound_id)`` where it is held, if it is (see :func:`run_command`), and
+    whether it is owed on the id's record instead (the conversation has no session: see
+    :func:`_answer`).
 
     The session is bound inside ``hold_binds`` and its ``unrouted`` rows are handed back there
     (a session the directory forgot may have got one, or be writing one, since the
@@ -317,15 +344,17 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
     except SessionNotFoundError as exc:
         refusal = _refusal("closed" if isinstance(exc, SessionClosedError) else "missing")
         if not held:
-            return refusal, None
+            return refusal, None, False
         # Held, if at all, in the session the conversation is in: read under its lock, so
-        # nothing has moved it since the refusal was written.
+        # nothing has moved it since the refusal was written; else owed on the id's record.
         held_in = await rt.conversation_session(name, key)
-        return refusal, None if held_in is None else (held_in, held[0])
+        if held_in is None:
+            return refusal, None, owed_to is not None
+        return refusal, (held_in, held[0]), False
     with _owed_if_cut(channel, conversation, owed_to, resumed, "resume", target, held):
         await channel._answer_switch(conversation, target, resumed, command="resume",
                                      settles=held)
-    return None, None
+    return None, None, False
 
 
 def _refusal(outcome: ResumeOutcome) -> str:

@@ -12,7 +12,11 @@ before the conversation's next message if that comes first (the answer to the ea
 goes out before anything the later one brings); once it went out it is forgotten. At most
 :data:`MAX_OWED_ANSWERS` are kept (the oldest is dropped, logged, when one more is owed), so
 answers a platform never retries cannot pile up. Lost at a restart, as a retry after one
-finds only the id's record. An answer that goes into a session is held durably instead (see
+finds only the id's record, but for a direct answer: that one is owed on the id's record too,
+written with it (schema v8), and cleared once it went out (:func:`paid_stored`); the retry of
+the id after a restart takes it from there (:func:`take_stored`) and is sent it. (A crash
+after it went out and before the clear committed sends it to that retry again: the window is
+one store write.) An answer that goes into a session is held durably instead (see
 ``_command_handler``): the next start sends it; should its write fail while the process runs
 on, it is owed here too, with its session and hold, so the retry (or the next message) gets it
 without waiting for a restart, releasing the hold.
@@ -22,12 +26,19 @@ from __future__ import annotations
 
 import collections
 import logging
+from typing import TYPE_CHECKING
 
 import attrs
+import trio
 
+from tidings.errors import TidingsError
+from tidings.store._inbound import owed_direct_answer, paid_direct_answer, take_direct_answer
 from tidings.supervisor._log import field
 
-__all__ = ["MAX_OWED_ANSWERS", "Owed", "OwedAnswers"]
+if TYPE_CHECKING:
+    from tidings.channels._base import ChannelBase
+
+__all__ = ["MAX_OWED_ANSWERS", "Owed", "OwedAnswers", "paid_stored", "take_stored"]
 
 log = logging.getLogger("tidings.channels")
 
@@ -40,11 +51,13 @@ whose calls fail by the hundred, and are never retried, reaches it."""
 class Owed:
     """An owed answer: *text*, the answer to *command*; *held*, ``(session_id, inbound_id)``
     for one that goes into that session, releasing the hold it is kept under (None: a
-    direct answer)."""
+    direct answer); *stored*, a direct answer owed on its message id's record too (cleared
+    once it went out: :func:`paid_stored`)."""
 
     text: str
     command: str
     held: tuple[str, str] | None = None
+    stored: bool = False
 
 
 class OwedAnswers:
@@ -58,19 +71,21 @@ class OwedAnswers:
         return len(self._owed)
 
     def owe(self, key: str, message_id: str, text: str, command: str, *,
-            held: tuple[str, str] | None = None) -> None:
-        """Keep *text* (the answer to *command*; *held*: see :class:`Owed`) for the retry of
-        *message_id* in the conversation *key*; past the cap, the oldest owed answer is
-        dropped (one held is still sent at the next start). Sync."""
-        self._owed[(key, message_id)] = Owed(text, command, held)
+            held: tuple[str, str] | None = None, stored: bool = False) -> None:
+        """Keep *text* (the answer to *command*; *held*, *stored*: see :class:`Owed`) for the
+        retry of *message_id* in the conversation *key*; past the cap, the oldest owed answer
+        is dropped (one held is still sent at the next start, one stored to the retry after
+        it). Sync."""
+        self._owed[(key, message_id)] = Owed(text, command, held, stored)
         self._owed.move_to_end((key, message_id))
         while len(self._owed) > self._cap:
             (old_key, old_id), old = self._owed.popitem(last=False)
             old_command = old.command
+            until = " before a restart" if old.stored else ""
             log.warning("event=owed_answer_dropped conversation=%s message_id=%s command=%s "
                         "note=%s", field(old_key), field(old_id), field(old_command),
                         field(f"more than {self._cap} answers are owed; a retry of this "
-                              f"message gets no answer"))
+                              f"message gets no answer{until}"))
 
     def of(self, key: str) -> list[str]:
         """The message ids owed an answer in the conversation *key*, oldest first."""
@@ -80,3 +95,38 @@ class OwedAnswers:
         """The answer owed to *message_id*, forgotten at once (the caller sends it, and owes
         it again with :meth:`owe` if that fails): no one else sends it meanwhile. Sync."""
         return self._owed.pop((key, message_id), None)
+
+
+async def take_stored(channel: ChannelBase, key: str, message_id: str) -> None:
+    """Owe here the direct answer the record of *message_id* (in the conversation *key*) owes
+    from a process that stopped before it went out, if it does: the platform's retry of the
+    id after a restart, a ``duplicate``, is then sent it. One read when none is owed; taken in
+    the writer, so a twin of the retry does not take it too (this process's own owed answers
+    are here already, or being sent). Shielded: bounded (two store requests), and a take cut
+    off after it committed would leave the answer owed to this process, and to no one here."""
+    rt = channel.runtime
+    name, claimant = channel.config.name, rt.store.claimant
+    with trio.CancelScope(shield=True):
+        if not await rt.store.read(owed_direct_answer, rt.core_id, name, key, message_id,
+                                   claimant):
+            return
+        [taken] = await rt.store.commit([take_direct_answer(rt.core_id, name, key, message_id,
+                                                            claimant=claimant)])
+    if taken is not None:
+        text, command = taken
+        channel.owed_answers.owe(key, message_id, text, command, stored=True)
+
+
+async def paid_stored(channel: ChannelBase, key: str, message_id: str) -> None:
+    """Clear the direct answer the record of *message_id* owed: it went out. Shielded
+    (bounded, one store request): the answer is given, and a clear cut off would have a
+    retry after a restart sent it again. A failed write is logged
+    (``event=owed_answer_clear_failed``), not raised: the answer went out all the same."""
+    rt = channel.runtime
+    try:
+        with trio.CancelScope(shield=True):
+            await rt.store.commit([paid_direct_answer(rt.core_id, channel.config.name, key,
+                                                      message_id)])
+    except TidingsError as exc:
+        log.warning("event=owed_answer_clear_failed conversation=%s message_id=%s error=%s",
+                    field(key), field(message_id), field(repr(exc)))

@@ -13,6 +13,9 @@ either held or dealt with, never both; the next start tells the user about every
 earlier process still held (:func:`held_inbound`). The answer a session command owes is held
 the same way, with the command's effect, until it is written (:func:`hold_command_answer`),
 and the next start sends it: as the command's answer, also into the session ``/clear`` closed.
+One with no session to go into (a *direct* answer) is owed on the command's message id record
+instead (:func:`owe_direct_answer`, schema v8), until it went out: the platform's retry of the
+id after a restart takes it (:func:`take_direct_answer`).
 """
 
 from __future__ import annotations
@@ -36,11 +39,15 @@ __all__ = [
     "hold_command_answer",
     "hold_inbound",
     "is_held",
+    "owe_direct_answer",
+    "owed_direct_answer",
+    "paid_direct_answer",
     "release_inbound",
     "resume_conversation",
     "resume_outcome",
     "session_has_turn",
     "session_has_turns",
+    "take_direct_answer",
 ]
 
 ResumeOutcome = Literal["resumed", "missing", "foreign", "closed"]
@@ -172,7 +179,8 @@ _HOLD_ANSWER_SQL = (f"INSERT INTO inbound_messages ({', '.join(_ANSWER_COLUMNS)}
 
 def hold_command_answer(inbound_id: str, *, core_id: str, channel: str, conversation_key: str,
                         command: str, message_id: str | None, notice: AnswerNotice,
-                        claimant: str, now: float, cleared: str | None = None) -> Call:
+                        claimant: str, now: float, cleared: str | None = None,
+                        owe_direct: bool = False) -> Call:
     """A :class:`Call` op holding, as *inbound_id*, the answer a session command (*command*,
     its message id *message_id*) owes, in the session the conversation is bound to when it
     runs, or, given *cleared* (``/clear``), in that session of the conversation once the
@@ -181,6 +189,12 @@ def hold_command_answer(inbound_id: str, *, core_id: str, channel: str, conversa
     (:func:`held_inbound`), also into a closed session; the answer, written, releases it in
     its own transaction.
 
+    Without *cleared*, a conversation with no session has no session to hold it in: its
+    answer is a direct one. With *owe_direct* (and *message_id*), it is then owed on the
+    record of *message_id*, which an op before this one in the transaction wrote
+    (:func:`owe_direct_answer`): a crash before it went out leaves it there, for the
+    platform's retry of the id.
+
     Result: the session it is held in, or None (the conversation has no session, or
     *cleared* is not one of its sessions, closed: nothing is held)."""
     def run(conn: sqlite3.Connection) -> str | None:
@@ -188,6 +202,10 @@ def hold_command_answer(inbound_id: str, *, core_id: str, channel: str, conversa
         if held_in is None:
             held_in = session_for_conversation(conn, core_id, channel, conversation_key)
             if held_in is None:
+                if owe_direct and message_id is not None:
+                    text = notice if isinstance(notice, str) else notice(conn)
+                    owe_direct_answer(core_id, channel, conversation_key, message_id,
+                                      text=text, command=command, claimant=claimant).fn(conn)
                 return None
         text = notice if isinstance(notice, str) else notice(conn)
         held = conn.execute(_HOLD_ANSWER_SQL, (
@@ -229,3 +247,65 @@ def held_inbound(conn: sqlite3.Connection, claimant: str, after: int,
         (claimant, after, limit)).fetchall()
     return [HeldInbound(int(row[0]), row[1], row[2], row[3], row[4], row[5], bool(row[6]),
                         row[7]) for row in rows]
+
+
+_ID_RECORD = "core_id = ? AND channel = ? AND conversation_key = ? AND client_id = ?"
+"""The record of one message id (``client_messages``), by its primary key."""
+
+
+def owe_direct_answer(core_id: str, channel: str, conversation_key: str, message_id: str, *,
+                      text: str, command: str, claimant: str) -> Call:
+    """A :class:`Call` op recording on the record of *message_id* (written before it, in its
+    transaction) that its command (*command*) owes the direct answer *text*, to be sent by
+    the process *claimant* (schema v8). Result: True if the record exists (it was written)."""
+    def run(conn: sqlite3.Connection) -> bool:
+        cursor = conn.execute(
+            f"UPDATE client_messages SET answer = ?, answer_command = ?, answer_claimant = ? "
+            f"WHERE {_ID_RECORD}", (text, command, claimant, core_id, channel,
+                                    conversation_key, message_id))
+        return cursor.rowcount == 1
+    return Call(run)
+
+
+def owed_direct_answer(conn: sqlite3.Connection, core_id: str, channel: str,
+                       conversation_key: str, message_id: str,
+                       claimant: str) -> bool:
+    """Whether the record of *message_id* owes a direct answer that a process other than
+    *claimant* was to send (a stopped one: see :func:`take_direct_answer`). A read, for
+    ``Store.read``."""
+    row = conn.execute(
+        f"SELECT 1 FROM client_messages WHERE {_ID_RECORD} AND answer IS NOT NULL "
+        f"AND answer_claimant IS NOT ?",
+        (core_id, channel, conversation_key, message_id, claimant)).fetchone()
+    return row is not None
+
+
+def take_direct_answer(core_id: str, channel: str, conversation_key: str, message_id: str, *,
+                       claimant: str) -> Call:
+    """A :class:`Call` op giving the process *claimant* the direct answer the record of
+    *message_id* owes, if another process was to send it (a database has one runtime at a
+    time: the other stopped before it did). Taken in the writer, so of two callers one gets
+    it; it stays owed (the text stays) until :func:`paid_direct_answer`.
+
+    Result: ``(text, command)``, or None (nothing owed, or owed to *claimant* already)."""
+    def run(conn: sqlite3.Connection) -> tuple[str, str] | None:
+        row = conn.execute(
+            f"UPDATE client_messages SET answer_claimant = ? WHERE {_ID_RECORD} "
+            f"AND answer IS NOT NULL AND answer_claimant IS NOT ? "
+            f"RETURNING answer, answer_command",
+            (claimant, core_id, channel, conversation_key, message_id, claimant)).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
+    return Call(run)
+
+
+def paid_direct_answer(core_id: str, channel: str, conversation_key: str,
+                       message_id: str) -> Call:
+    """A :class:`Call` op clearing the direct answer the record of *message_id* owed: it
+    went out. Result: True if one was owed."""
+    def run(conn: sqlite3.Connection) -> bool:
+        cursor = conn.execute(
+            f"UPDATE client_messages SET answer = NULL, answer_command = NULL, "
+            f"answer_claimant = NULL WHERE {_ID_RECORD} AND answer IS NOT NULL",
+            (core_id, channel, conversation_key, message_id))
+        return cursor.rowcount == 1
+    return Call(run)

@@ -299,8 +299,21 @@ of ``/new``, ``/resume``, ``/cancel`` or ``/clear`` with the command's effect un
 is written, so a crash between the two loses neither: recovery sends the held answer, as the
 command's answer (metadata ``command``), even into the session ``/clear`` closed."""
 
+_V8 = """
+ALTER TABLE client_messages ADD COLUMN answer TEXT;
+ALTER TABLE client_messages ADD COLUMN answer_command TEXT;
+ALTER TABLE client_messages ADD COLUMN answer_claimant TEXT;
+"""
+"""v8: a message id's record may carry the answer its command still owes with no session (a
+*direct* answer: ``/clear`` or ``/cancel`` when the conversation has none, a refused
+``/resume`` then): ``answer``, its text; ``answer_command``, the command's name;
+``answer_claimant``, the process that is to send it. Written with the id's record, in its
+transaction, and cleared once the answer went out: a crash in between leaves it there, and
+the platform's retry of the id (a ``duplicate``, which runs nothing) is sent it after the
+restart. NULL in every row written before (nothing owed)."""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5),
-                                           (6, _V6), (7, _V7))
+                                           (6, _V6), (7, _V7), (8, _V8))
 """Ordered ``(version, script)`` pairs; append, never edit a released one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -131,12 +131,13 @@ def test_owed_answers_keep_at_most_their_cap_dropping_the_oldest(caplog) -> None
     ("/cancel", "Nothing to cancel."),
     ("/resume sess_nope", "This conversation has no such session."),
 ])
-async def test_a_caller_cancelled_while_the_session_is_looked_up_leaves_the_answer_owed(
+async def test_a_direct_answer_does_not_wait_for_the_lock_another_message_holds(
         db_path, workspace, text, answer) -> None:
-    # The id is written under the conversation's lock; the session the answer goes to is
-    # looked up after, under that lock again, which another message of the conversation may
-    # hold then (here the test does). The platform gives up on the request meanwhile: the
-    # retry is a duplicate, and the answer is owed to it all the same.
+    # The id is written under the conversation's lock, the answer owed on its record with it
+    # (there is no session to hold it in); another message of the conversation takes the
+    # lock next (here the test does). The answer goes out direct, as it was recorded, and
+    # does not wait for that lock to look a session up (one that message may make would not
+    # be the command's): the platform giving up on the request then takes nothing from it.
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         channel = RecordingChannel(rt, DEDUPE)
         conversation = channel.conversation_for(Inbound(chat_id="c1", sender_id="u1",
@@ -158,9 +159,9 @@ async def test_a_caller_cancelled_while_the_session_is_looked_up_leaves_the_answ
                 await trio.testing.wait_all_tasks_blocked()  # (waiting for the lock)
                 gate.release()
                 await holding.wait()  # the id is written; the command let the lock go
-                await trio.testing.wait_all_tasks_blocked()  # and waits for it to look up
+                await channel.wait_for(lambda: direct(channel) != [])
                 nursery.cancel_scope.cancel()
-            assert direct(channel) == []
+            assert direct(channel) == [(answer, text.split()[0][1:])]
             assert await rt.client_message_outcome("ops", conversation.key, "c1") is not None
             assert await channel.say(text, message_id="c1") == "duplicate"
         assert direct(channel) == [(answer, text.split()[0][1:])]

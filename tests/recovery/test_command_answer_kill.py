@@ -7,6 +7,9 @@ killed (``SIGKILL``) at a chosen point: just before the answer is written (``bef
 once it was written and delivered (``after``: it must not be sent again). The test restarts
 on the database in-process, and the platform retries the command's id: the user must get the
 answer exactly once, from the killed process or after the restart, never none, never two.
+So too a *direct* answer (``/clear``, ``/cancel`` or a refused ``/resume`` when the
+conversation has no session): owed on the id's record, written with it, the retry after the
+restart is sent it.
 
 The kill point is reached through the child's ``answer`` (it prints ``point`` and blocks
 there), never through the clock.
@@ -30,6 +33,8 @@ TIMEOUT = 60
 
 NEW_SESSION = "Started a new session."
 CLEARED = "Cleared. Your next message starts a new session."
+NOTHING_TO_CANCEL = "Nothing to cancel."
+NO_SUCH_SESSION = "This conversation has no such session."
 
 _CHILD = r"""
 import sys
@@ -127,19 +132,15 @@ async def _restart_and_retry(db: pathlib.Path, workspace: pathlib.Path, text: st
         return [t for t in channel.texts() if not t.startswith("Session:")]
 
 
-_DIRECT_LOST = pytest.mark.xfail(
-    strict=True, reason="an answer with no session (a /clear with none) goes straight to "
-                        "deliver(): nothing durable holds it, so a kill before it went out "
-                        "loses it (see README, Platform retries)")
-
-
 @pytest.mark.parametrize(("texts", "point", "answer", "in_session"), [
     pytest.param(["/new"], "before", NEW_SESSION, True, id="new-before"),
     pytest.param(["/new"], "after", NEW_SESSION, True, id="new-after"),
     pytest.param(["/new", "/clear"], "before", CLEARED, True, id="clear-before"),
     pytest.param(["/new", "/clear"], "after", CLEARED, True, id="clear-after"),
-    pytest.param(["/clear"], "before", CLEARED, False, id="direct-before",
-                 marks=_DIRECT_LOST),
+    pytest.param(["/clear"], "before", CLEARED, False, id="direct-before"),
+    pytest.param(["/cancel"], "before", NOTHING_TO_CANCEL, False, id="direct-cancel-before"),
+    pytest.param(["/resume sess_nope"], "before", NO_SUCH_SESSION, False,
+                 id="direct-resume-before"),
 ])
 async def test_a_kill_between_a_commands_effect_and_its_answer_answers_it_once(
         tmp_path, texts, point, answer, in_session) -> None:

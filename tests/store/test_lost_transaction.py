@@ -54,7 +54,7 @@ def test_an_interrupted_migration_fails_with_the_interrupt(tmp_path):
     transaction on some statements, not on others) the error is the interrupt, and the
     connection is left holding no transaction."""
     outcomes = set()
-    for at in range(1, 500, 7):  # past the last step of every migration (v5: some 410)
+    for at in range(1, 800, 7):  # past the last step of every migration (v8: some 650)
         db = tmp_path / f"m{at}.db"
         conn = sqlite3.connect(db, isolation_level=None)
         conn.execute("PRAGMA journal_mode = WAL")
