@@ -169,11 +169,13 @@ def _client_messages(conn: sqlite3.Connection, cutoff: float) -> int:
     """Delete the client message ids received before *cutoff*, but those of messages still
     held (``inbound_messages``: accepted, not yet answered, told or cleared): a resend of one
     of those would be a new message, answered twice, so its id is kept until it is released
-    (the table stays small: the held ids are read once per step)."""
+    (the table stays small: the held ids are read once per step); and those that still owe
+    their command's direct answer (schema v8): the retry of the id is to get it, and would
+    run the command again instead."""
     return conn.execute(
         "DELETE FROM client_messages WHERE (core_id, channel, conversation_key, client_id) IN "
         "(SELECT core_id, channel, conversation_key, client_id FROM client_messages "
-        "INDEXED BY client_messages_received WHERE received_at < ? "
+        "INDEXED BY client_messages_received WHERE received_at < ? AND answer IS NULL "
         "AND (channel, client_id) NOT IN (SELECT channel, message_id FROM inbound_messages "
         "WHERE channel IS NOT NULL AND message_id IS NOT NULL) LIMIT ?)",
         (cutoff, CLIENT_MESSAGES_PER_STEP)).rowcount

@@ -139,3 +139,16 @@ async def test_a_retry_while_the_next_message_sends_the_owed_answer_does_not_sen
         assert direct(channel) == [("Nothing to cancel.", "cancel")]
     assert owed_on_records(db_path)[0] == ("c1", None)
 
+
+async def test_a_prune_keeps_the_id_record_that_owes_a_direct_answer(db_path,
+                                                                     workspace) -> None:
+    # However short the retention: pruned, the id's retry would run /clear again (clearing
+    # the session the user started since) and the owed answer would be lost.
+    await _answer_failed(db_path, workspace, "/clear")
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        assert (await rt.prune(older_than=0)).client_messages == 0
+        channel = RecordingChannel(rt, DEDUPE)
+        assert await channel.say("/clear", message_id="c1") == "duplicate"
+        assert direct(channel) == [("Cleared. Your next message starts a new session.",
+                                    "clear")]
+        assert (await rt.prune(older_than=0)).client_messages == 1  # paid: pruned as any
