@@ -28,6 +28,7 @@ import trio
 from tidings.errors import ConfigError, DatabaseInUseError
 from tidings.store import EXECUTORS
 from tidings.supervisor._cli_paths import path_argument
+from tidings.supervisor._collector import tune_for_serving
 from tidings.supervisor._config import DEFAULT_DB, ServeConfig, load_config, read_file
 from tidings.supervisor._exit_codes import EXIT_IN_USE
 from tidings.supervisor._log import field
@@ -104,11 +105,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     configure_logging(config.log_level, json_lines=config.log_json)
     replay(held)
-    # This process lives as long as the server: move what importing and configuring made
-    # (modules, classes, functions; nearly all of the heap now) out of the collector's
-    # generations, so full collections walk only what serving allocates. Measured with
-    # bench/delivery.py at 100 senders: send_text p99 about halved.
-    gc.freeze()
+    # This process lives as long as the server: the collector is set for that (see
+    # _collector), and set back when serving ends (main() may run in a host's process: tests).
+    before = tune_for_serving()
     try:
         trio.run(_main, config)
     except ConfigError as exc:  # (a workspace, agent or token file checked as serve starts)
@@ -119,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
         say(sys.stderr, one_line(f"tidings serve: {exc}"))  # closed (2>&-): lost, not stdout
         # Another process holds the database: the code chat --local and prune end with too.
         return EXIT_IN_USE if isinstance(exc.__cause__, DatabaseInUseError) else 1
+    finally:
+        gc.set_threshold(*before)
     return 0
 
 
