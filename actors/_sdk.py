@@ -346,6 +346,9 @@ class OutputSDK:
         blocks: list[ContentBlock] = []
         artifacts: list[ArtifactRecord] = []
         found = iter(resolved)
+        # history_text describes the send once: the first media block without a caption or
+        # summary shows it, the others their file names (not the same words once a block).
+        spare = history_text
         for part in parts:
             if not isinstance(part, _Media):
                 blocks.append(part)
@@ -354,7 +357,9 @@ class OutputSDK:
             ref = source.ref
             summary = part.summary if part.summary is not None else (ref.summary if ref else None)
             media_type = part.media_type or (ref.media_type if ref else None)
-            fallback = part.caption or summary or history_text or source.name
+            fallback = part.caption or summary
+            if not fallback:
+                fallback, spare = spare or source.name, None
             artifact_id = new_id("art")
             blocks.append(MediaBlock(type=part.type, location=source.location,
                                      source_kind=source.kind, name=source.name,
