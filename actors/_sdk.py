@@ -430,7 +430,22 @@ def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:
     items = list(blocks) if isinstance(blocks, list | tuple) else [blocks]
     if not items:
         raise ValidationError("blocks", "at least one block is needed")
+    for index, item in enumerate(items):  # every block's type before any block's values
+        _check_block_type(item, f"blocks[{index}]")
     return [_normalize_block(item, f"blocks[{index}]") for index, item in enumerate(items)]
+
+
+def _check_block_type(block: Any, field: str) -> None:
+    """``TypeError`` for a block that is not a block, a string or a mapping, and for a media
+    mapping's source of the wrong type (a raw artifact dict): the source type comes first, so
+    an earlier block's value rule (an empty text) cannot hide a later one's."""
+    if isinstance(block, Mapping):
+        source = block.get("source")
+        if block.get("type") in MEDIA_TYPES and source is not None:
+            check_source_type(source, f"{field}.source")
+    elif not isinstance(block, str | TextBlock | ControlBlock | MediaBlock):
+        raise TypeError(f"{field}: expected a content block, a string or a block-shaped "
+                        f"mapping, got {type(block).__name__}")
 
 
 def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
@@ -447,9 +462,7 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
                                                             max_bytes=MAX_JSON_BYTES))
     if isinstance(block, MediaBlock):
         return _ready_made_media(block, field)
-    if not isinstance(block, Mapping):
-        raise TypeError(f"{field}: expected a content block, a string or a block-shaped "
-                        f"mapping, got {type(block).__name__}")
+    assert isinstance(block, Mapping)  # anything else: _check_block_type
     kind = block.get("type")
     if kind not in BLOCK_TYPES:
         raise ValidationError(f"{field}.type", f"must be one of {', '.join(BLOCK_TYPES)}, "
@@ -469,7 +482,6 @@ def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
     source = block.get("source")
     if source is None:
         raise ValidationError(f"{field}.source", f"a {kind} block needs a source")
-    check_source_type(source, f"{field}.source")
     return _Media(kind, source, block.get("caption"), block.get("media_type"),
                   block.get("summary"), block.get("artifact_metadata"), f"{field}.source",
                   f"{field}.")
