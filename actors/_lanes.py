@@ -523,12 +523,16 @@ class Dispatcher:
 
     def _settle_unacked(self, ids: list[str], status: str) -> None:
         """Rows *ids* moved to *status* (``delivered``: acked; ``unknown``: abandoned) leave
-        their lanes' unacked sets, and their handles end so. Sync: run in ``on_commit``."""
+        their lanes' unacked sets, and their handles end so, counted once (also a row acked
+        while its ``deliver()`` still ran: in no unacked set yet). Sync: run in
+        ``on_commit``."""
         touched: set[str] = set()
         for delivery_id in ids:
             lane = self._acked_lane(delivery_id)
             if lane is None or (item := lane.unacked.pop(delivery_id, None)) is None:
-                self.registry.resolve(delivery_id, status)
+                live = self.registry.get(delivery_id)
+                if live is not None:
+                    self.resolve(live, status)
                 continue
             lane.unacked_bytes -= item.size
             self.resolve(item, status)
