@@ -110,7 +110,8 @@ class OutputSDK:
         replaces the history row's body on the first failure; a send that writes no history
         (transient) refuses it, naming it. ``settles``: held inbound messages
         (``rt.hold_inbound``) this reply answers, released in the same commit, so a crash
-        right after it cannot also tell the user they were not answered."""
+        right after it cannot also tell the user they were not answered (refused with
+        ``visible=False``: nobody would see the answer)."""
         check_message_text(text, "text")
         return await self._submit([TextBlock(text)], kind="message", write_history=write_history,
                                   history_policy=history_policy, visible=visible,
@@ -298,6 +299,11 @@ class OutputSDK:
                                   "one not delivered by the next start (or for nobody) is "
                                   "dropped (stale_progress), and the user would be told "
                                   "nothing; settle them with the reply or a notice")
+        if releases and not visible:  # released, with nothing shown to the user in their stead
+            raise ValidationError("settles", "a send with visible=False is shown to nobody, "
+                                  "so it cannot answer held messages; settle them with a "
+                                  "visible reply or a notice, or drop them on purpose with "
+                                  "rt.release_inbound")
         for part in parts:
             if isinstance(part, _Media):
                 _check_media(part)
