@@ -10,41 +10,49 @@ import trio.testing
 
 import tidings
 from tidings.channels import ChannelConfig
+from tidings.testing import writer_gate
 
+from ..until import until
 from .conftest import GatedAgent, RecordingChannel
 
 DEDUPE = ChannelConfig("ops", dedupe_message_ids=True)
+HANG = 30.0
+"""Real-time hang guard: these runtimes run on trio's real clock."""
 
 
 async def test_a_twin_of_a_delivery_cut_before_it_was_accepted_is_handled(
         db_path, workspace) -> None:
     agent = GatedAgent(block=False)
     twin: list[str] = []
+    first = trio.CancelScope()
     async with tidings.open_runtime(db_path, workspace=workspace) as rt:
         channel = RecordingChannel(rt, DEDUPE, agent=agent)
-        channel.platform.stall()
-        async with trio.open_nursery() as nursery:
-            # /clear before any session answers straight through deliver(), under the
-            # conversation's lock: the first delivery of m1 waits for that lock.
-            nursery.start_soon(channel.say, "/clear")
-            await channel.platform.wait_attempted(1)
-            first = trio.CancelScope()
+        writer = rt.supervisor.mailbox("writer")
 
-            async def deliver_first() -> None:
-                with first:
-                    await channel.say("hello", message_id="m1")
+        async def deliver_first() -> None:
+            with first:
+                await channel.say("hello", message_id="m1")
 
-            async def retry() -> None:
-                twin.append(await channel.say("hello", message_id="m1"))
+        async def retry() -> None:
+            twin.append(await channel.say("hello", message_id="m1"))
 
-            nursery.start_soon(deliver_first)
-            await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(retry)
-            await trio.testing.wait_all_tasks_blocked()
-            first.cancel()  # the platform dropped the first request: it was never accepted
-            await trio.testing.wait_all_tasks_blocked()
-            channel.platform.release()
-        await channel.wait_idle()
+        with trio.fail_after(HANG):
+            async with trio.open_nursery() as nursery, writer_gate(rt.store) as gate:
+                before = writer.depth
+                nursery.start_soon(deliver_first)
+                # Its first write (the conversation's session) waits behind the gate,
+                # before anything accepts the message. "All tasks blocked" is no such
+                # point: it also holds while the first is in a worker thread (its id's
+                # look-up, a session read) or while its later writes are in flight.
+                await until(lambda: writer.depth > before)
+                nursery.start_soon(retry)
+                # The twin waits for the first's end: no I/O comes before that wait.
+                await trio.testing.wait_all_tasks_blocked()
+                assert twin == []
+                first.cancel()  # the platform dropped the first request
+                gate.release()
+            await channel.wait_idle()
+    assert first.cancelled_caught  # cut, not handled
     assert twin == ["started"]
     assert [turn.text for turn in agent.turns] == ["hello"]
 
