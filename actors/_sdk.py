@@ -442,16 +442,29 @@ def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:
 
 
 def _check_block_type(block: Any, field: str) -> None:
-    """``TypeError`` for a block that is not a block, a string or a mapping, and for a media
-    mapping's source of the wrong type (a raw artifact dict): the source type comes first, so
-    an earlier block's value rule (an empty text) cannot hide a later one's."""
+    """``TypeError`` for a block that is not a block, a string or a mapping, for a media
+    mapping's source of the wrong type (a raw artifact dict) and for a text or ``action``
+    that is not a string: the types come first, so an earlier block's value rule (an empty
+    text) cannot hide a later one's type error."""
     if isinstance(block, Mapping):
-        source = block.get("source")
-        if block.get("type") in MEDIA_TYPES and source is not None:
-            check_source_type(source, f"{field}.source")
-    elif not isinstance(block, str | TextBlock | ControlBlock | MediaBlock):
+        kind = block.get("type")
+        if kind in MEDIA_TYPES and block.get("source") is not None:
+            check_source_type(block["source"], f"{field}.source")
+        elif kind in ("text", "control"):
+            name = "text" if kind == "text" else "action"
+            _check_str(block.get(name), f"{field}.{name}")
+    elif isinstance(block, TextBlock):
+        _check_str(block.text, f"{field}.text")
+    elif isinstance(block, ControlBlock):
+        _check_str(block.action, f"{field}.action")
+    elif not isinstance(block, str | MediaBlock):
         raise TypeError(f"{field}: expected a content block, a string or a block-shaped "
                         f"mapping, got {type(block).__name__}")
+
+
+def _check_str(value: object, field: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{field}: expected str, got {type(value).__name__}")
 
 
 def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:

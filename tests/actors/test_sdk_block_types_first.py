@@ -29,3 +29,22 @@ async def test_a_later_blocks_type_error_comes_before_an_earlier_value_rule(
     assert not isinstance(caught.value, ValidationError)
     assert field in str(caught.value)
     assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
+
+
+@pytest.mark.parametrize(("later", "field"), [
+    ({"type": "text", "text": 5}, "blocks[1].text"),
+    ({"type": "text"}, "blocks[1].text"),
+    (TextBlock(5), "blocks[1].text"),
+    ({"type": "control", "action": 5}, "blocks[1].action"),
+])
+async def test_a_later_text_of_the_wrong_type_comes_before_an_earlier_empty_text(
+        rt, db_path, later, field) -> None:
+    """The text of a block (a control block's ``action``) that is not a string is a
+    ``TypeError`` too, and as such comes first."""
+    session_id = await rt.create_session(channel="web")
+    async with rt.open_turn(session_id) as ctx:
+        with pytest.raises(TypeError) as caught:
+            await ctx.output.send(["", later])
+    assert not isinstance(caught.value, ValidationError)
+    assert field in str(caught.value)
+    assert rows(db_path, "SELECT count(*) FROM outbox") == [(0,)]
