@@ -20,6 +20,7 @@ import tidings
 from tidings.channels import ChannelConfig
 from tidings.testing import writer_gate
 
+from ..until import until
 from .conftest import GatedAgent, RecordingChannel
 
 ANSWERS = ("Nothing to cancel.", "Cancelled the running request.")
@@ -150,6 +151,7 @@ async def test_a_cancel_whose_caller_gives_up_while_its_id_is_written_still_canc
     cancel_read = after_read_of(rt, "m1", monkeypatch)
     with trio.fail_after(10):  # real time: the store runs in threads
         await agent.wait_turns(1)
+        writer = rt.supervisor.mailbox("writer")
         async with trio.open_nursery() as nursery, writer_gate(rt.store) as gate:
             caller = trio.CancelScope()
 
@@ -157,9 +159,12 @@ async def test_a_cancel_whose_caller_gives_up_while_its_id_is_written_still_canc
                 with caller:
                     await channel.say("/cancel", message_id="m1")
 
+            before = writer.depth
             nursery.start_soon(say_cancel)
             await cancel_read.wait()
-            await trio.testing.wait_all_tasks_blocked()  # its id's write waits at the gate
+            # Its id's write waits at the gate. ("All tasks blocked" also holds while it is
+            # in a worker thread after the read: cancelled there, it wrote nothing.)
+            await until(lambda: writer.depth > before)
             caller.cancel()
             await trio.testing.wait_all_tasks_blocked()
             gate.release()

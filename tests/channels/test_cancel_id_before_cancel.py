@@ -20,6 +20,7 @@ from tidings.channels import ChannelConfig
 from tidings.errors import StoreError
 from tidings.testing import writer_gate
 
+from ..until import until
 from .conftest import GatedAgent, RecordingChannel
 
 DEDUPE = ChannelConfig("ops", dedupe_message_ids=True)
@@ -72,12 +73,20 @@ async def test_a_message_sent_while_cancel_records_its_id_is_not_cancelled(rt) -
     async def say(text: str, message_id: str) -> None:
         outcomes[text] = await channel.say(text, message_id=message_id)
 
-    async with trio.open_nursery() as nursery, writer_gate(rt.store) as gate:
-        nursery.start_soon(say, "/cancel", "m1")  # its id's write waits at the gate
-        await trio.testing.wait_all_tasks_blocked()
-        nursery.start_soon(say, "hi", "m2")
-        await trio.testing.wait_all_tasks_blocked()
-        gate.release()
+    writer = rt.supervisor.mailbox("writer")
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        async with trio.open_nursery() as nursery, writer_gate(rt.store) as gate:
+            before = writer.depth
+            nursery.start_soon(say, "/cancel", "m1")
+            # Its id's write waits at the gate ("all tasks blocked" also holds while it
+            # reads its id's record in a worker thread: the gate then opened too early).
+            await until(lambda: writer.depth > before)
+            nursery.start_soon(say, "hi", "m2")
+            # "hi" reads its own id's record, then waits for the conversation's lock.
+            await trio.testing.wait_all_tasks_blocked()
+            await rt.store.readers.wait_idle()
+            await trio.testing.wait_all_tasks_blocked()
+            gate.release()
     assert outcomes == {"/cancel": "command", "hi": "started"}
     answers = ("Nothing to cancel.", "Cancelled the running request.")
     with trio.fail_after(10):

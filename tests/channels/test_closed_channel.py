@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import pytest
 import trio
-import trio.testing
 
 from tidings.channels import ChannelConfig
 from tidings.errors import RuntimeClosedError
+from tidings.testing import writer_gate
 
+from ..until import until
 from .conftest import GatedAgent, RecordingChannel
 
 
@@ -36,15 +37,21 @@ async def test_a_message_to_a_closed_channel_is_refused(rt) -> None:
 async def test_a_message_in_hand_when_the_channel_closes_binds_nothing(rt) -> None:
     first = RecordingChannel(rt, ChannelConfig("ops"))
     first.platform.stall()
-    async with trio.open_nursery() as nursery:
-        # /clear before any session answers through deliver() under the conversation's
-        # lock: the message after it waits for that lock, already accepted for handling.
-        nursery.start_soon(first.say, "/clear")
-        await first.platform.wait_attempted(1)
-        nursery.start_soon(first.say, "in flight")
-        await trio.testing.wait_all_tasks_blocked()
-        first.close()
-        first.platform.release()
+    writer = rt.supervisor.mailbox("writer")
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(first.say, "/clear")  # answered directly: its answer stalls
+            await first.platform.wait_attempted(1)
+            async with writer_gate(rt.store) as gate:
+                before = writer.depth
+                nursery.start_soon(first.say, "in flight")
+                # Being handled: its session's write waits behind the gate, before the bind.
+                # (Not "all tasks blocked": that holds while it reads in a worker thread
+                # too, and on a busy machine it had bound and started its turn by then.)
+                await until(lambda: writer.depth > before)
+                first.close()
+                gate.release()
+            first.platform.release()
     await first.wait_idle()
     session_id = first.events[0].session_id
     assert rt.router.binding(session_id) is None

@@ -21,6 +21,7 @@ from tidings.channels import ChannelConfig
 from tidings.errors import StoreError
 from tidings.testing import writer_gate
 
+from ..until import until
 from .conftest import GatedAgent, RecordingChannel
 
 OPS = ChannelConfig("ops")
@@ -98,10 +99,14 @@ async def test_a_message_sent_while_a_press_records_its_id_is_not_cancelled(rt) 
         outcomes["hi"] = await channel.say("hi")
 
     with trio.fail_after(10):
+        writer = rt.supervisor.mailbox("writer")
         async with trio.open_nursery() as nursery, writer_gate(rt.store) as gate:
-            nursery.start_soon(press)  # its id's write waits at the gate
-            await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(say)
+            before = writer.depth
+            nursery.start_soon(press)
+            # Its id's write waits at the gate ("all tasks blocked" also holds while the
+            # press still reads in a worker thread: the gate then opened too early).
+            await until(lambda: writer.depth > before)
+            nursery.start_soon(say)  # no id, no read: it goes straight to the lock
             await trio.testing.wait_all_tasks_blocked()
             gate.release()
         assert outcomes == {"press": "nothing", "hi": "started"}

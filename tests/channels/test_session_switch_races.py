@@ -11,6 +11,7 @@ import trio.testing
 from tidings.channels import ChannelConfig, Inbound
 from tidings.testing import writer_gate
 
+from ..until import until
 from .conftest import GatedAgent, RecordingChannel
 
 
@@ -37,12 +38,17 @@ async def test_a_session_switch_cancelled_while_it_commits_leaves_no_stale_sessi
         with giving_up:
             await channel.say(command)
 
-    async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
-        nursery.start_soon(switch_then_give_up)
-        await trio.testing.wait_all_tasks_blocked()
-        giving_up.cancel()
-        await trio.testing.wait_all_tasks_blocked()
-        gate.release()
+    writer = rt.supervisor.mailbox("writer")
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
+            depth = writer.depth
+            nursery.start_soon(switch_then_give_up)
+            # Its rebind waits behind the gate ("all tasks blocked" also holds while the
+            # command still reads in a worker thread: cancelled there, nothing was written).
+            await until(lambda: writer.depth > depth)
+            giving_up.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            gate.release()
     await channel.say("after the switch")
     await channel.wait_idle()  # its writes queued behind the switch's: that is durable now
     durable = await rt.conversation_session("ops", conversation.key)

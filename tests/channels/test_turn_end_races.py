@@ -49,10 +49,15 @@ async def test_a_cancel_that_arrives_while_a_failed_turn_ends_leaves_it_failed(
     channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
     await channel.say("first")
     await agent.entered.wait()
+    queued = rt.supervisor.mailbox("writer")
     async with writer_gate(rt.store) as gate, trio.open_nursery() as nursery:
+        ended = queued.depth
         agent.fail.set()  # the agent raises; the turn's end now waits behind the gate
+        # Not "all tasks blocked" alone: the end's write could still be on its way, and then
+        # counted as the late message's below (or both at once: the depth skipped past).
+        with trio.fail_after(10):  # a guard against hanging, not a wait
+            await until(lambda: queued.depth > ended)
         await trio.testing.wait_all_tasks_blocked()
-        queued = rt.supervisor.mailbox("writer")
         before = queued.depth
         nursery.start_soon(channel.say, "/cancel" if late == "/cancel" else "second")
         # Until the late message's write waits behind the gate too: "all tasks blocked" also
