@@ -28,6 +28,7 @@ from tidings.store._ops import Op
 from tidings.store._real_time import move_on_after_real
 from tidings.store._writer_process import (
     ANSWER_GRACE,
+    MAX_IN_FLIGHT,
     RESUME_FRAME,
     SPLIT_AT,
     Answers,
@@ -263,6 +264,10 @@ class StoreWriter:
                 nursery.start_soon(self._record_answers, answers, conn)
                 task_status.started()
                 while await self._take_batch(mailbox, taken):
+                    if len(answers.pending) >= MAX_IN_FLIGHT:
+                        # The child is behind: what arrives meanwhile joins this batch.
+                        await answers.wait_room()
+                        self._drain(mailbox, taken)
                     await self._dispatch(taken, answers, child, conn)
                 await answers.wait_idle()
                 nursery.cancel_scope.cancel(reason="the writer's mailbox ended")
