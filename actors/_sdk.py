@@ -443,9 +443,10 @@ def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:
 
 def _check_block_type(block: Any, field: str) -> None:
     """``TypeError`` for a block that is not a block, a string or a mapping, for a media
-    mapping's source of the wrong type (a raw artifact dict) and for a text or ``action``
-    that is not a string: the types come first, so an earlier block's value rule (an empty
-    text) cannot hide a later one's type error."""
+    mapping's source of the wrong type (a raw artifact dict), a ready-made media block's
+    ``location`` (its source) and a text or ``action`` that is not a string: the types come
+    first, so an earlier block's value rule (an empty text) cannot hide a later one's type
+    error."""
     if isinstance(block, Mapping):
         kind = block.get("type")
         if kind in MEDIA_TYPES and block.get("source") is not None:
@@ -457,7 +458,9 @@ def _check_block_type(block: Any, field: str) -> None:
         _check_str(block.text, f"{field}.text")
     elif isinstance(block, ControlBlock):
         _check_str(block.action, f"{field}.action")
-    elif not isinstance(block, str | MediaBlock):
+    elif isinstance(block, MediaBlock):
+        _check_str(block.location, f"{field}.location")
+    elif not isinstance(block, str):
         raise TypeError(f"{field}: expected a content block, a string or a block-shaped "
                         f"mapping, got {type(block).__name__}")
 

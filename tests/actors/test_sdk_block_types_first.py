@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidings.actors import TextBlock
+from tidings.actors import MediaBlock, TextBlock
 from tidings.errors import ValidationError
 
 from .conftest import rows
@@ -19,6 +19,9 @@ EARLIER = [TextBlock(""), "", {"type": "text", "text": ""}, {"type": "bogus"},
 @pytest.mark.parametrize(("later", "field"), [
     ({"type": "image", "source": {"path": "chart.png"}}, "blocks[1].source"),
     (5, "blocks[1]"),
+    # A ready-made block's source is its location.
+    (MediaBlock(type="image", location=5, source_kind="path", name="chart.png",
+                fallback="chart.png"), "blocks[1].location"),
 ])
 async def test_a_later_blocks_type_error_comes_before_an_earlier_value_rule(
         rt, db_path, earlier, later, field) -> None:
