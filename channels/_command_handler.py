@@ -220,7 +220,8 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
     conversation with none: the answer then goes direct, owed on the id's record (see
     :func:`_answer_current`). *hold*, *owed_to*: as for
     :func:`run_command`; the answer held with the id says what there was to cancel before it
-    was written (after a crash, whatever ran then was stopped by it)."""
+    was written (after a crash, whatever ran then was stopped by it). Cut off while it pays
+    the answers owed before it, its own is owed to the retry of *owed_to* too."""
     directory = channel.directory
     held_in = None
     stored = False  # its direct answer owed on the id's record (no session to hold it in)
@@ -240,9 +241,16 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
                     held_in = (results[-1], held[0])
                 stored = bool(held) and results[-1] is None and owed_to is not None
             done = channel.dispatch.cancel(conversation, "cancel_command")
-    await channel._pay_owed_all(conversation, but=owed_to)  # the earlier answers first
-    await _answer_current(channel, conversation, CANCELLED if done else NOTHING_TO_CANCEL,
-                          command="cancel", owed_to=owed_to, held=held_in, stored=stored)
+    text = CANCELLED if done else NOTHING_TO_CANCEL
+    try:
+        await channel._pay_owed_all(conversation, but=owed_to)  # the earlier answers first
+    except BaseException:  # cut off (the platform gave up) before its own answer was given
+        if owed_to is not None:
+            channel.owed_answers.owe(conversation.key, owed_to, text, "cancel", held=held_in,
+                                     stored=stored)
+        raise
+    await _answer_current(channel, conversation, text, command="cancel", owed_to=owed_to,
+                          held=held_in, stored=stored)
     return True
 
 

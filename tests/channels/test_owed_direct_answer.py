@@ -211,3 +211,25 @@ async def test_an_owed_answer_goes_out_before_a_later_cancels_answer(db_path,
             await channel.say("/clear", message_id="c1")
         assert await channel.say("/cancel", message_id="c2") == "command"
         assert direct(channel) == [(CLEARED, "clear"), ("Nothing to cancel.", "cancel")]
+
+
+async def test_a_cancel_cut_off_while_it_pays_an_earlier_answer_still_owes_its_own(
+        db_path, workspace) -> None:
+    # /cancel (its id recorded) pays the answers owed before it, then gives its own. The
+    # platform gave up on its request while the earlier one was being sent: its retry, a
+    # duplicate, must still get the /cancel's answer, not nothing until a restart.
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        channel = FailingOnce(rt, DEDUPE)
+        channel.failures = 1
+        with pytest.raises(PlatformDown):
+            await channel.say("/clear", message_id="c1")
+        channel.platform.stall()
+        with trio.fail_after(10):  # hang guard only
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(functools.partial(channel.say, "/cancel", message_id="c2"))
+                await channel.platform.wait_attempted(1)  # the earlier answer, stalled
+                nursery.cancel_scope.cancel()
+            channel.platform.release()
+            assert direct(channel) == []
+            assert await channel.say("/cancel", message_id="c2") == "duplicate"
+        assert direct(channel) == [(CLEARED, "clear"), ("Nothing to cancel.", "cancel")]
