@@ -345,9 +345,7 @@ class ChannelBase(StopButton):
                     known=functools.partial(rt.client_message_outcome, name,
                                             conversation.key, message_id))
                 if outcome == "duplicate":  # its first delivery's answer may be owed
-                    await self._pay_owed_all(conversation, but=message_id)
-                    await take_stored(self, conversation.key, message_id)  # before a restart
-                    await self._pay_owed(conversation, message_id)
+                    await self._pay_retry(conversation, message_id)
                 return outcome
             if await rt.client_message_outcome(name, conversation.key, message_id) is not None:
                 # The conversation spoke all the same: what waits for that goes out (the
@@ -364,6 +362,15 @@ class ChannelBase(StopButton):
                     name, conversation.key, message_id,
                     session_id=self.directory.cached(conversation), outcome=outcome)
             return outcome
+
+    async def _pay_retry(self, conversation: Conversation, message_id: str) -> None:
+        """A retry of the session command *message_id* was found a ``duplicate``: send it
+        the answer its first delivery still owes, if it does (:meth:`_pay_owed`), also one
+        a process that stopped since owes on the id's record (``take_stored``), after the
+        answers owed to the conversation's earlier commands."""
+        await self._pay_owed_all(conversation, but=message_id)
+        await take_stored(self, conversation.key, message_id)  # owed before a restart
+        await self._pay_owed(conversation, message_id)
 
     async def _pay_owed(self, conversation: Conversation, message_id: str) -> None:
         """Send the answer owed to the retry *message_id* (see :mod:`._owed_answers`), if
@@ -521,9 +528,11 @@ class ChannelBase(StopButton):
 
     def _owed_to(self, inbound: Inbound) -> str | None:
         """The message id a session command's direct answer is owed to when it does not go
-        out: *inbound*'s, when a retry of it is looked up here (:meth:`_dedupes`) and so
-        answered ``duplicate`` (see :meth:`_pay_owed`); else None (nothing would pay it)."""
-        return inbound.message_id if self._dedupes(inbound) else None
+        out: *inbound*'s, when it is remembered (:meth:`_remembers`), so a retry of it is
+        looked up and answered ``duplicate``, which pays it (:meth:`_pay_retry`: in
+        :meth:`handle_inbound` with ``dedupe_message_ids``, in a gateway connection for the
+        gateway); else None (nothing would pay it)."""
+        return inbound.message_id if self._remembers(inbound) else None
 
     def _remembers(self, inbound: Inbound) -> bool:
         """Whether *inbound*'s message id is remembered with the hold of its turn (with

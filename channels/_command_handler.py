@@ -90,8 +90,9 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     docstring) and released by the answer's own write.
 
     *owed_to*: the message id *record* records, when the platform's retry of it is looked up
-    (``dedupe_message_ids``): a direct answer (no session) of ``/clear`` or ``/resume`` that
-    does not go out is then owed to that retry (see :func:`_answer`)."""
+    (``dedupe_message_ids``; a gateway client's resend): a direct answer (no session) of
+    ``/clear`` or ``/resume`` that does not go out is then owed to that retry (see
+    :func:`_answer`)."""
     directory, dispatch = channel.directory, channel.dispatch
     name = command.name
     if isinstance(command, InvalidCommand):

@@ -3,15 +3,17 @@
 A message is refused while the server stops (``shutting_down``). Its client ``id`` is looked up
 in the conversation's durable record first: a known id is answered ``accepted`` with
 ``duplicate: true`` (and the first outcome, and ``running``: whether a turn that answers it has
-not ended yet) and not processed again; the same id on another connection while its first copy
-is still being handled waits for that one and is then looked up (a duplicate only of a message
-that was handled: the first may still fail). A new message goes through ``handle_inbound``
-(commands included; a client the channel's ``access`` does not allow is refused on its own
-connection, not told to every device) and, once it was accepted, its id is recorded, as one step
-that a kill of the connection cannot cut in two (a resend must be a duplicate); then the client
-gets ``accepted``. A message that became a turn has its id written in the commit that holds it
-(``GatewayChannel._accepted_ops``), and a ``/new``, ``/clear`` or ``/resume`` in the commit of
-its effect (``ChannelBase._command_ops``), so even a crash cannot keep one without the other; a
+not ended yet) and not processed again (a session command's answer its first copy still owes,
+cut off by a crash before it went out, is sent it first: see :mod:`._owed_answers`); the same
+id on another connection while its first copy is still being handled waits for that one and is
+then looked up (a duplicate only of a message that was handled: the first may still fail). A
+new message goes through ``handle_inbound`` (commands included; a client the channel's
+``access`` does not allow is refused on its own connection, not told to every device) and,
+once it was accepted, its id is recorded, as one step that a kill of the connection cannot cut
+in two (a resend must be a duplicate); then the client gets ``accepted``. A message that
+became a turn has its id written in the commit that holds it (``GatewayChannel._accepted_ops``),
+and a ``/new``, ``/clear`` or ``/resume`` in the commit of its effect
+(``ChannelBase._command_ops``), so even a crash cannot keep one without the other; a
 ``/cancel`` has it written before it cancels.
 
 An ack confirms only deliveries of the connection's own conversation: ids this connection
@@ -130,6 +132,9 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
         try:
             known = await rt.client_message_outcome(channel, conversation.key, frame.id)
             if known is not None:
+                # A session command's answer its first copy still owes (cut off by a crash
+                # before it went out: owed on the id's record) comes before the accepted.
+                await _pay_retry(gateway, conn, frame)
                 # running: its turn has not ended (a client that waits for that turn's end
                 # before its next message, which would steer it, waits on: see README)
                 conn.push({"type": "accepted", "id": frame.id, "outcome": known,
@@ -165,6 +170,16 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
                                   ref=frame.id))
             return
     conn.push({"type": "accepted", "id": frame.id, "outcome": outcome})
+
+
+async def _pay_retry(gateway: GatewayChannel, conn: Connection, frame: Message) -> None:
+    """*frame* is a resend of a message handled already: if it is a session command from an
+    allowed client, send the answer its first copy still owes (``ChannelBase._pay_retry``),
+    as ``handle_inbound`` does for a platform's retry with ``dedupe_message_ids``."""
+    inbound = Inbound(chat_id=conn.conversation.chat_id, sender_id=conn.client,
+                      text=frame.text, message_id=frame.id)
+    if gateway._switches(inbound):
+        await gateway._pay_retry(conn.conversation, frame.id)
 
 
 async def _handle(gateway: GatewayChannel, conn: Connection, inbound: Inbound

@@ -1,7 +1,8 @@
 """Answers owed to a platform's retry: a session command answered with no session whose
 direct answer did not go out (or one in a session whose write failed).
 
-With ``dedupe_message_ids``, the id of ``/cancel``, ``/clear`` and ``/resume`` is recorded
+With ``dedupe_message_ids`` (and on the gateway, which remembers every client's message id
+and looks a resend up), the id of ``/cancel``, ``/clear`` and ``/resume`` is recorded
 with (or before) the command's effect, before its answer: a retry after a crash must never
 run the command twice (a ``/clear`` retried would clear the session the user started since).
 When the conversation has no session, the answer goes straight to the adapter's ``deliver()``;
