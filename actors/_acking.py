@@ -42,11 +42,14 @@ _PAGE = 1000
 
 @attrs.frozen
 class StoredDelivery:
-    """A delivery read back from the outbox: its durable ``status`` and the outbound a route
-    would be handed (blocks adapted to the bound route's capabilities)."""
+    """A delivery read back from the outbox: its durable ``status``, the outbound a route
+    would be handed (blocks adapted to the bound route's capabilities), and when it was
+    written (``created_at``: the store's clock, unix seconds; a replay says it, so a client
+    that began later can tell history from what was written while it was away)."""
 
     status: str
     outbound: Outbound
+    created_at: float | None = None
 
 
 def _conversation(channel: object, conversation_key: object) -> tuple[str, str]:
@@ -218,7 +221,8 @@ class AckingSupport:
             acking.rows_after, kinds=kinds, statuses=statuses, max_size=max_bytes),
             session_id, after_seq, limit)
         return [StoredDelivery(row.status, build_outbound(item_from_row(row), capabilities,
-                                                          attempt=row.attempts)[0])
+                                                          attempt=row.attempts)[0],
+                               row.created_at)
                 for row in rows]
 
     async def last_seq(self, session_id: str) -> int:

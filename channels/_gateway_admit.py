@@ -27,7 +27,8 @@ Catch-up (``after_seq`` given, later on): a session outside the plan whose row r
 connection live while it has none of that session (another device's ``/resume`` of an older
 one, a late reply there) has its earlier rows written first, as a replay writes them, each
 frame marked ``"catch_up": true`` (see :func:`catch_up`); a connection whose hello had no
-``after_seq`` is sent rows as they come.
+``after_seq`` is sent rows as they come. A replayed or caught-up frame says when its row was
+written (``created_at``), against the welcome's ``server_time`` (see :func:`replay`).
 """
 
 from __future__ import annotations
@@ -238,7 +239,12 @@ def _bound_here(gateway: GatewayChannel, session_id: str) -> bool:
 
 async def replay(gateway: GatewayChannel, conn: Connection,
                  plan: tuple[tuple[str, int], ...]) -> None:
-    """Catch *conn* up by *plan* (see the module docstring). Runs in its writer task."""
+    """Catch *conn* up by *plan* (see the module docstring). Runs in its writer task.
+    Each frame says when its row was written (``created_at``, the store's clock, as the
+    welcome's ``server_time``): a session switched to while the client was away comes from
+    its start, its history and what was written meanwhile (the switch's answer) alike, and a
+    client that shows no history (``tidings chat``) tells them apart by its first welcome's
+    ``server_time``. So do a catch-up's frames."""
     for session_id, after_seq in plan:
         replayed, requeued = await _write_rows(gateway, conn, session_id, after_seq)
         log.info("event=replayed connection=%d session=%s after_seq=%d rows=%d requeued=%d",
@@ -291,6 +297,8 @@ async def _write_rows(gateway: GatewayChannel, conn: Connection, session_id: str
             frame = delivery_frame(outbound)
             if before_seq is not None:  # said: history to a client that began after it
                 frame["catch_up"] = True
+            if row.created_at is not None:  # against the welcome's server_time (see replay)
+                frame["created_at"] = row.created_at
             text = encode(frame)
             size = encoded_size(text)
             if size > MAX_SERVER_FRAME_BYTES:  # deliver() fails such a row; one claimed

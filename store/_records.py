@@ -120,20 +120,24 @@ class OutboxRow:
     attempts: int
     size: int = 0
     """What a lane counts for it against its memory budget (:func:`held_size`)."""
+    created_at: float = 0.0
+    """When it was written (the store's clock): a replay tells a client (see
+    ``channels/_gateway_admit.py``)."""
 
     COLUMNS = ("delivery_id, session_id, seq, kind, channel, text, blocks, metadata, visible, "
-               "status, attempts")
+               "status, attempts, created_at")
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> OutboxRow:
         """The record of one outbox row as the store's queries select it (the store's own use)."""
         (delivery_id, session_id, seq, kind, channel, text, blocks, metadata, visible, status,
-         attempts) = row
+         attempts, created_at) = row
         decoded = frozen_json(blocks)
         lone_text = len(decoded) == 1 and decoded[0].get("type") == "text"
         return cls(delivery_id, session_id, seq, kind, channel, text, decoded,
                    frozen_json(metadata), bool(visible), status, attempts,
-                   held_size(text, blocks or "", metadata or "{}", lone_text=lone_text))
+                   held_size(text, blocks or "", metadata or "{}", lone_text=lone_text),
+                   created_at)
 
 
 @attrs.frozen

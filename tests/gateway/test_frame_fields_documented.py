@@ -13,8 +13,14 @@ from .conftest import TOKEN
 
 async def test_welcome_has_the_documented_fields_and_defaults(
         rt, serve_gateway, connect) -> None:
-    async with serve_gateway(rt) as (_gateway, url), connect(url, "fields") as client:
-        welcome = client.welcome
+    async with serve_gateway(rt) as (_gateway, url):
+        before = rt.store.clock()
+        async with connect(url, "fields") as client:
+            welcome = dict(client.welcome)
+        after = rt.store.clock()
+    server_time = welcome.pop("server_time")  # the store's clock, as a row's created_at
+    assert isinstance(server_time, float)
+    assert before <= server_time <= after
     assert welcome == {"type": "welcome", "protocol": 1, "conversation": "fields",
                        "session_id": client.session_id, "last_seq": 0, "heartbeat_s": 20,
                        "max_frame_bytes": 65536, "ack_window": 32, "rate": 20.0,
