@@ -160,9 +160,13 @@ class _State:
         # on a reconnect, raised to what it has seen there, except in the session its hello
         # names (see _had).
         self.printed: dict[str, int] = {}
-        # The sessions a catch-up is sending from their start that the chat had seen nothing
-        # of: their caught-up rows are history (see _history), until a row not caught up.
+        # The sessions a replay or catch-up is sending from their start that the chat had
+        # seen nothing of: their rows from before it began are history (see _history), until
+        # a row that is not.
         self.history: dict[str, None] = {}
+        # The first welcome's server_time: when the chat began, on the server's clock, which
+        # a replayed row's created_at is of (None from a gateway that does not say).
+        self.began: float | None = None
         # id -> the server's answer to that message; and the ids whose turn ended. The
         # :data:`_IDS_KEPT` latest only (see _remember).
         self.accepted: dict[str, str] = {}
@@ -296,7 +300,7 @@ async def _delivered(client: GatewayClient, state: _State, printer: _Printer,
     older than the welcome's session and every frame since."""
     session_id, seq = frame["session_id"], frame["seq"]
     caught_up = frame.get("catch_up") is True
-    if _history(state, session_id, caught_up):
+    if _history(state, session_id, _before_began(state, frame)):
         state.printed[session_id] = max(state.printed.get(session_id, 0), seq)
     elif seq > state.printed.get(session_id, 0):
         printer.frame(frame)
@@ -307,21 +311,42 @@ async def _delivered(client: GatewayClient, state: _State, printer: _Printer,
     await client.ack(frame["delivery_id"])
 
 
-def _history(state: _State, session_id: str, caught_up: bool) -> bool:
-    """Whether a delivery of *session_id* is history, not shown: a caught-up row of a session
-    the chat had seen nothing of until that catch-up began (the gateway sends a session from
-    its start ahead of its first row that reaches a reconnected connection live: a late reply
-    in a session another device left before the chat began, a ``/resume`` of an older one).
-    Those rows went out before the connection joined; a connection without ``after_seq``, as
-    the chat's first, is never sent them. The first row that is not caught up ends it (see
-    :attr:`_State.history`)."""
-    if not caught_up:
+def _history(state: _State, session_id: str, old: bool) -> bool:
+    """Whether a delivery of *session_id* is history, not shown: an *old* row (see
+    :func:`_before_began`) of a session the chat had seen nothing of until the gateway
+    began to send it from its start, after a reconnect: ahead of its first row that reaches
+    the connection live (a catch-up: a late reply in a session another device left before the
+    chat began, a ``/resume`` of an older one), or in the replay (a session another device
+    ``/resume``'d while the chat was away, history and news alike). A connection without
+    ``after_seq``, as the chat's first, is never sent them. The first row that is not old ends
+    it (see :attr:`_State.history`)."""
+    if not old:
         state.history.pop(session_id, None)
         return False
     if session_id in state.history or session_id not in state.seen:
         _remember(state.history, session_id, None)
         return True
     return False
+
+
+def _before_began(state: _State, frame: dict[str, Any]) -> bool:
+    """Whether a delivery *frame* is of a row written before the chat began: its
+    ``created_at`` (a replayed or caught-up row's) before the first welcome's
+    ``server_time``, both the server's clock. A row written while the chat was away is not,
+    the ``/resume`` answer that brought its session included. From a gateway that does not
+    say both (older than those fields), a caught-up row (``catch_up``) is taken for one."""
+    created_at, began = frame.get("created_at"), state.began
+    if _time(created_at) and began is not None:
+        return bool(created_at < began)
+    return frame.get("catch_up") is True
+
+
+def _time(value: Any) -> bool:
+    """Whether *value* is a time on the wire: an int (not a bool: any size, compared exactly)
+    or a finite float."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 _SWITCHES = ("new", "resume")
@@ -760,6 +785,8 @@ async def _connect(options: ChatOptions, lines: trio.MemoryReceiveChannel[_Line]
                 welcome = client.welcome
                 if state.session_id is None:
                     state.seen[welcome["session_id"]] = _history_seq(welcome)
+                    began = welcome.get("server_time")
+                    state.began = began if _time(began) else None
                     say(err, f"tidings chat: {options.url}, conversation "
                               f"{options.conversation}; /help for commands; end of input "
                               "(Ctrl-D) quits.")

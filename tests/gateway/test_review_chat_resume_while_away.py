@@ -6,7 +6,9 @@ replayed row does, and the chat prints them before the ``/resume`` answer, as if
 
 Unlike the catch-up (its frames say ``"catch_up": true``, see test_catch_up_marked.py), such a
 replay mixes history with news written while the chat was away (the answer itself, replies
-after it), and nothing on the wire tells where one ends: open (see the strict xfail).
+after it). A replayed frame now says when its row was written (``created_at``), and the
+welcome the server's time (``server_time``): the chat shows none of a session it never saw
+written before its first welcome, and the ``/resume`` answer, written after.
 
 A real gateway (real time, as test_chat_client_history_kept_out.py)."""
 
@@ -16,7 +18,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import pytest
 import trio
 
 from tidings.supervisor import _chat_ws
@@ -56,11 +57,6 @@ class _HeldBack(WrappingConnector):
             yield client
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (H100): a reconnect's replay of a session another device resumed while the chat "
-    "was away, which it never saw, brings that session's history; the wire cannot tell it "
-    "from news written meanwhile (a design: replayed rows' created_at against the first "
-    "welcome's time)"))
 async def test_a_session_resumed_while_the_chat_was_away_brings_no_history(
         rt, serve_gateway, connect, is_frame, monkeypatch) -> None:
     monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)

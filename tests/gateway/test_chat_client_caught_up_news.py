@@ -1,0 +1,91 @@
+"""``tidings chat --url`` shows no history from before it began, but what was written while it
+was away it shows, also in a session it never saw that the gateway catches it up on later
+(``catch_up``): a late reply in a session another device's ``/new`` left before the chat began,
+written while the chat was away, comes when another device ``/resume``s that session, among its
+earlier rows. The chat took every caught-up row of a session it had seen nothing of for history:
+that reply was acked and never shown. A caught-up frame says when its row was written
+(``created_at``), the first welcome the server's time (``server_time``): only the rows before it
+are history. A caught-up row is still never followed (see test_review_chat_catch_up_history.py).
+
+A real gateway (real time, as test_review_chat_resume_while_away.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from tidings.supervisor import _chat_ws
+from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
+
+from .chat_doubles import HeldAgent, WrappingConnector
+from .conftest import TOKEN, Transcript
+
+CONVERSATION = "news"
+
+
+class _HeldBack(WrappingConnector):
+    """The first connection is closed by the server once welcomed; the reconnect waits for
+    :attr:`go`."""
+
+    def __init__(self, gateway: Any) -> None:
+        self.gateway = gateway
+        self.connects = 0
+        self.dropped = trio.Event()
+        self.go = trio.Event()
+        self.welcomed = trio.Event()
+
+    @asynccontextmanager
+    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        self.connects += 1
+        if self.connects > 1:
+            await self.go.wait()
+        async with super().connect(*args, **kwargs) as client:
+            if self.connects == 1:
+                hub = self.gateway.hubs[self.gateway.conversation_named(CONVERSATION).key]
+                for conn in hub.connections:
+                    if conn.client == "tidings-chat":
+                        conn.kill(4009, "too slow")
+                self.dropped.set()
+            else:
+                self.welcomed.set()
+            yield client
+
+
+async def test_a_caught_up_reply_written_while_the_chat_was_away_is_shown(
+        rt, serve_gateway, connect, is_frame, monkeypatch) -> None:
+    monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
+    agent = HeldAgent("slow")
+    out, err = Transcript(), Transcript()
+    async with serve_gateway(rt, agent=agent) as (gateway, url):
+        connector = _HeldBack(gateway)
+        monkeypatch.setattr(_chat_ws, "GatewayClient", connector)
+        with trio.fail_after(20):  # real time
+            async with connect(url, CONVERSATION) as other:
+                await other.message("earlier", message_id="o1")
+                [*_, reply] = await other.receive_until(is_frame("delivery", kind="message"))
+                old = reply["session_id"]
+                await other.message("slow", message_id="o2")
+                await other.receive_until(is_frame("lifecycle", event="started",
+                                                   message_id="o2"))
+                await other.message("/new", message_id="o3")  # left, its turn running on
+                await other.receive_until(is_frame("delivery", command="new"))
+
+                async def lines() -> AsyncIterator[str]:
+                    await connector.dropped.wait()
+                    agent.release.set()  # the late reply, written while the chat is away
+                    await other.receive_until(is_frame("delivery", text="slow"))
+                    connector.go.set()
+                    await connector.welcomed.wait()
+                    await other.message(f"/resume {old}", message_id="o4")
+                    await out.wait_for(lambda line: line.startswith("* Resumed"))
+                    yield "bye\n"
+                    await out.wait_for(lambda line: line == "bye")
+
+                options = ChatOptions(url=url, token=TOKEN, conversation=CONVERSATION,
+                                      interactive=True)
+                code = await chat_over_websocket(options, lines(), out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().splitlines() == ["slow", f"* Resumed session {old}.", "bye"]
