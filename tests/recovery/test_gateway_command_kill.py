@@ -35,6 +35,7 @@ TOKEN = "kill-token"
 NEW_SESSION = "Started a new session."
 CLEARED = "Cleared. Your next message starts a new session."
 NOTHING_TO_CANCEL = "Nothing to cancel."
+CANCELLED = "Cancelled the running request."
 NO_SUCH_SESSION = "This conversation has no such session."
 RESUMED = "Resumed session {first}."
 
@@ -42,7 +43,7 @@ _CHILD = r"""
 import sys
 import trio
 import tidings
-from tidings.channels import GatewayChannel, GatewayConfig
+from tidings.channels import EchoAgent, GatewayChannel, GatewayConfig
 
 db, workspace, point, token = sys.argv[1:]
 
@@ -69,9 +70,17 @@ class KillPoint(GatewayChannel):
             await trio.sleep_forever()
 
 
+class Holding(EchoAgent):
+    # A message 'hold' runs until it is cancelled (a turn for /cancel to stop).
+    async def run(self, turn):
+        if turn.text == "hold":
+            await trio.sleep_forever()
+        await super().run(turn)
+
+
 async def main():
     async with tidings.open_runtime(db, workspace=workspace) as rt:
-        gateway = KillPoint(rt, GatewayConfig(token=token, port=0))
+        gateway = KillPoint(rt, GatewayConfig(token=token, port=0), agent=Holding())
         async with gateway.serving() as port:
             print("port", port, flush=True)
             await trio.sleep_forever()
@@ -116,7 +125,7 @@ async def _exchange(client: GatewayClient, text: str, message_id: str,
         while not (accepted and answered):
             frame = await _receive(client, frames)
             accepted = accepted or (frame["type"] == "accepted" and frame["id"] == message_id)
-            answered = answered or frame["type"] in ("delivery", "notice")
+            answered = answered or text == "hold" or frame["type"] in ("delivery", "notice")
 
 
 async def _receive(client: GatewayClient, frames: list[dict[str, Any]]) -> dict[str, Any]:
@@ -155,12 +164,23 @@ async def _until(client: GatewayClient, frames: list[dict[str, Any]], done: Any)
     pytest.param(["hello"], "/cancel", "before", NOTHING_TO_CANCEL, id="cancel-before"),
     pytest.param(["hello"], "/cancel", "written", NOTHING_TO_CANCEL, id="cancel-written"),
     pytest.param(["hello"], "/cancel", "after", NOTHING_TO_CANCEL, id="cancel-after"),
+    pytest.param(["hold"], "/cancel", "before", CANCELLED, id="cancel-running-before"),
+    pytest.param(["hold"], "/cancel", "written", CANCELLED, id="cancel-running-written"),
+    pytest.param(["hold"], "/cancel", "after", CANCELLED, id="cancel-running-after"),
     pytest.param(["hello", "/new"], "/resume {first}", "before", RESUMED, id="resume-before"),
     pytest.param(["hello", "/new"], "/resume {first}", "written", RESUMED,
                  id="resume-written"),
     pytest.param(["hello", "/new"], "/resume {first}", "after", RESUMED, id="resume-after"),
     pytest.param(["hello"], "/resume sess_nope", "before", NO_SUCH_SESSION,
                  id="resume-refused-before"),
+    # No session when it comes (a /clear before it): /new and a /resume that is not refused
+    # answer in the session they bind.
+    pytest.param(["/clear"], "/new", "before", NEW_SESSION, id="cleared-new-before"),
+    pytest.param(["/clear"], "/new", "written", NEW_SESSION, id="cleared-new-written"),
+    pytest.param(["hello", "/new", "/clear"], "/resume {first}", "before", RESUMED,
+                 id="cleared-resume-before"),
+    pytest.param(["hello", "/new", "/clear"], "/resume {first}", "written", RESUMED,
+                 id="cleared-resume-written"),
     pytest.param(["/clear"], "/clear", "received", CLEARED, id="direct-clear-received"),
     pytest.param(["/clear"], "/clear", "before", CLEARED, id="direct-clear-before"),
     pytest.param(["/clear"], "/cancel", "before", NOTHING_TO_CANCEL,
