@@ -16,27 +16,22 @@ import pathlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import trio
 
 from tidings.actors._artifacts import (
     ArtifactRef,
     ResolvedSource,
-    check_file_name,
     check_source_type,
     names_own_directory,
     resolve_source,
 )
 from tidings.actors._blocks import (
-    BLOCK_TYPES,
     MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_JSON_BYTES,
     MEDIA_TYPES,
     ContentBlock,
-    ControlBlock,
     MediaBlock,
     TextBlock,
-    check_capped_text,
     check_json_object,
     check_message_text,
     check_text,
@@ -52,6 +47,12 @@ from tidings.actors._policy import (
     check_mode_allows,
     resolve_policy,
 )
+from tidings.actors._sdk_parts import (
+    MediaPart,
+    check_media,
+    normalize_blocks,
+    shows_its_own_text,
+)
 from tidings.actors._status import MAX_IDS_PER_CALL, check_id_list
 from tidings.errors import ValidationError
 
@@ -61,26 +62,6 @@ if TYPE_CHECKING:
 __all__ = ["OutputSDK"]
 
 Source = str | os.PathLike[str] | ArtifactRef
-
-
-@attrs.define(slots=True)
-class _Media:
-    """A media block before its path is resolved. ``field`` names its source in errors
-    (``source`` for ``send_image(...)``, ``blocks[i].source`` for ``send([...])``) and
-    ``prefix`` its other fields (``""`` or ``blocks[i].``); ``name`` is a ready-made block's
-    name, kept over the file's own. ``metadata`` is its artifact record's, set by
-    :func:`_check_media`: its ``ArtifactRef``'s and then its own, as JSON writes them."""
-
-    type: str
-    source: Any
-    caption: str | None
-    media_type: str | None
-    summary: str | None
-    artifact_metadata: Mapping[str, Any] | None
-    field: str = "source"
-    prefix: str = ""
-    name: str | None = None
-    metadata: dict[str, Any] = attrs.field(factory=dict)
 
 
 class OutputSDK:
@@ -192,7 +173,7 @@ class OutputSDK:
         blocks, ``delivery_metadata``, the artifacts' metadata) is a ``ValidationError``
         naming ``blocks``, with nothing written.
         """
-        parts = _normalize_blocks(blocks)
+        parts = normalize_blocks(blocks)
         if kind not in KINDS:
             raise ValidationError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
         check_flag("write_history", write_history, optional=True)
@@ -225,7 +206,7 @@ class OutputSDK:
         if unknown:
             raise TypeError(f"send_{block_type}() got unexpected keyword(s): "
                             f"{', '.join(sorted(unknown))}")
-        media = _Media(block_type, source, caption, media_type, summary, artifact_metadata)
+        media = MediaPart(block_type, source, caption, media_type, summary, artifact_metadata)
         return await self._submit([media], kind="message", **controls)
 
     async def _status(self, kind: str, text: str, visible: bool,
@@ -241,7 +222,7 @@ class OutputSDK:
                                    delivery_metadata=delivery_metadata,
                                    idempotency_key=idempotency_key)
 
-    async def _submit(self, parts: Sequence[ContentBlock | _Media], *, kind: str,
+    async def _submit(self, parts: Sequence[ContentBlock | MediaPart], *, kind: str,
                       write_history: bool | None = None, history_policy: str | None = None,
                       visible: bool = True, history_text: str | None = None,
                       failure_history_text: str | None = None,
@@ -276,14 +257,14 @@ class OutputSDK:
                 raise ValidationError("idempotency_key", f"is {len(idempotency_key)} "
                                       f"characters, over the limit of {MAX_IDEMPOTENCY_KEY_CHARS}"
                                       " (MAX_IDEMPOTENCY_KEY_CHARS); use an id or a hash")
-        media = [part for part in parts if isinstance(part, _Media) or part.type in MEDIA_TYPES]
+        media = [part for part in parts if isinstance(part, MediaPart) or part.type in MEDIA_TYPES]
         # Non-text: any media, or no text at all (a control-only send would write "" history).
         non_text = bool(media) or not any(isinstance(part, TextBlock) for part in parts)
         if non_text and policy != "transient" and history_text is None:
             raise ValidationError("history_text", "a non-text send that writes history must "
                                                   "give history_text (the host never invents it)")
         if history_text is not None and policy == "transient" and not any(
-                not _shows_its_own_text(part) for part in media):
+                not shows_its_own_text(part) for part in media):
             # No row to write it to, and no media block to show it as a fallback (one with a
             # caption or summary shows that): it would be dropped without a word (as
             # failure_history_text is refused, above).
@@ -305,8 +286,8 @@ class OutputSDK:
                                   "visible reply or a notice, or drop them on purpose with "
                                   "rt.release_inbound")
         for part in parts:
-            if isinstance(part, _Media):
-                _check_media(part)
+            if isinstance(part, MediaPart):
+                check_media(part)
         turn.check_open()
         # 3. paths
         if media:
@@ -332,16 +313,16 @@ class OutputSDK:
         # may not have this row written after its end (a next serial turn may have begun).
         return await turn.runtime.pipeline.enqueue(request, check=turn.check_open)
 
-    async def _resolve(self, parts: Sequence[ContentBlock | _Media], history_text: str | None
+    async def _resolve(self, parts: Sequence[ContentBlock | MediaPart], history_text: str | None
                        ) -> tuple[tuple[ContentBlock, ...], list[ArtifactRecord]]:
-        if not any(isinstance(part, _Media) for part in parts):
+        if not any(isinstance(part, MediaPart) for part in parts):
             return tuple(parts), []  # type: ignore[arg-type]
         turn = self._turn
         workspace = turn.runtime.workspace
         root = (turn.runtime.artifact_root_for(turn.session_id)
                 if names_own_directory(turn.session_id) else None)
         sources = [(part.source, part.field, part.name) for part in parts
-                   if isinstance(part, _Media)]
+                   if isinstance(part, MediaPart)]
         # Abandoned on a cancel: the checks only read (resolve, stat) and their result is
         # dropped, so a file system that hangs (a dead network mount) cannot hold a cancelled
         # turn (a stop, a /clear, a timeout) until it answers, if ever.
@@ -356,7 +337,7 @@ class OutputSDK:
         # summary shows it, the others their file names (not the same words once a block).
         spare = history_text
         for part in parts:
-            if not isinstance(part, _Media):
+            if not isinstance(part, MediaPart):
                 blocks.append(part)
                 continue
             source = next(found)  # named part.name, if it has one
@@ -388,139 +369,3 @@ def _resolve_all(sources: list[tuple[Any, str, str | None]], workspace: pathlib.
                            artifacts=artifacts, databases=databases, private=private,
                            name=name)
             for source, field, name in sources]
-
-
-def _shows_its_own_text(part: ContentBlock | _Media) -> bool:
-    """Whether a media part's text fallback is its caption or its summary (its
-    ``ArtifactRef``'s), as :meth:`OutputSDK._resolve` picks it, not the send's
-    ``history_text``."""
-    if not isinstance(part, _Media):
-        return True
-    ref = part.source if isinstance(part.source, ArtifactRef) else None
-    summary = part.summary if part.summary is not None else (ref.summary if ref else None)
-    return any(isinstance(text, str) and text for text in (part.caption, summary))
-
-
-def _check_media(part: _Media) -> None:
-    """The presentation of one media part, its ``ArtifactRef``'s included: what is written
-    with the delivery (its source string or URL included) must be strings (of at most
-    ``MAX_TEXT_BYTES``) and JSON (of at most ``MAX_JSON_BYTES``), refused here
-    by field rather than failing half-way through building the write."""
-    prefix = part.prefix
-    own = check_json_object(part.artifact_metadata, prefix + "artifact_metadata",
-                            max_bytes=MAX_JSON_BYTES)
-    for value, name in ((part.caption, "caption"), (part.summary, "summary"),
-                        (part.media_type, "media_type")):
-        if value is not None:
-            check_capped_text(value, prefix + name)
-    ref = part.source
-    if isinstance(ref, str):  # a URL (or a path) is stored and sent as it is: capped as text
-        check_text_size(ref, part.field)  # (its Unicode is the path rules' to refuse)
-    if isinstance(ref, ArtifactRef):
-        if isinstance(ref.url, str):
-            check_text_size(ref.url, f"{part.field}.url")
-        for value, name in ((ref.name, "name"), (ref.summary, "summary"),
-                            (ref.media_type, "media_type")):
-            if value is not None:
-                check_capped_text(value, f"{part.field}.{name}")
-        if ref.name:
-            check_file_name(f"{part.field}.name", ref.name)
-        # Merged as written (``1`` and ``"1"`` are one key: the send's wins), from the
-        # checked copies, not the caller's mappings as they are after the send's awaits.
-        part.metadata = check_json_object(ref.metadata, f"{part.field}.metadata",
-                                          max_bytes=MAX_JSON_BYTES)
-    part.metadata.update(own)
-
-
-def _normalize_blocks(blocks: Any) -> list[ContentBlock | _Media]:
-    items = list(blocks) if isinstance(blocks, list | tuple) else [blocks]
-    if not items:
-        raise ValidationError("blocks", "at least one block is needed")
-    for index, item in enumerate(items):  # every block's type before any block's values
-        _check_block_type(item, f"blocks[{index}]")
-    return [_normalize_block(item, f"blocks[{index}]") for index, item in enumerate(items)]
-
-
-def _check_block_type(block: Any, field: str) -> None:
-    """``TypeError`` for a block that is not a block, a string or a mapping, for a media
-    mapping's source of the wrong type (a raw artifact dict), a ready-made media block's
-    ``location`` (its source) and a text or ``action`` that is not a string: the types come
-    first, so an earlier block's value rule (an empty text) cannot hide a later one's type
-    error."""
-    if isinstance(block, Mapping):
-        kind = block.get("type")
-        if kind in MEDIA_TYPES and block.get("source") is not None:
-            check_source_type(block["source"], f"{field}.source")
-        elif kind in ("text", "control"):
-            name = "text" if kind == "text" else "action"
-            _check_str(block.get(name), f"{field}.{name}")
-    elif isinstance(block, TextBlock):
-        _check_str(block.text, f"{field}.text")
-    elif isinstance(block, ControlBlock):
-        _check_str(block.action, f"{field}.action")
-    elif isinstance(block, MediaBlock):
-        _check_str(block.location, f"{field}.location")
-    elif not isinstance(block, str):
-        raise TypeError(f"{field}: expected a content block, a string or a block-shaped "
-                        f"mapping, got {type(block).__name__}")
-
-
-def _check_str(value: object, field: str) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"{field}: expected str, got {type(value).__name__}")
-
-
-def _normalize_block(block: Any, field: str) -> ContentBlock | _Media:
-    if isinstance(block, str):
-        return TextBlock(check_message_text(block, f"{field}.text"))
-    if isinstance(block, TextBlock):
-        check_message_text(block.text, f"{field}.text")
-        return block
-    if isinstance(block, ControlBlock):  # the same checks as a control mapping
-        check_message_text(block.action, f"{field}.action")
-        # Its data as written (``1`` as ``"1"``), as a mapping's and a restart's read-back
-        # are, not the caller's objects: what the route gets live is what it gets later.
-        return ControlBlock(block.action, check_json_object(block.data, f"{field}.data",
-                                                            max_bytes=MAX_JSON_BYTES))
-    if isinstance(block, MediaBlock):
-        return _ready_made_media(block, field)
-    assert isinstance(block, Mapping)  # anything else: _check_block_type
-    kind = block.get("type")
-    if kind not in BLOCK_TYPES:
-        raise ValidationError(f"{field}.type", f"must be one of {', '.join(BLOCK_TYPES)}, "
-                                               f"got {kind!r}")
-    allowed = {"text": {"type", "text"}, "control": {"type", "action", "data"}}.get(
-        kind, {"type", "source", "caption", "media_type", "summary", "artifact_metadata"})
-    extra = set(block) - allowed
-    if extra:
-        raise ValidationError(f"{field}.{sorted(extra)[0]}", f"not a field of a {kind} block")
-    if kind == "text":
-        check_message_text(block.get("text"), f"{field}.text")
-        return TextBlock(block["text"])
-    if kind == "control":
-        check_message_text(block.get("action"), f"{field}.action")  # the block's only content
-        data = check_json_object(block.get("data"), f"{field}.data", max_bytes=MAX_JSON_BYTES)
-        return ControlBlock(block["action"], data)
-    source = block.get("source")
-    if source is None:
-        raise ValidationError(f"{field}.source", f"a {kind} block needs a source")
-    return _Media(kind, source, block.get("caption"), block.get("media_type"),
-                  block.get("summary"), block.get("artifact_metadata"), f"{field}.source",
-                  f"{field}.")
-
-
-def _ready_made_media(block: MediaBlock, field: str) -> _Media:
-    """A ready-made :class:`MediaBlock` is a source like any other: its ``location`` obeys the
-    same root rules and gets its own artifact record (its ``fallback``, ``source_kind`` and
-    ``artifact_id`` are worked out again, never trusted), so a block cannot carry a path out
-    of the workspace or the artifact root."""
-    if block.type not in MEDIA_TYPES:
-        raise ValidationError(f"{field}.type", f"must be one of {', '.join(MEDIA_TYPES)}, "
-                                               f"got {block.type!r}")
-    check_text(block.location, f"{field}.location")
-    if block.name is not None:
-        check_capped_text(block.name, f"{field}.name")
-        if block.name:
-            check_file_name(f"{field}.name", block.name)
-    return _Media(block.type, block.location, block.caption, block.media_type, block.summary,
-                  None, f"{field}.location", f"{field}.", block.name or None)
