@@ -272,7 +272,9 @@ async def _write_rows(gateway: GatewayChannel, conn: Connection, session_id: str
                       after_seq: int, *, before_seq: int | None = None) -> tuple[int, int]:
     """Write *session_id*'s message and notice rows after *after_seq* (and before
     *before_seq*, if given) that a replay sends, in seq order; hand its ``unrouted`` ones back
-    to its lane. How many were written, and handed back."""
+    to its lane. How many were written, and handed back. A frame its marks (``catch_up``,
+    ``created_at``: optional fields) would push over ``MAX_SERVER_FRAME_BYTES`` goes without
+    them, as it went live: a row delivered live is never skipped here for them."""
     rt = gateway.runtime
     page = gateway.settings.replay_page
     key = conn.conversation.key
@@ -295,12 +297,16 @@ async def _write_rows(gateway: GatewayChannel, conn: Connection, session_id: str
                 requeue.append(outbound.delivery_id)
                 continue
             frame = delivery_frame(outbound)
+            marks: dict[str, object] = {}
             if before_seq is not None:  # said: history to a client that began after it
-                frame["catch_up"] = True
+                marks["catch_up"] = True
             if row.created_at is not None:  # against the welcome's server_time (see replay)
-                frame["created_at"] = row.created_at
-            text = encode(frame)
+                marks["created_at"] = row.created_at
+            text = encode({**frame, **marks})
             size = encoded_size(text)
+            if size > MAX_SERVER_FRAME_BYTES and marks:  # optional: a row that went out live
+                text = encode(frame)  # within the limit is sent as it went, not skipped
+                size = encoded_size(text)
             if size > MAX_SERVER_FRAME_BYTES:  # deliver() fails such a row; one claimed
                 log.warning("event=replay_skipped connection=%d delivery=%s bytes=%d "
                             "reason=frame_too_big", conn.id, outbound.delivery_id, size)
