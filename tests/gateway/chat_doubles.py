@@ -12,7 +12,7 @@ import trio
 
 from tidings.channels import GatewayClient
 
-__all__ = ["ClientWrapper", "HeldAgent", "WrappingConnector"]
+__all__ = ["ClientWrapper", "HeldAgent", "HeldBackConnector", "WrappingConnector"]
 
 
 class HeldAgent:
@@ -61,3 +61,32 @@ class WrappingConnector:
     async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         async with GatewayClient.connect(*args, **kwargs) as client:
             yield self.wrapper(client, self)
+
+
+class HeldBackConnector(WrappingConnector):
+    """The chat's first connection is closed by the server once welcomed (as too slow); the
+    reconnect waits for :attr:`go`, so a test can act while the chat is away."""
+
+    def __init__(self, gateway: Any, conversation: str) -> None:
+        self.gateway = gateway
+        self.conversation = conversation
+        self.connects = 0
+        self.dropped = trio.Event()
+        self.go = trio.Event()
+        self.welcomed = trio.Event()
+
+    @asynccontextmanager
+    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        self.connects += 1
+        if self.connects > 1:
+            await self.go.wait()
+        async with super().connect(*args, **kwargs) as client:
+            if self.connects == 1:
+                hub = self.gateway.hubs[self.gateway.conversation_named(self.conversation).key]
+                for conn in hub.connections:
+                    if conn.client == "tidings-chat":
+                        conn.kill(4009, "too slow")
+                self.dropped.set()
+            else:
+                self.welcomed.set()
+            yield client

@@ -12,46 +12,16 @@ A real gateway (real time, as test_review_chat_resume_while_away.py)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import trio
 
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
-from .chat_doubles import HeldAgent, WrappingConnector
+from .chat_doubles import HeldAgent, HeldBackConnector
 from .conftest import TOKEN, Transcript
 
 CONVERSATION = "news"
-
-
-class _HeldBack(WrappingConnector):
-    """The first connection is closed by the server once welcomed; the reconnect waits for
-    :attr:`go`."""
-
-    def __init__(self, gateway: Any) -> None:
-        self.gateway = gateway
-        self.connects = 0
-        self.dropped = trio.Event()
-        self.go = trio.Event()
-        self.welcomed = trio.Event()
-
-    @asynccontextmanager
-    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        self.connects += 1
-        if self.connects > 1:
-            await self.go.wait()
-        async with super().connect(*args, **kwargs) as client:
-            if self.connects == 1:
-                hub = self.gateway.hubs[self.gateway.conversation_named(CONVERSATION).key]
-                for conn in hub.connections:
-                    if conn.client == "tidings-chat":
-                        conn.kill(4009, "too slow")
-                self.dropped.set()
-            else:
-                self.welcomed.set()
-            yield client
 
 
 async def test_a_caught_up_reply_written_while_the_chat_was_away_is_shown(
@@ -60,7 +30,7 @@ async def test_a_caught_up_reply_written_while_the_chat_was_away_is_shown(
     agent = HeldAgent("slow")
     out, err = Transcript(), Transcript()
     async with serve_gateway(rt, agent=agent) as (gateway, url):
-        connector = _HeldBack(gateway)
+        connector = HeldBackConnector(gateway, CONVERSATION)
         monkeypatch.setattr(_chat_ws, "GatewayClient", connector)
         with trio.fail_after(20):  # real time
             async with connect(url, CONVERSATION) as other:

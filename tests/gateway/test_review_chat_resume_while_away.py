@@ -15,46 +15,16 @@ A real gateway (real time, as test_chat_client_history_kept_out.py)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import trio
 
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
-from .chat_doubles import WrappingConnector
+from .chat_doubles import HeldBackConnector
 from .conftest import TOKEN, Transcript
 
 CONVERSATION = "away"
-
-
-class _HeldBack(WrappingConnector):
-    """The first connection is closed by the server once welcomed; the reconnect waits for
-    :attr:`go`."""
-
-    def __init__(self, gateway: Any) -> None:
-        self.gateway = gateway
-        self.connects = 0
-        self.dropped = trio.Event()
-        self.go = trio.Event()
-        self.welcomed = trio.Event()
-
-    @asynccontextmanager
-    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        self.connects += 1
-        if self.connects > 1:
-            await self.go.wait()
-        async with super().connect(*args, **kwargs) as client:
-            if self.connects == 1:
-                hub = self.gateway.hubs[self.gateway.conversation_named(CONVERSATION).key]
-                for conn in hub.connections:
-                    if conn.client == "tidings-chat":
-                        conn.kill(4009, "too slow")
-                self.dropped.set()
-            else:
-                self.welcomed.set()
-            yield client
 
 
 async def test_a_session_resumed_while_the_chat_was_away_brings_no_history(
@@ -62,7 +32,7 @@ async def test_a_session_resumed_while_the_chat_was_away_brings_no_history(
     monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
     out, err = Transcript(), Transcript()
     async with serve_gateway(rt) as (gateway, url):
-        connector = _HeldBack(gateway)
+        connector = HeldBackConnector(gateway, CONVERSATION)
         monkeypatch.setattr(_chat_ws, "GatewayClient", connector)
         with trio.fail_after(20):  # real time
             async with connect(url, CONVERSATION) as other:
