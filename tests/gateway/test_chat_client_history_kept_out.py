@@ -19,7 +19,7 @@ import trio
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
-from .chat_doubles import WrappingConnector
+from .chat_doubles import HeldBackConnector, WrappingConnector
 from .conftest import TOKEN, Transcript
 
 CONVERSATION = "history"
@@ -91,28 +91,6 @@ async def test_the_history_of_the_session_the_chat_began_in_is_not_shown_after_a
     assert out.getvalue().splitlines() == ["* Started a new session.", "late", "bye"]
 
 
-class _DropsFirst(WrappingConnector):
-    """The first connection is closed by the server as soon as it is welcomed, before the
-    chat read anything of it."""
-
-    def __init__(self, gateway: Any) -> None:
-        self.gateway = gateway
-        self.connects = 0
-        self.welcomed = trio.Event()
-
-    @asynccontextmanager
-    async def connect(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        self.connects += 1
-        async with super().connect(*args, **kwargs) as client:
-            if self.connects == 1:
-                hub = self.gateway.hubs[self.gateway.conversation_named(CONVERSATION).key]
-                for conn in hub.connections:
-                    conn.kill(4009, "too slow")
-            else:
-                self.welcomed.set()
-            yield client
-
-
 async def test_a_row_still_queued_when_the_first_connection_dropped_is_shown(
         rt, serve_gateway, connect, monkeypatch) -> None:
     # Written while nobody was connected, the rows wait in the outbox: the first connection
@@ -122,7 +100,10 @@ async def test_a_row_still_queued_when_the_first_connection_dropped_is_shown(
     monkeypatch.setattr(_chat_ws, "_BACKOFF", 0.0)
     out, err = Transcript(), Transcript()
     async with serve_gateway(rt) as (gateway, url):
-        drops = _DropsFirst(gateway)
+        # The first connection is closed by the server once welcomed, before the chat read
+        # anything of it; the reconnect is not held back.
+        drops = HeldBackConnector(gateway, CONVERSATION)
+        drops.go.set()
         monkeypatch.setattr(_chat_ws, "GatewayClient", drops)
         with trio.fail_after(20):  # real time
             async with connect(url, CONVERSATION) as before:
