@@ -204,8 +204,8 @@ def hold_command_answer(inbound_id: str, *, core_id: str, channel: str, conversa
             if held_in is None:
                 if owe_direct and message_id is not None:
                     text = notice if isinstance(notice, str) else notice(conn)
-                    owe_direct_answer(core_id, channel, conversation_key, message_id,
-                                      text=text, command=command, claimant=claimant).fn(conn)
+                    owe_direct_answer(conn, core_id, channel, conversation_key, message_id,
+                                      text=text, command=command, claimant=claimant)
                 return None
         text = notice if isinstance(notice, str) else notice(conn)
         held = conn.execute(_HOLD_ANSWER_SQL, (
@@ -253,18 +253,18 @@ _ID_RECORD = "core_id = ? AND channel = ? AND conversation_key = ? AND client_id
 """The record of one message id (``client_messages``), by its primary key."""
 
 
-def owe_direct_answer(core_id: str, channel: str, conversation_key: str, message_id: str, *,
-                      text: str, command: str, claimant: str) -> Call:
-    """A :class:`Call` op recording on the record of *message_id* (written before it, in its
-    transaction) that its command (*command*) owes the direct answer *text*, to be sent by
-    the process *claimant* (schema v8). Result: True if the record exists (it was written)."""
-    def run(conn: sqlite3.Connection) -> bool:
-        cursor = conn.execute(
-            f"UPDATE client_messages SET answer = ?, answer_command = ?, answer_claimant = ? "
-            f"WHERE {_ID_RECORD}", (text, command, claimant, core_id, channel,
-                                    conversation_key, message_id))
-        return cursor.rowcount == 1
-    return Call(run)
+def owe_direct_answer(conn: sqlite3.Connection, core_id: str, channel: str,
+                      conversation_key: str, message_id: str, *, text: str, command: str,
+                      claimant: str) -> bool:
+    """Record, in the write transaction on *conn*, on the record of *message_id* (written
+    earlier in it) that its command (*command*) owes the direct answer *text*, to be sent by
+    the process *claimant* (schema v8). True if the record exists (it was written). Run by
+    :func:`hold_command_answer` when the conversation has no session to hold it in."""
+    cursor = conn.execute(
+        f"UPDATE client_messages SET answer = ?, answer_command = ?, answer_claimant = ? "
+        f"WHERE {_ID_RECORD}", (text, command, claimant, core_id, channel, conversation_key,
+                                message_id))
+    return cursor.rowcount == 1
 
 
 def owed_direct_answer(conn: sqlite3.Connection, core_id: str, channel: str,
