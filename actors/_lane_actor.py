@@ -154,6 +154,9 @@ class LaneWorker:
             if lane.overflow and not dispatcher.stopping:
                 await self._refill(lane)
                 continue
+            if lane.moved_on:  # an abandon cut off left them (Dispatcher.settle_moved_on)
+                await dispatcher.settle_moved_on(lane)
+                continue
             if dispatcher.stopping:
                 return
             message = await self._park(lane, mailbox)
@@ -393,6 +396,9 @@ class LaneWorker:
                 return
             if lane.unflushed:
                 await self._flush(lane)
+                continue
+            if lane.moved_on:  # unacked rows that ended: they hold room in the window
+                await self.dispatcher.settle_moved_on(lane)
                 continue
             lane.waiting = True  # stop() may end the wait at once
             try:

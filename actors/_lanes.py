@@ -71,10 +71,10 @@ class Lane:
     """The dispatch state of one session; it outlives crashes of its actor."""
 
     __slots__ = ("backlog", "claimed", "committing", "current", "cursor", "delivering",
-                 "flushing", "held", "holding", "idle_since", "kicks", "max_seen", "name",
-                 "overflow", "parked", "posted", "queued_bytes", "reflush", "reread", "reserved",
-                 "rewind", "scope", "session_id", "taking", "unacked", "unacked_bytes", "unclaimed",
-                 "unflushed", "unrouting", "waiting", "window")
+                 "flushing", "held", "holding", "idle_since", "kicks", "max_seen", "moved_on",
+                 "name", "overflow", "parked", "posted", "queued_bytes", "reflush", "reread",
+                 "reserved", "rewind", "scope", "session_id", "taking", "unacked",
+                 "unacked_bytes", "unclaimed", "unflushed", "unrouting", "waiting", "window")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -105,6 +105,8 @@ class Lane:
         self.parked: trio.CancelScope | None = None  # around that wait: cancel it to nudge
         self.unacked: dict[str, DeliveryItem] = {}  # delivered to an acking route, not acked
         self.unacked_bytes = 0                # the sizes of those (held until acked)
+        self.moved_on: list[DeliveryItem] = []  # unacked rows someone else ended: resolve
+                                              # from the store (the lane, or an abandon)
         self.window = trio.Event()            # set when an ack frees room in the window
         self.waiting = False                  # waiting for ack-window room or a hold's end
         self.holding: trio.CancelScope | None = None  # a claimed row's wait for a hold's end
@@ -480,7 +482,8 @@ class Dispatcher:
         unacked once it returns (a later call makes it ``unknown``). An unacked row someone
         else moved first (an operator's ``failed``, an ack whose answer was lost) leaves the
         lane too, its handle resolved as the store says it ended: left unacked and
-        unresolved, its ``wait()`` ended only at stop. Always a checkpoint.
+        unresolved, its ``wait()`` ended only at stop. A call cut off once its write was
+        handed over leaves that to the lane (the write may still commit). Always a checkpoint.
         Raises :class:`ValidationError` naming ``session_id`` if it is not a non-empty
         string, and ``keep`` for a lone string (it would be read as its characters, and
         keep none) or an id in it that is not a non-empty string."""
@@ -498,24 +501,39 @@ class Dispatcher:
             moved.extend(delivery_id for delivery_id, result in zip(ids, results, strict=True)
                          if result.applied)
             self._settle_unacked(moved, "unknown")
+            # The rest moved on before this write (not ``sending`` now): they stay unacked
+            # until the store says where they ended. Handed to the lane too, here: a caller
+            # cut off from now on (or already) leaves them to it, not to the next call.
+            applied = set(moved)
+            ended = [lane.unacked[delivery_id] for delivery_id in ids
+                     if delivery_id not in applied and delivery_id in lane.unacked
+                     and lane.unacked[delivery_id] not in lane.moved_on]
+            if ended:
+                lane.moved_on.extend(ended)
+                self.wake(lane)
+                lane.room()
 
         await self.store.commit([transition(
             delivery_id, "unknown", now=now, error="the client disconnected before acking")
             for delivery_id in ids], on_commit=on_commit)
-        # The rest moved on before this write (not ``sending`` now): they stay unacked until
-        # the store says where they ended (a caller cut off here leaves them to the next call).
-        applied = set(moved)
-        await self._settle_moved_on(lane, [lane.unacked[delivery_id] for delivery_id in ids
-                                           if delivery_id not in applied
-                                           and delivery_id in lane.unacked])
+        await self.settle_moved_on(lane)
         return moved
 
-    async def _settle_moved_on(self, lane: Lane, items: list[DeliveryItem]) -> None:
-        """Unacked *items* of *lane* whose rows someone else moved first: each leaves the lane
-        (if still there) and its handle ends as the row did, read from the store
-        (``delivered`` for ``sent``), counted once."""
-        for item in items:
-            await self._worker._resolve_durable([(item, "unknown")])
+    async def settle_moved_on(self, lane: Lane) -> None:
+        """Unacked rows of *lane* someone else moved first (``lane.moved_on``): each leaves the
+        lane (if still there) and its handle ends as the row did, read from the store
+        (``delivered`` for ``sent``), counted once. Run by an abandon and by the lane, which
+        ever comes first: each takes a row before its read, and puts it back (waking the
+        lane) if cut off during it."""
+        while lane.moved_on:
+            item = lane.moved_on.pop()
+            try:
+                await self._worker._resolve_durable([(item, "unknown")])
+            except BaseException:
+                lane.moved_on.append(item)
+                self.wake(lane)
+                lane.room()
+                raise
             if lane.unacked.get(item.delivery_id) is item:
                 del lane.unacked[item.delivery_id]
                 lane.unacked_bytes -= item.size

@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from tidings.store import transition
-from tidings.testing import MemoryRoute
+from tidings.testing import MemoryRoute, writer_gate
 
 HANG = 30.0
 """Real-time hang guard: these runtimes run on trio's real clock."""
@@ -56,3 +56,34 @@ async def test_abandon_still_makes_the_rows_it_moves_unknown(rt) -> None:
         assert await rt.abandon_unacked(session_id) == [second.delivery_id]
         assert [await first.wait(), await second.wait()] == ["failed", "unknown"]
     assert rt.statistics().dispatch.unacked_bytes == 0
+
+
+async def test_abandon_cut_off_while_its_write_commits_still_resolves_a_row_moved_on(
+        rt) -> None:
+    """A caller cut off while abandon's write waits behind the writer: the write commits
+    after all (its ``unknown`` applies to the row it could move), and the row someone else
+    moved first still leaves the lane, its handle ended as the store says. Left to the next
+    abandon, it stayed unacked (holding its room in the ack window) and its ``wait()`` ended
+    only at stop."""
+    session_id = await rt.create_session(channel="web")
+    route = MemoryRoute(ack_window=4)
+    rt.router.bind(session_id, route)
+    with trio.fail_after(HANG):
+        first = await rt.notify(session_id, "a")
+        second = await rt.notify(session_id, "b")
+        await route.wait_delivered(2)
+        while len(rt.dispatcher.lane(session_id).unacked) < 2:
+            await trio.testing.wait_all_tasks_blocked()
+        await rt.store.commit([transition(
+            first.delivery_id, "failed", now=rt.store.clock(), error="ended by hand")])
+        async with writer_gate(rt.store) as gate:
+            with trio.CancelScope() as cut:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(rt.abandon_unacked, session_id)
+                    await trio.testing.wait_all_tasks_blocked()  # its write waits: cut it off
+                    cut.cancel()
+            assert cut.cancelled_caught
+            gate.release()
+        assert [await first.wait(), await second.wait()] == ["failed", "unknown"]
+    assert rt.statistics().dispatch.unacked_bytes == 0
+    assert rt.dispatcher.settled(session_id)
