@@ -6,10 +6,11 @@ import io
 from collections.abc import AsyncIterator
 
 import trio
-import trio.testing
 
 from tidings.channels import ChannelConfig, Inbound
 from tidings.channels._terminal import TerminalChannel
+
+from ..until import until
 
 
 class AskOnce:
@@ -78,7 +79,10 @@ async def test_a_line_typed_in_the_tick_its_question_was_cancelled_is_a_message(
     async def lines() -> AsyncIterator[str]:
         yield "ask\n"
         await agent.asked.wait()
-        await trio.testing.wait_all_tasks_blocked()  # the question is waiting for a line
+        # The question is printed and registered in one step of the asker: once printed, it
+        # waits for a line. (All tasks blocked is no such wait: asking writes through the
+        # store, and a task waiting for its thread counts as blocked.)
+        await until(lambda: "? Which branch?" in out.getvalue())
         conversation = channel.conversation_for(
             Inbound(chat_id=channel.chat_id, sender_id=channel.sender_id, text="ask"))
         assert channel.dispatch.cancel(conversation, "cancel_command") == 1
