@@ -14,10 +14,13 @@ that record and the command's effect, in their transaction, and released in the 
 that writes the answer: a crash between the two (the effect done, the answer not written)
 leaves it held, and the next start sends it into its session (the recovery of held
 messages; ``/clear``'s into the session it closed), whence the conversation's next message
-(the retry) hands it back. Not a direct answer (no session): it has no session to be held
-in, so it is owed on the command's message id record instead, written with it (schema v8),
-and cleared once it went out: after a crash before that, the platform's retry of the id (a
-``duplicate``) is sent it (see :mod:`._owed_answers`).
+(the retry) hands it back. Once the effect's write is on its way, neither it nor the
+answer's write is cut off (:func:`_uncut`): a caller cancelled meanwhile (the platform gave
+up, a stop) returns once the answer is written, not leaving it held until a restart. Not a
+direct answer (no session): it has no session to be held in, so it is owed on the command's
+message id record instead, written with it (schema v8), and cleared once it went out: after
+a crash before that, the platform's retry of the id (a ``duplicate``) is sent it (see
+:mod:`._owed_answers`).
 No answer contains an absolute path: the workspace appears by its basename, and a session id
 the user typed is never echoed back.
 """
@@ -126,23 +129,26 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
             dispatch.cancel(conversation, "clear")
             dropped = dispatch.drop_pending(conversation)
             held, also = await _held_clear(channel, conversation, hold, record)
-            old = await directory.forget(conversation, also=also)
-            # Dealt with at the user's request (were this cut short, recovery would find
-            # them in a cleared session, and release them without a word).
-            await channel.runtime.release_inbound(dropped)
-            if old is not None:
-                with _owed_if_cut(channel, conversation, owed_to, CLEARED, name, old, held):
-                    await channel.answer(conversation, old, CLEARED, command=name,
-                                         settles=held)
+            with _uncut():
+                old = await directory.forget(conversation, also=also)
+                # Dealt with at the user's request (were this cut short, recovery would find
+                # them in a cleared session, and release them without a word).
+                await channel.runtime.release_inbound(dropped)
+                if old is not None:
+                    with _owed_if_cut(channel, conversation, owed_to, CLEARED, name, old,
+                                      held):
+                        await channel.answer(conversation, old, CLEARED, command=name,
+                                             settles=held)
             cleared_no_session = old is None
             stored = bool(held) and owed_to is not None
         elif name == "new":
             held, also = _held(hold, NEW_SESSION, name, record)
-            session_id = await directory.new(conversation, also=also)
-            with _owed_if_cut(channel, conversation, owed_to, NEW_SESSION, name, session_id,
-                              held):
-                await channel._answer_switch(conversation, session_id, NEW_SESSION,
-                                             command=name, settles=held)
+            with _uncut():
+                session_id = await directory.new(conversation, also=also)
+                with _owed_if_cut(channel, conversation, owed_to, NEW_SESSION, name,
+                                  session_id, held):
+                    await channel._answer_switch(conversation, session_id, NEW_SESSION,
+                                                 command=name, settles=held)
         else:
             refusal, held_in, stored = await _resume(channel, conversation, command, record,
                                                      hold, owed_to)
@@ -160,6 +166,17 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     await _answer_current(channel, conversation, refusal, command="resume", owed_to=owed_to,
                           held=held_in, stored=stored)
     return True
+
+
+def _uncut() -> trio.CancelScope:
+    """Around the write of a session command's effect and that of its answer (in a session):
+    once the effect's write is on its way it may commit, and a caller cut off then (the
+    platform gave up on the request, a stop) left the answer held until the next start,
+    while the platform's retry of the id, a ``duplicate``, found nothing owed. Bounded (a
+    few store requests, and the hand-back of a resumed session's ``unrouted`` rows): the
+    caller's cancel takes effect once the answer is written (or its write failed: see
+    :func:`_owed_if_cut`)."""
+    return trio.CancelScope(shield=True)
 
 
 @contextlib.contextmanager
@@ -346,23 +363,25 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
         outcome = resume_outcome(conn, rt.core_id, name, key, target)
         return resumed if outcome == "resumed" else _refusal(outcome)
     held, also = _held(hold, notice, "resume", record)
-    try:
-        async with rt.hold_binds(channel):
-            await channel.directory.resume(conversation, target, also=also)
-            await requeue_unrouted(rt, target)
-    except SessionNotFoundError as exc:
-        refusal = _refusal("closed" if isinstance(exc, SessionClosedError) else "missing")
-        if not held:
-            return refusal, None, False
-        # Held, if at all, in the session the conversation is in: read under its lock, so
-        # nothing has moved it since the refusal was written; else owed on the id's record.
-        held_in = await rt.conversation_session(name, key)
-        if held_in is None:
-            return refusal, None, owed_to is not None
-        return refusal, (held_in, held[0]), False
-    with _owed_if_cut(channel, conversation, owed_to, resumed, "resume", target, held):
-        await channel._answer_switch(conversation, target, resumed, command="resume",
-                                     settles=held)
+    with _uncut():
+        try:
+            async with rt.hold_binds(channel):
+                await channel.directory.resume(conversation, target, also=also)
+                await requeue_unrouted(rt, target)
+        except SessionNotFoundError as exc:
+            refusal = _refusal("closed" if isinstance(exc, SessionClosedError) else "missing")
+            if not held:
+                return refusal, None, False
+            # Held, if at all, in the session the conversation is in: read under its lock,
+            # so nothing has moved it since the refusal was written; else owed on the id's
+            # record.
+            held_in = await rt.conversation_session(name, key)
+            if held_in is None:
+                return refusal, None, owed_to is not None
+            return refusal, (held_in, held[0]), False
+        with _owed_if_cut(channel, conversation, owed_to, resumed, "resume", target, held):
+            await channel._answer_switch(conversation, target, resumed, command="resume",
+                                         settles=held)
     return None, None, False
 
 

@@ -1,11 +1,13 @@
 """A held command answer owed to the retry is sent once, even while its first write is in flight.
 
-With ``dedupe_message_ids`` the answer of ``/new`` is held with its effect and, when its write
-fails or its caller is cancelled, owed to the platform's retry of its id as well (the retry
-sends it unless the hold is gone: "the first write committed after all"). A caller cancelled
-while the write is in flight leaves that write to commit (``Store.commit``). A retry that came
-meanwhile read the hold as still there (the first write had not committed yet) and wrote the
-answer a second time: the user was told "Started a new session." twice.
+With ``dedupe_message_ids`` the answer of ``/cancel`` is held with its message id and, when
+its write fails or its caller is cancelled, owed to the platform's retry of its id as well (the
+retry sends it unless the hold is gone: "the first write committed after all"). A caller
+cancelled while the write is in flight leaves that write to commit (``Store.commit``). A retry
+that came meanwhile read the hold as still there (the first write had not committed yet) and
+wrote the answer a second time: the user was told "Nothing to cancel." twice. (The answer of
+``/new``, ``/clear`` and ``/resume`` is written with no cut once their effect's write is on its
+way: see test_command_cut_in_write.py.)
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tidings.store import Call
 from .conftest import GatedAgent, RecordingChannel, rows
 from .test_command_answer_held import DEDUPE, KEY, held, start
 
-NEW_SESSION = "Started a new session."
+NOTHING_TO_CANCEL = "Nothing to cancel."
 
 
 class _Gate:
@@ -69,7 +71,7 @@ async def test_a_retry_during_the_cancelled_first_write_sends_the_answer_once(
 
                     async def say_first() -> None:
                         with first:
-                            await channel.say("/new", message_id="cmd")
+                            await channel.say("/cancel", message_id="cmd")
 
                     nursery.start_soon(say_first)
                     await trio.to_thread.run_sync(gate.entered.wait, abandon_on_cancel=True)
@@ -79,7 +81,7 @@ async def test_a_retry_during_the_cancelled_first_write_sends_the_answer_once(
                     outcome: list[str] = []
 
                     async def retry() -> None:
-                        outcome.append(await channel.say("/new", message_id="cmd"))
+                        outcome.append(await channel.say("/cancel", message_id="cmd"))
 
                     nursery.start_soon(retry)  # the platform's retry, while the write waits
                     await retried.wait()
@@ -89,9 +91,9 @@ async def test_a_retry_during_the_cancelled_first_write_sends_the_answer_once(
             gate.opened.set()
         assert outcome == ["duplicate"]
         with trio.fail_after(10):
-            await channel.wait_for(lambda: NEW_SESSION in channel.notices())
+            await channel.wait_for(lambda: NOTHING_TO_CANCEL in channel.notices())
         await channel.wait_idle()
     assert held(db_path) == 0
     # Each answer written is delivered: one row, one answer.
-    assert rows(db_path, "SELECT text FROM outbox WHERE metadata = '{\"command\": \"new\"}'"
-                ) == [(NEW_SESSION,)]
+    assert rows(db_path, "SELECT text FROM outbox WHERE metadata = '{\"command\": \"cancel\"}'"
+                ) == [(NOTHING_TO_CANCEL,)]
