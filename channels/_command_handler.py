@@ -363,6 +363,11 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
         outcome = resume_outcome(conn, rt.core_id, name, key, target)
         return resumed if outcome == "resumed" else _refusal(outcome)
     held, also = _held(hold, notice, "resume", record)
+    # Where a refusal's answer is held, if it is: in the session the conversation is in,
+    # read now, under its lock (a refused resume moves nothing), so a read that fails writes
+    # nothing; read after the write, its failure left the answer owed on the id's record
+    # (no session) and not here, and the retry, a duplicate, unanswered.
+    current = await rt.conversation_session(name, key) if held else None
     with _uncut():
         try:
             async with rt.hold_binds(channel):
@@ -372,13 +377,9 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
             refusal = _refusal("closed" if isinstance(exc, SessionClosedError) else "missing")
             if not held:
                 return refusal, None, False
-            # Held, if at all, in the session the conversation is in: read under its lock,
-            # so nothing has moved it since the refusal was written; else owed on the id's
-            # record.
-            held_in = await rt.conversation_session(name, key)
-            if held_in is None:
+            if current is None:  # owed on the id's record
                 return refusal, None, owed_to is not None
-            return refusal, (held_in, held[0]), False
+            return refusal, (current, held[0]), False
         with _owed_if_cut(channel, conversation, owed_to, resumed, "resume", target, held):
             await channel._answer_switch(conversation, target, resumed, command="resume",
                                          settles=held)
