@@ -176,6 +176,8 @@ class DeliveryPipeline:
         self._router = router
         self._pending_keys: dict[tuple[str, str], _KeyedSend] = {}
         self._writing: collections.Counter[str] = collections.Counter()
+        # delivery_id -> created_at of each send whose write is in flight (see floor_time)
+        self._unwritten: dict[str, float] = {}
 
     async def enqueue(self, request: DeliveryRequest,
                       check: Callable[[], None] | None = None) -> DeliveryHandle:
@@ -198,18 +200,21 @@ class DeliveryPipeline:
             check()
         # No checkpoint from here to the registration of the key: a concurrent send of the
         # same key finds this one pending and waits for it instead of writing a second row.
-        item, ops = self._build(request)
+        now = self._store.clock()
+        item, ops = self._build(request, now)
         if request.visible:  # before the commit: a lane may read the row before on_commit runs
             self._registry.add(item)
         keyed = None
         if key is not None:
             keyed = self._pending_keys[(session_id, key)] = _KeyedSend(item, key)
         self._writing[session_id] += 1
+        self._unwritten[item.delivery_id] = now
 
         # The write's outcome settles the session's bookkeeping, not the caller's: a caller
         # cancelled while the write is in flight leaves it to commit (and be delivered) or fail.
         def on_commit(results: list[Any]) -> None:
             self._written(session_id)
+            del self._unwritten[item.delivery_id]
             self._committed(item, request.visible, results[0])
             if keyed is not None:
                 self._decide(session_id, keyed, committed=True)
@@ -219,6 +224,7 @@ class DeliveryPipeline:
             if request.visible and not isinstance(error, ConflictError | StoreClosedError):
                 self._may_have_committed(session_id, item)
             self._written(session_id)
+            del self._unwritten[item.delivery_id]
             if item.binding is not None:
                 self._dispatcher.release(session_id)
             if keyed is not None:  # before a conflict's fallback looks the key up
@@ -380,8 +386,19 @@ class DeliveryPipeline:
             statuses=OUTBOX_STATUSES), found.session_id)
         return rows[0] if rows and rows[0].delivery_id == found.delivery_id else None
 
-    def _build(self, request: DeliveryRequest) -> tuple[DeliveryItem, list[Op]]:
+    def floor_time(self) -> float:
+        """A time on the store's clock no later than the ``created_at`` of any row a send
+        commits from now on: the clock now, or the ``created_at`` of the oldest send whose
+        write is still in flight, if earlier. A row's ``created_at`` is read as its send builds
+        it, before its commit (no store round trip per send for it): a gateway welcome that
+        said the clock itself as ``server_time`` was later than a reply in flight then, and a
+        client that takes rows written before its first welcome for history (``tidings
+        chat``) took that reply, committed after the welcome, for one. Sync; costs a look at
+        each send in flight."""
         now = self._store.clock()
+        return min(now, *self._unwritten.values()) if self._unwritten else now
+
+    def _build(self, request: DeliveryRequest, now: float) -> tuple[DeliveryItem, list[Op]]:
         writes_history = request.policy != "transient"
         delivery_id, work_id, history_id = _new_ids("dlv", "work", "msg")
         message_id = history_id if writes_history else None

@@ -525,9 +525,10 @@ class GatewayChannel(ChannelBase):
                 "rate": float(self.settings.rate), "burst": self.settings.burst,
                 "replay": bool(admission.plan),
                 "history_seq": self._history_seq(admission),
-                # The store's clock now, as a replayed row's created_at: what a client began
-                # after (its first welcome's) is history (see _gateway_admit.replay).
-                "server_time": self.runtime.store.clock(),
+                # The store's clock, as a replayed row's created_at: what a client began
+                # after (its first welcome's) is history (see _gateway_admit.replay). No later
+                # than a send in flight: its row, committed after this, is news.
+                "server_time": self.runtime.pipeline.floor_time(),
                 # The turns running now: their started went to connections before this one.
                 # Read as the connection joins the hub (sync, no checkpoint since): the end of
                 # each comes to it as a lifecycle frame.
