@@ -14,7 +14,10 @@ Every delivery leaves an outbox row, a work item and a few events; the gateway l
   older event after it back: the horizon passes it, and it stays below it until its own stamp
   is older than the cutoff (see :func:`_events`). No event is deleted before that;
 - ``client_messages`` rows older than the cutoff (the dedupe window of client message ids),
-  but those of messages still held (``inbound_messages``): their resend must stay a duplicate.
+  but those of messages still held (``inbound_messages``): their resend must stay a duplicate;
+  and those that still owe their command's direct answer (schema v8) until they are older
+  than the cutoff by :data:`OWED_ANSWER_GRACE` too (the platform's retry window): then they
+  go, counted apart (:attr:`PruneReport.owed_answers`: answers given up).
 
 Never history (``messages``), sessions, turns, artifacts, conversation bindings or held
 inbound messages. Each call of :func:`prune_step` does at most :data:`DELIVERIES_PER_STEP`
@@ -50,8 +53,8 @@ from tidings.store._recovery import last_outbox_rowid
 from tidings.store._schema import MIGRATIONS, _statements, check_database, migrate
 
 __all__ = ["CLIENT_MESSAGES_PER_STEP", "DELIVERIES_PER_STEP", "EVENTS_PER_STEP",
-           "FINAL_STATUSES", "PruneReport", "PruneStep", "first_kept_event", "prune_call",
-           "prune_file", "prune_step"]
+           "FINAL_STATUSES", "OWED_ANSWER_GRACE", "PruneReport", "PruneStep", "first_kept_event",
+           "prune_call", "prune_file", "prune_step"]
 
 FINAL_STATUSES = ("sent", "failed")
 """The outbox statuses a prune deletes: the only ones no move leaves (DESIGN, Durable state
@@ -60,6 +63,13 @@ machines). ``queued``, ``sending``, ``unknown`` and ``unrouted`` rows are still 
 DELIVERIES_PER_STEP = 1_000
 EVENTS_PER_STEP = 5_000
 CLIENT_MESSAGES_PER_STEP = 1_000
+
+OWED_ANSWER_GRACE = 86_400.0
+"""Seconds a message id record that owes its command's direct answer is kept past the
+cutoff of the other ids: a platform retries within minutes (a gateway client resends as it
+reconnects), so however short the retention (``older_than=0``) the retry still finds it and
+gets the answer rather than run the command again; one a platform never retried is not kept
+for ever."""
 
 
 @attrs.frozen
@@ -70,11 +80,16 @@ class PruneReport:
     work_items: int = 0
     events: int = 0
     client_messages: int = 0
+    owed_answers: int = 0
+    """Of the ``client_messages``, those that still owed their command's direct answer (see
+    :data:`OWED_ANSWER_GRACE`): answers given up. Not in :attr:`total` (counted there once)
+    nor in :meth:`as_json`, whose shape is pinned."""
 
     def __add__(self, other: PruneReport) -> PruneReport:
         return PruneReport(self.deliveries + other.deliveries,
                            self.work_items + other.work_items, self.events + other.events,
-                           self.client_messages + other.client_messages)
+                           self.client_messages + other.client_messages,
+                           self.owed_answers + other.owed_answers)
 
     @property
     def total(self) -> int:
@@ -84,7 +99,7 @@ class PruneReport:
 
     def as_json(self) -> dict[str, int]:
         """The counts by name as a plain dict, as ``tidings prune --json`` prints them."""
-        return attrs.asdict(self)
+        return attrs.asdict(self, filter=lambda field, _: field.name != "owed_answers")
 
 
 @attrs.frozen
@@ -129,8 +144,9 @@ def prune_step(conn: sqlite3.Connection, cutoff: float,
     no cursor) looks at all of them in every step."""
     deliveries, work_items, their_events, more_deliveries = _deliveries(conn, cutoff)
     events, more_events, swept_to = _events(conn, cutoff, sweep_from)
-    client_messages = _client_messages(conn, cutoff)
-    return PruneStep(PruneReport(deliveries, work_items, their_events + events, client_messages),
+    client_messages, owed_answers = _client_messages(conn, cutoff)
+    return PruneStep(PruneReport(deliveries, work_items, their_events + events, client_messages,
+                                 owed_answers),
                      more_deliveries or more_events
                      or client_messages == CLIENT_MESSAGES_PER_STEP,
                      last_outbox_rowid(conn), swept_to)
@@ -165,20 +181,27 @@ def _deliveries(conn: sqlite3.Connection, cutoff: float) -> tuple[int, int, int,
     return deliveries, work_items, events, len(rows) == DELIVERIES_PER_STEP
 
 
-def _client_messages(conn: sqlite3.Connection, cutoff: float) -> int:
+_DELETE_IDS = (
+    "DELETE FROM client_messages WHERE (core_id, channel, conversation_key, client_id) IN "
+    "(SELECT core_id, channel, conversation_key, client_id FROM client_messages "
+    "INDEXED BY client_messages_received WHERE received_at < ? AND answer {} "
+    "AND (channel, client_id) NOT IN (SELECT channel, message_id FROM inbound_messages "
+    "WHERE channel IS NOT NULL AND message_id IS NOT NULL) LIMIT ?)")
+
+
+def _client_messages(conn: sqlite3.Connection, cutoff: float) -> tuple[int, int]:
     """Delete the client message ids received before *cutoff*, but those of messages still
     held (``inbound_messages``: accepted, not yet answered, told or cleared): a resend of one
     of those would be a new message, answered twice, so its id is kept until it is released
     (the table stays small: the held ids are read once per step); and those that still owe
-    their command's direct answer (schema v8): the retry of the id is to get it, and would
-    run the command again instead."""
-    return conn.execute(
-        "DELETE FROM client_messages WHERE (core_id, channel, conversation_key, client_id) IN "
-        "(SELECT core_id, channel, conversation_key, client_id FROM client_messages "
-        "INDEXED BY client_messages_received WHERE received_at < ? AND answer IS NULL "
-        "AND (channel, client_id) NOT IN (SELECT channel, message_id FROM inbound_messages "
-        "WHERE channel IS NOT NULL AND message_id IS NOT NULL) LIMIT ?)",
-        (cutoff, CLIENT_MESSAGES_PER_STEP)).rowcount
+    their command's direct answer (schema v8) until :data:`OWED_ANSWER_GRACE` before it: the
+    retry of the id is to get it, and would run the command again instead. At most
+    :data:`CLIENT_MESSAGES_PER_STEP` in all; returns how many, and how many of them owed."""
+    owed = conn.execute(_DELETE_IDS.format("IS NOT NULL"), (cutoff - OWED_ANSWER_GRACE,
+                                                   CLIENT_MESSAGES_PER_STEP)).rowcount
+    plain = conn.execute(_DELETE_IDS.format("IS NULL"), (cutoff, CLIENT_MESSAGES_PER_STEP - owed)
+                         ).rowcount
+    return owed + plain, owed
 
 
 def _events(conn: sqlite3.Connection, cutoff: float,
