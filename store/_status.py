@@ -39,6 +39,7 @@ __all__ = [
     "delivery_report",
     "held_count",
     "latest_process",
+    "owed_answer_count",
     "read_database",
     "recent_deliveries",
     "session_exists",
@@ -84,6 +85,10 @@ class StatusReport:
     stopped process are told "not answered" at its next start. A count of now, of the session
     filter alone: ``since`` narrows the deliveries, not this. Not in :meth:`as_json`, whose
     shape is pinned."""
+    owed_answers: int = 0
+    """Command answers owed on message id records (schema v8: a direct answer that did not
+    go out, for the platform's retry of the id), of the whole database (such an answer has
+    no session: 0 under a session filter); a count of now. Not in :meth:`as_json`."""
     sending_claimant: ProcessEpoch | None = None
     """The process the effective ``sending`` rows are claimed by (the latest: a row another
     claimed reads ``unknown``), when the counts have any. Not in :meth:`as_json` either."""
@@ -216,6 +221,7 @@ def status_report(conn: sqlite3.Connection, *, session_id: str | None = None,
                         tuple(recent_deliveries(conn, session_id=session_id, status=status,
                                                 since=since, limit=limit)),
                         held_count(conn, session_id=session_id),
+                        0 if session_id is not None else owed_answer_count(conn),
                         latest_process(conn) if counts["sending"] else None)
 
 
@@ -251,6 +257,17 @@ def held_count(conn: sqlite3.Connection, *, session_id: str | None = None) -> in
         return int(conn.execute("SELECT count(*) FROM inbound_messages").fetchone()[0])
     return int(conn.execute("SELECT count(*) FROM inbound_messages WHERE session_id = ?",
                             (session_id,)).fetchone()[0])
+
+
+def owed_answer_count(conn: sqlite3.Connection) -> int:
+    """How many message id records owe their command's direct answer now (see
+    ``tidings.store._inbound.owe_direct_answer``); 0 in a database older than schema v8
+    (read-only readers do not migrate)."""
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(client_messages)")]
+    if "answer" not in columns:
+        return 0
+    return int(conn.execute("SELECT count(*) FROM client_messages "
+                            "WHERE answer IS NOT NULL").fetchone()[0])
 
 
 def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
