@@ -82,8 +82,8 @@ class PruneReport:
     client_messages: int = 0
     owed_answers: int = 0
     """Of the ``client_messages``, those that still owed their command's direct answer (see
-    :data:`OWED_ANSWER_GRACE`): answers given up. Not in :attr:`total` (counted there once)
-    nor in :meth:`as_json`, whose shape is pinned."""
+    :data:`OWED_ANSWER_GRACE`): answers given up. Not in :attr:`total` (counted there once,
+    as client message ids); last in :meth:`as_json`, so ``tidings prune`` says it too."""
 
     def __add__(self, other: PruneReport) -> PruneReport:
         return PruneReport(self.deliveries + other.deliveries,
@@ -99,7 +99,7 @@ class PruneReport:
 
     def as_json(self) -> dict[str, int]:
         """The counts by name as a plain dict, as ``tidings prune --json`` prints them."""
-        return attrs.asdict(self, filter=lambda field, _: field.name != "owed_answers")
+        return attrs.asdict(self)
 
 
 @attrs.frozen

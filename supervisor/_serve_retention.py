@@ -91,6 +91,7 @@ class _Tally:
 def _log_pruned(report: PruneReport, keep: float, seconds: float, *, finished: bool) -> None:
     if report.total:
         log.info("event=pruned deliveries=%d work_items=%d events=%d client_messages=%d "
-                 "keep=%g seconds=%.3f%s", report.deliveries, report.work_items,
-                 report.events, report.client_messages, keep, seconds,
+                 "owed_answers=%d keep=%g seconds=%.3f%s", report.deliveries,
+                 report.work_items, report.events, report.client_messages,
+                 report.owed_answers, keep, seconds,
                  "" if finished else " cut_short=yes")

@@ -14,6 +14,7 @@ import pytest
 import tidings
 from tidings.channels import ChannelConfig
 from tidings.store._prune import OWED_ANSWER_GRACE
+from tidings.supervisor import cli
 
 from .test_owed_direct_answer import FailingOnce, PlatformDown
 from .test_owed_direct_answer_restart import owed_on_records
@@ -42,3 +43,17 @@ async def test_an_id_owing_its_answer_is_pruned_a_retry_window_past_the_cutoff_a
         assert (report.client_messages, report.owed_answers) == (1, 1)
         assert report.total == 1  # the owed ones are among the client_messages
     assert owed_on_records(db_path) == []
+
+
+async def test_tidings_prune_says_how_many_owed_answers_it_gave_up(
+        db_path, workspace, capsys) -> None:
+    async with tidings.open_runtime(db_path, workspace=workspace,
+                                    clock=lambda: 1_000_000.0) as rt:  # long ago
+        channel = FailingOnce(rt, DEDUPE)
+        channel.failures = 1
+        with pytest.raises(PlatformDown):
+            await channel.say("/clear", message_id="c1")
+    assert owed_on_records(db_path) == [("c1", CLEARED)]
+    assert cli.main(["prune", str(db_path), "--older-than", "0s", "--dry-run"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("client_messages 1  owed_answers 1")
+    assert owed_on_records(db_path) == [("c1", CLEARED)]  # a dry run changes nothing

@@ -62,7 +62,7 @@ async def test_prune_deletes_what_is_older_and_dry_run_only_counts(database, cap
     assert cli.main(["prune", str(database), "--older-than", "30d", "--dry-run"]) == 0
     dry = capsys.readouterr().out
     assert dry.startswith("would delete: deliveries 2  work_items 2  events ")
-    assert dry.rstrip().endswith("client_messages 1")
+    assert dry.rstrip().endswith("client_messages 1  owed_answers 0")
     assert (_count(database, "outbox"), _count(database, "events")) == (4, events)
 
     assert cli.main(["prune", str(database), "--older-than", "30d"]) == 0
@@ -74,7 +74,7 @@ async def test_prune_deletes_what_is_older_and_dry_run_only_counts(database, cap
     assert cli.main(["prune", str(database), "--older-than", "12h", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) | {"cutoff": 0} == {
         "dry_run": False, "cutoff": 0, "deliveries": 0, "work_items": 0, "events": 0,
-        "client_messages": 0}
+        "client_messages": 0, "owed_answers": 0}
     # with no retention at all, the new sent row goes too; the unrouted one never does
     assert cli.main(["prune", str(database), "--older-than", "0s"]) == 0
     capsys.readouterr()
