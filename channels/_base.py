@@ -379,14 +379,18 @@ class ChannelBase(StopButton):
         all: then the hold is gone, and so is the debt). Taken before it is sent, so no one
         else sends it meanwhile; owed again when it fails (:meth:`deliver`'s error, or the
         store's, is raised, or the call was cancelled), for the next retry. A direct answer
-        owed on its id's record too is cleared there once it went out."""
+        owed on its id's record too is cleared there once it went out; on a route whose
+        client acks (the gateway) it is kept *given* instead (on the record too) until the
+        client acks it, and sent again to the next retry of the id (see
+        :mod:`._owed_answers`)."""
         owed = self.owed_answers.take(conversation.key, message_id)
         if owed is None:
             return
         try:
             if owed.held is None:
                 await self._deliver_direct(conversation, owed.text,
-                                           extra={"command": owed.command})
+                                           extra={"command": owed.command,
+                                                  "message_id": message_id})
             else:
                 session_id, inbound_id = owed.held
                 # Asked of the writer, not a reader: the first write of the answer, its
@@ -400,8 +404,12 @@ class ChannelBase(StopButton):
                                       command=owed.command, settles=(inbound_id,))
         except BaseException:
             self.owed_answers.owe(conversation.key, message_id, owed.text, owed.command,
-                                  held=owed.held, stored=owed.stored)
+                                  held=owed.held, stored=owed.stored, given=owed.given)
             raise
+        if owed.held is None and self._acks():  # given until its client acks it
+            self.owed_answers.owe(conversation.key, message_id, owed.text, owed.command,
+                                  stored=owed.stored, given=True)
+            return
         if owed.stored:  # it went out: not owed on its id's record any more
             await paid_stored(self, conversation.key, message_id)
 
@@ -665,7 +673,8 @@ class ChannelBase(StopButton):
     # --- answers ---------------------------------------------------------------------------------
 
     async def answer(self, conversation: Conversation, session_id: str | None, text: str, *,
-                     command: str | None = None, settles: Sequence[str] = ()) -> None:
+                     command: str | None = None, settles: Sequence[str] = (),
+                     message_id: str | None = None) -> None:
         """Answer in *conversation*: a transient notice through the outbox of *session_id*,
         or, without a session, straight to :meth:`deliver` with ``session_id=None`` (once
         the answers queued earlier for the conversation ended: see :meth:`_deliver_direct`).
@@ -674,11 +683,15 @@ class ChannelBase(StopButton):
         A *conversation* that is no :class:`Conversation` is a ``TypeError`` naming it, and a
         *command* that is not None or a non-empty string (of valid Unicode) a
         ``ValidationError`` naming it, before anything is written (the notice was queued,
-        then the call failed)."""
+        then the call failed). *message_id*: the message a direct answer answers (a
+        command's), said to :meth:`deliver` in its metadata, ``message_id``: a route whose
+        client acks (the gateway) names it so that its client can ack the answer."""
         expect_instance("conversation", conversation, Conversation)
         if command is not None:
             check_id("command", command, max_chars=None)
         extra = {} if command is None else {"command": command}
+        if session_id is None and message_id is not None:
+            extra["message_id"] = message_id
         if session_id is None:
             await self._deliver_direct(conversation, text, extra=extra)
         else:

@@ -288,14 +288,22 @@ async def _answer(channel: ChannelBase, conversation: Conversation, session_id: 
     session is a durable outbox row, owed to nobody.
 
     *stored*: the direct answer is owed on the record of *owed_to* too (written with it), so
-    a crash before it went out does not lose it; cleared once it went out."""
+    a crash before it went out does not lose it; cleared once it went out. On a route whose
+    client acks (the gateway), a direct answer that went out is kept *given* (and on the
+    record) until the client acks it: a connection that drops with it unread must not lose
+    it (see :mod:`._owed_answers`)."""
     assert not stored or (session_id is None and owed_to is not None)
     try:
-        await channel.answer(conversation, session_id, text, command=command)
+        await channel.answer(conversation, session_id, text, command=command,
+                             message_id=owed_to)
     except BaseException:
         if session_id is None and owed_to is not None:
             channel.owed_answers.owe(conversation.key, owed_to, text, command, stored=stored)
         raise
+    if session_id is None and owed_to is not None and channel._acks():
+        channel.owed_answers.owe(conversation.key, owed_to, text, command, stored=stored,
+                                 given=True)
+        return
     if stored:
         assert owed_to is not None
         await paid_stored(channel, conversation.key, owed_to)

@@ -56,7 +56,7 @@ from tidings.channels._gateway_frames import (
     encode,
     encoded_size,
 )
-from tidings.channels._gateway_hub import Hub, lifecycle_frame
+from tidings.channels._gateway_hub import Hub, lifecycle_frame, notice_frame
 from tidings.channels._gateway_inbound import on_frame
 from tidings.channels._gateway_interact import Interactions
 from tidings.channels._gateway_listen import Handshakes, open_listeners
@@ -240,8 +240,7 @@ class GatewayChannel(ChannelBase):
         if outbound.session_id is None:  # a command answer with no session: not stored
             hub = self.hubs.get(str(outbound.metadata.get("conversation_key")))
             if hub is not None:
-                hub.broadcast({"type": "notice", "text": outbound.text,
-                               "command": outbound.metadata.get("command")})
+                hub.broadcast(notice_frame(outbound))
             return
         conversation = self.conversation_of(outbound.session_id)
         if conversation is None:

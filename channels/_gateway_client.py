@@ -119,6 +119,13 @@ def _checked(frame: dict[str, Any]) -> dict[str, Any]:
     return frame
 
 
+def _answers_message(frame: dict[str, Any]) -> bool:
+    """Whether a ``notice`` frame names the message it answers (a gateway older than the
+    notice ack names none, and is not acked)."""
+    message_id = frame.get("message_id")
+    return isinstance(message_id, str) and bool(message_id)
+
+
 def _welcome(raw: str | bytes) -> dict[str, Any]:
     welcome = _frame(raw)
     if welcome.get("type") != "welcome":
@@ -243,6 +250,23 @@ class GatewayClient:
             await self.send({"type": "ack",
                              "delivery_ids": list(delivery_ids[start:start + _MAX_ACK_IDS])})
 
+    async def ack_notices(self, *message_ids: str) -> None:
+        """Ack the ``notice`` frames answering the messages named (their ``message_id``: a
+        command answered with no session), so that a resend of such an id is not sent the
+        answer again (an ``ack`` frame with ``message_ids``, 1,000 per frame). With none,
+        nothing is sent. Raises :class:`ValidationError` naming ``message_ids``, before
+        anything is sent, unless each is a non-empty string. Always a checkpoint."""
+        for message_id in message_ids:
+            if not isinstance(message_id, str) or not message_id:
+                raise ValidationError("message_ids", f"must each be a non-empty message id "
+                                                     f"string, got {message_id!r:.80}")
+        if not message_ids:
+            await trio.lowlevel.checkpoint()
+            return
+        for start in range(0, len(message_ids), _MAX_ACK_IDS):
+            await self.send({"type": "ack",
+                             "message_ids": list(message_ids[start:start + _MAX_ACK_IDS])})
+
     async def ack_up_to(self, seq: int, *, session_id: str | None = None) -> None:
         """Ack every delivery of the session (default: the conversation's current one) up to
         *seq*. Raises :class:`ValidationError` naming ``seq`` or ``session_id``, before
@@ -292,13 +316,16 @@ class GatewayClient:
     async def receive_until(self, done: Callable[[dict[str, Any]], bool], *,
                             ack: bool = True) -> list[dict[str, Any]]:
         """Frames up to and including the first for which ``done(frame)`` is true; with
-        ``ack`` every delivery is acked as it arrives."""
+        ``ack`` every delivery is acked as it arrives, and so is every ``notice`` that
+        names the message it answers (``message_id``)."""
         frames: list[dict[str, Any]] = []
         while True:
             frame = await self.receive()
             frames.append(frame)
             if ack and frame.get("type") == "delivery":
                 await self.ack(frame["delivery_id"])
+            elif ack and frame.get("type") == "notice" and _answers_message(frame):
+                await self.ack_notices(frame["message_id"])
             if done(frame):
                 return frames
 

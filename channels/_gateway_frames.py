@@ -159,12 +159,15 @@ class Message:
 @final
 @attrs.frozen
 class Ack:
-    """Exactly one of ``delivery_ids`` / ``up_to_seq``; ``session_id`` scopes ``up_to_seq``
-    (default: the conversation's current session)."""
+    """Exactly one of ``delivery_ids`` / ``up_to_seq`` / ``message_ids``; ``session_id``
+    scopes ``up_to_seq`` (default: the conversation's current session). ``message_ids``
+    acks ``notice`` frames (a command's answer with no session) by the client message id
+    each names."""
 
     delivery_ids: tuple[str, ...] | None = None
     up_to_seq: int | None = None
     session_id: str | None = None
+    message_ids: tuple[str, ...] | None = None
     ref: str | None = None
     """The frame's own ``id``, if it had one: an error after the parse carries it back."""
 
@@ -379,19 +382,29 @@ def _message(f: _Fields) -> Message:
 def _ack(f: _Fields) -> Ack:
     ids = f.data.get("delivery_ids")
     up_to = f.count("up_to_seq")
-    if (ids is None) == (up_to is None):
-        raise f._error("missing_field", "delivery_ids", "an ack has delivery_ids or up_to_seq "
-                                                        "(exactly one)")
+    message_ids = f.data.get("message_ids")
+    if [ids, up_to, message_ids].count(None) != 2:
+        raise f._error("missing_field", "delivery_ids", "an ack has delivery_ids, up_to_seq "
+                                                        "or message_ids (exactly one)")
     session_id = f.text("session_id", required=False, limit=_SESSION_ID_LIMIT, empty=False)
-    if ids is None:
+    if up_to is not None:
         return Ack(up_to_seq=up_to, session_id=session_id, ref=f.frame_id)
+    if message_ids is not None:
+        return Ack(message_ids=_ids(f, "message_ids", message_ids, "client message id"),
+                   session_id=session_id, ref=f.frame_id)
+    return Ack(delivery_ids=_ids(f, "delivery_ids", ids, "delivery id"),
+               session_id=session_id, ref=f.frame_id)
+
+
+def _ids(f: _Fields, name: str, ids: Any, what: str) -> tuple[str, ...]:
+    """The ack's list of ids in field *name*, each once (a ``bad_field`` naming it unless
+    it is a list of 1 to 1,000 id strings, each 1 to 200 characters of valid Unicode)."""
     if (not isinstance(ids, list) or not ids or len(ids) > _MAX_ACK_IDS
             or not all(isinstance(i, str) and 0 < len(i) <= _ID_LIMIT
                        and lone_surrogate(i) is None for i in ids)):
-        raise f._error("bad_field", "delivery_ids", f"must be a list of 1 to {_MAX_ACK_IDS} "
-                                                    "delivery id strings (valid Unicode)")
-    return Ack(delivery_ids=tuple(dict.fromkeys(ids)), session_id=session_id,
-               ref=f.frame_id)
+        raise f._error("bad_field", name, f"must be a list of 1 to {_MAX_ACK_IDS} {what} "
+                                          "strings (valid Unicode)")
+    return tuple(dict.fromkeys(ids))
 
 
 def _answer(f: _Fields) -> Answer:

@@ -13,7 +13,7 @@ from tidings.channels._lifecycle import TaskLifecycleEvent
 if TYPE_CHECKING:
     from tidings.channels._gateway_conn import Connection
 
-__all__ = ["Hub", "lifecycle_frame"]
+__all__ = ["Hub", "lifecycle_frame", "notice_frame"]
 
 
 class Hub:
@@ -81,6 +81,20 @@ class Hub:
         for conn in list(self.connections):
             if conn.alive:
                 conn.push_chunk(frame)
+
+
+def notice_frame(outbound: Any) -> dict[str, Any]:
+    """A ``notice`` frame: a command's answer with no session (*outbound*'s text and
+    ``command``), never stored. One that answers a client's message (``/clear``,
+    ``/cancel``, a refused ``/resume``) names it, ``message_id``: the client acks it by that
+    id (``{"type": "ack", "message_ids": [...]}``), and until then a resend of the id is sent
+    it again (see ``channels/_owed_answers.py``)."""
+    frame: dict[str, Any] = {"type": "notice", "text": outbound.text,
+                             "command": outbound.metadata.get("command")}
+    message_id = outbound.metadata.get("message_id")
+    if message_id is not None:
+        frame["message_id"] = message_id
+    return frame
 
 
 def lifecycle_frame(event: TaskLifecycleEvent) -> dict[str, Any]:

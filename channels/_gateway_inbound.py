@@ -16,7 +16,10 @@ and a ``/new``, ``/clear`` or ``/resume`` in the commit of its effect
 (``ChannelBase._command_ops``), so even a crash cannot keep one without the other; a
 ``/cancel`` has it written before it cancels.
 
-An ack confirms only deliveries of the connection's own conversation: ids this connection
+An ack by ``message_ids`` confirms the ``notice`` frames that answered those messages
+(commands answered with no session): until then a resend of such an id is sent its answer
+again (see :mod:`._owed_answers`). Any other ack confirms only deliveries of the
+connection's own conversation: ids this connection
 was sent (once each) or this gateway sent there are confirmed at once, for free; others are
 charged to the client's rate and checked against the store, and foreign or unknown ids get
 ``unknown_delivery``. An ack by ``up_to_seq`` is free when it covers a seq this connection
@@ -43,6 +46,7 @@ from tidings.channels._gateway_frames import (
     error_frame,
 )
 from tidings.channels._inbound import Inbound
+from tidings.channels._owed_answers import paid_stored
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
 from tidings.supervisor._log import field
 
@@ -199,6 +203,9 @@ async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
     conversation = conn.conversation
     rt = gateway.runtime
     channel = gateway.config.name
+    if frame.message_ids is not None:
+        await _notices_acked(gateway, conn, frame.message_ids)
+        return
     if frame.delivery_ids is None:
         assert frame.up_to_seq is not None
         session_id = frame.session_id or _current(gateway, conn, "ack")
@@ -238,3 +245,19 @@ async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
         await rt.confirm(ours)
         for delivery_id in ours:
             gateway.sent.pop(delivery_id, None)
+
+
+async def _notices_acked(gateway: GatewayChannel, conn: Connection,
+                         message_ids: tuple[str, ...]) -> None:
+    """The client acked the ``notice`` frames answering *message_ids* (a command's answer
+    with no session): each is given, not owed to a resend of its id any more, and cleared on
+    the id's record if it was owed there (one store write each). Free, as an ack of what
+    this connection was sent: an id whose answer this gateway does not keep given (acked
+    already, by another device too, or never sent) is ignored, with no error: the client
+    has it, and there is nothing to refuse."""
+    key = conn.conversation.key
+    for message_id in message_ids:
+        owed = gateway.owed_answers.acked(key, message_id)
+        if owed is not None and owed.stored:
+            await paid_stored(gateway, key, message_id)
+    await trio.lowlevel.checkpoint()

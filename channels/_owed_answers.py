@@ -17,10 +17,16 @@ finds only the id's record, but for a direct answer: that one is owed on the id'
 written with it (schema v8), and cleared once it went out (:func:`paid_stored`); the retry of
 the id after a restart takes it from there (:func:`take_stored`) and is sent it. (A crash
 after it went out and before the clear committed sends it to that retry again: the window is
-one store write.) An answer that goes into a session is held durably instead (see
-``_command_handler``): the next start sends it; should its write fail while the process runs
-on, it is owed here too, with its session and hold, so the retry (or the next message) gets it
-without waiting for a restart, releasing the hold.
+one store write.) On a route whose client acks (the gateway), a direct answer that went out
+is kept *given* until the client acks it (its notice names the message id it answers): a
+connection that drops with it unread must not lose it, so the retry of the id is sent it
+again (and only that retry: the conversation's next message does not re-send a given one,
+so a client that never acks gets it once per resend of the id); owed on the id's record too,
+it is cleared there at the ack, so a restart before the ack sends it to the retry after it.
+An answer that goes into a session is held durably instead (see ``_command_handler``): the
+next start sends it; should its write fail while the process runs on, it is owed here too,
+with its session and hold, so the retry (or the next message) gets it without waiting for a
+restart, releasing the hold.
 """
 
 from __future__ import annotations
@@ -53,12 +59,15 @@ class Owed:
     """An owed answer: *text*, the answer to *command*; *held*, ``(session_id, inbound_id)``
     for one that goes into that session, releasing the hold it is kept under (None: a
     direct answer); *stored*, a direct answer owed on its message id's record too (cleared
-    once it went out: :func:`paid_stored`)."""
+    once it went out: :func:`paid_stored`, or, *given*, once its client acked it); *given*,
+    a direct answer that went out on a route whose client acks (the gateway), kept until
+    the client acks it (see :meth:`OwedAnswers.acked`) for the retry of its id only."""
 
     text: str
     command: str
     held: tuple[str, str] | None = None
     stored: bool = False
+    given: bool = False
 
 
 class OwedAnswers:
@@ -72,15 +81,18 @@ class OwedAnswers:
         return len(self._owed)
 
     def owe(self, key: str, message_id: str, text: str, command: str, *,
-            held: tuple[str, str] | None = None, stored: bool = False) -> None:
-        """Keep *text* (the answer to *command*; *held*, *stored*: see :class:`Owed`) for the
-        retry of *message_id* in the conversation *key*; past the cap, the oldest owed answer
-        is dropped (one held is still sent at the next start, one stored to the retry after
-        it). Sync."""
-        self._owed[(key, message_id)] = Owed(text, command, held, stored)
+            held: tuple[str, str] | None = None, stored: bool = False,
+            given: bool = False) -> None:
+        """Keep *text* (the answer to *command*; *held*, *stored*, *given*: see
+        :class:`Owed`) for the retry of *message_id* in the conversation *key*; past the cap,
+        the oldest owed answer is dropped (one held is still sent at the next start, one
+        stored to the retry after it; one given went out, and is dropped unlogged). Sync."""
+        self._owed[(key, message_id)] = Owed(text, command, held, stored, given)
         self._owed.move_to_end((key, message_id))
         while len(self._owed) > self._cap:
             (old_key, old_id), old = self._owed.popitem(last=False)
+            if old.given:  # it went out; only a resend after a lost connection needed it
+                continue
             old_command = old.command
             until = " before a restart" if old.stored else ""
             log.warning("event=owed_answer_dropped conversation=%s message_id=%s command=%s "
@@ -89,8 +101,21 @@ class OwedAnswers:
                               f"message gets no answer{until}"))
 
     def of(self, key: str) -> list[str]:
-        """The message ids owed an answer in the conversation *key*, oldest first."""
-        return [message_id for (owed_key, message_id) in self._owed if owed_key == key]
+        """The message ids owed an answer in the conversation *key* that has not gone out
+        (not *given*: that one waits for its client's ack or its id's retry), oldest
+        first."""
+        return [message_id for (owed_key, message_id), owed in self._owed.items()
+                if owed_key == key and not owed.given]
+
+    def acked(self, key: str, message_id: str) -> Owed | None:
+        """The client acked the direct answer to *message_id* (conversation *key*): it is
+        forgotten if it was *given* (one still owed, never sent, is kept) and returned, so
+        the caller clears it on the id's record if it was *stored*. Sync."""
+        owed = self._owed.get((key, message_id))
+        if owed is None or not owed.given:
+            return None
+        del self._owed[(key, message_id)]
+        return owed
 
     def take(self, key: str, message_id: str) -> Owed | None:
         """The answer owed to *message_id*, forgotten at once (the caller sends it, and owes

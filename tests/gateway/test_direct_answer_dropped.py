@@ -1,18 +1,18 @@
 """A command's direct answer (a ``notice`` frame: no session) lost with its connection.
 
 With no session (after a ``/clear``), the answer to ``/clear``, ``/cancel`` or a refused
-``/resume`` is an ephemeral ``notice`` frame, queued on the conversation's connections and
-never acked: once queued it counts as given, and the record of the command's id stops owing
-it. A connection that drops with it still queued (the client never read it) leaves the
-client's resend of the id, a ``duplicate``, with no answer. The notice is simulated lost by a
-``deliver()`` that drops it, as a dying connection's queue does.
+``/resume`` is an ephemeral ``notice`` frame, queued on the conversation's connections. It
+names the message id it answers, and stays owed to a resend of that id until the client acks
+it (``{"type": "ack", "message_ids": [...]}``): a connection that drops with it still queued
+(the client never read it) must not leave the client's resend of the id, a ``duplicate``,
+with no answer. The notice is simulated lost by a ``deliver()`` that drops it, as a dying
+connection's queue does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import trio
 
 from tidings.channels import GatewayChannel, GatewayConfig
@@ -39,9 +39,6 @@ def _accepted(message_id: str) -> Any:
     return lambda f: f["type"] == "accepted" and f["id"] == message_id
 
 
-@pytest.mark.xfail(strict=True, reason="open (H106): a notice frame is not acked, so one lost "
-                   "with its connection is not owed to the resend (a design: ack notices, or "
-                   "keep the id's record owing it until the client acks)")
 async def test_a_resend_gets_the_direct_answer_its_dropped_connection_lost(
         rt, connect) -> None:
     gateway = Dropping(rt, GatewayConfig(token=TOKEN, port=0))

@@ -5,11 +5,14 @@ the command's effect, so the client's resend of the id after a crash (``tidings 
 resends what was not ``accepted`` when it reconnects) is a ``duplicate`` and runs nothing.
 A child process serves the gateway; the test's client sends the command and the child is
 killed at a chosen point: just before the answer is written (``before``), or once the client
-got it (``after``). The test restarts on the database in-process, the client reconnects (with
+got it (``after``), or once the command was handled, its answer queued but not read by the
+client (``handled``). The test restarts on the database in-process, the client reconnects (with
 ``session_id`` and ``after_seq``, as ``tidings chat``) and resends the command's id: the
 command ran once, and its answer comes exactly once, before the kill or after the restart.
 So too a *direct* answer (no session: the conversation was cleared), which the gateway sends
-as a ``notice`` frame.
+as a ``notice`` frame: owed on the id's record until the client acks it (by ``message_ids``,
+as ``tidings chat`` does and this test's client), so one queued and never read when the
+server died is sent to the resend after the restart, and one acked is not.
 
 The kill point is reached through the child's ``answer`` (it prints ``point`` and blocks
 there), never through the clock.
@@ -58,7 +61,12 @@ class KillPoint(GatewayChannel):
         if self.armed and point == "received":  # before anything of it is written
             print("point", flush=True)
             await trio.sleep_forever()
-        return await super().handle_inbound(inbound)
+        outcome = await super().handle_inbound(inbound)
+        if self.armed and point in ("handled", "acked"):  # its answer queued
+            print("point", flush=True)
+            if point == "handled":  # and never read by the client
+                await trio.sleep_forever()
+        return outcome
 
     async def answer(self, *args, **kwargs):
         if self.armed and point == "before":
@@ -133,6 +141,8 @@ async def _receive(client: GatewayClient, frames: list[dict[str, Any]]) -> dict[
     frames.append(frame)
     if frame["type"] == "delivery":
         await client.ack(frame["delivery_id"])
+    elif frame["type"] == "notice" and frame.get("message_id"):  # as tidings chat
+        await client.ack_notices(frame["message_id"])
     return frame
 
 
@@ -187,6 +197,14 @@ async def _until(client: GatewayClient, frames: list[dict[str, Any]], done: Any)
                  id="direct-cancel-before"),
     pytest.param(["/clear"], "/resume sess_nope", "before", NO_SUCH_SESSION,
                  id="direct-resume-before"),
+    # Its answer queued, unread when the server died: still owed on the id's record.
+    pytest.param(["/clear"], "/clear", "handled", CLEARED, id="direct-clear-handled"),
+    pytest.param(["/clear"], "/cancel", "handled", NOTHING_TO_CANCEL,
+                 id="direct-cancel-handled"),
+    pytest.param(["/clear"], "/resume sess_nope", "handled", NO_SUCH_SESSION,
+                 id="direct-resume-handled"),
+    # Read and acked before the kill: cleared, the resend gets nothing more.
+    pytest.param(["/clear"], "/clear", "acked", CLEARED, id="direct-clear-acked"),
 ])
 async def test_a_kill_around_a_gateway_commands_answer_answers_it_once(
         tmp_path: pathlib.Path, setup: list[str], command: str, point: str,
@@ -210,8 +228,11 @@ async def test_a_kill_around_a_gateway_commands_answer_answers_it_once(
             del before[:]
             await client.message(command, message_id="cmd")
             await child.line(b"point")
-            if point == "after":  # the client got it
+            if point in ("after", "acked"):  # the client got it (and acked a notice)
                 await _until(client, before, lambda f: f.get("text") == answer)
+            if point == "acked":  # its ack handled, as the frames after it are
+                await client.message("/status", message_id="probe0")
+                await _until(client, before, lambda f: len(_statuses(before)) == 1)
             process.send_signal(signal.SIGKILL)
             with trio.fail_after(TIMEOUT):
                 await process.wait()
