@@ -7,7 +7,8 @@ does); a line over the server's ``max_frame_bytes``, or not valid UTF-8, is not 
 line says why; a question stays open); a piped one is refused as soon as it is known to be over,
 and the rest of it skipped unread into memory (see :mod:`tidings.supervisor._chat_input`).
 Deliveries, progress, notices and lifecycle events are printed as they arrive, and every
-delivery is acked once printed. If the connection drops (or goes silent: see :func:`_heartbeat`)
+delivery is acked once printed, as is a notice answering a line of its own (printed once: see
+:func:`_noticed`). If the connection drops (or goes silent: see :func:`_heartbeat`)
 it reconnects with ``session_id`` and ``after_seq``, so nothing is missed or shown twice (a
 server whose session went back, its database restored, is said so: see :func:`_behind`; one that
 does not know the session, another database, is joined afresh: see :func:`_session_unknown`),
@@ -173,6 +174,9 @@ class _State:
         # id -> message frame sent (or being sent) with no accepted nor refusal yet: sent again
         # after a reconnect (see _resend).
         self.unanswered: dict[str, dict[str, Any]] = {}
+        # The message ids whose notice (a command's answer with no session) was printed, the
+        # :data:`_IDS_KEPT` latest: a repeat is not printed again (see _noticed).
+        self.noticed: dict[str, None] = {}
         self.finished: dict[str, None] = {}
         # The message ids of the turns running now, as this connection's welcome and
         # lifecycle frames tell (set anew on each connection: an end while away is never
@@ -417,6 +421,8 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
             await _delivered(client, state, printer, frame)
         elif kind in ("prompt", "approval_request"):
             await _asked(client, state, printer, frame)
+        elif kind == "notice":
+            await _noticed(client, state, printer, frame)
         elif _refused_until_back(state, frame):  # not "send it again later": it will be
             printer.line("! shutting_down: the server is stopping; the line is sent again "
                          "once the chat has reconnected")
@@ -460,6 +466,25 @@ async def _receive(client: GatewayClient, state: _State, printer: _Printer) -> N
                 printer.line(f"(question closed: "
                              f"{sanitize_line(str(frame.get('reason')), limit=100)})")
         state.poke()
+
+
+async def _noticed(client: GatewayClient, state: _State, printer: _Printer,
+                   frame: dict[str, Any]) -> None:
+    """Print a ``notice`` (a command's answer with no session) and, if it answers a message
+    this chat sent and has no ``accepted`` for yet (its ``message_id``), ack it: the gateway
+    sends it again to a resend of that message until then. One whose message's answer was
+    printed already is not printed again: its ack lost with a connection, the line was sent
+    again at the reconnect (or another device's resend brought it). One that names no
+    message (a gateway from before the notice ack) is printed, not acked."""
+    message_id = frame.get("message_id")
+    if not isinstance(message_id, str) or not message_id:
+        printer.frame(frame)
+        return
+    if message_id not in state.noticed:
+        printer.frame(frame)
+        _remember(state.noticed, message_id, None)
+    if message_id in state.unanswered:
+        await client.ack_notices(message_id)
 
 
 _RUNNING_UNSAID = "duplicate, running unsaid"
