@@ -662,6 +662,15 @@ class Dispatcher:
                       only_from=("sending",)), on_commit=on_commit)
         return bool(results[0].applied)
 
+    def unstarted_seq(self, session_id: str) -> int | None:
+        """The seq of the row *session_id*'s lane has claimed and not yet handed to its
+        route's ``deliver()`` (written claimed and not taken yet, or waiting for a hold's end),
+        None if none. That row has gone to no client yet: a gateway welcome counts it as still
+        to come (``history_seq`` below it). Sync."""
+        lane = self.lanes.get(session_id)
+        item = _unstarted(lane) if lane is not None else None
+        return item.seq if item is not None else None
+
     def unheld(self, session_id: str) -> trio.Event | None:
         """An event set when no :meth:`hold_binds` block holds the session; None if none does."""
         return self._unheld.get(session_id)

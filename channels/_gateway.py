@@ -536,12 +536,16 @@ class GatewayChannel(ChannelBase):
     def _history_seq(self, admission: Admission) -> int:
         """The welcome's ``history_seq``: the highest seq of its session at or below which no
         row waits for a client, ``last_seq`` when none does. A row waits while ``queued``
-        (read by the hello: see ``Admission.first_queued``) or held in :meth:`deliver` for a
-        client (none connected): the connection is sent it. One in flight to another device
+        (read by the hello: see ``Admission.first_queued``), claimed by its lane and not yet
+        handed to :meth:`deliver` (``Dispatcher.unstarted_seq``: it waited for a hold's end,
+        or was written claimed and not taken yet), or held in :meth:`deliver` for a client
+        (none connected): the connection is sent it. One in flight to another device
         went out before it: history. Sync, as the connection joins."""
         waiting = [seq for seq in (admission.first_queued,
                                    self.hub(admission.conversation).first_waiting(
-                                       admission.session_id)) if seq is not None]
+                                       admission.session_id),
+                                   self.runtime.dispatcher.unstarted_seq(admission.session_id))
+                   if seq is not None]
         return min([admission.last_seq, *(seq - 1 for seq in waiting)])
 
     async def _leave(self, conn: Connection) -> None:

@@ -6,12 +6,10 @@ device's hello, recovery) went out to no device: it comes to the new connection 
 welcome counted it below ``history_seq``. A client that reconnects with ``after_seq`` from
 there (``tidings chat``), dropped before it read the row, has it confirmed ``sent`` unseen.
 
-A real gateway (real time, as the other gateway tests). Pinned: the fix belongs in
-channels/_gateway.py's ``_history_seq`` (see the xfail's reason)."""
+A real gateway (real time, as the other gateway tests)."""
 
 from __future__ import annotations
 
-import pytest
 import trio
 import trio.testing
 
@@ -20,10 +18,6 @@ from tidings.testing import writer_gate
 CONVERSATION = "claimed"
 
 
-@pytest.mark.xfail(strict=True,
-                   reason="history_seq counts a claimed row not yet in deliver() as gone out "
-                          "(channels/_gateway.py _history_seq; the fix: "
-                          "Dispatcher.unstarted_seq, not committed yet)")
 async def test_a_row_claimed_but_not_delivered_at_the_welcome_is_above_history_seq(
         rt, serve_gateway, connect, is_frame) -> None:
     async with serve_gateway(rt) as (_gateway, url):
