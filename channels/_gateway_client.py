@@ -119,11 +119,17 @@ def _checked(frame: dict[str, Any]) -> dict[str, Any]:
     return frame
 
 
-def _answers_message(frame: dict[str, Any]) -> bool:
-    """Whether a ``notice`` frame names the message it answers (a gateway older than the
-    notice ack names none, and is not acked)."""
+_OWN_IDS_KEPT = 1024
+"""How many of the message ids it sent a :class:`GatewayClient` remembers, to ack the
+``notice`` frames answering them (see :meth:`GatewayClient.receive_until`)."""
+
+
+def _answers_message(frame: dict[str, Any], own: dict[str, None]) -> bool:
+    """Whether a ``notice`` frame names a message of *own* as the one it answers (a gateway
+    older than the notice ack names none, and is not acked; another device's is left to that
+    device, whose resend after a lost connection is to be sent it)."""
     message_id = frame.get("message_id")
-    return isinstance(message_id, str) and bool(message_id)
+    return isinstance(message_id, str) and message_id in own
 
 
 def _welcome(raw: str | bytes) -> dict[str, Any]:
@@ -153,6 +159,8 @@ class GatewayClient:
         # 32 random bits (8 hex digits) met between two connections often enough in a long
         # conversation that a new message was answered ``duplicate`` and never run.
         self._prefix = uuid.uuid4().hex
+        # The latest message ids sent (:data:`_OWN_IDS_KEPT`): their notices are acked.
+        self._own: dict[str, None] = {}
 
     @classmethod
     @asynccontextmanager
@@ -228,8 +236,14 @@ class GatewayClient:
 
     async def message(self, text: str, *, message_id: str | None = None) -> str:
         """Send a ``message`` (slash commands too); returns its client id: *message_id* as
-        given (an empty one too, which the gateway refuses naming ``id``), else a new one."""
+        given (an empty one too, which the gateway refuses naming ``id``), else a new one.
+        The latest :data:`_OWN_IDS_KEPT` ids are remembered: :meth:`receive_until` acks the
+        ``notice`` answering one of them."""
         message_id = self.new_id() if message_id is None else message_id
+        self._own.pop(message_id, None)  # kept as the latest
+        self._own[message_id] = None
+        while len(self._own) > _OWN_IDS_KEPT:
+            del self._own[next(iter(self._own))]
         await self.send({"type": "message", "text": text, "id": message_id})
         return message_id
 
@@ -317,14 +331,16 @@ class GatewayClient:
                             ack: bool = True) -> list[dict[str, Any]]:
         """Frames up to and including the first for which ``done(frame)`` is true; with
         ``ack`` every delivery is acked as it arrives, and so is every ``notice`` that
-        names the message it answers (``message_id``)."""
+        answers (its ``message_id``) one of the latest messages this client sent: another
+        device's is not, as that device's resend of its message after a lost connection
+        is sent the notice only until some device acks it."""
         frames: list[dict[str, Any]] = []
         while True:
             frame = await self.receive()
             frames.append(frame)
             if ack and frame.get("type") == "delivery":
                 await self.ack(frame["delivery_id"])
-            elif ack and frame.get("type") == "notice" and _answers_message(frame):
+            elif ack and frame.get("type") == "notice" and _answers_message(frame, self._own):
                 await self.ack_notices(frame["message_id"])
             if done(frame):
                 return frames
