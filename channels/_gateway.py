@@ -132,6 +132,8 @@ class GatewayChannel(ChannelBase):
         self.hello_waits: set[trio.CancelScope] = set()  # connections waiting for a hello
         self.closed = False
         self.sent: dict[str, str] = {}  # delivery id -> conversation key, until acked
+        # delivery id -> (session, seq): in deliver(), at its schedule point before broadcast
+        self.starting: dict[str, tuple[str, int]] = {}
         # session -> conversation key, served here, until the directory forgets the session
         # (a left one with nothing in hand: see _sessions_forgotten)
         self.session_keys: dict[str, str] = {}
@@ -236,7 +238,14 @@ class GatewayChannel(ChannelBase):
         progress note with nobody connected is not kept: :class:`StaleProgress` (``failed``,
         as recovery fails stale progress); nor is a frame no client would take:
         :class:`FrameTooBig` (``failed``; the session's later rows go on)."""
-        await trio.lowlevel.checkpoint()
+        if outbound.session_id is not None:
+            # Gone to no client until broadcast below (no schedule point from there to it):
+            # a welcome built meanwhile counts it as still to come (see _history_seq).
+            self.starting[outbound.delivery_id] = (outbound.session_id, outbound.seq)
+        try:
+            await trio.lowlevel.checkpoint()
+        finally:
+            self.starting.pop(outbound.delivery_id, None)
         if outbound.session_id is None:  # a command answer with no session: not stored
             hub = self.hubs.get(str(outbound.metadata.get("conversation_key")))
             if hub is not None:
@@ -538,13 +547,16 @@ class GatewayChannel(ChannelBase):
         row waits for a client, ``last_seq`` when none does. A row waits while ``queued``
         (read by the hello: see ``Admission.first_queued``), claimed by its lane and not yet
         handed to :meth:`deliver` (``Dispatcher.unstarted_seq``: it waited for a hold's end,
-        or was written claimed and not taken yet), or held in :meth:`deliver` for a client
-        (none connected): the connection is sent it. One in flight to another device
-        went out before it: history. Sync, as the connection joins."""
+        or was written claimed and not taken yet), in :meth:`deliver` before its broadcast
+        (``starting``: at its schedule point), or held there for a client (none connected):
+        the connection is sent it. One in flight to another device went out before it:
+        history. Sync, as the connection joins."""
+        session_id = admission.session_id
+        starting = min((seq for in_session, seq in self.starting.values()
+                        if in_session == session_id), default=None)
         waiting = [seq for seq in (admission.first_queued,
-                                   self.hub(admission.conversation).first_waiting(
-                                       admission.session_id),
-                                   self.runtime.dispatcher.unstarted_seq(admission.session_id))
+                                   self.hub(admission.conversation).first_waiting(session_id),
+                                   self.runtime.dispatcher.unstarted_seq(session_id), starting)
                    if seq is not None]
         return min([admission.last_seq, *(seq - 1 for seq in waiting)])
 
