@@ -11,9 +11,10 @@ of the same id is a ``duplicate``, and the user would never get the answer. The 
 it here, in memory, per (conversation key, message id), and sends it to that retry, or
 before the conversation's next message if that comes first (the answer to the earlier command
 goes out before anything the later one brings); once it went out it is forgotten. At most
-:data:`MAX_OWED_ANSWERS` are kept (the oldest is dropped, logged, when one more is owed), so
-answers a platform never retries cannot pile up. Lost at a restart, as a retry after one
-finds only the id's record, but for a direct answer: that one is owed on the id's record too,
+:data:`MAX_OWED_ANSWERS` are kept (when one more is owed, the oldest *given* one, below, is
+dropped, else the oldest; logged either way), so answers a platform never retries cannot
+pile up. Lost at a restart, as a retry after one finds only the id's record, but for a
+direct answer: that one is owed on the id's record too,
 written with it (schema v8), and cleared once it went out (:func:`paid_stored`); the retry of
 the id after a restart takes it from there (:func:`take_stored`) and is sent it. (A crash
 after it went out and before the clear committed sends it to that retry again: the window is
@@ -84,21 +85,33 @@ class OwedAnswers:
             held: tuple[str, str] | None = None, stored: bool = False,
             given: bool = False) -> None:
         """Keep *text* (the answer to *command*; *held*, *stored*, *given*: see
-        :class:`Owed`) for the retry of *message_id* in the conversation *key*; past the cap,
-        the oldest owed answer is dropped (one held is still sent at the next start, one
-        stored to the retry after it; one given went out, and is dropped unlogged). Sync."""
+        :class:`Owed`) for the retry of *message_id* in the conversation *key*. Past the cap
+        one is dropped, logged (``event=owed_answer_dropped``): the oldest *given* one if
+        any (it went out, and its client most likely has it; ``sent=yes``, at INFO, as a
+        client that never acks leaves one per command), else the oldest (never sent: a
+        WARNING). One held is still sent at the next start, one stored to the retry after
+        it. Sync."""
         self._owed[(key, message_id)] = Owed(text, command, held, stored, given)
         self._owed.move_to_end((key, message_id))
         while len(self._owed) > self._cap:
-            (old_key, old_id), old = self._owed.popitem(last=False)
-            if old.given:  # it went out; only a resend after a lost connection needed it
-                continue
-            old_command = old.command
-            until = " before a restart" if old.stored else ""
-            log.warning("event=owed_answer_dropped conversation=%s message_id=%s command=%s "
-                        "note=%s", field(old_key), field(old_id), field(old_command),
-                        field(f"more than {self._cap} answers are owed; a retry of this "
-                              f"message gets no answer{until}"))
+            dropped = next((entry for entry, owed in self._owed.items() if owed.given),
+                           next(iter(self._owed)))
+            self._dropped(dropped, self._owed.pop(dropped))
+
+    def _dropped(self, entry: tuple[str, str], owed: Owed) -> None:
+        """Log *owed*, the answer to *entry* (conversation key, message id), dropped past
+        the cap: the resend of its id gets no answer (before a restart, if it is *stored*)."""
+        until = " before a restart" if owed.stored else ""
+        if owed.given:
+            level, note = logging.INFO, (f"more than {self._cap} answers are owed; it went "
+                                         f"out unacked, and a resend of this message gets "
+                                         f"no answer{until}")
+        else:
+            level, note = logging.WARNING, (f"more than {self._cap} answers are owed; a "
+                                            f"retry of this message gets no answer{until}")
+        log.log(level, "event=owed_answer_dropped conversation=%s message_id=%s command=%s "
+                "sent=%s note=%s", field(entry[0]), field(entry[1]), field(owed.command),
+                "yes" if owed.given else "no", field(note))
 
     def of(self, key: str) -> list[str]:
         """The message ids owed an answer in the conversation *key* that has not gone out
