@@ -685,10 +685,13 @@ class ChannelBase(StopButton):
         ``ValidationError`` naming it, before anything is written (the notice was queued,
         then the call failed). *message_id*: the message a direct answer answers (a
         command's), said to :meth:`deliver` in its metadata, ``message_id``: a route whose
-        client acks (the gateway) names it so that its client can ack the answer."""
+        client acks (the gateway) names it so that its client can ack the answer; None or a
+        message id (``ValidationError`` naming ``message_id`` otherwise, as ``command``)."""
         expect_instance("conversation", conversation, Conversation)
         if command is not None:
             check_id("command", command, max_chars=None)
+        if message_id is not None:  # a client acks the notice by it (the gateway)
+            check_id("message_id", message_id)
         extra = {} if command is None else {"command": command}
         if session_id is None and message_id is not None:
             extra["message_id"] = message_id
