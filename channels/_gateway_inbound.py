@@ -18,7 +18,8 @@ and a ``/new``, ``/clear`` or ``/resume`` in the commit of its effect
 
 An ack by ``message_ids`` confirms the ``notice`` frames that answered those messages
 (commands answered with no session): until then a resend of such an id is sent its answer
-again (see :mod:`._owed_answers`). Any other ack confirms only deliveries of the
+again (see :mod:`._owed_answers`). It is free when each id's notice waits for that ack, else
+charged as one frame. Any other ack confirms only deliveries of the
 connection's own conversation: ids this connection
 was sent (once each) or this gateway sent there are confirmed at once, for free; others are
 charged to the client's rate and checked against the store, and foreign or unknown ids get
@@ -252,12 +253,18 @@ async def _notices_acked(gateway: GatewayChannel, conn: Connection,
     """The client acked the ``notice`` frames answering *message_ids* (a command's answer
     with no session): each is given, not owed to a resend of its id any more, and cleared on
     the id's record if it was owed there (one store write each). Free, as an ack of what
-    this connection was sent: an id whose answer this gateway does not keep given (acked
-    already, by another device too, or never sent) is ignored, with no error: the client
-    has it, and there is nothing to refuse."""
+    this connection was sent, when each id's notice waits for its ack; an id whose answer
+    this gateway does not keep given (acked already, by another device too, or never sent)
+    is ignored, with no error (the client has it, and there is nothing to refuse), but the
+    frame is then charged as one frame's work: free, a flood of them was never closed."""
     key = conn.conversation.key
+    waiting = True
     for message_id in message_ids:
         owed = gateway.owed_answers.acked(key, message_id)
-        if owed is not None and owed.stored:
+        if owed is None:
+            waiting = False
+        elif owed.stored:
             await paid_stored(gateway, key, message_id)
+    if not waiting:
+        conn.charge()  # over the rate: closed
     await trio.lowlevel.checkpoint()
