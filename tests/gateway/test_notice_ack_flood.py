@@ -28,16 +28,22 @@ async def _read_until(client: Any, frame_type: str) -> None:
         pass
 
 
+async def _flood_then_sync(client: Any) -> None:
+    """Ten acks of notices nobody waits an ack for, then a ``sync``, read until ``synced``
+    (answered only if the flood was let through; the server may close during the flood)."""
+    for _ in range(10):
+        await client.ack_notices("never-sent", "nor-this")
+    await client.sync()
+    await _read_until(client, "synced")
+
+
 async def test_acks_of_notices_not_waiting_are_charged(
         rt, serve_gateway, connect, mock_clock) -> None:
     with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
         async with serve_gateway(rt, rate=1, burst=3) as (_gateway, url), \
                 connect(url, "alpha") as client:
             with pytest.raises(GatewayClosed) as closed:
-                for _ in range(10):  # nothing waiting for these acks: each a frame's work
-                    await client.ack_notices("never-sent", "nor-this")
-                await client.sync()  # answered only if the flood was let through
-                await _read_until(client, "synced")
+                await _flood_then_sync(client)
             assert closed.value.code == 4029
 
 
