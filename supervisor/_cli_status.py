@@ -264,7 +264,8 @@ def _print_overview(report: StatusReport, args: argparse.Namespace, out: TextIO)
         print(f"{when}: {report.held} accepted message(s) not yet answered (those of a stopped "
               f"server are told \"not answered\" at its next start)", file=out)
     if report.owed_answers:  # a count of now, of no session (see StatusReport)
-        print(f"owed: {report.owed_answers} command answer(s) not yet given (each goes to the "
+        when = "owed now (--since does not apply)" if args.since is not None else "owed"
+        print(f"{when}: {report.owed_answers} command answer(s) not yet given (each goes to the "
               f"retry of its message id; a prune gives it up a day past the retention)",
               file=out)
     if args.limit == 0:  # the counts alone were asked for: "none to show" would be false

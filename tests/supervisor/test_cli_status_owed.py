@@ -65,3 +65,14 @@ async def test_nothing_owed_prints_no_owed_line(tmp_path, workspace, capsys) -> 
         await channel.say("/clear", chat_id="c1", sender_id="u1", message_id="c1")
     assert main(["status", "--db", str(path)]) == 0
     assert "owed:" not in capsys.readouterr().out
+
+
+async def test_with_since_the_owed_line_says_it_counts_now(db, capsys) -> None:
+    """A count of now, of the whole database: with ``--since`` (a time to come here, so
+    nothing else is counted) the line says ``--since`` does not narrow it, as the ``held``
+    line does; read plain, an operator took the answers for those owed since then."""
+    path, _session_id = db
+    assert main(["status", "--db", str(path), "--since", "4102444800"]) == 0
+    out = capsys.readouterr().out
+    assert "(total 0)" in out
+    assert "owed now (--since does not apply): 2 command answer(s) not yet given" in out
