@@ -52,6 +52,9 @@ _SKIP = 65536
 _prompting = threading.Event()
 """Set while :func:`stdin_lines`' ``input()`` shows its prompt on the terminal and waits for a
 line: only then has :func:`input_line` a prompt to put back."""
+_prompting_lock = threading.Lock()
+"""Orders the set of :data:`_prompting` (readline's pre-input hook, in the reading thread)
+against its clear when that read is abandoned (in the loop's thread): see :func:`_shown`."""
 
 
 @attrs.frozen
@@ -362,29 +365,27 @@ async def stdin_lines(prompt: str = "> ", *,
     if sys.stdin is None:
         return
     interactive = stdin_is_a_terminal()
-    hooked = False
+    set_hook: Callable[[Callable[[], None]], None] | None = None
     restore_modes = _terminal_modes() if interactive else None
     if interactive:
         try:
             import readline  # importing it gives input() line editing
         except ImportError:
             pass
-        else:
-            hook = getattr(readline, "set_pre_input_hook", None)
-            if hook is not None:  # called once the prompt is printed
-                hook(_prompting.set)
-                hooked = True
+        else:  # its hook is called once the prompt is printed
+            set_hook = getattr(readline, "set_pre_input_hook", None)
     while True:
         try:
             if restore_modes is not None:
+                abandoned = threading.Event()
                 try:
-                    line = await trio.to_thread.run_sync(_input, prompt, hooked,
+                    line = await trio.to_thread.run_sync(_input, prompt, set_hook, abandoned,
                                                          abandon_on_cancel=True)
                 except BaseException:  # abandoned (Ctrl-C, the chat's end) in readline; after
                     restore_modes()  # an EOFError readline put them back already: the same
                     # Its prompt is no longer waited at (the input() left blocked never
                     # clears it): the lines the runtime's stop prints must not put it back.
-                    _prompting.clear()
+                    _abandon(abandoned)
                     raise
             else:
                 limit = MAX_TEXT_BYTES if max_line_bytes is None else await max_line_bytes()
@@ -419,14 +420,36 @@ def _terminal_modes() -> Callable[[], None]:
     return restore
 
 
-def _input(prompt: str, hooked: bool) -> str:
+def _input(prompt: str, set_hook: Callable[[Callable[[], None]], None] | None,
+           abandoned: threading.Event) -> str:
     """``input(prompt)``, with :data:`_prompting` set while its prompt is shown: from
-    readline's pre-input hook when *hooked* (the prompt is printed), else from the start."""
-    if not hooked:
-        _prompting.set()
+    readline's pre-input hook when there is one (*set_hook* sets it: the prompt is then
+    printed), else from the start; never once the read is *abandoned* (:func:`_abandon`)."""
+    if set_hook is not None:
+        set_hook(lambda: _shown(abandoned))
+    else:
+        _shown(abandoned)
     try:
         return input(prompt)
     finally:
+        _prompting.clear()
+
+
+def _shown(abandoned: threading.Event) -> None:
+    """The prompt of a read is shown: set :data:`_prompting`, unless the read was abandoned
+    meanwhile. A Ctrl-C right as the prompt was printed abandons the read before readline
+    calls its hook; set then, after the clear, it had every line the runtime's stop printed
+    put the prompt back ('you> ' after '[cancelled: shutdown]', the chat's last line)."""
+    with _prompting_lock:
+        if not abandoned.is_set():
+            _prompting.set()
+
+
+def _abandon(abandoned: threading.Event) -> None:
+    """The read is abandoned (its ``input()`` left blocked in its thread): no prompt waits
+    for a line any more, and its hook, should it still run, sets none (see :func:`_shown`)."""
+    with _prompting_lock:
+        abandoned.set()
         _prompting.clear()
 
 
