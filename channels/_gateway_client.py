@@ -247,6 +247,19 @@ class GatewayClient:
         await self.send({"type": "message", "text": text, "id": message_id})
         return message_id
 
+    async def answer(self, prompt_id: str, text: str | None) -> None:
+        """Answer the ``prompt`` *prompt_id* with *text*; None says "no answer" (the agent's
+        ``prompt_user`` gets None at once, as when ``--local``'s input ends), rather than
+        leaving the question open until it expires. Raises :class:`ValidationError` naming
+        ``prompt_id`` (no non-empty string) or ``text`` (neither a string nor None), before
+        anything is sent. The gateway's refusal (``already_answered``, ``expired``...) is an
+        ``error`` frame, read later like any frame."""
+        prompt_id = check_id("prompt_id", prompt_id)
+        if text is not None and not isinstance(text, str):
+            raise ValidationError("text", f"must be a string, or None for no answer, not "
+                                          f"{type(text).__name__}")
+        await self.send({"type": "answer", "prompt_id": prompt_id, "text": text})
+
     async def ack(self, *delivery_ids: str) -> None:
         """Ack the deliveries named (an ``ack`` frame; ids past the gateway's 1,000 per frame
         go in as many frames as they need). With none, nothing is sent. Raises

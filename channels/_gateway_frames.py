@@ -176,7 +176,8 @@ class Ack:
 @attrs.frozen
 class Answer:
     prompt_id: str
-    text: str
+    text: str | None
+    """None: the client says "no answer" (``"text": null``); the agent gets None."""
     ref: str | None = None
     """The frame's own ``id``, if it had one: an error after the parse carries it back."""
 
@@ -409,6 +410,13 @@ def _ids(f: _Fields, name: str, ids: Any, what: str) -> tuple[str, ...]:
 
 def _answer(f: _Fields) -> Answer:
     prompt_id = f.text("prompt_id", limit=_QUESTION_ID_LIMIT, empty=False)
+    if "text" not in f.data:  # a forgotten field is not taken for "no answer"
+        raise f._error("missing_field", "text", "is required (a string, or null for no answer)")
+    if f.data["text"] is None:  # the person gives no answer (a chat at its end of input)
+        return Answer(prompt_id=prompt_id or "", text=None, ref=f.frame_id)
+    if not isinstance(f.data["text"], str):
+        raise f._error("bad_field", "text", f"must be a string, or null for no answer, not "
+                                            f"{type(f.data['text']).__name__}")
     return Answer(prompt_id=prompt_id or "", text=f.text("text") or "", ref=f.frame_id)
 
 

@@ -22,6 +22,9 @@ router's or the turn's), even before the waiting task has run: accepted, it woul
 For the same reason an answer is refused ``cancelled`` once the asker's turn is cancelled,
 even in the same scheduler tick, before the waiting task has run again (it no longer waits).
 An answer that comes before the asker has first reached its wait is taken: it finds it there.
+A prompt's answer may be None, the client's "no answer" (``"text": null``): the agent gets
+``PromptAnswer(None, "declined")`` at once, as from ``--local``'s end of input, and the question
+closes ``answered`` (an approval's "no" is its ``deny``).
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ Broadcast = Callable[[dict[str, Any]], None]
 _CLOSED_KEPT = 4096
 _TOO_BIG = object()
 """What :meth:`Interactions._ask` returns for a question whose frame no client would take."""
+_EXPIRED = object()
+"""What :meth:`Interactions._ask` returns for a question not answered in time (None is an
+answer: a prompt's "no answer")."""
 TOO_BIG_REASON = "frame_too_big"
 # Withdrawn: the asker stopped waiting before an answer came. Its turn was cancelled (the
 # usual case) or the agent cancelled its own wait: this layer cannot tell the two apart.
@@ -100,8 +106,10 @@ class Interactions:
                                  broadcast)
         if answer is _TOO_BIG:
             return PromptAnswer(None, TOO_BIG_REASON)
-        if answer is None:
+        if answer is _EXPIRED:
             return PromptAnswer(None, "expired")
+        if answer is None:  # the client's "no answer"
+            return PromptAnswer(None, "declined")
         return PromptAnswer(str(answer))
 
     async def approval(self, request: ApprovalRequest, key: str, broadcast: Broadcast
@@ -113,7 +121,7 @@ class Interactions:
                                    broadcast)
         if decision is _TOO_BIG:
             return ApprovalDecision(False, TOO_BIG_REASON)
-        if decision is None:
+        if decision is _EXPIRED:
             return ApprovalDecision(False, "expired")
         return ApprovalDecision(True) if decision == "allow" else ApprovalDecision(False,
                                                                                    "denied")
@@ -149,7 +157,7 @@ class Interactions:
                 reason = "answered"
                 return question.answer
             reason = "expired"
-            return None
+            return _EXPIRED
         finally:
             if reason == "cancelled" and trio.current_time() >= deadline:
                 reason = "expired"  # a nearer bound of the asker (the router's, the turn's)
