@@ -30,7 +30,10 @@ sent a ``completed`` nobody heard: its reply is replayed, and a line the ``welco
 named there, and a resent line the server had is answered ``duplicate`` with ``running`` while
 its turn has not ended: either is waited for; a line merged into a turn whose frames carry
 another message's id is asked about once no turn runs; once no turn is heard to run, the wait
-lasts :data:`_SETTLE` at most, see :func:`_turn_ended`). A server that has not
+lasts :data:`_SETTLE` at most, see :func:`_turn_ended`). At the end of input (piped, or
+Ctrl-D typed) a question still open, or one the last line's turn asks while it is waited for,
+gets "no answer" (a prompt's ``text`` null: the agent gets None; an approval's ``deny``), as
+``--local`` declines, rather than left to its timeout. A server that has not
 welcomed it within ``WELCOME_TIMEOUT`` (30 s) is one it cannot connect to: exit 1 on the first
 connection. After a drop, every reconnect is said on stderr with how long it waits for its
 welcome, and all of them together must be welcomed within :data:`_RECONNECT_FOR` (30 s) of the
@@ -519,6 +522,29 @@ def _answer(question: dict[str, Any], line: str) -> dict[str, Any]:
     return {"type": "approval", "request_id": question["request_id"], "decision": decision}
 
 
+def _declined(question: dict[str, Any]) -> dict[str, Any]:
+    """The frame that gives *question* no answer: a prompt's ``text`` null (the agent gets
+    None), an approval's ``deny``."""
+    if question["type"] == "prompt":
+        return {"type": "answer", "prompt_id": question["prompt_id"], "text": None}
+    return {"type": "approval", "request_id": question["request_id"], "decision": "deny"}
+
+
+async def _decline_open(client: GatewayClient, state: _State) -> int:
+    """At the end of input: give every question still open no answer (see :func:`_declined`),
+    kept as a typed answer is, so that a drop that cuts it gives it again when asked again.
+    Returns how many were open."""
+    open_now = list(state.questions.values())
+    for question in open_now:
+        await state.pace.take()
+        if state.questions.pop(_question_id(question), None) is None:
+            continue  # closed while paced: there is nothing to decline
+        frame = _declined(question)
+        _keep(state.answers, question, frame)
+        await client.send(frame)
+    return len(open_now)
+
+
 async def _settle(client: GatewayClient, state: _State, message_id: str) -> bool | None:
     """Piped mode: wait until the line's turn or command answer has been delivered (True).
     False when the turn asks a question first (the next line answers it; settle again after);
@@ -706,9 +732,14 @@ async def _send(client: GatewayClient, state: _State, printer: _Printer,
                 state.waiting = frame["id"]
         if state.waiting is not None and not options.interactive:
             await _settle_waiting(client, state)
-    if state.waiting is not None:
-        await _settle(client, state, state.waiting)
-        state.waiting = None
+    # The end of input: nobody is left to answer. What is open (or asked while the last turn
+    # is waited for) gets "no answer", as --local declines, not left to wait out its timeout.
+    await _decline_open(client, state)
+    while state.waiting is not None:
+        settled = await _settle(client, state, state.waiting)
+        declined = await _decline_open(client, state)
+        if settled is not False or not declined:  # (False: its turn asked, declined: wait on)
+            state.waiting = None
 
 
 async def chat_over_websocket(options: ChatOptions, lines: AsyncGenerator[_Line, None], *,
