@@ -173,9 +173,9 @@ def _uncut() -> trio.CancelScope:
     once the effect's write is on its way it may commit, and a caller cut off then (the
     platform gave up on the request, a stop) left the answer held until the next start,
     while the platform's retry of the id, a ``duplicate``, found nothing owed. Bounded (a
-    few store requests, and the hand-back of a resumed session's ``unrouted`` rows): the
-    caller's cancel takes effect once the answer is written (or its write failed: see
-    :func:`_owed_if_cut`)."""
+    few store requests): the caller's cancel takes effect once the answer is written (or its
+    write failed: see :func:`_owed_if_cut`). Not around the hand-back of a resumed session's
+    ``unrouted`` rows, however many: cut off, it stops between pages (see :func:`_resume`)."""
     return trio.CancelScope(shield=True)
 
 
@@ -361,7 +361,10 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
     conversation last spoke): they go out before the answer and anything newer, not after it
     at the conversation's next message. Every channel does this, also one that hands rows back
     elsewhere (the gateway, at each client's hello): a hello hands back only a session not
-    bound yet, and the resumed one is bound from here on."""
+    bound yet, and the resumed one is bound from here on. A cancel (the platform gave up, a
+    stop) cuts the hand-back off between pages, not the effect's write nor the answer's: the
+    answer is written after the rows handed back, then the cancel goes on; the rows not
+    handed back stay ``unrouted``, and the conversation's next message hands them back."""
     target = command.argument or ""
     rt = channel.runtime
     resumed = f"Resumed session {target}."
@@ -376,21 +379,31 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
     # nothing; read after the write, its failure left the answer owed on the id's record
     # (no session) and not here, and the retry, a duplicate, unanswered.
     current = await rt.conversation_session(name, key) if held else None
-    with _uncut():
-        try:
-            async with rt.hold_binds(channel):
+    cut: trio.Cancelled | None = None
+    try:
+        async with rt.hold_binds(channel):
+            with _uncut():
                 await channel.directory.resume(conversation, target, also=also)
+            try:
                 await requeue_unrouted(rt, target)
-        except SessionNotFoundError as exc:
-            refusal = _refusal("closed" if isinstance(exc, SessionClosedError) else "missing")
-            if not held:
-                return refusal, None, False
-            if current is None:  # owed on the id's record
-                return refusal, None, owed_to is not None
-            return refusal, (current, held[0]), False
-        with _owed_if_cut(channel, conversation, owed_to, resumed, "resume", target, held):
-            await channel._answer_switch(conversation, target, resumed, command="resume",
-                                         settles=held)
+            except trio.Cancelled as exc:
+                # Cut off between pages: the rest stays ``unrouted`` (durable), handed back
+                # at the conversation's next message; the answer goes after what went back.
+                cut = exc
+                channel._handed_back.pop(key, None)
+    except SessionNotFoundError as exc:
+        refusal = _refusal("closed" if isinstance(exc, SessionClosedError) else "missing")
+        if not held:
+            return refusal, None, False
+        if current is None:  # owed on the id's record
+            return refusal, None, owed_to is not None
+        return refusal, (current, held[0]), False
+    with _uncut(), _owed_if_cut(channel, conversation, owed_to, resumed, "resume", target,
+                                held):
+        await channel._answer_switch(conversation, target, resumed, command="resume",
+                                     settles=held)
+    if cut is not None:
+        raise cut
     return None, None, False
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 __all__ = ["HANDBACK_PAGE", "requeue_unrouted"]
 
 HANDBACK_PAGE = 256
@@ -26,7 +28,9 @@ async def requeue_unrouted(rt: Any, session_id: str, page: int = HANDBACK_PAGE) 
     """Hand the session's ``unrouted`` message and notice rows back to its lane, now that the
     caller is its route: they are delivered in seq order, before any row written from now on.
     Call inside ``rt.hold_binds(route)``; first waits for a row whose ``unrouted`` write was in
-    flight at the bind (else this read would miss it)."""
+    flight at the bind (else this read would miss it). A cancel takes effect between pages (a
+    page's write is not cut off: it may commit all the same, and a claimed row must go back
+    with it, see ``rt.requeue``); the rows not handed back stay ``unrouted``."""
     await rt.unrouted_written(session_id)
     cursor = 0
     while True:
@@ -36,4 +40,5 @@ async def requeue_unrouted(rt: Any, session_id: str, page: int = HANDBACK_PAGE) 
         if not rows:
             return
         cursor = rows[-1].outbound.seq
-        await rt.requeue(session_id, [row.outbound.delivery_id for row in rows])
+        with trio.CancelScope(shield=True):  # one page: bounded
+            await rt.requeue(session_id, [row.outbound.delivery_id for row in rows])
