@@ -252,19 +252,22 @@ async def _notices_acked(gateway: GatewayChannel, conn: Connection,
                          message_ids: tuple[str, ...]) -> None:
     """The client acked the ``notice`` frames answering *message_ids* (a command's answer
     with no session): each is given, not owed to a resend of its id any more, and cleared on
-    the id's record if it was owed there (one store write each). Free, as an ack of what
+    the id's record if it was owed there (one store write for them all). Free, as an ack of what
     this connection was sent, when each id's notice waits for its ack; an id whose answer
     this gateway does not keep given (acked already, by another device too, or never sent)
     is ignored, with no error (the client has it, and there is nothing to refuse), but the
     frame is then charged as one frame's work: free, a flood of them was never closed."""
     key = conn.conversation.key
     waiting = True
+    stored = []
     for message_id in message_ids:
         owed = gateway.owed_answers.acked(key, message_id)
         if owed is None:
             waiting = False
         elif owed.stored:
-            await paid_stored(gateway, key, message_id)
+            stored.append(message_id)
+    if stored:
+        await paid_stored(gateway, key, *stored)
     if not waiting:
         conn.charge()  # over the rate: closed
     await trio.lowlevel.checkpoint()

@@ -156,16 +156,18 @@ async def take_stored(channel: ChannelBase, key: str, message_id: str) -> None:
         channel.owed_answers.owe(key, message_id, text, command, stored=True)
 
 
-async def paid_stored(channel: ChannelBase, key: str, message_id: str) -> None:
-    """Clear the direct answer the record of *message_id* owed: it went out. Shielded
-    (bounded, one store request): the answer is given, and a clear cut off would have a
-    retry after a restart sent it again. A failed write is logged
-    (``event=owed_answer_clear_failed``), not raised: the answer went out all the same."""
+async def paid_stored(channel: ChannelBase, key: str, *message_ids: str) -> None:
+    """Clear the direct answers the records of *message_ids* owed: they went out. One
+    shielded store request whatever their number (bounded): the answers are given, and a
+    clear cut off would have a retry after a restart sent one again. A failed write is
+    logged (``event=owed_answer_clear_failed``), not raised: the answers went out all the
+    same."""
     rt = channel.runtime
     try:
         with trio.CancelScope(shield=True):
             await rt.store.commit([paid_direct_answer(rt.core_id, channel.config.name, key,
-                                                      message_id)])
+                                                      message_id)
+                                   for message_id in message_ids])
     except TidingsError as exc:
         log.warning("event=owed_answer_clear_failed conversation=%s message_id=%s error=%s",
-                    field(key), field(message_id), field(repr(exc)))
+                    field(key), field(",".join(message_ids)), field(repr(exc)))
