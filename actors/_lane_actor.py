@@ -225,6 +225,13 @@ class LaneWorker:
         registry = self.dispatcher.registry
         for row in rows:
             live = registry.get(row.delivery_id)
+            if live is not None and lane.unacked.get(row.delivery_id) is live:
+                # Unacked, and re-queued meanwhile (moved to ``unknown`` and handed back by
+                # someone else): it left the ack window; its handle ends ``unknown`` (sent,
+                # never acked), and its delivery again is a fresh item, unacked afresh.
+                del lane.unacked[row.delivery_id]
+                lane.unacked_bytes -= live.size
+                self.dispatcher.resolve(live, "unknown")
             # Registered: a repeated key or an ack finds this very item. Unless it has ended
             # (a re-queued row, delivered again): a fresh item, or its old outcome would pass
             # for an ack that came while deliver() ran, and the row would never join the

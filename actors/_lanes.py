@@ -522,9 +522,12 @@ class Dispatcher:
     async def settle_moved_on(self, lane: Lane) -> None:
         """Unacked rows of *lane* someone else moved first (``lane.moved_on``): each leaves the
         lane (if still there) and its handle ends as the row did, read from the store
-        (``delivered`` for ``sent``), counted once. Run by an abandon and by the lane, which
-        ever comes first: each takes a row before its read, and puts it back (waking the
-        lane) if cut off during it."""
+        (``delivered`` for ``sent``), counted once; a row moved to no end (``queued`` again by
+        ``rt.requeue``, or ``sending`` again since) ends ``unknown``, its first outcome: its
+        client was sent it and never acked (``wait()`` must not wait for a delivery the lane
+        makes again, with a fresh item: see ``LaneWorker._refill``). Run by an abandon and by
+        the lane, which ever comes first: each takes a row before its read, and puts it back
+        (waking the lane) if cut off during it."""
         while lane.moved_on:
             item = lane.moved_on.pop()
             try:
@@ -534,6 +537,8 @@ class Dispatcher:
                 self.wake(lane)
                 lane.room()
                 raise
+            if item.status not in TERMINAL:
+                self.resolve(item, "unknown")
             if lane.unacked.get(item.delivery_id) is item:
                 del lane.unacked[item.delivery_id]
                 lane.unacked_bytes -= item.size
