@@ -266,16 +266,7 @@ class GatewayClient:
         :class:`ValidationError` naming ``delivery_ids``, before anything is sent, unless each
         is a non-empty string (the gateway refuses a whole frame for one bad id, with an
         ``error`` frame the caller reads later, if at all). Always a checkpoint."""
-        for delivery_id in delivery_ids:
-            if not isinstance(delivery_id, str) or not delivery_id:
-                raise ValidationError("delivery_ids", f"must each be a non-empty delivery id "
-                                                      f"string, got {delivery_id!r:.80}")
-        if not delivery_ids:
-            await trio.lowlevel.checkpoint()
-            return
-        for start in range(0, len(delivery_ids), _MAX_ACK_IDS):
-            await self.send({"type": "ack",
-                             "delivery_ids": list(delivery_ids[start:start + _MAX_ACK_IDS])})
+        await self._ack_ids("delivery_ids", "delivery id", delivery_ids)
 
     async def ack_notices(self, *message_ids: str) -> None:
         """Ack the ``notice`` frames answering the messages named (their ``message_id``: a
@@ -283,16 +274,21 @@ class GatewayClient:
         answer again (an ``ack`` frame with ``message_ids``, 1,000 per frame). With none,
         nothing is sent. Raises :class:`ValidationError` naming ``message_ids``, before
         anything is sent, unless each is a non-empty string. Always a checkpoint."""
-        for message_id in message_ids:
-            if not isinstance(message_id, str) or not message_id:
-                raise ValidationError("message_ids", f"must each be a non-empty message id "
-                                                     f"string, got {message_id!r:.80}")
-        if not message_ids:
+        await self._ack_ids("message_ids", "message id", message_ids)
+
+    async def _ack_ids(self, field: str, what: str, ids: tuple[str, ...]) -> None:
+        """Ack frames of *ids* in their *field*, :data:`_MAX_ACK_IDS` a frame (none for no
+        ids: a checkpoint), each checked first: a :class:`ValidationError` naming *field*
+        for one that is no non-empty string (a *what*), before anything is sent."""
+        for one in ids:
+            if not isinstance(one, str) or not one:
+                raise ValidationError(field, f"must each be a non-empty {what} string, got "
+                                             f"{one!r:.80}")
+        if not ids:
             await trio.lowlevel.checkpoint()
             return
-        for start in range(0, len(message_ids), _MAX_ACK_IDS):
-            await self.send({"type": "ack",
-                             "message_ids": list(message_ids[start:start + _MAX_ACK_IDS])})
+        for start in range(0, len(ids), _MAX_ACK_IDS):
+            await self.send({"type": "ack", field: list(ids[start:start + _MAX_ACK_IDS])})
 
     async def ack_up_to(self, seq: int, *, session_id: str | None = None) -> None:
         """Ack every delivery of the session (default: the conversation's current one) up to

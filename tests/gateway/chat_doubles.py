@@ -4,7 +4,7 @@ test what the chat sends and hears (``monkeypatch.setattr(_chat_ws, "GatewayClie
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar
 
@@ -12,7 +12,8 @@ import trio
 
 from tidings.channels import GatewayClient
 
-__all__ = ["ClientWrapper", "HeldAgent", "HeldBackConnector", "WrappingConnector"]
+__all__ = ["ClientWrapper", "HeldAgent", "HeldBackConnector", "WrappingConnector",
+           "leave_a_turn_running"]
 
 
 class HeldAgent:
@@ -30,6 +31,20 @@ class HeldAgent:
             await turn.send_chunk(f"{turn.text}{self.suffix}")
         else:
             await turn.send_chunk(turn.text)
+
+
+async def leave_a_turn_running(other: GatewayClient,
+                               is_frame: Callable[..., Callable[[dict[str, Any]], bool]]) -> str:
+    """On another device: ``earlier`` (answered at once), then ``slow`` (held by a
+    :class:`HeldAgent`: its turn started), then ``/new``, which leaves that turn running in
+    the session it leaves; returns that session's id (``o1``-``o3`` are the message ids)."""
+    await other.message("earlier", message_id="o1")
+    [*_, reply] = await other.receive_until(is_frame("delivery", kind="message"))
+    await other.message("slow", message_id="o2")
+    await other.receive_until(is_frame("lifecycle", event="started", message_id="o2"))
+    await other.message("/new", message_id="o3")  # left, its turn running on
+    await other.receive_until(is_frame("delivery", command="new"))
+    return reply["session_id"]
 
 
 class ClientWrapper:

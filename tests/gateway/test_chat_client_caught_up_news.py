@@ -18,7 +18,7 @@ import trio
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 
-from .chat_doubles import HeldAgent, HeldBackConnector
+from .chat_doubles import HeldAgent, HeldBackConnector, leave_a_turn_running
 from .conftest import TOKEN, Transcript
 
 CONVERSATION = "news"
@@ -34,14 +34,7 @@ async def test_a_caught_up_reply_written_while_the_chat_was_away_is_shown(
         monkeypatch.setattr(_chat_ws, "GatewayClient", connector)
         with trio.fail_after(20):  # real time
             async with connect(url, CONVERSATION) as other:
-                await other.message("earlier", message_id="o1")
-                [*_, reply] = await other.receive_until(is_frame("delivery", kind="message"))
-                old = reply["session_id"]
-                await other.message("slow", message_id="o2")
-                await other.receive_until(is_frame("lifecycle", event="started",
-                                                   message_id="o2"))
-                await other.message("/new", message_id="o3")  # left, its turn running on
-                await other.receive_until(is_frame("delivery", command="new"))
+                old = await leave_a_turn_running(other, is_frame)
 
                 async def lines() -> AsyncIterator[str]:
                     await connector.dropped.wait()

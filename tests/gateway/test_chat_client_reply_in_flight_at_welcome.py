@@ -18,7 +18,7 @@ from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_ws import ChatOptions, chat_over_websocket
 from tidings.testing import writer_gate
 
-from .chat_doubles import HeldAgent, HeldBackConnector
+from .chat_doubles import HeldAgent, HeldBackConnector, leave_a_turn_running
 from .conftest import TOKEN, Transcript
 
 CONVERSATION = "in-flight"
@@ -34,14 +34,7 @@ async def test_a_reply_committed_after_the_first_welcome_is_news(
         monkeypatch.setattr(_chat_ws, "GatewayClient", connector)
         with trio.fail_after(20):  # real time
             async with connect(url, CONVERSATION) as other:
-                await other.message("earlier", message_id="o1")
-                [*_, reply] = await other.receive_until(is_frame("delivery", kind="message"))
-                old = reply["session_id"]
-                await other.message("slow", message_id="o2")
-                await other.receive_until(is_frame("lifecycle", event="started",
-                                                   message_id="o2"))
-                await other.message("/new", message_id="o3")  # left, its turn running on
-                await other.receive_until(is_frame("delivery", command="new"))
+                old = await leave_a_turn_running(other, is_frame)
                 async with writer_gate(rt.store) as gate:
                     agent.release.set()  # the late reply's write waits behind the gate
                     while not rt.pipeline._writing.get(old):
