@@ -1,0 +1,67 @@
+"""``/resume`` over the gateway, its connection killed (too slow, a stop) while it hands the
+resumed session's ``unrouted`` rows back, one page after another.
+
+Other channels let such a cancel cut the hand-back off between pages and hand the rest back at
+the conversation's next message (tests/channels/test_resume_handback_cut.py). The gateway
+hands back at no message, and its next hello skips a session bound here already; but it
+handles a message, commands included, shielded from a kill of its connection (accepting it
+and remembering its id are one step: ``channels/_gateway_inbound.py``), so the hand-back is
+never cut there: no row is left ``unrouted`` for a later start's hello. Were that shield
+narrowed, this fails until the gateway hands back what a cut left behind.
+"""
+
+from __future__ import annotations
+
+import trio
+
+ROWS = 4
+
+
+async def _deliveries(client, count: int) -> list[str]:
+    texts: list[str] = []
+    with trio.fail_after(10):  # a guard against hanging, not a wait
+        while len(texts) < count:
+            frame = await client.receive()
+            if frame["type"] == "delivery":
+                await client.ack(frame["delivery_id"])
+                texts.append(frame["text"])
+    return texts
+
+
+async def test_a_resume_whose_connection_is_killed_mid_hand_back_leaves_no_row_unrouted(
+        rt, serve_gateway, connect, monkeypatch) -> None:
+    async with serve_gateway(rt) as (gateway, url):
+        async with connect(url, "alpha") as client:
+            left = client.welcome["session_id"]
+            await client.message("/new")
+            [started] = await _deliveries(client, 1)
+            assert started.startswith("Started a new session")
+            late = [f"late {n}" for n in range(ROWS)]
+            for text in late:  # a host writes in the left session: no route
+                handle = await rt.notify(left, text)
+                assert await handle.wait() == "unrouted"
+            rt.dispatcher.lane_bytes = 1  # a hand-back page holds one row: ROWS pages
+            pages = []
+            requeue = rt.requeue
+            hub = gateway.hubs[gateway.conversation_named("alpha").key]
+
+            async def killing(session_id, delivery_ids):
+                moved = await requeue(session_id, delivery_ids)
+                pages.append(moved)
+                for conn in list(hub.connections):  # after a page: the connection goes
+                    conn.kill(4009, "too slow")
+                return moved
+
+            monkeypatch.setattr(rt, "requeue", killing)
+            await client.message(f"/resume {left}")
+            with trio.fail_after(10):  # a guard against hanging, not a wait
+                await gateway.runtime.dispatcher.unrouted_written(left)
+                while hub.connections:
+                    await trio.testing.wait_all_tasks_blocked()
+        monkeypatch.undo()
+        assert pages  # it was killed during its hand-back
+        left_rows = await rt.stored_deliveries(left, statuses=("unrouted",))
+        assert [row.outbound.text for row in left_rows] == []  # none left for a restart
+        async with connect(url, "alpha", session_id=left) as again:  # no restart
+            texts = await _deliveries(again, ROWS + 1)
+        assert texts == [*late, f"Resumed session {left}."]
