@@ -33,7 +33,7 @@ from tidings.channels._commands import Command, parse_command, trim
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
 from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
 from tidings.channels._dispatch import Dispatch, _task_name, unanswered_notice
-from tidings.channels._handback import requeue_unrouted
+from tidings.channels._handback import LeftBehind, requeue_unrouted
 from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
@@ -224,6 +224,9 @@ class ChannelBase(StopButton):
         # conversation key -> the runtime's unrouted count when its rows were last handed
         # back (see _hand_back)
         self._handed_back: dict[str, int] = {}
+        # sessions a /resume's hand-back left rows unrouted in, for a channel that does not
+        # hand back before each message (the gateway: see channels/_handback.py)
+        self.handback_left = LeftBehind()
         # (conversation key, message id) being handled now (dedupe_message_ids)
         self._handling_ids = InFlight()
         # (presses key, press id) of presses that cancelled but whose outcome's write failed

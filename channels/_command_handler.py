@@ -364,7 +364,8 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
     bound yet, and the resumed one is bound from here on. A cancel (the platform gave up, a
     stop) cuts the hand-back off between pages, not the effect's write nor the answer's: the
     answer is written after the rows handed back, then the cancel goes on; the rows not
-    handed back stay ``unrouted``, and the conversation's next message hands them back."""
+    handed back stay ``unrouted``, and the conversation's next message hands them back (the
+    gateway's, or its next hello: see ``LeftBehind``), as after a page's write that failed."""
     target = command.argument or ""
     rt = channel.runtime
     resumed = f"Resumed session {target}."
@@ -386,11 +387,16 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
                 await channel.directory.resume(conversation, target, also=also)
             try:
                 await requeue_unrouted(rt, target)
-            except trio.Cancelled as exc:
-                # Cut off between pages: the rest stays ``unrouted`` (durable), handed back
-                # at the conversation's next message; the answer goes after what went back.
-                cut = exc
+            except BaseException as exc:
+                # Cut off between pages (or a page's write failed): the rest stays
+                # ``unrouted`` (durable), handed back at the conversation's next message (the
+                # gateway: or hello). Cut off, the answer goes after what went back.
                 channel._handed_back.pop(key, None)
+                if not channel.hands_back_unrouted:  # its hellos skip a session bound there
+                    channel.handback_left.mark(key, target)
+                if not isinstance(exc, trio.Cancelled):
+                    raise
+                cut = exc
     except SessionNotFoundError as exc:
         refusal = _refusal("closed" if isinstance(exc, SessionClosedError) else "missing")
         if not held:

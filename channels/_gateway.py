@@ -158,6 +158,23 @@ class GatewayChannel(ChannelBase):
 
     hands_back_unrouted = False  # each client's hello does it (channels/_gateway_admit.py)
 
+    async def _hand_back_if_due(self, conversation: Conversation, *,
+                                locked: bool = False) -> None:
+        """Before the conversation's next message is handled: hand back the rows a
+        ``/resume`` of a session bound here left ``unrouted`` (its hand-back cut off or failed
+        partway: see ``LeftBehind``), as other channels do at each message; a hello would
+        skip that session. No checkpoint, no store read, when none was left. *locked*: the
+        caller holds the conversation's lock already."""
+        if conversation.key not in self.handback_left:
+            return
+        if not locked:
+            async with self.directory.lock(conversation):
+                await self._hand_back_if_due(conversation, locked=True)
+            return
+        async with self.runtime.hold_binds(self):
+            await self.handback_left.hand_back(self.runtime, self, conversation.key,
+                                               self.settings.replay_page)
+
     def _dedupes(self, inbound: Inbound) -> bool:
         """No look-up in :meth:`handle_inbound`: a connection looks its client's message id
         up (and marks it in flight) before it calls it (see ``_gateway_inbound``)."""

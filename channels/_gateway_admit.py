@@ -9,9 +9,10 @@ directory's lock, which also binds the gateway as its route. A session this gate
 the route of until then has its ``unrouted`` rows (left while no gateway had it) handed back
 to its lane at once, so they come in seq order before anything newer, whatever the hello says;
 a hello that ends before that (refused, failed, cancelled) unbinds it again, for the next one.
-So does every older session of the conversation with ``unrouted`` rows (left by ``/new`` or
-``/clear``, named by no client after a restart): its replies and the "not answered" notices
-recovery wrote there reach the client too.
+So does a session bound here whose ``/resume`` left rows ``unrouted`` (its hand-back cut off or
+failed partway: see ``LeftBehind``). So does every older session of the conversation with
+``unrouted`` rows (left by ``/new`` or ``/clear``, named by no client after a restart): its
+replies and the "not answered" notices recovery wrote there reach the client too.
 
 Replay (``after_seq`` given): for the session the client names (default: the current one),
 rows up to ``after_seq`` still ``sending`` / ``unknown`` become ``sent`` before ``welcome``
@@ -179,6 +180,10 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
                     await requeue_unrouted(gateway.runtime, rebound[0],
                                            gateway.settings.replay_page)
                     del rebound[0]
+                if conversation.key in gateway.handback_left:  # a /resume's, cut short
+                    await gateway.handback_left.hand_back(gateway.runtime, gateway,
+                                                          conversation.key,
+                                                          gateway.settings.replay_page)
             except BaseException:
                 _unbind(gateway, rebound)
                 raise

@@ -3,11 +3,10 @@ resumed session's ``unrouted`` rows back, one page after another.
 
 Other channels let such a cancel cut the hand-back off between pages and hand the rest back at
 the conversation's next message (tests/channels/test_resume_handback_cut.py). The gateway
-hands back at no message, and its next hello skips a session bound here already; but it
 handles a message, commands included, shielded from a kill of its connection (accepting it
 and remembering its id are one step: ``channels/_gateway_inbound.py``), so the hand-back is
-never cut there: no row is left ``unrouted`` for a later start's hello. Were that shield
-narrowed, this fails until the gateway hands back what a cut left behind.
+never cut there: no row is left ``unrouted``, not even until the conversation's next message
+or hello (which hand back what a failed one left: test_resume_handback_error_gateway.py).
 """
 
 from __future__ import annotations
