@@ -44,7 +44,7 @@ from tidings.channels._commands import (
 from tidings.channels._directory import Conversation
 from tidings.channels._handback import requeue_unrouted
 from tidings.channels._owed_answers import paid_stored
-from tidings.errors import SessionClosedError, SessionNotFoundError
+from tidings.errors import SessionClosedError, SessionNotFoundError, TidingsError
 from tidings.store._inbound import ResumeOutcome, resume_outcome
 
 if TYPE_CHECKING:
@@ -365,7 +365,8 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
     stop) cuts the hand-back off between pages, not the effect's write nor the answer's: the
     answer is written after the rows handed back, then the cancel goes on; the rows not
     handed back stay ``unrouted``, and the conversation's next message hands them back (the
-    gateway's, or its next hello: see ``LeftBehind``), as after a page's write that failed."""
+    gateway's, or its next hello: see ``LeftBehind``). So for a page's write that failed: the
+    answer is written all the same, then the error is raised."""
     target = command.argument or ""
     rt = channel.runtime
     resumed = f"Resumed session {target}."
@@ -380,23 +381,22 @@ async def _resume(channel: ChannelBase, conversation: Conversation, command: Com
     # nothing; read after the write, its failure left the answer owed on the id's record
     # (no session) and not here, and the retry, a duplicate, unanswered.
     current = await rt.conversation_session(name, key) if held else None
-    cut: trio.Cancelled | None = None
+    cut: BaseException | None = None  # what stopped the hand-back, raised after the answer
     try:
         async with rt.hold_binds(channel):
             with _uncut():
                 await channel.directory.resume(conversation, target, also=also)
             try:
                 await requeue_unrouted(rt, target)
-            except BaseException as exc:
+            except (trio.Cancelled, TidingsError) as exc:
                 # Cut off between pages (or a page's write failed): the rest stays
                 # ``unrouted`` (durable), handed back at the conversation's next message (the
-                # gateway: or hello). Cut off, the answer goes after what went back.
+                # gateway: or hello); the answer goes after what went back, then this is
+                # raised (the effect committed: the retry, a duplicate, finds nothing owed).
+                cut = exc
                 channel._handed_back.pop(key, None)
                 if not channel.hands_back_unrouted:  # its hellos skip a session bound there
                     channel.handback_left.mark(key, target)
-                if not isinstance(exc, trio.Cancelled):
-                    raise
-                cut = exc
     except SessionNotFoundError as exc:
         refusal = _refusal("closed" if isinstance(exc, SessionClosedError) else "missing")
         if not held:
