@@ -22,16 +22,9 @@ from .test_resume_handback_cut import ResumeHandsBack
 ROWS = 4
 
 
-async def test_a_resume_whose_hand_back_fails_partway_still_answers(rt, monkeypatch) -> None:
-    channel = ResumeHandsBack(rt, ChannelConfig(name="ops"))
-    await _cycle(channel, 0)
-    old = channel.events[0].session_id
-    await _cycle(channel, 1)
-    late = [f"late {n}" for n in range(ROWS)]
-    for text in late:  # a host writes in the forgotten session: no route
-        handle = await rt.notify(old, text)
-        assert await handle.wait() == "unrouted"
-    rt.dispatcher.lane_bytes = 1  # a hand-back page holds one row: ROWS pages
+def fail_second_page(rt, monkeypatch) -> list[object]:
+    """Make ``rt.requeue`` (a hand-back's write of a page) fail for its second page, as a
+    store that refuses the write would; returns the pages asked for, as they come."""
     requeue = rt.requeue
     pages: list[object] = []
 
@@ -42,6 +35,20 @@ async def test_a_resume_whose_hand_back_fails_partway_still_answers(rt, monkeypa
         return await requeue(session_id, delivery_ids)
 
     monkeypatch.setattr(rt, "requeue", failing)
+    return pages
+
+
+async def test_a_resume_whose_hand_back_fails_partway_still_answers(rt, monkeypatch) -> None:
+    channel = ResumeHandsBack(rt, ChannelConfig(name="ops"))
+    await _cycle(channel, 0)
+    old = channel.events[0].session_id
+    await _cycle(channel, 1)
+    late = [f"late {n}" for n in range(ROWS)]
+    for text in late:  # a host writes in the forgotten session: no route
+        handle = await rt.notify(old, text)
+        assert await handle.wait() == "unrouted"
+    rt.dispatcher.lane_bytes = 1  # a hand-back page holds one row: ROWS pages
+    fail_second_page(rt, monkeypatch)
     with pytest.raises(StoreError):
         await channel.say(f"/resume {old}")
     monkeypatch.undo()

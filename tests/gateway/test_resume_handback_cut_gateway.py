@@ -13,18 +13,7 @@ from __future__ import annotations
 
 import trio
 
-ROWS = 4
-
-
-async def _deliveries(client, count: int) -> list[str]:
-    texts: list[str] = []
-    with trio.fail_after(10):  # a guard against hanging, not a wait
-        while len(texts) < count:
-            frame = await client.receive()
-            if frame["type"] == "delivery":
-                await client.ack(frame["delivery_id"])
-                texts.append(frame["text"])
-    return texts
+from .test_resume_handback_error_gateway import ROWS, _deliveries
 
 
 async def test_a_resume_whose_connection_is_killed_mid_hand_back_leaves_no_row_unrouted(

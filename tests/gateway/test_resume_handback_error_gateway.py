@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import trio
 
-from tidings.store._errors import StoreError
+from ..channels.test_resume_handback_failed import fail_second_page
 
 ROWS = 4
 
@@ -48,16 +48,7 @@ async def _resume_failing(rt, client, monkeypatch) -> tuple[str, list[str]]:
         handle = await rt.notify(left, text)
         assert await handle.wait() == "unrouted"
     rt.dispatcher.lane_bytes = 1  # a hand-back page holds one row: ROWS pages
-    requeue = rt.requeue
-    pages: list[object] = []
-
-    async def failing(session_id, delivery_ids):
-        pages.append(delivery_ids)
-        if len(pages) == 2:
-            raise StoreError("disk I/O error")
-        return await requeue(session_id, delivery_ids)
-
-    monkeypatch.setattr(rt, "requeue", failing)
+    pages = fail_second_page(rt, monkeypatch)
     await client.message(f"/resume {left}")
     with trio.fail_after(10):  # a guard against hanging, not a wait
         while len(pages) < 2:
