@@ -385,7 +385,8 @@ class ChannelBase(StopButton):
         owed on its id's record too is cleared there once it went out; on a route whose
         client acks (the gateway) it is kept *given* instead (on the record too) until the
         client acks it, and sent again to the next retry of the id (see
-        :mod:`._owed_answers`)."""
+        :mod:`._owed_answers`), unless the client acks it while this sends it (another
+        device, say): that ack counts."""
         owed = self.owed_answers.take(conversation.key, message_id)
         if owed is None:
             return
@@ -406,9 +407,12 @@ class ChannelBase(StopButton):
                     await self.answer(conversation, session_id, owed.text,
                                       command=owed.command, settles=(inbound_id,))
         except BaseException:
-            self.owed_answers.owe(conversation.key, message_id, owed.text, owed.command,
-                                  held=owed.held, stored=owed.stored, given=owed.given)
+            if not self.owed_answers.back(conversation.key, message_id):
+                self.owed_answers.owe(conversation.key, message_id, owed.text, owed.command,
+                                      held=owed.held, stored=owed.stored, given=owed.given)
             raise
+        if self.owed_answers.back(conversation.key, message_id):  # acked meanwhile: it was
+            return  # given, its client has it (the ack cleared its record)
         if owed.held is None and self._acks():  # given until its client acks it
             self.owed_answers.owe(conversation.key, message_id, owed.text, owed.command,
                                   stored=owed.stored, given=True)

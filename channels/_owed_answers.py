@@ -22,8 +22,9 @@ one store write.) On a route whose client acks (the gateway), a direct answer th
 is kept *given* until the client acks it (its notice names the message id it answers): a
 connection that drops with it unread must not lose it, so the retry of the id is sent it
 again (and only that retry: the conversation's next message does not re-send a given one,
-so a client that never acks gets it once per resend of the id); owed on the id's record too,
-it is cleared there at the ack, so a restart before the ack sends it to the retry after it.
+so a client that never acks gets it once per resend of the id; an ack that lands while a
+resend is being sent it counts too); owed on the id's record too, it is cleared there at the
+ack, so a restart before the ack sends it to the retry after it.
 An answer that goes into a session is held durably instead (see ``_command_handler``): the
 next start sends it; should its write fail while the process runs on, it is owed here too,
 with its session and hold, so the retry (or the next message) gets it without waiting for a
@@ -77,6 +78,8 @@ class OwedAnswers:
     def __init__(self, cap: int = MAX_OWED_ANSWERS) -> None:
         self._cap = cap
         self._owed: collections.OrderedDict[tuple[str, str], Owed] = collections.OrderedDict()
+        # Given answers taken out to be sent again (see take): None once acked meanwhile.
+        self._out: dict[tuple[str, str], Owed | None] = {}
 
     def __len__(self) -> int:
         return len(self._owed)
@@ -123,17 +126,37 @@ class OwedAnswers:
     def acked(self, key: str, message_id: str) -> Owed | None:
         """The client acked the direct answer to *message_id* (conversation *key*): it is
         forgotten if it was *given* (one still owed, never sent, is kept) and returned, so
-        the caller clears it on the id's record if it was *stored*. Sync."""
-        owed = self._owed.get((key, message_id))
+        the caller clears it on the id's record if it was *stored*. Also one taken out
+        meanwhile to be sent again to a retry (:meth:`take`): that send does not keep it
+        (see :meth:`back`). Sync."""
+        entry = (key, message_id)
+        if self._out.get(entry) is not None:
+            owed, self._out[entry] = self._out[entry], None
+            return owed
+        owed = self._owed.get(entry)
         if owed is None or not owed.given:
             return None
-        del self._owed[(key, message_id)]
+        del self._owed[entry]
         return owed
 
     def take(self, key: str, message_id: str) -> Owed | None:
         """The answer owed to *message_id*, forgotten at once (the caller sends it, and owes
-        it again with :meth:`owe` if that fails): no one else sends it meanwhile. Sync."""
-        return self._owed.pop((key, message_id), None)
+        it again with :meth:`owe` if that fails): no one else sends it meanwhile. A *given*
+        one is noted as out until the caller's :meth:`back`, so an ack of it meanwhile
+        counts. Sync."""
+        owed = self._owed.pop((key, message_id), None)
+        if owed is not None and owed.given:
+            self._out[(key, message_id)] = owed
+        return owed
+
+    def back(self, key: str, message_id: str) -> bool:
+        """The send of the answer to *message_id* that :meth:`take` took ended (sent or
+        not): True if its client acked it meanwhile (:meth:`acked`), and then it is not to
+        be owed again: the client has it. Sync."""
+        entry = (key, message_id)
+        acked = entry in self._out and self._out[entry] is None
+        self._out.pop(entry, None)
+        return acked
 
 
 async def take_stored(channel: ChannelBase, key: str, message_id: str) -> None:
