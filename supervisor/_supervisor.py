@@ -357,7 +357,7 @@ class Supervisor:
         scheduling batch's :class:`_Tick`, returned for :meth:`_tick_decision` to await.
         """
         if self._strategy == "one_for_one":
-            self._decide_closed_ticks()  # an earlier tick's crashes come first
+            self._decide_closed_ticks(slot)  # an earlier tick's crashes come first
             if self._settle(slot, ending.error) is not None:
                 return False
             tick = self._open_tick
@@ -378,7 +378,7 @@ class Supervisor:
         """Wait for the end of the batch ``slot`` crashed in (one checkpoint: the task runs
         again in the next batch, no later), then whether the tick's decision restarts it."""
         await trio.lowlevel.cancel_shielded_checkpoint()
-        self._decide_closed_ticks()
+        self._decide_closed_ticks(slot)
         return slot in tick.restart
 
     def _close_tick(self) -> None:
@@ -387,7 +387,7 @@ class Supervisor:
             self._closed_ticks.append(self._open_tick)
             self._open_tick = None
 
-    def _decide_closed_ticks(self) -> None:
+    def _decide_closed_ticks(self, caller: ChildSlot) -> None:
         """Decide the crashes of the ticks that have ended, each tick's in start order.
 
         Two ``one_for_one`` children crashing in one tick were decided in the order trio ran
@@ -395,7 +395,13 @@ class Supervisor:
         fell to trio's shuffle. Decided together, the earlier child in start order takes the
         restart left, the later ones escalate, and the tick it gave up in is over: a crash
         from now on is one while stopping.
+
+        ``caller``: the child whose task decides (every child task runs under the
+        supervisor's nursery). A cancellation from outside the supervisor that came by then,
+        in the tick of the crashes at the latest, reaches every child task alike: the crashes
+        are then no crashes (``shutdown_error``), whichever trio ran first in their tick.
         """
+        outside = self._cancelled_from_outside(caller)
         while self._closed_ticks:
             tick = self._closed_ticks.pop(0)
             order = {name: index for index, name in enumerate(self._children)}
@@ -403,7 +409,7 @@ class Supervisor:
             try:
                 for slot, ending in sorted(tick.endings, key=lambda pair: order.get(
                         pair[0].spec.name, len(order))):
-                    if self._stopped(slot, ending.error):
+                    if self._stopped(slot, ending.error, anyway=outside):
                         continue
                     if self._admit(slot, ending.error, ending.ran_for) == "restart":
                         tick.restart.add(slot)
@@ -411,6 +417,18 @@ class Supervisor:
                 self._deciding_tick = False
             if self._giving_up:
                 self._gave_up()
+
+    def _cancelled_from_outside(self, caller: ChildSlot) -> bool:
+        """Whether the calling task, ``caller``'s, is being cancelled by something other than
+        ``caller``'s own stop: a scope around the supervisor (a deadline, the host's
+        shutdown), or its nursery (a child's or the body's ``KeyboardInterrupt``).
+
+        Its own ladder's cancellation (``caller.scope``) says nothing of the others: while
+        that is on, the nursery's is still seen, a scope further out is not."""
+        if self._nursery is not None and self._nursery.cancel_scope.cancel_called:
+            return True
+        scope = caller.scope
+        return being_cancelled() and (scope is None or not scope.cancel_called)
 
     def _stopped(self, slot: ChildSlot, error: BaseException | None, *,
                  anyway: bool = False) -> bool:
@@ -421,7 +439,8 @@ class Supervisor:
 
         :meth:`_settle` asks at the ending; the decision of a ``one_for_one`` tick asks again
         at the tick's end, as a stop may have begun later in that tick (``being_cancelled``
-        it cannot ask: that is the child task's own)."""
+        it cannot ask for another child's task: :meth:`_cancelled_from_outside` tells it
+        of a cancellation that reaches them all)."""
         if not (anyway or slot.stopping or slot.removed
                 or (self._state not in LIVE and not self._giving_up)):
             return False
