@@ -400,8 +400,13 @@ class Supervisor:
         supervisor's nursery). A cancellation from outside the supervisor that came by then,
         in the tick of the crashes at the latest, reaches every child task alike: the crashes
         are then no crashes (``shutdown_error``), whichever trio ran first in their tick.
+
+        A decision that raises (the host's logging broke on its line) does not leave the
+        others undecided: each crash is decided and recorded, then what was raised goes on,
+        failing the caller's task and so the supervisor (several errors: in one group).
         """
         outside = self._cancelled_from_outside(caller)
+        errors: list[BaseException] = []
         while self._closed_ticks:
             tick = self._closed_ticks.pop(0)
             order = {name: index for index, name in enumerate(self._children)}
@@ -409,14 +414,25 @@ class Supervisor:
             try:
                 for slot, ending in sorted(tick.endings, key=lambda pair: order.get(
                         pair[0].spec.name, len(order))):
-                    if self._stopped(slot, ending.error, anyway=outside):
-                        continue
-                    if self._admit(slot, ending.error, ending.ran_for) == "restart":
-                        tick.restart.add(slot)
+                    try:
+                        if self._stopped(slot, ending.error, anyway=outside):
+                            continue
+                        if self._admit(slot, ending.error, ending.ran_for) == "restart":
+                            tick.restart.add(slot)
+                    except BaseException as exc:  # noqa: BLE001 -- raised below, once all are
+                        errors.append(exc)  # decided (sync: no Cancelled comes in here)
             finally:
                 self._deciding_tick = False
             if self._giving_up:
-                self._gave_up()
+                try:
+                    self._gave_up()
+                except BaseException as exc:  # noqa: BLE001 -- raised below, with the others
+                    errors.append(exc)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise BaseExceptionGroup(f"deciding the crashes of supervisor {self._name!r}'s "
+                                     f"children failed {len(errors)} times", errors)
 
     def _cancelled_from_outside(self, caller: ChildSlot) -> bool:
         """Whether the calling task, ``caller``'s, is being cancelled by something other than
