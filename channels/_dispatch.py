@@ -25,7 +25,9 @@ not answered and can send it again, even after a restart. ``/clear`` drops waiti
 but at the user's own request: nothing is said about those, nor about a waiting turn
 ``/cancel`` had cancelled (:meth:`Dispatch.cancel`). Each turn ``/clear`` drops still ends
 where it waited, after the turn ahead of it: ``started``, then ``cancelled`` (reason
-``clear``), as a turn cancelled before it began (:meth:`Dispatch.drop_pending`).
+``clear``), as a turn cancelled before it began (:meth:`Dispatch.drop_pending`); if its worker
+ends first (the runtime's stop), it ends so there, as does a waiting turn ``/cancel``
+cancelled (with reason ``cancel_command``).
 
 Each accepted message is also held in the store (``rt.hold_inbound``, by the channel before it
 is submitted here) until it is dealt with: the end of the turn that answered it, the notice, or
@@ -298,8 +300,10 @@ class Dispatch:
         observably: it stays in its place in the queue, cancelled (reason ``clear`` unless a
         ``/cancel`` came first) and taking no more messages, and its worker, once the turns
         ahead of it have ended, emits its ``started`` and ``cancelled`` events and nothing
-        else (:func:`~tidings.channels._turn.end_dropped`). A client that waits for its
-        message's end so sees it, and a session's turns still never overlap. Sync."""
+        else (:func:`~tidings.channels._turn.end_dropped`); a worker that ends before it
+        reaches it (the runtime's stop) ends it so as it goes (:meth:`_tell_unanswered`). A
+        client that waits for its message's end so sees it, and a session's turns still never
+        overlap. Sync."""
         held: list[str] = []
         for state in self.states_of(conversation):
             for pending in state.pending:
@@ -352,7 +356,7 @@ class Dispatch:
                 # shielded so the notices are written while the store's writer still runs,
                 # and bounded, as the writer answers every request.
                 with trio.CancelScope(shield=True):
-                    await self._tell_unanswered(state.session_id, dropped)
+                    await self._tell_unanswered(state, dropped)
 
     def _taken_over(self, state: SessionState) -> bool:
         """Whether the channel was closed and another route has bound the session since (the
@@ -398,31 +402,36 @@ class Dispatch:
 
         try:
             self._channel.runtime.start_task(
-                name, self._tell_unanswered_shielded, state.session_id, dropped,
+                name, self._tell_unanswered_shielded, state, dropped,
                 on_abandon=lambda: abandoned("the notice task was abandoned"))
         except Exception as exc:  # noqa: BLE001 -- a sync callback: logged, never raised
             abandoned(f"no task could write the notices: {exc!r}")
 
-    async def _tell_unanswered_shielded(self, session_id: str,
+    async def _tell_unanswered_shielded(self, state: SessionState,
                                         dropped: list[PendingTurn]) -> None:
         """:meth:`_tell_unanswered` as a task of its own, which the runtime's stop must not
         cut short: the notices are the only trace of those messages."""
         with trio.CancelScope(shield=True):  # bounded: the writer answers every request
-            await self._tell_unanswered(session_id, dropped)
+            await self._tell_unanswered(state, dropped)
 
-    async def _tell_unanswered(self, session_id: str, dropped: list[PendingTurn]) -> None:
-        """Tell the user, in the session, about each turn in *dropped* (accepted, never run):
-        one notice through the runtime's outbox per turn, so it reaches the platform whenever
-        the session has a route again (after a restart too); a turn the user had cancelled
-        (:attr:`PendingTurn.cancelled`) is only released, as ``/clear`` releases the turns it
-        drops. Never raises for a failed write:
+    async def _tell_unanswered(self, state: SessionState, dropped: list[PendingTurn]
+                               ) -> None:
+        """Tell the user, in *state*'s session, about each turn in *dropped* (accepted, never
+        run): one notice through the runtime's outbox per turn, so it reaches the platform
+        whenever the session has a route again (after a restart too). A turn the user had
+        cancelled (:attr:`PendingTurn.cancelled`: ``/cancel``, or dropped by ``/clear``) is
+        only released, as ``/clear`` releases the turns it drops, and then ends as its worker
+        would have ended it (:func:`~tidings.channels._turn.end_dropped`: ``started``, then
+        ``cancelled`` with the command's reason), whatever the writes did: whoever waits for
+        its message's end learns it now, since the next start has nothing to say about it.
+        Never raises for a failed write:
         the runtime may already be closed; then the drop is only logged.
 
         The dropped text does not become a ``user`` history row: history is what the model
         saw and answered, and a question left there unanswered would be taken up later, out
         of context, or answered twice once the user sends it again (as asked).
         """
-        rt = self._channel.runtime
+        rt, session_id = self._channel.runtime, state.session_id
         told = notices = 0  # turns dealt with; of them, those told by a notice
         try:
             for pending in dropped:
@@ -449,7 +458,12 @@ class Dispatch:
                         "reason=worker_ended notices=%d", field(self._channel.config.name),
                         field(session_id), len(dropped), notices)
         finally:
-            self._told()
+            try:
+                for pending in dropped:
+                    if pending.cancelled is not None:
+                        await end_dropped(self._channel, state, pending)
+            finally:
+                self._told()
 
     def _told(self) -> None:
         """One :meth:`_worker_ended` with dropped turns has been dealt with (told or

@@ -153,13 +153,16 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
 
 async def end_dropped(channel: ChannelBase, state: SessionState, pending: PendingTurn
                       ) -> None:
-    """End *pending*, a turn ``/clear`` dropped while it waited, in its place in the session's
-    order (after the turn it waited behind), as a turn cancelled before it began ends:
-    ``started``, then ``cancelled`` with its first recorded reason (``clear``, or that of a
-    ``/cancel`` that came first). So whoever waits for its message's end (a gateway client
-    of another device, an adapter's lifecycle hook) sees it. Nothing else: no runtime turn
-    is opened, its agent never runs and its messages stay out of the history, as the user
-    asked (the clear released them). Bounded: each event is shielded for its grace."""
+    """End *pending*, a turn cancelled while it waited and never to run, as a turn cancelled
+    before it began ends: ``started``, then ``cancelled`` with its first recorded reason. Two
+    callers: the worker, for a turn ``/clear`` dropped (``clear``, or ``cancel_command`` if a
+    ``/cancel`` came first), in its place in the session's order (after the turn it waited
+    behind); and a worker's end (the runtime's stop), for one it had not reached yet, dropped
+    by ``/clear`` or cancelled by ``/cancel``. So whoever waits for its message's end (a
+    gateway client of another device, an adapter's lifecycle hook) sees it. Nothing else: no
+    runtime turn is opened, its agent never runs and its messages stay out of the history, as
+    the user asked (the command released them, or the worker's end does). Bounded: each event
+    is shielded for its grace."""
     active = _active_turn(channel, state, pending)
     active.cancel(pending.cancelled or "clear")
     state.active = active
