@@ -167,8 +167,10 @@ async def end_dropped(channel: ChannelBase, state: SessionState, pending: Pendin
     active.cancel(pending.cancelled or "clear")
     state.active = active
     try:
-        await _started(active.emitter, state.session_id)
-        await active.emitter.cancelled()
+        try:
+            await _started(active.emitter, state.session_id)
+        finally:  # a hook's KeyboardInterrupt or the like propagates, after the end (shielded)
+            await active.emitter.cancelled()
     finally:
         state.active = None
 
