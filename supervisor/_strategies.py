@@ -30,11 +30,13 @@ LIVE = ("starting", "running")
 class RestartRequest:
     """A child's group restart is due: its incarnation that ended, and how.
 
-    ``counted``: its crash was counted toward the intensity when it came. It is not when
-    another group restart was due already (queued or running): that one may relaunch this
-    child anyway, which makes this request stale, and a crash it covers is no restart of its
-    own (so siblings failing together are one restart, not one each). Served, it is counted,
-    unless it is served first of requests queued together one of which was counted.
+    ``counted``: its crash was counted toward the intensity when it was decided (at the end
+    of the tick it came in). It is not when another group restart was due already as it came
+    (queued or running), or one was queued for an earlier child (in start order) of its tick:
+    that one may relaunch this child anyway, which makes this request stale, and a crash it
+    covers is no restart of its own (so siblings failing together are one restart, not one
+    each). Served, it is counted, unless it is served first of requests queued together one
+    of which was counted.
     """
 
     slot: ChildSlot

@@ -353,26 +353,37 @@ class Supervisor:
     def _child_ended(self, slot: ChildSlot, ending: Ending) -> bool | _Tick:
         """Called by a child's task when an incarnation ended; True: restart it in place.
 
-        Under ``one_for_one`` a crash that would restart is not decided here: it joins this
-        scheduling batch's :class:`_Tick`, returned for :meth:`_tick_decision` to await.
+        A crash that would restart is not decided here: it joins this scheduling batch's
+        :class:`_Tick`, returned for :meth:`_tick_decision` to await (under ``one_for_all``
+        / ``rest_for_one`` the decision queues its group restart, and the task then ends).
+        Whether a group restart was due as it crashed is noted with it (see
+        :class:`RestartRequest`).
         """
-        if self._strategy == "one_for_one":
-            self._decide_closed_ticks(slot)  # an earlier tick's crashes come first
-            if self._settle(slot, ending.error) is not None:
-                return False
-            tick = self._open_tick
-            if tick is None:
-                tick = self._open_tick = _Tick()
-                trio.lowlevel.add_instrument(_AfterThisTick(self._close_tick))
-            tick.endings.append((slot, ending))
-            return tick
-        counted = not self._restarts_due
-        if self._decide(slot, ending.error, ending.ran_for, count=counted) != "restart":
+        self._decide_closed_ticks(slot)  # an earlier tick's crashes come first
+        if self._settle(slot, ending.error) is not None:
+            return False
+        tick = self._open_tick
+        if tick is None:
+            tick = self._open_tick = _Tick()
+            trio.lowlevel.add_instrument(_AfterThisTick(self._close_tick))
+        tick.endings.append((slot, ending, self._restarts_due > 0))
+        return tick
+
+    def _request_group_restart(self, slot: ChildSlot, ending: Ending, *, outside: bool,
+                               counted: bool) -> bool:
+        """Decide a group strategy's crash at its tick's end: queue its group restart if
+        the intensity lets it (counted with ``counted``); True if queued.
+
+        A group restart's own ladder that began stopping it meanwhile is no stop (it is not
+        forgotten, the supervisor is live): that restart covers it, as before the tick."""
+        if self._stopped(slot, ending.error, anyway=outside, ladder=False):
+            return False
+        if self._admit(slot, ending.error, ending.ran_for, count=counted) != "restart":
             return False
         slot.state = "restarting"
         self._requests.send_nowait(RestartRequest(slot, slot.incarnation, ending.error, counted))
         self._restarts_due += 1
-        return False
+        return True
 
     async def _tick_decision(self, tick: _Tick, slot: ChildSlot) -> bool:
         """Wait for the end of the batch ``slot`` crashed in (one checkpoint: the task runs
@@ -407,17 +418,22 @@ class Supervisor:
         """
         outside = self._cancelled_from_outside(caller)
         errors: list[BaseException] = []
+        queued = False  # a group restart: the crashes after it are covered, not counted
         while self._closed_ticks:
             tick = self._closed_ticks.pop(0)
             order = {name: index for index, name in enumerate(self._children)}
             self._deciding_tick = True
             try:
-                for slot, ending in sorted(tick.endings, key=lambda pair: order.get(
-                        pair[0].spec.name, len(order))):
+                for slot, ending, due in sorted(tick.endings, key=lambda entry: order.get(
+                        entry[0].spec.name, len(order))):
                     try:
-                        if self._stopped(slot, ending.error, anyway=outside):
+                        if self._strategy != "one_for_one":
+                            queued = self._request_group_restart(
+                                slot, ending, outside=outside,
+                                counted=not (due or queued)) or queued
+                        elif self._stopped(slot, ending.error, anyway=outside):
                             continue
-                        if self._admit(slot, ending.error, ending.ran_for) == "restart":
+                        elif self._admit(slot, ending.error, ending.ran_for) == "restart":
                             tick.restart.add(slot)
                     except BaseException as exc:  # noqa: BLE001 -- raised below, once all are
                         errors.append(exc)  # decided (sync: no Cancelled comes in here)
@@ -447,17 +463,19 @@ class Supervisor:
         return being_cancelled() and (scope is None or not scope.cancel_called)
 
     def _stopped(self, slot: ChildSlot, error: BaseException | None, *,
-                 anyway: bool = False) -> bool:
+                 anyway: bool = False, ladder: bool = True) -> bool:
         """Whether ``slot`` or its supervisor is stopping (or *anyway*), so that its ending
         is no crash: recorded ``shutdown_error`` if it raised, neither restarted nor counted.
         ``removed``: stop_child forgot it, maybe (called from within the child) before its
-        ladder began: an ending then is no crash, whichever of the two ran first.
+        ladder began: an ending then is no crash, whichever of the two ran first. Without
+        ``ladder``, a ladder stopping it (``slot.stopping``) does not count: a group
+        restart's, when the supervisor is live and the child not forgotten.
 
-        :meth:`_settle` asks at the ending; the decision of a ``one_for_one`` tick asks again
-        at the tick's end, as a stop may have begun later in that tick (``being_cancelled``
+        :meth:`_settle` asks at the ending; the decision of its tick asks again at the
+        tick's end, as a stop may have begun later in that tick (``being_cancelled``
         it cannot ask for another child's task: :meth:`_cancelled_from_outside` tells it
         of a cancellation that reaches them all)."""
-        if not (anyway or slot.stopping or slot.removed
+        if not (anyway or (ladder and slot.stopping) or slot.removed
                 or (self._state not in LIVE and not self._giving_up)):
             return False
         if error is not None:
@@ -711,13 +729,14 @@ class _AfterThisTick(trio.abc.Instrument):
 
 @final
 class _Tick:
-    """The ``one_for_one`` crashes of one scheduling batch that the restart intensity decides
-    (``endings``), and, once decided (at the batch's end), the children that restart."""
+    """The crashes of one scheduling batch that the restart intensity decides (``endings``,
+    each with whether a group restart was due as it came), and, once decided (at the batch's
+    end), the ``one_for_one`` children that restart in place."""
 
     __slots__ = ("endings", "restart")
 
     def __init__(self) -> None:
-        self.endings: list[tuple[ChildSlot, Ending]] = []
+        self.endings: list[tuple[ChildSlot, Ending, bool]] = []  # bool: a restart was due
         self.restart: set[ChildSlot] = set()
 
 

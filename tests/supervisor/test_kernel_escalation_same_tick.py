@@ -46,8 +46,8 @@ async def test_same_tick_crashes_at_the_limit_name_the_earliest_child(
     """a and c crash in one tick with no restart left (``max_restarts=used``, ``used``
     restarts of b taken already). Whichever trio ran first, the error names a (the earlier in
     start order) with a's crash as its cause, the log says a, and both crashes are recorded
-    ``escalate``: c's is no error while stopping, nothing was stopping it. (one_for_one
-    decides a tick's crashes together at its end, so it records them in start order.)"""
+    ``escalate``: c's is no error while stopping, nothing was stopping it. (A tick's crashes
+    are decided together at its end, so they are recorded in start order.)"""
     caplog.set_level(logging.INFO, logger="tidings.supervisor")
     crashed: list[str] = []
     sups = []
@@ -78,9 +78,8 @@ async def test_same_tick_crashes_at_the_limit_name_the_earliest_child(
     error = caught.value
     assert error.child == "a"
     assert str(error.__cause__) == "a lost the shared resource"
-    logged = "ac" if strategy == "one_for_one" else run_order  # (decided at the tick's end)
     assert [(r.child, r.action) for r in sups[-1].restart_log[used:]] == [
-        (name, "escalate") for name in logged]
+        (name, "escalate") for name in "ac"]  # (decided at the tick's end, in start order)
     given_up = [r.getMessage() for r in caplog.records
                 if "event=restart_intensity_exceeded" in r.getMessage()]
     assert len(given_up) == 1
