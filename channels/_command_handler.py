@@ -89,6 +89,13 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
     message the platform sent after the command, handled during the read, started its turn
     in the session the command then left (``/new``), or cleared and cancelled (``/clear``).
 
+    ``/clear`` cancels the running turns and drops the waiting ones only once its write (the
+    forget, with *record* and the hold) committed: a write that fails raises with nothing
+    cancelled, the conversation still in its session, for the platform's retry to clear. A
+    waiting turn its worker began during that write is the running one by then: cancelled
+    (``clear``), its messages in the cleared session's history, as if it had been running
+    when the command came.
+
     *hold*: given with *record*, the answer in a session is held with it (see the module
     docstring) and released by the answer's own write.
 
@@ -126,11 +133,14 @@ async def run_command(channel: ChannelBase, conversation: Conversation,
         if known is not None and await known() is not None:
             return False
         if name == "clear":
-            dispatch.cancel(conversation, "clear")
-            dropped = dispatch.drop_pending(conversation)
             held, also = await _held_clear(channel, conversation, hold, record)
             with _uncut():
                 old = await directory.forget(conversation, also=also)
+                # Only once the clear is durable (no checkpoint in between): a write that
+                # failed raised above, leaving the turns running and waiting as they were,
+                # in the session it kept. Those of this moment are the ones it clears.
+                dispatch.cancel(conversation, "clear")
+                dropped = dispatch.drop_pending(conversation)
                 # Dealt with at the user's request (were this cut short, recovery would find
                 # them in a cleared session, and release them without a word).
                 await channel.runtime.release_inbound(dropped)
