@@ -26,7 +26,8 @@ ROUNDS = 64
 
 
 def _child(events: list[str], started: list[str]):
-    """Ready at once; a message "crash" makes it raise Boom, "interrupt" KeyboardInterrupt."""
+    """Ready at once; a message "crash" makes it raise Boom, "return" return, "interrupt"
+    raise KeyboardInterrupt."""
 
     async def run(ctx, *, task_status=trio.TASK_STATUS_IGNORED):
         started.append(f"{ctx.name}{ctx.incarnation}")
@@ -36,12 +37,15 @@ def _child(events: list[str], started: list[str]):
                 events.append("other")
                 raise KeyboardInterrupt
             events.append("crash")
+            if message == "return":
+                return
             raise Boom(f"{ctx.name} lost the shared resource")
 
     return run
 
 
-async def _run(strategy: str, how: str, events: list[str], started: list[str], sups: list):
+async def _run(strategy: str, how: str, ending: str, events: list[str], started: list[str],
+               sups: list):
     """a crashes in the tick the other thing (``how``) happens; b runs after it."""
     with trio.CancelScope() as outside:
         async with open_supervisor([ChildSpec(name, _child(events, started)) for name in "ab"],
@@ -62,7 +66,7 @@ async def _run(strategy: str, how: str, events: list[str], started: list[str], s
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(other)
                 await trio.testing.wait_all_tasks_blocked()
-                sup.mailbox("a").send_nowait("crash")  # no checkpoint between: one tick
+                sup.mailbox("a").send_nowait(ending)  # no checkpoint between: one tick
                 if how == "sibling_interrupt":
                     sup.mailbox("b").send_nowait("interrupt")
                 go.set()
@@ -71,27 +75,29 @@ async def _run(strategy: str, how: str, events: list[str], started: list[str], s
     return outside
 
 
-async def _interrupted(strategy, how, events, started, sups):
+async def _interrupted(*args):
     with pytest.raises(KeyboardInterrupt):
-        await _run(strategy, how, events, started, sups)
+        await _run(*args)
 
 
 @pytest.mark.parametrize("first", ["crash", "other"])
+@pytest.mark.parametrize("ending", ["crash", "return"])
 @pytest.mark.parametrize("how", ["outside_cancel", "sibling_interrupt", "stop_child"])
 @pytest.mark.parametrize("strategy", ["one_for_all", "rest_for_one"])
 async def test_a_crash_in_the_tick_of_its_stop_is_not_restarted(
-        autojump_clock, live_tasks, strategy, how, first):
-    """Whichever trio ran first in the tick, a's crash is recorded ``shutdown_error``, no
-    restart is counted, no child starts a second time, and no task is left."""
+        autojump_clock, live_tasks, strategy, how, ending, first):
+    """Whichever trio ran first in the tick, a's crash is recorded ``shutdown_error`` (a
+    return, no error, leaves no record), no restart is counted, no child starts a second
+    time, and no task is left."""
     before = live_tasks()
     for _ in range(ROUNDS):
         events: list[str] = []
         started: list[str] = []
         sups: list = []
         if how == "sibling_interrupt":
-            await _interrupted(strategy, how, events, started, sups)
+            await _interrupted(strategy, how, ending, events, started, sups)
         else:
-            await _run(strategy, how, events, started, sups)
+            await _run(strategy, how, ending, events, started, sups)
         if events and events[0] == first:
             break
     else:
@@ -99,8 +105,8 @@ async def test_a_crash_in_the_tick_of_its_stop_is_not_restarted(
     sup = sups[0]
     assert sorted(events) == ["crash", "other"]
     assert started == ["a1", "b1"]
-    assert [(r.child, r.action, r.incarnation) for r in sup.restart_log] == [
-        ("a", "shutdown_error", 1)]
+    assert [(r.child, r.action, r.incarnation) for r in sup.restart_log] == (
+        [("a", "shutdown_error", 1)] if ending == "crash" else [])
     stats = sup.statistics()
     assert stats.restarts == 0
     assert [c.name for c in stats.children] == (["b"] if how == "stop_child" else ["a", "b"])

@@ -51,9 +51,10 @@ def _crasher(ctx_names: list[str]):
     return run
 
 
-async def _crash_a_and_c(max_restarts: int, sups: list) -> None:
+async def _crash_a_and_c(max_restarts: int, sups: list, strategy: str = "one_for_one") -> None:
     crashed: list[str] = []
     async with open_supervisor([ChildSpec(name, _crasher(crashed)) for name in "abc"],
+                               strategy=strategy,
                                intensity=Intensity(max_restarts=max_restarts,
                                                    period=60.0)) as sup:
         sups.append(sup)
@@ -80,16 +81,18 @@ def broken_filter(caplog):
 
 @pytest.mark.parametrize(("max_restarts", "event", "action"), [
     (5, "event=child_restarted", "restart"), (0, "event=child_failed", "escalate")])
+@pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
 async def test_an_error_deciding_one_crash_leaves_the_next_decided(
-        autojump_clock, live_tasks, broken_filter, max_restarts, event, action):
+        autojump_clock, live_tasks, broken_filter, strategy, max_restarts, event, action):
     """a and c crash in one tick; logging a's decision raises. c's crash is still decided and
     recorded (``restart``, or ``escalate`` with no restart left), then the error comes out of
-    ``open_supervisor``; every child is stopped and no task is left."""
+    ``open_supervisor``; every child is stopped and no task is left. (Every strategy decides
+    a tick's crashes at its end.)"""
     before = live_tasks()
     broken_filter(event, "child=a ")
     sups: list = []
     with pytest.raises(FilterBroke):
-        await _crash_a_and_c(max_restarts, sups)
+        await _crash_a_and_c(max_restarts, sups, strategy)
     sup = sups[0]
     assert [(r.child, r.action) for r in sup.restart_log] == [("a", action), ("c", action)]
     stats = sup.statistics()
