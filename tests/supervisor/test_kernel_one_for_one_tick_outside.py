@@ -101,9 +101,29 @@ async def _body_exit(events: list[str], started: list[int]):
     return sup
 
 
+async def _body_interrupt(events: list[str], started: list[int]):
+    """a crashes in the tick the body raises KeyboardInterrupt."""
+    sups = []
+
+    async def run() -> None:
+        async with open_supervisor([ChildSpec("a", _crasher(events, started))],
+                                   intensity=Intensity(max_restarts=5, period=60.0)) as sup:
+            sups.append(sup)
+            sup.mailbox("a").send_nowait("crash")
+            await trio.lowlevel.checkpoint()  # runs in the batch a crashes in
+            events.append("other")
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        await run()
+    return sups[0]
+
+
 @pytest.mark.parametrize("first", ["crash", "other"])
-@pytest.mark.parametrize("scenario", [_outside_cancel, _sibling_interrupt, _body_exit],
-                         ids=["outside_cancel", "sibling_interrupt", "body_exit"])
+@pytest.mark.parametrize("scenario", [_outside_cancel, _sibling_interrupt, _body_interrupt,
+                                      _body_exit],
+                         ids=["outside_cancel", "sibling_interrupt", "body_interrupt",
+                              "body_exit"])
 async def test_a_crash_in_the_tick_of_a_stop_from_outside_is_not_restarted(
         autojump_clock, live_tasks, scenario, first):
     """Whichever of the two trio ran first in the tick, a is not restarted: one incarnation
@@ -125,6 +145,7 @@ async def test_a_crash_in_the_tick_of_a_stop_from_outside_is_not_restarted(
         ("a", "shutdown_error", 1)]
     stats = sup.statistics()
     assert stats.restarts == 0
-    assert stats.state == ("failed" if scenario is _sibling_interrupt else "stopped")
+    interrupted = scenario in (_sibling_interrupt, _body_interrupt)
+    assert stats.state == ("failed" if interrupted else "stopped")
     assert all(child.state == "stopped" for child in stats.children)
     assert live_tasks() == before
