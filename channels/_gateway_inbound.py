@@ -10,7 +10,9 @@ then looked up (a duplicate only of a message that was handled: the first may st
 new message goes through ``handle_inbound`` (commands included; a client the channel's
 ``access`` does not allow is refused on its own connection, not told to every device) and,
 once it was accepted, its id is recorded, as one step that a kill of the connection cannot cut
-in two (a resend must be a duplicate); then the client gets ``accepted``. A message that
+in two (a resend must be a duplicate); then the client gets ``accepted``. Only a hand-back of
+``unrouted`` rows in it (``/resume``'s, or the rows one left, before a message) is cut off by
+such a kill or a stop, between pages (see ``_handback.cut_between_pages``). A message that
 became a turn has its id written in the commit that holds it (``GatewayChannel._accepted_ops``),
 and a ``/new``, ``/clear`` or ``/resume`` in the commit of its effect
 (``ChannelBase._command_ops``), so even a crash cannot keep one without the other; a
@@ -46,6 +48,7 @@ from tidings.channels._gateway_frames import (
     Sync,
     error_frame,
 )
+from tidings.channels._handback import cut_between_pages
 from tidings.channels._inbound import Inbound
 from tidings.channels._owed_answers import paid_stored
 from tidings.errors import RuntimeClosedError, TidingsError, ValidationError
@@ -153,8 +156,12 @@ async def on_message(gateway: GatewayChannel, conn: Connection, frame: Message) 
             # shutdown) must not cut in two: the client, never told ``accepted``, would resend
             # it and it would run twice. Bounded: only store requests (which the writer
             # answers) and the conversation's lock (held across store requests only) are
-            # awaited.
-            with trio.CancelScope(shield=True):
+            # awaited; but a hand-back of ``unrouted`` rows (``/resume``'s, or the rows one
+            # left, before a message), one page after another, however many, is cut off
+            # between pages: the rest stays ``unrouted`` (a ``/resume``'s answer is written
+            # and its id was recorded with its effect; a message cut before it is handled
+            # was not), handed back at the next message or hello (see ``LeftBehind``).
+            with trio.CancelScope(shield=True) as shield, cut_between_pages(shield):
                 outcome = await _handle(gateway, conn, inbound)
                 if outcome not in HELD_OUTCOMES:  # a turn's id was written with its hold
                     await rt.remember_client_message(

@@ -12,15 +12,29 @@ next one whenever a row went ``unrouted`` since (in a session the directory forg
 ``/resume``. A ``/resume`` whose hand-back was cut off or failed partway leaves the rest
 ``unrouted``: the gateway, whose hellos skip a session bound there already, notes it
 (:class:`LeftBehind`) and hands it back at the conversation's next message or hello.
+
+A cancel (a stop, a connection or request given up) takes effect between pages, also for a
+caller that handles a message shielded as one step, as the gateway does (its effects and the
+record of its id: see ``_gateway_inbound``): it opens its shield to a cancel between a hand-back's
+pages only (:func:`cut_between_pages`), so a stop does not wait for every page of a session with
+many rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import trio
 
-__all__ = ["HANDBACK_PAGE", "LeftBehind", "requeue_unrouted"]
+__all__ = ["HANDBACK_PAGE", "LeftBehind", "cut_between_pages", "requeue_unrouted"]
+
+# The shielded scope a hand-back may open between pages, and the task it is for (a task
+# started meanwhile copies the context: it must not open a scope of another task's).
+_CUT_THROUGH: ContextVar[tuple[trio.CancelScope, trio.lowlevel.Task] | None] = ContextVar(
+    "tidings_handback_cut_through", default=None)
 
 HANDBACK_PAGE = 256
 """Rows read per page when handing back."""
@@ -44,6 +58,39 @@ async def requeue_unrouted(rt: Any, session_id: str, page: int = HANDBACK_PAGE) 
         cursor = rows[-1].outbound.seq
         with trio.CancelScope(shield=True):  # one page: bounded
             await rt.requeue(session_id, [row.outbound.delivery_id for row in rows])
+        await _between_pages()
+
+
+@contextmanager
+def cut_between_pages(shield: trio.CancelScope) -> Iterator[None]:
+    """Within the block, a hand-back (:func:`requeue_unrouted`, in this task) that runs
+    inside *shield*, the caller's shielded scope, is opened to a cancel from outside it after
+    each page: a stop, or the caller's connection killed, cuts it off there, as it would a
+    hand-back not shielded (the rest stays ``unrouted``; ``/resume`` writes its answer then
+    raises the cancel: see ``_command_handler``). Nothing else in the block is: whatever
+    runs before or after the hand-back, or inside a shield of its own, stays whole."""
+    token = _CUT_THROUGH.set((shield, trio.lowlevel.current_task()))
+    try:
+        yield
+    finally:
+        _CUT_THROUGH.reset(token)
+
+
+async def _between_pages() -> None:
+    """A cancel from outside the shield :func:`cut_between_pages` named, if one is pending,
+    is raised here (that shield is lowered for this check only, which runs no other code
+    of this task); otherwise no checkpoint (the next page's read is one)."""
+    cut_through = _CUT_THROUGH.get()
+    if cut_through is None:
+        return
+    shield, task = cut_through
+    if task is not trio.lowlevel.current_task() or not shield.shield:
+        return
+    shield.shield = False
+    try:
+        await trio.lowlevel.checkpoint_if_cancelled()
+    finally:
+        shield.shield = True
 
 
 class LeftBehind:
