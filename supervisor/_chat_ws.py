@@ -1058,7 +1058,15 @@ def run(args: Any) -> int:
         if not page.exists():
             say(sys.stderr, f"tidings chat: {page} is missing")
             return 1
-        print(page)
+        try:
+            print(page)
+            sys.stdout.flush()  # a full disk shows at the flush: here, not at the exit
+        except BrokenPipeError:  # `| head`: the reader left; the caller says nothing
+            raise
+        except OSError as exc:  # `> /dev/full`, `>&-`: one line, as the chats, no traceback
+            say(sys.stderr, f"tidings chat: cannot write to stdout: {exc}")
+            _drop_stdout()
+            return 1
         return 0
     try:
         # `is None`: an empty --url is refused by name, not taken for the default
@@ -1099,10 +1107,18 @@ def run(args: Any) -> int:
         # `tidings chat | head`: the reader left, nothing to say. Else (`> /dev/full`) why.
         if not isinstance(failure.__cause__, BrokenPipeError):
             say(sys.stderr, f"tidings chat: cannot write to stdout: {failure}")
-        # What stdout still buffers would fail again at the interpreter's exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _drop_stdout()
         return 1
+
+
+def _drop_stdout() -> None:
+    """Put ``/dev/null`` on the stdout that failed: what it still buffers would fail again
+    at the interpreter's exit (an ``Exception ignored`` message, exit 120)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 def _hello_refused(token: str | None, conversation: str) -> str | None:
