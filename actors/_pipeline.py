@@ -37,6 +37,7 @@ from tidings.errors import ConflictError, StoreClosedError, StoreError, Validati
 from tidings.store import (
     OUTBOX_STATUSES,
     TERMINAL_STATUSES,
+    TRANSITIONS,
     DeliveryStatus,
     EnqueuedDelivery,
     InsertRows,
@@ -433,7 +434,7 @@ class DeliveryPipeline:
                 "claimant": claimant, "lease_expires_at": lease, "attempts": attempts,
                 "created_at": now, "updated_at": now,
             }
-            work_status = {"queued": "pending", "sent": "completed", "sending": "claimed"}[status]
+            work_status = TRANSITIONS[status][1]  # the one table of work statuses
             ops: list[Op] = [
                 OutboxInsert(values, extra),
                 InsertRows("work_items", _WORK_COLUMNS, ((

@@ -39,7 +39,7 @@ TRANSITIONS: Mapping[str, tuple[tuple[str, ...], str, str]] = {
     "sending": (("queued",), "claimed", "delivery.sending"),
     "sent": (("sending", "unknown"), "completed", "delivery.sent"),
     "failed": (("sending", "queued"), "failed", "delivery.failed"),
-    "unrouted": (("queued",), "completed", "delivery.unrouted"),
+    "unrouted": (("queued",), "unrouted", "delivery.unrouted"),
     "unknown": (("sending",), "abandoned", "delivery.unknown"),
     "queued": (("unknown", "unrouted"), "pending", "delivery.requeued"),
 }
@@ -47,7 +47,12 @@ TRANSITIONS: Mapping[str, tuple[tuple[str, ...], str, str]] = {
 from the platform's side: a route's reconcile (to ``sent``, or back to ``queued`` when provably
 missing), an acking client's ack (``rt.confirm``: ``sent``) or its channel's ``rt.requeue``
 (``queued``); ``unrouted`` only back to ``queued`` (``rt.requeue``, when a channel's client
-returns)."""
+returns).
+
+The work item's status follows: ``pending``, ``claimed``, ``completed`` (sent: done),
+``failed``, ``abandoned`` (unknown) and ``unrouted``: nobody received it and its work is not
+done (a requeue gives it back as ``pending``), so never ``completed``, the word of a sent one.
+A row written in its first status takes that status's work status from here too."""
 
 _EVENT_NAMES = ("type", "session_id", "delivery_id", "data", "created_at")
 _EVENT_COLUMNS = f"({', '.join(_EVENT_NAMES)})"

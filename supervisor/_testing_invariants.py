@@ -33,7 +33,7 @@ __all__ = ["InvariantChecker", "InvariantViolation", "Violation", "database_viol
 
 # outbox status -> the work item status that goes with it
 _WORK_STATUS = {"queued": "pending", "sending": "claimed", "sent": "completed",
-                "failed": "failed", "unknown": "abandoned", "unrouted": "completed"}
+                "failed": "failed", "unknown": "abandoned", "unrouted": "unrouted"}
 
 
 @attrs.frozen

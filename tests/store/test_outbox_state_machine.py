@@ -44,7 +44,7 @@ SPEC = {
 so a wrong guard table in the store cannot agree with itself."""
 LEGAL = {(source, to) for to, sources in SPEC.items() for source in sources}
 WORK_STATUS = {"queued": "pending", "sending": "claimed", "sent": "completed",
-               "failed": "failed", "unknown": "abandoned", "unrouted": "completed"}
+               "failed": "failed", "unknown": "abandoned", "unrouted": "unrouted"}
 
 _row = st.integers(0, 60)
 OPERATION = st.one_of(
