@@ -51,7 +51,8 @@ returns).
 
 The work item's status follows: ``pending``, ``claimed``, ``completed`` (sent: done),
 ``failed``, ``abandoned`` (unknown) and ``unrouted``: nobody received it and its work is not
-done (a requeue gives it back as ``pending``), so never ``completed``, the word of a sent one.
+done (a requeue gives it back as ``pending``), so never ``completed``, the word of a sent one
+(schema v9 corrected those an older tidings wrote ``completed``).
 A row written in its first status takes that status's work status from here too."""
 
 _EVENT_NAMES = ("type", "session_id", "delivery_id", "data", "created_at")

@@ -312,8 +312,22 @@ transaction, and cleared once the answer went out: a crash in between leaves it 
 the platform's retry of the id (a ``duplicate``, which runs nothing) is sent it after the
 restart. NULL in every row written before (nothing owed)."""
 
+_V9 = """
+UPDATE work_items SET status = 'unrouted'
+WHERE work_id IN (SELECT work_id FROM outbox INDEXED BY outbox_unrouted
+                  WHERE status = 'unrouted')
+  AND status = 'completed';
+"""
+"""v9: an ``unrouted`` delivery's ``delivery.send`` work item is ``unrouted`` (see
+:data:`~tidings.store._outbox.TRANSITIONS`), no longer ``completed``, the word of a sent
+one: nobody received it, and a requeue gives it back. The work items written ``completed``
+for such deliveries before are corrected; only through the ``unrouted`` rows (the v4 partial
+index) and each work item's key, so the cost follows how many are ``unrouted``, not the size
+of the database. No schema change: a database older than v9 read as it is (read-only, not
+migrated) still says ``completed`` for them."""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5),
-                                           (6, _V6), (7, _V7), (8, _V8))
+                                           (6, _V6), (7, _V7), (8, _V8), (9, _V9))
 """Ordered ``(version, script)`` pairs; append, never edit a released one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
