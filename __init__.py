@@ -15,7 +15,8 @@ The other public names are imported on first use as well (PEP 562, see
 :func:`~tidings.store._lazy.lazy_exports`): ``import tidings`` loads neither trio nor the
 packages, so the writer child, which boots through ``tidings.store``, starts quickly.
 ``tidings.open_runtime``, ``from tidings import Runtime`` and ``dir(tidings)`` work as if
-every name had been imported here.
+every name had been imported here, and so do the subpackages (``tidings.actors.MAX_TEXT_BYTES``
+after a bare ``import tidings``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ __getattr__, __dir__ = _lazy_exports(globals(), {
     "open_runtime": ".actors",
     "Agent": ".channels",
     "testing": ".testing:",
+    # The subpackages too, so ``import tidings`` then ``tidings.actors.MAX_TEXT_BYTES`` works as
+    # the README writes it (else only once something had imported that subpackage).
+    "actors": ".actors:",
+    "channels": ".channels:",
+    "supervisor": ".supervisor:",
 })
 _publish_module(__name__ + ".testing", __name__ + ".supervisor.testing")
 

@@ -104,3 +104,23 @@ def test_the_published_modules_import_first_by_their_public_names(
         print("ok")
     """, tmp_path)
     assert out == "ok"
+
+
+def test_the_subpackages_resolve_after_a_bare_import_and_load_on_first_use(
+        tmp_path: pathlib.Path) -> None:
+    """The README names ``tidings.actors.MAX_TEXT_BYTES``, ``tidings.channels`` and
+    ``tidings.supervisor`` as a host writes them after ``import tidings``: they resolved only
+    once something else had imported that subpackage (``tidings.open_runtime`` loads the
+    actors), an ``AttributeError`` before."""
+    out = _run(f"""
+        import sys
+        import tidings
+        print(sorted(name for name in {HEAVY!r} if name in sys.modules))
+        assert {{"actors", "channels", "supervisor", "store"}} <= set(dir(tidings))
+        assert tidings.actors.MAX_TEXT_BYTES == 1 << 20
+        assert tidings.channels.ChannelBase is sys.modules["tidings.channels"].ChannelBase
+        assert tidings.supervisor.open_supervisor is not None
+        assert tidings.actors is sys.modules["tidings.actors"]
+        print("ok")
+    """, tmp_path)
+    assert out.splitlines() == ["[]", "ok"]
