@@ -323,8 +323,8 @@ WHERE work_id IN (SELECT work_id FROM outbox INDEXED BY outbox_unrouted
 one: nobody received it, and a requeue gives it back. The work items written ``completed``
 for such deliveries before are corrected; only through the ``unrouted`` rows (the v4 partial
 index) and each work item's key, so the cost follows how many are ``unrouted``, not the size
-of the database. No schema change: a database older than v9 read as it is (read-only, not
-migrated) still says ``completed`` for them."""
+of the database. No schema change: the status view's readers read a database older than
+v9 (read-only, not migrated) as v9 would have written it."""
 
 MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5),
                                            (6, _V6), (7, _V7), (8, _V8), (9, _V9))

@@ -201,9 +201,9 @@ def recent_deliveries(conn: sqlite3.Connection, *, session_id: str | None = None
     sql = f"SELECT {DeliveryStatus.COLUMNS} FROM delivery_lifecycle{where}"
     order = " ORDER BY updated_at DESC, delivery_id"
     if limit is None:
-        return [DeliveryStatus.from_row(row) for row in conn.execute(sql + order, params)]
+        return [_delivery(row) for row in conn.execute(sql + order, params)]
     sql += (" AND" if where else " WHERE") + " outbox_status = ?" + order + " LIMIT ?"
-    rows = [DeliveryStatus.from_row(row)
+    rows = [_delivery(row)
             for outbox_status in (_UNDERLYING[status] if status else OUTBOX_STATUSES)
             for row in conn.execute(sql, [*params, outbox_status, limit])]
     rows.sort(key=lambda row: (-row.updated_at, row.delivery_id))
@@ -223,6 +223,17 @@ def status_report(conn: sqlite3.Connection, *, session_id: str | None = None,
                         held_count(conn, session_id=session_id),
                         0 if session_id is not None else owed_answer_count(conn),
                         latest_process(conn) if counts["sending"] else None)
+
+
+def _delivery(row: tuple[Any, ...]) -> DeliveryStatus:
+    """One row of ``delivery_lifecycle``, the work item of an ``unrouted`` delivery read as
+    ``unrouted``: a database older than schema v9, read as it is (read-only readers do not
+    migrate), still says ``completed`` for it, the word of a sent one (v9's migration
+    corrects the rows themselves)."""
+    delivery = DeliveryStatus.from_row(row)
+    if delivery.outbox_status == "unrouted" and delivery.work_status == "completed":
+        return attrs.evolve(delivery, work_status="unrouted")
+    return delivery
 
 
 def latest_process(conn: sqlite3.Connection) -> ProcessEpoch | None:
@@ -286,7 +297,7 @@ def delivery_report(conn: sqlite3.Connection, delivery_id: str) -> DeliveryRepor
         return None
     events = conn.execute(f"SELECT {RuntimeEvent.COLUMNS} FROM events WHERE delivery_id = ? "
                           "ORDER BY event_seq", (delivery_id,))
-    delivery = DeliveryStatus.from_row(row)
+    delivery = _delivery(row)
     return DeliveryReport(delivery, tuple(RuntimeEvent.from_row(event) for event in events),
                           claimant_process(conn, delivery.claimant))
 

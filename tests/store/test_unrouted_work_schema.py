@@ -11,7 +11,13 @@ from __future__ import annotations
 import pathlib
 import sqlite3
 
-from tidings.store import SCHEMA_VERSION, delivery_report, open_store, read_database
+from tidings.store import (
+    SCHEMA_VERSION,
+    delivery_report,
+    open_store,
+    read_database,
+    recent_deliveries,
+)
 from tidings.store._schema import MIGRATIONS, _statements
 
 from ..database_template import fresh_database
@@ -86,3 +92,26 @@ def test_the_v9_migration_reads_only_the_unrouted_rows(db_path) -> None:
             assert scans == ["SCAN outbox USING INDEX outbox_unrouted"], plan
     finally:
         conn.close()
+
+
+def test_a_v8_database_read_as_it_is_says_unrouted_too(db_path) -> None:
+    """Read-only readers do not migrate (``tidings status`` on a copy, or before a runtime of
+    this version opened the file): they read the work item of an ``unrouted`` delivery as
+    v9 would have written it, and leave the file at v8."""
+    _v8_database(db_path)
+    report = read_database(db_path, delivery_report, "d_lost")
+    assert (report.delivery.status, report.delivery.work_status) == ("unrouted", "unrouted")
+    assert read_database(db_path, delivery_report, "d_sent").delivery.work_status == "completed"
+    recent = read_database(db_path, recent_deliveries, limit=None)
+    assert {row.delivery_id: row.work_status for row in recent} == {
+        "d_lost": "unrouted", "d_sent": "completed", "d_failed": "failed",
+        "d_also_lost": "unrouted", "d_unknown": "abandoned"}
+    recent = read_database(db_path, recent_deliveries, status="unrouted")
+    assert {row.delivery_id: row.work_status for row in recent} == {
+        "d_lost": "unrouted", "d_also_lost": "unrouted"}
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
+    finally:
+        conn.close()
+    assert _work_statuses(db_path)["d_lost"] == "completed"  # nothing written
