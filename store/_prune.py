@@ -5,7 +5,9 @@ Every delivery leaves an outbox row, a work item and a few events; the gateway l
 
 - deliveries whose outbox status is final (``sent``, ``failed``: they never change again, see
   :data:`~tidings.store._outbox.TRANSITIONS`) and whose ``updated_at`` is older than the
-  cutoff, with their work items, and their events below the event horizon;
+  cutoff, with their work items (``completed``, ``failed``), and their events below the
+  event horizon. The work item of a delivery kept stays with it: an ``unrouted`` one's
+  (``unrouted``: a requeue may still give it back) as much as a ``queued`` one's;
 - events older than the cutoff, from the oldest on: the horizon (schema v5, the lowest
   ``event_seq`` a feed reader may still ask for) rises past them in the same transaction.
   The events of a delivery still in the outbox are kept (its report stays whole); they go with
