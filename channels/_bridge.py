@@ -120,7 +120,7 @@ class BridgeTurn:
             still ends, is dropped.
         """
         if not isinstance(text, str):
-            raise TypeError(f"send_chunk: expected str, got {type(text).__name__}")
+            raise TypeError(f"send_chunk: text must be a str, got {type(text).__name__}")
         self._check_not_ended("stream")
         if not self._streaming():
             await trio.lowlevel.checkpoint()
@@ -149,7 +149,7 @@ class BridgeTurn:
             call = ToolCall(name=call.get("name"), arguments=call.get("arguments"),
                             call_id=call.get("call_id"))
         elif not isinstance(call, ToolCall):
-            raise TypeError(f"report_tool_call: expected a ToolCall or a mapping, "
+            raise TypeError(f"report_tool_call: call must be a ToolCall or a mapping, "
                             f"got {type(call).__name__}")
         self._check_not_ended("report a tool call")
         if not self._streaming():
