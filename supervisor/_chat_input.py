@@ -10,7 +10,11 @@ only once trio says it is readable, and never made non-blocking: that flag belon
 pipe or socket, which stdout may share (one socket for both under socat, inetd or systemd
 socket activation), and a non-blocking stdout lost the answers a slow peer had not read yet. A
 terminal keeps ``input()`` and its line editing (read through readline, not that reader) when
-stdout is one too; a regular file or ``/dev/null`` never blocks.
+stdout is one too. Any other stdin (a regular file, ``/dev/null``, ``/dev/zero``: what trio
+cannot wait on) is read as a pipe is, but each chunk by ``os.read`` of its descriptor in a
+worker thread: a read never waits there, but it may be long under way when the chat ends (a
+long line of ``tidings chat < big.bin`` skipped), and a thread abandoned in ``os.read`` holds
+no lock, where one in the buffered reader aborted the exit the same way.
 
 A piped line longer than the chat takes (``max_line_bytes``: the server's ``max_frame_bytes``,
 as a frame is at least as long as its line; a message text's cap for ``--local``) is not held
@@ -19,8 +23,7 @@ chat to refuse at once, and the rest of it is read and dropped up to its newline
 counts as :func:`~tidings.channels._terminal.stdin_lines` counts a file's: a line's text, not
 its ``\\r\\n``; it is asked only about a line longer than one read (64 KiB), so a shorter line
 over it is the chat's to refuse. ``cat bigfile.bin | tidings chat`` keeps at most the limit and
-one read in memory, not the whole input. A regular file (``tidings chat < big.bin``) is read by
-:func:`~tidings.channels._terminal.stdin_lines` with the same limit.
+one read in memory, not the whole input; so does a regular file (``tidings chat < big.bin``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import trio
 
+from tidings.actors import MAX_TEXT_BYTES
 from tidings.channels._terminal import LineTooLong, stdin_lines
 
 __all__ = ["LineTooLong", "input_lines"]
@@ -50,22 +54,31 @@ async def input_lines(prompt: str = "> ", *,
     once welcomed; asked only about a line longer than one read): a longer one is yielded as
     :class:`LineTooLong` (the server's ``max_frame_bytes`` is its limit) as soon as it is
     known to be, and the rest of it dropped. None: no limit on a pipe; a regular file then
-    has :func:`~tidings.channels._terminal.stdin_lines`' own (a message text's cap)."""
+    has :func:`~tidings.channels._terminal.stdin_lines`' own (a message text's cap,
+    ``MAX_TEXT_BYTES``)."""
     if sys.stdin is None:
         return
     fd = _pipe_fd()
+    receive = _receive
     if fd is None:
-        async for line in stdin_lines(prompt, max_line_bytes=max_line_bytes):
-            yield line
-        return
+        fd = _file_fd()
+        if fd is None:  # a terminal input() reads with readline
+            async for line in stdin_lines(prompt, max_line_bytes=max_line_bytes):
+                yield line
+            return
+        receive = _read_in_thread
+        if max_line_bytes is None:  # as stdin_lines caps a file's lines
+            max_line_bytes = _message_cap
     encoding = sys.stdin.encoding or "utf-8"
-    fd = os.dup(fd)
+    # A duplicate, which the end closes: trio's wait on it ends with it. A file is read in a
+    # thread that a cancel may leave in its read: its descriptor (stdin's own) stays open.
+    fd = os.dup(fd) if receive is _receive else fd
     try:
         # Only each new chunk is split: re-splitting the whole pending line at every read
         # made a long line quadratic (a 32 MiB line took 20 s where readline took 0.5 s).
         pending = bytearray()
         dropping = False  # in a line refused as too long: its bytes up to the newline go
-        while chunk := await _receive(fd):
+        while chunk := await receive(fd):
             *lines, rest = chunk.split(b"\n")
             for line in lines:
                 if dropping:  # the refused line's last bytes
@@ -88,7 +101,8 @@ async def input_lines(prompt: str = "> ", *,
         if pending:
             yield bytes(pending).decode(encoding, "surrogateescape")
     finally:
-        os.close(fd)
+        if receive is _receive:
+            os.close(fd)
 
 
 async def _over_limit(line: bytearray,
@@ -111,6 +125,30 @@ async def _receive(fd: int) -> bytes:
             return os.read(fd, _CHUNK)
         except BlockingIOError:  # made non-blocking by someone else, and nothing there
             pass
+
+
+async def _read_in_thread(fd: int) -> bytes:
+    """The next bytes of *fd*, a file (``b""`` at its end), read in a worker thread that a
+    cancel abandons: ``os.read`` holds no lock at the interpreter's exit."""
+    return await trio.to_thread.run_sync(os.read, fd, _CHUNK, abandon_on_cancel=True)
+
+
+async def _message_cap() -> int:
+    await trio.lowlevel.checkpoint()
+    return MAX_TEXT_BYTES
+
+
+def _file_fd() -> int | None:
+    """stdin's descriptor when it is no terminal (a regular file, a device such as
+    ``/dev/null``), on a platform whose pipes :func:`_pipe_fd` reads; None otherwise."""
+    if not hasattr(trio.lowlevel, "FdStream"):
+        return None
+    try:
+        fd = sys.stdin.fileno()
+        os.fstat(fd)
+    except (AttributeError, ValueError, OSError):  # no stdin, or a stand-in without one
+        return None
+    return None if os.isatty(fd) else fd
 
 
 def _pipe_fd() -> int | None:
