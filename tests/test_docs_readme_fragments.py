@@ -49,9 +49,10 @@ def _block(start: str) -> str:
 
 
 def _completed(block: str) -> str:
-    """*block* with its ``...`` line replaced by :data:`_WORKLOAD`, at that line's indent."""
+    """*block* with its ``...`` line (a comment after it aside) replaced by :data:`_WORKLOAD`,
+    at that line's indent."""
     lines = block.splitlines()
-    (at,) = [i for i, line in enumerate(lines) if line.strip() == "..."]
+    (at,) = [i for i, line in enumerate(lines) if line.partition("#")[0].strip() == "..."]
     indent = lines[at][:len(lines[at]) - len(lines[at].lstrip())]
     return "\n".join([*lines[:at], textwrap.indent(_WORKLOAD, indent).rstrip("\n"),
                       *lines[at + 1:]]) + "\n"
