@@ -52,7 +52,7 @@ from tidings.actors._status import MAX_ID_CHARS, MAX_IDS_PER_CALL
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
 from tidings.channels._sanitize import sanitize_line
-from tidings.channels._turn import ActiveTurn, end_dropped, run_turn
+from tidings.channels._turn import ActiveTurn, end_dropped, end_dropped_at_stop, run_turn
 from tidings.errors import RuntimeClosedError, StoreClosedError
 from tidings.supervisor._log import field
 
@@ -458,10 +458,11 @@ class Dispatch:
                         "reason=worker_ended notices=%d", field(self._channel.config.name),
                         field(session_id), len(dropped), notices)
         finally:
-            try:
-                for pending in dropped:
-                    if pending.cancelled is not None:
-                        await end_dropped(self._channel, state, pending)
+            try:  # one grace for them all, not one per turn: hooks that hang on each must
+                # not hold the stop for N graces (the callers shield this)
+                await end_dropped_at_stop(
+                    self._channel, state,
+                    [pending for pending in dropped if pending.cancelled is not None])
             finally:
                 self._told()
 

@@ -26,6 +26,7 @@ is ``cancelled``, in the turns table as in the lifecycle.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import math
 from collections.abc import Callable, Iterable
@@ -40,7 +41,12 @@ from tidings.actors._turns import only_cancelled, open_turn
 from tidings.channels._agents import warn_if_returned
 from tidings.channels._boundary import compose_first_prompt
 from tidings.channels._bridge import BridgeTurn, split_reply
-from tidings.channels._lifecycle import CancelReason, LifecycleEmitter
+from tidings.channels._lifecycle import (
+    CancelReason,
+    LifecycleEmitter,
+    LifecycleHook,
+    TaskLifecycleEvent,
+)
 from tidings.errors import TidingsError
 from tidings.supervisor._log import field
 
@@ -48,11 +54,15 @@ if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
     from tidings.channels._dispatch import PendingTurn, SessionState
 
-__all__ = ["ActiveTurn", "end_dropped", "run_turn"]
+__all__ = ["ActiveTurn", "end_dropped", "end_dropped_at_stop", "run_turn"]
 
 log = logging.getLogger("tidings.channels")
 
 _STARTED_GRACE = 5.0
+_TERMINAL_GRACE = 5.0  # LifecycleEmitter's default: what a turn's terminal event gets
+_STOP_ENDS_GRACE = _STARTED_GRACE + _TERMINAL_GRACE
+"""What a worker's end gives the ends of all the dropped turns it found, together: one turn's
+worth (``started`` and ``cancelled``), however many there are."""
 
 
 class ActiveTurn:
@@ -151,8 +161,8 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
     return active
 
 
-async def end_dropped(channel: ChannelBase, state: SessionState, pending: PendingTurn
-                      ) -> None:
+async def end_dropped(channel: ChannelBase, state: SessionState, pending: PendingTurn, *,
+                      by: float | None = None) -> None:
     """End *pending*, a turn cancelled while it waited and never to run, as a turn cancelled
     before it began ends: ``started``, then ``cancelled`` with its first recorded reason. Two
     callers: the worker, for a turn ``/clear`` dropped (``clear``, or ``cancel_command`` if a
@@ -162,8 +172,13 @@ async def end_dropped(channel: ChannelBase, state: SessionState, pending: Pendin
     gateway client of another device, an adapter's lifecycle hook) sees it. Nothing else: no
     runtime turn is opened, its agent never runs and its messages stay out of the history, as
     the user asked (the command released them, or the worker's end does). Bounded: each event
-    is shielded for its grace."""
-    active = _active_turn(channel, state, pending)
+    is shielded for its grace; with *by* (a trio time), the hook is also given up on at *by*
+    (both events are still emitted: a sync hook, or an async one up to its first checkpoint,
+    still sees them)."""
+    hook = channel.on_task_lifecycle
+    if by is not None:
+        hook = _hook_until(hook, by, state.session_id)
+    active = _active_turn(channel, state, pending, hook=hook)
     active.cancel(pending.cancelled or "clear")
     state.active = active
     try:
@@ -175,12 +190,44 @@ async def end_dropped(channel: ChannelBase, state: SessionState, pending: Pendin
         state.active = None
 
 
-def _active_turn(channel: ChannelBase, state: SessionState, pending: PendingTurn
-                 ) -> ActiveTurn:
-    """*pending* as the active turn of *state*, with the emitter of its lifecycle events."""
-    emitter = LifecycleEmitter(channel.on_task_lifecycle, channel.config,
-                               chat_id=state.conversation.chat_id, session_id=state.session_id,
-                               message_id=pending.message_id)
+async def end_dropped_at_stop(channel: ChannelBase, state: SessionState,
+                              dropped: Iterable[PendingTurn]) -> None:
+    """End each of *dropped* (turns a worker's end found cancelled while they waited, in their
+    order) as :func:`end_dropped` does, all within one turn's grace together: a hook that hangs
+    on each cannot hold the runtime's stop for a grace per turn. Once the grace is spent, the
+    rest still get their events, each given up on at once (a sync hook still runs)."""
+    by = trio.current_time() + _STOP_ENDS_GRACE
+    for pending in dropped:
+        await end_dropped(channel, state, pending, by=by)
+
+
+def _hook_until(hook: LifecycleHook, by: float, session_id: str) -> LifecycleHook:
+    """*hook*, given up on at trio time *by* when it returns an awaitable (logged): the hook
+    is still called, and its sync part (or an async one's, up to its first checkpoint) runs,
+    however late."""
+    def call(event: TaskLifecycleEvent) -> object:
+        result = hook(event)
+        if not inspect.isawaitable(result):
+            return result
+
+        async def until() -> None:
+            with trio.move_on_at(by) as scope:
+                await result
+            if scope.cancelled_caught:
+                log.warning("on_task_lifecycle hook did not finish the %s event of session %s "
+                            "within the stop's grace for dropped turns; gave up on it",
+                            event.type, field(session_id))
+        return until()
+    return call
+
+
+def _active_turn(channel: ChannelBase, state: SessionState, pending: PendingTurn, *,
+                 hook: LifecycleHook | None = None) -> ActiveTurn:
+    """*pending* as the active turn of *state*, with the emitter of its lifecycle events (to
+    *hook*; by default the channel's ``on_task_lifecycle``)."""
+    emitter = LifecycleEmitter(channel.on_task_lifecycle if hook is None else hook,
+                               channel.config, chat_id=state.conversation.chat_id,
+                               session_id=state.session_id, message_id=pending.message_id)
     return ActiveTurn(emitter, (inbound.message_id for inbound in pending.inbounds))
 
 

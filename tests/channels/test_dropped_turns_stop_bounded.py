@@ -1,0 +1,51 @@
+"""The ends a stop gives the waiting turns ``/clear`` dropped (``started``, then ``cancelled``,
+see test_dropped_turns_end_at_stop.py) share one grace: a lifecycle hook that hangs on each
+of them cannot hold the stop for a grace per turn. Before, every dropped turn got its own
+``started`` grace and its own ``cancelled`` grace, one turn after another, shielded: N such
+turns held the runtime's stop N x 10 seconds, where before those ends came it was bounded."""
+
+from __future__ import annotations
+
+import trio
+
+import tidings
+from tidings.channels import ChannelConfig
+from tidings.supervisor._testing_invariants import lifecycle_violations
+
+from ..real_time import fail_after_real
+from .conftest import Lingering, RecordingChannel
+
+DROPPED = ("m2", "m3", "m4", "m5", "m6")
+
+
+class HangsOnDropped(RecordingChannel):
+    """Records every event, then hangs (until given up on) on each event of a dropped turn."""
+
+    async def on_task_lifecycle(self, event) -> None:  # type: ignore[no-untyped-def]
+        super().on_task_lifecycle(event)
+        if event.message_id in DROPPED:
+            await trio.sleep_forever()
+
+
+async def test_a_stop_ends_many_dropped_turns_within_one_grace(
+        db_path, workspace, autojump_clock) -> None:
+    agent = Lingering()  # takes a second to stop: the stop comes while it does
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+            channel = HangsOnDropped(rt, ChannelConfig(name="ops", dispatch_mode="followup"),
+                                     agent=agent)
+            assert await channel.say("first", message_id="m1") == "started"
+            await agent.entered.wait()
+            for message_id in DROPPED:
+                assert await channel.say(message_id, message_id=message_id) == "queued"
+            assert await channel.say("/clear", message_id="c1") == "command"
+            stop_began = trio.current_time()
+        stop_took = trio.current_time() - stop_began
+    # Every dropped turn still ends, in order, with its reason ...
+    assert [(event.message_id, event.type) for event in channel.events
+            if event.message_id in DROPPED] == [
+        (message_id, kind) for message_id in DROPPED for kind in ("started", "cancelled")]
+    assert lifecycle_violations(channel.events) == []
+    # ... and the stop waits one turn's grace for them all (started 5 s + cancelled 5 s),
+    # plus the second the running turn takes to stop: not 5 x 10 s.
+    assert stop_took <= 1 + 10 + 1, stop_took
