@@ -157,3 +157,20 @@ def test_the_fields_the_readme_lists_of_a_handle_and_an_outbound_exist() -> None
         assert "session_id" in fields, (name, fields)
         missing = [field for field in fields if not hasattr(cls, field)]
         assert not missing, f"README lists {name}.{missing}, which it has not"
+
+
+def test_the_error_classes_list_is_tidings_errors() -> None:
+    """The README's **Error classes** list names every class of ``tidings.errors`` (a new one
+    left out would be an exception a host does not know to catch), and nothing else but
+    builtins it says they subclass and the config classes it names."""
+    import builtins
+
+    import tidings.channels
+    import tidings.errors
+
+    listed = README.split("- **Error classes**", 1)[1].split("\n- **", 1)[0]
+    named = set(re.findall(r"`([A-Z]\w+)`", listed))
+    assert not set(tidings.errors.__all__) - named, "not in the README's Error classes"
+    others = sorted(name for name in named - set(tidings.errors.__all__)
+                    if not hasattr(builtins, name) and not hasattr(tidings.channels, name))
+    assert not others, f"the Error classes list names {others}, which tidings.errors has not"
