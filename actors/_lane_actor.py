@@ -264,6 +264,7 @@ class LaneWorker:
             # past this one (or past the ack window) while it waits.
             lane.taking = True
             try:
+                await self.router.resolve(item.session_id)  # unbound: a resolver may bind it
                 await self._wait_for_window(lane, item)
                 claimed = await self._claim(lane, item)
             finally:

@@ -5,10 +5,16 @@ last bind wins. ``unbind(token)`` is idempotent and a stale token never removes 
 ``channel`` is adapter metadata and never decides routing; parent/child lineage is unknown
 here. A binding costs a few hundred bytes, and every lookup is one dict access, so 20,000 bound
 sessions cost what 100 do per delivery.
+
+A route owner that does not keep every session it may serve bound (a channel evicts its idle
+conversations) adds a *resolver* (:meth:`SessionInteractionRouter.add_resolver`): asked, in
+order, before a session with no binding is taken for one with no route (its lane's next row
+``unrouted``, a host's question ``no_interactive_route``), it may bind the session's route.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import time
@@ -91,6 +97,7 @@ class SessionInteractionRouter:
         self._routes: dict[str, Binding] = {}
         self._listeners: list[Callable[[str], None]] = []
         self._unbind_listeners: list[Callable[[str], None]] = []
+        self._resolvers: list[Callable[[str], Awaitable[object]]] = []
         # The waits of the questions being asked through this router (a host's own and a
         # turn's): withdrawn when the runtime stops (withdraw_questions).
         self._asking: set[trio.CancelScope] = set()
@@ -176,6 +183,39 @@ class SessionInteractionRouter:
         is a ``TypeError`` naming ``listener``, as for :meth:`add_bind_listener`."""
         self._unbind_listeners.append(_callable_listener(listener))
 
+    def add_resolver(self, resolver: Callable[[str], Awaitable[object]]) -> None:
+        """Ask ``await resolver(session_id)`` for a route when *session_id* has no binding,
+        before it is taken for one with no route: a lane's row (else ``unrouted``), and
+        :meth:`deliver`, :meth:`prompt_user` and :meth:`request_approval`. The resolver binds
+        the session's route if it has one (``bind``); its return value is ignored. Resolvers
+        are asked in the order they were added until one binds. An ``Exception`` one raises
+        is logged (``event=resolver_failed``) and counts as no route. Something not callable
+        is a ``TypeError`` naming ``resolver``; :meth:`remove_resolver` takes it out."""
+        if not callable(resolver):
+            raise TypeError(f"resolver must be callable, got {type(resolver).__name__}")
+        self._resolvers.append(resolver)
+
+    def remove_resolver(self, resolver: Callable[[str], Awaitable[object]]) -> None:
+        """Stop asking *resolver* (one :meth:`add_resolver` took; anything else: nothing)."""
+        with contextlib.suppress(ValueError):
+            self._resolvers.remove(resolver)
+
+    async def resolve(self, session_id: str) -> Binding | None:
+        """The live binding of *session_id*, after asking the resolvers for one if it has
+        none (see :meth:`add_resolver`); None if still unbound. No checkpoint when it is
+        bound or no resolver was added. Never raises what a resolver raises (logged) but
+        ``trio.Cancelled``."""
+        binding = self._routes.get(session_id)
+        for resolver in list(self._resolvers):
+            if binding is not None:
+                break
+            try:
+                await resolver(session_id)
+            except Exception as exc:  # noqa: BLE001 -- a route owner's code: no route then
+                log.warning("event=resolver_failed session=%s error=%r", session_id, exc)
+            binding = self._routes.get(session_id)
+        return binding
+
     async def deliver(self, outbound: Outbound) -> bool:
         """Hand *outbound* to the route bound to its ``session_id`` right now, as it is: no
         outbox (nothing durable, no handle), no lane (not in order with the session's
@@ -191,7 +231,8 @@ class SessionInteractionRouter:
         self._refuse_if_closed()
         if not isinstance(outbound, Outbound):
             raise TypeError(f"outbound must be an Outbound, got {type(outbound).__name__}")
-        binding = self._routes.get(outbound.session_id)
+        binding = None if outbound.session_id is None else await self.resolve(
+            outbound.session_id)
         if binding is None:
             await trio.lowlevel.checkpoint()
             return False
@@ -223,7 +264,7 @@ class SessionInteractionRouter:
 
     async def _ask_prompt(self, prompt: Prompt) -> PromptAnswer:
         """:meth:`prompt_user` once *prompt* is checked."""
-        binding = self._routes.get(prompt.session_id)
+        binding = await self.resolve(prompt.session_id)
         ask = getattr(binding.route, "prompt_user", None) if binding else None
         if ask is None:
             await trio.lowlevel.checkpoint()
@@ -267,7 +308,7 @@ class SessionInteractionRouter:
 
     async def _ask_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         """:meth:`request_approval` once *request* is checked."""
-        binding = self._routes.get(request.session_id)
+        binding = await self.resolve(request.session_id)
         ask = getattr(binding.route, "request_approval", None) if binding else None
         if ask is None:
             await trio.lowlevel.checkpoint()
