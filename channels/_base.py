@@ -17,7 +17,7 @@ import logging
 import types
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 import trio
@@ -31,12 +31,17 @@ from tidings.channels._arguments import expect_instance
 from tidings.channels._command_handler import HoldAnswer, Known, run_cancel, run_command
 from tidings.channels._commands import Command, parse_command, trim
 from tidings.channels._config import ChannelConfig, RuntimeIdentity, RuntimeMemoryScope
-from tidings.channels._directory import Conversation, SessionDirectory, conversation_for
+from tidings.channels._directory import (
+    Conversation,
+    SessionDirectory,
+    bound_conversation_key,
+    conversation_for,
+)
 from tidings.channels._dispatch import Dispatch, _task_name, unanswered_notice
 from tidings.channels._handback import LeftBehind, requeue_unrouted
 from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
-from tidings.channels._keys import conversation_key
+from tidings.channels._keys import conversation_key, parse_conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
 from tidings.channels._owed_answers import OwedAnswers, paid_stored, take_stored
@@ -129,6 +134,18 @@ def _check_one_argument(adapter: str, name: str, method: Any, argument: str) -> 
                                     f"{name}{wrong!s:.80}")
 
 
+def _weak_resolver(channel: ChannelBase) -> Callable[[str], Awaitable[None]]:
+    """The router resolver of *channel* (:meth:`ChannelBase._resolve_route`), holding it
+    weakly."""
+    ref = weakref.ref(channel)
+
+    async def resolve(session_id: str) -> None:
+        alive = ref()
+        if alive is not None:
+            await alive._resolve_route(session_id)
+    return resolve
+
+
 def key_refusal(config: ChannelConfig, inbound: Inbound,
                 error: ValidationError) -> ValidationError:
     """*error*, the refusal of the conversation key built from *inbound*'s ids (over its cap),
@@ -178,6 +195,14 @@ class ChannelBase(StopButton):
     first message or command, and before a later one when rows went ``unrouted`` since (the
     gateway does it in each client's hello instead)."""
 
+    idle_conversations: int | None = 1024
+    """How many idle conversations the channel keeps bound (their current session cached and
+    bound as its route) before it evicts the least recently used: an evicted one costs
+    nothing here, its next message reads its session from the store again, and a row written
+    in its current session meanwhile (a host's reminder) finds this channel through the
+    router's resolver and goes out at once. None keeps every conversation bound until the
+    channel closes (the gateway: its clients come back through their hello). An int >= 1."""
+
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None) -> None:
         if not isinstance(config, ChannelConfig):
             raise ValidationError("config", f"must be a ChannelConfig, got {config!r}")
@@ -211,6 +236,11 @@ class ChannelBase(StopButton):
                                              f"(async def deliver(self, outbound))")
         _check_one_argument(adapter, "deliver", self.deliver, "outbound")
         _check_route_extras(self, adapter)
+        keep = self.idle_conversations
+        if keep is not None and (type(keep) is not int or keep < 1):
+            raise ValidationError("idle_conversations", f"{adapter}.idle_conversations must "
+                                                        f"be None or an int >= 1, got "
+                                                        f"{keep!r:.80}")
         _claim_name(runtime, config.name, self)  # before anything registers with the runtime
         self.runtime = runtime
         self.config = config
@@ -219,7 +249,13 @@ class ChannelBase(StopButton):
         self.memory_scope: RuntimeMemoryScope = config.resolved_memory_scope()
         self.directory = SessionDirectory(runtime, config.name, self,
                                           in_use=self._session_in_use,
-                                          forgotten=self._sessions_forgotten)
+                                          forgotten=self._sessions_forgotten,
+                                          keep_idle=keep, evictable=self._evictable)
+        # Asks this channel for the route of a session the directory evicted (held weakly:
+        # a channel dropped unclosed is garbage, its name free; see _claim_name).
+        self._resolver = None if keep is None else _weak_resolver(self)
+        if self._resolver is not None:
+            runtime.router.add_resolver(self._resolver)
         self.dispatch = Dispatch(self)
         # conversation key -> the runtime's unrouted count when its rows were last handed
         # back (see _hand_back)
@@ -533,6 +569,52 @@ class ChannelBase(StopButton):
                 or session_id in self.runtime.serial_turns
                 or not self.runtime.dispatcher.settled(session_id))
 
+    def _evictable(self, conversation: Conversation, session_ids: tuple[str, ...]) -> bool:
+        """Whether the directory may evict idle *conversation* (sessions *session_ids*): its
+        key gives it back whole (:meth:`_conversation_from_key`: an adapter whose own
+        ``conversation_for`` keys it otherwise keeps it), and no session of it remembers a
+        turn cut while it opened (the session's next first prompt counts it)."""
+        return (self._conversation_from_key(conversation.key) == conversation
+                and not any(self.dispatch.unseen(sid) for sid in session_ids))
+
+    def _conversation_from_key(self, key: str) -> Conversation | None:
+        """The conversation :meth:`conversation_for` gives the key *key* (by the session
+        scope), or None if the key is not one it makes."""
+        try:
+            parsed = parse_conversation_key(key)
+        except ValidationError:
+            return None
+        scope = self.config.session_scope
+        if parsed.channel != self.config.name or parsed.scope != scope:
+            return None
+        if scope == "sender" and len(parsed.ids) == 2 and parsed.thread is None:
+            return Conversation(key, parsed.ids[0], sender_id=parsed.ids[1])
+        if scope == "chat" and len(parsed.ids) == 1:
+            return Conversation(key, parsed.ids[0], thread_id=parsed.thread)
+        return None
+
+    async def _resolve_route(self, session_id: str) -> None:
+        """The router's resolver: bind this channel to *session_id* if it is the current
+        session of one of its conversations (one the directory evicted, or never held since
+        the channel opened), so a row written in it goes out now, not at the conversation's
+        next message. Not while the session has ``unrouted`` rows: they are handed back, in
+        order, when the conversation next speaks, and this row goes after them. Not a
+        session the conversation left (``/new``, ``/clear``): as before, its rows wait for
+        the conversation's next message or ``/resume``."""
+        rt = self.runtime
+        if self.directory.closed or self.directory.conversation_of(session_id) is not None:
+            return
+        key = await rt.store.read(bound_conversation_key, rt.core_id, self.config.name,
+                                  session_id)
+        conversation = None if key is None else self._conversation_from_key(key)
+        if conversation is None:
+            return
+        if await rt.stored_deliveries(session_id, limit=1, kinds=("message", "notice"),
+                                      statuses=("unrouted",)):
+            return
+        if not self.directory.closed:
+            self.directory.attach(conversation, session_id)
+
     def _sessions_forgotten(self, conversation: Conversation, session_ids: list[str]) -> None:
         """The directory unbound sessions *conversation* has left: a row written in one
         later is ``unrouted``, so the conversation's next message hands rows back again;
@@ -676,6 +758,8 @@ class ChannelBase(StopButton):
         message. A closed channel takes no more messages (:meth:`handle_inbound` raises
         :class:`RuntimeClosedError`), and one it was handling meanwhile binds nothing."""
         self.directory.close()
+        if self._resolver is not None:
+            self.runtime.router.remove_resolver(self._resolver)
 
     # --- answers ---------------------------------------------------------------------------------
 

@@ -14,11 +14,22 @@ the next session switch of the conversation unbinds it and forgets it here, so a
 that runs for weeks keeps no binding per session it ever served. A row written in it later
 finds no route (``unrouted``) and is handed back when the conversation next speaks
 (:meth:`ChannelBase._hand_back`); ``/resume`` binds it again.
+
+A directory with a *keep_idle* cap keeps at most that many conversations once they are idle:
+when it holds more, the least recently used ones that are idle (none of their sessions in use,
+nobody holding or waiting for their lock, and *evictable* says so) are evicted, their sessions
+unbound and forgotten here. Nothing durable changes: the conversation's next message resolves
+its session from the store again, and a row written in its current session meanwhile finds
+its route through the channel's router resolver (:meth:`ChannelBase._resolve_route`), so a
+server that served 100,000 conversations does not keep each one's session bound until it
+restarts (about 1.3 kB each).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, final
 
@@ -32,7 +43,12 @@ if TYPE_CHECKING:
     from tidings.actors import BindToken
     from tidings.store import Op
 
-__all__ = ["Conversation", "SessionDirectory", "conversation_for"]
+__all__ = ["Conversation", "SessionDirectory", "bound_conversation_key", "conversation_for"]
+
+_SCAN = 8
+"""How many of the least recently held conversations one hold past the cap looks at (and
+evicts, if idle): a conversation in use is moved to the recent end instead, so a crowd of
+busy ones costs each hold a few looks only, and each hold evicts more than it adds."""
 
 
 @final
@@ -64,11 +80,26 @@ def conversation_for(config: ChannelConfig, inbound: Inbound) -> Conversation:
     return Conversation(key, inbound.chat_id, thread_id=inbound.thread_id)
 
 
+def bound_conversation_key(conn: sqlite3.Connection, core_id: str, channel: str,
+                           session_id: str) -> str | None:
+    """The key of *channel*'s conversation whose current session is *session_id*, or None
+    (a store read: ``rt.store.read(bound_conversation_key, ...)``)."""
+    row = conn.execute(
+        "SELECT conversation_key FROM conversation_bindings "
+        "WHERE session_id = ? AND core_id = ? AND channel = ?",
+        (session_id, core_id, channel)).fetchone()
+    return None if row is None else row[0]
+
+
 class _KeyedLock:
     """One lock per key, kept only while someone holds or waits for it."""
 
     def __init__(self) -> None:
         self._locks: dict[str, tuple[trio.Lock, int]] = {}
+
+    def __contains__(self, key: str) -> bool:
+        """Whether someone holds or waits for *key*'s lock."""
+        return key in self._locks
 
     @contextlib.asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
@@ -93,21 +124,29 @@ class SessionDirectory:
     *in_use(session_id)* says whether a session the conversation has left must stay bound;
     without it, every session stays bound until :meth:`close`. *forgotten(conversation,
     session_ids)* is called (sync) after those sessions of the conversation were unbound and
-    forgotten (see the module docstring)."""
+    forgotten (see the module docstring). *keep_idle*: how many idle conversations are kept
+    (None: all; needs *in_use*); *evictable(conversation, session_ids)*: whether an idle one
+    may go (None: yes)."""
 
     def __init__(self, runtime: Any, channel_name: str, route: Any, *,
                  in_use: Callable[[str], bool] | None = None,
-                 forgotten: Callable[[Conversation, list[str]], None] | None = None) -> None:
+                 forgotten: Callable[[Conversation, list[str]], None] | None = None,
+                 keep_idle: int | None = None,
+                 evictable: Callable[[Conversation, tuple[str, ...]], bool] | None = None,
+                 ) -> None:
         self._rt = runtime
         self._name = channel_name
         self._route = route
         self._in_use = in_use
         self._forgotten = forgotten
+        self._keep_idle = keep_idle if in_use is not None else None
+        self._evictable = evictable
         self._current: dict[str, str] = {}
         self._cleared: dict[str, str] = {}  # conversation key -> the session /clear left
         self._conversations: dict[str, Conversation] = {}
         self._tokens: dict[str, BindToken] = {}
-        self._keys: dict[str, set[str]] = {}  # conversation key -> its sessions held here
+        # conversation key -> its sessions held here, least recently held conversation first
+        self._keys: dict[str, tuple[str, ...]] = {}
         self._locks = _KeyedLock()
         self._closed = False
 
@@ -238,7 +277,53 @@ class SessionDirectory:
 
     def _hold(self, conversation: Conversation, session_id: str) -> None:
         self._conversations[session_id] = conversation
-        self._keys.setdefault(conversation.key, set()).add(session_id)
+        sessions = self._keys.pop(conversation.key, ())  # re-inserted: now the most recent
+        self._keys[conversation.key] = sessions if session_id in sessions \
+            else (*sessions, session_id)
+        self._evict_idle(but=conversation.key)
+
+    def _evict_idle(self, *, but: str) -> None:
+        """Past the *keep_idle* cap, evict the least recently held idle conversations (see
+        the module docstring), never *but* (being held now); one in use is moved to the
+        recent end. Sync."""
+        if self._keep_idle is None:
+            return
+        excess = len(self._keys) - self._keep_idle
+        if excess <= 0:
+            return
+        for key in list(itertools.islice(self._keys, _SCAN)):
+            if excess <= 0:
+                return
+            sessions = self._keys[key]
+            if key != but and self._idle(key, sessions):
+                self._evict(key, sessions)
+                excess -= 1
+            else:
+                self._keys[key] = self._keys.pop(key)
+
+    def _idle(self, key: str, sessions: tuple[str, ...]) -> bool:
+        """Whether the conversation *key* may be evicted: nobody holds or waits for its lock,
+        none of its *sessions* is in use, and the channel says so (*evictable*)."""
+        assert self._in_use is not None
+        if key in self._locks or any(self._in_use(sid) for sid in sessions):
+            return False
+        conversation = self._conversations.get(sessions[0]) if sessions else None
+        return (conversation is None or self._evictable is None
+                or self._evictable(conversation, sessions))
+
+    def _evict(self, key: str, sessions: tuple[str, ...]) -> None:
+        """Forget the conversation *key* here: its sessions unbound, nothing durable."""
+        conversation = self._conversations.get(sessions[0]) if sessions else None
+        del self._keys[key]
+        self._current.pop(key, None)
+        self._cleared.pop(key, None)
+        for session_id in sessions:
+            self._conversations.pop(session_id, None)
+            token = self._tokens.pop(session_id, None)
+            if token is not None:  # a stale token (another route bound it) removes nothing
+                self._rt.router.unbind(token)
+        if conversation is not None and self._forgotten is not None:
+            self._forgotten(conversation, list(sessions))
 
     def _forget_done(self, conversation: Conversation) -> None:
         """Unbind and forget the sessions *conversation* has left that are no longer in use
@@ -246,10 +331,11 @@ class SessionDirectory:
         if self._in_use is None:
             return
         current = self._current.get(conversation.key)
-        sessions = self._keys.get(conversation.key, set())
+        sessions = self._keys.get(conversation.key, ())
         done = [sid for sid in sessions if sid != current and not self._in_use(sid)]
+        if done:
+            self._keys[conversation.key] = tuple(sid for sid in sessions if sid not in done)
         for session_id in done:
-            sessions.discard(session_id)
             self._conversations.pop(session_id, None)
             token = self._tokens.pop(session_id, None)
             if token is not None:  # a stale token (another route bound it) removes nothing

@@ -205,6 +205,11 @@ class Dispatch:
         if session_id not in self._states:
             self._unseen_turns.pop(session_id, None)
 
+    def unseen(self, session_id: str) -> bool:
+        """Whether idle *session_id* remembers turns cut while they opened (for its next
+        first prompt): the channel keeps such a session's conversation. Sync."""
+        return session_id in self._unseen_turns
+
     def turn_running(self, session_id: str) -> bool:
         state = self._states.get(session_id)
         return state is not None and state.active is not None

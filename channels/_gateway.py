@@ -157,6 +157,7 @@ class GatewayChannel(ChannelBase):
         return self.conversation_named(inbound.chat_id)
 
     hands_back_unrouted = False  # each client's hello does it (channels/_gateway_admit.py)
+    idle_conversations = None  # its connected clients' conversations stay bound
 
     async def _hand_back_if_due(self, conversation: Conversation, *,
                                 locked: bool = False) -> None:

@@ -104,3 +104,33 @@ async def test_a_channel_keeps_nothing_per_message_or_session_it_served(
     assert (stats.lanes, stats.running, stats.failed) == (0, 0, 0)
     assert grown(baseline, after_few) == {}, (baseline, after_few)
     assert grown(after_few, after_many) == {}, (after_few, after_many)
+
+
+class _FewIdle(MemoryChannel):
+    idle_conversations = 4
+
+
+async def test_a_channel_keeps_no_idle_conversation_past_its_cap(rt, autojump_clock) -> None:
+    """A bot that served many users once each holds at most ``idle_conversations`` of them:
+    not their sessions' bindings, directory entries or hand-back marks."""
+    channel = _FewIdle(rt, ChannelConfig("ops"), _Agent())
+
+    async def serve(first: int, last: int) -> collections.Counter[str]:
+        for n in range(first, last):
+            await channel.say("hello", chat_id=f"user-{n}")
+        await channel.wait_idle()
+        await trio.sleep(60)  # every reply delivered, idle lanes retired
+        channel.outbounds.clear()
+        channel.events.clear()
+        channel.platform.delivered.clear()
+        channel.platform.attempted.clear()
+        channel.platform.delivered_at.clear()
+        return live_records((Binding, Conversation))
+
+    with trio.fail_after(36_000):  # a hang guard (trio's clock jumps), not a wait
+        after_few = await serve(0, 10)
+        after_many = await serve(10, 60)
+    assert len(rt.router) <= 4
+    assert len(channel.directory.sessions()) <= 4
+    assert len(channel._handed_back) <= 4
+    assert grown(after_few, after_many) == {}, (after_few, after_many)
