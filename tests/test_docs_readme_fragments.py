@@ -21,6 +21,7 @@ from typing import Any
 import trio
 
 import tidings
+from tidings.supervisor import ChildSpec, open_supervisor
 from tidings.testing import (
     CheckpointInjector,
     FaultPlan,
@@ -134,12 +135,36 @@ def test_every_dotted_tidings_name_exists() -> None:
     assert not missing, f"README names {missing}: neither a module, an attribute nor a logger"
 
 
-async def test_every_runtime_attribute_the_readme_names_exists(tmp_path: pathlib.Path) -> None:
-    named = set(re.findall(r"\brt\.([a-z_]+)\b", README))
-    assert {"open_turn", "history", "events", "deliveries"} <= named
-    async with tidings.open_runtime(tmp_path / "tidings.db", workspace=tmp_path) as rt:
-        missing = sorted(name for name in named if not hasattr(rt, name))
-    assert not missing, f"README names rt.{missing}, a Runtime has none"
+def _named(variable: str) -> set[str]:
+    return set(re.findall(rf"\b{variable}\.([a-z_]+)\b", README))
+
+
+async def test_every_attribute_the_readme_names_of_its_objects_exists(
+        tmp_path: pathlib.Path) -> None:
+    """``rt.x``, ``ctx.x`` (a turn's or a supervised child's), ``sup.x``, ``handle.x`` and
+    ``checker.x``, looked up on live objects (some are set by ``__init__``)."""
+    assert {"open_turn", "history", "events", "deliveries"} <= _named("rt")
+    child_contexts: list[Any] = []
+
+    async def child(ctx: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        child_contexts.append(ctx)
+        task_status.started()
+        async for _ in ctx.mailbox:
+            pass
+
+    with trio.fail_after(30):
+        async with tidings.open_runtime(tmp_path / "tidings.db", workspace=tmp_path) as rt:
+            session_id = await rt.create_session(channel="web")
+            rt.router.bind(session_id, MemoryRoute())
+            async with rt.open_turn(session_id) as ctx:
+                handle = await ctx.output.send_text("hi")
+            async with open_supervisor([ChildSpec("child", child)]) as sup:
+                objects = {"rt": [rt], "ctx": [ctx, *child_contexts], "sup": [sup],
+                           "handle": [handle], "checker": [InvariantChecker()]}
+                missing = sorted(f"{variable}.{name}" for variable, found in objects.items()
+                                 for name in _named(variable)
+                                 if not any(hasattr(each, name) for each in found))
+    assert not missing, f"README names {missing}, which none of those objects has"
 
 
 def _listed_after(name: str) -> list[str]:
