@@ -195,10 +195,21 @@ async def end_dropped_at_stop(channel: ChannelBase, state: SessionState,
     """End each of *dropped* (turns a worker's end found cancelled while they waited, in their
     order) as :func:`end_dropped` does, all within one turn's grace together: a hook that hangs
     on each cannot hold the runtime's stop for a grace per turn. Once the grace is spent, the
-    rest still get their events, each given up on at once (a sync hook still runs)."""
+    rest still get their events, each given up on at once (a sync hook still runs).
+
+    A hook's ``KeyboardInterrupt`` (or the like) on one of them goes on only once the others
+    have ended too: the stop is the last chance any of them has to end (the first raised goes
+    on; the worker's own loop needs none: its end ends the rest here)."""
     by = trio.current_time() + _STOP_ENDS_GRACE
+    raised: BaseException | None = None
     for pending in dropped:
-        await end_dropped(channel, state, pending, by=by)
+        try:
+            await end_dropped(channel, state, pending, by=by)
+        except BaseException as exc:  # noqa: BLE001 -- re-raised below, once all have ended
+            if raised is None:
+                raised = exc
+    if raised is not None:
+        raise raised
 
 
 def _hook_until(hook: LifecycleHook, by: float, session_id: str) -> LifecycleHook:
