@@ -48,7 +48,8 @@ async def input_lines(prompt: str = "> ", *,
                       ) -> AsyncIterator[str | LineTooLong]:
     """Lines of stdin (each with its ``\\n``, undecodable bytes as lone surrogates), until
     the end of input; see the module docstring for how they are read. A closed stdin
-    (``tidings chat <&-``) has no lines, as ``/dev/null``.
+    (``tidings chat <&-``) has no lines, as ``/dev/null``; so does one open for writing only
+    (``nohup`` typed into).
 
     *max_line_bytes* gives the longest piped line to hold (awaited, as the chat knows it only
     once welcomed; asked only about a line longer than one read): a longer one is yielded as
@@ -69,6 +70,8 @@ async def input_lines(prompt: str = "> ", *,
         receive = _read_in_thread
         if max_line_bytes is None:  # as stdin_lines caps a file's lines
             max_line_bytes = _message_cap
+    if _write_only(fd):  # `nohup tidings chat` typed into: its input "ignored", unreadable
+        return
     encoding = sys.stdin.encoding or "utf-8"
     # A duplicate, which the end closes: trio's wait on it ends with it. A file is read in a
     # thread that a cancel may leave in its read: its descriptor (stdin's own) stays open.
@@ -136,6 +139,19 @@ async def _read_in_thread(fd: int) -> bytes:
 async def _message_cap() -> int:
     await trio.lowlevel.checkpoint()
     return MAX_TEXT_BYTES
+
+
+def _write_only(fd: int) -> bool:
+    """Whether *fd* is open for writing only: ``nohup`` typed into gives that for stdin
+    (``/dev/null``, "ignoring input"), and its first read failed with ``EBADF``, a
+    traceback. It has no lines, as a closed stdin. (Unix only, as the callers' descriptors.)"""
+    import fcntl
+
+    try:
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    except OSError:
+        return False
+    return flags & os.O_ACCMODE == os.O_WRONLY
 
 
 def _file_fd() -> int | None:
