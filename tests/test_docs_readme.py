@@ -28,6 +28,8 @@ def test_the_embedding_example_runs_as_shown(tmp_path: pathlib.Path) -> None:
     assert lines[0] == "delivered"
     assert "status='sent'" in lines[1]
     assert "text='Done'" in lines[2]
+    assert lines[2].count("HistoryMessage(") == 1  # the progress note is transient: no row
+    assert len(lines) == 3
 
 
 def _help(command: str) -> str:
