@@ -56,6 +56,12 @@ the same serial, and its ``unbind`` removed it. (``next`` on a count is atomic: 
 runtime in another thread shares it safely.)"""
 
 
+_CAPABILITIES: dict[frozenset[str], frozenset[str]] = {}
+"""One set of block types for all the bindings that render the same ones: a frozenset of a
+few names is about 200 bytes, most of what a binding kept. Bounded: ``check_capabilities``
+takes block type names only, so there are at most 2**len(BLOCK_TYPES) sets."""
+
+
 @attrs.frozen
 class BindToken:
     """Proof of one bind; ``unbind`` with it removes that binding only."""
@@ -73,7 +79,8 @@ class Binding:
         self.session_id = session_id
         self.route = route
         self.serial = serial
-        self.capabilities = check_capabilities(route_attribute(route, "capabilities"))
+        caps = check_capabilities(route_attribute(route, "capabilities"))
+        self.capabilities = _CAPABILITIES.setdefault(caps, caps)
         self.ack_window = check_ack_window(route_attribute(route, "ack_window"))
 
     async def deliver(self, outbound: Outbound) -> Any:
