@@ -359,7 +359,14 @@ class Supervisor:
         Whether a group restart was due as it crashed is noted with it (see
         :class:`RestartRequest`).
         """
-        self._decide_closed_ticks(slot)  # an earlier tick's crashes come first
+        try:
+            self._decide_closed_ticks(slot)  # an earlier tick's crashes come first
+        except BaseException:
+            # Deciding them raised, and fails the supervisor from this task: this ending is
+            # then one while stopping, recorded as it is when the error leaves another child's
+            # task first (whichever trio ran first), not lost with this task.
+            self._stopped(slot, ending.error, anyway=True)
+            raise
         if self._settle(slot, ending.error) is not None:
             return False
         tick = self._open_tick
