@@ -46,7 +46,7 @@ def broken_filter(caplog):
     logger.removeFilter(broken)
 
 
-async def _a_then_x(sups: list) -> None:
+async def _a_then_x(sups: list, strategy: str) -> None:
     """a crashes; as it does, it sends x the message x crashes on, in the next batch: the one
     a's tick is decided in."""
 
@@ -61,24 +61,26 @@ async def _a_then_x(sups: list) -> None:
         async for _ in ctx.mailbox:
             raise Boom("x lost it too")
 
-    async with open_supervisor([ChildSpec("a", a), ChildSpec("x", x)],
+    async with open_supervisor([ChildSpec("a", a), ChildSpec("x", x)], strategy=strategy,
                                intensity=Intensity(max_restarts=5, period=60.0)) as sup:
         sups.append(sup)
         sup.mailbox("a").send_nowait("crash")
         await trio.sleep_forever()
 
 
+@pytest.mark.parametrize("strategy", ["one_for_one", "one_for_all", "rest_for_one"])
 async def test_the_crash_of_a_child_whose_task_decided_a_tick_that_raised_is_recorded(
-        autojump_clock, live_tasks, broken_filter) -> None:
+        autojump_clock, live_tasks, broken_filter, strategy) -> None:
     """In every run, whichever task decided a's tick: a's decision is recorded, the error
     comes out of ``open_supervisor``, and x's crash (in the next tick, with the supervisor
-    failing) is recorded ``shutdown_error``, never lost."""
+    failing) is recorded ``shutdown_error``, never lost. (Every strategy decides a tick's
+    crashes at its end.)"""
     before = live_tasks()
     logs: set[tuple[tuple[str, str], ...]] = set()
     for _ in range(ROUNDS):
         sups: list = []
         with pytest.raises(FilterBroke):
-            await _a_then_x(sups)
+            await _a_then_x(sups, strategy)
         logs.add(tuple((record.child, record.action) for record in sups[0].restart_log))
         assert sups[0].statistics().state == "failed"
     assert logs == {(("a", "restart"), ("x", "shutdown_error"))}
