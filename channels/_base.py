@@ -201,7 +201,8 @@ class ChannelBase(StopButton):
     nothing here, its next message reads its session from the store again, and a row written
     in its current session meanwhile (a host's reminder) finds this channel through the
     router's resolver and goes out at once. None keeps every conversation bound until the
-    channel closes (the gateway: its clients come back through their hello). An int >= 1."""
+    channel closes (the gateway: its clients come back through their hello), as does an
+    adapter with a ``conversation_for`` of its own. An int >= 1."""
 
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None) -> None:
         if not isinstance(config, ChannelConfig):
@@ -571,15 +572,18 @@ class ChannelBase(StopButton):
 
     def _evictable(self, conversation: Conversation, session_ids: tuple[str, ...]) -> bool:
         """Whether the directory may evict idle *conversation* (sessions *session_ids*): its
-        key gives it back whole (:meth:`_conversation_from_key`: an adapter whose own
-        ``conversation_for`` keys it otherwise keeps it), and no session of it remembers a
-        turn cut while it opened (the session's next first prompt counts it)."""
+        key gives it back whole (:meth:`_conversation_from_key`: an adapter with a
+        ``conversation_for`` of its own keeps its conversations), and no session of it
+        remembers a turn cut while it opened (the session's next first prompt counts it)."""
         return (self._conversation_from_key(conversation.key) == conversation
                 and not any(self.dispatch.unseen(sid) for sid in session_ids))
 
     def _conversation_from_key(self, key: str) -> Conversation | None:
         """The conversation :meth:`conversation_for` gives the key *key* (by the session
-        scope), or None if the key is not one it makes."""
+        scope), or None if the key is not one it makes, or the adapter has a
+        ``conversation_for`` of its own (its conversations may hold more than their key)."""
+        if type(self).conversation_for is not ChannelBase.conversation_for:
+            return None
         try:
             parsed = parse_conversation_key(key)
         except ValidationError:

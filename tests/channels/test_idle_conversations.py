@@ -9,6 +9,7 @@ from __future__ import annotations
 import trio
 
 from tidings.channels import ChannelConfig
+from tidings.channels._directory import Conversation
 from tidings.testing import MemoryChannel
 
 CHATS = 8
@@ -116,3 +117,31 @@ async def test_a_resolved_row_does_not_overtake_rows_left_unrouted(rt, autojump_
     fresh = await rt.notify(sessions["c0"], "after")  # nothing left behind: resolved at once
     with trio.fail_after(60):
         assert await fresh.wait() == "delivered"
+
+
+class _OwnKeys(SmallChannel):
+    """An adapter that keys its conversations itself, and keeps more in them than the key."""
+
+    def conversation_for(self, inbound):  # type: ignore[no-untyped-def]
+        conversation = super().conversation_for(inbound)
+        return Conversation(conversation.key, conversation.chat_id,
+                            thread_id=conversation.thread_id, sender_id=inbound.sender_id)
+
+
+async def test_an_adapter_with_its_own_conversations_keeps_them(rt, autojump_clock) -> None:
+    """Its conversations are not evicted (their key would not give them back whole), and a
+    session it never held is not resolved from its key (``conversation_of`` would lack what
+    its ``conversation_for`` keeps): its rows wait for the conversation's next message."""
+    channel = _OwnKeys(rt, ChannelConfig(name="ops"))
+    sessions = await _serve(channel, chats=4)
+    assert len(rt.router) == 4
+    assert channel.conversation_of(sessions["c0"]).sender_id == "user"
+    channel.close()
+    reloaded = _OwnKeys(rt, ChannelConfig(name="ops"))
+    handle = await rt.notify(sessions["c0"], "reminder")
+    with trio.fail_after(60):
+        assert await handle.wait() == "unrouted"
+    await reloaded.say("back", chat_id="c0")
+    await reloaded.wait_for(lambda: "back" in reloaded.texts("message"))
+    assert reloaded.texts() == ["reminder", "back"]
+    assert reloaded.conversation_of(sessions["c0"]).sender_id == "user"
