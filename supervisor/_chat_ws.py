@@ -96,6 +96,7 @@ from tidings.supervisor._chat_limits import (
     too_big,
 )
 from tidings.supervisor._cli_paths import path_argument
+from tidings.supervisor._config import file_path
 from tidings.supervisor._stderr import say
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token, read_token_file
 
@@ -1080,8 +1081,8 @@ def run(args: Any) -> int:
         say(sys.stderr, f"tidings chat: {refused}")
         return 2
     if token is None:
-        path = args.token_file or default_token_file()
         try:
+            path = file_path("--token-file", args.token_file or default_token_file())
             token = read_token_file(path, field="--token-file")
         except ConfigError as exc:
             say(sys.stderr, f"tidings chat: {exc}; give --token, or --token-file (tidings serve "

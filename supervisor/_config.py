@@ -43,7 +43,7 @@ from tidings.supervisor._cli_paths import names_a_folder
 from tidings.supervisor._logging import LEVELS
 
 __all__ = ["DEFAULT_DB", "MAX_CONFIG_BYTES", "MIN_PRUNE_INTERVAL", "MIN_RETENTION_KEEP",
-           "ServeConfig", "load_config"]
+           "ServeConfig", "file_path", "load_config"]
 
 DEFAULT_DB = "tidings.db"
 
@@ -213,9 +213,18 @@ def _retention(table: Mapping[str, Any]) -> tuple[float | None, float]:
     return keep, interval
 
 
+def file_path(field: str, value: str | os.PathLike[str]) -> pathlib.Path:
+    """The file option *value* (``--config``, the chat's ``--token-file``) as a path, a
+    leading ``~`` the home directory, as in every path of the file: the shell leaves it as
+    typed in ``--config=~/t.toml``, and ``./~/t.toml`` was read. Raises
+    :class:`ConfigError` naming *field* (no home to expand it to, a NUL, a folder's path)."""
+    return _path(field, value, file=True)
+
+
 def read_file(path: pathlib.Path) -> dict[str, Any]:
-    """The TOML file at *path*, of at most :data:`MAX_CONFIG_BYTES`. Raises
+    """The TOML file at *path* (``~`` expanded), of at most :data:`MAX_CONFIG_BYTES`. Raises
     :class:`ConfigError` (field ``config``)."""
+    path = file_path("config", path)
     try:
         with path.open("rb") as file:
             data = file.read(MAX_CONFIG_BYTES + 1)
@@ -244,6 +253,8 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     :class:`ConfigError` naming the dotted key, also for a value of the file that a flag
     replaces (the file is wrong all the same, and would be refused without the flag).
     """
+    if path is not None:  # expanded once: the file read is the one kept private
+        path = file_path("config", path)
     data = read_file(path) if path is not None else {}
     for name in data:
         if name not in _TABLES:
