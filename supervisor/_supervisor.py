@@ -418,11 +418,19 @@ class Supervisor:
         supervisor's nursery). A cancellation from outside the supervisor that came by then,
         in the tick of the crashes at the latest, reaches every child task alike: the crashes
         are then no crashes (``shutdown_error``), whichever trio ran first in their tick.
+        A caller whose own ladder cancelled it cannot see such a cancellation (see
+        :meth:`_cancelled_from_outside`): it leaves the ticks to a child of theirs that can,
+        whose task asks in this same batch (each waits one checkpoint in
+        :meth:`_tick_decision`), and decides them only when none can.
 
         A decision that raises (the host's logging broke on its line) does not leave the
         others undecided: each crash is decided and recorded, then what was raised goes on,
         failing the caller's task and so the supervisor (several errors: in one group).
         """
+        if not self._sees_outside(caller) and any(
+                slot is not caller and self._sees_outside(slot)
+                for tick in self._closed_ticks for slot, _, _ in tick.endings):
+            return
         outside = self._cancelled_from_outside(caller)
         errors: list[BaseException] = []
         queued = False  # a group restart: the crashes after it are covered, not counted
@@ -456,6 +464,13 @@ class Supervisor:
         if errors:
             raise BaseExceptionGroup(f"deciding the crashes of supervisor {self._name!r}'s "
                                      f"children failed {len(errors)} times", errors)
+
+    def _sees_outside(self, slot: ChildSlot) -> bool:
+        """Whether ``slot``'s task, deciding, would see a cancellation from outside the
+        supervisor (:meth:`_cancelled_from_outside`): its own ladder has not cancelled it,
+        or the nursery's cancellation, which it sees anyway, is on. Sync."""
+        return (slot.scope is None or not slot.scope.cancel_called
+                or (self._nursery is not None and self._nursery.cancel_scope.cancel_called))
 
     def _cancelled_from_outside(self, caller: ChildSlot) -> bool:
         """Whether the calling task, ``caller``'s, is being cancelled by something other than
