@@ -133,13 +133,22 @@ def load_channel_config(name: str, path: pathlib.Path | None) -> ChannelConfig:
       ConfigError: naming ``--channel`` (a name that is no channel name), the file or the
         dotted key (``channels.terminal.dispatch_mode``).
     """
+    _check_channel_name(name)
+    return _channel_config(name, None if path is None else read_file(path))
+
+
+def _check_channel_name(name: str) -> None:
     try:
         ChannelConfig(name)  # the name first: it is the --channel given, not a key of the file
     except ConfigError as exc:
         raise ConfigError("--channel", exc.reason) from None
-    if path is None:
+
+
+def _channel_config(name: str, data: Mapping[str, Any] | None) -> ChannelConfig:
+    """``[channels.<name>]`` of the file's *data* (None: no file)."""
+    _check_channel_name(name)
+    if data is None:
         return ChannelConfig(name)
-    data = read_file(path)  # the reading `tidings serve` does: unreadable, not TOML, not UTF-8
     channels = data.get("channels", {})
     if not isinstance(channels, dict):
         raise ConfigError("channels", "must be a table of channel tables")
@@ -157,9 +166,14 @@ def configured_agent(path: pathlib.Path | None) -> str | None:
       ConfigError: naming ``serve`` (not a table) or ``serve.agent`` (no import path), or the
         file (see :func:`~tidings.supervisor._config.read_file`).
     """
-    if path is None:
+    return None if path is None else _serve_agent(read_file(path))
+
+
+def _serve_agent(data: Mapping[str, Any] | None) -> str | None:
+    """``[serve] agent`` of the file's *data* (None: no file)."""
+    if data is None:
         return None
-    serve = read_file(path).get("serve", {})
+    serve = data.get("serve", {})
     if not isinstance(serve, dict):
         raise ConfigError("serve", f"must be a table, not {type(serve).__name__}")
     agent = serve.get("agent")
@@ -168,11 +182,13 @@ def configured_agent(path: pathlib.Path | None) -> str | None:
     return agent
 
 
-def _chosen_agent(args: argparse.Namespace, config: ChannelConfig) -> Any:
-    """The agent ``tidings serve`` would run with the same file: ``--agent``, else ``[serve]
-    agent``, else the channel's ``agent`` key; None (the channel's ``EchoAgent``) without
-    any. Loaded now, so a bad one is refused by the key it came from."""
-    serve_agent = configured_agent(args.config)  # checked even when --agent replaces it
+def _chosen_agent(args: argparse.Namespace, config: ChannelConfig,
+                  data: Mapping[str, Any] | None) -> Any:
+    """The agent ``tidings serve`` would run with the same file (its *data*): ``--agent``,
+    else ``[serve] agent``, else the channel's ``agent`` key; None (the channel's
+    ``EchoAgent``) without any. Loaded now, so a bad one is refused by the key it came
+    from."""
+    serve_agent = _serve_agent(data)  # checked even when --agent replaces it
     if args.agent is not None:  # an empty --agent is refused by name, not taken for none
         return load_agent(args.agent, field="--agent")
     if serve_agent is not None:
@@ -198,8 +214,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.verbose:  # the agent's own mistakes are what a local chat tries it out for
         AGENT_LOG.setLevel(logging.WARNING)
     try:
-        config = load_channel_config(args.channel, args.config)
-        agent = _chosen_agent(args, config)  # before the database is made
+        _check_channel_name(args.channel)
+        # Read once: a second read of a pipe (`--config <(...)`) is empty, and lost the
+        # [serve] agent.
+        data = None if args.config is None else read_file(args.config)
+        config = _channel_config(args.channel, data)
+        agent = _chosen_agent(args, config, data)  # before the database is made
     except ConfigError as exc:  # a path in it (--config): one line, as serve's
         say(sys.stderr, one_line(f"tidings chat: {exc}"))
         return 2
