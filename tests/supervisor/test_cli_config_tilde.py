@@ -61,3 +61,13 @@ def test_a_tilde_with_no_home_to_expand_it_to_is_refused_naming_the_option(
     assert main(["chat", "--url", "ws://127.0.0.1:1",
                  "--token-file=~no_such_user_h118/tok"]) == 2
     assert "--token-file: '~no_such_user_h118/tok' starts with ~" in capsys.readouterr().err
+
+
+def test_a_refusal_of_a_home_config_is_in_the_logs_form_it_asks(home: pathlib.Path,
+                                                                capsys) -> None:
+    # The refusal's log form is read from the file again ([logging] json): by its path as
+    # typed, ./~/t.toml, found nowhere, so the JSON line was missing.
+    (home / "t.toml").write_text("[logging]\njson = true\n[gateway]\nport = 99999\n")
+    assert main(["serve", "--config=~/t.toml"]) == 2
+    err = capsys.readouterr().err
+    assert '"event": "invalid_configuration", "key": "gateway.port"' in err, err
