@@ -28,6 +28,7 @@ anything is opened, as every message would be); 3 (``EXIT_IN_USE``, as ``serve``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import logging
 import os
@@ -52,7 +53,13 @@ from tidings.channels._terminal import (
     is_a_terminal,
     stdin_is_a_terminal,
 )
-from tidings.errors import ConfigError, DatabaseInUseError, TidingsError, ValidationError
+from tidings.errors import (
+    ConfigError,
+    DatabaseInUseError,
+    StoreError,
+    TidingsError,
+    ValidationError,
+)
 from tidings.supervisor import _chat_ws
 from tidings.supervisor._chat_input import input_lines
 from tidings.supervisor._cli_paths import path_argument
@@ -235,11 +242,14 @@ def run(args: argparse.Namespace) -> int:
     except DatabaseInUseError as exc:  # a running server's (or prune's): as they exit
         say(sys.stderr, one_line(f"tidings chat: {exc}"))
         return EXIT_IN_USE
+    except _DatabaseRefused as exc:
+        say(sys.stderr, one_line(f"tidings chat: --db: {exc}"))
+        return 2
     except TidingsError as exc:
         say(sys.stderr, one_line(f"tidings chat: {_as_given(exc)}"))
         return 2
-    except sqlite3.DatabaseError as exc:  # e.g. not a database: SQLite's own error
-        say(sys.stderr, one_line(f"tidings chat: cannot open the database {args.db}: {exc}"))
+    except sqlite3.DatabaseError as exc:  # later than its opening (see _opened)
+        say(sys.stderr, one_line(f"tidings chat: the database {args.db} failed: {exc}"))
         return 2
     except KeyboardInterrupt:
         return 130
@@ -265,6 +275,29 @@ def _other_mode(args: argparse.Namespace) -> str | None:
         if value is not None:
             return f"{flag}: {why}"
     return None
+
+
+class _DatabaseRefused(Exception):
+    """The runtime could not open ``--db`` (a directory, a file that is no database, a lock it
+    cannot take): said naming the option, as every bad input is; ``str()`` is the reason."""
+
+
+@contextlib.asynccontextmanager
+async def _opened(args: argparse.Namespace, private: tuple[Any, ...]) -> Any:
+    """``open_runtime`` on ``--db``; what refuses the database while it opens (not later, in
+    the chat) raised as :class:`_DatabaseRefused`. In use by another process stays
+    :class:`DatabaseInUseError` (exit 3)."""
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            rt = await stack.enter_async_context(tidings.open_runtime(
+                args.db, workspace=args.workspace, private_files=private))
+        except DatabaseInUseError:
+            raise
+        except StoreError as exc:
+            raise _DatabaseRefused(str(exc)) from exc
+        except sqlite3.DatabaseError as exc:  # e.g. not a database: SQLite's own error
+            raise _DatabaseRefused(f"cannot open the database {args.db}: {exc}") from exc
+        yield rt
 
 
 def _as_given(exc: TidingsError) -> str:
@@ -318,8 +351,7 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig, agent: An
     chat, the runtime then closes: a running turn gets its grace)."""
     # The config file may hold gateway.token: private, as tidings serve makes it.
     private = () if args.config is None else (args.config,)
-    async with tidings.open_runtime(args.db, workspace=args.workspace,
-                                    private_files=private) as rt:
+    async with _opened(args, private) as rt:
         interactive = stdin_is_a_terminal()
         prompt = "you> "
         # A prompt is shown (and put back after each line printed) only on a terminal's

@@ -32,8 +32,19 @@ def test_a_file_that_is_not_a_database_is_refused(tmp_path: pathlib.Path) -> Non
     result = chat(tmp_path, "--db", str(db))
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
-    assert f"tidings chat: cannot open the database {db}: file is not a database" \
+    assert f"tidings chat: --db: cannot open the database {db}: file is not a database" \
         in result.stderr
+
+
+def test_a_database_path_that_is_a_directory_is_refused_naming_db(
+        tmp_path: pathlib.Path) -> None:
+    # Said as "database path '...' is a directory", without the option that gave the path.
+    folder = tmp_path / "state"
+    folder.mkdir()
+    result = chat(tmp_path, "--db", str(folder))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == f"tidings chat: --db: database path '{folder}' is a directory\n"
+    assert list(folder.iterdir()) == []
 
 
 def test_a_bad_channel_name_is_refused_as_the_option_given(tmp_path: pathlib.Path,
