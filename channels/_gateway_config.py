@@ -12,6 +12,7 @@ from tidings.errors import ConfigError
 from tidings.store import MAX_INTEGER
 from tidings.store._ids import lone_surrogate
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token
+from tidings.supervisor._toml_spelling import spelled
 
 __all__ = ["GATEWAY_KEYS", "GatewayConfig"]
 
@@ -23,12 +24,12 @@ def _number(*, minimum: float, integer: bool = False, above: bool = False,
         kind = "an integer" if integer else "a number"
         if (isinstance(value, bool) or not isinstance(value, int if integer else int | float)
                 or (not integer and not finite(value))):
-            raise ConfigError(field, f"must be {kind}, got {value!r:.80}")
+            raise ConfigError(field, f"must be {kind}, got {spelled(value, 80)}")
         if value < minimum or (above and value == minimum):
             bound = f"> {minimum}" if above else f">= {minimum}"
-            raise ConfigError(field, f"must be {bound}, got {value!r}")
+            raise ConfigError(field, f"must be {bound}, got {spelled(value)}")
         if maximum is not None and value > maximum:
-            raise ConfigError(field, f"must be at most {maximum}, got {value!r:.80}")
+            raise ConfigError(field, f"must be at most {maximum}, got {spelled(value, 80)}")
     return check
 
 
@@ -38,13 +39,14 @@ def _host(instance: Any, attribute: attrs.Attribute, value: object) -> None:
     # made the database and the token file.
     if not isinstance(value, str) or not value or any(ch.isspace() for ch in value) \
             or not value.isprintable() or lone_surrogate(value) is not None:
-        raise ConfigError("gateway.host", f"must be a host name or address, got {value!r:.80}")
+        raise ConfigError("gateway.host",
+                          f"must be a host name or address, got {spelled(value, 80)}")
 
 
 def _port(instance: Any, attribute: attrs.Attribute, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
         raise ConfigError("gateway.port", f"must be an integer 0-65535 (0: any free port), "
-                                          f"got {value!r}")
+                                          f"got {spelled(value)}")
 
 
 def _token(instance: Any, attribute: attrs.Attribute, value: object) -> None:

@@ -41,6 +41,7 @@ from tidings.store import EXECUTORS, Executor
 from tidings.supervisor._age import parse_age
 from tidings.supervisor._cli_paths import names_a_folder
 from tidings.supervisor._logging import LEVELS
+from tidings.supervisor._toml_spelling import spelled
 
 __all__ = ["DEFAULT_DB", "MAX_CONFIG_BYTES", "MIN_PRUNE_INTERVAL", "MIN_RETENTION_KEEP",
            "ServeConfig", "file_path", "load_config"]
@@ -119,7 +120,7 @@ def _channel_config(name: str, table: Any) -> ChannelConfig:
 
 def _text(field: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
-        raise ConfigError(field, f"must be a non-empty string, got {value!r}")
+        raise ConfigError(field, f"must be a non-empty string, got {spelled(value)}")
     return value
 
 
@@ -131,22 +132,22 @@ def _path(field: str, value: Any, *, file: bool = False) -> pathlib.Path:
     with a separator (a folder's) is refused: pathlib drops it, and ``state/`` was made a
     database file named ``state``."""
     if not isinstance(value, str | os.PathLike):
-        raise ConfigError(field, f"must be a path (a string), got {value!r}")
+        raise ConfigError(field, f"must be a path (a string), got {spelled(value)}")
     text = _text(field, os.fspath(value))
     if "\x00" in text:
-        raise ConfigError(field, f"must not hold a NUL character, got {text!r}")
+        raise ConfigError(field, f"must not hold a NUL character, got {spelled(text)}")
     if file and names_a_folder(text):  # pathlib drops the separator: 'state/' was a file
-        hint = (f": give the file in it, such as {text + 'tidings.db'!r}"
+        hint = (f": give the file in it, such as {spelled(text + 'tidings.db')}"
                 if field == "serve.db" else "")
-        raise ConfigError(field, f"must be a file's path, got {text!r}, which ends with "
+        raise ConfigError(field, f"must be a file's path, got {spelled(text)}, which ends with "
                                  f"{text[-1]} (a folder's{hint})")
     try:
         return pathlib.Path(text).expanduser()
     except RuntimeError:  # '~' with no HOME and no password entry (a container's bare uid),
         # or '~name' for no such user: pathlib raises a bare RuntimeError
-        raise ConfigError(field, f"{text!r} starts with ~, but there is no home directory to "
-                                 "expand it to (HOME is not set, or no such user): give the "
-                                 "whole path") from None
+        raise ConfigError(field, f"{spelled(text)} starts with ~, but there is no home "
+                                 "directory to expand it to (HOME is not set, or no such "
+                                 "user): give the whole path") from None
 
 
 def _seconds(field: str, value: Any) -> float:
@@ -154,14 +155,14 @@ def _seconds(field: str, value: Any) -> float:
     holds is refused as ``inf`` is, by field (``math.isfinite`` raised a bare
     ``OverflowError`` on it)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(field, f"must be a number of seconds >= 0, got {value!r:.80}")
+        raise ConfigError(field, f"must be a number of seconds >= 0, got {spelled(value, 80)}")
     try:
         seconds = float(value)
     except OverflowError:
         raise ConfigError(field, "must be a finite number of seconds >= 0, got an integer "
                                  "past a float's range") from None
     if not math.isfinite(seconds) or seconds < 0:
-        raise ConfigError(field, f"must be a number of seconds >= 0, got {value!r}")
+        raise ConfigError(field, f"must be a number of seconds >= 0, got {spelled(value)}")
     return seconds
 
 
@@ -177,7 +178,7 @@ def _age(field: str, value: Any) -> float:
         return _seconds(field, value)
     except ConfigError:
         raise ConfigError(field, f"must be an age like \"30d\", \"12h\", \"90m\" or a number of "
-                                 f"seconds >= 0, got {value!r:.80}") from None
+                                 f"seconds >= 0, got {spelled(value, 80)}") from None
 
 
 MIN_PRUNE_INTERVAL = 1.0
@@ -314,17 +315,18 @@ def _checked(serve: Mapping[str, Any], gateway: Mapping[str, Any], logging_: Map
     writer = serve.get("writer", "thread")
     if writer not in EXECUTORS:
         raise ConfigError("serve.writer", f"must be one of {', '.join(EXECUTORS)}, "
-                                          f"got {writer!r}")
+                                          f"got {spelled(writer, 80)}")
     level = logging_.get("level", "info")
     if level not in LEVELS:
-        raise ConfigError("logging.level", f"must be one of {', '.join(LEVELS)}, got {level!r}")
+        raise ConfigError("logging.level", f"must be one of {', '.join(LEVELS)}, "
+                                           f"got {spelled(level, 80)}")
     as_json = logging_.get("json", False)
     if not isinstance(as_json, bool):
-        raise ConfigError("logging.json", f"must be true or false, got {as_json!r}")
+        raise ConfigError("logging.json", f"must be true or false, got {spelled(as_json, 80)}")
     max_restarts = supervisor.get("max_restarts", 5)
     if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < 0:
         raise ConfigError("supervisor.max_restarts", f"must be an integer >= 0, "
-                                                     f"got {max_restarts!r}")
+                                                     f"got {spelled(max_restarts, 80)}")
     period = _seconds("supervisor.period", supervisor.get("period", 60.0))
     if period == 0:
         raise ConfigError("supervisor.period", "must be more than 0 seconds")

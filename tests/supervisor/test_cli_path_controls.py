@@ -65,7 +65,7 @@ def test_serve_hint_for_a_database_given_as_a_folder_is_one_line(tmp_path, monke
                      "--workspace", str(tmp_path / "missing")]) == 2
     err = _one_line(capsys.readouterr().err)
     assert "serve.db" in err
-    assert "'a\\nb/tidings.db'" in err
+    assert '"a\\nb/tidings.db"' in err  # TOML's basic string: it holds a newline
     assert list(tmp_path.iterdir()) == []
 
 
