@@ -171,10 +171,12 @@ class TerminalChannel(ChannelBase):
             call = event.tool_call  # type: ignore[attr-defined]
             arguments = json.dumps(plain_json(call.arguments), sort_keys=True, default=str)
             detail = f" {sanitize_line(call.name, limit=100)} {arguments}"
+        # One line each, as tidings chat --url says them: an error's later lines, at the
+        # margin, read as lines of their own (a reply, a notice).
         elif event.type == "cancelled":
-            detail = f": {event.reason}"  # type: ignore[attr-defined]
+            detail = f": {sanitize_line(str(event.reason), limit=200)}"  # type: ignore[attr-defined]
         elif event.type == "failed":
-            detail = f": {event.error}"  # type: ignore[attr-defined]
+            detail = f": {sanitize_line(str(event.error), limit=500)}"  # type: ignore[attr-defined]
         if self._ends is not None and event.type in ("completed", "cancelled", "failed"):
             self._ends.append(f"[{event.type}{detail}]")
             return
