@@ -28,6 +28,7 @@ the user typed is never echoed back.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -46,6 +47,7 @@ from tidings.channels._handback import requeue_unrouted
 from tidings.channels._owed_answers import paid_stored
 from tidings.errors import SessionClosedError, SessionNotFoundError, TidingsError
 from tidings.store._inbound import ResumeOutcome, resume_outcome
+from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
@@ -53,6 +55,8 @@ if TYPE_CHECKING:
     from tidings.store._inbound import AnswerNotice
 
 __all__ = ["HoldAnswer", "Known", "run_cancel", "run_command"]
+
+log = logging.getLogger("tidings.channels")
 
 Known = Callable[[], Awaitable[object]]
 """The read of a command's message id record: its outcome, or None when it is not known."""
@@ -243,7 +247,9 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
     rather than start a turn that the ``/cancel`` sent before it then cancels. The id is
     written before the cancel: a cancel dies with its process anyway, but an id recorded
     after it could be lost to a crash in between, and the platform's resend then cancelled
-    the turn of a message sent since. The session the answer goes to is looked up after
+    the turn of a message sent since. The messages of a waiting turn it cancels are released
+    then, under the lock (a crash after it must not tell the user they went unanswered).
+    The session the answer goes to is looked up after
     the lock is let go (a lookup that reads the store takes it), unless that write found the
     conversation with none: the answer then goes direct, owed on the id's record (see
     :func:`_answer_current`). *hold*, *owed_to*: as for
@@ -269,6 +275,7 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
                     held_in = (results[-1], held[0])
                 stored = bool(held) and results[-1] is None and owed_to is not None
             done = channel.dispatch.cancel(conversation, "cancel_command")
+            await _release_cancelled(channel, conversation)
     text = CANCELLED if done else NOTHING_TO_CANCEL
     try:
         await channel._pay_owed_all(conversation, but=owed_to)  # the earlier answers first
@@ -280,6 +287,21 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
     await _answer_current(channel, conversation, text, command="cancel", owed_to=owed_to,
                           held=held_in, stored=stored)
     return True
+
+
+async def _release_cancelled(channel: ChannelBase, conversation: Conversation) -> None:
+    """Release the messages of the waiting turns ``/cancel`` cancelled (see
+    ``Dispatch.take_cancelled_held``): dealt with at the user's request, as those ``/clear``
+    drops. A failed write is logged (``event=hold_not_released``): still held, they are
+    told about, needlessly, after a restart."""
+    held = channel.dispatch.take_cancelled_held(conversation)
+    if not held:
+        return
+    try:
+        await channel.runtime.release_inbound(held)
+    except TidingsError as exc:
+        log.warning("event=hold_not_released conversation=%s error=%s",
+                    field(conversation.key), field(repr(exc)))
 
 
 def _busy(channel: ChannelBase, conversation: Conversation) -> bool:

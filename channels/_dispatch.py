@@ -31,8 +31,10 @@ cancelled (with reason ``cancel_command``).
 
 Each accepted message is also held in the store (``rt.hold_inbound``, by the channel before it
 is submitted here) until it is dealt with: the end of the turn that answered it, the notice, or
-``/clear`` releases it in the same commit. A crash, or a stop that cuts a running turn, leaves
-it held, and the next start's recovery sends its notice instead (:class:`PendingTurn.held`).
+``/clear`` releases it in the same commit (``/cancel`` releases the messages of a waiting turn
+it cancels at once, see :meth:`Dispatch.take_cancelled_held`). A crash, or a stop that cuts a
+running turn, leaves it held, and the next start's recovery sends its notice instead
+(:class:`PendingTurn.held`).
 """
 
 from __future__ import annotations
@@ -296,6 +298,21 @@ class Dispatch:
                 cancelled += 1
         return cancelled
 
+    def take_cancelled_held(self, conversation: Conversation) -> list[str]:
+        """Take the held messages of *conversation*'s waiting turns ``/cancel`` cancelled
+        (:meth:`cancel`), for the caller to release now, as ``/clear`` releases what it
+        drops: left held until the worker reaches such a turn, a crash meanwhile made the
+        next start tell the user "not answered" about a message they had cancelled. The
+        turn still runs in its place as one cancelled while it opens, releasing nothing.
+        Sync."""
+        held: list[str] = []
+        for state in self.states_of(conversation):
+            for pending in state.pending:
+                if pending.cancelled is not None and not pending.dropped:
+                    held += pending.held
+                    pending.held = []
+        return held
+
     def drop_pending(self, conversation: Conversation) -> list[str]:
         """Drop the turns still waiting in *conversation*'s sessions; return the inbound ids
         their messages are held under, for the caller to release.
@@ -441,7 +458,7 @@ class Dispatch:
         try:
             for pending in dropped:
                 if pending.cancelled is not None:  # the user cancelled it: as /clear, no word
-                    if pending.held:  # (a turn /clear dropped holds none: the clear released)
+                    if pending.held:  # (none left when /clear or /cancel released them)
                         await rt.release_inbound(pending.held)
                     told += 1
                     continue

@@ -1,0 +1,71 @@
+"""A waiting turn ``/cancel`` cancelled has its messages released by the ``/cancel`` itself,
+as ``/clear`` releases the turns it drops: a crash after the ``/cancel`` (before the turn's
+worker got to it) leaves nothing for the next start to say about a message the user had
+cancelled. Before, they stayed held until the worker reached the turn, and the next start's
+recovery sent "your message was not answered" for it."""
+
+from __future__ import annotations
+
+import pathlib
+import sqlite3
+from contextlib import closing
+
+import trio
+
+import tidings
+from tidings.channels import ChannelConfig
+
+from ..real_time import fail_after_real
+from .conftest import RecordingChannel, rows
+
+
+class SlowToStop:
+    """Works until cancelled, then stops only once ``stop`` is set: the turns behind it are
+    still waiting, whatever the clock does, while the test copies the database."""
+
+    def __init__(self) -> None:
+        self.entered = trio.Event()
+        self.stop = trio.Event()
+
+    async def run(self, turn) -> None:  # type: ignore[no-untyped-def]
+        await turn.send_chunk("working")
+        self.entered.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.stop.wait()
+
+
+def _crash_copy(db_path: pathlib.Path, copy: pathlib.Path) -> None:
+    """What a ``SIGKILL`` now would leave on disk: a consistent copy of the database."""
+    with closing(sqlite3.connect(db_path)) as source, closing(sqlite3.connect(copy)) as target:
+        source.backup(target)
+
+
+def _not_answered(db_path: pathlib.Path) -> list[str]:
+    return [text for (text,) in rows(db_path, "SELECT text FROM outbox WHERE kind = 'notice'")
+            if "was not answered" in text]
+
+
+async def test_a_crash_after_cancel_says_nothing_of_the_waiting_turn_it_cancelled(
+        db_path, workspace, tmp_path, autojump_clock) -> None:
+    agent = SlowToStop()
+    copy = tmp_path / "crashed.db"
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+            channel = RecordingChannel(rt, ChannelConfig(name="ops", dispatch_mode="followup"),
+                                       agent=agent)
+            assert await channel.say("first", message_id="m1") == "started"
+            await agent.entered.wait()
+            assert await channel.say("second", message_id="m2") == "queued"
+            assert await channel.say("/cancel") == "command"  # the running one
+            assert await channel.say("/cancel") == "command"  # it is ending: the waiting one
+            _crash_copy(db_path, copy)
+            agent.stop.set()
+        # The next start on what the crash left: the waiting turn was dealt with.
+        async with tidings.open_runtime(copy, workspace=workspace, grace=0) as again:
+            await again.recover()
+    told = _not_answered(copy)
+    assert any('"first"' in text for text in told), told  # (the running one, cut: told)
+    assert not any('"second"' in text for text in told), told
