@@ -152,7 +152,7 @@ def create_token(path: pathlib.Path, *, field: str = "gateway.token_file") -> To
     refused as holding no token."""
     token = secrets.token_urlsafe(32)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_folders(path.parent)
         temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
@@ -175,6 +175,16 @@ def create_token(path: pathlib.Path, *, field: str = "gateway.token_file") -> To
         with contextlib.suppress(OSError):
             temporary.unlink()
     return TokenSource(token, path, created=True)
+
+
+def _make_folders(folder: pathlib.Path) -> None:
+    """Make *folder* and its missing parents 0700, as the store makes the database's: the
+    token admits every client, and folders made with the umask's mode (0755) let any local
+    user list the one that holds it (and, under a loose umask, swap the file). Existing
+    folders keep their modes (an operator's choice)."""
+    missing = [d for d in (folder, *folder.parents) if not d.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
 
 
 def _publish(temporary: pathlib.Path, path: pathlib.Path) -> None:
