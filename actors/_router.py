@@ -213,14 +213,16 @@ class SessionInteractionRouter:
         bound or no resolver was added. Never raises what a resolver raises (logged) but
         ``trio.Cancelled``."""
         binding = self._routes.get(session_id)
+        if binding is not None or not self._resolvers:  # every delivery of a bound session:
+            return binding  # one dict lookup, no copy of the resolvers
         for resolver in list(self._resolvers):
-            if binding is not None:
-                break
             try:
                 await resolver(session_id)
             except Exception as exc:  # noqa: BLE001 -- a route owner's code: no route then
                 log.warning("event=resolver_failed session=%s error=%r", session_id, exc)
             binding = self._routes.get(session_id)
+            if binding is not None:
+                break
         return binding
 
     async def deliver(self, outbound: Outbound) -> bool:
