@@ -349,9 +349,11 @@ async def stdin_lines(prompt: str = "> ", *,
 
     On a terminal, with line editing and history (``readline``) and *prompt*; on a pipe, no
     prompt is printed. Cancelling abandons the blocked read: a terminal's modes are put back
-    as they were (readline's would outlive the exit); one left blocked on a pipe at
-    interpreter exit aborts it, so ``tidings chat`` reads a pipe with
-    :func:`~tidings.supervisor._chat_input.input_lines`, which hands the rest here. Bytes
+    as they were (readline's would outlive the exit). A file or a pipe is read by
+    ``os.read`` of its descriptor, not ``sys.stdin``'s buffered reader: a thread abandoned in
+    that reader held its lock, and CPython aborted at exit (``_enter_buffered_busy``);
+    ``tidings chat`` reads a pipe with :func:`~tidings.supervisor._chat_input.input_lines`
+    (trio waits on it, no thread), which hands a terminal here. Bytes
     that do not decode come as lone surrogates (``surrogateescape``) whatever the locale's
     error handler, for the chat to refuse that line: a strict decoder would raise, and lose
     the lines read with it. A closed stdin (``<&-``: ``sys.stdin`` is None) has no lines, as
@@ -367,6 +369,7 @@ async def stdin_lines(prompt: str = "> ", *,
     if sys.stdin is None:
         return
     interactive = stdin_is_a_terminal()
+    reader = None if interactive else _LineReader.of_stdin()
     set_hook: Callable[[Callable[[], None]], None] | None = None
     restore_modes = _terminal_modes() if interactive else None
     if interactive:
@@ -391,7 +394,9 @@ async def stdin_lines(prompt: str = "> ", *,
                     raise
             else:
                 limit = MAX_TEXT_BYTES if max_line_bytes is None else await max_line_bytes()
-                line = await trio.to_thread.run_sync(_read_line, limit, abandon_on_cancel=True)
+                line = await trio.to_thread.run_sync(
+                    _read_line if reader is None else reader.read_line, limit,
+                    abandon_on_cancel=True)
         except EOFError:
             return
         except UnicodeDecodeError as exc:  # a terminal's strict decoder: that line only
@@ -455,20 +460,67 @@ def _abandon(abandoned: threading.Event) -> None:
         _prompting.clear()
 
 
+class _LineReader:
+    """Lines of stdin's descriptor, read by ``os.read`` (a worker thread's): not through
+    ``sys.stdin``'s buffered reader, whose lock a thread that a cancel abandoned in it kept,
+    so that CPython aborted at exit ("Fatal Python error: _enter_buffered_busy", SIGABRT) in
+    a host that cancelled the read of a long line of a file (as 15b38b4 fixed for
+    ``tidings chat``'s own reading). What that reader had buffered already (a host that read
+    ``sys.stdin`` first) is not seen."""
+
+    __slots__ = ("encoding", "fd", "pending")
+
+    def __init__(self, fd: int, encoding: str) -> None:
+        self.fd = fd
+        self.encoding = encoding
+        self.pending = bytearray()
+        """Bytes read past the last line returned (at most one read's)."""
+
+    @classmethod
+    def of_stdin(cls) -> _LineReader | None:
+        """The reader of stdin's descriptor; None for a stand-in that has none (a test's
+        ``io.StringIO``: read by its own ``readline``)."""
+        if getattr(sys.stdin, "buffer", None) is None:
+            return None
+        try:
+            fd = sys.stdin.fileno()
+        except (AttributeError, OSError, ValueError):
+            return None
+        return cls(fd, sys.stdin.encoding or "utf-8")
+
+    def read_line(self, limit: int) -> str | LineTooLong:
+        """One line ("" at the end), undecodable bytes as lone surrogates; or
+        :class:`LineTooLong` for one of more than *limit* bytes (its ``\r\n`` not
+        counted), the rest of which is read and skipped, :data:`_SKIP` bytes at a time: at
+        most the limit and a read are held. Blocking (a worker thread's)."""
+        while (end := self.pending.find(b"\n")) < 0:
+            if len(self.pending) >= limit + 2:  # the text is over the limit already
+                self._skip_line()
+                return LineTooLong(limit)
+            chunk = os.read(self.fd, _SKIP)
+            if not chunk:  # the end of input: the last line, without its newline
+                end = len(self.pending) - 1
+                break
+            self.pending += chunk
+        data = bytes(self.pending[:end + 1])
+        del self.pending[:end + 1]
+        if len(data.rstrip(b"\r\n")) > limit:
+            return LineTooLong(limit)
+        return data.decode(self.encoding, "surrogateescape")
+
+    def _skip_line(self) -> None:
+        self.pending.clear()
+        while chunk := os.read(self.fd, _SKIP):
+            end = chunk.find(b"\n")
+            if end >= 0:
+                self.pending += chunk[end + 1:]
+                return
+
+
 def _read_line(limit: int) -> str | LineTooLong:
-    """One line of piped stdin ("" at the end), undecodable bytes as lone surrogates; or
-    :class:`LineTooLong` for one of more than *limit* bytes, the rest of which is read and
-    skipped, :data:`_SKIP` bytes at a time."""
-    buffer = getattr(sys.stdin, "buffer", None)
-    if buffer is None:  # not a real file (a test's stand-in): its own decoding
-        return sys.stdin.readline()
-    data = buffer.readline(limit + 2)  # the limit, and a "\r\n" that it does not count
-    whole = data.endswith(b"\n") or len(data) < limit + 2  # else the line goes on
-    if whole and len(data.rstrip(b"\r\n")) <= limit:
-        return data.decode(sys.stdin.encoding or "utf-8", "surrogateescape")
-    while not data.endswith(b"\n") and (data := buffer.readline(_SKIP)):
-        pass
-    return LineTooLong(limit)
+    """One line of a stdin stand-in with no descriptor (a test's ``io.StringIO``): its own
+    ``readline``, whole (*limit* is for :meth:`_LineReader.read_line`)."""
+    return sys.stdin.readline()
 
 
 def _check_out(out: object) -> None:
