@@ -40,6 +40,7 @@ from tidings.actors._route_checks import (
 )
 from tidings.actors._status import check_session_id
 from tidings.errors import RouteMismatchError, RuntimeClosedError, ValidationError
+from tidings.supervisor._callables import certainly_sync
 
 __all__ = ["BindToken", "Binding", "SessionInteractionRouter"]
 
@@ -197,9 +198,13 @@ class SessionInteractionRouter:
         the session's route if it has one (``bind``); its return value is ignored. Resolvers
         are asked in the order they were added until one binds. An ``Exception`` one raises
         is logged (``event=resolver_failed``) and counts as no route. Something not callable
-        is a ``TypeError`` naming ``resolver``; :meth:`remove_resolver` takes it out."""
+        is a ``TypeError`` naming ``resolver``, and so is a plain (sync) function, which
+        awaited would fail at every call; :meth:`remove_resolver` takes it out."""
         if not callable(resolver):
             raise TypeError(f"resolver must be callable, got {type(resolver).__name__}")
+        if certainly_sync(resolver):
+            raise TypeError(f"resolver must be an async function (async def), got the plain "
+                            f"function {getattr(resolver, '__qualname__', resolver)!r:.80}")
         self._resolvers.append(resolver)
 
     def remove_resolver(self, resolver: Callable[[str], Awaitable[object]]) -> None:

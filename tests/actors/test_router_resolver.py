@@ -102,3 +102,25 @@ def test_add_resolver_refuses_what_is_not_callable() -> None:
     router = SessionInteractionRouter()
     with pytest.raises(TypeError, match="resolver"):
         router.add_resolver("not a function")  # type: ignore[arg-type]
+
+
+def test_add_resolver_refuses_a_plain_function() -> None:
+    """Awaited at every unbound row, a plain (sync) function failed each time with a
+    ``TypeError`` naming nothing, logged as ``resolver_failed`` (after it ran: a bind it
+    made still counted), and one that binds nothing flooded the log: refused when added,
+    as a route's sync ``deliver`` is at ``bind``."""
+    router = SessionInteractionRouter()
+
+    def plain(sid: str) -> None:
+        return None
+
+    with pytest.raises(TypeError, match=r"resolver.*async def"):
+        router.add_resolver(plain)
+    with pytest.raises(TypeError, match="resolver"):
+        router.add_resolver(lambda sid: None)
+
+    async def fine(sid: str) -> None:
+        return None
+
+    router.add_resolver(fine)  # an async function, or method, is taken
+    router.add_resolver(MemoryRoute().deliver)
