@@ -14,13 +14,14 @@ for. The other commands get a parser with their name and help only, which is all
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import io
 import os
 import sys
-from collections.abc import Iterable, Sequence
-from typing import NoReturn
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NoReturn
 
 import tidings
 from tidings.supervisor._stderr import say
@@ -53,6 +54,75 @@ class _Parser(argparse.ArgumentParser):
         if sys.stderr is None:
             self.exit(2)
         super().error(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        """argparse's exit; after what ``--help`` and ``--version`` print (status 0), 1 with
+        one line on stderr when stdout could not take it (``> /dev/full``, ``>&-``), as
+        ``status`` and the chats end: argparse's printing drops the write's error, and they
+        exited 0 having printed nothing."""
+        if status == 0 and message is None:
+            status = _stdout_written()
+        super().exit(status, message)
+
+
+class _WatchedStdout:
+    """``sys.stdout`` while the command line is parsed: it keeps the error of a write that
+    failed, which argparse's printing of ``--help`` and ``--version`` drops (see
+    :meth:`_Parser.exit`). Everything else is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.error: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as exc:
+            if self.error is None:
+                self.error = exc
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def _watching_stdout() -> Iterator[None]:
+    """``sys.stdout`` a :class:`_WatchedStdout` of it meanwhile (as it is when None)."""
+    stream = sys.stdout
+    if stream is None:
+        yield
+        return
+    sys.stdout = _WatchedStdout(stream)
+    try:
+        yield
+    finally:
+        sys.stdout = stream
+
+
+def _stdout_written() -> int:
+    """0 when what ``--help`` or ``--version`` printed to stdout is written (flushed now);
+    else 1, said on stderr (nothing for a reader that left, ``| head``), stdout then on
+    ``/dev/null`` so that the interpreter's exit does not fail at flushing it again."""
+    watched = sys.stdout if isinstance(sys.stdout, _WatchedStdout) else None
+    if watched is None:
+        return 0
+    error = watched.error
+    try:
+        watched.stream.flush()
+    except OSError as exc:
+        error = error or exc
+    if error is None:
+        return 0
+    if not isinstance(error, BrokenPipeError):
+        say(sys.stderr, f"tidings: cannot write to stdout: {error}")
+    if not isinstance(watched.stream, _ClosedStdout):  # (its descriptor holds /dev/null)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, watched.stream.fileno())
+        finally:
+            os.close(devnull)
+    return 1
 
 
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
@@ -183,7 +253,8 @@ def _hold_closed(fd: int, flags: int) -> None:
 
 def _main(argv: list[str]) -> int:
     parser = build_parser(_needed(argv))
-    args = parser.parse_args(argv)
+    with _watching_stdout():
+        args = parser.parse_args(argv)
     if args.command is None:
         say(sys.stderr, parser.format_help().rstrip("\n"))  # stderr closed: not to stdout
         return 2
