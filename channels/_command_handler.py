@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from tidings.store import Op
     from tidings.store._inbound import AnswerNotice
 
-__all__ = ["HoldAnswer", "Known", "run_cancel", "run_command"]
+__all__ = ["HoldAnswer", "Known", "release_cancelled", "run_cancel", "run_command"]
 
 log = logging.getLogger("tidings.channels")
 
@@ -275,7 +275,7 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
                     held_in = (results[-1], held[0])
                 stored = bool(held) and results[-1] is None and owed_to is not None
             done = channel.dispatch.cancel(conversation, "cancel_command")
-            await _release_cancelled(channel, conversation)
+            await release_cancelled(channel, conversation)
     text = CANCELLED if done else NOTHING_TO_CANCEL
     try:
         await channel._pay_owed_all(conversation, but=owed_to)  # the earlier answers first
@@ -289,11 +289,12 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
     return True
 
 
-async def _release_cancelled(channel: ChannelBase, conversation: Conversation) -> None:
-    """Release the messages of the waiting turns ``/cancel`` cancelled (see
-    ``Dispatch.take_cancelled_held``): dealt with at the user's request, as those ``/clear``
-    drops. A failed write is logged (``event=hold_not_released``): still held, they are
-    told about, needlessly, after a restart."""
+async def release_cancelled(channel: ChannelBase, conversation: Conversation) -> None:
+    """Release the messages of the waiting turns ``/cancel`` (or the stop button,
+    ``ChannelBase.cancel_turn``) cancelled (see ``Dispatch.take_cancelled_held``): dealt
+    with at the user's request, as those ``/clear`` drops. A failed write is logged
+    (``event=hold_not_released``): still held, they are told about, needlessly, after a
+    restart."""
     held = channel.dispatch.take_cancelled_held(conversation)
     if not held:
         return

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
+from tidings.channels._command_handler import release_cancelled
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
 from tidings.channels._presses import check_press_id, presses_key
@@ -132,6 +133,7 @@ class StopButton:
                     await rt.remember_client_message(name, key, press, session_id=session_id,
                                                      outcome="nothing")
                     cancelled = self.dispatch.cancel(conversation, "cancel_command")
+                    await release_cancelled(self, conversation)  # as /cancel: see there
             if not cancelled:
                 return "nothing"
             # Bounded too, and not to be cut off once a request is cancelled: a retry of the
@@ -157,6 +159,7 @@ class StopButton:
         one request."""
         # The conversation spoke: its rows left unrouted go out first, as before /cancel.
         await self._hand_back_if_due(conversation)
-        if self.dispatch.cancel(conversation, "cancel_command"):
-            return "cancelled"
-        return "nothing"
+        cancelled = self.dispatch.cancel(conversation, "cancel_command")
+        with trio.CancelScope(shield=True):  # bounded: one store request, if any
+            await release_cancelled(self, conversation)  # as /cancel: see there
+        return "cancelled" if cancelled else "nothing"

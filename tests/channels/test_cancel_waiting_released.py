@@ -1,8 +1,8 @@
-"""A waiting turn ``/cancel`` cancelled has its messages released by the ``/cancel`` itself,
-as ``/clear`` releases the turns it drops: a crash after the ``/cancel`` (before the turn's
-worker got to it) leaves nothing for the next start to say about a message the user had
-cancelled. Before, they stayed held until the worker reached the turn, and the next start's
-recovery sent "your message was not answered" for it."""
+"""A waiting turn ``/cancel`` (or the stop button, ``cancel_turn``) cancelled has its messages
+released by the cancel itself, as ``/clear`` releases the turns it drops: a crash after the
+cancel (before the turn's worker got to it) leaves nothing for the next start to say about a
+message the user had cancelled. Before, they stayed held until the worker reached the turn,
+and the next start's recovery sent "your message was not answered" for it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pathlib
 import sqlite3
 from contextlib import closing
 
+import pytest
 import trio
 
 import tidings
@@ -48,21 +49,34 @@ def _not_answered(db_path: pathlib.Path) -> list[str]:
             if "was not answered" in text]
 
 
+async def _cancel(channel: RecordingChannel, how: str, n: int) -> None:
+    """``/cancel``, or a press of the stop button (with a press id, or none)."""
+    if how == "command":
+        assert await channel.say("/cancel") == "command"
+    else:
+        press_id = f"press{n}" if how == "press_id" else None
+        assert await channel.cancel_turn(chat_id="c1", sender_id="u1",
+                                         press_id=press_id) == "cancelled"
+
+
+@pytest.mark.parametrize("how", ["command", "press", "press_id"])
 async def test_a_crash_after_cancel_says_nothing_of_the_waiting_turn_it_cancelled(
-        db_path, workspace, tmp_path, autojump_clock) -> None:
+        how, db_path, workspace, tmp_path, autojump_clock) -> None:
     agent = SlowToStop()
     copy = tmp_path / "crashed.db"
     with fail_after_real(30):  # a guard against hanging, not a wait
         async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
             channel = RecordingChannel(rt, ChannelConfig(name="ops", dispatch_mode="followup"),
                                        agent=agent)
-            assert await channel.say("first", message_id="m1") == "started"
-            await agent.entered.wait()
-            assert await channel.say("second", message_id="m2") == "queued"
-            assert await channel.say("/cancel") == "command"  # the running one
-            assert await channel.say("/cancel") == "command"  # it is ending: the waiting one
-            _crash_copy(db_path, copy)
-            agent.stop.set()
+            try:
+                assert await channel.say("first", message_id="m1") == "started"
+                await agent.entered.wait()
+                assert await channel.say("second", message_id="m2") == "queued"
+                await _cancel(channel, how, 1)  # the running one
+                await _cancel(channel, how, 2)  # it is ending: the waiting one
+                _crash_copy(db_path, copy)
+            finally:
+                agent.stop.set()  # (else the runtime's stop waits for it for ever)
         # The next start on what the crash left: the waiting turn was dealt with.
         async with tidings.open_runtime(copy, workspace=workspace, grace=0) as again:
             await again.recover()
