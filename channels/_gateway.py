@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Collection, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any
 
@@ -62,7 +62,7 @@ from tidings.channels._gateway_interact import Interactions
 from tidings.channels._gateway_listen import Handshakes, open_listeners
 from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
-from tidings.channels._keys import conversation_key
+from tidings.channels._keys import conversation_key, parse_conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.errors import ConfigError, SessionNotFoundError, TidingsError, ValidationError
 from tidings.supervisor._log import field
@@ -139,6 +139,8 @@ class GatewayChannel(ChannelBase):
         self.session_keys: dict[str, str] = {}
         # (conversation key, client message id) being handled now (see _gateway_inbound)
         self.inflight_ids = InFlight()
+        # conversation key -> hellos between their bind and their join (see pin)
+        self._pinned: dict[str, int] = {}
         self._delivering = 0
         self._quiet = trio.Event()
         self._quiet.set()
@@ -157,7 +159,53 @@ class GatewayChannel(ChannelBase):
         return self.conversation_named(inbound.chat_id)
 
     hands_back_unrouted = False  # each client's hello does it (channels/_gateway_admit.py)
-    idle_conversations = None  # its connected clients' conversations stay bound
+
+    def _conversation_from_key(self, key: str) -> Conversation | None:
+        """The conversation of the key *key* a client NAME makes (``<channel>:conv:<NAME>``),
+        or None: what the router's resolver rebinds a session of an evicted one to."""
+        try:
+            parsed = parse_conversation_key(key)
+        except ValidationError:
+            return None
+        if (parsed.channel != self.config.name or parsed.scope != "conv"
+                or len(parsed.ids) != 1 or parsed.thread is not None):
+            return None
+        return self.conversation_named(parsed.ids[0])
+
+    def _evictable(self, conversation: Conversation, session_ids: tuple[str, ...]) -> bool:
+        """Whether idle *conversation* may be evicted (past ``idle_conversations``): as any
+        channel's, and it has no hub (no client connected, no delivery waiting for one, no
+        leave still turning its unacked rows ``unknown``: what was sent there and not acked
+        is forgotten before its hub goes), no hello between its bind and its join
+        (:meth:`pin`), and no ``/resume``'s rows left to hand back. A host's row in an
+        evicted one's session goes ``unrouted`` (see :meth:`_resolve_route`); its next hello
+        reads its session from the store again and hands those rows back, in seq order
+        before anything newer, as after a restart."""
+        key = conversation.key
+        return (key not in self.hubs and key not in self._pinned
+                and key not in self.handback_left
+                and super()._evictable(conversation, session_ids))
+
+    async def _resolve_route(self, session_id: str) -> None:
+        """No route resolved for a session of an evicted conversation: its client is away
+        (a connected one keeps it bound), so a row there would only wait in :meth:`deliver`
+        for it, holding a lane (a task) per offline conversation a host writes to. Left
+        ``unrouted``, it costs nothing here and goes out at the client's next hello, which
+        hands the session's ``unrouted`` rows back first (``_gateway_admit``)."""
+
+    @contextmanager
+    def pin(self, conversation: Conversation) -> Iterator[None]:
+        """Keep *conversation* from eviction for the block: a hello from its bind (under the
+        directory's lock) until its connection joins the hub (see ``_serve_one``)."""
+        key = conversation.key
+        self._pinned[key] = self._pinned.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            if self._pinned[key] == 1:
+                del self._pinned[key]
+            else:
+                self._pinned[key] -= 1
 
     async def _hand_back_if_due(self, conversation: Conversation, *,
                                 locked: bool = False) -> None:
@@ -487,11 +535,13 @@ class GatewayChannel(ChannelBase):
         code, reason = 1000, ""
         conn: Connection | None = None
         try:
-            admission = await admit(self, ws)
-            if not self.in_service:  # serving() is leaving: its sweep has passed already
-                raise Refused(CLOSE_GOING_AWAY, "server shutting down")
-            admission = follow_switch(self, admission)  # sync, as the join
-            conn = self._join(ws, admission, remote)
+            # The hello's conversation is pinned (never evicted) from its bind to its join.
+            with ExitStack() as pinned:
+                admission = await admit(self, ws, pinned)
+                if not self.in_service:  # serving() is leaving: its sweep has passed already
+                    raise Refused(CLOSE_GOING_AWAY, "server shutting down")
+                admission = follow_switch(self, admission)  # sync, as the join
+                conn = self._join(ws, admission, remote)
             welcome = self._welcome(admission)
             await conn.run(welcome, lambda c: replay(self, c, admission.plan),
                            lambda c, frame: on_frame(self, c, frame),

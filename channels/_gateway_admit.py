@@ -34,6 +34,7 @@ written (``created_at``), against the welcome's ``server_time`` (see :func:`repl
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hmac
 import logging
@@ -122,8 +123,12 @@ async def _first_frame(gateway: GatewayChannel, ws: WebSocketConnection) -> str 
     raise Refused(CLOSE_UNAUTHORIZED, f"unauthorized: no hello within {wait:g}s")
 
 
-async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
-    """Read and check the hello, resolve the session. Raises :class:`Refused`."""
+async def admit(gateway: GatewayChannel, ws: WebSocketConnection,
+                pinned: contextlib.ExitStack) -> Admission:
+    """Read and check the hello, resolve the session. Raises :class:`Refused`. The
+    conversation is pinned on *pinned* (``GatewayChannel.pin``) before it is bound: the
+    caller closes it once the connection joined, so no eviction unbinds what the hello
+    bound (the sessions its replay and its ``unrouted`` rows need) in between."""
     settings = gateway.settings
     raw = await _first_frame(gateway, ws)
     limit = max(settings.max_frame_bytes, HELLO_MAX_BYTES)  # the hello's own allowance
@@ -148,6 +153,7 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection) -> Admission:
     if not gateway.accepting:
         raise Refused(CLOSE_GOING_AWAY, "server shutting down")
     conversation = gateway.conversation_named(hello.conversation)
+    pinned.enter_context(gateway.pin(conversation))
     try:
         # Held from the bind until its unrouted rows are re-queued: nothing newer goes first.
         async with gateway.directory.lock(conversation), gateway.runtime.hold_binds(gateway):
