@@ -616,7 +616,10 @@ class ChannelBase(StopButton):
         if await rt.stored_deliveries(session_id, limit=1, kinds=("message", "notice"),
                                       statuses=("unrouted",)):
             return
-        if not self.directory.closed:
+        # Not if the conversation moved on during those reads (a /new, /resume, or /clear
+        # and its next message, handled meanwhile): that would bind the session it left.
+        latest = self.directory.latest(conversation)
+        if not self.directory.closed and latest in (None, session_id):
             self.directory.attach(conversation, session_id)
 
     def _sessions_forgotten(self, conversation: Conversation, session_ids: list[str]) -> None:

@@ -1,0 +1,52 @@
+"""A channel's router resolver (the route of a session of a conversation it evicted) reads the
+conversation's current session from the store, then checks it has no ``unrouted`` rows, then
+binds: two awaits. A ``/new`` (or ``/clear`` and the next message) of the conversation handled
+meanwhile moves it to another session; the resolver must not bind the session it left then,
+or a row written there later goes to the chat at once, where a left session's rows wait for
+the conversation's next message (``unrouted``, then handed back), and the stray binding stays
+until the conversation switches again."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from tidings.channels import ChannelConfig
+
+from .test_idle_conversations import SmallChannel, _serve
+
+
+@pytest.mark.parametrize("switch", ["/new", "/clear"])
+async def test_a_resolver_does_not_bind_the_session_its_conversation_left_meanwhile(
+        switch, rt, autojump_clock) -> None:
+    channel = SmallChannel(rt, ChannelConfig(name="ops"))
+    sessions = await _serve(channel)
+    left = sessions["c0"]
+    assert rt.router.binding(left) is None  # evicted
+    entered, go = trio.Event(), trio.Event()
+    real = rt.stored_deliveries
+
+    async def paused(*args, **kwargs):  # the resolver's second read waits for the test
+        entered.set()
+        await go.wait()
+        return await real(*args, **kwargs)
+
+    rt.stored_deliveries = paused
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(rt.router.resolve, left)
+        await entered.wait()  # it read that c0's current session is `left`
+        rt.stored_deliveries = real
+        await channel.say(switch, chat_id="c0")
+        await channel.say("moved on", chat_id="c0")
+        await channel.wait_for(lambda: "moved on" in channel.texts("message"))
+        assert _current_of(channel, "moved on") != left
+        go.set()
+    assert rt.router.binding(left) is None
+    late = await rt.notify(left, "late news")
+    with trio.fail_after(60):
+        assert await late.wait() == "unrouted"  # handed back at c0's next message, as before
+
+
+def _current_of(channel: SmallChannel, text: str) -> str | None:
+    [session_id] = {o.session_id for o in channel.outbounds if o.text == text}
+    return session_id
