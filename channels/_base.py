@@ -190,6 +190,11 @@ class ChannelBase(StopButton):
       ConfigError: ``config.agent`` cannot be loaded.
     """
 
+    stopped_name = "the server"
+    """What the "not answered" notice says stopped before a message was answered ("Your
+    message was not answered because the server stopped..."): a channel that runs in the
+    user's own process says so (the terminal: "the chat")."""
+
     hands_back_unrouted = True
     """Whether :meth:`handle_inbound` hands a conversation's ``unrouted`` rows back before its
     first message or command, and before a later one when rows went ``unrouted`` since (the
@@ -715,7 +720,8 @@ class ChannelBase(StopButton):
         with trio.CancelScope(shield=True):  # bounded: one or two store requests
             try:
                 await _held.hold(self.runtime, session_id,
-                                 notice=unanswered_notice(inbound.text),
+                                 notice=unanswered_notice(inbound.text,
+                                                          stopped=self.stopped_name),
                                  message_id=inbound.message_id, channel=self.config.name,
                                  inbound_id=held, also=also)
             except TidingsError as exc:  # accepted all the same: only a crash can lose it now

@@ -144,14 +144,15 @@ def _id_bytes(message_id: str | None) -> int:
     return 0 if message_id is None else len(json.dumps(message_id)) + 2
 
 
-def unanswered_notice(text: str) -> str:
+def unanswered_notice(text: str, *, stopped: str = "the server") -> str:
     """The notice for a message (or merged messages, as one *text*) that was accepted but not
-    answered: it says the server stopped first and asks for it again, quoting its start on
+    answered: it says what *stopped* first (the channel's ``stopped_name``) and asks for it
+    again, quoting its start on
     one sanitized line of at most :data:`UNANSWERED_EXCERPT` characters, so the user can tell
     which message it means and no control or bidi character of theirs can reshape the
     notice."""
     excerpt = sanitize_line(text, limit=UNANSWERED_EXCERPT)
-    return ("Your message was not answered because the server stopped before it got to it. "
+    return (f"Your message was not answered because {stopped} stopped before it got to it. "
             f'Please send it again: "{excerpt}"')
 
 
@@ -464,7 +465,8 @@ class Dispatch:
                     continue
                 ids = [inbound.message_id for inbound in pending.inbounds
                        if inbound.message_id is not None]
-                await rt.notify(session_id, unanswered_notice(pending.text),
+                await rt.notify(session_id, unanswered_notice(
+                    pending.text, stopped=self._channel.stopped_name),
                                 metadata=unanswered_metadata(ids),
                                 settles=pending.held)
                 told += 1

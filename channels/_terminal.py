@@ -84,6 +84,10 @@ class TerminalChannel(ChannelBase):
     ``ValidationError`` (``NotABoolError`` for ``show_chunks``) naming the option.
     """
 
+    stopped_name = "the chat"
+    """The "not answered" notice says the chat stopped: it runs in the user's own process
+    (``tidings chat --local``), with no server that could have."""
+
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None, *,
                  out: TextIO | None = None, chat_id: str = "default", sender_id: str = "you",
                  show_chunks: bool = False,
