@@ -7,7 +7,10 @@ each connection and returns, the row stays ``sending`` until a client acks it, a
 last connection of a conversation goes, its unacked rows become ``unknown`` until the client
 comes back with ``after_seq`` (see :mod:`._gateway_admit`). While nobody is connected, a
 delivery waits in ``deliver()`` for a client (holding only its own session's lane), so the
-session's later rows stay ``queued`` in the outbox and nothing is claimed for nobody.
+session's later rows stay ``queued`` in the outbox and nothing is claimed for nobody. Past
+``idle_conversations``, conversations nobody is connected to with nothing in hand are evicted
+(see :meth:`GatewayChannel._evictable`): a row written in one then goes ``unrouted``, and
+its client's next hello hands it back, as after a restart.
 
 Inbound ``message`` frames go through :meth:`ChannelBase.handle_inbound` (commands included);
 a client message id is remembered durably once accepted, so a repeat is answered
