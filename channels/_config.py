@@ -22,6 +22,7 @@ from tidings.channels._keys import id_refusal
 from tidings.channels._loader import split_import_path
 from tidings.channels._sanitize import sanitize_line
 from tidings.errors import ConfigError
+from tidings.supervisor._toml_spelling import spelled
 
 __all__ = [
     "DISPATCH_MODES",
@@ -229,11 +230,13 @@ def _access(value: object, field: str) -> AccessPolicy:
     if value == "open":
         return AccessPolicy.open()
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise ConfigError(field, f'must be "open" or a list of sender ids, got {value!r}')
+        raise ConfigError(field, f'must be "open" or a list of sender ids, '
+                                 f'got {spelled(value, 80)}')
     senders: list[str] = []
     for index, sender in enumerate(value):
         if isinstance(sender, bool) or not isinstance(sender, str | int) or str(sender) == "":
-            raise ConfigError(f"{field}[{index}]", f"must be a non-empty sender id, got {sender!r}")
+            raise ConfigError(f"{field}[{index}]",
+                              f"must be a non-empty sender id, got {spelled(sender, 80)}")
         senders.append(str(sender))
     return AccessPolicy.allow(*senders)
 
@@ -262,7 +265,8 @@ def _convert(fn: Any) -> attrs.Converter:
 def _one_of(options: tuple[str, ...]) -> Any:
     def check(value: object, field: str) -> str:
         if value not in options:
-            raise ConfigError(field, f"must be one of {', '.join(options)}, got {value!r}")
+            raise ConfigError(field, f"must be one of {', '.join(options)}, "
+                                     f"got {spelled(value, 80)}")
         return value  # type: ignore[return-value]
     return check
 
@@ -271,21 +275,22 @@ def _timeout(value: object, field: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(field, f"must be a number of seconds, not {type(value).__name__}")
+        raise ConfigError(field, f"must be a number of seconds, got {spelled(value, 80)}")
     try:
         seconds = float(value)
     except OverflowError:  # an int TOML carries (it takes any) but no float does
         raise ConfigError(field, "must be a positive finite number of seconds, got an "
                                  "integer past a float's range") from None
     if not (math.isfinite(seconds) and seconds > 0):
-        raise ConfigError(field, f"must be a positive finite number of seconds, got {value!r}")
+        raise ConfigError(field, f"must be a positive finite number of seconds, "
+                                 f"got {spelled(value)}")
     return seconds
 
 
 def _flag(value: object, field: str) -> bool:
     """A yes/no key: a real bool (TOML's ``true``), not a string or a number read as one."""
     if not isinstance(value, bool):
-        raise ConfigError(field, f"must be true or false, got {value!r:.80}")
+        raise ConfigError(field, f"must be true or false, got {spelled(value, 80)}")
     return value
 
 
