@@ -11,6 +11,7 @@ from typing import Any
 from tidings.actors._handle import describe_error
 from tidings.errors import ConfigError
 from tidings.supervisor._callables import certainly_sync, wrong_signature
+from tidings.supervisor._toml_spelling import spelled
 
 __all__ = ["load_agent", "split_import_path"]
 
@@ -25,7 +26,7 @@ def split_import_path(path: object, *, field: str = "agent") -> tuple[str, str]:
       ConfigError: naming ``field`` if ``path`` is not a string of that shape.
     """
     if not isinstance(path, str):
-        raise ConfigError(field, f"must be an import path string, not {type(path).__name__}")
+        raise ConfigError(field, f"must be an import path string, got {spelled(path, 80)}")
     match = _PATH.fullmatch(path)
     if match is None:
         raise ConfigError(field, f"must look like 'package.module:Name', got {path!r}")

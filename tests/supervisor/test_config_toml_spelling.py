@@ -28,6 +28,8 @@ from tidings.supervisor._config import load_config
     ("[gateway]\nburst = { n = 1 }\n", "gateway.burst", "got { n = 1 }"),
     ("[gateway]\nheartbeat_s = \"it's\"\n", "gateway.heartbeat_s", "got \"it's\""),
     ("[serve]\ncore_id = \"\"\n", "serve.core_id", "got ''"),
+    ("[serve]\nagent = true\n", "serve.agent", "got true"),
+    ("[channels.gateway]\nagent = [\"a:B\"]\n", "channels.gateway.agent", "got ['a:B']"),
     ("[channels.gateway]\ndispatch_mode = true\n", "channels.gateway.dispatch_mode",
      "got true"),
     ("[channels.gateway]\naccess = false\n", "channels.gateway.access", "got false"),
