@@ -18,7 +18,7 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import attrs
@@ -109,6 +109,9 @@ class SessionInteractionRouter:
         # The waits of the questions being asked through this router (a host's own and a
         # turn's): withdrawn when the runtime stops (withdraw_questions).
         self._asking: set[trio.CancelScope] = set()
+        # session id -> how many host calls (deliver, prompt_user, request_approval) of it
+        # are in progress here (see in_progress); a session with none has no entry
+        self._calls: dict[str, int] = {}
 
     def bind(self, session_id: str, route: Any) -> BindToken:
         """Make *route* the live route of *session_id* (replacing any other). Never blocks.
@@ -171,6 +174,27 @@ class SessionInteractionRouter:
     def binding(self, session_id: str) -> Binding | None:
         """The live binding of *session_id*, or None."""
         return self._routes.get(session_id)
+
+    def in_progress(self, session_id: str) -> bool:
+        """Whether a :meth:`deliver`, :meth:`prompt_user` or :meth:`request_approval` of
+        *session_id* is in progress (a question still waiting for its answer included): a
+        route owner that unbinds sessions it deems idle (a channel evicting a conversation)
+        keeps this one, whose answer its route still has to place. One dict lookup."""
+        return session_id in self._calls
+
+    @contextlib.contextmanager
+    def _call(self, session_id: str | None) -> Iterator[None]:
+        """Count a host call of *session_id* as in progress while it runs."""
+        if session_id is None:
+            yield
+            return
+        self._calls[session_id] = self._calls.get(session_id, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._calls.pop(session_id) - 1
+            if left:
+                self._calls[session_id] = left
 
     def bound_sessions(self) -> list[str]:
         """The ids of the sessions with a route bound now, as a new list. Never blocks."""
@@ -245,13 +269,14 @@ class SessionInteractionRouter:
         self._refuse_if_closed()
         if not isinstance(outbound, Outbound):
             raise TypeError(f"outbound must be an Outbound, got {type(outbound).__name__}")
-        binding = None if outbound.session_id is None else await self.resolve(
-            outbound.session_id)
-        if binding is None:
-            await trio.lowlevel.checkpoint()
-            return False
-        await binding.deliver(outbound)
-        return True
+        with self._call(outbound.session_id):
+            binding = None if outbound.session_id is None else await self.resolve(
+                outbound.session_id)
+            if binding is None:
+                await trio.lowlevel.checkpoint()
+                return False
+            await binding.deliver(outbound)
+            return True
 
     async def prompt_user(self, prompt: Prompt) -> PromptAnswer:
         """Ask the person on *prompt*'s session route and wait for the answer.
@@ -349,7 +374,7 @@ class SessionInteractionRouter:
         scope = trio.CancelScope()
         self._asking.add(scope)  # (no checkpoint since _refuse_if_closed saw it open)
         try:
-            with scope:
+            with scope, self._call(question.session_id):
                 try:
                     return await ask(question)
                 except Exception:  # the route's error for the wait the stop cut off

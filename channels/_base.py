@@ -569,11 +569,14 @@ class ChannelBase(StopButton):
     def _session_in_use(self, session_id: str) -> bool:
         """Whether a session its conversation has left must stay bound to this channel: a
         turn of it runs or waits here, a serial turn the host opened in it runs or waits
-        (``rt.open_turn``: its sends and questions still reach the chat), or the runtime
-        still has rows of it in hand."""
+        (``rt.open_turn``: its sends and questions still reach the chat), the runtime
+        still has rows of it in hand, or a host's ``rt.router`` call of it is in progress (a
+        question waiting for its answer, for hours perhaps: the route must still find its
+        conversation when the answer comes)."""
         return (self.dispatch.state(session_id) is not None
                 or session_id in self.runtime.serial_turns
-                or not self.runtime.dispatcher.settled(session_id))
+                or not self.runtime.dispatcher.settled(session_id)
+                or self.runtime.router.in_progress(session_id))
 
     def _evictable(self, conversation: Conversation, session_ids: tuple[str, ...]) -> bool:
         """Whether the directory may evict idle *conversation* (sessions *session_ids*): its
