@@ -134,15 +134,18 @@ def _check_one_argument(adapter: str, name: str, method: Any, argument: str) -> 
                                     f"{name}{wrong!s:.80}")
 
 
-def _weak_resolver(channel: ChannelBase) -> Callable[[str], Awaitable[None]]:
+def _weak_resolver(channel: ChannelBase, router: Any) -> Callable[[str], Awaitable[None]]:
     """The router resolver of *channel* (:meth:`ChannelBase._resolve_route`), holding it
-    weakly."""
-    ref = weakref.ref(channel)
+    weakly, and taken out of *router* when the channel goes: one dropped without ``close()``
+    (or whose subclass ``__init__`` failed after the base added it) left it there for good,
+    asked for every row of a session with no route."""
 
     async def resolve(session_id: str) -> None:
         alive = ref()
         if alive is not None:
             await alive._resolve_route(session_id)
+
+    ref = weakref.ref(channel, lambda _gone: router.remove_resolver(resolve))
     return resolve
 
 
@@ -259,7 +262,7 @@ class ChannelBase(StopButton):
                                           keep_idle=keep, evictable=self._evictable)
         # Asks this channel for the route of a session the directory evicted (held weakly:
         # a channel dropped unclosed is garbage, its name free; see _claim_name).
-        self._resolver = None if keep is None else _weak_resolver(self)
+        self._resolver = None if keep is None else _weak_resolver(self, runtime.router)
         if self._resolver is not None:
             runtime.router.add_resolver(self._resolver)
         self.dispatch = Dispatch(self)
