@@ -141,6 +141,14 @@ class SessionInteractionRouter:
             listener(session_id)
         return BindToken(session_id, binding.serial)
 
+    def _stopping(self) -> bool:
+        """Whether the runtime is stopping or stopped (:meth:`_refuse_if_closed` raises)."""
+        try:
+            self._refuse_if_closed()
+        except RuntimeClosedError:
+            return True
+        return False
+
     def _refuse_if_closed(self) -> None:
         """Raise the runtime's :class:`RuntimeClosedError` once it is stopping (after the
         grace its running turns get, in which they still ask): what ``bind`` and a host's
@@ -240,7 +248,8 @@ class SessionInteractionRouter:
         """The live binding of *session_id*, after asking the resolvers for one if it has
         none (see :meth:`add_resolver`); None if still unbound. No checkpoint when it is
         bound or no resolver was added. Never raises what a resolver raises (logged) but
-        ``trio.Cancelled``."""
+        ``trio.Cancelled``; the ``RuntimeClosedError`` of a resolver's ``bind`` refused as
+        the runtime stops is no route, not logged (the stop, not a failing resolver)."""
         binding = self._routes.get(session_id)
         if binding is not None or not self._resolvers:  # every delivery of a bound session:
             return binding  # one dict lookup, no copy of the resolvers
@@ -248,6 +257,8 @@ class SessionInteractionRouter:
             try:
                 await resolver(session_id)
             except Exception as exc:  # noqa: BLE001 -- a route owner's code: no route then
+                if isinstance(exc, RuntimeClosedError) and self._stopping():
+                    return None  # its bind, refused as the runtime stops: the stop
                 log.warning("event=resolver_failed session=%s error=%r", session_id, exc)
             binding = self._routes.get(session_id)
             if binding is not None:
@@ -273,6 +284,7 @@ class SessionInteractionRouter:
             binding = None if outbound.session_id is None else await self.resolve(
                 outbound.session_id)
             if binding is None:
+                self._refuse_if_closed()  # the runtime began stopping while resolvers ran
                 await trio.lowlevel.checkpoint()
                 return False
             await binding.deliver(outbound)
