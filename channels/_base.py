@@ -208,9 +208,10 @@ class ChannelBase(StopButton):
     bound as its route) before it evicts the least recently used: an evicted one costs
     nothing here, its next message reads its session from the store again, and a row written
     in its current session meanwhile (a host's reminder) finds this channel through the
-    router's resolver and goes out at once. None keeps every conversation bound until the
-    channel closes (the gateway: its clients come back through their hello), as does an
-    adapter with a ``conversation_for`` of its own. An int >= 1."""
+    router's resolver and goes out at once (the gateway evicts too, but resolves no route:
+    such a row goes ``unrouted`` and out at its client's next hello). None keeps every
+    conversation bound until the channel closes, as does an adapter with a
+    ``conversation_for`` of its own whatever the cap. An int >= 1."""
 
     def __init__(self, runtime: Any, config: ChannelConfig, agent: Agent | None = None) -> None:
         if not isinstance(config, ChannelConfig):
