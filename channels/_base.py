@@ -620,19 +620,22 @@ class ChannelBase(StopButton):
         rt = self.runtime
         if self.directory.closed or self.directory.conversation_of(session_id) is not None:
             return
-        key = await rt.store.read(bound_conversation_key, rt.core_id, self.config.name,
-                                  session_id)
-        conversation = None if key is None else self._conversation_from_key(key)
-        if conversation is None:
-            return
-        if await rt.stored_deliveries(session_id, limit=1, kinds=("message", "notice"),
-                                      statuses=("unrouted",)):
-            return
-        # Not if the conversation moved on during those reads (a /new, /resume, or /clear
-        # and its next message, handled meanwhile): that would bind the session it left.
-        latest = self.directory.latest(conversation)
-        if not self.directory.closed and latest in (None, session_id):
-            self.directory.attach(conversation, session_id)
+        with self.directory.watch() as moved:
+            key = await rt.store.read(bound_conversation_key, rt.core_id, self.config.name,
+                                      session_id)
+            conversation = None if key is None else self._conversation_from_key(key)
+            if conversation is None:
+                return
+            if await rt.stored_deliveries(session_id, limit=1, kinds=("message", "notice"),
+                                          statuses=("unrouted",)):
+                return
+            # Not if the conversation moved on during those reads (a /new, /resume, or /clear
+            # and its next message, handled meanwhile, perhaps evicted again since): that
+            # would bind the session it left.
+            latest = self.directory.latest(conversation)
+            if not self.directory.closed and (
+                    latest == session_id or (latest is None and not moved(conversation.key))):
+                self.directory.attach(conversation, session_id)
 
     def _sessions_forgotten(self, conversation: Conversation, session_ids: list[str]) -> None:
         """The directory unbound sessions *conversation* has left: a row written in one

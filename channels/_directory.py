@@ -149,6 +149,11 @@ class SessionDirectory:
         self._keys: dict[str, tuple[str, ...]] = {}
         self._locks = _KeyedLock()
         self._closed = False
+        # Session switches, clears and evictions, counted (see watch): while a watch is open,
+        # conversation key -> the count at its last one; the count at each open watch's start
+        self._moves = 0
+        self._moved: dict[str, int] = {}
+        self._watches: dict[int, int] = {}  # start -> how many watches opened then
 
     def lock(self, conversation: Conversation) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold the conversation's lock (session-changing steps run under it)."""
@@ -235,11 +240,38 @@ class SessionDirectory:
         queued, and the answer to ``/clear`` itself, still reach the chat.
         """
         self._current.pop(conversation.key, None)
+        self._moved_now(conversation.key)
         old = await self._rt.forget_conversation(self._name, conversation.key, also=also)
         if old is not None:
             self._cleared[conversation.key] = old
             self.attach(conversation, old)
         return old
+
+    @contextlib.contextmanager
+    def watch(self) -> Iterator[Callable[[str], bool]]:
+        """Around awaits that read a conversation's session from the store (the channel's
+        router resolver): yields ``moved(key)``, whether the conversation *key* switched
+        session, was cleared or was evicted since the watch opened. :meth:`latest` alone
+        cannot tell once an eviction has forgotten the switch. What it keeps goes with the
+        last open watch."""
+        start = self._moves
+        self._watches[start] = self._watches.get(start, 0) + 1
+        try:
+            yield lambda key: self._moved.get(key, start) > start
+        finally:
+            left = self._watches.pop(start) - 1
+            if left:
+                self._watches[start] = left
+            if not self._watches:
+                self._moved.clear()
+            elif start < (oldest := min(self._watches)):  # what no open watch can ask of
+                self._moved = {key: n for key, n in self._moved.items() if n > oldest}
+
+    def _moved_now(self, key: str) -> None:
+        """Count a session switch, clear or eviction of the conversation *key* (see watch)."""
+        self._moves += 1
+        if self._watches:
+            self._moved[key] = self._moves
 
     @property
     def closed(self) -> bool:
@@ -270,6 +302,8 @@ class SessionDirectory:
         previous = self._current.get(conversation.key)
         self._current[conversation.key] = session_id
         self._cleared.pop(conversation.key, None)
+        if previous != session_id:
+            self._moved_now(conversation.key)
         self._hold(conversation, session_id)
         self._bind(session_id)
         if previous != session_id:
@@ -315,6 +349,7 @@ class SessionDirectory:
         """Forget the conversation *key* here: its sessions unbound, nothing durable."""
         conversation = self._conversations.get(sessions[0]) if sessions else None
         del self._keys[key]
+        self._moved_now(key)
         self._current.pop(key, None)
         self._cleared.pop(key, None)
         for session_id in sessions:

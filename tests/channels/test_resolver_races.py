@@ -50,3 +50,43 @@ async def test_a_resolver_does_not_bind_the_session_its_conversation_left_meanwh
 def _current_of(channel: SmallChannel, text: str) -> str | None:
     [session_id] = {o.session_id for o in channel.outbounds if o.text == text}
     return session_id
+
+
+@pytest.mark.parametrize("switch", ["/new", "/clear"])
+async def test_a_resolver_does_not_bind_a_left_session_after_a_switch_and_an_eviction(
+        switch, rt, autojump_clock) -> None:
+    """The conversation moves on during the resolver's reads and is evicted again before it
+    binds: the directory has forgotten the switch, yet the session read is no longer the
+    conversation's current one."""
+    channel = SmallChannel(rt, ChannelConfig(name="ops"))
+    sessions = await _serve(channel)
+    left = sessions["c0"]
+    entered, go = trio.Event(), trio.Event()
+    real = rt.stored_deliveries
+
+    async def paused(*args, **kwargs):  # the resolver's second read waits for the test
+        entered.set()
+        await go.wait()
+        return await real(*args, **kwargs)
+
+    rt.stored_deliveries = paused
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(rt.router.resolve, left)
+        await entered.wait()  # it read that c0's current session is `left`
+        rt.stored_deliveries = real
+        await channel.say(switch, chat_id="c0")
+        await channel.say("moved on", chat_id="c0")
+        await channel.wait_for(lambda: "moved on" in channel.texts("message"))
+        moved = _current_of(channel, "moved on")
+        assert moved != left
+        for n in range(1, 8):  # the others speak again: c0 is evicted once more
+            await channel.say(f"again {n}", chat_id=f"c{n}")
+            await channel.wait_for(lambda n=n: f"again {n}" in channel.texts("message"))
+        await channel.wait_idle()
+        await trio.sleep(60)
+        assert channel.conversation_of(moved) is None
+        go.set()
+    assert rt.router.binding(left) is None
+    late = await rt.notify(left, "late news")
+    with trio.fail_after(60):
+        assert await late.wait() == "unrouted"
