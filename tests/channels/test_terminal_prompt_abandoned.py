@@ -69,12 +69,15 @@ async def test_a_hook_that_runs_after_the_read_was_abandoned_shows_no_prompt(
                         pass
 
                 nursery.start_soon(read)
-                await trio.to_thread.run_sync(fake.printed.wait)  # the prompt is printed
+                # Abandoned at the guard's cancel: a read that never prints fails, not hangs
+                await trio.to_thread.run_sync(fake.printed.wait, abandon_on_cancel=True)
                 nursery.cancel_scope.cancel()  # Ctrl-C: the read is abandoned
             assert input_line("you> ") == ""
             fake.go.set()  # only now does readline call its hook
-            await trio.to_thread.run_sync(fake.hooked.wait)
+            await trio.to_thread.run_sync(fake.hooked.wait, abandon_on_cancel=True)
             assert input_line("you> ") == ""  # no prompt waits: none to put back
-    finally:
+    finally:  # no thread is left waiting, the test's own waits among them
+        fake.printed.set()
+        fake.hooked.set()
         fake.go.set()
         fake.done.set()
