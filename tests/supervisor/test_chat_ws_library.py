@@ -43,7 +43,9 @@ def test_run_from_a_worker_thread_chats(chats: list[str]) -> None:
         except BaseException as exc:  # noqa: BLE001 - reported below, by the assertion
             results.append(exc)
 
-    worker = threading.Thread(target=call)
+    # A daemon: were run() to block, the test fails at the join, and the process still exits
+    # (a thread not a daemon is joined at the interpreter's exit: the worker hung, untimed).
+    worker = threading.Thread(target=call, daemon=True)
     worker.start()
     worker.join(timeout=60)
     assert results == [7]
