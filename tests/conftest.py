@@ -55,14 +55,23 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         del config.stash[_STDERR_KEY]
 
 
+def _hang_limit(config: pytest.Config) -> float:
+    """:data:`HANG_LIMIT`, or pytest's ``faulthandler_timeout`` when shorter (``-o
+    faulthandler_timeout=120`` to hunt a hang): faulthandler has one timer, which pytest arms
+    with that option around each test and :func:`hang_watchdog` re-arms, so the option alone
+    said nothing during a test."""
+    shorter = float(config.getini("faulthandler_timeout") or 0.0)
+    return min(HANG_LIMIT, shorter) if shorter > 0 else HANG_LIMIT
+
+
 @pytest.fixture(autouse=True)
 def hang_watchdog(pytestconfig: pytest.Config) -> Iterator[None]:
     """End the whole run, printing where every thread stands, when one test takes longer than
     :data:`HANG_LIMIT` real seconds (the slowest takes seconds; the ``--slow`` forms, a few
     minutes). Tests guard their own waits with ``trio.fail_after``, but a wait left unguarded
     (a ``handle.wait()`` a regression never resolves) hung the run until CI's own limit, with
-    nothing said of where."""
-    faulthandler.dump_traceback_later(HANG_LIMIT, exit=True,
+    nothing said of where. A shorter ``faulthandler_timeout`` is the limit instead."""
+    faulthandler.dump_traceback_later(_hang_limit(pytestconfig), exit=True,
                                       file=pytestconfig.stash[_STDERR_KEY])
     try:
         yield
