@@ -496,25 +496,41 @@ class _LineReader:
         """One line ("" at the end), undecodable bytes as lone surrogates; or
         :class:`LineTooLong` for one of more than *limit* bytes (its ``\r\n`` not
         counted), the rest of which is read and skipped, :data:`_SKIP` bytes at a time: at
-        most the limit and a read are held. Blocking (a worker thread's)."""
-        while (end := self.pending.find(b"\n")) < 0:
-            if len(self.pending) >= limit + 2:  # the text is over the limit already
-                self._skip_line()
-                return LineTooLong(limit)
-            chunk = os.read(self.fd, _SKIP)
-            if not chunk:  # the end of input: the last line, without its newline
-                end = len(self.pending) - 1
-                break
-            self.pending += chunk
+        most the limit and a read are held. Blocking (a worker thread's).
+
+        It reads a duplicate of the descriptor, its own until it returns: a cancel abandons
+        it in its thread, which reads on (the rest of the line, its skip) after the host
+        may have closed stdin, and the descriptor's number, reused by the next file the host
+        opened, had it read (and drop) that file's bytes."""
+        fd = os.dup(self.fd)
+        try:
+            end = self._fill(fd, limit)
+        finally:
+            os.close(fd)
+        if end is None:
+            return LineTooLong(limit)
         data = bytes(self.pending[:end + 1])
         del self.pending[:end + 1]
         if len(data.rstrip(b"\r\n")) > limit:
             return LineTooLong(limit)
         return data.decode(self.encoding, "surrogateescape")
 
-    def _skip_line(self) -> None:
+    def _fill(self, fd: int, limit: int) -> int | None:
+        """Read *fd* until :attr:`pending` holds a line: the index of its last byte (its
+        newline, or the input's last byte); None for one over *limit*, skipped."""
+        while (end := self.pending.find(b"\n")) < 0:
+            if len(self.pending) >= limit + 2:  # the text is over the limit already
+                self._skip_line(fd)
+                return None
+            chunk = os.read(fd, _SKIP)
+            if not chunk:  # the end of input: the last line, without its newline
+                return len(self.pending) - 1
+            self.pending += chunk
+        return end
+
+    def _skip_line(self, fd: int) -> None:
         self.pending.clear()
-        while chunk := os.read(self.fd, _SKIP):
+        while chunk := os.read(fd, _SKIP):
             end = chunk.find(b"\n")
             if end >= 0:
                 self.pending += chunk[end + 1:]
