@@ -258,7 +258,8 @@ class AckingSupport:
     async def unrouted_sessions(self, channel: str, conversation_key: str) -> list[str]:
         """The conversation's sessions (this core's, *channel*'s, *conversation_key*'s) with
         visible message or notice rows left ``unrouted`` or still ``queued`` (unrouted once
-        their lane finds no route), oldest first: what a client of the conversation coming
+        their lane finds no route), or a visible progress note left ``unrouted`` (the
+        hand-back ends it), oldest first: what a client of the conversation coming
         back must be bound to and get back, whichever session it names (an older one, left by
         ``/new`` or ``/clear``, is named by nobody after a restart). Raises
         :class:`ValidationError` naming ``channel`` or ``conversation_key`` if it is not a

@@ -5,6 +5,8 @@ A row finds no route while no channel has its session bound: after a restart (re
 conversation on while a turn of the old session still ran. Such rows are final for the runtime,
 but a channel that becomes the session's route again hands them back (``rt.requeue``), inside
 ``rt.hold_binds(channel)``: they go out in seq order before anything newer of the session.
+A progress note among them is not handed back but ended, ``failed`` with ``stale_progress`` (as
+a client's ``after_seq`` ends one): late, it is noise.
 
 The gateway does it in each client's hello; every other channel (``ChannelBase``) before the
 conversation's first inbound message or command in this process is handled, and again before its
@@ -29,6 +31,8 @@ from typing import Any
 
 import trio
 
+from tidings.store import transition
+
 __all__ = ["HANDBACK_PAGE", "LeftBehind", "cut_between_pages", "requeue_unrouted"]
 
 # The shielded scope a hand-back may open between pages, and the task it is for (a task
@@ -43,22 +47,42 @@ HANDBACK_PAGE = 256
 async def requeue_unrouted(rt: Any, session_id: str, page: int = HANDBACK_PAGE) -> None:
     """Hand the session's ``unrouted`` message and notice rows back to its lane, now that the
     caller is its route: they are delivered in seq order, before any row written from now on.
+    Its ``unrouted`` progress notes are ended instead (``failed``, ``stale_progress``: see
+    :func:`_end_progress`), never sent late.
     Call inside ``rt.hold_binds(route)``; first waits for a row whose ``unrouted`` write was in
     flight at the bind (else this read would miss it). A cancel takes effect between pages (a
     page's write is not cut off: it may commit all the same, and a claimed row must go back
     with it, see ``rt.requeue``); the rows not handed back stay ``unrouted``."""
     await rt.unrouted_written(session_id)
-    cursor = 0
-    while True:
-        rows = await rt.stored_deliveries(session_id, after_seq=cursor, limit=page,
-                                          kinds=("message", "notice"), statuses=("unrouted",),
-                                          max_bytes=rt.dispatcher.lane_bytes)
-        if not rows:
-            return
-        cursor = rows[-1].outbound.seq
-        with trio.CancelScope(shield=True):  # one page: bounded
-            await rt.requeue(session_id, [row.outbound.delivery_id for row in rows])
-        await _between_pages()
+    for kinds in (("message", "notice"), ("progress",)):
+        cursor = 0
+        while True:
+            rows = await rt.stored_deliveries(session_id, after_seq=cursor, limit=page,
+                                              kinds=kinds, statuses=("unrouted",),
+                                              max_bytes=rt.dispatcher.lane_bytes)
+            if not rows:
+                break
+            cursor = rows[-1].outbound.seq
+            with trio.CancelScope(shield=True):  # one page: bounded
+                ids = [row.outbound.delivery_id for row in rows]
+                if kinds == ("progress",):
+                    await _end_progress(rt, ids)
+                else:
+                    await rt.requeue(session_id, ids)
+            await _between_pages()
+
+
+async def _end_progress(rt: Any, delivery_ids: list[str]) -> None:
+    """End *delivery_ids*, a session's ``unrouted`` progress notes: ``failed`` with
+    ``stale_progress`` by way of ``queued`` in one write (no lane sees them queued), as a
+    client's ``after_seq`` or a reconcile's ``"missing"`` ends one. Late, a "working on it"
+    is noise; left ``unrouted`` it read as owed for ever and no prune ever deleted it."""
+    now = rt.store.clock()
+    await rt.store.commit([
+        move for delivery_id in delivery_ids for move in (
+            transition(delivery_id, "queued", now=now, only_from=("unrouted",)),
+            transition(delivery_id, "failed", now=now, error="stale_progress",
+                       only_from=("queued",)))])
 
 
 @contextmanager

@@ -58,15 +58,17 @@ def unrouted_sessions(conn: sqlite3.Connection, core_id: str, channel: str,
                       conversation_key: str) -> list[str]:
     """The sessions the conversation owns (same core, channel and conversation key) that have
     a visible ``message`` or ``notice`` row left ``unrouted``, or still ``queued`` (it becomes
-    ``unrouted`` when its lane finds no route), oldest first: a session the conversation moved
-    away from (``/new``, ``/clear``) still has such rows after a restart (its replies, the
-    notices recovery wrote there), and no client names it again. One seek per session on the
-    partial indexes of ``unrouted`` and ``queued`` rows."""
+    ``unrouted`` when its lane finds no route), or a visible ``unrouted`` progress note (a
+    hand-back ends it, see :mod:`tidings.channels._handback`), oldest first: a session the
+    conversation moved away from (``/new``, ``/clear``) still has such rows after a restart
+    (its replies, the notices recovery wrote there), and no client names it again. One seek
+    per session on the partial indexes of ``unrouted`` and ``queued`` rows."""
     rows = conn.execute(
         "SELECT s.session_id FROM sessions AS s "
         "WHERE s.core_id = ? AND s.channel = ? AND s.conversation_key = ? AND (EXISTS ("
         "SELECT 1 FROM outbox AS o WHERE o.session_id = s.session_id "
-        "AND o.status = 'unrouted' AND o.visible = 1 AND o.kind IN ('message', 'notice')) "
+        "AND o.status = 'unrouted' AND o.visible = 1 "
+        "AND o.kind IN ('message', 'notice', 'progress')) "
         "OR EXISTS (SELECT 1 FROM outbox AS q WHERE q.session_id = s.session_id "
         "AND q.status = 'queued' AND q.visible = 1 AND q.kind IN ('message', 'notice'))) "
         "ORDER BY s.created_at, s.session_id", (core_id, channel, conversation_key))
