@@ -3,8 +3,9 @@
 At open (both recover modes) a ``sending`` row claimed by another process epoch becomes
 ``unknown`` at once, its attempt count and error kept: that process was handing it to a platform
 when it died, so whether the platform has it is unknown, and it is never replayed on its own.
-``queued`` progress rows of earlier processes become ``failed`` (``stale_progress``): a progress
-note is worth nothing late. Turns an earlier process left ``running`` (it stopped before it could
+``queued`` progress rows of earlier processes become ``failed`` (``stale_progress``), and at open
+so do their ``unrouted`` ones (by way of ``queued`` in the same write): a progress note is worth
+nothing late. Turns an earlier process left ``running`` (it stopped before it could
 record their end) become ``failed``, so every turn has exactly one terminal state. Then, with
 ``recover="at_open"`` at once, with ``"manual"`` when the host calls ``rt.recover()`` after
 binding its routes, each accepted message an earlier process held unanswered (a turn its crash
@@ -71,7 +72,8 @@ class RecoveryReport:
     """``sending`` rows of dead processes that became ``unknown``."""
     stale_progress: int = 0
     """``queued`` progress rows of earlier processes that became ``failed`` (and such
-    ``unknown`` ones a reconciling route said the platform lacks)."""
+    ``unknown`` ones a reconciling route said the platform lacks, and at open their
+    ``unrouted`` ones)."""
     queued_sessions: int = 0
     """Sessions whose ``queued`` rows were handed to their lanes by recovery."""
     stranded_sessions: int = 0
@@ -172,6 +174,7 @@ class RecoveryScanner:
         # process's, whatever its time says (a restart's clock may be behind the dead one's).
         async with self._lock:
             report = await self._dead_claims() + await self._stale_progress(math.inf)
+            report += await self._unrouted_progress()
             report += await self._dead_turns()
             # Every row an earlier process wrote is at or below it (see _stale_progress).
             self._opened_at_rowid = await self._store.read(recovery.last_outbox_rowid)
@@ -325,6 +328,28 @@ class RecoveryScanner:
                            only_from=("queued",)) for delivery_id in ids])
             if not progress.batch(len(ids), sum(result.applied for result in results)):
                 break
+        return RecoveryReport(stale_progress=progress.done())
+
+    async def _unrouted_progress(self) -> RecoveryReport:
+        """Only at open, when every row is an earlier process's: end its ``unrouted`` progress
+        notes as stale ``queued`` ones are (``failed``, ``stale_progress``), by way of
+        ``queued`` in one write as a hand-back ends one. Nothing else ever would: a channel
+        hands back only the sessions it finds, and no prune deletes an ``unrouted`` row. Pages
+        of ``batch`` rows of the ``outbox_unrouted`` index, keyset-paged (no rescan)."""
+        store = self._store
+        progress = _Progress("recovery_unrouted_progress")
+        after: tuple[str, int] | None = ("", 0)
+        while after is not None:
+            ids, after = await store.read(recovery.unrouted_progress, after, self.batch)
+            if not ids:
+                continue
+            now = store.clock()
+            results = await store.commit([
+                move for delivery_id in ids for move in (
+                    transition(delivery_id, "queued", now=now, only_from=("unrouted",)),
+                    transition(delivery_id, "failed", now=now, error="stale_progress",
+                               only_from=("queued",)))])
+            progress.batch(len(ids), sum(result.applied for result in results[1::2]))
         return RecoveryReport(stale_progress=progress.done())
 
     async def _kick_queued(self, *, stranded_only: bool) -> RecoveryReport:

@@ -72,6 +72,7 @@ READS = [
     (recovery.queued_heads, ("", 10)),
     (recovery.unknown_sessions, ("", 10)),
     (recovery.unknown_rows, ("s1", 0, 10)),
+    (recovery.unrouted_progress, (("s0", 3), 10)),
 ]
 
 
@@ -129,6 +130,13 @@ async def test_pages_cover_every_row_and_every_session_once(db) -> None:
             seq = page[-1][1]
         stale = recovery.stale_progress(conn, 100.0, 10)
         written_by = recovery.stale_progress(conn, 100.0, 10, 13)  # rows s0-*, s1-* only
+        unrouted = []
+        unrouted_ids: list[str] = []
+        key: tuple[str, int] | None = ("", 0)
+        while key is not None:  # one row a page: s1's message comes once, then the end
+            ids, key = recovery.unrouted_progress(conn, key, 1)
+            unrouted_ids += ids
+            unrouted.append(key)
         last = recovery.last_outbox_rowid(conn)
         claims = recovery.dead_claims(conn, "epoch:0", 10) + recovery.dead_claims(conn, "x", 10)
     finally:
@@ -139,6 +147,8 @@ async def test_pages_cover_every_row_and_every_session_once(db) -> None:
     assert sorted(stale) == ["s0-5", "s1-5", "s2-5"]
     assert (sorted(written_by), last) == (["s0-5", "s1-5"], 24)
     assert sorted(claims) == ["s0-3", "s1-3", "s2-3"]  # none of them for their own claimant
+    assert unrouted == [("s0", 7), ("s1", 7), ("s2", 7), None]
+    assert unrouted_ids == []  # only messages are unrouted here: stepped over
 
 
 async def test_an_insert_through_the_pipeline_op_is_found_by_the_recovery_reads(db) -> None:
