@@ -9,10 +9,12 @@ transcript or the report a pipe reads: it is lost too.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sys
 from typing import TextIO
 
-__all__ = ["one_line", "say"]
+__all__ = ["one_line", "say", "stdout_lost"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -37,3 +39,23 @@ def say(err: TextIO | None, text: str) -> None:
         return
     with contextlib.suppress(OSError):
         print(text, file=err, flush=True)
+
+
+def stdout_lost(command: str, error: BaseException, *, said: bool = True,
+                stream: TextIO | None = None, drop: bool = True) -> int:
+    """A command's stdout failed with *error*: say so on stderr as ``<command>: cannot write
+    to stdout: <error>`` (nothing when *said* is False or *error* is a ``BrokenPipeError``:
+    the reader left, ``| head``), put ``/dev/null`` on its descriptor (*stream*'s, else
+    ``sys.stdout``'s, if any; not when *drop* is False) so that what it still buffers does
+    not fail again at the interpreter's exit (an ``Exception ignored`` message, exit 120),
+    and return 1, the exit code of a stdout that cannot be written."""
+    if said and not isinstance(error, BrokenPipeError):
+        say(sys.stderr, f"{command}: cannot write to stdout: {error}")
+    stream = sys.stdout if stream is None else stream
+    if drop and stream is not None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+    return 1

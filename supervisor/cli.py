@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
 import tidings
-from tidings.supervisor._stderr import say
+from tidings.supervisor._stderr import say, stdout_lost
 
 __all__ = ["build_parser", "main"]
 
@@ -114,15 +114,9 @@ def _stdout_written() -> int:
         error = error or exc
     if error is None:
         return 0
-    if not isinstance(error, BrokenPipeError):
-        say(sys.stderr, f"tidings: cannot write to stdout: {error}")
-    if not isinstance(watched.stream, _ClosedStdout):  # (its descriptor holds /dev/null)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, watched.stream.fileno())
-        finally:
-            os.close(devnull)
-    return 1
+    # a closed stdout's descriptor holds /dev/null already
+    return stdout_lost("tidings", error, stream=watched.stream,
+                       drop=not isinstance(watched.stream, _ClosedStdout))
 
 
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
@@ -263,10 +257,8 @@ def _main(argv: list[str]) -> int:
     try:
         code = int(args.run(args))
         sys.stdout.flush()
-    except BrokenPipeError:  # `tidings status | head`: the reader left; say nothing more
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
+    except BrokenPipeError as exc:  # `tidings status | head`: the reader left; say nothing
+        return stdout_lost("tidings", exc)
     return code
 
 
