@@ -2,7 +2,9 @@
 
 For each delivery: claim it (``sending``, durable; written together with the previous
 delivery's ``sent``), call the route, then record ``sent`` or ``failed``. A delivery written
-already claimed (its session was idle) skips the claim. With no route bound it is ``unrouted``.
+already claimed (its session was idle) skips the claim. With no route bound, and none that
+the router's resolvers bind when asked (``SessionInteractionRouter.resolve``), it is
+``unrouted``.
 An incarnation restarted after a crash first settles what the crashed one left: delivered rows
 become ``sent``; the row it was handling becomes ``unknown`` if it was claimed (the platform may
 have it) or ``failed`` if not — that message is not retried.

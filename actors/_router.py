@@ -247,9 +247,10 @@ class SessionInteractionRouter:
     async def resolve(self, session_id: str) -> Binding | None:
         """The live binding of *session_id*, after asking the resolvers for one if it has
         none (see :meth:`add_resolver`); None if still unbound. No checkpoint when it is
-        bound or no resolver was added. Never raises what a resolver raises (logged) but
-        ``trio.Cancelled``; the ``RuntimeClosedError`` of a resolver's ``bind`` refused as
-        the runtime stops is no route, not logged (the stop, not a failing resolver)."""
+        bound or no resolver was added. Never raises an ``Exception`` a resolver raises
+        (logged); a ``BaseException`` (``trio.Cancelled``, ``KeyboardInterrupt``) goes on. The
+        ``RuntimeClosedError`` of a resolver's ``bind`` refused as the runtime stops is no
+        route, not logged (the stop, not a failing resolver)."""
         binding = self._routes.get(session_id)
         if binding is not None or not self._resolvers:  # every delivery of a bound session:
             return binding  # one dict lookup, no copy of the resolvers

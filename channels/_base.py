@@ -204,9 +204,10 @@ class ChannelBase(StopButton):
     gateway does it in each client's hello instead)."""
 
     idle_conversations: int | None = 1024
-    """How many idle conversations the channel keeps bound (their current session cached and
-    bound as its route) before it evicts the least recently used: an evicted one costs
-    nothing here, its next message reads its session from the store again, and a row written
+    """How many conversations the channel keeps bound (their current session cached and bound
+    as its route) before it evicts the least recently used idle ones (a busy one counts toward
+    it and is never evicted, so fewer idle ones are kept while many are busy): an evicted one
+    costs nothing here, its next message reads its session from the store again, and a row written
     in its current session meanwhile (a host's reminder) finds this channel through the
     router's resolver and goes out at once (the gateway evicts too, but resolves no route:
     such a row goes ``unrouted`` and out at its client's next hello). None keeps every

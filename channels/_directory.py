@@ -47,8 +47,9 @@ __all__ = ["Conversation", "SessionDirectory", "bound_conversation_key", "conver
 
 _SCAN = 8
 """How many of the least recently held conversations one hold past the cap looks at (and
-evicts, if idle): a conversation in use is moved to the recent end instead, so a crowd of
-busy ones costs each hold a few looks only, and each hold evicts more than it adds."""
+evicts, if idle, up to how many the directory holds past the cap): a conversation in use is
+moved to the recent end instead, so a crowd of busy ones costs each hold a few looks only,
+and the idle ones past the cap go as holds come (none goes while no hold comes)."""
 
 
 @final
@@ -124,9 +125,10 @@ class SessionDirectory:
     *in_use(session_id)* says whether a session the conversation has left must stay bound;
     without it, every session stays bound until :meth:`close`. *forgotten(conversation,
     session_ids)* is called (sync) after those sessions of the conversation were unbound and
-    forgotten (see the module docstring). *keep_idle*: how many idle conversations are kept
-    (None: all; needs *in_use*); *evictable(conversation, session_ids)*: whether an idle one
-    may go (None: yes)."""
+    forgotten (see the module docstring). *keep_idle*: how many conversations are kept before
+    the least recently held idle ones are evicted (busy ones count toward it and are never
+    evicted; None: all kept; needs *in_use*); *evictable(conversation, session_ids)*: whether
+    an idle one may go (None: yes)."""
 
     def __init__(self, runtime: Any, channel_name: str, route: Any, *,
                  in_use: Callable[[str], bool] | None = None,
@@ -226,8 +228,10 @@ class SessionDirectory:
 
     def attach(self, conversation: Conversation, session_id: str) -> None:
         """Bind the channel as the live route of *session_id*, a session the conversation owns
-        (checked by the caller) that is not its current one, e.g. an older session a
-        reconnecting client still has rows of. The conversation's current session is kept."""
+        (checked by the caller), e.g. an older session a reconnecting client still has rows
+        of, or the current one of a conversation evicted here (the router resolver,
+        ``ChannelBase._resolve_route``). The session cached as current is kept as it is (none
+        after an eviction: the next message reads it from the store)."""
         self._hold(conversation, session_id)
         self._bind(session_id)
 
