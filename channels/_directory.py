@@ -295,11 +295,14 @@ class SessionDirectory:
     def _uncached_unless_done(self, conversation: Conversation) -> Iterator[None]:
         """Around a durable rebind: if it raises (the caller was cancelled while the write was
         in flight, or it failed), the rebind may still have committed, so the cached session
-        is dropped and the next step reads the store instead of acting on a stale one."""
+        is dropped and the next step reads the store instead of acting on a stale one. It
+        counts as a move for a resolver watching the conversation (see :meth:`watch`): the
+        session it would bind may be the one just left."""
         try:
             yield
         except BaseException:
             self._current.pop(conversation.key, None)
+            self._moved_now(conversation.key)
             raise
 
     def _switch(self, conversation: Conversation, session_id: str) -> None:
