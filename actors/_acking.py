@@ -24,7 +24,7 @@ from tidings.actors._policy import KINDS
 from tidings.actors._records import Outbound
 from tidings.actors._status import check_id, check_seq, check_session_id
 from tidings.errors import SessionNotFoundError, ValidationError
-from tidings.store import OUTBOX_STATUSES, acking, recovery, transition
+from tidings.store import OUTBOX_STATUSES, acking, end_stale_progress, recovery, transition
 
 if TYPE_CHECKING:
     from tidings.actors._lanes import Dispatcher
@@ -115,11 +115,7 @@ class AckingSupport:
         # unknown -> queued -> failed in one write (no lane sees it queued), as a reconcile
         # ends an earlier process's missing progress note: unknown leaves only on word from
         # the client's side, and after_seq is that word.
-        results = await self.store.commit([
-            move for delivery_id in ids for move in (
-                transition(delivery_id, "queued", now=now, only_from=("unknown",)),
-                transition(delivery_id, "failed", now=now, error="stale_progress",
-                           only_from=("queued",)))])
+        results = await self.store.commit(end_stale_progress(ids, "unknown", now=now))
         return [delivery_id for delivery_id, result in zip(ids, results[1::2], strict=True)
                 if result.applied]
 

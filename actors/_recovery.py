@@ -43,7 +43,7 @@ import trio
 from tidings.actors._reconcile import reconcile_session, reconciler_of
 from tidings.actors._status import check_id_list, check_seconds, seconds_bound
 from tidings.errors import MailboxClosedError, TidingsError, ValidationError
-from tidings.store import SessionHead, Store, end_turn, recovery, transition
+from tidings.store import SessionHead, Store, end_stale_progress, end_turn, recovery, transition
 from tidings.supervisor import Backoff, ChildContext, ChildSpec, Mailbox
 from tidings.supervisor._log import field
 
@@ -344,11 +344,7 @@ class RecoveryScanner:
             if not ids:
                 continue
             now = store.clock()
-            results = await store.commit([
-                move for delivery_id in ids for move in (
-                    transition(delivery_id, "queued", now=now, only_from=("unrouted",)),
-                    transition(delivery_id, "failed", now=now, error="stale_progress",
-                               only_from=("queued",)))])
+            results = await store.commit(end_stale_progress(ids, "unrouted", now=now))
             progress.batch(len(ids), sum(result.applied for result in results[1::2]))
         return RecoveryReport(stale_progress=progress.done())
 

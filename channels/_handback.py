@@ -31,7 +31,7 @@ from typing import Any
 
 import trio
 
-from tidings.store import transition
+from tidings.store import end_stale_progress
 
 __all__ = ["HANDBACK_PAGE", "LeftBehind", "cut_between_pages", "requeue_unrouted"]
 
@@ -78,11 +78,7 @@ async def _end_progress(rt: Any, delivery_ids: list[str]) -> None:
     client's ``after_seq`` or a reconcile's ``"missing"`` ends one. Late, a "working on it"
     is noise; left ``unrouted`` it read as owed for ever and no prune ever deleted it."""
     now = rt.store.clock()
-    await rt.store.commit([
-        move for delivery_id in delivery_ids for move in (
-            transition(delivery_id, "queued", now=now, only_from=("unrouted",)),
-            transition(delivery_id, "failed", now=now, error="stale_progress",
-                       only_from=("queued",)))])
+    await rt.store.commit(end_stale_progress(delivery_ids, "unrouted", now=now))
 
 
 @contextmanager

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from tidings.store._outbox import EnqueuedDelivery as EnqueuedDelivery
     from tidings.store._outbox import OutboxInsert as OutboxInsert
     from tidings.store._outbox import Transition as Transition
+    from tidings.store._outbox import end_stale_progress as end_stale_progress
     from tidings.store._outbox import transition as transition
     from tidings.store._prune import PruneReport as PruneReport
     from tidings.store._prune import prune_call as prune_call
@@ -109,6 +110,7 @@ __getattr__, __dir__ = _lazy_exports(globals(), {
     "EnqueuedDelivery": "._outbox",
     "OutboxInsert": "._outbox",
     "Transition": "._outbox",
+    "end_stale_progress": "._outbox",
     "transition": "._outbox",
     "PruneReport": "._prune",
     "prune_call": "._prune",
@@ -196,6 +198,7 @@ __all__ = [
     "check_synchronous",
     "create_session",
     "delivery_report",
+    "end_stale_progress",
     "end_turn",
     "forget_conversation",
     "held_count",

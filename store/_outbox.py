@@ -28,6 +28,7 @@ __all__ = [
     "EnqueuedDelivery",
     "OutboxInsert",
     "Transition",
+    "end_stale_progress",
     "transition",
 ]
 
@@ -218,6 +219,21 @@ def transition(delivery_id: str, to: str, *, now: float, error: str | None = Non
     return Transition(delivery_id, to, now, error, claimant, lease_expires_at,
                       tuple((kind, json.dumps(dict(data))) for kind, data in extra_events),
                       narrowed)
+
+
+def end_stale_progress(delivery_ids: Iterable[str], left: str, *, now: float
+                       ) -> list[Transition]:
+    """The moves that end *delivery_ids*, progress notes left *left* (``unknown`` or
+    ``unrouted``), ``failed`` with ``stale_progress`` by way of ``queued`` in one write (no lane
+    sees them queued): two per id, in order, so the results of the second ones
+    (``results[1::2]``) say which ended. Late, a "working on it" is noise: a client's
+    ``after_seq``, a hand-back and recovery at open end them so."""
+    moves: list[Transition] = []
+    for delivery_id in delivery_ids:
+        moves.append(transition(delivery_id, "queued", now=now, only_from=(left,)))
+        moves.append(transition(delivery_id, "failed", now=now, error="stale_progress",
+                                only_from=("queued",)))
+    return moves
 
 
 def _reserve_seqs(conn: Any, wanted: Counter[str]) -> dict[str, int]:
