@@ -27,6 +27,7 @@ from tidings.errors import ValidationError
 __all__ = [
     "CANCEL_REASONS",
     "ERROR_LIMIT",
+    "TERMINAL_GRACE",
     "CancelReason",
     "LifecycleEmitter",
     "LifecycleHook",
@@ -41,6 +42,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger("tidings.channels")
+
+TERMINAL_GRACE = 5.0
+"""Seconds a turn's terminal lifecycle event gets by default (``terminal_grace``), shielded:
+a turn stopped by a shutdown still reports, and a hook that hangs is given up on."""
 
 ERROR_LIMIT = 1000
 """Characters kept of a ``failed`` event's error text."""
@@ -186,7 +191,7 @@ class LifecycleEmitter:
 
     def __init__(self, hook: LifecycleHook | None, config: ChannelConfig, *, chat_id: str,
                  session_id: str, message_id: str | None = None,
-                 terminal_grace: float = 5.0) -> None:
+                 terminal_grace: float = TERMINAL_GRACE) -> None:
         check_seconds("terminal_grace", terminal_grace)
         self._hook = hook
         self._grace = seconds_bound(terminal_grace)  # an int no float holds: no limit, as inf

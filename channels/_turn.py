@@ -42,6 +42,7 @@ from tidings.channels._agents import warn_if_returned
 from tidings.channels._boundary import compose_first_prompt
 from tidings.channels._bridge import BridgeTurn, split_reply
 from tidings.channels._lifecycle import (
+    TERMINAL_GRACE,
     CancelReason,
     LifecycleEmitter,
     LifecycleHook,
@@ -59,8 +60,7 @@ __all__ = ["ActiveTurn", "end_dropped", "end_dropped_at_stop", "run_turn"]
 log = logging.getLogger("tidings.channels")
 
 _STARTED_GRACE = 5.0
-_TERMINAL_GRACE = 5.0  # LifecycleEmitter's default: what a turn's terminal event gets
-_STOP_ENDS_GRACE = _STARTED_GRACE + _TERMINAL_GRACE
+_STOP_ENDS_GRACE = _STARTED_GRACE + TERMINAL_GRACE
 """What a worker's end gives the ends of all the dropped turns it found, together: one turn's
 worth (``started`` and ``cancelled``), however many there are."""
 
