@@ -12,6 +12,7 @@ import pathlib
 
 from tidings.actors._runtime_checks import resolve_path
 from tidings.errors import DatabaseInUseError, StoreError
+from tidings.store._connect import make_folders
 
 __all__ = ["HOLDERS", "LOCK_SUFFIX", "DatabaseInUseError", "lock_database",
            "release_database", "unlock_database"]
@@ -81,9 +82,7 @@ def _lock(db: pathlib.Path, holder: str) -> tuple[int, pathlib.Path | None]:
     if db.exists() and not db.is_file():  # a named pipe, a device (/dev/null): SQLite said
         # 'disk I/O error', and made <path>-journal beside a device
         raise StoreError(f"database path {str(db)!r} is not a regular file, so not a database")
-    missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
-    for directory in reversed(missing):  # 0700, as the store creates them
-        directory.mkdir(mode=0o700, exist_ok=True)
+    make_folders(db.parent)  # 0700, as the store creates them
     # A symbolic link there (into a tmpfs the last reboot emptied, say) is followed: the lock
     # file is its target. The exclusive create below refuses any link, even to nothing, and
     # the plain open then finds no file: that would be taken for a removed one, for ever.

@@ -19,8 +19,8 @@ from tidings.store._errors import DatabaseNotFoundError, StoreError, ValidationE
 from tidings.store._schema import check_database
 
 __all__ = ["Synchronous", "WriterConnection", "check_path", "check_synchronous", "check_writable",
-           "checkpoint", "close_writer", "connect_reader", "connect_writer", "prepare_path",
-           "refuse_orphan_log", "stat_database"]
+           "checkpoint", "close_writer", "connect_reader", "connect_writer", "make_folders",
+           "prepare_path", "refuse_orphan_log", "stat_database"]
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -83,13 +83,21 @@ def prepare_path(path: str | os.PathLike[str]) -> pathlib.Path:
         raise StoreError(f"database path {str(db)!r} is a directory")
     refuse_orphan_log(db)
     check_writable(db)
-    missing = [d for d in (db.parent, *db.parent.parents) if not d.exists()]
-    for directory in reversed(missing):
-        directory.mkdir(mode=0o700, exist_ok=True)
+    make_folders(db.parent)
     if not db.exists():
         fd = os.open(db, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
         os.close(fd)
     return db
+
+
+def make_folders(folder: pathlib.Path) -> None:
+    """Make *folder* and its missing parents 0700: they hold the database (the sessions'
+    history, its runtime lock) or the gateway's token (which admits every client), and
+    folders made with the umask's mode (0755) let any local user list them (and, under a
+    loose umask, swap a file). Existing folders keep their modes (an operator's choice)."""
+    missing = [d for d in (folder, *folder.parents) if not d.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
 
 
 def refuse_orphan_log(db: pathlib.Path) -> None:

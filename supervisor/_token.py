@@ -22,6 +22,7 @@ import attrs
 from tidings.actors._artifacts import DATABASE_SUFFIXES, TOKEN_SUFFIX
 from tidings.actors._runtime_lock import LOCK_SUFFIX
 from tidings.errors import ConfigError
+from tidings.store._connect import make_folders
 from tidings.supervisor._log import field
 
 __all__ = ["MAX_TOKEN_FILE_BYTES", "MIN_TOKEN_LENGTH", "TokenSource", "create_token",
@@ -152,7 +153,7 @@ def create_token(path: pathlib.Path, *, field: str = "gateway.token_file") -> To
     refused as holding no token."""
     token = secrets.token_urlsafe(32)
     try:
-        _make_folders(path.parent)
+        make_folders(path.parent)  # 0700, as the database's: the token admits every client
         temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
@@ -175,16 +176,6 @@ def create_token(path: pathlib.Path, *, field: str = "gateway.token_file") -> To
         with contextlib.suppress(OSError):
             temporary.unlink()
     return TokenSource(token, path, created=True)
-
-
-def _make_folders(folder: pathlib.Path) -> None:
-    """Make *folder* and its missing parents 0700, as the store makes the database's: the
-    token admits every client, and folders made with the umask's mode (0755) let any local
-    user list the one that holds it (and, under a loose umask, swap the file). Existing
-    folders keep their modes (an operator's choice)."""
-    missing = [d for d in (folder, *folder.parents) if not d.exists()]
-    for directory in reversed(missing):
-        directory.mkdir(mode=0o700, exist_ok=True)
 
 
 def _publish(temporary: pathlib.Path, path: pathlib.Path) -> None:
