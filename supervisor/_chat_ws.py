@@ -54,7 +54,6 @@ import contextlib
 import functools
 import json
 import math
-import os
 import pathlib
 import signal
 import sys
@@ -97,7 +96,7 @@ from tidings.supervisor._chat_limits import (
 )
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import file_path
-from tidings.supervisor._stderr import say
+from tidings.supervisor._stderr import say, stdout_lost
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token, read_token_file
 
 __all__ = ["DEFAULT_URL", "ENDING", "ChatOptions", "OutputFailed", "add_arguments",
@@ -1065,9 +1064,7 @@ def run(args: Any) -> int:
         except BrokenPipeError:  # `| head`: the reader left; the caller says nothing
             raise
         except OSError as exc:  # `> /dev/full`, `>&-`: one line, as the chats, no traceback
-            say(sys.stderr, f"tidings chat: cannot write to stdout: {exc}")
-            _drop_stdout()
-            return 1
+            return stdout_lost("tidings chat", exc)
         return 0
     try:
         # `is None`: an empty --url is refused by name, not taken for the default
@@ -1106,20 +1103,8 @@ def run(args: Any) -> int:
             raise
         failure = _first(failed)
         # `tidings chat | head`: the reader left, nothing to say. Else (`> /dev/full`) why.
-        if not isinstance(failure.__cause__, BrokenPipeError):
-            say(sys.stderr, f"tidings chat: cannot write to stdout: {failure}")
-        _drop_stdout()
-        return 1
-
-
-def _drop_stdout() -> None:
-    """Put ``/dev/null`` on the stdout that failed: what it still buffers would fail again
-    at the interpreter's exit (an ``Exception ignored`` message, exit 120)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    finally:
-        os.close(devnull)
+        return stdout_lost("tidings chat", failure,
+                           said=not isinstance(failure.__cause__, BrokenPipeError))
 
 
 def _hello_refused(token: str | None, conversation: str) -> str | None:

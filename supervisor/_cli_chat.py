@@ -31,7 +31,6 @@ import argparse
 import contextlib
 import functools
 import logging
-import os
 import pathlib
 import sqlite3
 import sys
@@ -65,7 +64,7 @@ from tidings.supervisor._chat_input import input_lines
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import read_file
 from tidings.supervisor._exit_codes import EXIT_IN_USE
-from tidings.supervisor._stderr import one_line, say
+from tidings.supervisor._stderr import one_line, say, stdout_lost
 
 __all__ = ["DEFAULT_DB", "configured_agent", "load_channel_config", "register", "run"]
 
@@ -254,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     if lost is not None:
-        return _output_lost(lost)
+        return stdout_lost("tidings chat", lost)
     return 0 if signalled is None else signalled
 
 
@@ -312,20 +311,6 @@ async def _message_limit() -> int:
     """The longest line the local chat reads: a message text's cap (``MAX_TEXT_BYTES``)."""
     await trio.lowlevel.checkpoint()
     return MAX_TEXT_BYTES
-
-
-def _output_lost(error: OSError) -> int:
-    """The chat ended because its stdout failed: say why on stderr (nothing for a reader that
-    left, ``| head``), as the websocket chat does; exit 1."""
-    if not isinstance(error, BrokenPipeError):
-        say(sys.stderr, f"tidings chat: cannot write to stdout: {error}")
-    if sys.stdout is not None:  # what stdout still buffers would fail again at exit
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())
-        finally:
-            os.close(devnull)
-    return 1
 
 
 def _conversation_refused(config: ChannelConfig, name: str) -> str | None:
