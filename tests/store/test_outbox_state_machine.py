@@ -136,6 +136,10 @@ class Machine:
                 row.status, row.events = "unknown", row.events + 1
             elif row.status == "queued" and row.kind == "progress":
                 row.status, row.events = "failed", row.events + 1
+            elif row.status == "unrouted" and row.kind == "progress":
+                # an earlier process's note no route took: ended at open, by way of queued
+                # in one write (delivery.requeued, delivery.failed)
+                row.status, row.events = "failed", row.events + 2
 
     # --- operations -------------------------------------------------------------------------
 
@@ -239,7 +243,10 @@ class Machine:
                 continue
             # unknown -> failed: queued, then failed in one write (an earlier process's
             # progress note a reconciling route said the platform lacks)
-            stale = (old, status, operation[0]) == ("unknown", "failed", "reconcile") \
+            # unrouted -> failed: the same, at the open after a crash (an earlier process's
+            # progress note no route took)
+            stale = (old, status, operation[0]) in (("unknown", "failed", "reconcile"),
+                                                    ("unrouted", "failed", "crash")) \
                 and row.kind == "progress"
             assert (old, status) in LEGAL or stale, \
                 f"illegal move {old} -> {status} by {operation}"
@@ -247,7 +254,7 @@ class Machine:
             if old == "unknown":  # the store move is the reconcile move, issued bare
                 assert operation[0] in ("reconcile", "store_move"), f"unknown left by {operation}"
             if old == "unrouted":
-                assert operation[0] in ("requeue_unrouted", "store_move"), (
+                assert operation[0] in ("requeue_unrouted", "store_move") or stale, (
                     f"unrouted left by {operation}")
 
 
@@ -314,3 +321,9 @@ def test_a_crash_mid_delivery_then_reconcile_walks_the_whole_machine() -> None:
           ("reconcile", 2, "sent"), ("succeed", 2), ("enqueue", "s2", "message", False),
           ("unroute", 3), ("claim", 3), ("requeue_unrouted", 3), ("fail", 3), ("fail", 3),
           ("recover",)])
+
+
+def test_an_unrouted_progress_note_ends_stale_at_the_next_open() -> None:
+    """The program the generated test found once the open began ending an earlier process's
+    ``unrouted`` progress notes (481aa4a): ``failed`` by way of ``queued``, two events."""
+    _run([("enqueue", "s0", "progress", False), ("unroute", 0), ("crash",)])
