@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import pathlib
 import signal
-import subprocess
-import sys
 
-import pytest
-import trio
+from ..file_stdin import LINUX_PROC, signal_while_reading
 
 _HOST = """
 import signal, sys
@@ -36,45 +33,11 @@ sys.exit(7)
 """
 
 
-def _read_from(pid: int) -> int:
-    """How far the process *pid* has read its stdin (a file): its offset, from Linux's /proc."""
-    for line in pathlib.Path(f"/proc/{pid}/fdinfo/0").read_text().splitlines():
-        if line.startswith("pos:"):
-            return int(line.split()[1])
-    raise AssertionError("no pos in fdinfo")
-
-
-@pytest.mark.skipif(not pathlib.Path("/proc/self/fdinfo").is_dir(), reason="Linux's /proc")
-async def test_a_host_cancels_a_file_read_by_stdin_lines_and_exits(tmp_path) -> None:
-    big = tmp_path / "big.bin"
-    with big.open("wb") as file:
-        try:
-            file.truncate(1 << 40)  # one line of a TiB (sparse: no disk), no newline
-        except OSError:
-            pytest.skip("no sparse file of a TiB here")
-    with big.open("rb") as stdin:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-c", _HOST], stdin=stdin, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, cwd=tmp_path)
-    assert process.stderr is not None
-    stderr = b""
-    try:
-        async with trio.open_nursery() as nursery:
-            async def read_stderr() -> None:
-                nonlocal stderr
-                async for chunk in process.stderr:
-                    stderr += chunk
-            nursery.start_soon(read_stderr)
-            with trio.fail_after(60):
-                while True:  # polled: no event tells when another process reads
-                    if _read_from(process.pid) > 1 << 22:  # past the limit: in the skip
-                        break
-                    await trio.sleep(0.01)
-                process.send_signal(signal.SIGTERM)
-                assert await process.wait() == 7, stderr
-    finally:
-        process.kill()
-        await process.wait()
-    said = stderr.decode()
+@LINUX_PROC
+async def test_a_host_cancels_a_file_read_by_stdin_lines_and_exits(
+        tmp_path: pathlib.Path) -> None:
+    # past the line limit: in the skip
+    code, said = await signal_while_reading(_HOST, [], tmp_path, signal.SIGTERM, past=1 << 22)
+    assert code == 7, said
     assert "Fatal Python error" not in said, said
     assert "Traceback" not in said, said
