@@ -8,6 +8,9 @@ until the conversation switches again."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import pytest
 import trio
 
@@ -23,28 +26,39 @@ async def test_a_resolver_does_not_bind_the_session_its_conversation_left_meanwh
     sessions = await _serve(channel)
     left = sessions["c0"]
     assert rt.router.binding(left) is None  # evicted
+    async with _resolving_held(rt, left):  # it read that c0's current session is `left`
+        await channel.say(switch, chat_id="c0")
+        await channel.say("moved on", chat_id="c0")
+        await channel.wait_for(lambda: "moved on" in channel.texts("message"))
+        assert _current_of(channel, "moved on") != left
+    assert rt.router.binding(left) is None
+    late = await rt.notify(left, "late news")
+    with trio.fail_after(60):
+        assert await late.wait() == "unrouted"  # handed back at c0's next message, as before
+
+
+@contextlib.asynccontextmanager
+async def _resolving_held(rt, session_id: str) -> AsyncIterator[None]:
+    """``rt.router.resolve(session_id)`` running, held at its second store read (whether the
+    session has ``unrouted`` rows) from the moment it has read the conversation's current
+    session until the block ends."""
     entered, go = trio.Event(), trio.Event()
     real = rt.stored_deliveries
 
-    async def paused(*args, **kwargs):  # the resolver's second read waits for the test
+    async def paused(*args, **kwargs):
         entered.set()
         await go.wait()
         return await real(*args, **kwargs)
 
     rt.stored_deliveries = paused
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(rt.router.resolve, left)
-        await entered.wait()  # it read that c0's current session is `left`
+        nursery.start_soon(rt.router.resolve, session_id)
+        await entered.wait()
         rt.stored_deliveries = real
-        await channel.say(switch, chat_id="c0")
-        await channel.say("moved on", chat_id="c0")
-        await channel.wait_for(lambda: "moved on" in channel.texts("message"))
-        assert _current_of(channel, "moved on") != left
-        go.set()
-    assert rt.router.binding(left) is None
-    late = await rt.notify(left, "late news")
-    with trio.fail_after(60):
-        assert await late.wait() == "unrouted"  # handed back at c0's next message, as before
+        try:
+            yield
+        finally:
+            go.set()
 
 
 def _current_of(channel: SmallChannel, text: str) -> str | None:
@@ -61,19 +75,7 @@ async def test_a_resolver_does_not_bind_a_left_session_after_a_switch_and_an_evi
     channel = SmallChannel(rt, ChannelConfig(name="ops"))
     sessions = await _serve(channel)
     left = sessions["c0"]
-    entered, go = trio.Event(), trio.Event()
-    real = rt.stored_deliveries
-
-    async def paused(*args, **kwargs):  # the resolver's second read waits for the test
-        entered.set()
-        await go.wait()
-        return await real(*args, **kwargs)
-
-    rt.stored_deliveries = paused
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(rt.router.resolve, left)
-        await entered.wait()  # it read that c0's current session is `left`
-        rt.stored_deliveries = real
+    async with _resolving_held(rt, left):  # it read that c0's current session is `left`
         await channel.say(switch, chat_id="c0")
         await channel.say("moved on", chat_id="c0")
         await channel.wait_for(lambda: "moved on" in channel.texts("message"))
@@ -85,7 +87,6 @@ async def test_a_resolver_does_not_bind_a_left_session_after_a_switch_and_an_evi
         await channel.wait_idle()
         await trio.sleep(60)
         assert channel.conversation_of(moved) is None
-        go.set()
     assert rt.router.binding(left) is None
     late = await rt.notify(left, "late news")
     with trio.fail_after(60):
