@@ -54,7 +54,13 @@ from tidings.actors._status import MAX_ID_CHARS, MAX_IDS_PER_CALL
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
 from tidings.channels._sanitize import sanitize_line
-from tidings.channels._turn import ActiveTurn, end_dropped, end_dropped_at_stop, run_turn
+from tidings.channels._turn import (
+    ActiveTurn,
+    dropped_ends_by,
+    end_dropped,
+    end_dropped_at_stop,
+    run_turn,
+)
 from tidings.errors import RuntimeClosedError, StoreClosedError
 from tidings.supervisor._log import field
 
@@ -363,12 +369,16 @@ class Dispatch:
 
     async def _work(self, state: SessionState) -> None:
         tasks = self._channel.runtime.tasks
+        by: float | None = None  # one grace for the dropped turns met in a row, not one each
         try:
             while state.pending and not tasks.stopping and not self._taken_over(state):
                 pending = state.pending.popleft()
                 if pending.dropped:
-                    await end_dropped(self._channel, state, pending)
+                    if by is None:
+                        by = dropped_ends_by()
+                    await end_dropped(self._channel, state, pending, by=by)
                     continue
+                by = None
                 turn = await run_turn(self._channel, state, pending)
                 if state.pending and _owes_steer_note(pending, turn):
                     state.pending[0].steered = True

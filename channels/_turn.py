@@ -55,14 +55,15 @@ if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
     from tidings.channels._dispatch import PendingTurn, SessionState
 
-__all__ = ["ActiveTurn", "end_dropped", "end_dropped_at_stop", "run_turn"]
+__all__ = ["ActiveTurn", "dropped_ends_by", "end_dropped", "end_dropped_at_stop", "run_turn"]
 
 log = logging.getLogger("tidings.channels")
 
 _STARTED_GRACE = 5.0
-_STOP_ENDS_GRACE = _STARTED_GRACE + TERMINAL_GRACE
-"""What a worker's end gives the ends of all the dropped turns it found, together: one turn's
-worth (``started`` and ``cancelled``), however many there are."""
+_DROPPED_ENDS_GRACE = _STARTED_GRACE + TERMINAL_GRACE
+"""What the ends of dropped turns met in a row get, together (a worker's end, for all it found;
+the worker's loop, for those it reaches one after another): one turn's worth (``started`` and
+``cancelled``), however many there are."""
 
 
 class ActiveTurn:
@@ -172,7 +173,8 @@ async def end_dropped(channel: ChannelBase, state: SessionState, pending: Pendin
     gateway client of another device, an adapter's lifecycle hook) sees it. Nothing else: no
     runtime turn is opened, its agent never runs and its messages stay out of the history, as
     the user asked (the command released them, or the worker's end does). Bounded: each event
-    is shielded for its grace; with *by* (a trio time), the hook is also given up on at *by*
+    is shielded for its grace; with *by* (a trio time, from :func:`dropped_ends_by`: the worker
+    passes one for the dropped turns it meets in a row), the hook is also given up on at *by*
     (both events are still emitted: a sync hook, or an async one up to its first checkpoint,
     still sees them)."""
     hook = channel.on_task_lifecycle
@@ -200,7 +202,7 @@ async def end_dropped_at_stop(channel: ChannelBase, state: SessionState,
     A hook's ``KeyboardInterrupt`` (or the like) on one of them goes on only once the others
     have ended too: the stop is the last chance any of them has to end (the first raised goes
     on; the worker's own loop needs none: its end ends the rest here)."""
-    by = trio.current_time() + _STOP_ENDS_GRACE
+    by = dropped_ends_by()
     raised: BaseException | None = None
     for pending in dropped:
         try:
@@ -210,6 +212,13 @@ async def end_dropped_at_stop(channel: ChannelBase, state: SessionState,
                 raised = exc
     if raised is not None:
         raise raised
+
+
+def dropped_ends_by() -> float:
+    """The trio time by which the ends of dropped turns met in a row, from now, are given up
+    on (the *by* of :func:`end_dropped`): one turn's grace for them all, so a hook that hangs
+    on each holds the session's worker (or the stop) one grace, not one per turn."""
+    return trio.current_time() + _DROPPED_ENDS_GRACE
 
 
 def _hook_until(hook: LifecycleHook, by: float, session_id: str) -> LifecycleHook:
@@ -226,7 +235,7 @@ def _hook_until(hook: LifecycleHook, by: float, session_id: str) -> LifecycleHoo
                 await result
             if scope.cancelled_caught:
                 log.warning("on_task_lifecycle hook did not finish the %s event of session %s "
-                            "within the stop's grace for dropped turns; gave up on it",
+                            "within the grace for dropped turns; gave up on it",
                             event.type, field(session_id))
         return until()
     return call
