@@ -335,7 +335,8 @@ class RecoveryScanner:
         notes as stale ``queued`` ones are (``failed``, ``stale_progress``), by way of
         ``queued`` in one write as a hand-back ends one. Nothing else ever would: a channel
         hands back only the sessions it finds, and no prune deletes an ``unrouted`` row. Pages
-        of ``batch`` rows of the ``outbox_unrouted`` index, keyset-paged (no rescan)."""
+        of ``batch`` rows of the ``outbox_unrouted_progress`` index, keyset-paged (no
+        rescan): the ``unrouted`` messages and notices, which only grow, are never read."""
         store = self._store
         progress = _Progress("recovery_unrouted_progress")
         after: tuple[str, int] | None = ("", 0)

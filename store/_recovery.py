@@ -2,7 +2,7 @@
 
 Each function answers one page and takes the key to continue after; a caller loops until a page
 comes back empty. Every query is an index seek or range (``outbox_status_updated``, and the
-partial indexes ``outbox_queued``, ``outbox_unknown``, ``outbox_unrouted`` and
+partial indexes ``outbox_queued``, ``outbox_unknown``, ``outbox_unrouted_progress`` and
 ``outbox_stale_progress``), never a
 scan of the outbox, so a pass over a million rows costs a million index steps and no more.
 ``tests/store/test_recovery_queries.py`` pins the plans.
@@ -73,17 +73,17 @@ def stale_progress(conn: sqlite3.Connection, before: float, limit: int,
 
 def unrouted_progress(conn: sqlite3.Connection, after: tuple[str, int],
                       limit: int) -> tuple[list[str], tuple[str, int] | None]:
-    """One page of the ``unrouted`` rows ordered after *after* (``(session_id, seq)``; start
-    at ``("", 0)``), at most *limit*: the ids of the progress notes among them, and the key to
-    continue after (None once there are no more). A range of the ``outbox_unrouted`` index:
-    its other rows (messages, notices) are stepped over, not read twice."""
+    """One page of the ``unrouted`` progress notes ordered after *after* (``(session_id,
+    seq)``; start at ``("", 0)``), at most *limit*: their ids, and the key to continue after
+    (None once there are no more). A range of the ``outbox_unrouted_progress`` index (v10):
+    the ``unrouted`` messages and notices, which no prune deletes, are never read."""
     rows = conn.execute(
-        "SELECT delivery_id, session_id, seq, kind FROM outbox INDEXED BY outbox_unrouted "
-        "WHERE status = 'unrouted' AND (session_id, seq) > (?, ?) "
+        "SELECT delivery_id, session_id, seq FROM outbox INDEXED BY outbox_unrouted_progress "
+        "WHERE status = 'unrouted' AND kind = 'progress' AND (session_id, seq) > (?, ?) "
         "ORDER BY session_id, seq LIMIT ?", (*after, limit)).fetchall()
     if not rows:
         return [], None
-    return [row[0] for row in rows if row[3] == "progress"], (rows[-1][1], rows[-1][2])
+    return [row[0] for row in rows], (rows[-1][1], rows[-1][2])
 
 
 def earlier_progress(conn: sqlite3.Connection, delivery_ids: list[str],

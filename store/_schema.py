@@ -326,8 +326,20 @@ index) and each work item's key, so the cost follows how many are ``unrouted``, 
 of the database. No schema change: the status view's readers read a database older than
 v9 (read-only, not migrated) as v9 would have written it."""
 
+_V10 = """
+CREATE INDEX outbox_unrouted_progress ON outbox(session_id, seq)
+    WHERE status = 'unrouted' AND kind = 'progress';
+"""
+"""v10: the ``unrouted`` progress notes by session. Each open ends an earlier process's
+(:func:`~tidings.store._recovery.unrouted_progress`); through ``outbox_unrouted`` it read
+every ``unrouted`` row to find them, the messages and notices too, which no prune deletes:
+a cost at every start that grew with the database for ever. Through this index it reads the
+progress notes alone, and ends each, so the index stays near empty. Building it reads the
+outbox once, at this migration."""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5),
-                                           (6, _V6), (7, _V7), (8, _V8), (9, _V9))
+                                           (6, _V6), (7, _V7), (8, _V8), (9, _V9),
+                                           (10, _V10))
 """Ordered ``(version, script)`` pairs; append, never edit a released one."""
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

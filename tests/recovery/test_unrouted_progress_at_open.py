@@ -4,9 +4,12 @@ ended it, and no prune deletes an ``unrouted`` row."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import tidings
+from tidings.store import recovery as store_recovery
 from tidings.testing import MemoryRoute
 
 
@@ -34,3 +37,28 @@ async def test_an_earlier_processs_unrouted_progress_is_failed_at_open(
     assert report.stale_progress == 1
     assert kept.outbox_status == "unrouted"  # a message is still owed: a hand-back sends it
     assert route.texts() == []
+
+
+async def test_an_open_reads_no_unrouted_message_to_find_progress_notes(
+        db_path, workspace, monkeypatch) -> None:
+    """The ``unrouted`` messages an earlier process left (no prune deletes them, so they grow
+    with the database) are not read at every open to find the progress notes among them: the
+    open's look-up answers in one page, and reads no row (its key comes back None)."""
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        session_id = await rt.create_session(channel="web")
+        async with rt.open_turn(session_id) as ctx:
+            messages = [await ctx.output.send_text(f"answer {n}") for n in range(30)]
+        assert {await message.wait() for message in messages} == {"unrouted"}
+    pages: list[tuple[list[str], tuple[str, int] | None]] = []
+    read_page = store_recovery.unrouted_progress
+
+    def counted(conn: Any, after: tuple[str, int], limit: int) -> Any:
+        page = read_page(conn, after, limit)
+        pages.append(page)
+        return page
+
+    monkeypatch.setattr(store_recovery, "unrouted_progress", counted)
+    async with tidings.open_runtime(db_path, workspace=workspace) as rt:
+        kept = await rt.delivery_status(messages[0].delivery_id)
+    assert pages == [([], None)]
+    assert kept.outbox_status == "unrouted"

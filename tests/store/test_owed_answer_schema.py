@@ -39,7 +39,7 @@ async def test_a_database_of_schema_v7_opens_and_its_id_records_owe_nothing(
         assert channel.outbounds == []  # nothing owed, nothing run
     conn = sqlite3.connect(db_path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
         columns = [row[1] for row in conn.execute("PRAGMA table_info(client_messages)")]
         assert columns[-3:] == ["answer", "answer_command", "answer_claimant"]
         assert conn.execute("SELECT client_id, answer, answer_command, answer_claimant "

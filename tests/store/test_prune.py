@@ -241,7 +241,7 @@ async def test_a_database_of_schema_v4_is_migrated_keeping_its_events(
     conn.close()
     async with open_store(db_path):
         pass
-    assert _rows(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)] == [(9,)]
+    assert _rows(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)] == [(10,)]
     assert _rows(db_path, "SELECT event_seq, type FROM events") == [(1, "old"), (2, "old")]
     assert _rows(db_path, "SELECT lowest_kept FROM event_horizon") == [(1,)]
     report, _ = await _prune(db_path, 10.0)

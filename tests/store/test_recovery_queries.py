@@ -133,7 +133,7 @@ async def test_pages_cover_every_row_and_every_session_once(db) -> None:
         unrouted = []
         unrouted_ids: list[str] = []
         key: tuple[str, int] | None = ("", 0)
-        while key is not None:  # one row a page: s1's message comes once, then the end
+        while key is not None:  # the unrouted rows are messages: not read, the end at once
             ids, key = recovery.unrouted_progress(conn, key, 1)
             unrouted_ids += ids
             unrouted.append(key)
@@ -147,8 +147,38 @@ async def test_pages_cover_every_row_and_every_session_once(db) -> None:
     assert sorted(stale) == ["s0-5", "s1-5", "s2-5"]
     assert (sorted(written_by), last) == (["s0-5", "s1-5"], 24)
     assert sorted(claims) == ["s0-3", "s1-3", "s2-3"]  # none of them for their own claimant
-    assert unrouted == [("s0", 7), ("s1", 7), ("s2", 7), None]
-    assert unrouted_ids == []  # only messages are unrouted here: stepped over
+    assert unrouted == [None]
+    assert unrouted_ids == []  # only messages are unrouted here
+
+
+async def test_unrouted_progress_reads_only_unrouted_progress_rows_through_their_index(
+        db) -> None:
+    """Recovery at open looks for an earlier process's ``unrouted`` progress notes: a seek of
+    the partial index of those alone, so the ``unrouted`` messages and notices (which no prune
+    deletes, so they only grow) are never read, and pages hold only progress notes."""
+    await _migrated(db)
+    _fill(db)  # every unrouted row here is a message
+    conn = sqlite3.connect(db)
+    try:
+        assert recovery.unrouted_progress(conn, ("", 0), 1) == ([], None)  # one page, no row
+        with conn:
+            for sid, seq in (("s0", 9), ("s2", 9), ("s2", 10)):
+                conn.execute(
+                    "INSERT INTO outbox (delivery_id, session_id, seq, work_id, kind, text, "
+                    "blocks, metadata, visible, status, created_at, updated_at) VALUES "
+                    "(?, ?, ?, ?, 'progress', '', '[]', '{}', 1, 'unrouted', 1, 1)",
+                    (f"{sid}-{seq}", sid, seq, f"w-{sid}-{seq}"))
+        pages = []
+        key: tuple[str, int] | None = ("", 0)
+        while key is not None:
+            ids, key = recovery.unrouted_progress(conn, key, 2)
+            pages.append((ids, key))
+    finally:
+        conn.close()
+    assert pages == [(["s0-9", "s2-9"], ("s2", 9)), (["s2-10"], ("s2", 10)), ([], None)]
+    _, statements = _run(db, recovery.unrouted_progress, ("s0", 3), 10)
+    assert _plans(db, statements) == [
+        "SEARCH outbox USING INDEX outbox_unrouted_progress ((session_id,seq)>(?,?))"]
 
 
 async def test_an_insert_through_the_pipeline_op_is_found_by_the_recovery_reads(db) -> None:

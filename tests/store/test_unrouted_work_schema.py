@@ -67,7 +67,7 @@ async def test_a_v8_databases_unrouted_work_items_read_unrouted_once_opened(db_p
         pass
     conn = sqlite3.connect(db_path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
     finally:
         conn.close()
     assert _work_statuses(db_path) == {
