@@ -247,11 +247,11 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
     rather than start a turn that the ``/cancel`` sent before it then cancels. The id is
     written before the cancel: a cancel dies with its process anyway, but an id recorded
     after it could be lost to a crash in between, and the platform's resend then cancelled
-    the turn of a message sent since. The messages of a waiting turn it cancels are released
-    then, under the lock (a crash after it must not tell the user they went unanswered).
-    The session the answer goes to is looked up after
-    the lock is let go (a lookup that reads the store takes it), unless that write found the
-    conversation with none: the answer then goes direct, owed on the id's record (see
+    the turn of a message sent since. The messages of a turn (running or waiting) it cancels
+    are released then, under the lock (a crash after it must not tell the user they went
+    unanswered). The session the answer goes to is looked up after the lock is let go (a
+    lookup that reads the store takes it), unless that write found the conversation with
+    none: the answer then goes direct, owed on the id's record (see
     :func:`_answer_current`). *hold*, *owed_to*: as for
     :func:`run_command`; the answer held with the id says what there was to cancel before it
     was written (after a crash, whatever ran then was stopped by it). Cut off while it pays
@@ -290,7 +290,7 @@ async def run_cancel(channel: ChannelBase, conversation: Conversation, *,
 
 
 async def release_cancelled(channel: ChannelBase, conversation: Conversation) -> None:
-    """Release the messages of the waiting turns ``/cancel`` (or the stop button,
+    """Release the messages of the turns (running or waiting) ``/cancel`` (or the stop button,
     ``ChannelBase.cancel_turn``) cancelled (see ``Dispatch.take_cancelled_held``): dealt
     with at the user's request, as those ``/clear`` drops. A failed write is logged
     (``event=hold_not_released``): still held, they are told about, needlessly, after a

@@ -31,9 +31,9 @@ cancelled (with reason ``cancel_command``).
 
 Each accepted message is also held in the store (``rt.hold_inbound``, by the channel before it
 is submitted here) until it is dealt with: the end of the turn that answered it, the notice, or
-``/clear`` releases it in the same commit (``/cancel`` releases the messages of a waiting turn
-it cancels at once, see :meth:`Dispatch.take_cancelled_held`). A crash, or a stop that cuts a
-running turn, leaves it held, and the next start's recovery sends its notice instead
+``/clear`` releases it in the same commit (``/cancel`` releases the messages of a turn, running
+or waiting, it cancels at once, see :meth:`Dispatch.take_cancelled_held`). A crash, or a stop
+that cuts a running turn, leaves it held, and the next start's recovery sends its notice instead
 (:class:`PendingTurn.held`).
 """
 
@@ -306,14 +306,20 @@ class Dispatch:
         return cancelled
 
     def take_cancelled_held(self, conversation: Conversation) -> list[str]:
-        """Take the held messages of *conversation*'s waiting turns ``/cancel`` cancelled
+        """Take the held messages of *conversation*'s turns ``/cancel`` cancelled
         (:meth:`cancel`), for the caller to release now, as ``/clear`` releases what it
-        drops: left held until the worker reaches such a turn, a crash meanwhile made the
-        next start tell the user "not answered" about a message they had cancelled. The
-        turn still runs in its place as one cancelled while it opens, releasing nothing.
-        Sync."""
+        drops: left held until the turn's end (a waiting one's, once the worker reaches it),
+        a crash meanwhile made the next start tell the user "not answered" about a message
+        they had cancelled. A waiting turn still runs in its place as one cancelled while it
+        opens, releasing nothing; a running one still ends cancelled (a cancel it took came
+        before it began writing its reply, see ``ActiveTurn.finishing``: no answer is lost;
+        a later one was refused, and its reply releases them). Sync."""
         held: list[str] = []
         for state in self.states_of(conversation):
+            active = state.active
+            if active is not None and active.cancel_reason == "cancel_command":
+                held += active.held
+                active.held = []
             for pending in state.pending:
                 if pending.cancelled is not None and not pending.dropped:
                     held += pending.held

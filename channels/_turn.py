@@ -69,9 +69,13 @@ the worker's loop, for those it reaches one after another): one turn's worth (``
 class ActiveTurn:
     """The running turn of a session, as commands and steer see it."""
 
-    def __init__(self, emitter: LifecycleEmitter, message_ids: Iterable[str | None] = ()
-                 ) -> None:
+    def __init__(self, emitter: LifecycleEmitter, message_ids: Iterable[str | None] = (),
+                 held: Iterable[str] = ()) -> None:
         self.emitter = emitter
+        self.held = list(held)
+        """The inbound ids its messages are held under, until ``/cancel`` takes them
+        (``Dispatch.take_cancelled_held``) to release at once; its end releases them anyway
+        (again: ids no longer held are ignored)."""
         self.message_ids = frozenset(message_ids)
         """The client ids of the messages it answers (several when merged): a resend of one
         is answered ``duplicate`` with ``running`` while the turn has not ended."""
@@ -248,7 +252,8 @@ def _active_turn(channel: ChannelBase, state: SessionState, pending: PendingTurn
     emitter = LifecycleEmitter(channel.on_task_lifecycle if hook is None else hook,
                                channel.config, chat_id=state.conversation.chat_id,
                                session_id=state.session_id, message_id=pending.message_id)
-    return ActiveTurn(emitter, (inbound.message_id for inbound in pending.inbounds))
+    return ActiveTurn(emitter, (inbound.message_id for inbound in pending.inbounds),
+                      pending.held)
 
 
 async def _started(emitter: LifecycleEmitter, session_id: str) -> None:
