@@ -59,9 +59,11 @@ async def _cancel(channel: RecordingChannel, how: str, n: int) -> None:
                                          press_id=press_id) == "cancelled"
 
 
-@pytest.mark.parametrize("how", ["command", "press", "press_id"])
-async def test_a_crash_after_cancel_says_nothing_of_the_waiting_turn_it_cancelled(
-        how, db_path, workspace, tmp_path, autojump_clock) -> None:
+async def told_after_cancels(how: str, cancels: int, db_path: pathlib.Path,
+                             workspace: pathlib.Path, tmp_path: pathlib.Path) -> list[str]:
+    """Send "first" (its turn runs until stopped) and "second" (waiting behind it), cancel
+    *cancels* times by *how*, copy the database as a crash now would leave it, run the next
+    start's recovery on the copy and return the "not answered" notices it wrote."""
     agent = SlowToStop()
     copy = tmp_path / "crashed.db"
     with fail_after_real(30):  # a guard against hanging, not a wait
@@ -72,15 +74,21 @@ async def test_a_crash_after_cancel_says_nothing_of_the_waiting_turn_it_cancelle
                 assert await channel.say("first", message_id="m1") == "started"
                 await agent.entered.wait()
                 assert await channel.say("second", message_id="m2") == "queued"
-                await _cancel(channel, how, 1)  # the running one
-                await _cancel(channel, how, 2)  # it is ending: the waiting one
+                for n in range(1, cancels + 1):  # the running one, then (it is ending) the
+                    await _cancel(channel, how, n)  # waiting one
                 _crash_copy(db_path, copy)
             finally:
                 agent.stop.set()  # (else the runtime's stop waits for it for ever)
-        # The next start on what the crash left: the waiting turn was dealt with.
         async with tidings.open_runtime(copy, workspace=workspace, grace=0) as again:
             await again.recover()
-    told = _not_answered(copy)
+    return _not_answered(copy)
+
+
+@pytest.mark.parametrize("how", ["command", "press", "press_id"])
+async def test_a_crash_after_cancel_says_nothing_of_the_waiting_turn_it_cancelled(
+        how, db_path, workspace, tmp_path, autojump_clock) -> None:
+    told = await told_after_cancels(how, 2, db_path, workspace, tmp_path)
+    # The next start on what the crash left: the waiting turn was dealt with.
     assert not any('"second"' in text for text in told), told
     # (the running one, cancelled too, neither: test_cancel_running_released.py)
     assert not any('"first"' in text for text in told), told
