@@ -13,22 +13,14 @@ from __future__ import annotations
 
 import trio
 
-from .test_resume_handback_error_gateway import ROWS, _deliveries
+from .test_resume_handback_error_gateway import ROWS, _deliveries, left_with_unrouted_rows
 
 
 async def test_a_resume_whose_connection_is_killed_mid_hand_back_leaves_the_rest_to_a_hello(
         rt, serve_gateway, connect, monkeypatch) -> None:
     async with serve_gateway(rt) as (gateway, url):
         async with connect(url, "alpha") as client:
-            left = client.welcome["session_id"]
-            await client.message("/new")
-            [started] = await _deliveries(client, 1)
-            assert started.startswith("Started a new session")
-            late = [f"late {n}" for n in range(ROWS)]
-            for text in late:  # a host writes in the left session: no route
-                handle = await rt.notify(left, text)
-                assert await handle.wait() == "unrouted"
-            rt.dispatcher.lane_bytes = 1  # a hand-back page holds one row: ROWS pages
+            left, late = await left_with_unrouted_rows(rt, client)
             pages = []
             requeue = rt.requeue
             hub = gateway.hubs[gateway.conversation_named("alpha").key]

@@ -36,9 +36,9 @@ async def _until(client, wanted: list[str]) -> list[str]:
     return texts
 
 
-async def _resume_failing(rt, client, monkeypatch) -> tuple[str, list[str]]:
-    """/new, ROWS rows written in the left session (no route), then a /resume of it whose
-    second hand-back page fails; the texts of those rows."""
+async def left_with_unrouted_rows(rt, client) -> tuple[str, list[str]]:
+    """``/new``, then ROWS rows a host writes in the session left (no route: ``unrouted``),
+    and hand-back pages of one row each (ROWS pages); the left session, the rows' texts."""
     left = client.welcome["session_id"]
     await client.message("/new")
     [started] = await _deliveries(client, 1)
@@ -48,6 +48,13 @@ async def _resume_failing(rt, client, monkeypatch) -> tuple[str, list[str]]:
         handle = await rt.notify(left, text)
         assert await handle.wait() == "unrouted"
     rt.dispatcher.lane_bytes = 1  # a hand-back page holds one row: ROWS pages
+    return left, late
+
+
+async def _resume_failing(rt, client, monkeypatch) -> tuple[str, list[str]]:
+    """/new, ROWS rows written in the left session (no route), then a /resume of it whose
+    second hand-back page fails; the texts of those rows."""
+    left, late = await left_with_unrouted_rows(rt, client)
     pages = fail_second_page(rt, monkeypatch)
     await client.message(f"/resume {left}")
     with trio.fail_after(10):  # a guard against hanging, not a wait
