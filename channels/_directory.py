@@ -359,13 +359,7 @@ class SessionDirectory:
         self._moved_now(key)
         self._current.pop(key, None)
         self._cleared.pop(key, None)
-        for session_id in sessions:
-            self._conversations.pop(session_id, None)
-            token = self._tokens.pop(session_id, None)
-            if token is not None:  # a stale token (another route bound it) removes nothing
-                self._rt.router.unbind(token)
-        if conversation is not None and self._forgotten is not None:
-            self._forgotten(conversation, list(sessions))
+        self._unbind(conversation, list(sessions))
 
     def _forget_done(self, conversation: Conversation) -> None:
         """Unbind and forget the sessions *conversation* has left that are no longer in use
@@ -377,13 +371,18 @@ class SessionDirectory:
         done = [sid for sid in sessions if sid != current and not self._in_use(sid)]
         if done:
             self._keys[conversation.key] = tuple(sid for sid in sessions if sid not in done)
-        for session_id in done:
+            self._unbind(conversation, done)
+
+    def _unbind(self, conversation: Conversation | None, session_ids: list[str]) -> None:
+        """Unbind and forget *session_ids* here, then tell the channel (*forgotten*) they
+        went, if their *conversation* is known. Sync."""
+        for session_id in session_ids:
             self._conversations.pop(session_id, None)
             token = self._tokens.pop(session_id, None)
             if token is not None:  # a stale token (another route bound it) removes nothing
                 self._rt.router.unbind(token)
-        if done and self._forgotten is not None:
-            self._forgotten(conversation, done)
+        if conversation is not None and self._forgotten is not None:
+            self._forgotten(conversation, session_ids)
 
     def _bind(self, session_id: str) -> None:
         if self._closed:
