@@ -395,7 +395,7 @@ class Dispatch:
                 # shielded so the notices are written while the store's writer still runs,
                 # and bounded, as the writer answers every request.
                 with trio.CancelScope(shield=True):
-                    await self._tell_unanswered(state, dropped)
+                    await self._tell_unanswered(state, dropped, by=by)
 
     def _taken_over(self, state: SessionState) -> bool:
         """Whether the channel was closed and another route has bound the session since (the
@@ -453,8 +453,8 @@ class Dispatch:
         with trio.CancelScope(shield=True):  # bounded: the writer answers every request
             await self._tell_unanswered(state, dropped)
 
-    async def _tell_unanswered(self, state: SessionState, dropped: list[PendingTurn]
-                               ) -> None:
+    async def _tell_unanswered(self, state: SessionState, dropped: list[PendingTurn], *,
+                               by: float | None = None) -> None:
         """Tell the user, in *state*'s session, about each turn in *dropped* (accepted, never
         run): one notice through the runtime's outbox per turn, so it reaches the platform
         whenever the session has a route again (after a restart too). A turn the user had
@@ -465,6 +465,10 @@ class Dispatch:
         its message's end learns it now, since the next start has nothing to say about it.
         Never raises for a failed write:
         the runtime may already be closed; then the drop is only logged.
+
+        Those ends share one grace, given up on at trio time *by* when the worker was ending
+        dropped turns in its loop as it ended (the rest of the same row, see
+        :func:`~tidings.channels._turn.dropped_ends_by`): else one of their own, from now.
 
         The dropped text does not become a ``user`` history row: history is what the model
         saw and answered, and a question left there unanswered would be taken up later, out
@@ -502,7 +506,7 @@ class Dispatch:
                 # not hold the stop for N graces (the callers shield this)
                 await end_dropped_at_stop(
                     self._channel, state,
-                    [pending for pending in dropped if pending.cancelled is not None])
+                    [pending for pending in dropped if pending.cancelled is not None], by=by)
             finally:
                 self._told()
 

@@ -197,16 +197,20 @@ async def end_dropped(channel: ChannelBase, state: SessionState, pending: Pendin
 
 
 async def end_dropped_at_stop(channel: ChannelBase, state: SessionState,
-                              dropped: Iterable[PendingTurn]) -> None:
+                              dropped: Iterable[PendingTurn], *, by: float | None = None
+                              ) -> None:
     """End each of *dropped* (turns a worker's end found cancelled while they waited, in their
     order) as :func:`end_dropped` does, all within one turn's grace together: a hook that hangs
     on each cannot hold the runtime's stop for a grace per turn. Once the grace is spent, the
-    rest still get their events, each given up on at once (a sync hook still runs).
+    rest still get their events, each given up on at once (a sync hook still runs). *by*: the
+    grace of the row of dropped turns the worker was ending in its loop as it ended (from
+    :func:`dropped_ends_by`), which these go on sharing; None: one from now.
 
     A hook's ``KeyboardInterrupt`` (or the like) on one of them goes on only once the others
     have ended too: the stop is the last chance any of them has to end (the first raised goes
     on; the worker's own loop needs none: its end ends the rest here)."""
-    by = dropped_ends_by()
+    if by is None:
+        by = dropped_ends_by()
     raised: BaseException | None = None
     for pending in dropped:
         try:

@@ -13,7 +13,7 @@ from tidings.channels import ChannelConfig
 from tidings.supervisor._testing_invariants import lifecycle_violations
 
 from ..real_time import fail_after_real
-from .conftest import Lingering, RecordingChannel
+from .conftest import GatedAgent, Lingering, RecordingChannel
 
 DROPPED = ("m2", "m3", "m4", "m5", "m6")
 
@@ -49,3 +49,36 @@ async def test_a_stop_ends_many_dropped_turns_within_one_grace(
     # ... and the stop waits one turn's grace for them all (started 5 s + cancelled 5 s),
     # plus the second the running turn takes to stop: not 5 x 10 s.
     assert stop_took <= 1 + 10 + 1, stop_took
+
+
+async def test_a_stop_while_the_worker_ends_dropped_turns_takes_no_second_grace(
+        db_path, workspace, autojump_clock) -> None:
+    """The stop comes while the session's worker is ending the first of the dropped turns in
+    its place (test_dropped_turns_clear_bounded.py): those the stop ends are the rest of the
+    same row, within the same grace. Before, the worker spent the row's grace on the first,
+    then the stop gave the rest a grace of their own: some 20 s where 10 s were due."""
+    agent = GatedAgent()
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+            channel = HangsOnDropped(rt, ChannelConfig(name="ops", dispatch_mode="followup"),
+                                     agent=agent)
+            assert await channel.say("first", message_id="m1") == "started"
+            await agent.wait_turns(1)
+            for message_id in DROPPED:
+                assert await channel.say(message_id, message_id=message_id) == "queued"
+            assert await channel.say("/clear", message_id="c1") == "command"
+            await channel.wait_for(lambda: [(event.message_id, event.type)
+                                            for event in channel.events][-1:] == [
+                (DROPPED[0], "started")])  # the worker's own loop is ending the first
+            row_began = trio.current_time()
+            assert not rt.tasks.stopping
+        stop_took = trio.current_time() - row_began
+    # Every dropped turn still ends, once, in order, with its reason ...
+    assert [(event.message_id, event.type, getattr(event, "reason", None))
+            for event in channel.events if event.message_id in DROPPED] == [
+        (message_id, kind, reason) for message_id in DROPPED
+        for kind, reason in (("started", None), ("cancelled", "clear"))]
+    assert lifecycle_violations(channel.events) == []
+    # ... and the stop waits what is left of the row's one grace (started 5 s + cancelled
+    # 5 s) for them all, the worker's and the stop's together: not a second 10 s.
+    assert stop_took <= 10 + 1, stop_took
