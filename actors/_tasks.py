@@ -54,6 +54,9 @@ class TaskRunner:
         self._idle.set()
         self._stopping = False
         self._cancelled = False
+        self._abandoning = False
+        """An ``on_abandon`` callback runs (:meth:`_exited`): a task it starts is taken, also
+        once the runner is stopping."""
 
     # --- wiring (driven by the ``tasks`` child of open_runtime) ------------------------------
 
@@ -93,7 +96,11 @@ class TaskRunner:
         Never blocks. The task is never restarted; an exception it raises is logged by the
         supervisor and forgotten (so a task should handle its own errors). If the task ends
         without ever calling ``async_fn`` (it failed at child start), ``on_abandon()`` is
-        called instead (sync), so the caller can undo what it set up for it.
+        called instead (sync), so the caller can undo what it set up for it. It may start a
+        task for what it cannot do sync (a channel's worker: its waiting turns' notices and
+        ends), even while the runner stops: the task it was to run had been taken before the
+        stop, so the stop waits for that one in its place (no grace once the stop has
+        cancelled the others: it is cancelled at once, as they were).
 
         Raises:
           ValidationError: ``name`` is not an id (see ``check_id``: it is in every log line
@@ -108,10 +115,13 @@ class TaskRunner:
         if on_abandon is not None and not callable(on_abandon):
             raise ValidationError("on_abandon", f"must be None or callable, got "
                                                 f"{on_abandon!r:.80}")
-        self.check_open()
+        if not (self._abandoning and self._sup is not None):
+            self.check_open()
         assert self._sup is not None
         child = f"task:{name}:{next(self._serials)}"
         scope = trio.CancelScope()
+        if self._cancelled:  # (only from an on_abandon) past the grace, as the others are
+            scope.cancel(reason=SHUTDOWN_REASON)
         spec = ChildSpec(child, functools.partial(self._run, child, scope, async_fn, args),
                          restart="temporary", shutdown_timeout=0, start_timeout=None,
                          mailbox_size=0,
@@ -167,13 +177,20 @@ class TaskRunner:
 
     def _exited(self, child: str, on_abandon: Callable[[], object] | None) -> None:
         """The child's task ended (the kernel's on_exit): if its function never ran, it is
-        not waited for, and whoever started it is told."""
+        not waited for, and whoever started it is told. Forgotten only once told: a task
+        ``on_abandon`` starts (see :meth:`start`) keeps a stop waiting without a gap."""
         if child not in self._scopes:
             return  # it ran, and _run's finally has forgotten it
-        self._finished(child)
         log.warning("event=task_abandoned task=%s reason=\"ended before it ran\"", field(child))
-        if on_abandon is not None:
-            on_abandon()
+        try:
+            if on_abandon is not None:
+                self._abandoning = True
+                try:
+                    on_abandon()
+                finally:
+                    self._abandoning = False
+        finally:
+            self._finished(child)
 
     def _finished(self, child: str) -> None:
         self._scopes.pop(child, None)

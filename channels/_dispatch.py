@@ -428,7 +428,10 @@ class Dispatch:
 
     def _abandoned(self, state: SessionState) -> None:
         """The worker's task ended before it ran (sync, from the supervisor): its waiting
-        turns are told about by a task of their own, since nothing can be awaited here."""
+        turns are told about (and those the user cancelled ended) by a task of their own,
+        since nothing can be awaited here; the runtime takes it also at its stop (a worker
+        abandoned as the stop begins), and the stop waits for it. Only when no task can run
+        any more (the tasks supervisor is gone) is the drop just logged."""
         dropped = self._worker_ended(state)
         if not dropped:
             return
