@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -19,7 +20,6 @@ import threading
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, TextIO
 
-import attrs
 import trio
 
 from tidings.actors import MAX_TEXT_BYTES, ApprovalRequest, Outbound, Prompt
@@ -32,6 +32,7 @@ from tidings.channels._base import ChannelBase, key_refusal
 from tidings.channels._config import ChannelConfig
 from tidings.channels._inbound import Inbound, inbound_conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
+from tidings.channels._lines import LineTooLong, read_in_thread, split_lines, write_only
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.errors import ValidationError
 from tidings.store._ids import check_id
@@ -47,24 +48,12 @@ bytes, so never fewer characters), so a reply is printed whole, never cut with a
 while its delivery is ``sent``."""
 _OPEN = ("queued", "sending")
 _RECHECK = 0.05
-_SKIP = 65536
-"""Bytes read at a time of a line refused as too long, up to its newline."""
 _prompting = threading.Event()
 """Set while :func:`stdin_lines`' ``input()`` shows its prompt on the terminal and waits for a
 line: only then has :func:`input_line` a prompt to put back."""
 _prompting_lock = threading.Lock()
 """Orders the set of :data:`_prompting` (readline's pre-input hook, in the reading thread)
 against its clear when that read is abandoned (in the loop's thread): see :func:`_shown`."""
-
-
-@attrs.frozen
-class LineTooLong:
-    """A line of input refused as it was read: more than *limit* bytes before its newline (a
-    ``\r\n`` not counted). Its bytes are skipped up to that newline, never held whole
-    (*skipped* False: a typed line, which ``input()`` read whole, so none were)."""
-
-    limit: int
-    skipped: bool = True
 
 
 class TerminalChannel(ChannelBase):
@@ -354,60 +343,80 @@ async def stdin_lines(prompt: str = "> ", *,
     On a terminal, with line editing and history (``readline``) and *prompt*; on a pipe, no
     prompt is printed. Cancelling abandons the blocked read: a terminal's modes are put back
     as they were (readline's would outlive the exit). A file or a pipe is read by
-    ``os.read`` of its descriptor, not ``sys.stdin``'s buffered reader: a thread abandoned in
-    that reader held its lock, and CPython aborted at exit (``_enter_buffered_busy``);
-    ``tidings chat`` reads a pipe with :func:`~tidings.supervisor._chat_input.input_lines`
-    (trio waits on it, no thread), which hands a terminal here. Bytes
-    that do not decode come as lone surrogates (``surrogateescape``) whatever the locale's
-    error handler, for the chat to refuse that line: a strict decoder would raise, and lose
-    the lines read with it. A closed stdin (``<&-``: ``sys.stdin`` is None) has no lines, as
-    ``/dev/null``.
+    ``os.read`` of its descriptor (:func:`~tidings.channels._lines.read_in_thread`), not
+    ``sys.stdin``'s buffered reader: a thread abandoned in that reader held its lock, and
+    CPython aborted at exit (``_enter_buffered_busy``); ``tidings chat`` reads a pipe with
+    :func:`~tidings.supervisor._chat_input.input_lines` (trio waits on it, no thread), which
+    hands a terminal and a file here. Bytes that do not decode come as lone surrogates
+    (``surrogateescape``) whatever the locale's error handler, for the chat to refuse that
+    line: a strict decoder would raise, and lose the lines read with it. A closed stdin
+    (``<&-``: ``sys.stdin`` is None) has no lines, as ``/dev/null``; so does one open for
+    writing only (``nohup`` typed into). What ``sys.stdin``'s buffered reader had read
+    already (a host that read it first) is not seen.
 
     Not on a terminal (a file, a pipe: ``tidings chat --local < big.bin``), a line of more than
-    *max_line_bytes* (awaited before each line is read; None: :data:`MAX_TEXT_BYTES`, a message
+    *max_line_bytes* (awaited once for each line; None: :data:`MAX_TEXT_BYTES`, a message
     text's cap) is yielded as :class:`LineTooLong` once that many of its bytes are read, and
-    the rest of it is skipped up to its newline: at most the limit is held, not the line.
+    the rest of it is skipped up to its newline: at most the limit is held, not the line (see
+    :func:`~tidings.channels._lines.split_lines`, which ``tidings chat`` splits a pipe with).
     A terminal's lines are read whole by ``input()``: :meth:`TerminalChannel.chat` refuses
     one over :data:`MAX_TEXT_BYTES` as it would this reader's :class:`LineTooLong`.
     """
     if sys.stdin is None:
         return
-    interactive = stdin_is_a_terminal()
-    reader = None if interactive else _LineReader.of_stdin()
+    if not stdin_is_a_terminal():
+        fd = _stdin_fd()
+        if fd is None:  # a stand-in (a test's io.StringIO): its own readline, whole
+            while line := await trio.to_thread.run_sync(sys.stdin.readline,
+                                                        abandon_on_cancel=True):
+                yield line
+        elif not write_only(fd):
+            async for line in split_lines(functools.partial(read_in_thread, fd),
+                                          sys.stdin.encoding or "utf-8",
+                                          max_line_bytes or _message_cap):
+                yield line
+        return
     set_hook: Callable[[Callable[[], None]], None] | None = None
-    restore_modes = _terminal_modes() if interactive else None
-    if interactive:
-        try:
-            import readline  # importing it gives input() line editing
-        except ImportError:
-            pass
-        else:  # its hook is called once the prompt is printed
-            set_hook = getattr(readline, "set_pre_input_hook", None)
+    restore_modes = _terminal_modes()
+    try:
+        import readline  # importing it gives input() line editing
+    except ImportError:
+        pass
+    else:  # its hook is called once the prompt is printed
+        set_hook = getattr(readline, "set_pre_input_hook", None)
     while True:
         try:
-            if restore_modes is not None:
-                abandoned = threading.Event()
-                try:
-                    line = await trio.to_thread.run_sync(_input, prompt, set_hook, abandoned,
-                                                         abandon_on_cancel=True)
-                except BaseException:  # abandoned (Ctrl-C, the chat's end) in readline; after
-                    restore_modes()  # an EOFError readline put them back already: the same
-                    # Its prompt is no longer waited at (the input() left blocked never
-                    # clears it): the lines the runtime's stop prints must not put it back.
-                    _abandon(abandoned)
-                    raise
-            else:
-                limit = MAX_TEXT_BYTES if max_line_bytes is None else await max_line_bytes()
-                line = await trio.to_thread.run_sync(
-                    _read_line if reader is None else reader.read_line, limit,
-                    abandon_on_cancel=True)
+            abandoned = threading.Event()
+            try:
+                line = await trio.to_thread.run_sync(_input, prompt, set_hook, abandoned,
+                                                     abandon_on_cancel=True)
+            except BaseException:  # abandoned (Ctrl-C, the chat's end) in readline; after
+                restore_modes()  # an EOFError readline put them back already: the same
+                # Its prompt is no longer waited at (the input() left blocked never
+                # clears it): the lines the runtime's stop prints must not put it back.
+                _abandon(abandoned)
+                raise
         except EOFError:
             return
         except UnicodeDecodeError as exc:  # a terminal's strict decoder: that line only
             line = exc.object.decode(exc.encoding, "surrogateescape")
-        if not interactive and line == "":
-            return
         yield line
+
+
+def _stdin_fd() -> int | None:
+    """stdin's descriptor; None for a stand-in that has none (a test's ``io.StringIO``)."""
+    if getattr(sys.stdin, "buffer", None) is None:
+        return None
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+async def _message_cap() -> int:
+    """A message text's cap, :data:`MAX_TEXT_BYTES`: the longest line a file's is held to."""
+    await trio.lowlevel.checkpoint()
+    return MAX_TEXT_BYTES
 
 
 def _terminal_modes() -> Callable[[], None]:
@@ -462,85 +471,6 @@ def _abandon(abandoned: threading.Event) -> None:
     with _prompting_lock:
         abandoned.set()
         _prompting.clear()
-
-
-class _LineReader:
-    """Lines of stdin's descriptor, read by ``os.read`` (a worker thread's): not through
-    ``sys.stdin``'s buffered reader, whose lock a thread that a cancel abandoned in it kept,
-    so that CPython aborted at exit ("Fatal Python error: _enter_buffered_busy", SIGABRT) in
-    a host that cancelled the read of a long line of a file (as 15b38b4 fixed for
-    ``tidings chat``'s own reading). What that reader had buffered already (a host that read
-    ``sys.stdin`` first) is not seen."""
-
-    __slots__ = ("encoding", "fd", "pending")
-
-    def __init__(self, fd: int, encoding: str) -> None:
-        self.fd = fd
-        self.encoding = encoding
-        self.pending = bytearray()
-        """Bytes read past the last line returned (at most one read's)."""
-
-    @classmethod
-    def of_stdin(cls) -> _LineReader | None:
-        """The reader of stdin's descriptor; None for a stand-in that has none (a test's
-        ``io.StringIO``: read by its own ``readline``)."""
-        if getattr(sys.stdin, "buffer", None) is None:
-            return None
-        try:
-            fd = sys.stdin.fileno()
-        except (AttributeError, OSError, ValueError):
-            return None
-        return cls(fd, sys.stdin.encoding or "utf-8")
-
-    def read_line(self, limit: int) -> str | LineTooLong:
-        """One line ("" at the end), undecodable bytes as lone surrogates; or
-        :class:`LineTooLong` for one of more than *limit* bytes (its ``\r\n`` not
-        counted), the rest of which is read and skipped, :data:`_SKIP` bytes at a time: at
-        most the limit and a read are held. Blocking (a worker thread's).
-
-        It reads a duplicate of the descriptor, its own until it returns: a cancel abandons
-        it in its thread, which reads on (the rest of the line, its skip) after the host
-        may have closed stdin, and the descriptor's number, reused by the next file the host
-        opened, had it read (and drop) that file's bytes."""
-        fd = os.dup(self.fd)
-        try:
-            end = self._fill(fd, limit)
-        finally:
-            os.close(fd)
-        if end is None:
-            return LineTooLong(limit)
-        data = bytes(self.pending[:end + 1])
-        del self.pending[:end + 1]
-        if len(data.rstrip(b"\r\n")) > limit:
-            return LineTooLong(limit)
-        return data.decode(self.encoding, "surrogateescape")
-
-    def _fill(self, fd: int, limit: int) -> int | None:
-        """Read *fd* until :attr:`pending` holds a line: the index of its last byte (its
-        newline, or the input's last byte); None for one over *limit*, skipped."""
-        while (end := self.pending.find(b"\n")) < 0:
-            if len(self.pending) >= limit + 2:  # the text is over the limit already
-                self._skip_line(fd)
-                return None
-            chunk = os.read(fd, _SKIP)
-            if not chunk:  # the end of input: the last line, without its newline
-                return len(self.pending) - 1
-            self.pending += chunk
-        return end
-
-    def _skip_line(self, fd: int) -> None:
-        self.pending.clear()
-        while chunk := os.read(fd, _SKIP):
-            end = chunk.find(b"\n")
-            if end >= 0:
-                self.pending += chunk[end + 1:]
-                return
-
-
-def _read_line(limit: int) -> str | LineTooLong:
-    """One line of a stdin stand-in with no descriptor (a test's ``io.StringIO``): its own
-    ``readline``, whole (*limit* is for :meth:`_LineReader.read_line`)."""
-    return sys.stdin.readline()
 
 
 def _check_out(out: object) -> None:

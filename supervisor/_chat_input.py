@@ -11,23 +11,24 @@ pipe or socket, which stdout may share (one socket for both under socat, inetd o
 socket activation), and a non-blocking stdout lost the answers a slow peer had not read yet. A
 terminal keeps ``input()`` and its line editing (read through readline, not that reader) when
 stdout is one too. Any other stdin (a regular file, ``/dev/null``, ``/dev/zero``: what trio
-cannot wait on) is read as a pipe is, but each chunk by ``os.read`` of its descriptor in a
-worker thread: a read never waits there, but it may be long under way when the chat ends (a
-long line of ``tidings chat < big.bin`` skipped), and a thread abandoned in ``os.read`` holds
-no lock, where one in the buffered reader aborted the exit the same way.
+cannot wait on) is the terminal channel's
+:func:`~tidings.channels._terminal.stdin_lines`' to read: each chunk by ``os.read`` of its
+descriptor in a worker thread (a read never waits there, but it may be long under way when
+the chat ends: a long line of ``tidings chat < big.bin`` skipped), and a thread abandoned in
+``os.read`` holds no lock, where one in the buffered reader aborted the exit the same way.
 
-A piped line longer than the chat takes (``max_line_bytes``: the server's ``max_frame_bytes``,
-as a frame is at least as long as its line; a message text's cap for ``--local``) is not held
-whole: once that many of its bytes are in, it is yielded as a :class:`LineTooLong`, for the
-chat to refuse at once, and the rest of it is read and dropped up to its newline. The limit
-counts as :func:`~tidings.channels._terminal.stdin_lines` counts a file's: a line's text, not
-its ``\\r\\n``; it is asked only about a line longer than one read (64 KiB), so a shorter line
-over it is the chat's to refuse. ``cat bigfile.bin | tidings chat`` keeps at most the limit and
-one read in memory, not the whole input; so does a regular file (``tidings chat < big.bin``).
+Both split their bytes into lines with :func:`~tidings.channels._lines.split_lines`: a line
+longer than the chat takes (``max_line_bytes``: the server's ``max_frame_bytes``, as a frame
+is at least as long as its line; a message text's cap for ``--local``) is not held whole: once
+that many of its bytes are in, it is yielded as a :class:`LineTooLong`, for the chat to refuse
+at once, and the rest of it is read and dropped up to its newline. ``cat bigfile.bin | tidings
+chat`` keeps at most the limit and one read in memory, not the whole input; so does a regular
+file (``tidings chat < big.bin``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import sys
@@ -35,12 +36,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import trio
 
-from tidings.actors import MAX_TEXT_BYTES
-from tidings.channels._terminal import LineTooLong, stdin_lines
+from tidings.channels._lines import CHUNK, LineTooLong, split_lines, write_only
+from tidings.channels._terminal import stdin_lines
 
 __all__ = ["LineTooLong", "input_lines"]
-
-_CHUNK = 65536
 
 
 async def input_lines(prompt: str = "> ", *,
@@ -51,72 +50,27 @@ async def input_lines(prompt: str = "> ", *,
     (``tidings chat <&-``) has no lines, as ``/dev/null``; so does one open for writing only
     (``nohup`` typed into).
 
-    *max_line_bytes* gives the longest piped line to hold (awaited, as the chat knows it only
-    once welcomed; asked only about a line longer than one read): a longer one is yielded as
-    :class:`LineTooLong` (the server's ``max_frame_bytes`` is its limit) as soon as it is
-    known to be, and the rest of it dropped. None: no limit on a pipe; a regular file then
-    has :func:`~tidings.channels._terminal.stdin_lines`' own (a message text's cap,
+    *max_line_bytes* gives the longest piped line to hold (awaited once for each line, as the
+    chat knows it only once welcomed): a longer one is yielded as :class:`LineTooLong` (the
+    server's ``max_frame_bytes`` is its limit) as soon as it is known to be, and the rest of it
+    dropped. None: no limit on a pipe; a regular file then has
+    :func:`~tidings.channels._terminal.stdin_lines`' own (a message text's cap,
     ``MAX_TEXT_BYTES``)."""
     if sys.stdin is None:
         return
     fd = _pipe_fd()
-    receive = _receive
-    if fd is None:
-        fd = _file_fd()
-        if fd is None:  # a terminal input() reads with readline
-            async for line in stdin_lines(prompt, max_line_bytes=max_line_bytes):
-                yield line
-            return
-        receive = _read_in_thread
-        if max_line_bytes is None:  # as stdin_lines caps a file's lines
-            max_line_bytes = _message_cap
-    if _write_only(fd):  # `nohup tidings chat` typed into: its input "ignored", unreadable
+    if fd is None or write_only(fd):  # a terminal input() reads with readline, a file
+        async for line in stdin_lines(prompt, max_line_bytes=max_line_bytes):
+            yield line
         return
-    encoding = sys.stdin.encoding or "utf-8"
-    # A duplicate, which the end closes: trio's wait on it ends with it. A file is read in a
-    # thread that a cancel may leave in its read: its descriptor (stdin's own) stays open.
-    fd = os.dup(fd) if receive is _receive else fd
+    # A duplicate, which the end closes: trio's wait on it ends with it.
+    own = os.dup(fd)
     try:
-        # Only each new chunk is split: re-splitting the whole pending line at every read
-        # made a long line quadratic (a 32 MiB line took 20 s where readline took 0.5 s).
-        pending = bytearray()
-        dropping = False  # in a line refused as too long: its bytes up to the newline go
-        while chunk := await receive(fd):
-            *lines, rest = chunk.split(b"\n")
-            for line in lines:
-                if dropping:  # the refused line's last bytes
-                    dropping = False
-                    continue
-                pending += line
-                limit = await _over_limit(pending, max_line_bytes)
-                whole = bytes(pending) + b"\n"
-                pending.clear()
-                yield (whole.decode(encoding, "surrogateescape") if limit is None
-                       else LineTooLong(limit))
-            if dropping:
-                continue
-            pending += rest
-            limit = await _over_limit(pending, max_line_bytes)
-            if limit is not None:
-                pending.clear()
-                dropping = True
-                yield LineTooLong(limit)
-        if pending:
-            yield bytes(pending).decode(encoding, "surrogateescape")
+        async for line in split_lines(functools.partial(_receive, own),
+                                      sys.stdin.encoding or "utf-8", max_line_bytes):
+            yield line
     finally:
-        if receive is _receive:
-            os.close(fd)
-
-
-async def _over_limit(line: bytearray,
-                      max_line_bytes: Callable[[], Awaitable[int]] | None) -> int | None:
-    """The limit *line* (without its newline, whole or the start of it) is over, a ``\\r``
-    at its end not counted (as :func:`~tidings.channels._terminal.stdin_lines` counts); None
-    when it is within it, or no longer than one read (the limit is then not asked)."""
-    if max_line_bytes is None or len(line) <= _CHUNK:
-        return None
-    limit = await max_line_bytes()
-    return limit if len(line) - line.endswith(b"\r") > limit else None
+        os.close(own)
 
 
 async def _receive(fd: int) -> bytes:
@@ -125,46 +79,9 @@ async def _receive(fd: int) -> bytes:
     while True:
         await trio.lowlevel.wait_readable(fd)
         try:
-            return os.read(fd, _CHUNK)
+            return os.read(fd, CHUNK)
         except BlockingIOError:  # made non-blocking by someone else, and nothing there
             pass
-
-
-async def _read_in_thread(fd: int) -> bytes:
-    """The next bytes of *fd*, a file (``b""`` at its end), read in a worker thread that a
-    cancel abandons: ``os.read`` holds no lock at the interpreter's exit."""
-    return await trio.to_thread.run_sync(os.read, fd, _CHUNK, abandon_on_cancel=True)
-
-
-async def _message_cap() -> int:
-    await trio.lowlevel.checkpoint()
-    return MAX_TEXT_BYTES
-
-
-def _write_only(fd: int) -> bool:
-    """Whether *fd* is open for writing only: ``nohup`` typed into gives that for stdin
-    (``/dev/null``, "ignoring input"), and its first read failed with ``EBADF``, a
-    traceback. It has no lines, as a closed stdin. (Unix only, as the callers' descriptors.)"""
-    import fcntl
-
-    try:
-        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-    except OSError:
-        return False
-    return flags & os.O_ACCMODE == os.O_WRONLY
-
-
-def _file_fd() -> int | None:
-    """stdin's descriptor when it is no terminal (a regular file, a device such as
-    ``/dev/null``), on a platform whose pipes :func:`_pipe_fd` reads; None otherwise."""
-    if not hasattr(trio.lowlevel, "FdStream"):
-        return None
-    try:
-        fd = sys.stdin.fileno()
-        os.fstat(fd)
-    except (AttributeError, ValueError, OSError):  # no stdin, or a stand-in without one
-        return None
-    return None if os.isatty(fd) else fd
 
 
 def _pipe_fd() -> int | None:

@@ -6,24 +6,32 @@ abandons. That thread went on (the rest of a line, a long line's skip) reading s
 descriptor *number*: once the host closed stdin, the next file it opened took that number,
 and the abandoned thread read (and dropped) that file's bytes: a later reader of it, a test's
 pipe or a host's socket, waited for data already taken. It reads a duplicate of its own now.
+So does ``tidings chat``'s :func:`input_lines` with a regular file on stdin (``tidings chat <
+file``), read in a worker thread too: it read stdin's own number, and its abandoned read took
+the bytes of the pipe opened after it.
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
 import sys
 import threading
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import trio
 
 from tidings.channels._terminal import stdin_lines
+from tidings.supervisor._chat_input import input_lines
 
 from ..real_time import fail_after_real
 
 
+@pytest.mark.parametrize(("reader", "kind"), [(stdin_lines, "a-pipe"), (input_lines, "a-file")])
 async def test_an_abandoned_read_never_reads_a_file_opened_after_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path,
+        reader: Callable[[], AsyncIterator[object]], kind: str) -> None:
     real_read = os.read
     entered, gate, returned = threading.Event(), threading.Event(), threading.Event()
     read_from: list[int] = []  # the inode of each descriptor read
@@ -38,9 +46,13 @@ async def test_an_abandoned_read_never_reads_a_file_opened_after_it(
         finally:
             returned.set()
 
-    read_end, write_end = os.pipe()
+    if kind == "a-pipe":  # (input_lines has trio wait for a pipe: no thread)
+        read_end, write_end = os.pipe()
+        os.write(write_end, b"abc")  # a line begun, not ended: the reader reads on
+    else:
+        (tmp_path / "stdin.txt").write_bytes(b"abc")
+        read_end, write_end = os.open(tmp_path / "stdin.txt", os.O_RDONLY), -1
     first_pipe = os.fstat(read_end).st_ino
-    os.write(write_end, b"abc")  # a line begun, not ended: the reader reads on
     later_read = later_write = -1
     try:
         with fail_after_real(20):  # a guard against hanging, not a wait
@@ -49,7 +61,7 @@ async def test_an_abandoned_read_never_reads_a_file_opened_after_it(
                 monkeypatch.setattr(os, "read", gated_read)
                 async with trio.open_nursery() as nursery:
                     async def read() -> None:
-                        async for _line in stdin_lines():
+                        async for _line in reader():
                             pass
 
                     nursery.start_soon(read)
@@ -68,7 +80,8 @@ async def test_an_abandoned_read_never_reads_a_file_opened_after_it(
         assert real_read(later_read, 100) == b"not stdin's\n"  # all still there
     finally:
         gate.set()
-        os.close(write_end)  # the abandoned read's end of input: its thread ends
+        if write_end >= 0:
+            os.close(write_end)  # the abandoned read's end of input: its thread ends
         for fd in (later_read, later_write):
             if fd >= 0:
                 os.close(fd)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import pathlib
 import subprocess
 import sys
@@ -119,3 +120,30 @@ async def test_a_typed_line_over_a_message_is_refused_as_a_piped_one(rt) -> None
     assert f"terminal> {'é' * (MAX_TEXT_BYTES // 2)}" in lines
     assert not any("x" in line for line in lines if line.startswith("terminal> é"))
     assert lines.count("  [completed]") == 3
+
+
+async def test_a_piped_line_over_the_limit_is_refused_before_its_newline_comes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # As tidings chat's own reader (input_lines) refuses it, and as the README says ("dropped
+    # as soon as that many of its bytes are read"): stdin_lines read on to the newline first,
+    # so a producer that wrote a long line and waited saw no refusal until it sent more.
+    read_end, write_end = os.pipe()
+    writer = trio.lowlevel.FdStream(write_end)
+    lines: list[str | LineTooLong] = []
+    refused = trio.Event()
+    with open(read_end, encoding="utf-8") as stdin:  # noqa: ASYNC230 - never read from here
+        monkeypatch.setattr(sys, "stdin", stdin)
+
+        async def read_input() -> None:
+            async for line in stdin_lines(max_line_bytes=_limit):
+                lines.append(line)
+                refused.set()
+
+        with trio.fail_after(10):  # a guard against hanging, not a wait
+            async with trio.open_nursery() as nursery, writer:
+                nursery.start_soon(read_input)
+                await writer.send_all(b"x" * 20)  # no newline yet
+                await refused.wait()
+                assert lines == [LineTooLong(10)]
+                await writer.send_all(b"x" * 20 + b"\nafter\n")
+    assert lines == [LineTooLong(10), "after\n"]

@@ -208,3 +208,25 @@ async def test_a_piped_line_is_held_to_the_limit_as_the_terminal_reader_holds_a_
                     await writer.send_all(piece)
     assert lines == ["x" * 100_000 + "\r\n", LineTooLong(100_000), LineTooLong(100_000),
                      "after\n"]
+
+
+async def test_a_piped_line_shorter_than_a_read_is_refused_over_the_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The README: a piped line over the server's max_frame_bytes is dropped as soon as that
+    # many of its bytes are read, and `! not sent` adds "the rest of it is skipped". The limit
+    # was asked only about a line longer than one read (64 KiB): under a smaller frame limit
+    # a shorter line was yielded whole, refused without that, where stdin_lines (a file)
+    # refused it as read.
+    from tidings.supervisor._chat_input import LineTooLong
+
+    async def limit() -> int:
+        return 10
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"0123456789\n0123456789\r\n0123456789a\nok\n")
+    os.close(write_end)
+    with open(read_end, encoding="utf-8") as stdin:  # noqa: ASYNC230 - never read from here
+        monkeypatch.setattr(sys, "stdin", stdin)
+        with trio.fail_after(10):  # a guard against hanging, not a wait
+            lines = [line async for line in input_lines(max_line_bytes=limit)]
+    assert lines == ["0123456789\n", "0123456789\r\n", LineTooLong(10), "ok\n"]
