@@ -38,7 +38,8 @@ from tidings.errors import ValidationError
 from tidings.store._ids import check_id
 
 __all__ = ["DELIVERY_WAIT", "LineTooLong", "TerminalChannel", "allows", "input_line",
-           "is_a_terminal", "over_prompt", "stdin_is_a_terminal", "stdin_lines"]
+           "is_a_terminal", "over_prompt", "readline_reads", "stdin_is_a_terminal",
+           "stdin_lines"]
 
 DELIVERY_WAIT = 30.0
 """Seconds :meth:`TerminalChannel.chat` waits at the end for deliveries still on their way."""
@@ -341,8 +342,11 @@ async def stdin_lines(prompt: str = "> ", *,
     """Lines from stdin until end of input, read in a worker thread.
 
     On a terminal, with line editing and history (``readline``) and *prompt*; on a pipe, no
-    prompt is printed. Cancelling abandons the blocked read: a terminal's modes are put back
-    as they were (readline's would outlive the exit). A file or a pipe is read by
+    prompt is printed, nor on a terminal readline does not read (:func:`readline_reads`:
+    stdout elsewhere, ``host > transcript.txt``), which is read as a pipe is: ``input()``
+    wrote its prompt into that transcript, through the buffered reader below. Cancelling
+    abandons the blocked read: a terminal's modes are put back as they were (readline's would
+    outlive the exit). A file or a pipe is read by
     ``os.read`` of its descriptor (:func:`~tidings.channels._lines.read_in_thread`), not
     ``sys.stdin``'s buffered reader: a thread abandoned in that reader held its lock, and
     CPython aborted at exit (``_enter_buffered_busy``); ``tidings chat`` reads a pipe with
@@ -364,17 +368,19 @@ async def stdin_lines(prompt: str = "> ", *,
     """
     if sys.stdin is None:
         return
-    if not stdin_is_a_terminal():
-        fd = _stdin_fd()
+    fd = _stdin_fd()
+    # A terminal input() reads without readline (stdout elsewhere) is read as a pipe.
+    if not stdin_is_a_terminal() or (fd is not None and not readline_reads(fd)):
         if fd is None:  # a stand-in (a test's io.StringIO): its own readline, whole
             while line := await trio.to_thread.run_sync(sys.stdin.readline,
                                                         abandon_on_cancel=True):
                 yield line
         elif not write_only(fd):
-            async for line in split_lines(functools.partial(read_in_thread, fd),
-                                          sys.stdin.encoding or "utf-8",
-                                          max_line_bytes or _message_cap):
-                yield line
+            split = split_lines(functools.partial(read_in_thread, fd),
+                                sys.stdin.encoding or "utf-8", max_line_bytes or _message_cap)
+            async with contextlib.aclosing(split):  # closed with this one, not left to gc
+                async for line in split:
+                    yield line
         return
     set_hook: Callable[[Callable[[], None]], None] | None = None
     restore_modes = _terminal_modes()
@@ -401,6 +407,19 @@ async def stdin_lines(prompt: str = "> ", *,
         except UnicodeDecodeError as exc:  # a terminal's strict decoder: that line only
             line = exc.object.decode(exc.encoding, "surrogateescape")
         yield line
+
+
+def readline_reads(fd: int) -> bool:
+    """Whether ``input()`` reads the terminal *fd* with readline: only when it is fd 0 and
+    stdout is fd 1, a terminal too. Else (``tidings chat > transcript.txt`` typed into) it
+    prints its prompt to stdout and reads ``sys.stdin``'s buffered reader, as a pipe would
+    be read: the lock a cancelled read keeps would abort the exit. :func:`stdin_lines` reads
+    such a terminal as a pipe, and so does ``tidings chat``, by trio."""
+    try:
+        out = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # no stdout (closed), or a stand-in
+        return False
+    return fd == 0 and out == 1 and os.isatty(out)
 
 
 def _stdin_fd() -> int | None:

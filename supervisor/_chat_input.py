@@ -28,6 +28,7 @@ file (``tidings chat < big.bin``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import stat
@@ -37,7 +38,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import trio
 
 from tidings.channels._lines import CHUNK, LineTooLong, split_lines, write_only
-from tidings.channels._terminal import stdin_lines
+from tidings.channels._terminal import readline_reads, stdin_lines
 
 __all__ = ["LineTooLong", "input_lines"]
 
@@ -59,18 +60,20 @@ async def input_lines(prompt: str = "> ", *,
     if sys.stdin is None:
         return
     fd = _pipe_fd()
+    own = None  # (a descriptor of our own: a duplicate, which the end closes)
     if fd is None or write_only(fd):  # a terminal input() reads with readline, a file
-        async for line in stdin_lines(prompt, max_line_bytes=max_line_bytes):
-            yield line
-        return
-    # A duplicate, which the end closes: trio's wait on it ends with it.
-    own = os.dup(fd)
+        lines = stdin_lines(prompt, max_line_bytes=max_line_bytes)
+    else:  # waited on by trio: the wait on the duplicate ends with it
+        own = os.dup(fd)
+        lines = split_lines(functools.partial(_receive, own), sys.stdin.encoding or "utf-8",
+                            max_line_bytes)
     try:
-        async for line in split_lines(functools.partial(_receive, own),
-                                      sys.stdin.encoding or "utf-8", max_line_bytes):
-            yield line
+        async with contextlib.aclosing(lines):  # closed with this one, not left to gc
+            async for line in lines:
+                yield line
     finally:
-        os.close(own)
+        if own is not None:
+            os.close(own)
 
 
 async def _receive(fd: int) -> bytes:
@@ -97,16 +100,4 @@ def _pipe_fd() -> int | None:
         return None
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         return fd
-    return fd if os.isatty(fd) and not _readline_reads(fd) else None
-
-
-def _readline_reads(fd: int) -> bool:
-    """Whether ``input()`` reads the terminal *fd* with readline: only when it is fd 0 and
-    stdout is fd 1, a terminal too. Else (``tidings chat > transcript.txt`` typed into) it
-    prints its prompt to stdout and reads ``sys.stdin``'s buffered reader, as a pipe would
-    be read: the lock a cancelled read keeps would abort the exit."""
-    try:
-        out = sys.stdout.fileno()
-    except (AttributeError, ValueError, OSError):  # no stdout (closed), or a stand-in
-        return False
-    return fd == 0 and out == 1 and os.isatty(out)
+    return fd if os.isatty(fd) and not readline_reads(fd) else None
