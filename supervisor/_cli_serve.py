@@ -29,7 +29,7 @@ from tidings.errors import ConfigError, DatabaseInUseError
 from tidings.store import EXECUTORS
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._collector import tune_for_serving
-from tidings.supervisor._config import DEFAULT_DB, ServeConfig, file_path, load_config, read_file
+from tidings.supervisor._config import DEFAULT_DB, ServeConfig, file_path, load_config, read_toml
 from tidings.supervisor._exit_codes import EXIT_IN_USE
 from tidings.supervisor._log import field
 from tidings.supervisor._logging import (
@@ -143,7 +143,7 @@ def _log_form(args: argparse.Namespace) -> tuple[str, bool]:
         try:
             path = file_path("config", args.config)  # ~ the home, as load_config reads it
             if stat.S_ISREG(os.stat(path).st_mode):
-                table = read_file(path).get("logging")
+                table = read_toml(path).get("logging")
         except (OSError, ConfigError):
             pass
     if not isinstance(table, Mapping):

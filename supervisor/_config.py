@@ -225,7 +225,12 @@ def file_path(field: str, value: str | os.PathLike[str]) -> pathlib.Path:
 def read_file(path: pathlib.Path) -> dict[str, Any]:
     """The TOML file at *path* (``~`` expanded), of at most :data:`MAX_CONFIG_BYTES`. Raises
     :class:`ConfigError` (field ``config``)."""
-    path = file_path("config", path)
+    return read_toml(file_path("config", path))
+
+
+def read_toml(path: pathlib.Path) -> dict[str, Any]:
+    """:func:`read_file` of a *path* :func:`file_path` gave (``~`` expanded already: once, by
+    the caller, which keeps the path it read)."""
     try:
         with path.open("rb") as file:
             data = file.read(MAX_CONFIG_BYTES + 1)
@@ -256,7 +261,7 @@ def load_config(path: pathlib.Path | None = None, **flags: Any) -> ServeConfig:
     """
     if path is not None:  # expanded once: the file read is the one kept private
         path = file_path("config", path)
-    data = read_file(path) if path is not None else {}
+    data = read_toml(path) if path is not None else {}
     for name in data:
         if name not in _TABLES:
             raise ConfigError(name, f"unknown table (known: {', '.join(_TABLES)})")
