@@ -66,7 +66,7 @@ from tidings.supervisor._config import read_file
 from tidings.supervisor._exit_codes import EXIT_IN_USE
 from tidings.supervisor._stderr import one_line, say, stdout_lost
 
-__all__ = ["DEFAULT_DB", "configured_agent", "load_channel_config", "register", "run"]
+__all__ = ["DEFAULT_DB", "load_channel_config", "register", "run"]
 
 _SENDER = "you"
 """The terminal channel's sender id (a ``sender`` session scope puts it in the key)."""
@@ -162,17 +162,6 @@ def _channel_config(name: str, data: Mapping[str, Any] | None) -> ChannelConfig:
     if not isinstance(table, dict):
         raise ConfigError(f"channels.{name}", "must be a table")
     return ChannelConfig.from_mapping(name, table)
-
-
-def configured_agent(path: pathlib.Path | None) -> str | None:
-    """``[serve] agent`` of the TOML file at *path* (None: no file, or no such key), its
-    shape checked as ``tidings serve`` checks it.
-
-    Raises:
-      ConfigError: naming ``serve`` (not a table) or ``serve.agent`` (no import path), or the
-        file (see :func:`~tidings.supervisor._config.read_file`).
-    """
-    return None if path is None else _serve_agent(read_file(path))
 
 
 def _serve_agent(data: Mapping[str, Any] | None) -> str | None:
