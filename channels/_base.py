@@ -41,7 +41,7 @@ from tidings.channels._dispatch import Dispatch, _task_name, unanswered_notice
 from tidings.channels._handback import LeftBehind, requeue_unrouted
 from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
-from tidings.channels._keys import conversation_key, parse_conversation_key
+from tidings.channels._keys import ConversationKey, conversation_key, parse_conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.channels._loader import load_agent
 from tidings.channels._owed_answers import OwedAnswers, paid_stored, take_stored
@@ -597,18 +597,27 @@ class ChannelBase(StopButton):
         ``conversation_for`` of its own (its conversations may hold more than their key)."""
         if type(self).conversation_for is not ChannelBase.conversation_for:
             return None
-        try:
-            parsed = parse_conversation_key(key)
-        except ValidationError:
-            return None
         scope = self.config.session_scope
-        if parsed.channel != self.config.name or parsed.scope != scope:
+        parsed = self._own_key(key, scope)
+        if parsed is None:
             return None
         if scope == "sender" and len(parsed.ids) == 2 and parsed.thread is None:
             return Conversation(key, parsed.ids[0], sender_id=parsed.ids[1])
         if scope == "chat" and len(parsed.ids) == 1:
             return Conversation(key, parsed.ids[0], thread_id=parsed.thread)
         return None
+
+    def _own_key(self, key: str, scope: str) -> ConversationKey | None:
+        """The key *key* parsed (:func:`parse_conversation_key`) when it is one of this
+        channel's in *scope*; None for another channel's, another scope's, or no key: what
+        each :meth:`_conversation_from_key` starts from."""
+        try:
+            parsed = parse_conversation_key(key)
+        except ValidationError:
+            return None
+        if parsed.channel != self.config.name or parsed.scope != scope:
+            return None
+        return parsed
 
     async def _resolve_route(self, session_id: str) -> None:
         """The router's resolver: bind this channel to *session_id* if it is the current

@@ -65,7 +65,7 @@ from tidings.channels._gateway_interact import Interactions
 from tidings.channels._gateway_listen import Handshakes, open_listeners
 from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
-from tidings.channels._keys import conversation_key, parse_conversation_key
+from tidings.channels._keys import conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
 from tidings.errors import ConfigError, SessionNotFoundError, TidingsError, ValidationError
 from tidings.supervisor._log import field
@@ -166,12 +166,8 @@ class GatewayChannel(ChannelBase):
     def _conversation_from_key(self, key: str) -> Conversation | None:
         """The conversation of the key *key* a client NAME makes (``<channel>:conv:<NAME>``),
         or None: what the router's resolver rebinds a session of an evicted one to."""
-        try:
-            parsed = parse_conversation_key(key)
-        except ValidationError:
-            return None
-        if (parsed.channel != self.config.name or parsed.scope != "conv"
-                or len(parsed.ids) != 1 or parsed.thread is not None):
+        parsed = self._own_key(key, "conv")
+        if parsed is None or len(parsed.ids) != 1 or parsed.thread is not None:
             return None
         return self.conversation_named(parsed.ids[0])
 
