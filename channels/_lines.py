@@ -21,7 +21,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import attrs
 import trio
 
-__all__ = ["CHUNK", "LineTooLong", "read_in_thread", "split_lines", "write_only"]
+from tidings.actors import MAX_TEXT_BYTES
+
+__all__ = ["CHUNK", "LineTooLong", "message_cap", "read_in_thread", "split_lines", "write_only"]
 
 CHUNK = 65536
 """Bytes read at a time."""
@@ -97,6 +99,13 @@ class _Limit:
     def next_line(self) -> None:
         """The line ended: the next one asks the limit again."""
         self._limit = None
+
+
+async def message_cap() -> int:
+    """A message text's cap, ``MAX_TEXT_BYTES``, as a *max_line_bytes*: the longest line
+    ``tidings chat --local`` reads, and a file's lines are held to by default."""
+    await trio.lowlevel.checkpoint()
+    return MAX_TEXT_BYTES
 
 
 async def read_in_thread(fd: int) -> bytes:

@@ -32,7 +32,13 @@ from tidings.channels._base import ChannelBase, key_refusal
 from tidings.channels._config import ChannelConfig
 from tidings.channels._inbound import Inbound, inbound_conversation_key
 from tidings.channels._lifecycle import TaskLifecycleEvent
-from tidings.channels._lines import LineTooLong, read_in_thread, split_lines, write_only
+from tidings.channels._lines import (
+    LineTooLong,
+    message_cap,
+    read_in_thread,
+    split_lines,
+    write_only,
+)
 from tidings.channels._sanitize import sanitize_line, sanitize_text
 from tidings.errors import ValidationError
 from tidings.store._ids import check_id
@@ -377,7 +383,7 @@ async def stdin_lines(prompt: str = "> ", *,
                 yield line
         elif not write_only(fd):
             split = split_lines(functools.partial(read_in_thread, fd),
-                                sys.stdin.encoding or "utf-8", max_line_bytes or _message_cap)
+                                sys.stdin.encoding or "utf-8", max_line_bytes or message_cap)
             async with contextlib.aclosing(split):  # closed with this one, not left to gc
                 async for line in split:
                     yield line
@@ -430,12 +436,6 @@ def _stdin_fd() -> int | None:
         return sys.stdin.fileno()
     except (AttributeError, OSError, ValueError):
         return None
-
-
-async def _message_cap() -> int:
-    """A message text's cap, :data:`MAX_TEXT_BYTES`: the longest line a file's is held to."""
-    await trio.lowlevel.checkpoint()
-    return MAX_TEXT_BYTES
 
 
 def _terminal_modes() -> Callable[[], None]:

@@ -40,11 +40,11 @@ from typing import Any
 import trio
 
 import tidings
-from tidings.actors import MAX_TEXT_BYTES
 from tidings.actors._conversations import MAX_CONVERSATION_KEY_CHARS
 from tidings.channels import ChannelConfig, Inbound, load_agent
 from tidings.channels._agents import AGENT_LOG
 from tidings.channels._inbound import inbound_conversation_key
+from tidings.channels._lines import message_cap
 from tidings.channels._loader import split_import_path
 from tidings.channels._terminal import (
     TerminalChannel,
@@ -296,12 +296,6 @@ def _as_given(exc: TidingsError) -> str:
     return str(exc)
 
 
-async def _message_limit() -> int:
-    """The longest line the local chat reads: a message text's cap (``MAX_TEXT_BYTES``)."""
-    await trio.lowlevel.checkpoint()
-    return MAX_TEXT_BYTES
-
-
 def _conversation_refused(config: ChannelConfig, name: str) -> str | None:
     """Why the conversation *name* cannot be chatted in on the channel of *config*, None when
     it can: its conversation key (the channel, the scope and *name* percent-encoded, up to 12
@@ -342,7 +336,7 @@ async def _chat_local(args: argparse.Namespace, config: ChannelConfig, agent: An
         try:
             # A pipe is read by trio (input_lines), not in a thread that Ctrl-C would leave
             # blocked in stdin's buffered reader: CPython aborts at exit on its lock.
-            lines = input_lines(prompt, max_line_bytes=_message_limit)
+            lines = input_lines(prompt, max_line_bytes=message_cap)
             signalled = await _chat_ws.until_signalled(
                 functools.partial(channel.chat, lines, one_at_a_time=not interactive), signals)
         finally:
