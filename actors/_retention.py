@@ -19,7 +19,7 @@ from tidings.errors import StoreClosedError, ValidationError
 from tidings.store import PruneReport, prune_call
 from tidings.store._prune import PruneStep
 from tidings.store._status import shown
-from tidings.supervisor._callables import certainly_async
+from tidings.supervisor._callables import certainly_async, wrong_signature
 
 if TYPE_CHECKING:
     from tidings.actors._recovery import RecoveryScanner
@@ -37,6 +37,19 @@ def check_older_than(field: str, value: object) -> float:
         raise ValidationError(field, f"must be a finite number of seconds >= 0, "
                                      f"got {shown(value)}")
     return float(value)
+
+
+def _check_on_chunk(on_chunk: object) -> None:
+    """Refuse, naming ``on_chunk``, what cannot be called (sync) with a chunk's
+    :class:`PruneReport` as its one argument: it is first called once a chunk has committed,
+    in the writer's task, so a bare ``TypeError`` came then, naming nothing, that chunk
+    deleted (an ``async def`` one made a coroutine nobody awaited)."""
+    if not callable(on_chunk) or certainly_async(on_chunk):
+        raise ValidationError("on_chunk", f"must be a plain (sync) callable or None, got "
+                                          f"{on_chunk!r:.80}")
+    if (wrong := wrong_signature(on_chunk)) is not None:
+        raise ValidationError("on_chunk", f"is called with each chunk's PruneReport as its one "
+                                          f"argument, got {on_chunk!r:.60}{wrong!s:.60}")
 
 
 class RetentionSupport:
@@ -72,14 +85,14 @@ class RetentionSupport:
         retention, at a stop) still knows what went; one that raises ends the prune with its
         error, if it still waits. Raises :class:`ValidationError` naming ``older_than``
         unless it is a finite number of seconds >= 0, or ``on_chunk`` unless it is None or
-        a plain (sync) callable, before anything is deleted, and
+        a plain (sync) callable that takes the report as its one argument, before anything
+        is deleted, and
         :class:`~tidings.errors.RuntimeClosedError` once the runtime is stopping (also a
         prune it stops under: at the next chunk, the chunks before it kept).
         """
         cutoff = self.store.clock() - check_older_than("older_than", older_than)
-        if on_chunk is not None and (not callable(on_chunk) or certainly_async(on_chunk)):
-            raise ValidationError("on_chunk", f"must be a plain (sync) callable or None, got "
-                                              f"{on_chunk!r:.80}")
+        if on_chunk is not None:
+            _check_on_chunk(on_chunk)
         total = PruneReport()
         failed: list[Exception] = []
 

@@ -514,6 +514,34 @@ async def test_an_on_chunk_that_is_no_plain_callable_is_refused_before_anything_
     assert len(await rt.deliveries(session_id)) == 1
 
 
+def _no_argument() -> None:
+    raise AssertionError("never called")
+
+
+def _two_arguments(report: PruneReport, total: PruneReport) -> None:
+    raise AssertionError("never called")
+
+
+@pytest.mark.parametrize("on_chunk", [_no_argument, _two_arguments, lambda *, report: None],
+                         ids=["no argument", "two arguments", "keyword only"])
+async def test_an_on_chunk_that_cannot_take_the_report_is_refused_before_anything_goes(
+        rt, clock, on_chunk) -> None:
+    """on_chunk is called with each chunk's report, its one argument: one that cannot take
+    it raised a bare TypeError ("takes 0 positional arguments but 1 was given"), naming
+    nothing, from the writer's task, once the first chunk had committed (deleted). Refused
+    naming on_chunk, nothing deleted."""
+    session_id = await rt.create_session(channel="web")
+    rt.router.bind(session_id, MemoryRoute())
+    async with rt.open_turn(session_id) as ctx:
+        assert await (await ctx.output.send_text("kept")).wait() == "delivered"
+    clock[0] += 100
+    with pytest.raises(ValidationError) as caught:
+        await rt.prune(older_than=50, on_chunk=on_chunk)
+    assert caught.value.field == "on_chunk"
+    assert "one argument" in str(caught.value)
+    assert len(await rt.deliveries(session_id)) == 1
+
+
 def _event_stamps(db_path) -> dict[int, float]:
     conn = sqlite3.connect(db_path)
     try:
