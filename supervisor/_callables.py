@@ -25,15 +25,21 @@ def certainly_sync(fn: Any) -> bool:
 
 
 def certainly_async(fn: Any) -> bool:
-    """Whether *fn* is certainly an ``async def`` function or method, partials unwrapped.
+    """Whether *fn* is certainly an ``async def`` function or method, partials unwrapped, or
+    an object whose ``__call__`` is one (``inspect`` looks at functions only, so such an
+    object passed for sync).
 
     For the hooks tidings calls and does not await (a child's ``on_exit`` and
-    ``dead_letter``): calling one only makes a coroutine nobody awaits (a RuntimeWarning), so
-    the hook never runs.
+    ``dead_letter``, ``rt.prune``'s ``on_chunk``): calling one only makes a coroutine nobody
+    awaits (a RuntimeWarning), so the hook never runs.
     """
     while isinstance(fn, functools.partial):
         fn = fn.func
-    return inspect.iscoroutinefunction(fn)
+    if inspect.iscoroutinefunction(fn):
+        return True
+    if isinstance(fn, type) or inspect.isroutine(fn):  # a class builds, a function is read
+        return False
+    return callable(fn) and inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def wrong_signature(fn: Any, *keywords: str) -> inspect.Signature | None:

@@ -495,14 +495,22 @@ async def _async_on_chunk(report: PruneReport) -> None:
     raise AssertionError("never awaited")
 
 
-@pytest.mark.parametrize("on_chunk", ["chunks", 0, _async_on_chunk],
-                         ids=["str", "int", "async def"])
+class _AsyncCallable:
+    async def __call__(self, report: PruneReport) -> None:
+        raise AssertionError("never awaited")
+
+
+@pytest.mark.parametrize("on_chunk", ["chunks", 0, _async_on_chunk, _AsyncCallable(),
+                                      functools.partial(_AsyncCallable())],
+                         ids=["str", "int", "async def", "async __call__",
+                              "partial of async __call__"])
 async def test_an_on_chunk_that_is_no_plain_callable_is_refused_before_anything_goes(
         rt, clock, on_chunk) -> None:
     """on_chunk was first called after the first chunk had committed: one that is not
     callable raised a bare "'str' object is not callable", naming nothing, with that chunk
     deleted; an ``async def`` one made a coroutine nobody awaited (a RuntimeWarning), so the
-    caller counted nothing. Each is refused naming on_chunk, nothing deleted."""
+    caller counted nothing (so did an object whose ``__call__`` is ``async def``: only
+    functions were looked at). Each is refused naming on_chunk, nothing deleted."""
     session_id = await rt.create_session(channel="web")
     rt.router.bind(session_id, MemoryRoute())
     async with rt.open_turn(session_id) as ctx:
