@@ -38,6 +38,7 @@ import os
 import pathlib
 import sqlite3
 import stat
+from collections.abc import Callable
 
 import attrs
 
@@ -270,12 +271,16 @@ _SWEPT = ("created_at < ? AND (delivery_id IS NULL OR NOT EXISTS "
 of no delivery still in the outbox."""
 
 
-def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False) -> PruneReport:
+def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False,
+               on_chunk: Callable[[PruneReport], object] | None = None) -> PruneReport:
     """Prune the database file *db* (blocking: the command line's, with no runtime running:
     the caller holds the runtime lock), a chunk per transaction as the runtime does. The
     database is brought to the current schema first, as a runtime's start does. With
     *dry_run*, everything runs in one transaction that is rolled back (migration included):
-    the counts are exact and nothing changes. Registers no process epoch. A file with no
+    the counts are exact and nothing changes. *on_chunk*, if given, is called with each
+    chunk's counts once it has committed (never in a dry run), also when an exception such
+    as ``KeyboardInterrupt`` lands right after the commit: a caller cut short knows what
+    went. Registers no process epoch. A file with no
     tidings schema (an empty one) is no database to prune: :class:`StoreError`, the file
     untouched (and a missing one :class:`DatabaseNotFoundError`); so is one SQLite cannot
     read (a text file), and SQLite's other errors (a full disk), each naming the file.
@@ -288,8 +293,10 @@ def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False) ->
                                         f"{cutoff!r:.80}")
     if not isinstance(dry_run, bool):
         raise NotABoolError("dry_run", f"must be True or False, got {dry_run!r:.80}")
+    if on_chunk is not None and not callable(on_chunk):
+        raise ValidationError("on_chunk", f"must be a callable or None, got {on_chunk!r:.80}")
     try:
-        return _prune_file(pathlib.Path(db), cutoff, dry_run=dry_run)
+        return _prune_file(pathlib.Path(db), cutoff, dry_run=dry_run, on_chunk=on_chunk)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot prune {os.fspath(db)}: {exc}") from exc
 
@@ -301,7 +308,8 @@ def _finite(value: float) -> bool:
         return False
 
 
-def _prune_file(db: pathlib.Path, cutoff: float, *, dry_run: bool) -> PruneReport:
+def _prune_file(db: pathlib.Path, cutoff: float, *, dry_run: bool,
+                on_chunk: Callable[[PruneReport], object] | None) -> PruneReport:
     _check_schema(db)
     conn = connect_writer(db)
     try:
@@ -318,7 +326,7 @@ def _prune_file(db: pathlib.Path, cutoff: float, *, dry_run: bool) -> PruneRepor
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
         migrate(conn, os.fspath(db))
-        return _repeat(conn, cutoff, commit=True)
+        return _repeat(conn, cutoff, commit=True, on_chunk=on_chunk)
     finally:
         close_writer(conn)
 
@@ -349,22 +357,38 @@ def _check_schema(db: pathlib.Path) -> None:
         raise StoreError(f"{db} is not a tidings database (no schema)")
 
 
-def _repeat(conn: sqlite3.Connection, cutoff: float, *, commit: bool) -> PruneReport:
+def _repeat(conn: sqlite3.Connection, cutoff: float, *, commit: bool,
+            on_chunk: Callable[[PruneReport], object] | None = None) -> PruneReport:
     total = PruneReport()
     sweep_from = 0
     while True:
         if commit:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                step = prune_step(conn, cutoff, sweep_from)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            step = _commit_step(conn, cutoff, sweep_from, on_chunk)
         else:
             step = prune_step(conn, cutoff, sweep_from)
         total += step.report
         sweep_from = step.swept_to
         if not step.more:
             return total
+
+
+def _commit_step(conn: sqlite3.Connection, cutoff: float, sweep_from: int,
+                 on_chunk: Callable[[PruneReport], object] | None) -> PruneStep:
+    """One :func:`prune_step` in a transaction of its own, *on_chunk* told once it committed.
+    An exception that lands after the commit but before the step is returned (Ctrl-C: a
+    signal is raised between two bytecodes) leaves no transaction open and no driver error:
+    that chunk went, and *on_chunk* is told before it propagates."""
+    step: PruneStep | None = None
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        step = prune_step(conn, cutoff, sweep_from)
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        elif step is not None and on_chunk is not None and not isinstance(exc, sqlite3.Error):
+            on_chunk(step.report)  # committed: COMMIT returned before the exception came
+        raise
+    if on_chunk is not None:
+        on_chunk(step.report)
+    return step

@@ -12,7 +12,8 @@ through its ``[retention]`` config instead.
 Exit codes: 0 done; 1 a stdout it cannot write; 2 bad usage, or no (tidings) database, or a
 path or lock file the system refuses (one line naming it, not a traceback); 3
 (:data:`~tidings.supervisor._exit_codes.EXIT_IN_USE`, as ``serve`` and ``chat --local``) a
-runtime, or another prune, holds the database.
+runtime, or another prune, holds the database; 130 Ctrl-C cut it (the chunks committed before
+stay deleted: their counts are printed, as a whole prune's are, and the cut said on stderr).
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ import json
 import pathlib
 import sys
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tidings.errors import StoreError
 from tidings.supervisor._age import parse_age
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._exit_codes import EXIT_IN_USE
 from tidings.supervisor._stderr import one_line, say
+
+if TYPE_CHECKING:
+    from tidings.store import PruneReport
 
 __all__ = ["EXIT_IN_USE", "register", "run"]
 
@@ -61,7 +65,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     out = out or sys.stdout
     err = err or sys.stderr
     from tidings.actors._runtime_lock import DatabaseInUseError, lock_database, unlock_database
-    from tidings.store import prune_file
+    from tidings.store import PruneReport, prune_file  # (the type: TYPE_CHECKING below)
 
     try:  # '~/x.db' quoted: as status --db and serve.db
         db: pathlib.Path = args.db.expanduser()
@@ -93,19 +97,43 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except StoreError as exc:  # a lock file it cannot take: another user's, a read-only folder
         say(err, one_line(f"tidings prune: {exc}"))
         return 2
+    went: list[PruneReport] = []
+    interrupted = False
     try:
-        report = prune_file(db, cutoff, dry_run=args.dry_run)
+        report = prune_file(db, cutoff, dry_run=args.dry_run, on_chunk=went.append)
+    except KeyboardInterrupt:  # Ctrl-C: the chunks committed before it stay deleted
+        interrupted, report = True, sum(went, PruneReport())
     except StoreError as exc:  # each names the file ("cannot prune ...", "not a tidings ...")
         say(err, one_line(f"tidings prune: {exc}"))
         return 2
     finally:
         unlock_database(fd, created)
+    if interrupted:
+        return _interrupted(out, err, report, cutoff, dry_run=args.dry_run, json_=args.json)
+    return _print(out, err, report, cutoff, dry_run=args.dry_run, json_=args.json)
+
+
+def _interrupted(out: TextIO, err: TextIO, report: PruneReport, cutoff: float, *,
+                 dry_run: bool, json_: bool) -> int:
+    """Ctrl-C cut the prune: what its committed chunks deleted is printed as a whole prune's
+    counts are, and said on stderr; exit 130 (a dry run changed nothing: no counts)."""
+    if dry_run:
+        say(err, "tidings prune: interrupted (a dry run: nothing changed)")
+        return 130
+    _print(out, err, report, cutoff, dry_run=False, json_=json_)
+    say(err, "tidings prune: interrupted: the counts printed went; run it again for the rest")
+    return 130
+
+
+def _print(out: TextIO, err: TextIO, report: PruneReport, cutoff: float, *, dry_run: bool,
+           json_: bool) -> int:
+    """Print the counts (``--json``: as an object); 0, or 1 for a stdout it cannot write."""
     try:
-        if args.json:
-            json.dump({"dry_run": args.dry_run, "cutoff": cutoff, **report.as_json()}, out)
+        if json_:
+            json.dump({"dry_run": dry_run, "cutoff": cutoff, **report.as_json()}, out)
             out.write("\n")
         else:
-            verb = "would delete" if args.dry_run else "deleted"
+            verb = "would delete" if dry_run else "deleted"
             counts = "  ".join(f"{kind} {n}" for kind, n in report.as_json().items())
             print(f"{verb}: {counts}", file=out)
         out.flush()

@@ -343,3 +343,48 @@ def test_prune_file_of_a_relative_path_that_reads_as_a_uri_prunes_that_file(
     assert prune_file(pathlib.Path("file:tidings.db"), cutoff=1_000.0) == PruneReport()
     assert not (tmp_path / "tidings.db").exists()
     assert _rows(given, "SELECT count(*) FROM process_epochs") == [(0,)]
+
+
+class _InterruptedAfterCommit:
+    """The prune's write connection, with Ctrl-C landing right after its first COMMIT
+    returned (a signal is raised between two bytecodes, so it can)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self.commits = 0
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        cursor = self._conn.execute(sql, *args)
+        if sql == "COMMIT":
+            self.commits += 1
+            if self.commits == 1:
+                raise KeyboardInterrupt
+        return cursor
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+async def test_prune_file_tells_on_chunk_of_a_chunk_an_interrupt_came_right_after(
+        db_path, workspace, monkeypatch) -> None:
+    """on_chunk is how a caller cut short (tidings prune's Ctrl-C) knows what went: a chunk
+    that committed just before the interrupt went, and is told, once."""
+    ids = await _populate(db_path, workspace, [1_000.0])
+    monkeypatch.setattr(prune_module, "DELIVERIES_PER_STEP", 1)
+    real = prune_module.connect_writer
+    monkeypatch.setattr(prune_module, "connect_writer",
+                        lambda path: _InterruptedAfterCommit(real(path)))
+    told: list[PruneReport] = []
+    with pytest.raises(KeyboardInterrupt):
+        prune_file(db_path, 2_000.0, on_chunk=told.append)
+    [chunk] = told
+    assert chunk.deliveries == 1
+    assert len(_rows(db_path, "SELECT delivery_id FROM outbox WHERE delivery_id IN (?, ?)",
+                     ids["sent"], ids["failed"])) == 1
+
+
+def test_prune_file_refuses_an_on_chunk_that_is_not_callable(db_path) -> None:
+    with pytest.raises(ValidationError) as caught:
+        prune_file(db_path, 2_000.0, on_chunk="chunks")
+    assert caught.value.field == "on_chunk"
+    assert not db_path.parent.exists()

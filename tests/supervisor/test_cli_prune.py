@@ -280,3 +280,34 @@ async def test_a_relative_path_that_reads_as_a_uri_prunes_that_file(database, ca
     assert capsys.readouterr().out.startswith("deleted: deliveries 2  work_items 2  ")
     assert _count(given, "outbox") == 2
     assert not (folder / "tidings.db").exists()
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["prune", "dry-run"])
+async def test_a_prune_interrupted_by_ctrl_c_says_what_it_deleted(database, capsys,
+                                                                 monkeypatch, dry_run) -> None:
+    """Ctrl-C in a long prune (a chunk per commit) ended it with exit 130 and nothing said:
+    the chunks it had committed stayed deleted, and the operator was not told what went
+    (serve's retention says so of a prune a stop cuts short). The counts of what went on
+    stdout, as for a whole prune, a line on stderr saying it was interrupted, exit 130; a
+    dry run, which changed nothing, says that."""
+    monkeypatch.setattr(_prune, "DELIVERIES_PER_STEP", 1)
+    real, steps = _prune.prune_step, []
+
+    def interrupted_in_the_second_chunk(conn, cutoff, sweep_from=None):
+        steps.append(cutoff)
+        if len(steps) == 2:
+            raise KeyboardInterrupt  # Ctrl-C, landing while the second chunk runs
+        return real(conn, cutoff, sweep_from)
+
+    monkeypatch.setattr(_prune, "prune_step", interrupted_in_the_second_chunk)
+    args = ["prune", str(database), "--older-than", "30d"] + (["--dry-run"] if dry_run else [])
+    assert cli.main(args) == 130
+    out, err = capsys.readouterr()
+    if dry_run:
+        assert (out, err) == ("", "tidings prune: interrupted (a dry run: nothing changed)\n")
+        assert _count(database, "outbox") == 4
+        return
+    assert out.startswith("deleted: deliveries 1  work_items 1  events ")
+    assert err == ("tidings prune: interrupted: the counts printed went; run it again for "
+                   "the rest\n")
+    assert _count(database, "outbox") == 3  # the first chunk's delivery stays deleted
