@@ -104,7 +104,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except KeyboardInterrupt:  # Ctrl-C: the chunks committed before it stay deleted
         interrupted, report = True, sum(went, PruneReport())
     except StoreError as exc:  # each names the file ("cannot prune ...", "not a tidings ...")
-        say(err, one_line(f"tidings prune: {exc}"))
+        went_before = sum(went, PruneReport())  # a full disk midway: those chunks stay deleted
+        say(err, one_line(f"tidings prune: {exc}" + (
+            f"; deleted before it: {_counts(went_before)}" if went_before.total else "")))
         return 2
     finally:
         unlock_database(fd, created)
@@ -133,9 +135,7 @@ def _print(out: TextIO, err: TextIO, report: PruneReport, cutoff: float, *, dry_
             json.dump({"dry_run": dry_run, "cutoff": cutoff, **report.as_json()}, out)
             out.write("\n")
         else:
-            verb = "would delete" if dry_run else "deleted"
-            counts = "  ".join(f"{kind} {n}" for kind, n in report.as_json().items())
-            print(f"{verb}: {counts}", file=out)
+            print(f"{'would delete' if dry_run else 'deleted'}: {_counts(report)}", file=out)
         out.flush()
     except BrokenPipeError:
         raise
@@ -143,3 +143,8 @@ def _print(out: TextIO, err: TextIO, report: PruneReport, cutoff: float, *, dry_
         say(err, f"tidings prune: cannot write the counts: {exc.strerror or exc}")
         return 1
     return 0
+
+
+def _counts(report: PruneReport) -> str:
+    """``deliveries N  work_items N  events N  client_messages N  owed_answers N``."""
+    return "  ".join(f"{kind} {n}" for kind, n in report.as_json().items())

@@ -1,6 +1,7 @@
 """``tidings prune`` on a database whose writes the system refuses (a full disk, where a prune
 is most wanted and still needs room for SQLite's log): one line naming the file, exit 2,
-nothing deleted (README, Retention: the exit codes)."""
+nothing deleted, or, refused midway, saying what the chunks before it deleted (README,
+Retention: the exit codes)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,30 @@ async def test_a_prune_whose_writes_are_refused_says_so_in_one_line_and_exits_2(
     assert len(err.splitlines()) == 1
     assert err.startswith(f"tidings prune: cannot prune {db}: ")
     assert _outbox_rows(db) == 3
+
+
+async def test_a_write_refused_after_some_chunks_says_what_went_before_it(
+        tmp_path, capsys, monkeypatch) -> None:
+    """The disk fills while the prune goes, chunk after chunk: the chunks committed before
+    stay deleted (README), but the one line said only the refusal, so the operator could not
+    tell that anything went, or how much. The line says what went before it."""
+    db = await _old_database(tmp_path)
+    monkeypatch.setattr(_prune, "DELIVERIES_PER_STEP", 1)
+    real, steps = _prune.prune_step, []
+
+    def full_at_the_second_chunk(conn, cutoff, sweep_from=None):
+        steps.append(cutoff)
+        if len(steps) == 2:
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(conn, cutoff, sweep_from)
+
+    monkeypatch.setattr(_prune, "prune_step", full_at_the_second_chunk)
+    capsys.readouterr()
+    code = cli.main(["prune", str(db), "--older-than", "30d"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"tidings prune: cannot prune {db}: database or disk is full")
+    assert "; deleted before it: deliveries 1  work_items 1  events " in err
+    assert _outbox_rows(db) == 2
