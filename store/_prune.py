@@ -156,7 +156,18 @@ def prune_step(conn: sqlite3.Connection, cutoff: float,
 
 
 def prune_call(cutoff: float, sweep_from: int | None = None) -> Call:
-    """A :class:`Call` op running :func:`prune_step`; its result is a :class:`PruneStep`."""
+    """A :class:`Call` op running :func:`prune_step`; its result is a :class:`PruneStep`.
+
+    Raises :class:`ValidationError` naming ``cutoff`` unless it is a finite number of unix
+    seconds, or ``sweep_from`` unless it is None or an int >= 0, here, before the op reaches
+    the writer: in it, a string cutoff was an unnamed ``TypeError`` (the other ops of its
+    commit rolled back with it), and a NaN one (bound as NULL) a prune that deleted nothing."""
+    _check_cutoff(cutoff)
+    if sweep_from is not None and (isinstance(sweep_from, bool) or not isinstance(sweep_from, int)
+                                   or sweep_from < 0):
+        raise ValidationError("sweep_from", f"must be None or an int >= 0 (a PruneStep's "
+                                            f"swept_to), got {sweep_from!r:.80}")
+
     def run(conn: sqlite3.Connection) -> PruneStep:
         return prune_step(conn, cutoff, sweep_from)
     return Call(run)
@@ -288,9 +299,7 @@ def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False,
     string compared as one, NaN bound as NULL) or a *dry_run* that is not a bool is a
     :class:`ValidationError` naming it, before the file is opened."""
     check_path("db", db)
-    if isinstance(cutoff, bool) or not isinstance(cutoff, int | float) or not _finite(cutoff):
-        raise ValidationError("cutoff", f"must be a finite number of unix seconds, got "
-                                        f"{cutoff!r:.80}")
+    _check_cutoff(cutoff)
     if not isinstance(dry_run, bool):
         raise NotABoolError("dry_run", f"must be True or False, got {dry_run!r:.80}")
     if on_chunk is not None and not callable(on_chunk):
@@ -299,6 +308,15 @@ def prune_file(db: os.PathLike[str], cutoff: float, *, dry_run: bool = False,
         return _prune_file(pathlib.Path(db), cutoff, dry_run=dry_run, on_chunk=on_chunk)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot prune {os.fspath(db)}: {exc}") from exc
+
+
+def _check_cutoff(cutoff: object) -> None:
+    """Refuse a *cutoff* that is not a finite number of unix seconds (a bool, a string SQLite
+    compares as greater than every number, NaN bound as NULL, an infinity): a
+    :class:`ValidationError` naming ``cutoff``."""
+    if isinstance(cutoff, bool) or not isinstance(cutoff, int | float) or not _finite(cutoff):
+        raise ValidationError("cutoff", f"must be a finite number of unix seconds, got "
+                                        f"{cutoff!r:.80}")
 
 
 def _finite(value: float) -> bool:

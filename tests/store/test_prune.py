@@ -388,3 +388,25 @@ def test_prune_file_refuses_an_on_chunk_that_is_not_callable(db_path) -> None:
         prune_file(db_path, 2_000.0, on_chunk="chunks")
     assert caught.value.field == "on_chunk"
     assert not db_path.parent.exists()
+
+
+@pytest.mark.parametrize(("cutoff", "sweep_from", "field"), [
+    ("2000", 0, "cutoff"), (float("nan"), 0, "cutoff"), (float("inf"), None, "cutoff"),
+    (True, 0, "cutoff"), (None, 0, "cutoff"),
+    (2_000.0, "0", "sweep_from"), (2_000.0, -1, "sweep_from"), (2_000.0, 1.5, "sweep_from"),
+    (2_000.0, True, "sweep_from")])
+async def test_prune_call_refuses_a_bad_cutoff_or_sweep_from_before_the_writer(
+        db_path, workspace, cutoff, sweep_from, field) -> None:
+    """A string cutoff reached the writer and failed there, an unnamed ``TypeError`` (a
+    string compares as greater than every number in SQLite: the deliveries were deleted
+    before it failed, and its commit rolled back); a NaN one (bound as NULL) was a
+    prune that deleted nothing, silently. Refused as ``prune_file`` refuses them, naming
+    the field, when the op is made."""
+    ids = await _populate(db_path, workspace, [1_000.0])
+    async with open_store(db_path) as store:
+        with pytest.raises(ValidationError) as caught:
+            await store.commit([prune_call(cutoff, sweep_from)])
+        assert caught.value.field == field
+        assert not isinstance(caught.value, StoreError)
+    assert len(_rows(db_path, "SELECT 1 FROM outbox WHERE delivery_id IN (?, ?)",
+                     ids["sent"], ids["failed"])) == 2
