@@ -57,7 +57,6 @@ import math
 import pathlib
 import signal
 import sys
-import threading
 import urllib.parse
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, TextIO
@@ -96,19 +95,13 @@ from tidings.supervisor._chat_limits import (
 )
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import file_path
+from tidings.supervisor._signals import ENDING, ending_signals
 from tidings.supervisor._stderr import say, stdout_lost
 from tidings.supervisor._token import MIN_TOKEN_LENGTH, is_token, read_token_file
 
-__all__ = ["DEFAULT_URL", "ENDING", "ChatOptions", "OutputFailed", "add_arguments",
-           "chat_over_websocket", "check_url", "default_token_file", "ending_signals", "run",
+__all__ = ["DEFAULT_URL", "ChatOptions", "OutputFailed", "add_arguments",
+           "chat_over_websocket", "check_url", "default_token_file", "run",
            "until_signalled", "web_page"]
-
-ENDING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
-                if hasattr(signal, name))
-"""The signals that end the chat as a cancel (see :func:`ending_signals`): Ctrl-C, SIGTERM,
-and SIGHUP (its terminal closed, an ssh session lost) as ``--local`` and ``serve`` stop on
-it; SIGHUP had killed it by its default action, with no close frame and a terminal left in
-readline's modes."""
 
 _RECONNECTS = 5
 """Reconnects in a row before the chat gives up (exit 1)."""
@@ -1144,25 +1137,6 @@ async def _until_interrupted(options: ChatOptions, signals: Mapping[int, int]) -
 
     signalled = await until_signalled(talk, signals)
     return code if signalled is None else signalled
-
-
-def ending_signals(*signums: int) -> dict[int, int]:
-    """Of *signums* (SIGINT, SIGTERM, SIGHUP), those that end the chat as a cancel
-    (:func:`until_signalled`), each with its exit code, 128 + the signal (Ctrl-C 130, SIGTERM
-    143, SIGHUP 129): SIGINT when it has Python's default handler, SIGTERM and SIGHUP when they
-    have their default action, which killed the chat outright (``kill PID``, ``timeout 600
-    tidings chat``; a closed terminal window or a lost ssh session, SIGHUP): one typed into
-    on a terminal left it in readline's modes, no echo, and ``--local``'s runtime did not
-    close. One ignored (a background job of a shell without job control, ``nohup``) or
-    handled by the host program is left so; from a thread other than the main one, which
-    alone gets signals, none."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    default = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
-    if hasattr(signal, "SIGHUP"):  # (not on Windows)
-        default[signal.SIGHUP] = signal.SIG_DFL
-    return {signum: 128 + signum for signum in signums
-            if signal.getsignal(signum) == default[signum]}
 
 
 async def until_signalled(body: Callable[[], Awaitable[object]],

@@ -64,6 +64,7 @@ from tidings.supervisor._chat_input import input_lines
 from tidings.supervisor._cli_paths import path_argument
 from tidings.supervisor._config import read_file
 from tidings.supervisor._exit_codes import EXIT_IN_USE
+from tidings.supervisor._signals import ENDING, ending_signals
 from tidings.supervisor._stderr import one_line, say, stdout_lost
 
 __all__ = ["DEFAULT_DB", "load_channel_config", "register", "run"]
@@ -74,7 +75,7 @@ _SENDER = "you"
 DEFAULT_DB = "tidings-local.db"
 """Not ``tidings.db``: a local chat must not recover (and so disturb) a running server's rows."""
 
-_ENDING = _chat_ws.ENDING
+_ENDING = ENDING
 """The signals that end the local chat as a cancel, its runtime then closing: the websocket
 chat's (Ctrl-C, SIGTERM, and SIGHUP as ``tidings serve`` stops on it; each unless ignored,
 ``nohup``). Ctrl-C was trio's ``KeyboardInterrupt``, raised wherever it landed: in the
@@ -224,9 +225,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         # Which signals to listen for is read before the run: in it, SIGINT has trio's
-        # handler, no longer Python's default (see _chat_ws.ending_signals).
+        # handler, no longer Python's default (see _signals.ending_signals).
         lost, signalled = trio.run(_chat_local, args, config, agent,
-                                   _chat_ws.ending_signals(*_ENDING))
+                                   ending_signals(*_ENDING))
     except DatabaseInUseError as exc:  # a running server's (or prune's): as they exit
         say(sys.stderr, one_line(f"tidings chat: {exc}"))
         return EXIT_IN_USE

@@ -12,8 +12,10 @@ through its ``[retention]`` config instead.
 Exit codes: 0 done; 1 a stdout it cannot write; 2 bad usage, or no (tidings) database, or a
 path or lock file the system refuses (one line naming it, not a traceback); 3
 (:data:`~tidings.supervisor._exit_codes.EXIT_IN_USE`, as ``serve`` and ``chat --local``) a
-runtime, or another prune, holds the database; 130 Ctrl-C cut it (the chunks committed before
-stay deleted: their counts are printed, as a whole prune's are, and the cut said on stderr).
+runtime, or another prune, holds the database; 130 Ctrl-C cut it, 143 SIGTERM (``timeout 60
+tidings prune ...``), 129 SIGHUP (a closed ssh session; unless ignored, ``nohup``): the chunk
+in progress is rolled back, those committed before stay deleted: their counts are printed, as
+a whole prune's are, and the cut said on stderr.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import signal
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -33,6 +36,7 @@ from tidings.supervisor._stderr import one_line, say
 
 if TYPE_CHECKING:
     from tidings.store import PruneReport
+    from tidings.supervisor._signals import Signalled
 
 __all__ = ["EXIT_IN_USE", "register", "run"]
 
@@ -66,6 +70,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err or sys.stderr
     from tidings.actors._runtime_lock import DatabaseInUseError, lock_database, unlock_database
     from tidings.store import PruneReport, prune_file  # (the type: TYPE_CHECKING below)
+    from tidings.supervisor._signals import ENDING, Signalled, ending_signals, raising_signals
 
     try:  # '~/x.db' quoted: as status --db and serve.db
         db: pathlib.Path = args.db.expanduser()
@@ -98,11 +103,17 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         say(err, one_line(f"tidings prune: {exc}"))
         return 2
     went: list[PruneReport] = []
-    interrupted = False
+    cut: Signalled | None = None
+    # SIGTERM and SIGHUP (those with their default action, which killed it silently) cut it
+    # as Ctrl-C does: a chunk's transaction rolled back, the chunks committed before counted.
+    cutting = ending_signals(*(signum for signum in ENDING if signum != signal.SIGINT))
     try:
-        report = prune_file(db, cutoff, dry_run=args.dry_run, on_chunk=went.append)
+        with raising_signals(cutting):
+            report = prune_file(db, cutoff, dry_run=args.dry_run, on_chunk=went.append)
     except KeyboardInterrupt:  # Ctrl-C: the chunks committed before it stay deleted
-        interrupted, report = True, sum(went, PruneReport())
+        cut, report = Signalled(signal.SIGINT, 130), sum(went, PruneReport())
+    except Signalled as exc:  # SIGTERM, SIGHUP: as Ctrl-C
+        cut, report = exc, sum(went, PruneReport())
     except StoreError as exc:  # each names the file ("cannot prune ...", "not a tidings ...")
         went_before = sum(went, PruneReport())  # a full disk midway: those chunks stay deleted
         say(err, one_line(f"tidings prune: {exc}" + (
@@ -110,21 +121,24 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return 2
     finally:
         unlock_database(fd, created)
-    if interrupted:
-        return _interrupted(out, err, report, cutoff, dry_run=args.dry_run, json_=args.json)
+    if cut is not None:
+        return _interrupted(out, err, report, cutoff, cut, dry_run=args.dry_run, json_=args.json)
     return _print(out, err, report, cutoff, dry_run=args.dry_run, json_=args.json)
 
 
-def _interrupted(out: TextIO, err: TextIO, report: PruneReport, cutoff: float, *,
-                 dry_run: bool, json_: bool) -> int:
-    """Ctrl-C cut the prune: what its committed chunks deleted is printed as a whole prune's
-    counts are, and said on stderr; exit 130 (a dry run changed nothing: no counts)."""
+def _interrupted(out: TextIO, err: TextIO, report: PruneReport, cutoff: float, cut: Signalled,
+                 *, dry_run: bool, json_: bool) -> int:
+    """A signal cut the prune (Ctrl-C, SIGTERM, SIGHUP): what its committed chunks deleted is
+    printed as a whole prune's counts are, and said on stderr (naming the signal but Ctrl-C's);
+    exit 130, 143, 129 (a dry run changed nothing: no counts)."""
+    by = "" if cut.signum == signal.SIGINT else f" by {signal.Signals(cut.signum).name}"
     if dry_run:
-        say(err, "tidings prune: interrupted (a dry run: nothing changed)")
-        return 130
+        say(err, f"tidings prune: interrupted{by} (a dry run: nothing changed)")
+        return cut.exit_code
     _print(out, err, report, cutoff, dry_run=False, json_=json_)
-    say(err, "tidings prune: interrupted: the counts printed went; run it again for the rest")
-    return 130
+    say(err, f"tidings prune: interrupted{by}: the counts printed went; run it again for the "
+             "rest")
+    return cut.exit_code
 
 
 def _print(out: TextIO, err: TextIO, report: PruneReport, cutoff: float, *, dry_run: bool,
