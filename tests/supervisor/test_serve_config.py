@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tidings.errors import ConfigError
+from tidings.supervisor._age import parse_age
 from tidings.supervisor._config import load_config
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tidings.example.toml"
@@ -49,6 +50,25 @@ def test_the_example_file_names_every_channel_and_retention_key() -> None:
     text = EXAMPLE.read_text()
     for key in (*sorted(set(_CONFIG_KEYS.values())), "keep", "interval"):
         assert re.search(rf"^#? *(\[channels\.gateway\.)?{key}\b", text, re.MULTILINE), key
+
+
+@pytest.mark.parametrize("key", ["keep", "interval"])
+def test_the_example_file_gives_each_retention_minimum_the_file_is_held_to(tmp_path,
+                                                                          key) -> None:
+    """A keep under 1 hour is refused (README, Retention), but the example, which lists
+    every key, said so only of the interval ("at least 1s"): someone copying it and writing
+    keep = "10m" learned it from the refusal. Each key's comment gives its minimum, and the
+    loader takes that and refuses less."""
+    section = EXAMPLE.read_text().split("[retention]", 1)[1]
+    doc = re.split(r"^# interval =", section, flags=re.MULTILINE)[0 if key == "keep" else 1]
+    least = re.search(r"at least (\d+[smhd])\b", doc)
+    assert least is not None, doc
+    seconds = parse_age(least[1])
+    other = "" if key == "keep" else 'keep = "30d"\n'
+    load_config(write(tmp_path, f"[retention]\n{other}{key} = {seconds}\n"))  # taken
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, f"[retention]\n{other}{key} = {seconds * 0.99}\n"))
+    assert caught.value.field == f"retention.{key}"
 
 
 def test_the_example_files_commented_out_values_are_the_defaults(tmp_path) -> None:
