@@ -37,6 +37,18 @@ def _outbox_rows(db: pathlib.Path) -> int:
         conn.close()
 
 
+def _refused_prune(db: pathlib.Path, capsys) -> str:  # type: ignore[no-untyped-def]
+    """Run ``tidings prune`` on *db*, which must be refused: exit 2, nothing on stdout, one
+    line on stderr, returned."""
+    capsys.readouterr()
+    code = cli.main(["prune", str(db), "--older-than", "30d"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    return err
+
+
 async def test_a_prune_whose_writes_are_refused_says_so_in_one_line_and_exits_2(
         tmp_path, capsys, monkeypatch) -> None:
     db = await _old_database(tmp_path)
@@ -48,12 +60,7 @@ async def test_a_prune_whose_writes_are_refused_says_so_in_one_line_and_exits_2(
         return conn
 
     monkeypatch.setattr(_prune, "connect_writer", refusing)
-    capsys.readouterr()
-    code = cli.main(["prune", str(db), "--older-than", "30d"])
-    out, err = capsys.readouterr()
-    assert code == 2
-    assert out == ""
-    assert len(err.splitlines()) == 1
+    err = _refused_prune(db, capsys)
     assert err.startswith(f"tidings prune: cannot prune {db}: ")
     assert _outbox_rows(db) == 3
 
@@ -74,12 +81,7 @@ async def test_a_write_refused_after_some_chunks_says_what_went_before_it(
         return real(conn, cutoff, sweep_from)
 
     monkeypatch.setattr(_prune, "prune_step", full_at_the_second_chunk)
-    capsys.readouterr()
-    code = cli.main(["prune", str(db), "--older-than", "30d"])
-    out, err = capsys.readouterr()
-    assert code == 2
-    assert out == ""
-    assert len(err.splitlines()) == 1
+    err = _refused_prune(db, capsys)
     assert err.startswith(f"tidings prune: cannot prune {db}: database or disk is full")
     assert "; deleted before it: deliveries 1  work_items 1  events " in err
     assert _outbox_rows(db) == 2
