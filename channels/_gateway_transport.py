@@ -47,7 +47,8 @@ def _address(url: object) -> tuple[str, int, str, str, bool]:
     ``wss``, as trio-websocket reads a URL. Raises :class:`ValidationError` naming ``url``
     (before any connection is tried) for one that is no ``ws://`` or ``wss://`` URL string
     with a host a name lookup takes (no empty label, none over 63 characters) and a valid
-    port: bad input, not a bare ``ValueError`` or the lookup's ``UnicodeError``."""
+    port (1 to 65535: a connection to port 0 always fails): bad input, not a bare
+    ``ValueError`` or the lookup's ``UnicodeError``."""
     if not isinstance(url, str):
         raise ValidationError("url", f"must be a ws:// or wss:// URL string, got {url!r:.80}")
     try:
@@ -65,6 +66,10 @@ def _address(url: object) -> tuple[str, int, str, str, bool]:
     except UnicodeError as exc:
         raise ValidationError("url", f"the host is no host name ({exc.__cause__ or exc}), "
                                      f"got {url!r:.200}") from None
+    if port == 0:  # what a server is told to listen on for a free port, never one it has
+        raise ValidationError("url", f"port 0 is no port to connect to (a server started on "
+                                     f"port 0 listens on a free one: its log says which), "
+                                     f"got {url!r:.200}")
     secure = parts.scheme == "wss"
     port = port if port is not None else (443 if secure else 80)
     resource = (parts.path or "/") + (f"?{parts.query}" if "?" in url else "")

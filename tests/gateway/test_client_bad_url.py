@@ -17,6 +17,8 @@ from tidings.errors import ValidationError
     pytest.param("127.0.0.1:8080", id="no-scheme"),
     pytest.param("ws://", id="no-host"),
     pytest.param("ws://127.0.0.1:99999/", id="port-out-of-range"),
+    # A server listening on port 0 took a free one (its log says which): 0 reaches nothing.
+    pytest.param("ws://127.0.0.1:0/", id="port-zero"),
     pytest.param("ws://[::1/", id="broken-ipv6"),
     pytest.param("ws://" + "a" * 64 + ".example:80/", id="label-too-long"),
     pytest.param("ws://a..example:80/", id="empty-label"),
