@@ -18,14 +18,22 @@ import tidings
 async def test_a_child_forked_while_the_runtime_runs_does_not_keep_the_database_locked(
         db_path, workspace) -> None:
     readable, writable = os.pipe()
+    forked, ready = os.pipe()
     async with tidings.open_runtime(db_path, workspace=workspace):
         pid = os.fork()
         if pid == 0:  # the host's worker: it lives on after the runtime has closed
             try:
                 os.close(writable)
+                os.write(ready, b"!")  # it runs: the fork's hooks have run in it
                 os.read(readable, 1)
             finally:
                 os._exit(0)
+        # A child the system has not yet let run holds the lock's open file until it does:
+        # wait until it has run (on a loaded machine that took longer than the close below,
+        # and the reopen was refused "already open in another runtime").
+        os.close(ready)
+        assert await trio.to_thread.run_sync(os.read, forked, 1) == b"!"
+        os.close(forked)
     os.close(readable)
     try:
         async with tidings.open_runtime(db_path, workspace=workspace) as again:
