@@ -34,7 +34,7 @@ import trio
 
 from tidings.actors._handle import TERMINAL, DeliveryItem, describe_error, outcome_of
 from tidings.actors._outbound import adapt_blocks, build_outbound, item_from_row
-from tidings.actors._router import Binding
+from tidings.actors._router import Binding, RecipientAway
 from tidings.errors import ConflictError, StoreClosedError, StoreError
 from tidings.store import TERMINAL_STATUSES, InsertRows, Transition, queries, transition
 from tidings.supervisor import Backoff, ChildContext, MailboxReceiver, Seam
@@ -64,6 +64,9 @@ RETIRE = object()
 
 HANDED_BACK = "older rows were handed back before its platform I/O began"
 """The ``last_error`` of a claimed row sent back behind the older rows a binder handed back."""
+
+_AWAY = "its route had nobody to take it before its platform I/O began"
+"""The ``last_error`` of a claimed row whose route raised :class:`RecipientAway`."""
 
 
 def send_back(delivery_id: str, *, now: float, error: str,
@@ -298,6 +301,10 @@ class LaneWorker:
             sup.fault_point(lane.name, Seam.DELIVER)  # claimed: a crash here leaves it unknown
         try:
             await binding.deliver(outbound)
+        except RecipientAway as away:  # nobody there to take it: not a failure (see _away)
+            lane.delivering = False
+            await self._away(lane, item, requeue=away.requeue)
+            return
         except Exception as exc:  # noqa: BLE001 - any error from a route is that delivery's failure
             lane.delivering = False
             failed = transition(item.delivery_id, "failed", now=self.store.clock(),
@@ -343,15 +350,47 @@ class LaneWorker:
         return None
 
     async def _send_back(self, lane: Lane, item: DeliveryItem, error: str, *,
-                         only_from: tuple[str, ...] = ()) -> None:
+                         only_from: tuple[str, ...] = ()) -> bool:
         """Claimed *item*, its platform I/O not started, goes back to ``queued``: ``unknown``
         (with *error*; only from *only_from*, if given) then ``queued`` in one write (provably
-        not on the platform). Its handle is not resolved: the row is delivered later."""
+        not on the platform). Its handle is not resolved: the row is delivered later. False
+        when someone else had moved the row on (its handle then reports where it ended)."""
         results = await self.store.commit(send_back(item.delivery_id, now=self.store.clock(),
                                                     error=error, only_from=only_from))
         lane.current, lane.claimed = None, False
         if not results[0].applied:  # someone else moved the row on: report where it ended
             await self._resolve_durable([(item, "unknown")])
+            return False
+        return True
+
+    async def _away(self, lane: Lane, item: DeliveryItem, *, requeue: bool) -> None:
+        """The route had nobody to take claimed *item* (:class:`RecipientAway`), its platform
+        I/O never begun: back to ``queued`` (:meth:`_send_back`), then ``unrouted``, as a row
+        that finds no route is (:meth:`_unroute`), for its channel to hand back when its
+        recipient returns. Unless the route said *requeue* (older rows of the session were
+        handed back while it ran), or a binder holds the session by then (``hold_binds``, or
+        a gateway hello for a conversation whose rows went so): it may have read the
+        ``unrouted`` rows it hands back already, and this one, left ``unrouted`` after that
+        read, would wait for the next binder, behind newer rows; it stays ``queued`` and the
+        lane reads the session's ``queued`` rows again (a kick), after the hold. From the
+        raise on, a binder's ``unrouted_written`` waits for both writes."""
+        lane.unrouting = away = trio.Event()
+        try:
+            if not await self._send_back(lane, item, _AWAY, only_from=_SENDING):
+                return
+            if requeue or self.dispatcher.unheld(item.session_id) is not None:
+                self.dispatcher.kick(item.session_id)
+                return
+            await self._unroute(lane, item)
+        except StoreError as exc:  # one the lane waits out (see _run): the claimed row never
+            if not isinstance(exc, ConflictError | StoreClosedError) \
+                    and lane.current is item:  # reached a route: back in line
+                lane.unclaimed = True
+            raise
+        finally:
+            if lane.unrouting is away:
+                lane.unrouting = None
+            away.set()
 
     async def _queued_below(self, lane: Lane, item: DeliveryItem) -> bool:
         """Whether the session has a ``queued`` row older than *item* (handed back). A lane's
@@ -441,34 +480,11 @@ class LaneWorker:
         if lane.rewind:  # older rows were handed back while it waited: it goes after them
             return None   # (still ``queued``: the refill from the first queued row reads it)
         binding = self.router.binding(item.session_id)
+        if binding is None:
+            await self._unroute(lane, item)
+            return None
         now = self.store.clock()
         flushed = self._take_unflushed(lane)
-        if binding is None:
-            lane.unrouting = written = trio.Event()  # see Dispatcher.unrouted_written
-
-            def ended(results: object) -> None:
-                # When the write has ended, not when this lane stops waiting for it: a lane
-                # that crashes meanwhile leaves it in the writer, and a binder reading the
-                # ``unrouted`` rows before it commits would miss this one. Its handle is
-                # resolved here too: such a lane's restart finds the row neither ``queued``
-                # (read again) nor its current row (settled), and its waiters waited for good.
-                if lane.unrouting is written:
-                    lane.unrouting = None
-                written.set()
-                if isinstance(results, list) and results and results[-1].applied:
-                    self.dispatcher.resolve(item, "unrouted")
-
-            try:
-                await self._commit(lane, flushed, [(item, transition(
-                    item.delivery_id, "unrouted", now=now))], ended=ended)
-            except StoreError as exc:  # one the lane waits out (see _run): it may have
-                if not isinstance(exc, ConflictError | StoreClosedError):  # committed all the
-                    # same, and the lane reads back only ``queued`` rows: made its current,
-                    # unclaimed, the settle reads it (``unrouted``: resolved) or leaves it
-                    # ``queued`` for the refill, as after a claim the store refused.
-                    lane.current, lane.claimed = item, False
-                raise
-            return None
         lane.current, lane.claimed = item, False
         degraded = _degradation(item, binding)
         extra = [("delivery.degraded", degraded)] if degraded else []
@@ -494,6 +510,34 @@ class LaneWorker:
             return None  # (``queued``: the refill reads it after the older rows)
         lane.claimed = True
         return binding, applied[0]
+
+    async def _unroute(self, lane: Lane, item: DeliveryItem) -> None:
+        """Record ``queued`` *item* ``unrouted`` (with the delivered rows' ``sent``): no
+        route has it, or its route had nobody to take it (:meth:`_away`)."""
+        lane.unrouting = written = trio.Event()  # see Dispatcher.unrouted_written
+
+        def ended(results: object) -> None:
+            # When the write has ended, not when this lane stops waiting for it: a lane
+            # that crashes meanwhile leaves it in the writer, and a binder reading the
+            # ``unrouted`` rows before it commits would miss this one. Its handle is
+            # resolved here too: such a lane's restart finds the row neither ``queued``
+            # (read again) nor its current row (settled), and its waiters waited for good.
+            if lane.unrouting is written:
+                lane.unrouting = None
+            written.set()
+            if isinstance(results, list) and results and results[-1].applied:
+                self.dispatcher.resolve(item, "unrouted")
+
+        try:
+            await self._commit(lane, self._take_unflushed(lane), [(item, transition(
+                item.delivery_id, "unrouted", now=self.store.clock()))], ended=ended)
+        except StoreError as exc:  # one the lane waits out (see _run): it may have
+            if not isinstance(exc, ConflictError | StoreClosedError):  # committed all the
+                # same, and the lane reads back only ``queued`` rows: made its current,
+                # unclaimed, the settle reads it (``unrouted``: resolved) or leaves it
+                # ``queued`` for the refill, as after a claim the store refused.
+                lane.current, lane.claimed = item, False
+            raise
 
     async def _flush(self, lane: Lane) -> None:
         await self._commit(lane, self._take_unflushed(lane), [])

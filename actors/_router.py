@@ -39,10 +39,10 @@ from tidings.actors._route_checks import (
     route_attribute,
 )
 from tidings.actors._status import check_session_id
-from tidings.errors import RouteMismatchError, RuntimeClosedError, ValidationError
+from tidings.errors import RouteMismatchError, RuntimeClosedError, TidingsError, ValidationError
 from tidings.supervisor._callables import certainly_sync
 
-__all__ = ["BindToken", "Binding", "SessionInteractionRouter"]
+__all__ = ["BindToken", "Binding", "RecipientAway", "SessionInteractionRouter"]
 
 log = logging.getLogger("tidings.router")
 
@@ -69,6 +69,25 @@ class BindToken:
 
     session_id: str
     serial: int
+
+
+class RecipientAway(TidingsError):
+    """Raised by a route's ``deliver()`` before any platform I/O: nobody is there to take the
+    delivery now (a gateway conversation with no client connected). Not a failure: the lane
+    leaves the row ``unrouted``, as one that finds no route bound, and the channel hands it
+    back (``rt.requeue``, inside ``rt.hold_binds``) when its recipient returns, in seq order
+    before anything newer; the session's later rows go on (to the same end while nobody is
+    there). Waiting in ``deliver()`` instead held the session's lane, and its conversation,
+    until then, for as long as the process ran. The gateway's signal to its lane: private,
+    not (yet) a ``tidings.errors`` class a route of the host's own is meant to raise.
+
+    *requeue*: older rows of the session are being handed back, or were while the call ran:
+    the row goes back to ``queued`` instead, delivered again after them. So does any row
+    whose session a binder holds by the time the lane records it."""
+
+    def __init__(self, message: str, *, requeue: bool = False) -> None:
+        super().__init__(message)
+        self.requeue = requeue
 
 
 class Binding:

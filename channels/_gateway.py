@@ -6,11 +6,13 @@ gateway is the route of those sessions with an ack window: ``deliver()`` queues 
 each connection and returns, the row stays ``sending`` until a client acks it, and when the
 last connection of a conversation goes, its unacked rows become ``unknown`` until the client
 comes back with ``after_seq`` (see :mod:`._gateway_admit`). While nobody is connected, a
-delivery waits in ``deliver()`` for a client (holding only its own session's lane), so the
-session's later rows stay ``queued`` in the outbox and nothing is claimed for nobody. Past
-``idle_conversations``, conversations nobody is connected to with nothing in hand are evicted
-(see :meth:`GatewayChannel._evictable`): a row written in one then goes ``unrouted``, and
-its client's next hello hands it back, as after a restart.
+delivery is not held: ``deliver()`` raises ``RecipientAway`` and the row goes ``unrouted``
+(so do the session's later rows), and the conversation's next hello hands them back, in seq
+order before anything newer (see :meth:`GatewayChannel.deliver`). Only while a hello of the
+conversation is on its way in (between its bind and its join) does a delivery wait for it.
+Past ``idle_conversations``, conversations nobody is connected to with nothing in hand are
+evicted (see :meth:`GatewayChannel._evictable`): a row written in one then goes ``unrouted``
+too, and its client's next hello hands it back, as after a restart.
 
 Inbound ``message`` frames go through :meth:`ChannelBase.handle_inbound` (commands included);
 a client message id is remembered durably once accepted, so a repeat is answered
@@ -35,6 +37,7 @@ from trio_websocket import (
 )
 
 from tidings.actors import ApprovalDecision, ApprovalRequest, Outbound, Prompt, PromptAnswer
+from tidings.actors._router import RecipientAway
 from tidings.channels._agents import Agent
 from tidings.channels._base import ChannelBase
 from tidings.channels._config import ChannelConfig
@@ -63,6 +66,7 @@ from tidings.channels._gateway_hub import Hub, lifecycle_frame, notice_frame
 from tidings.channels._gateway_inbound import on_frame
 from tidings.channels._gateway_interact import Interactions
 from tidings.channels._gateway_listen import Handshakes, open_listeners
+from tidings.channels._handback import LeftBehind
 from tidings.channels._in_flight import InFlight
 from tidings.channels._inbound import Inbound
 from tidings.channels._keys import conversation_key
@@ -144,6 +148,8 @@ class GatewayChannel(ChannelBase):
         self.inflight_ids = InFlight()
         # conversation key -> hellos between their bind and their join (see pin)
         self._pinned: dict[str, int] = {}
+        # sessions bound here whose rows went unrouted with nobody connected (see deliver)
+        self.away = LeftBehind()
         self._delivering = 0
         self._quiet = trio.Event()
         self._quiet.set()
@@ -173,13 +179,14 @@ class GatewayChannel(ChannelBase):
 
     def _evictable(self, conversation: Conversation, session_ids: tuple[str, ...]) -> bool:
         """Whether idle *conversation* may be evicted (past ``idle_conversations``): as any
-        channel's, and it has no hub (no client connected, no delivery waiting for one, no
-        leave still turning its unacked rows ``unknown``: what was sent there and not acked
-        is forgotten before its hub goes), no hello between its bind and its join
-        (:meth:`pin`), and no ``/resume``'s rows left to hand back. A host's row in an
-        evicted one's session goes ``unrouted`` (see :meth:`_resolve_route`); its next hello
-        reads its session from the store again and hands those rows back, in seq order
-        before anything newer, as after a restart."""
+        channel's, and it has no hub (no client connected, no delivery in :meth:`deliver`,
+        no leave still turning its unacked rows ``unknown``: what was sent there and not
+        acked is forgotten before its hub goes), no hello between its bind and its join
+        (:meth:`pin`), and no ``/resume``'s rows left to hand back. Rows that went
+        ``unrouted`` with nobody connected (:attr:`away`) do not keep it: a host's row in an
+        evicted one's session goes ``unrouted`` as well (see :meth:`_resolve_route`); its
+        next hello reads its session from the store again and hands all those rows back, in
+        seq order before anything newer, as after a restart."""
         key = conversation.key
         return (key not in self.hubs and key not in self._pinned
                 and key not in self.handback_left
@@ -187,22 +194,39 @@ class GatewayChannel(ChannelBase):
 
     async def _resolve_route(self, session_id: str) -> None:
         """No route resolved for a session of an evicted conversation: its client is away
-        (a connected one keeps it bound), so a row there would only wait in :meth:`deliver`
-        for it, holding a lane (a task) per offline conversation a host writes to. Left
-        ``unrouted``, it costs nothing here and goes out at the client's next hello, which
-        hands the session's ``unrouted`` rows back first (``_gateway_admit``)."""
+        (a connected one keeps it bound), so a row there would only be claimed for
+        :meth:`deliver` to find nobody (``RecipientAway``), binding it again for nothing.
+        Left ``unrouted`` at once, it costs nothing here and goes out at the client's next
+        hello, which hands the session's ``unrouted`` rows back first
+        (``_gateway_admit``)."""
 
     @contextmanager
     def pin(self, conversation: Conversation) -> Iterator[None]:
         """Keep *conversation* from eviction for the block: a hello from its bind (under the
-        directory's lock) until its connection joins the hub (see ``_serve_one``)."""
+        directory's lock) until its connection joins the hub (see ``_serve_one``).
+
+        Its sessions whose rows went ``unrouted`` with nobody connected (:attr:`away`: the
+        hello hands those back) are held for the block too (``hold_sessions``): their lanes
+        claim nothing and hand nothing to :meth:`deliver` until the connection has joined,
+        so no newer row goes out before those, nor goes ``unrouted`` after the hello read
+        them (a row in :meth:`deliver` when the hold began goes back to ``queued``: see
+        ``RecipientAway``). A delivery of another of its sessions with nobody connected
+        waits for the join meanwhile; the block's end wakes it (the hello refused or
+        failed: nobody came)."""
         key = conversation.key
+        held = self.away.sessions(key)
+        dispatcher = self.runtime.dispatcher
+        dispatcher.hold_sessions(held)
         self._pinned[key] = self._pinned.get(key, 0) + 1
         try:
             yield
         finally:
+            dispatcher.release_sessions(held)
             if self._pinned[key] == 1:
                 del self._pinned[key]
+                hub = self.hubs.get(key)
+                if hub is not None:
+                    hub.wake()
             else:
                 self._pinned[key] -= 1
 
@@ -242,6 +266,7 @@ class GatewayChannel(ChannelBase):
         naming one later is bound to it again by its hello, and a delivery there notes it
         again."""
         super()._sessions_forgotten(conversation, session_ids)
+        self.away.forget(conversation.key, session_ids)
         for session_id in session_ids:
             if self.session_keys.get(session_id) == conversation.key:
                 del self.session_keys[session_id]
@@ -297,12 +322,21 @@ class GatewayChannel(ChannelBase):
     # --- the route ---------------------------------------------------------------------------
 
     async def deliver(self, outbound: Outbound) -> None:
-        """Queue the delivery on every connection of its conversation; while none is
-        connected (one being closed is none: it takes nothing), wait for one (the row stays
-        ``sending``; later rows stay ``queued``). A
+        """Queue the delivery on every connection of its conversation. With none connected
+        (one being closed is none: it takes nothing), raise ``RecipientAway``: the row goes
+        ``unrouted`` (so do the session's later rows while nobody comes), its session is
+        noted in :attr:`away`, and the conversation's next hello hands them back, in seq
+        order before anything newer (``_gateway_admit``). Held here for a client instead,
+        it kept its conversation (hub, binding, the session's lane blocked in this call)
+        for as long as the server ran: a user who left while a turn ran was never evicted.
+        Only while a hello of the conversation is on its way in (:meth:`pin`) does it wait
+        for that connection, unless its session is held (that hello hands its older rows
+        back: ``RecipientAway`` then sends it back to ``queued``, behind them). A
         progress note with nobody connected is not kept: :class:`StaleProgress` (``failed``,
         as recovery fails stale progress); nor is a frame no client would take:
         :class:`FrameTooBig` (``failed``; the session's later rows go on)."""
+        # Rows of its session went unrouted with nobody connected (older than it)?
+        was_away = self._is_away(outbound.session_id)
         if outbound.session_id is not None:
             # Gone to no client until broadcast below (no schedule point from there to it):
             # a welcome built meanwhile counts it as still to come (see _history_seq).
@@ -330,6 +364,11 @@ class GatewayChannel(ChannelBase):
         hub = self.hubs.get(conversation.key)
         if outbound.kind == "progress" and (hub is None or not hub.connections):
             raise StaleProgress("stale_progress: no client connected")
+        if was_away and not self._is_away(outbound.session_id):
+            # A hello handed those rows back at the schedule point above (and its client
+            # may be connected now): broadcast now, this row would go out before them.
+            raise RecipientAway("older rows were handed back: it goes after them",
+                                requeue=True)
         # Held (and waited on) until it returns: never dropped under it.
         with self._holding(self.hub(conversation)) as hub:
             self._delivering += 1
@@ -342,7 +381,14 @@ class GatewayChannel(ChannelBase):
                         return
                     if outbound.kind == "progress":  # as for nobody connected, above
                         raise StaleProgress("stale_progress: no client connected")
-                    # Said in the next welcome's history_seq: the client is sent it
+                    session_id = outbound.session_id
+                    held = self.runtime.dispatcher.unheld(session_id) is not None
+                    if held or conversation.key not in self._pinned:
+                        if not held:  # (held, it goes back to queued: see RecipientAway)
+                            self.away.mark(conversation.key, session_id)
+                        raise RecipientAway("no client connected: handed back at the "
+                                            "conversation's next hello", requeue=held)
+                    # A hello is on its way in; said in its welcome's history_seq
                     hub.waiting[outbound.delivery_id] = (outbound.session_id, outbound.seq)
                     await hub.wait_arrival()
                 self.sent[outbound.delivery_id] = conversation.key
@@ -352,6 +398,13 @@ class GatewayChannel(ChannelBase):
                 self._delivering -= 1
                 if not self._delivering:
                     self._quiet.set()
+
+    def _is_away(self, session_id: str | None) -> bool:
+        """Whether rows of *session_id* went ``unrouted`` with nobody connected, not yet
+        handed back by a hello (:attr:`away`). Sync."""
+        conversation = self.conversation_of(session_id)
+        return (conversation is not None and session_id is not None
+                and self.away.marked(conversation.key, session_id))
 
     def on_task_lifecycle(self, event: TaskLifecycleEvent) -> None:
         conversation = self.conversation_of(event.session_id)
@@ -615,9 +668,11 @@ class GatewayChannel(ChannelBase):
         (read by the hello: see ``Admission.first_queued``), claimed by its lane and not yet
         handed to :meth:`deliver` (``Dispatcher.unstarted_seq``: it waited for a hold's end,
         or was written claimed and not taken yet), in :meth:`deliver` before its broadcast
-        (``starting``: at its schedule point), or held there for a client (none connected):
-        the connection is sent it. One in flight to another device went out before it:
-        history. Sync, as the connection joins."""
+        (``starting``: at its schedule point), or held there for a hello on its way in
+        (none connected): the connection is sent it. A row that went ``unrouted`` with
+        nobody connected is ``queued`` again by then (the hello handed it back). One in
+        flight to another device went out before it: history. Sync, as the connection
+        joins."""
         session_id = admission.session_id
         starting = min((seq for in_session, seq in self.starting.values()
                         if in_session == session_id), default=None)

@@ -10,7 +10,9 @@ the route of until then has its ``unrouted`` rows (left while no gateway had it)
 to its lane at once, so they come in seq order before anything newer, whatever the hello says;
 a hello that ends before that (refused, failed, cancelled) unbinds it again, for the next one.
 So does a session bound here whose ``/resume`` left rows ``unrouted`` (its hand-back cut off or
-failed partway: see ``LeftBehind``). So does every older session of the conversation with
+failed partway: see ``LeftBehind``), and a session bound here whose rows went ``unrouted``
+while nobody was connected (``GatewayChannel.away``: held from the hello's pin to its join, so
+nothing newer of it goes first). So does every older session of the conversation with
 ``unrouted`` rows (left by ``/new`` or ``/clear``, named by no client after a restart): its
 replies and the "not answered" notices recovery wrote there reach the client too.
 
@@ -186,10 +188,11 @@ async def admit(gateway: GatewayChannel, ws: WebSocketConnection,
                     await requeue_unrouted(gateway.runtime, rebound[0],
                                            gateway.settings.replay_page)
                     del rebound[0]
-                if conversation.key in gateway.handback_left:  # a /resume's, cut short
-                    await gateway.handback_left.hand_back(gateway.runtime, gateway,
-                                                          conversation.key,
-                                                          gateway.settings.replay_page)
+                # A /resume's, cut short; those that went unrouted with nobody connected.
+                for left in (gateway.handback_left, gateway.away):
+                    if conversation.key in left:
+                        await left.hand_back(gateway.runtime, gateway, conversation.key,
+                                             gateway.settings.replay_page)
             except BaseException:
                 _unbind(gateway, rebound)
                 raise

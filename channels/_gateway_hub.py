@@ -20,10 +20,12 @@ class Hub:
     """Every connection that said one conversation NAME (two devices share one hub).
 
     Deliveries of the conversation's sessions go to all of them; ``arrived`` wakes deliveries
-    waiting for a client to come back, and ``waiting`` holds them meanwhile (delivery id ->
-    its session and seq: see :meth:`first_waiting`). ``users`` counts the deliveries holding
-    the hub (they may wait on it) and the leaves still abandoning its rows (they watch it for
-    a client coming back): the gateway drops a hub only when it is :attr:`idle`.
+    waiting, with nobody connected, for the connection of a hello on its way in (not for a
+    client to come back: such a delivery is ``RecipientAway``), and ``waiting`` holds them
+    meanwhile (delivery id -> its session and seq: see :meth:`first_waiting`). ``users``
+    counts the deliveries holding the hub (they may wait on it) and the leaves still
+    abandoning its rows (they watch it for a client coming back): the gateway drops a hub
+    only when it is :attr:`idle`.
     """
 
     __slots__ = ("_arrived", "connections", "conversation", "users", "waiting")
@@ -49,8 +51,9 @@ class Hub:
             self.connections.remove(conn)
 
     def first_waiting(self, session_id: str) -> int | None:
-        """The lowest seq of *session_id* among the deliveries waiting for a client (none
-        connected took them), None if none waits: the next connection is sent it. Sync."""
+        """The lowest seq of *session_id* among the deliveries waiting for a hello's
+        connection (none connected took them), None if none waits: that connection is sent
+        it. Sync."""
         return min((seq for waiting_in, seq in self.waiting.values()
                     if waiting_in == session_id), default=None)
 

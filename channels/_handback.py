@@ -24,7 +24,7 @@ many rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -117,7 +117,9 @@ class LeftBehind:
     """Sessions whose ``unrouted`` rows a ``/resume``'s hand-back left (cut off between pages,
     or a page's write failed), by conversation key, for a channel that hands back nowhere else
     for a session it has bound (the gateway: a hello skips those). Looked up sync first, so a
-    conversation where nothing was left costs no store read."""
+    conversation where nothing was left costs no store read. The gateway also keeps one of
+    the sessions whose rows went ``unrouted`` while it was their route, nobody connected to
+    take them (``RecipientAway``), for the conversation's next hello."""
 
     def __init__(self) -> None:
         self._left: dict[str, dict[str, None]] = {}
@@ -128,6 +130,27 @@ class LeftBehind:
     def mark(self, key: str, session_id: str) -> None:
         """*session_id*'s hand-back in conversation *key* did not finish."""
         self._left.setdefault(key, {})[session_id] = None
+
+    def sessions(self, key: str) -> tuple[str, ...]:
+        """The sessions marked in conversation *key* (sync)."""
+        return tuple(self._left.get(key, ()))
+
+    def marked(self, key: str, session_id: str) -> bool:
+        """Whether *session_id* is marked in conversation *key* (sync, no copy)."""
+        sessions = self._left.get(key)
+        return sessions is not None and session_id in sessions
+
+    def forget(self, key: str, session_ids: Iterable[str]) -> None:
+        """Unmark *session_ids* in conversation *key*: no longer bound to the channel (left,
+        or the conversation evicted), their rows are found by the hello that binds them
+        again, as after a restart (sync)."""
+        sessions = self._left.get(key)
+        if sessions is None:
+            return
+        for session_id in session_ids:
+            sessions.pop(session_id, None)
+        if not sessions:
+            del self._left[key]
 
     async def hand_back(self, rt: Any, route: object, key: str,
                         page: int = HANDBACK_PAGE) -> None:

@@ -79,21 +79,20 @@ async def test_hubs_of_conversations_nobody_is_connected_to_are_dropped(
                         for c in h.connections] == ["conv-3"]
 
 
-async def test_a_delivery_waiting_for_a_client_keeps_its_hub(rt, serve_gateway,
-                                                             connect) -> None:
-    """A reply written while nobody is connected waits in ``deliver()`` on the hub: the hub
-    stays, and the client that comes back gets the reply (a hub dropped under the waiting
-    delivery would never wake it)."""
+async def test_a_delivery_with_nobody_connected_keeps_no_hub(rt, serve_gateway,
+                                                              connect) -> None:
+    """A row written while nobody is connected is ``unrouted`` at once, not held in
+    ``deliver()`` on the hub (which kept the conversation for as long as nobody came): no
+    hub stays, and the client that comes back gets it from its hello."""
     async with serve_gateway(rt) as (gateway, url):
         with trio.fail_after(10):
             async with connect(url, "alpha") as client:
                 await _answered(client, "hi")
                 session_id = client.session_id
-        key = gateway.conversation_named("alpha").key
         with trio.fail_after(10):
-            await rt.notify(session_id, "while you were away")
-            assert await _until(lambda: gateway._delivering == 1)
-            assert key in gateway.hubs
+            note = await rt.notify(session_id, "while you were away")
+            assert await note.wait() == "unrouted"
+            assert await _until(lambda: not gateway.hubs and not gateway._delivering)
             async with connect(url, "alpha", after_seq=client.seen[session_id]) as client:
                 frames = await client.receive_until(frame_is("delivery", kind="notice"))
                 assert frames[-1]["text"] == "while you were away"

@@ -4,8 +4,9 @@ tests/gateway/test_closing_connection_not_connected.py), the client's did not. A
 written when the client's close came holds the connection that long (the close's answer waits
 for it, and the client that sent the close need not read any more); a delivery broadcast
 meanwhile was queued on it, never written (the websocket takes nothing after a close) and
-became ``unknown`` at the leave, where with nobody connected it waits for the next client. A
-question asked then was put to nobody. A connection whose peer closed counts for neither."""
+became ``unknown`` at the leave, where with nobody connected it goes ``unrouted`` and the
+next client's hello hands it back. A question asked then was put to nobody. A connection whose
+peer closed counts for neither."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ async def _open(url: str) -> tuple[_RawClient, int]:
     return _RawClient(await trio.open_tcp_stream("127.0.0.1", port)), port
 
 
-async def test_a_delivery_after_the_client_closed_waits_for_the_next_client(
+async def test_a_delivery_after_the_client_closed_reaches_the_next_client(
         rt, serve_gateway, connect, is_frame, wait_status, mock_clock) -> None:
     with fail_after_real(60):  # hang guard in real seconds: mock_clock moves only at jump()
         async with serve_gateway(rt, max_backlog=10_000, max_backlog_bytes=1 << 30,
@@ -96,12 +97,11 @@ async def test_a_delivery_after_the_client_closed_waits_for_the_next_client(
                 hub, session_id, first = await _closed_while_writing(
                     rt, gateway, raw, port)
                 late = await rt.notify(session_id, "late")
-                await wait_status(rt, late.delivery_id, "sending")  # handed to the gateway
-                await _settle()
+                await wait_status(rt, late.delivery_id, "unrouted")  # taken by nobody
                 await _given_up(mock_clock)  # the heartbeat gives up on it: the connection leaves
                 await wait_status(rt, first.delivery_id, "unknown")
                 assert hub.connections == []
-                assert (await rt.delivery_status(late.delivery_id)).status == "sending"
+                assert (await rt.delivery_status(late.delivery_id)).status == "unrouted"
             async with connect(url, "alpha", session_id=session_id) as client:
                 await client.receive_until(is_frame("delivery", text="late"))  # (acked)
                 await wait_status(rt, late.delivery_id, "sent")

