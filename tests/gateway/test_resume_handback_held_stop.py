@@ -107,10 +107,13 @@ async def test_a_connection_killed_mid_hand_back_is_not_held_for_every_page(
             assert len(pages) == 1, pages  # cut between pages, not after all ROWS
             assert waited < SLOW
             unrouted = await rt.stored_deliveries(left, statuses=("unrouted",))
-            assert [row.outbound.text for row in unrouted] == late[1:]  # durable, not lost
+            # Durable, not lost. The page handed back, and the answer, may have gone
+            # unrouted since (to nobody connected): both go out at the next hello too.
+            answer = f"Resumed session {left}."
+            assert [row.outbound.text for row in unrouted
+                    if row.outbound.text not in (late[0], answer)] == late[1:]
             async with connect(url, "alpha") as again:  # its hello hands the rest back
                 assert again.welcome["session_id"] == left  # resumed: the effect held
-                answer = f"Resumed session {left}."
                 texts = await _deliveries(again, ROWS + 1)
                 assert texts == [*late, answer]  # in seq order: no client had the answer
                 await again.message(f"/resume {left}", message_id="r1")  # the resend
@@ -148,8 +151,10 @@ async def test_a_stop_mid_hand_back_is_not_held_for_every_page(
     assert len(found["pages"]) == 1, found["pages"]  # cut between pages, not after all ROWS
     assert stopped - start < SLOW
     unrouted = await rt.stored_deliveries(found["left"], statuses=("unrouted",))
-    late = found["late"]  # left for the next start (the answer too, unless sent first)
-    assert [row.outbound.text for row in unrouted if row.outbound.text in late] == late[1:]
+    late = found["late"]  # left for the next start (the answer too, unless sent first;
+    # and the page handed back, if it went unrouted again, to nobody connected)
+    assert [row.outbound.text for row in unrouted
+            if row.outbound.text in late[1:]] == late[1:]
     answer = f"Resumed session {found['left']}."  # written, once, durable
     rows = await rt.stored_deliveries(found["left"], statuses=OUTBOX_STATUSES)
     assert [row.outbound.text for row in rows].count(answer) == 1
@@ -179,7 +184,9 @@ async def test_a_message_whose_hand_back_first_is_cut_off_is_not_handled(
             assert len(pages) == 1, pages  # cut between pages, not after all of them
             assert waited < SLOW
             unrouted = await rt.stored_deliveries(left, statuses=("unrouted",))
-            assert [row.outbound.text for row in unrouted] == late[2:]
+            # (the page handed back may have gone unrouted since, to nobody connected)
+            assert [row.outbound.text for row in unrouted if row.outbound.text != late[1]] \
+                == late[2:]
             async with connect(url, "alpha") as again:  # its hello hands the rest back
                 texts: list[str] = []  # late[1] too, unless the killed connection had it
                 while not set(late[2:]) <= set(texts):
