@@ -80,9 +80,11 @@ class ChannelSupport:
 
         At runtime exit a running task gets ``grace`` seconds, then is cancelled with the trio
         reason ``shutdown``. If the task ends without ever calling ``async_fn`` (it failed at
-        child start), ``on_abandon()`` is called instead; a task it starts is taken even while
-        the runtime stops, and the stop waits for it. Raises :class:`RuntimeClosedError`
-        when the runtime is stopping (but from such an ``on_abandon``).
+        child start, or its supervisor went away first), ``on_abandon()`` is called instead;
+        a task it starts is taken even while the runtime stops, and the stop waits for it, or
+        while the ``tasks`` supervisor is restarted, and the next one runs it (the stop, if
+        none comes). Raises :class:`RuntimeClosedError` when the runtime is stopping, or the
+        ``tasks`` supervisor restarting (but from such an ``on_abandon``).
         """
         return self.tasks.start(name, async_fn, *args, on_abandon=on_abandon)
 

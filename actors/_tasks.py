@@ -5,6 +5,10 @@ runtime's ``tasks`` supervisor (never restarted; a failure is logged and forgott
 channel needs a nursery of its own and no task outlives the runtime. At exit, :meth:`TaskRunner.
 stop` stops taking tasks, lets the running ones finish for up to ``grace`` seconds, then cancels
 them with the reason ``shutdown`` and waits for them to end (their own cleanup included).
+
+A task an ``on_abandon`` starts (see :meth:`TaskRunner.start`) while the ``tasks`` supervisor
+itself goes away (its parent restarts it after a crash) is kept for the next incarnation, which
+runs it as it attaches; should none come before the runtime's stop, the stop runs it itself.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from tidings.actors._status import check_id
 from tidings.errors import RuntimeClosedError, SupervisorError, ValidationError
 from tidings.supervisor import ChildContext, ChildSpec, Supervisor
 from tidings.supervisor._callables import certainly_sync
-from tidings.supervisor._log import field
+from tidings.supervisor._log import describe, field
 
 __all__ = ["SHUTDOWN_REASON", "TaskRunner", "TaskStatistics"]
 
@@ -41,6 +45,17 @@ class TaskStatistics:
     stopping: bool
 
 
+@attrs.frozen
+class _Kept:
+    """A task taken from an ``on_abandon`` while no supervisor could start it: the spec to
+    hand the next one, and what to run should the stop have to run it itself."""
+
+    spec: ChildSpec
+    scope: trio.CancelScope
+    async_fn: Callable[..., Awaitable[object]]
+    args: tuple[Any, ...]
+
+
 class TaskRunner:
     """Starts tasks under the ``tasks`` supervisor and stops them at runtime exit."""
 
@@ -50,8 +65,12 @@ class TaskRunner:
         self._serials = itertools.count(1)
         self._started = 0
         self._scopes: dict[str, trio.CancelScope] = {}
-        self._idle = trio.Event()
-        self._idle.set()
+        self._kept: dict[str, _Kept] = {}
+        """Tasks an ``on_abandon`` started while the supervisor went away (they are in
+        ``_scopes`` too): the next one is handed them in :meth:`attach`."""
+        self._changed = trio.Event()
+        """Set when every task taken has ended, or the supervisor has gone (:meth:`_settle`
+        then runs the kept ones itself)."""
         self._stopping = False
         self._cancelled = False
         self._abandoning = False
@@ -61,14 +80,22 @@ class TaskRunner:
     # --- wiring (driven by the ``tasks`` child of open_runtime) ------------------------------
 
     def attach(self, supervisor: Supervisor) -> None:
+        """A ``tasks`` supervisor runs (the first, or one its parent restarted): it is
+        handed the tasks kept while none could start them, in the order they were taken."""
         self._sup = supervisor
+        for child, kept in list(self._kept.items()):
+            try:
+                supervisor.start_child_soon(kept.spec)
+            except SupervisorError:  # going away already: the next one, or the stop
+                return
+            del self._kept[child]
 
     def detach(self) -> None:
         """The ``tasks`` supervisor has ended, with every child it ran: a task it never got
-        to run is forgotten too."""
+        to run is forgotten too, but those kept for the next one."""
         self._sup = None
-        self._scopes.clear()
-        self._idle.set()
+        self._scopes = {child: self._scopes[child] for child in self._kept}
+        self._changed.set()
 
     # --- public --------------------------------------------------------------------------------
 
@@ -100,7 +127,9 @@ class TaskRunner:
         task for what it cannot do sync (a channel's worker: its waiting turns' notices and
         ends), even while the runner stops: the task it was to run had been taken before the
         stop, so the stop waits for that one in its place (no grace once the stop has
-        cancelled the others: it is cancelled at once, as they were).
+        cancelled the others: it is cancelled at once, as they were). So too while the
+        ``tasks`` supervisor goes away (its parent restarts it): that task is kept and run by
+        the next one, or, should none come before the stop, by the stop itself.
 
         Raises:
           ValidationError: ``name`` is not an id (see ``check_id``: it is in every log line
@@ -115,9 +144,8 @@ class TaskRunner:
         if on_abandon is not None and not callable(on_abandon):
             raise ValidationError("on_abandon", f"must be None or callable, got "
                                                 f"{on_abandon!r:.80}")
-        if not (self._abandoning and self._sup is not None):
+        if not self._abandoning:
             self.check_open()
-        assert self._sup is not None
         child = f"task:{name}:{next(self._serials)}"
         scope = trio.CancelScope()
         if self._cancelled:  # (only from an on_abandon) past the grace, as the others are
@@ -127,14 +155,23 @@ class TaskRunner:
                          mailbox_size=0,
                          on_exit=functools.partial(self._exited, child, on_abandon))
         self._scopes[child] = scope
-        if self._idle.is_set():
-            self._idle = trio.Event()
+        if self._changed.is_set():
+            self._changed = trio.Event()
         try:
+            if self._sup is None:
+                raise SupervisorError("no tasks supervisor runs (its parent restarts it)")
             self._sup.start_child_soon(spec)
-        except SupervisorError as exc:  # the supervisor is stopping (its parent stops or
-            self._finished(child)       # restarts it) while this runner is not told yet
-            raise RuntimeClosedError(f"the tasks supervisor is stopping; no new turns are "
-                                     f"accepted ({exc})") from exc
+        except SupervisorError as exc:
+            # The supervisor is stopping (its parent stops or restarts it) while this runner
+            # is not told yet, or is gone: a task taken from an on_abandon is kept for the
+            # next one (the stop runs it should none come); any other is refused.
+            if not self._abandoning:
+                self._finished(child)
+                raise RuntimeClosedError(f"the tasks supervisor is stopping; no new turns "
+                                         f"are accepted ({exc})") from exc
+            self._kept[child] = _Kept(spec, scope, async_fn, args)
+            log.info("event=task_kept task=%s reason=%s", field(child), field(
+                f"the tasks supervisor is going away ({exc}): the next one runs it"))
         except BaseException:
             self._finished(child)
             raise
@@ -146,14 +183,14 @@ class TaskRunner:
         ``shutdown``) and wait until every one has ended. Always a checkpoint."""
         self._stopping = True
         with trio.move_on_after(self.grace):
-            await self._idle.wait()
+            await self._settle()
         self._cancelled = True
         if self._scopes:
             log.info("event=tasks_cancelled count=%d reason=%s", len(self._scopes),
                      SHUTDOWN_REASON)
         for scope in list(self._scopes.values()):
             scope.cancel(reason=SHUTDOWN_REASON)
-        await self._idle.wait()
+        await self._settle()
 
     def statistics(self) -> TaskStatistics:
         return TaskStatistics(running=len(self._scopes), started=self._started,
@@ -162,6 +199,25 @@ class TaskRunner:
     def __len__(self) -> int:
         return len(self._scopes)
 
+    async def _settle(self) -> None:
+        """Return once every task taken has ended. Tasks kept for a supervisor that is not
+        there (the stop came while its parent restarted it, or it will not restart it: an
+        escalation) are run here, one after another, in its place."""
+        while self._scopes:
+            if self._sup is None and self._kept:
+                child, kept = next(iter(self._kept.items()))
+                del self._kept[child]
+                try:
+                    await self._body(child, kept.scope, kept.async_fn, kept.args)
+                except Exception as exc:  # noqa: BLE001 -- as its supervisor would: logged
+                    error_type, text = describe(exc)
+                    log.error("event=task_failed task=%s error_type=%s error=%s",  # noqa: TRY400
+                              field(child), error_type, field(text))
+                continue
+            if self._changed.is_set():
+                self._changed = trio.Event()
+            await self._changed.wait()
+
     # --- the child -----------------------------------------------------------------------------
 
     async def _run(self, child: str, scope: trio.CancelScope,
@@ -169,6 +225,10 @@ class TaskRunner:
                    ctx: ChildContext, *,
                    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        await self._body(child, scope, async_fn, args)
+
+    async def _body(self, child: str, scope: trio.CancelScope,
+                    async_fn: Callable[..., Awaitable[object]], args: tuple[Any, ...]) -> None:
         try:
             with scope:
                 await async_fn(*args)
@@ -195,5 +255,5 @@ class TaskRunner:
     def _finished(self, child: str) -> None:
         self._scopes.pop(child, None)
         if not self._scopes:
-            self._idle.set()
+            self._changed.set()
 

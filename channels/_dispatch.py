@@ -430,8 +430,10 @@ class Dispatch:
         """The worker's task ended before it ran (sync, from the supervisor): its waiting
         turns are told about (and those the user cancelled ended) by a task of their own,
         since nothing can be awaited here; the runtime takes it also at its stop (a worker
-        abandoned as the stop begins), and the stop waits for it. Only when no task can run
-        any more (the tasks supervisor is gone) is the drop just logged."""
+        abandoned as the stop begins), and the stop waits for it, and while its ``tasks``
+        supervisor goes away (a worker abandoned as that one crashes: the restarted one runs
+        it, or the stop, should none come). Only if that task cannot be started, or is itself
+        abandoned, is the drop just logged."""
         dropped = self._worker_ended(state)
         if not dropped:
             return
