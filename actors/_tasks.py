@@ -6,8 +6,9 @@ channel needs a nursery of its own and no task outlives the runtime. At exit, :m
 stop` stops taking tasks, lets the running ones finish for up to ``grace`` seconds, then cancels
 them with the reason ``shutdown`` and waits for them to end (their own cleanup included).
 
-A task an ``on_abandon`` starts (see :meth:`TaskRunner.start`) while the ``tasks`` supervisor
-itself goes away (its parent restarts it after a crash) is kept for the next incarnation, which
+A task an ``on_abandon`` starts (see :meth:`TaskRunner.start`) is never abandoned in turn by
+the ``tasks`` supervisor going away (its parent restarts it after a crash): started while it
+goes, or taken before and not run yet as it goes, it is kept for the next incarnation, which
 runs it as it attaches; should none come before the runtime's stop, the stop runs it itself.
 """
 
@@ -47,8 +48,9 @@ class TaskStatistics:
 
 @attrs.frozen
 class _Kept:
-    """A task taken from an ``on_abandon`` while no supervisor could start it: the spec to
-    hand the next one, and what to run should the stop have to run it itself."""
+    """A task taken from an ``on_abandon``, for a supervisor to come should this one not run
+    it: the spec to hand the next one, and what to run should the stop have to run it
+    itself."""
 
     spec: ChildSpec
     scope: trio.CancelScope
@@ -65,9 +67,11 @@ class TaskRunner:
         self._serials = itertools.count(1)
         self._started = 0
         self._scopes: dict[str, trio.CancelScope] = {}
+        self._last_words: dict[str, _Kept] = {}
+        """The tasks taken from an ``on_abandon`` and not ended (in ``_scopes`` too)."""
         self._kept: dict[str, _Kept] = {}
-        """Tasks an ``on_abandon`` started while the supervisor went away (they are in
-        ``_scopes`` too): the next one is handed them in :meth:`attach`."""
+        """Those of them the supervisor did not run as it went away: the next one is
+        handed them in :meth:`attach`."""
         self._changed = trio.Event()
         """Set when every task taken has ended, or the supervisor has gone (:meth:`_settle`
         then runs the kept ones itself)."""
@@ -95,6 +99,7 @@ class TaskRunner:
         to run is forgotten too, but those kept for the next one."""
         self._sup = None
         self._scopes = {child: self._scopes[child] for child in self._kept}
+        self._last_words = dict(self._kept)
         self._changed.set()
 
     # --- public --------------------------------------------------------------------------------
@@ -155,6 +160,8 @@ class TaskRunner:
                          mailbox_size=0,
                          on_exit=functools.partial(self._exited, child, on_abandon))
         self._scopes[child] = scope
+        if self._abandoning:
+            self._last_words[child] = _Kept(spec, scope, async_fn, args)
         if self._changed.is_set():
             self._changed = trio.Event()
         try:
@@ -169,9 +176,7 @@ class TaskRunner:
                 self._finished(child)
                 raise RuntimeClosedError(f"the tasks supervisor is stopping; no new turns "
                                          f"are accepted ({exc})") from exc
-            self._kept[child] = _Kept(spec, scope, async_fn, args)
-            log.info("event=task_kept task=%s reason=%s", field(child), field(
-                f"the tasks supervisor is going away ({exc}): the next one runs it"))
+            self._keep(child, f"the tasks supervisor is going away ({exc})")
         except BaseException:
             self._finished(child)
             raise
@@ -238,9 +243,14 @@ class TaskRunner:
     def _exited(self, child: str, on_abandon: Callable[[], object] | None) -> None:
         """The child's task ended (the kernel's on_exit): if its function never ran, it is
         not waited for, and whoever started it is told. Forgotten only once told: a task
-        ``on_abandon`` starts (see :meth:`start`) keeps a stop waiting without a gap."""
+        ``on_abandon`` starts (see :meth:`start`) keeps a stop waiting without a gap. Such a
+        task is itself kept instead, if its supervisor is going away: it is the last word
+        of a task abandoned before it (a channel's notices), and the next one runs it."""
         if child not in self._scopes:
             return  # it ran, and _run's finally has forgotten it
+        if child in self._last_words and self._going_away():
+            self._keep(child, "the tasks supervisor went away before it ran")
+            return
         log.warning("event=task_abandoned task=%s reason=\"ended before it ran\"", field(child))
         try:
             if on_abandon is not None:
@@ -252,7 +262,21 @@ class TaskRunner:
         finally:
             self._finished(child)
 
+    def _going_away(self) -> bool:
+        """Whether the ``tasks`` supervisor is stopping (or gone): what it has not run, it
+        never will. Sync; reads a snapshot, so only for the rare task abandoned so."""
+        return self._sup is None or self._sup.statistics().state not in ("starting",
+                                                                        "running")
+
+    def _keep(self, child: str, why: str) -> None:
+        """Keep *child*, a task taken from an ``on_abandon``, for the next supervisor (or the
+        stop): it stays taken meanwhile."""
+        self._kept[child] = self._last_words[child]
+        log.info("event=task_kept task=%s reason=%s", field(child),
+                 field(f"{why}: the next one runs it"))
+
     def _finished(self, child: str) -> None:
+        self._last_words.pop(child, None)
         self._scopes.pop(child, None)
         if not self._scopes:
             self._changed.set()

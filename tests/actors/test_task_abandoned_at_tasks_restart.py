@@ -95,3 +95,39 @@ async def test_with_no_restart_to_come_the_stop_runs_the_task_an_on_abandon_star
         await crash_it()
     assert failure.value.child == "tasks"
     assert ran == ["cleanup"]  # the job never ran; the stop ran its cleanup in its place
+
+
+async def test_a_task_an_on_abandon_started_is_not_lost_when_its_supervisor_goes_first(
+        db_path, workspace) -> None:
+    """The job fails at its start while the supervisor still runs, so its cleanup is taken
+    there; then the supervisor crashes. Should its stop come before the cleanup's first step,
+    the cleanup is kept for the next one too (before, it was abandoned in turn: its on_abandon
+    is the last word, and a channel's notice task so lost its notices). Which comes first is
+    trio's pick (it runs the tasks of a batch in a random order), so the crash is repeated:
+    each order comes up in some of them."""
+    crashes = 20
+    plan = FaultPlan([FaultRule(Seam.RECEIVE, child="tasks"),
+                      FaultRule(Seam.CHILD_START, child="task:job:*")])
+    ran: list[int] = []
+
+    async def job() -> None:
+        raise AssertionError("it fails at its start")
+
+    with fail_after_real(30):  # a guard against hanging, not a wait
+        async with tidings.open_runtime(
+                db_path, workspace=workspace, grace=0, fault_plan=plan,
+                intensity=Intensity(max_restarts=crashes, period=60)) as rt:
+            for crash in range(crashes):
+
+                async def cleanup(crash: int = crash) -> None:
+                    ran.append(crash)
+
+                def last_word(cleanup=cleanup) -> None:  # type: ignore[no-untyped-def]
+                    rt.start_task("cleanup", cleanup)
+
+                rt.start_task("job", job, on_abandon=last_word)
+                rt.supervisor.mailbox("tasks").send_nowait("crash")  # in the same step
+                await trio.testing.wait_all_tasks_blocked()
+                assert ran == list(range(crash + 1))  # each cleanup ran, once
+            assert len(rt.tasks) == 0
+    assert len(rt.supervisor.restart_log) == crashes
