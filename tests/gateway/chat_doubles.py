@@ -18,15 +18,18 @@ __all__ = ["ClientWrapper", "HeldAgent", "HeldBackConnector", "WrappingConnector
 
 class HeldAgent:
     """Turns for the texts in *held* wait for :attr:`release`, then answer the text plus
-    *suffix*; anything else is echoed at once."""
+    *suffix*; anything else is echoed at once. :attr:`holding` is set once a held turn waits
+    (its ``started`` event comes earlier, before the turn has written its user message)."""
 
     def __init__(self, *held: str, suffix: str = "") -> None:
         self.held = held
         self.suffix = suffix
         self.release = trio.Event()
+        self.holding = trio.Event()
 
     async def run(self, turn: Any) -> None:
         if turn.text in self.held:
+            self.holding.set()
             await self.release.wait()
             await turn.send_chunk(f"{turn.text}{self.suffix}")
         else:
@@ -34,14 +37,21 @@ class HeldAgent:
 
 
 async def leave_a_turn_running(other: GatewayClient,
-                               is_frame: Callable[..., Callable[[dict[str, Any]], bool]]) -> str:
-    """On another device: ``earlier`` (answered at once), then ``slow`` (held by a
-    :class:`HeldAgent`: its turn started), then ``/new``, which leaves that turn running in
-    the session it leaves; returns that session's id (``o1``-``o3`` are the message ids)."""
+                               is_frame: Callable[..., Callable[[dict[str, Any]], bool]],
+                               agent: HeldAgent) -> str:
+    """On another device: ``earlier`` (answered at once), then ``slow`` (held by *agent*: its
+    turn started and the agent holds it), then ``/new``, which leaves that turn running in
+    the session it leaves; returns that session's id (``o1``-``o3`` are the message ids).
+
+    It returns once the agent holds the turn, not at its ``started`` frame: the turn writes
+    its user message after that event, and a test that then closed a gate in the writer
+    (``writer_gate``) held that write, the agent never ran, and the reply the test waited
+    for never came (on a loaded machine, now and then)."""
     await other.message("earlier", message_id="o1")
     [*_, reply] = await other.receive_until(is_frame("delivery", kind="message"))
     await other.message("slow", message_id="o2")
     await other.receive_until(is_frame("lifecycle", event="started", message_id="o2"))
+    await agent.holding.wait()
     await other.message("/new", message_id="o3")  # left, its turn running on
     await other.receive_until(is_frame("delivery", command="new"))
     return reply["session_id"]

@@ -34,7 +34,7 @@ async def test_a_caught_up_reply_written_while_the_chat_was_away_is_shown(
         monkeypatch.setattr(_chat_ws, "GatewayClient", connector)
         with trio.fail_after(20):  # real time
             async with connect(url, CONVERSATION) as other:
-                old = await leave_a_turn_running(other, is_frame)
+                old = await leave_a_turn_running(other, is_frame, agent)
 
                 async def lines() -> AsyncIterator[str]:
                     await connector.dropped.wait()

@@ -34,7 +34,7 @@ async def test_a_reply_committed_after_the_first_welcome_is_news(
         monkeypatch.setattr(_chat_ws, "GatewayClient", connector)
         with trio.fail_after(20):  # real time
             async with connect(url, CONVERSATION) as other:
-                old = await leave_a_turn_running(other, is_frame)
+                old = await leave_a_turn_running(other, is_frame, agent)
                 async with writer_gate(rt.store) as gate:
                     agent.release.set()  # the late reply's write waits behind the gate
                     while not rt.pipeline._writing.get(old):
