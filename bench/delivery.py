@@ -10,8 +10,9 @@ Prints, each the median of three interleaved rounds:
     flight), and the p50/p99 latency of ``send_text`` (until the intent is durable); also a
     saturation run where 100 senders send back to back without waiting (its latency is
     queueing: Little's law makes it about senders / throughput); and "served": 100 senders
-    with the process writer and the garbage collector set as ``tidings serve`` sets it
-    (``gc.freeze()``, a larger first generation: ``tidings.supervisor._collector``);
+    with serve's default writer (the process writer) and the garbage collector set as
+    ``tidings serve`` sets it (``gc.freeze()``, a larger first generation:
+    ``tidings.supervisor._collector``);
   - (a) the per-delivery-commit baseline: plain sqlite3, WAL, synchronous=FULL, one transaction
     for message + outbox + work item, one for ``sending``, one for ``sent``;
   - (c) the raw batched lifecycle: the same three writes for 64 deliveries per transaction.
@@ -45,6 +46,7 @@ from tidings.store import EXECUTORS, Call
 from tidings.store._connect import connect_writer
 from tidings.store._schema import migrate
 from tidings.supervisor._collector import tune_for_serving
+from tidings.supervisor._config import ServeConfig
 
 TEXT = "The nightly build finished: 412 tests passed, 0 failed; artifacts are uploaded."
 
@@ -248,7 +250,11 @@ def _prefill(session_id: str, rows: int, conn) -> None:
 
 WRITERS = EXECUTORS
 SERVED = "served, 100 senders"
-"""The variant run as ``tidings serve`` runs: ``writer="process"``, the collector tuned first."""
+"""The variant run as ``tidings serve`` runs: its default writer (``SERVED_WRITER``), the
+collector tuned first."""
+
+SERVED_WRITER = ServeConfig().writer
+"""``tidings serve``'s default writer: ``"process"``."""
 
 
 def _variant(writer: str, senders: int, pipelined: bool) -> str:
@@ -283,11 +289,11 @@ def main() -> None:
                         senders, pipelined=pipelined, writer=writer))
                     results.setdefault(name, []).append(rate)
                     lat.setdefault(name, []).extend(latencies)
-            # As `tidings serve` runs: the process writer, the collector set as it sets it.
+            # As `tidings serve` runs: its default writer, the collector set as it sets it.
             before = tune_for_serving()
             try:
                 rate, latencies = trio.run(functools.partial(
-                    runtime_run, base / f"served-{r}.db", n, 100, writer="process",
+                    runtime_run, base / f"served-{r}.db", n, 100, writer=SERVED_WRITER,
                     cold=cold))
             finally:
                 gc.unfreeze()
@@ -319,7 +325,7 @@ def main() -> None:
     print(f"served, the untimed first send of each sender (100 at once, lanes starting): "
           f"send_text p50 {_pct(cold, 0.5) * 1000:5.1f} ms, max {max(cold) * 1000:5.1f} ms")
     for writer, name in [*((w, _variant(w, 100, False)) for w in WRITERS),
-                         ("process, as served", SERVED)]:
+                         (f"{SERVED_WRITER}, as served", SERVED)]:
         t100, p99 = med[name], _pct(lat[name], 0.99) * 1000
         verdict = "met" if t100 >= 5 * a and t100 >= 0.5 * c and p99 <= 10 else "NOT met"
         print(f"target at 100 senders, writer={writer} "

@@ -75,8 +75,9 @@ def register(commands: Any) -> None:
     parser.add_argument("--grace", type=float, metavar="SECONDS",
                         help="how long a stop waits for running turns (default: 10)")
     parser.add_argument("--writer", choices=EXECUTORS,
-                        help="where commits run: a worker thread (default) or a writer process "
-                             "beside the event loop (more deliveries/s under load)")
+                        help="where commits run: a writer process beside the event loop "
+                             "(default: more deliveries/s, a lower latency tail) or a worker "
+                             "thread (one process)")
     parser.add_argument("--log-level", choices=LEVELS, help="default: info")
     parser.add_argument("--log-json", action="store_true", default=None,
                         help="log JSON lines instead of key=value lines")

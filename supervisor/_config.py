@@ -71,7 +71,7 @@ class ServeConfig:
     core_id: str = "default"
     agent: str | None = None
     grace: float = 10.0
-    writer: Executor = "thread"
+    writer: Executor = "process"
     token: str | None = attrs.field(default=None, repr=False)
     token_file: pathlib.Path | None = None
     gateway: Mapping[str, Any] = attrs.field(factory=dict)
@@ -317,7 +317,7 @@ def _checked(serve: Mapping[str, Any], gateway: Mapping[str, Any], logging_: Map
     agent = serve.get("agent")
     if agent is not None:
         split_import_path(agent, field="serve.agent")
-    writer = serve.get("writer", "thread")
+    writer = serve.get("writer", "process")
     if writer not in EXECUTORS:
         raise ConfigError("serve.writer", f"must be one of {', '.join(EXECUTORS)}, "
                                           f"got {spelled(writer, 80)}")

@@ -25,7 +25,7 @@ def test_no_configuration_at_all_is_a_working_default() -> None:
     config = load_config()
     assert config.db == pathlib.Path("tidings.db")
     assert config.agent is None
-    assert config.writer == "thread"
+    assert config.writer == "process"
     assert config.channel.name == "gateway"
     settings = config.gateway_config("x" * 16)
     assert (settings.host, settings.port, settings.ack_window) == ("127.0.0.1", 8765, 32)
