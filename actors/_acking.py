@@ -240,16 +240,26 @@ class AckingSupport:
         ``conversation_key`` or ``delivery_ids`` (as
         :func:`~tidings.actors._lanes.check_delivery_ids` does: a lone id is refused, not
         read as its characters)."""
+        owners = await self.delivery_owners(channel, conversation_key, delivery_ids)
+        return [delivery_id for delivery_id, ours in owners.items() if ours]
+
+    async def delivery_owners(self, channel: str, conversation_key: str,
+                              delivery_ids: Iterable[str]) -> dict[str, bool]:
+        """Each of *delivery_ids* the outbox still has, with whether it is a delivery of the
+        conversation's sessions (as :meth:`conversation_deliveries`), in one store read. An id
+        left out is no delivery: never one, or one a prune deleted (``sent`` or ``failed``,
+        see Retention): an ack of it has nothing left to confirm, where one of another
+        conversation's delivery is refused. Raises as :meth:`conversation_deliveries`."""
         channel, conversation_key = _conversation(channel, conversation_key)
         ids = check_delivery_ids(delivery_ids)
         if not ids:
             await trio.lowlevel.checkpoint()
-            return []
-        found: list[str] = []
+            return {}
+        owners: dict[str, bool] = {}
         for start in range(0, len(ids), _PAGE):
-            found += await self.store.read(acking.conversation_deliveries, self.core_id,
-                                           channel, conversation_key, ids[start:start + _PAGE])
-        return found
+            owners.update(await self.store.read(acking.delivery_owners, self.core_id, channel,
+                                                conversation_key, ids[start:start + _PAGE]))
+        return owners
 
     async def unrouted_sessions(self, channel: str, conversation_key: str) -> list[str]:
         """The conversation's sessions (this core's, *channel*'s, *conversation_key*'s) with

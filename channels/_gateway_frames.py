@@ -98,7 +98,7 @@ ERROR_CODES = {
     "bad_field": "a field has the wrong type or value (see field)",
     "unknown_type": "no such frame type",
     "duplicate_hello": "hello is only the first frame",
-    "unknown_delivery": "an ack names deliveries this conversation was not sent",
+    "unknown_delivery": "an ack names deliveries of another conversation",
     "unknown_prompt": "no such prompt or approval request in this conversation",
     "already_answered": "the prompt or approval request was answered already",
     "expired": "the prompt or approval request expired; the answer was not applied",

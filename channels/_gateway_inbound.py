@@ -24,9 +24,11 @@ again (see :mod:`._owed_answers`). It is free when each id's notice waits for th
 charged as one frame. Any other ack confirms only deliveries of the
 connection's own conversation: ids this connection
 was sent (once each) or this gateway sent there are confirmed at once, for free; others are
-charged to the client's rate and checked against the store, and foreign or unknown ids get
-``unknown_delivery``. An ack by ``up_to_seq`` is free when it covers a seq this connection
-was sent and had not acked by seq; any other is charged.
+charged to the client's rate and checked against the store: another conversation's
+deliveries get ``unknown_delivery``, and ids the store no longer has (a row acked, then pruned
+by retention, or never one) are ignored, with no error, as an ack of a row already ``sent``.
+An ack by ``up_to_seq`` is free when it covers a seq this connection was sent and had not
+acked by seq; any other is charged.
 """
 
 from __future__ import annotations
@@ -242,9 +244,12 @@ async def on_ack(gateway: GatewayChannel, conn: Connection, frame: Ack) -> None:
     if others:
         if not conn.charge():
             return
-        found = set(await rt.conversation_deliveries(channel, conversation.key, others))
-        foreign = [delivery_id for delivery_id in others if delivery_id not in found]
-        ours += [delivery_id for delivery_id in others if delivery_id in found]
+        # An id the outbox no longer has (acked, by another device too, then pruned by
+        # retention; or never one) has nothing left to confirm: ignored, as an ack of a row
+        # already ``sent`` is. Only another conversation's delivery is refused.
+        owners = await rt.delivery_owners(channel, conversation.key, others)
+        foreign = [delivery_id for delivery_id in others if owners.get(delivery_id) is False]
+        ours += [delivery_id for delivery_id in others if owners.get(delivery_id)]
         if foreign:
             conn.push(error_frame("unknown_delivery", f"not deliveries of this conversation: "
                                                       f"{', '.join(foreign[:5])[:300]}",

@@ -15,8 +15,8 @@ from tidings.store._ops import Call
 from tidings.store._queries import session_for_conversation
 from tidings.store._records import OutboxRow, rows_within
 
-__all__ = ["client_message", "conversation_deliveries", "ids_through", "last_handed_seq",
-           "remember_client_message", "remember_command_message", "rows_after",
+__all__ = ["client_message", "conversation_deliveries", "delivery_owners", "ids_through",
+           "last_handed_seq", "remember_client_message", "remember_command_message", "rows_after",
            "session_deliveries", "session_last_seq", "settle_client_message",
            "unknown_progress_after", "unrouted_sessions"]
 
@@ -43,15 +43,25 @@ def conversation_deliveries(conn: sqlite3.Connection, core_id: str, channel: str
                             conversation_key: str, delivery_ids: Sequence[str]) -> list[str]:
     """Those of *delivery_ids* that are deliveries of a session the conversation owns (same
     core, channel and conversation key), in one read whatever their number."""
+    return [delivery_id for delivery_id, ours in delivery_owners(
+        conn, core_id, channel, conversation_key, delivery_ids) if ours]
+
+
+def delivery_owners(conn: sqlite3.Connection, core_id: str, channel: str,
+                    conversation_key: str, delivery_ids: Sequence[str]
+                    ) -> list[tuple[str, bool]]:
+    """Each of *delivery_ids* the outbox still has, with whether a session the conversation
+    owns (same core, channel and conversation key) has it, in one read whatever their
+    number. An id it has not is none: never a delivery, or one a prune deleted (final)."""
     if not delivery_ids:
         return []
     values = ",".join(["(?)"] * len(delivery_ids))
-    return [row[0] for row in conn.execute(
-        f"SELECT o.delivery_id FROM (VALUES {values}) AS v "
+    return [(row[0], bool(row[1])) for row in conn.execute(
+        "SELECT o.delivery_id, coalesce(s.core_id = ? AND s.channel = ? "
+        f"AND s.conversation_key = ?, 0) FROM (VALUES {values}) AS v "
         "JOIN outbox AS o ON o.delivery_id = v.column1 "
-        "JOIN sessions AS s ON s.session_id = o.session_id "
-        "WHERE s.core_id = ? AND s.channel = ? AND s.conversation_key = ?",
-        (*delivery_ids, core_id, channel, conversation_key))]
+        "LEFT JOIN sessions AS s ON s.session_id = o.session_id",
+        (core_id, channel, conversation_key, *delivery_ids))]
 
 
 def unrouted_sessions(conn: sqlite3.Connection, core_id: str, channel: str,

@@ -27,8 +27,13 @@ async def test_an_ack_of_no_ids_sends_nothing(rt, serve_gateway, connect) -> Non
 
 async def test_an_ack_of_more_ids_than_a_frame_takes_goes_in_several(
         rt, serve_gateway, connect) -> None:
-    ids = [f"not-ours-{i}" for i in range(1500)]
-    async with serve_gateway(rt) as (_gateway, url), connect(url, "acks") as client:
+    async with serve_gateway(rt) as (_gateway, url), connect(url, "acks") as client, \
+            connect(url, "others") as other:
+        # Two deliveries of another conversation, at the head of each frame's ids: each
+        # frame is refused naming its own (ids of no delivery are ignored, no error).
+        theirs = [(await rt.notify(other.session_id, f"n{i}")).delivery_id for i in range(2)]
+        ids = [f"not-ours-{i}" for i in range(1500)]
+        ids[0], ids[1000] = theirs
         with trio.fail_after(20):
             await client.ack(*ids)
             errors = []
@@ -39,8 +44,8 @@ async def test_an_ack_of_more_ids_than_a_frame_takes_goes_in_several(
     # Each frame was read and looked up (none of them are this conversation's), not refused
     # as a malformed list.
     assert [frame["code"] for frame in errors] == ["unknown_delivery"] * 2, errors
-    assert "not-ours-0" in errors[0]["message"]
-    assert "not-ours-1000" in errors[1]["message"]
+    assert theirs[0] in errors[0]["message"]
+    assert theirs[1] in errors[1]["message"]
 
 
 @pytest.mark.parametrize("bad", [5, "", None])
