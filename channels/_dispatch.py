@@ -53,7 +53,6 @@ from tidings.actors._held import unanswered_metadata
 from tidings.actors._status import MAX_ID_CHARS, MAX_IDS_PER_CALL
 from tidings.channels._directory import Conversation
 from tidings.channels._inbound import Inbound
-from tidings.channels._sanitize import sanitize_line
 from tidings.channels._turn import (
     ActiveTurn,
     dropped_ends_by,
@@ -61,6 +60,7 @@ from tidings.channels._turn import (
     end_dropped_at_stop,
     run_turn,
 )
+from tidings.channels._unanswered import UNANSWERED_EXCERPT, DropCause, unanswered_notice
 from tidings.errors import RuntimeClosedError, StoreClosedError
 from tidings.supervisor._log import field
 
@@ -82,9 +82,6 @@ log = logging.getLogger("tidings.channels")
 
 COLLECT_SEPARATOR = "\n\n"
 """Between the texts of messages merged into one turn."""
-
-UNANSWERED_EXCERPT = 80
-"""Characters of a dropped message quoted in its notice (one line, ellipsis included)."""
 
 Submitted = Literal["started", "queued", "merged"]
 """``started``: the session was idle, the turn starts now; ``queued``: it runs after the turn(s)
@@ -148,18 +145,6 @@ def _id_bytes(message_id: str | None) -> int:
     """What *message_id* adds to that JSON (a message with none adds nothing): its JSON
     string and a separator (``json.dumps``' ``", "``; one too many for the first id)."""
     return 0 if message_id is None else len(json.dumps(message_id)) + 2
-
-
-def unanswered_notice(text: str, *, stopped: str = "the server") -> str:
-    """The notice for a message (or merged messages, as one *text*) that was accepted but not
-    answered: it says what *stopped* first (the channel's ``stopped_name``) and asks for it
-    again, quoting its start on
-    one sanitized line of at most :data:`UNANSWERED_EXCERPT` characters, so the user can tell
-    which message it means and no control or bidi character of theirs can reshape the
-    notice."""
-    excerpt = sanitize_line(text, limit=UNANSWERED_EXCERPT)
-    return (f"Your message was not answered because {stopped} stopped before it got to it. "
-            f'Please send it again: "{excerpt}"')
 
 
 class SessionState:
@@ -395,7 +380,18 @@ class Dispatch:
                 # shielded so the notices are written while the store's writer still runs,
                 # and bounded, as the writer answers every request.
                 with trio.CancelScope(shield=True):
-                    await self._tell_unanswered(state, dropped, by=by)
+                    await self._tell_unanswered(state, dropped, self._drop_cause(state),
+                                                by=by)
+
+    def _drop_cause(self, state: SessionState) -> DropCause:
+        """Why *state*'s worker ended with turns still waiting, for their notices: the
+        runtime's stop; else the channel's close, another route having taken the session;
+        else its task ended without either (the ``tasks`` supervisor crashed: its parent
+        restarts it). Sync: read as the worker ends, before anything is awaited."""
+        rt = self._channel.runtime
+        if rt.closing or rt.tasks.stopping:
+            return "stop"
+        return "taken_over" if self._taken_over(state) else "tasks_crash"
 
     def _taken_over(self, state: SessionState) -> bool:
         """Whether the channel was closed and another route has bound the session since (the
@@ -437,6 +433,7 @@ class Dispatch:
         dropped = self._worker_ended(state)
         if not dropped:
             return
+        cause = self._drop_cause(state)
         name = _task_name(self._channel.config.name, state.session_id, "unanswered")
         not_told = functools.partial(self._not_told, state.session_id, len(dropped))
 
@@ -446,22 +443,23 @@ class Dispatch:
 
         try:
             self._channel.runtime.start_task(
-                name, self._tell_unanswered_shielded, state, dropped,
+                name, self._tell_unanswered_shielded, state, dropped, cause,
                 on_abandon=lambda: abandoned("the notice task was abandoned"))
         except Exception as exc:  # noqa: BLE001 -- a sync callback: logged, never raised
             abandoned(f"no task could write the notices: {exc!r}")
 
     async def _tell_unanswered_shielded(self, state: SessionState,
-                                        dropped: list[PendingTurn]) -> None:
+                                        dropped: list[PendingTurn], cause: DropCause) -> None:
         """:meth:`_tell_unanswered` as a task of its own, which the runtime's stop must not
         cut short: the notices are the only trace of those messages."""
         with trio.CancelScope(shield=True):  # bounded: the writer answers every request
-            await self._tell_unanswered(state, dropped)
+            await self._tell_unanswered(state, dropped, cause)
 
-    async def _tell_unanswered(self, state: SessionState, dropped: list[PendingTurn], *,
-                               by: float | None = None) -> None:
+    async def _tell_unanswered(self, state: SessionState, dropped: list[PendingTurn],
+                               cause: DropCause, *, by: float | None = None) -> None:
         """Tell the user, in *state*'s session, about each turn in *dropped* (accepted, never
-        run): one notice through the runtime's outbox per turn, so it reaches the platform
+        run): one notice through the runtime's outbox per turn, saying why (*cause*, see
+        :func:`~tidings.channels._unanswered.unanswered_notice`), so it reaches the platform
         whenever the session has a route again (after a restart too). A turn the user had
         cancelled (:attr:`PendingTurn.cancelled`: ``/cancel``, or dropped by ``/clear``) is
         only released, as ``/clear`` releases the turns it drops, and then ends as its worker
@@ -491,7 +489,7 @@ class Dispatch:
                 ids = [inbound.message_id for inbound in pending.inbounds
                        if inbound.message_id is not None]
                 await rt.notify(session_id, unanswered_notice(
-                    pending.text, stopped=self._channel.stopped_name),
+                    pending.text, stopped=self._channel.stopped_name, cause=cause),
                                 metadata=unanswered_metadata(ids),
                                 settles=pending.held)
                 told += 1
@@ -504,8 +502,9 @@ class Dispatch:
                            f"the notice failed: {exc!r}")
         else:
             log.warning("event=turns_dropped channel=%s session=%s count=%d "
-                        "reason=worker_ended notices=%d", field(self._channel.config.name),
-                        field(session_id), len(dropped), notices)
+                        "reason=worker_ended notices=%d cause=%s",
+                        field(self._channel.config.name), field(session_id), len(dropped),
+                        notices, cause)
         finally:
             try:  # one grace for them all, not one per turn: hooks that hang on each must
                 # not hold the stop for N graces (the callers shield this)

@@ -163,7 +163,7 @@ async def test_a_drop_the_closed_runtime_cannot_tell_is_logged_and_raises_nothin
     state.pending.append(PendingTurn([Inbound(chat_id="c1", sender_id="u1", text="lost?",
                                               message_id="m9")]))
     dropped = channel.dispatch._worker_ended(state)
-    await channel.dispatch._tell_unanswered(state, dropped)
+    await channel.dispatch._tell_unanswered(state, dropped, "stop")
     # Dealt with: the channel does not wait for it. Nothing of the runtime is left to run, so
     # once every task is blocked, wait_idle() has returned or waits for what never comes.
     returned = trio.Event()
@@ -238,7 +238,7 @@ async def test_the_drop_log_counts_only_the_notices_it_wrote(db_path, workspace,
         cancelled.cancelled = "cancel_command"
         state.pending.extend([cancelled, PendingTurn([inbound])])
         dropped = channel.dispatch._worker_ended(state)
-        await channel.dispatch._tell_unanswered(state, dropped)
+        await channel.dispatch._tell_unanswered(state, dropped, "stop")
     [record] = [r for r in caplog.records if "event=turns_dropped" in r.getMessage()]
     assert "count=2" in record.getMessage()
     assert "notices=1" in record.getMessage()

@@ -87,6 +87,9 @@ async def test_the_turns_of_a_worker_abandoned_as_the_tasks_supervisor_restarts_
         db_path, "SELECT text FROM outbox WHERE kind = 'notice' ORDER BY seq")]
     [notice] = notices
     assert '"waiting"' in notice
+    # The server did not stop: the notice says what did happen (it said "the server stopped")
+    assert "the server's task running the turns failed" in notice, notice
+    assert "stopped" not in notice, notice
     assert channel.notices() == notices
     [dropped] = [r for r in caplog.records if "event=turns_dropped" in r.getMessage()]
     assert "count=2" in dropped.getMessage()
