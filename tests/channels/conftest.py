@@ -3,6 +3,7 @@ channel that records what it is handed, an agent whose timing tests control, and
 
 from __future__ import annotations
 
+import logging
 import pathlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -15,6 +16,7 @@ import trio
 import tidings
 from tidings.actors import Outbound, Runtime
 from tidings.channels import AgentTurn, ChannelConfig, ToolCall
+from tidings.supervisor._testing_invariants import lifecycle_violations
 from tidings.testing import MemoryChannel
 
 from ..database_template import fresh_database
@@ -202,3 +204,23 @@ def rows(db_path: pathlib.Path, sql: str, *params: object) -> list[tuple[Any, ..
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
+
+
+def assert_m1_ended_and_m2_told(channel: RecordingChannel, db_path: pathlib.Path,
+                                caplog: pytest.LogCaptureFixture) -> str:
+    """A worker's end dropped m1, cancelled (``/cancel``) before it began, and m2, waiting:
+    m1 ended once (``started``, ``cancelled`` with ``cancel_command``), m2 was told once it
+    was not answered (the one notice, returned), and one ``turns_dropped`` warning counts both
+    and the notice."""
+    assert [(event.message_id, event.type, getattr(event, "reason", None))
+            for event in channel.events if event.message_id in ("m1", "m2")] == [
+        ("m1", "started", None), ("m1", "cancelled", "cancel_command")]
+    assert lifecycle_violations(channel.events) == []
+    [notice] = [text for (text,) in rows(
+        db_path, "SELECT text FROM outbox WHERE kind = 'notice' ORDER BY seq")]
+    assert '"waiting"' in notice
+    [record] = [r for r in caplog.records if "event=turns_dropped" in r.getMessage()]
+    assert "count=2" in record.getMessage()
+    assert "notices=1" in record.getMessage()
+    assert record.levelno == logging.WARNING
+    return notice

@@ -21,11 +21,10 @@ import trio
 import tidings
 from tidings.channels import ChannelConfig, Inbound
 from tidings.supervisor import FaultPlan, FaultRule, Seam
-from tidings.supervisor._testing_invariants import lifecycle_violations
 
 from ..log_hook import calling_on
 from ..real_time import fail_after_real
-from .conftest import RecordingChannel, rows
+from .conftest import RecordingChannel, assert_m1_ended_and_m2_told
 
 CONFIG = ChannelConfig(name="ops", dispatch_mode="followup")
 
@@ -79,19 +78,8 @@ async def test_the_turns_of_a_worker_abandoned_as_the_tasks_supervisor_restarts_
             await channel.say("after", chat_id="c2", message_id="m3")
             await channel.wait_for(lambda: ("m3", "completed") in [
                 (event.message_id, event.type) for event in channel.events])
-    assert [(event.message_id, event.type, getattr(event, "reason", None))
-            for event in channel.events if event.message_id in ("m1", "m2")] == [
-        ("m1", "started", None), ("m1", "cancelled", "cancel_command")]
-    assert lifecycle_violations(channel.events) == []
-    notices = [text for (text,) in rows(
-        db_path, "SELECT text FROM outbox WHERE kind = 'notice' ORDER BY seq")]
-    [notice] = notices
-    assert '"waiting"' in notice
+    notice = assert_m1_ended_and_m2_told(channel, db_path, caplog)
     # The server did not stop: the notice says what did happen (it said "the server stopped")
     assert "the server's task running the turns failed" in notice, notice
     assert "stopped" not in notice, notice
-    assert channel.notices() == notices
-    [dropped] = [r for r in caplog.records if "event=turns_dropped" in r.getMessage()]
-    assert "count=2" in dropped.getMessage()
-    assert "notices=1" in dropped.getMessage()
-    assert dropped.levelno == logging.WARNING
+    assert channel.notices() == [notice]
