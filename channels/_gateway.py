@@ -181,15 +181,16 @@ class GatewayChannel(ChannelBase):
         """Whether idle *conversation* may be evicted (past ``idle_conversations``): as any
         channel's, and it has no hub (no client connected, no delivery in :meth:`deliver`,
         no leave still turning its unacked rows ``unknown``: what was sent there and not
-        acked is forgotten before its hub goes), no hello between its bind and its join
-        (:meth:`pin`), and no ``/resume``'s rows left to hand back. Rows that went
-        ``unrouted`` with nobody connected (:attr:`away`) do not keep it: a host's row in an
-        evicted one's session goes ``unrouted`` as well (see :meth:`_resolve_route`); its
-        next hello reads its session from the store again and hands all those rows back, in
-        seq order before anything newer, as after a restart."""
+        acked is forgotten before its hub goes), and no hello between its bind and its join
+        (:meth:`pin`). Rows left ``unrouted`` for its next hello do not keep it, whether they
+        went there with nobody connected (:attr:`away`) or a ``/resume``'s hand-back was cut
+        short (:attr:`handback_left`: the resume made its session current durably first): a
+        host's row in an evicted one's session goes ``unrouted`` as well (see
+        :meth:`_resolve_route`); its next hello reads its sessions from the store again and
+        hands all those rows back, in seq order before anything newer, as after a restart.
+        Kept for the note, a conversation whose client never came back was held for good."""
         key = conversation.key
         return (key not in self.hubs and key not in self._pinned
-                and key not in self.handback_left
                 and super()._evictable(conversation, session_ids))
 
     async def _resolve_route(self, session_id: str) -> None:
@@ -262,11 +263,13 @@ class GatewayChannel(ChannelBase):
         (no turn, nothing queued, unacked or being sent): no row of theirs is left for
         :meth:`_abandon` or :meth:`drain`, so their entries go too (one was kept per session
         ever served), as do each connection's notes of them (the seqs it was sent and acked
-        there: a later ack by seq of such a session is looked up in the store). A client
-        naming one later is bound to it again by its hello, and a delivery there notes it
-        again."""
+        there: a later ack by seq of such a session is looked up in the store), and the notes
+        of their rows left ``unrouted`` for a hello (:attr:`away`, :attr:`handback_left`). A
+        client naming one later is bound to it again by its hello, which hands those rows
+        back from the store, and a delivery there notes it again."""
         super()._sessions_forgotten(conversation, session_ids)
-        self.away.forget(conversation.key, session_ids)
+        for left in (self.handback_left, self.away):  # the hello binding them finds theirs
+            left.forget(conversation.key, session_ids)
         for session_id in session_ids:
             if self.session_keys.get(session_id) == conversation.key:
                 del self.session_keys[session_id]
