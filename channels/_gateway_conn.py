@@ -17,7 +17,9 @@ session it has nothing of yet (another device's ``/resume``) gets that session's
 first, read from the store by the writer where a mark in the queue says (see
 :meth:`Connection.catches_up`). The reader parses frames, charges a token bucket (a
 client that floods is closed, ``4029``) and hands them to the gateway; the heartbeat pings a
-client that has been silent for ``heartbeat_s`` and drops it (``4008``) after twice that.
+client that has been silent for ``heartbeat_s`` and drops it (``4008``) after twice that. A
+client reading a backlog counts as heard from: the ping waits behind that backlog, so one that
+reads it slowly but steadily could not answer in time (see :meth:`Connection._send_whole`).
 
 A close never cuts a frame in half: a frame being written when the connection is closed is
 finished first (for at most ``_FINISH_WAIT`` seconds), so a client that reads again sees its
@@ -161,6 +163,7 @@ class Connection:
         self.bucket = TokenBucket(settings.rate, settings.burst)
         self.last_heard = trio.current_time()
         self.last_written = self.last_heard  # when a frame last went out whole
+        self.last_read = self.last_heard  # when a frame of a backlog did (see _send_whole)
         self.close_code: int | None = None
         self.close_reason = ""
         self.replayed: set[str] = set()  # replayed rows that may still arrive live
@@ -414,21 +417,28 @@ class Connection:
                 if delivery_id is not None and delivery_id in self.replayed:
                     self.replayed.discard(delivery_id)  # replayed already: never twice
                     continue
-                await self._send_whole(text)
+                await self._send_whole(
+                    text, backlog=self._receive.statistics().current_buffer_used > 0)
         except ConnectionClosed:  # the peer went away while we wrote: the connection is over
             scope.cancel(reason="the client closed the connection")
 
     async def write(self, frame: dict[str, Any]) -> None:
-        """Write *frame* now, ahead of the queue (the writer task only: welcome, replay)."""
-        await self._send_whole(encode(frame))
+        """Write *frame* now, ahead of the queue (the writer task only: welcome, replay;
+        a frame of a backlog, see :meth:`_send_whole`)."""
+        await self._send_whole(encode(frame), backlog=True)
 
     async def write_encoded(self, text: str) -> None:
         """:meth:`write` of a frame encoded already."""
-        await self._send_whole(text)
+        await self._send_whole(text, backlog=True)
 
-    async def _send_whole(self, text: str) -> None:
+    async def _send_whole(self, text: str, *, backlog: bool) -> None:
         """Write one websocket message whole, or not at all: shielded from :meth:`kill`,
-        which only bounds it (see the module docstring)."""
+        which only bounds it (see the module docstring). *backlog*: more frames wait to go
+        after it (queued behind it, or the replay's): written whole, it shows the client
+        reading (``last_read``, which the heartbeat counts as hearing from it), since a
+        client that reads nothing stops taking them once the sockets' buffers are full. A
+        frame with nothing behind it shows nothing (the buffers take it), nor does the
+        heartbeat's own ping: a client that neither reads nor speaks is still closed."""
         if not self.alive:  # closed: start nothing new
             await trio.lowlevel.checkpoint()
             return
@@ -445,6 +455,8 @@ class Connection:
             return
         self.written += 1
         self.last_written = trio.current_time()
+        if backlog:
+            self.last_read = self.last_written
 
     async def tear(self) -> None:
         """Close the TCP stream under the websocket, with no close frame (after a frame cut
@@ -479,14 +491,23 @@ class Connection:
         return False
 
     async def _heartbeat(self) -> None:
+        """Ping a client neither heard from nor reading (see :meth:`_send_whole`) for
+        ``heartbeat_s``, once per silence, and close it ``4008`` after twice that. Its ping
+        waits behind what is queued: a client reading that backlog could not answer it
+        sooner, and its reading keeps it."""
         period = self.settings.heartbeat_s
+        pinged_for: float | None = None  # the last_heard a ping went for
         while True:
-            await trio.sleep_until(self.last_heard + period)
-            if trio.current_time() < self.last_heard + period:
-                continue  # heard from it meanwhile
-            self.push({"type": "ping"})
-            await trio.sleep_until(self.last_heard + 2 * period)
-            if trio.current_time() >= self.last_heard + 2 * period:
-                self.kill(CLOSE_HEARTBEAT, f"heartbeat timeout: nothing heard for "
-                                           f"{2 * period:g}s")
-                return
+            alive = max(self.last_heard, self.last_read)
+            if trio.current_time() < alive + period:
+                await trio.sleep_until(alive + period)
+                continue
+            if pinged_for != self.last_heard:
+                pinged_for = self.last_heard
+                self.push({"type": "ping"})
+            if trio.current_time() < alive + 2 * period:
+                await trio.sleep_until(alive + 2 * period)
+                continue
+            self.kill(CLOSE_HEARTBEAT, f"heartbeat timeout: nothing heard for "
+                                       f"{2 * period:g}s")
+            return
