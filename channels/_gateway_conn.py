@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
+from tidings.actors._blocks import lone_surrogate
 from tidings.channels._gateway_frames import (
     CLOSE_FLOOD,
     CLOSE_HEARTBEAT,
@@ -77,9 +78,10 @@ _FINISH_WAIT = 2.0
 """Seconds a frame being written when the connection is closed may take to finish."""
 
 _MERGED_CHUNK_BYTES = 1 << 16
-"""Bytes of JSON-encoded chunk text a waiting ``text_chunk`` frame may grow to by taking the
-chunks that follow it: small against what a client takes (``MAX_SERVER_FRAME_BYTES``), and
-a client that does not read still gets a new frame, counted, every so many bytes."""
+"""Bytes a waiting ``text_chunk`` frame may grow to, as it goes out (its JSON escapes
+included), by taking the chunks that follow it: small against what a client takes
+(``MAX_SERVER_FRAME_BYTES``), and a client that does not read still gets a new frame,
+counted, every so many bytes."""
 
 Replay = Callable[["Connection"], Awaitable[None]]
 """Writes the catch-up frames (with :meth:`Connection.write`) after ``welcome``, before the
@@ -110,8 +112,11 @@ class TokenBucket:
         return True
 
 
-def _chunk_bytes(chunk: str) -> int:
-    """The bytes *chunk* takes in a frame: its JSON string, quotes left out."""
+def _chunk_bytes(chunk: str, *, escaped: bool) -> int:
+    """The bytes *chunk* takes in a frame: its JSON string, quotes left out, in UTF-8, or
+    with every non-ASCII character escaped (*escaped*: a frame :func:`encode` escapes)."""
+    if escaped:
+        return len(json.dumps(chunk)) - 2
     return encoded_size(json.dumps(chunk, ensure_ascii=False)) - 2
 
 
@@ -120,13 +125,34 @@ class _PendingChunk:
     is the last frame of its session in the queue, the chunks of the same message join it (in
     order), and the writer sends them as one frame. Mutable on purpose: it grows in the queue."""
 
-    __slots__ = ("chunks", "frame", "size", "text")
+    __slots__ = ("chunks", "escaped", "frame", "size", "text")
 
     def __init__(self, frame: dict[str, Any], text: str, size: int) -> None:
         self.frame = frame
         self.text = text  # encoded, while it holds one chunk
-        self.size = size  # bytes counted in the connection's queued_bytes
+        self.size = size  # bytes counted in the connection's queued_bytes: as it goes out
         self.chunks = [frame["chunk"]]
+        # Its text holds a lone surrogate: it goes out escaped (see encode). Its other
+        # fields are ids, which never hold one (refused where they come in).
+        self.escaped = lone_surrogate(frame["chunk"]) is not None
+
+    def measure(self, chunk: str) -> tuple[int, bool]:
+        """The frame's bytes as it would go out with *chunk* joined, and whether it would go
+        out escaped: a chunk adds its own bytes, except that the first one with a lone
+        surrogate turns the whole frame escaped (6 bytes a non-ASCII character, where UTF-8
+        took 2 to 4), so the frame is measured again whole, once."""
+        if self.escaped:
+            return self.size + _chunk_bytes(chunk, escaped=True), True
+        if lone_surrogate(chunk) is None:
+            return self.size + _chunk_bytes(chunk, escaped=False), False
+        joined = encode({**self.frame, "chunk": "".join((*self.chunks, chunk))})
+        return encoded_size(joined), True
+
+    def join(self, chunk: str, size: int, escaped: bool) -> None:
+        """Take *chunk* after its own, the frame now *size* bytes (see :meth:`measure`)."""
+        self.chunks.append(chunk)
+        self.size = size
+        self.escaped = escaped
 
     def takes(self, frame: dict[str, Any]) -> bool:
         """Whether *frame* is a chunk of the same message (session and client message id)."""
@@ -282,7 +308,8 @@ class Connection:
         """Queue a ``lifecycle`` ``text_chunk`` *frame*, as :meth:`push` does, except that a
         queue holding a quarter of ``max_backlog`` frames or more, whose last frame of this
         session is a chunk of the same message (message id) not taken by the writer yet, has
-        that frame take this chunk's text after its own (up to ``_MERGED_CHUNK_BYTES``): an
+        that frame take this chunk's text after its own (up to ``_MERGED_CHUNK_BYTES`` as it
+        goes out, escapes included: see :meth:`_PendingChunk.measure`): an
         agent streams far faster than a socket takes small frames, and a client reading as
         fast as it could was closed as too slow after ``max_backlog`` pieces. It may join
         across frames of other sessions (two turns stream at once after ``/new``: looking at
@@ -294,13 +321,13 @@ class Connection:
         tail = self._joinable.get(frame["session_id"])
         if tail is not None and tail.takes(frame) \
                 and self._send.statistics().current_buffer_used >= self._deep:
-            added = _chunk_bytes(frame["chunk"])
-            if tail.size + added <= _MERGED_CHUNK_BYTES:
+            size, escaped = tail.measure(frame["chunk"])
+            if size <= _MERGED_CHUNK_BYTES:
+                added = size - tail.size
                 if self.queued_bytes + added > self.settings.max_backlog_bytes:
                     self._too_many_bytes()
                     return
-                tail.chunks.append(frame["chunk"])
-                tail.size += added
+                tail.join(frame["chunk"], size, escaped)
                 self.queued_bytes += added
                 return
         text = encode(frame)
