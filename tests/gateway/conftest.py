@@ -31,9 +31,12 @@ async def rt(db_path: pathlib.Path, workspace: pathlib.Path) -> AsyncIterator[Ru
 
 
 @asynccontextmanager
-async def _serve(rt: Runtime, agent: Any = None, **settings: Any
-                 ) -> AsyncIterator[tuple[GatewayChannel, str]]:
-    gateway = GatewayChannel(rt, GatewayConfig(token=TOKEN, port=0, **settings), agent=agent)
+async def serving_gateway(rt: Runtime, agent: Any = None, *,
+                          gateway_class: type[GatewayChannel] = GatewayChannel,
+                          **settings: Any) -> AsyncIterator[tuple[GatewayChannel, str]]:
+    """A gateway (of *gateway_class*, with *settings*) serving on a free port of 127.0.0.1:
+    it and its ``ws://`` url; closed at the end."""
+    gateway = gateway_class(rt, GatewayConfig(token=TOKEN, port=0, **settings), agent=agent)
     try:
         async with gateway.serving() as port:
             yield gateway, f"ws://127.0.0.1:{port}"
@@ -44,8 +47,9 @@ async def _serve(rt: Runtime, agent: Any = None, **settings: Any
 
 @pytest.fixture
 def serve_gateway() -> Callable[..., Any]:
-    """``async with serve_gateway(rt, agent=None, **settings) as (gateway, url)``."""
-    return _serve
+    """``async with serve_gateway(rt, agent=None, gateway_class=..., **settings) as (gateway,
+    url)``: :func:`serving_gateway`."""
+    return serving_gateway
 
 
 @pytest.fixture
@@ -193,3 +197,33 @@ class Transcript(io.StringIO):
     async def wait_for(self, found: Callable[[str], bool]) -> None:
         while not any(found(line) for line in self.getvalue().splitlines()):
             await self.changed.wait()
+
+
+class DeliverParking:
+    """Parks a session's lane at its first schedule point inside its route's ``deliver()``,
+    for certain: :meth:`checkpoint` stands in for ``trio.lowlevel.checkpoint``
+    (``monkeypatch.setattr(trio.lowlevel, "checkpoint", parking.checkpoint)``) and waits, in
+    that task only and once, until :attr:`go` is set; :attr:`parked` says it is there. Set
+    :attr:`session_id` before the row is written."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.session_id: str | None = None
+        self.parked = trio.Event()
+        self.go = trio.Event()
+        self._original = trio.lowlevel.checkpoint
+
+    def _in_deliver(self) -> bool:
+        """The running task is the session's lane, inside its route's deliver()."""
+        dispatcher = self.rt.dispatcher
+        lane = dispatcher.lane(self.session_id) if self.session_id is not None else None
+        sup = dispatcher.supervisor
+        return (lane is not None and lane.delivering and lane.name is not None
+                and sup is not None
+                and sup.child_task(lane.name) is trio.lowlevel.current_task())
+
+    async def checkpoint(self) -> None:
+        if not self.parked.is_set() and self._in_deliver():
+            self.parked.set()
+            await self.go.wait()
+        await self._original()

@@ -7,15 +7,15 @@ from __future__ import annotations
 import pytest
 import trio
 
-from .conftest import frame_is
-from .test_idle_eviction import _connect, _serve, _texts_until, _visit
+from .conftest import frame_is, serving_gateway
+from .test_idle_eviction import _connect, _OneIdle, _texts_until, _visit
 
 
 @pytest.mark.parametrize("resume", [False, True], ids=["fresh", "after_seq"])
 async def test_an_evicted_conversations_progress_is_ended_at_its_next_hello(
         rt, resume: bool) -> None:
     with trio.fail_after(30):
-        async with _serve(rt) as (_, url):
+        async with serving_gateway(rt, gateway_class=_OneIdle) as (_, url):
             session_a, seq = await _visit(url, "alpha")
             await _visit(url, "beta")  # past the cap of 1: alpha is evicted
             await _visit(url, "gamma")

@@ -18,43 +18,29 @@ import pytest
 import trio
 import trio.testing
 
+from .conftest import DeliverParking
+
 CONVERSATION = "started"
 
 
 async def test_a_row_in_deliver_not_yet_broadcast_at_the_welcome_is_above_history_seq(
         rt, serve_gateway, connect, is_frame, monkeypatch: pytest.MonkeyPatch) -> None:
-    parked, go = trio.Event(), trio.Event()
-    session_id: str | None = None
-    original = trio.lowlevel.checkpoint
-
-    def in_deliver() -> bool:
-        """The running task is the session's lane, inside its route's deliver()."""
-        lane = rt.dispatcher.lane(session_id) if session_id is not None else None
-        sup = rt.dispatcher.supervisor
-        return (lane is not None and lane.delivering and lane.name is not None
-                and sup is not None
-                and sup.child_task(lane.name) is trio.lowlevel.current_task())
-
-    async def checkpoint() -> None:
-        if not parked.is_set() and in_deliver():
-            parked.set()
-            await go.wait()
-        await original()
+    parking = DeliverParking(rt)
 
     async with serve_gateway(rt) as (_gateway, url):
         with trio.fail_after(20):  # real time
             async with connect(url, CONVERSATION) as other:
                 await other.message("hello", message_id="o1")
                 [*_, reply] = await other.receive_until(is_frame("delivery", kind="message"))
-                session_id = reply["session_id"]
+                session_id = parking.session_id = reply["session_id"]
                 while not rt.dispatcher.settled(session_id):  # its ack recorded: idle
                     await trio.testing.wait_all_tasks_blocked()
-                monkeypatch.setattr(trio.lowlevel, "checkpoint", checkpoint)
+                monkeypatch.setattr(trio.lowlevel, "checkpoint", parking.checkpoint)
                 handle = await rt.notify(session_id, "news")
-                await parked.wait()  # in deliver(), not broadcast yet
+                await parking.parked.wait()  # in deliver(), not broadcast yet
                 async with connect(url, CONVERSATION) as late:
                     welcome = late.welcome
-                    go.set()
+                    parking.go.set()
                     [*_, frame] = await late.receive_until(is_frame("delivery", text="news"))
                 assert await handle.wait() == "delivered"
     # It came to the late connection as rows come: not history.

@@ -7,32 +7,18 @@ connected is never evicted."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
 
-from tidings.actors import Runtime
-from tidings.channels import GatewayChannel, GatewayClient, GatewayConfig
+from tidings.channels import GatewayChannel, GatewayClient
 
-from .conftest import TOKEN, frame_is
+from .conftest import TOKEN, frame_is, serving_gateway
 
 
 class _OneIdle(GatewayChannel):
     idle_conversations = 1
-
-
-@asynccontextmanager
-async def _serve(rt: Runtime) -> AsyncIterator[tuple[GatewayChannel, str]]:
-    gateway = _OneIdle(rt, GatewayConfig(token=TOKEN, port=0))
-    try:
-        async with gateway.serving() as port:
-            yield gateway, f"ws://127.0.0.1:{port}"
-    finally:
-        with trio.CancelScope(shield=True):
-            await gateway.aclose()
 
 
 def _connect(url: str, name: str, **hello: Any) -> Any:
@@ -57,7 +43,7 @@ async def _texts_until(client: GatewayClient, last: str) -> list[tuple[int, str]
 async def test_a_host_row_to_an_evicted_conversation_reaches_its_next_hello(
         rt, resume: bool) -> None:
     with trio.fail_after(30):
-        async with _serve(rt) as (gateway, url):
+        async with serving_gateway(rt, gateway_class=_OneIdle) as (gateway, url):
             session_a, seq = await _visit(url, "alpha")
             await _visit(url, "beta")  # past the cap of 1: alpha is evicted
             await _visit(url, "gamma")
@@ -81,7 +67,8 @@ async def test_a_host_row_to_an_evicted_conversation_reaches_its_next_hello(
 
 async def test_a_connected_conversation_is_not_evicted(rt) -> None:
     with trio.fail_after(30):
-        async with _serve(rt) as (_, url), _connect(url, "alpha") as stays:
+        async with serving_gateway(rt, gateway_class=_OneIdle) as (_, url), \
+                _connect(url, "alpha") as stays:
             await stays.message("hi")
             await stays.receive_until(frame_is("delivery", kind="message"))
             for name in ("beta", "gamma", "delta"):
@@ -106,7 +93,7 @@ async def test_a_hello_settling_its_replay_keeps_its_conversation(rt, monkeypatc
         return await original(*args, **kwargs)
 
     with trio.fail_after(30):
-        async with _serve(rt) as (_, url):
+        async with serving_gateway(rt, gateway_class=_OneIdle) as (_, url):
             session_a, seq = await _visit(url, "alpha")
             monkeypatch.setattr(rt, "confirm_through", paused)
             async with trio.open_nursery() as nursery:

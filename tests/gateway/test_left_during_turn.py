@@ -10,8 +10,6 @@ sent once, in seq order before anything newer, with or without ``after_seq``."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -19,9 +17,9 @@ import trio
 import trio.testing
 
 from tidings.actors import Runtime
-from tidings.channels import GatewayChannel, GatewayClient, GatewayConfig
+from tidings.channels import GatewayChannel, GatewayClient
 
-from .conftest import TOKEN, frame_is
+from .conftest import TOKEN, DeliverParking, frame_is, serving_gateway
 
 
 class _HeldAgent:
@@ -37,18 +35,6 @@ class _HeldAgent:
 
 class _FewIdle(GatewayChannel):
     idle_conversations = 1
-
-
-@asynccontextmanager
-async def _serve(rt: Runtime, agent: _HeldAgent, gateway_class: type[GatewayChannel]
-                 ) -> AsyncIterator[tuple[GatewayChannel, str]]:
-    gateway = gateway_class(rt, GatewayConfig(token=TOKEN, port=0), agent=agent)
-    try:
-        async with gateway.serving() as port:
-            yield gateway, f"ws://127.0.0.1:{port}"
-    finally:
-        with trio.CancelScope(shield=True):
-            await gateway.aclose()
 
 
 def _connect(url: str, name: str, **hello: Any) -> Any:
@@ -93,7 +79,7 @@ async def test_conversations_whose_clients_left_during_a_turn_are_evicted(rt) ->
     agent = _HeldAgent()
     names = [f"user-{n}" for n in range(4)]
     with trio.fail_after(60):  # hang guard
-        async with _serve(rt, agent, _FewIdle) as (gateway, url):
+        async with serving_gateway(rt, agent, gateway_class=_FewIdle) as (gateway, url):
             sessions = [await _leave_during_turn(url, name) for name in names]
             agent.go.set()
             for name, session_id in zip(names, sessions, strict=True):
@@ -118,7 +104,7 @@ async def test_a_reply_whose_client_left_reaches_the_next_hello_once_in_order(
         rt, resume: bool) -> None:
     agent = _HeldAgent()
     with trio.fail_after(60):  # hang guard
-        async with _serve(rt, agent, GatewayChannel) as (gateway, url):
+        async with serving_gateway(rt, agent) as (gateway, url):
             session_id = await _leave_during_turn(url, "alpha")
             agent.go.set()
             assert await _reply_settled(rt, gateway, "alpha", session_id) == "unrouted"
@@ -168,7 +154,7 @@ async def test_a_row_written_while_the_hello_hands_back_comes_after_those_rows(
         return await original(*args, **kwargs)
 
     with trio.fail_after(60):  # hang guard
-        async with _serve(rt, agent, GatewayChannel) as (gateway, url):
+        async with serving_gateway(rt, agent) as (gateway, url):
             session_id = await _left_with_reply_unrouted(rt, gateway, url, agent)
             monkeypatch.setattr(rt, pause_in, paused)
             got: list[str] = []
@@ -198,31 +184,17 @@ async def test_a_row_in_deliver_while_a_whole_hello_runs_comes_after_the_rows_ha
     tests/gateway/test_history_seq_deliver_started.py, the lane's task is parked there for
     certain (``trio.lowlevel.checkpoint`` wrapped, for that task only)."""
     agent = _HeldAgent()
-    parked, go = trio.Event(), trio.Event()
-    session_id: str | None = None
-    original = trio.lowlevel.checkpoint
-
-    def in_deliver() -> bool:
-        lane = rt.dispatcher.lane(session_id) if session_id is not None else None
-        sup = rt.dispatcher.supervisor
-        return (lane is not None and lane.delivering and lane.name is not None
-                and sup is not None
-                and sup.child_task(lane.name) is trio.lowlevel.current_task())
-
-    async def checkpoint() -> None:
-        if not parked.is_set() and in_deliver():
-            parked.set()
-            await go.wait()
-        await original()
+    parking = DeliverParking(rt)
 
     with trio.fail_after(60):  # hang guard
-        async with _serve(rt, agent, GatewayChannel) as (gateway, url):
-            session_id = await _left_with_reply_unrouted(rt, gateway, url, agent)
-            monkeypatch.setattr(trio.lowlevel, "checkpoint", checkpoint)
+        async with serving_gateway(rt, agent) as (gateway, url):
+            session_id = parking.session_id = await _left_with_reply_unrouted(
+                rt, gateway, url, agent)
+            monkeypatch.setattr(trio.lowlevel, "checkpoint", parking.checkpoint)
             news = await rt.notify(session_id, "news")
-            await parked.wait()  # in deliver(), its session's rows not handed back yet
+            await parking.parked.wait()  # in deliver(), its session's rows not handed back yet
             async with _connect(url, "alpha") as client:
-                go.set()
+                parking.go.set()
                 frames = await client.receive_until(frame_is("delivery", text="news"))
                 assert [f["text"] for f in frames if f["type"] == "delivery"] == [
                     "reply to hi alpha", "news"]
