@@ -21,7 +21,10 @@ A message that was accepted but whose turn never ran (the runtime stopped while 
 its worker's task was cancelled or abandoned, or its channel was closed and a new route took the
 session, see :meth:`Dispatch._taken_over`) is not dropped silently: the session gets one
 notice per such turn through the outbox (:func:`unanswered_notice`), so the user learns it was
-not answered and can send it again, even after a restart. ``/clear`` drops waiting turns too,
+not answered and can send it again, even after a restart. So does the turn running when the
+worker's task ends without a stop (the runtime's ``tasks`` supervisor crashed: its parent
+restarts it, the server runs on), which ends ``failed`` (:attr:`PendingTurn.cut`): told at
+once, first, rather than at the next start. ``/clear`` drops waiting turns too,
 but at the user's own request: nothing is said about those, nor about a waiting turn
 ``/cancel`` had cancelled (:meth:`Dispatch.cancel`). Each turn ``/clear`` drops still ends
 where it waited, after the turn ahead of it: ``started``, then ``cancelled`` (reason
@@ -109,6 +112,10 @@ class PendingTurn:
     dropped: bool = attrs.field(default=False, init=False)
     """``/clear`` dropped it (:meth:`Dispatch.drop_pending`): its worker only ends it, in its
     turn (:func:`~tidings.channels._turn.end_dropped`), and never runs it."""
+    cut: bool = attrs.field(default=False, init=False)
+    """It ran and its worker's task ended under it without a stop (the ``tasks`` supervisor
+    crashed, see ``ActiveTurn.cut``): it ended ``failed``, its messages still held, and the
+    worker's end tells them not answered, first (:meth:`Dispatch._work`)."""
 
     def __attrs_post_init__(self) -> None:
         self.id_bytes = sum(_id_bytes(inbound.message_id) for inbound in self.inbounds)
@@ -361,6 +368,7 @@ class Dispatch:
     async def _work(self, state: SessionState) -> None:
         tasks = self._channel.runtime.tasks
         by: float | None = None  # one grace for the dropped turns met in a row, not one each
+        running: PendingTurn | None = None  # the turn being run, should the task end under it
         try:
             while state.pending and not tasks.stopping and not self._taken_over(state):
                 pending = state.pending.popleft()
@@ -370,18 +378,23 @@ class Dispatch:
                     await end_dropped(self._channel, state, pending, by=by)
                     continue
                 by = None
+                running = pending
                 turn = await run_turn(self._channel, state, pending)
+                running = None
                 if state.pending and _owes_steer_note(pending, turn):
                     state.pending[0].steered = True
         finally:
-            dropped = self._worker_ended(state)
+            # A turn its task's end cut without a stop (a crash of the tasks supervisor) is
+            # told with the turns waiting behind it, first, and so is why they never ran.
+            cut = running if running is not None and running.cut else None
+            dropped = self._worker_ended(state, cut)
             if dropped:
                 # Often reached through a cancellation (the runtime's stop after the grace):
                 # shielded so the notices are written while the store's writer still runs,
                 # and bounded, as the writer answers every request.
+                cause: DropCause = "tasks_crash" if cut else self._drop_cause(state)
                 with trio.CancelScope(shield=True):
-                    await self._tell_unanswered(state, dropped, self._drop_cause(state),
-                                                by=by)
+                    await self._tell_unanswered(state, dropped, cause, by=by)
 
     def _drop_cause(self, state: SessionState) -> DropCause:
         """Why *state*'s worker ended with turns still waiting, for their notices: the
@@ -404,16 +417,18 @@ class Dispatch:
         binding = self._channel.runtime.router.binding(state.session_id)
         return binding is not None and binding.route is not self._channel
 
-    def _worker_ended(self, state: SessionState) -> list[PendingTurn]:
+    def _worker_ended(self, state: SessionState, cut: PendingTurn | None = None
+                      ) -> list[PendingTurn]:
         """The session's worker ended (or never ran: its task failed before it began).
 
         Returns the turns still waiting, now taken from the session: they will never run, and
         whoever ends the worker must tell the user about them (:meth:`_tell_unanswered`,
-        which also lets :meth:`wait_idle` return). The session is idle at once, so a message
-        that comes meanwhile starts a new worker.
+        which also lets :meth:`wait_idle` return); first *cut*, if given, the turn the end of
+        the worker's task cut (:attr:`PendingTurn.cut`), whose messages are still held. The
+        session is idle at once, so a message that comes meanwhile starts a new worker.
         """
         state.working = False
-        dropped = list(state.pending)
+        dropped = ([] if cut is None else [cut]) + list(state.pending)
         state.pending.clear()
         if dropped:
             self._telling += 1  # until _told(): the channel is not idle before they are
@@ -458,7 +473,8 @@ class Dispatch:
     async def _tell_unanswered(self, state: SessionState, dropped: list[PendingTurn],
                                cause: DropCause, *, by: float | None = None) -> None:
         """Tell the user, in *state*'s session, about each turn in *dropped* (accepted, never
-        run): one notice through the runtime's outbox per turn, saying why (*cause*, see
+        run; or run and cut by a crash, :attr:`PendingTurn.cut`): one notice through the
+        runtime's outbox per turn, saying why (*cause*, see
         :func:`~tidings.channels._unanswered.unanswered_notice`), so it reaches the platform
         whenever the session has a route again (after a restart too). A turn the user had
         cancelled (:attr:`PendingTurn.cancelled`: ``/cancel``, or dropped by ``/clear``) is

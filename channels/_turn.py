@@ -16,7 +16,11 @@ dispatcher that no steer note is owed for such a turn.
 Why a turn was cancelled is recorded before its scope is cancelled: commands and steer go
 through :meth:`ActiveTurn.cancel`; a deadline that fired is recorded as ``timeout`` the moment
 anyone looks (first recorded wins, by time); a cancellation from outside the turn (the runtime's
-task tree stopping) is ``shutdown``. Once the outcome is decided, cancels are refused: a turn
+task tree stopping) is ``shutdown``. One from outside while the runtime is not stopping is the
+task running the session's turns ending under it (the ``tasks`` supervisor crashed; its parent
+restarts it): nobody chose it, so it is no cancel reason, and the turn ends ``failed``, saying
+so (:attr:`ActiveTurn.cut`), its messages left held for the worker's end to tell them not
+answered (``Dispatch._work``). Once the outcome is decided, cancels are refused: a turn
 whose final reply is being written is ``completed``, and one whose agent failed (no cancel
 recorded first) is ``failed``, even while its end is still being written. An agent that fails
 *because* it is being cancelled (it turns ``Cancelled`` into an error, or its own nursery does)
@@ -48,10 +52,12 @@ from tidings.channels._lifecycle import (
     LifecycleHook,
     TaskLifecycleEvent,
 )
+from tidings.channels._unanswered import drop_cause_text
 from tidings.errors import TidingsError
 from tidings.supervisor._log import field
 
 if TYPE_CHECKING:
+    from tidings.actors import Runtime
     from tidings.channels._base import ChannelBase
     from tidings.channels._dispatch import PendingTurn, SessionState
 
@@ -87,6 +93,12 @@ class ActiveTurn:
         self.agent_ran = False
         """The agent was called with this turn's prompt. False for a turn cancelled (or
         failed) while it opened: whatever its prompt said, the agent never saw it."""
+        self.cut = False
+        """A cancel from outside came while the runtime was not stopping and no reason was
+        recorded (:meth:`note_trio_cancel`): the task running the session's turns is ending
+        (the ``tasks`` supervisor crashed). The turn ends ``failed``, its messages still held
+        (its end releases nothing: its row says ``cancelled``, a cancel nobody chose), and
+        later cancels are refused: it is already ending."""
 
     @property
     def cancel_reason(self) -> CancelReason | None:
@@ -99,7 +111,7 @@ class ActiveTurn:
         False when an earlier reason stands (a deadline that already fired counts), or the
         turn's outcome is decided (it is writing its final reply, it failed, it has ended).
         """
-        if self.finishing:
+        if self.finishing or self.cut:
             return False
         self.note_deadline()
         if not self.emitter.record_cancel(reason):
@@ -127,11 +139,21 @@ class ActiveTurn:
                 and self.emitter.record_cancel("timeout") and self.ctx is not None):
             self.ctx.cancel("timeout")
 
-    def note_trio_cancel(self) -> None:
-        """A ``Cancelled`` reached the turn body: make sure a reason is recorded (a deadline
-        is ``timeout``; anything else not recorded came from outside: ``shutdown``)."""
-        if self.cancel_reason is None:
-            self.emitter.record_cancel("shutdown")
+    def note_trio_cancel(self, runtime: Runtime, cancelled: trio.Cancelled | None) -> None:
+        """A ``Cancelled`` reached the turn (*cancelled*; None: a scope around it is
+        cancelled, and the turn only knows so): make sure it is accounted for. A deadline is
+        ``timeout``; anything else not recorded came from outside: ``shutdown`` while
+        *runtime* stops, or when a sibling task's ``KeyboardInterrupt`` (or the like) tears
+        through the ``tasks`` supervisor (trio's source ``nursery``: the runtime stops, as at
+        its exit); else the turn is :attr:`cut`. Without *cancelled* that is left undecided
+        (nothing recorded) until the ``Cancelled`` comes. Sync."""
+        if (self.cancel_reason is None and not self.cut and not self.finishing
+                and cancelled is not None):
+            if (runtime.closing or runtime.tasks.stopping
+                    or cancelled.source == "nursery"):
+                self.emitter.record_cancel("shutdown")
+            else:
+                self.cut = True
         if self.ctx is not None and self.emitter.cancel_reason is not None:
             self.ctx.cancel(self.emitter.cancel_reason)
 
@@ -142,8 +164,11 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
     (outcome, reason) and whether its agent ran (``agent_ran``).
 
     Never raises for an agent's failure (that is ``failed``); re-raises ``trio.Cancelled``
-    after emitting ``cancelled`` (reason ``shutdown`` unless an earlier one was recorded), and
-    any other ``BaseException`` (``KeyboardInterrupt`` and the like) after emitting ``failed``.
+    after emitting ``cancelled`` (reason ``shutdown`` unless an earlier one was recorded), or
+    ``failed`` when it came while the runtime was not stopping and nobody chose it (its task
+    is ending: :attr:`ActiveTurn.cut`, copied to :attr:`PendingTurn.cut` for the worker's end
+    to tell its messages not answered), and any other ``BaseException``
+    (``KeyboardInterrupt`` and the like) after emitting ``failed``.
     """
     active = _active_turn(channel, state, pending)
     if pending.cancelled is not None:  # cancelled while it waited: it opens cancelled
@@ -153,6 +178,7 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
         await _drive(channel, state, pending, active)
     finally:
         state.active = None
+        pending.cut = active.cut
     rt = channel.runtime
     if active.ctx is None and pending.held and not (rt.closing or rt.tasks.stopping):
         # Ended before its runtime turn began (cancelled on purpose, or failed, while it
@@ -322,20 +348,29 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                     log.info("event=turn_error_while_cancelled session=%s reason=%s "
                              "error=%s", field(state.session_id), field(active.cancel_reason),
                              field(describe_error(exc)))
-                    active.note_trio_cancel()
+                    active.note_trio_cancel(rt, None)
                     # The turn's scope (or one around it) is cancelled, so this raises
-                    # Cancelled: the turn ends cancelled, in the turns table too.
-                    await trio.lowlevel.checkpoint()
+                    # Cancelled: the turn ends cancelled (or cut), in the turns table too.
+                    try:
+                        await trio.lowlevel.checkpoint()
+                    except trio.Cancelled as outside:
+                        active.note_trio_cancel(rt, outside)
+                        raise
                     raise
-                active.note_trio_cancel()
+                active.note_trio_cancel(rt, cancelled)
                 # An agent's nursery wraps Cancelled in a group: the turn (and the turns
                 # table) must still see a cancellation, not a failure.
                 if cancelled is exc:
                     raise
                 raise cancelled from None
     except BaseException as exc:
-        if only_cancelled(exc) is not None:  # from outside the turn: the runtime is stopping
-            await emitter.cancelled("shutdown")
+        cancelled = only_cancelled(exc)
+        if cancelled is not None:  # from outside the turn: the runtime is stopping, or the
+            active.note_trio_cancel(rt, cancelled)  # task running the turns ends (a crash)
+            if active.cut:
+                await emitter.failed(_cut_error(channel))
+            else:
+                await emitter.cancelled("shutdown")  # (the first recorded reason wins)
             raise
         if not isinstance(exc, Exception):  # KeyboardInterrupt or the like: not ours to
             await emitter.failed(exc)  # swallow, but the turn that began still ends, once
@@ -351,6 +386,13 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
         return
     if emitter.outcome is None:  # the turn's own scope caught the cancel
         await emitter.cancelled(active.cancel_reason or "timeout")
+
+
+def _cut_error(channel: ChannelBase) -> str:
+    """The error of a turn :attr:`ActiveTurn.cut`, in the words of its "not answered"
+    notice."""
+    return (f"{drop_cause_text('tasks_crash', stopped=channel.stopped_name)} while this "
+            f"turn ran")
 
 
 def _failed_while_cancelled(exc: BaseException, active: ActiveTurn) -> bool:
@@ -369,8 +411,9 @@ def _failed_while_cancelled(exc: BaseException, active: ActiveTurn) -> bool:
 async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn,
                   held: list[str], on_reply: Callable[[DeliveryHandle], None]) -> None:
     """Send the reply and emit ``completed``, unless a cancel was recorded first, or a scope
-    around the turn is cancelled (shutdown): a careless agent that swallowed that ``Cancelled``
-    and returned did not complete its turn, any more than one that swallowed ``/cancel``.
+    around the turn is cancelled (shutdown, or its task ending: ``cut``): a careless agent
+    that swallowed that ``Cancelled`` and returned did not complete its turn, any more than
+    one that swallowed ``/cancel``.
     The reply releases the *held* messages it answers in its own commit (a crash before the
     turn's end is written must not also tell the user they were not answered).
 
@@ -381,11 +424,11 @@ async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn,
     short is never taken for an answer. ``on_reply`` (sync) gets the handle of the reply's
     last message, if one was sent, before ``completed``: a session switch's answer comes after
     it."""
-    if (active.cancel_reason is None
-            and trio.current_effective_deadline() <= trio.current_time()):
-        active.note_trio_cancel()  # nothing recorded came from outside: shutdown
-    if active.cancel_reason is not None:
-        await trio.lowlevel.checkpoint()  # the scope is cancelled: this raises Cancelled
+    if (active.cancel_reason is not None
+            or trio.current_effective_deadline() <= trio.current_time()):
+        # The scope is cancelled: this raises Cancelled (recorded by whoever catches it:
+        # nothing recorded came from outside, shutdown or cut)
+        await trio.lowlevel.checkpoint()
         return
     active.finishing = True  # from here on the turn completes: cancels are refused
     # Text no send takes (a lone surrogate) is refused whole, as a short reply is: no part
