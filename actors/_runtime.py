@@ -436,8 +436,14 @@ async def open_runtime(db_path: str | os.PathLike[str], workspace: str | os.Path
                                        fault_plan=fault_plan) as turns:
                 runtime.tasks.attach(turns)
                 task_status.started()
-                async for _ in ctx.mailbox:
-                    pass
+                try:
+                    async for _ in ctx.mailbox:
+                        pass
+                except Exception:
+                    # Before the supervisor stops its tasks: a turn it cuts was cut by this
+                    # crash, not by a stop (a cancel is not one: the runtime's or a host's).
+                    runtime.tasks.note_crash()
+                    raise
         finally:
             runtime.tasks.detach()
 

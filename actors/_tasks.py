@@ -77,6 +77,7 @@ class TaskRunner:
         then runs the kept ones itself)."""
         self._stopping = False
         self._cancelled = False
+        self._crashed = False
         self._abandoning = False
         """An ``on_abandon`` callback runs (:meth:`_exited`): a task it starts is taken, also
         once the runner is stopping."""
@@ -87,12 +88,19 @@ class TaskRunner:
         """A ``tasks`` supervisor runs (the first, or one its parent restarted): it is
         handed the tasks kept while none could start them, in the order they were taken."""
         self._sup = supervisor
+        self._crashed = False
         for child, kept in list(self._kept.items()):
             try:
                 supervisor.start_child_soon(kept.spec)
             except SupervisorError:  # going away already: the next one, or the stop
                 return
             del self._kept[child]
+
+    def note_crash(self) -> None:
+        """The ``tasks`` supervisor's own task failed (an exception, not a cancel): called
+        before it stops its tasks, so each can tell it was cut by that crash (:attr:`crashed`)
+        rather than by a stop. Sync."""
+        self._crashed = True
 
     def detach(self) -> None:
         """The ``tasks`` supervisor has ended, with every child it ran: a task it never got
@@ -108,6 +116,13 @@ class TaskRunner:
     def stopping(self) -> bool:
         """True once :meth:`stop` began: no new task is accepted."""
         return self._stopping
+
+    @property
+    def crashed(self) -> bool:
+        """True from :meth:`note_crash` until the next ``tasks`` supervisor attaches: the
+        tasks cancelled meanwhile were cut by its crash (its parent restarts it), not by the
+        runtime's stop, nor by a cancel around the runtime (a host's), which is no crash."""
+        return self._crashed
 
     @property
     def cancelled(self) -> bool:

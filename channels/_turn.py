@@ -16,15 +16,15 @@ dispatcher that no steer note is owed for such a turn.
 Why a turn was cancelled is recorded before its scope is cancelled: commands and steer go
 through :meth:`ActiveTurn.cancel`; a deadline that fired is recorded as ``timeout`` the moment
 anyone looks (first recorded wins, by time); a cancellation from outside the turn (the runtime's
-task tree stopping) is ``shutdown``. One from outside while the runtime is not stopping is the
-task running the session's turns ending under it (the ``tasks`` supervisor crashed; its parent
-restarts it): nobody chose it, so it is no cancel reason, and the turn ends ``failed``, saying
-so (:attr:`ActiveTurn.cut`), its messages left held for the worker's end to tell them not
-answered (``Dispatch._work``). Once the outcome is decided, cancels are refused: a turn
-whose final reply is being written is ``completed``, and one whose agent failed (no cancel
-recorded first) is ``failed``, even while its end is still being written. An agent that fails
-*because* it is being cancelled (it turns ``Cancelled`` into an error, or its own nursery does)
-is ``cancelled``, in the turns table as in the lifecycle.
+task tree stopping) is ``shutdown``, but for one that comes as the runtime's ``tasks``
+supervisor crashed (its parent restarts it) while nothing stops: nobody chose it, so it is no
+cancel reason, and the turn ends ``failed``, saying so (:attr:`ActiveTurn.cut`), its messages
+left held for the worker's end to tell them not answered (``Dispatch._work``). Once the
+outcome is decided, cancels are refused: a turn whose final reply is being written is
+``completed``, and one whose agent failed (no cancel recorded first) is ``failed``, even while
+its end is still being written. An agent that fails *because* it is being cancelled (it turns
+``Cancelled`` into an error, or its own nursery does) is ``cancelled``, in the turns table as
+in the lifecycle.
 """
 
 from __future__ import annotations
@@ -94,11 +94,11 @@ class ActiveTurn:
         """The agent was called with this turn's prompt. False for a turn cancelled (or
         failed) while it opened: whatever its prompt said, the agent never saw it."""
         self.cut = False
-        """A cancel from outside came while the runtime was not stopping and no reason was
-        recorded (:meth:`note_trio_cancel`): the task running the session's turns is ending
-        (the ``tasks`` supervisor crashed). The turn ends ``failed``, its messages still held
-        (its end releases nothing: its row says ``cancelled``, a cancel nobody chose), and
-        later cancels are refused: it is already ending."""
+        """A cancel from outside came, no reason recorded, as the runtime's ``tasks``
+        supervisor crashed while nothing stops (:meth:`note_trio_cancel`). The turn ends
+        ``failed``, its messages still held (its end releases nothing: its row says
+        ``cancelled``, a cancel nobody chose), and later cancels are refused: it is already
+        ending."""
 
     @property
     def cancel_reason(self) -> CancelReason | None:
@@ -139,21 +139,18 @@ class ActiveTurn:
                 and self.emitter.record_cancel("timeout") and self.ctx is not None):
             self.ctx.cancel("timeout")
 
-    def note_trio_cancel(self, runtime: Runtime, cancelled: trio.Cancelled | None) -> None:
-        """A ``Cancelled`` reached the turn (*cancelled*; None: a scope around it is
-        cancelled, and the turn only knows so): make sure it is accounted for. A deadline is
-        ``timeout``; anything else not recorded came from outside: ``shutdown`` while
-        *runtime* stops, or when a sibling task's ``KeyboardInterrupt`` (or the like) tears
-        through the ``tasks`` supervisor (trio's source ``nursery``: the runtime stops, as at
-        its exit); else the turn is :attr:`cut`. Without *cancelled* that is left undecided
-        (nothing recorded) until the ``Cancelled`` comes. Sync."""
-        if (self.cancel_reason is None and not self.cut and not self.finishing
-                and cancelled is not None):
-            if (runtime.closing or runtime.tasks.stopping
-                    or cancelled.source == "nursery"):
-                self.emitter.record_cancel("shutdown")
-            else:
+    def note_trio_cancel(self, runtime: Runtime) -> None:
+        """A ``Cancelled`` reached the turn (or a scope around it is cancelled): make sure it
+        is accounted for. A deadline is ``timeout``; anything else not recorded came from
+        outside: the turn is :attr:`cut` when *runtime*'s ``tasks`` supervisor crashed and
+        is stopping its tasks (``TaskRunner.crashed``) while the runtime is not stopping;
+        else ``shutdown`` (the runtime's stop; a host's cancel around it; a sibling task's
+        ``KeyboardInterrupt``, or the like, that tears through, a stop too). Sync."""
+        if self.cancel_reason is None and not self.cut and not self.finishing:
+            if runtime.tasks.crashed and not (runtime.closing or runtime.tasks.stopping):
                 self.cut = True
+            else:
+                self.emitter.record_cancel("shutdown")
         if self.ctx is not None and self.emitter.cancel_reason is not None:
             self.ctx.cancel(self.emitter.cancel_reason)
 
@@ -165,9 +162,9 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
 
     Never raises for an agent's failure (that is ``failed``); re-raises ``trio.Cancelled``
     after emitting ``cancelled`` (reason ``shutdown`` unless an earlier one was recorded), or
-    ``failed`` when it came while the runtime was not stopping and nobody chose it (its task
-    is ending: :attr:`ActiveTurn.cut`, copied to :attr:`PendingTurn.cut` for the worker's end
-    to tell its messages not answered), and any other ``BaseException``
+    ``failed`` when it came as the ``tasks`` supervisor crashed, nothing stopping and nobody
+    having chosen it (:attr:`ActiveTurn.cut`, copied to :attr:`PendingTurn.cut` for the
+    worker's end to tell its messages not answered), and any other ``BaseException``
     (``KeyboardInterrupt`` and the like) after emitting ``failed``.
     """
     active = _active_turn(channel, state, pending)
@@ -348,25 +345,20 @@ async def _drive(channel: ChannelBase, state: SessionState, pending: PendingTurn
                     log.info("event=turn_error_while_cancelled session=%s reason=%s "
                              "error=%s", field(state.session_id), field(active.cancel_reason),
                              field(describe_error(exc)))
-                    active.note_trio_cancel(rt, None)
+                    active.note_trio_cancel(rt)
                     # The turn's scope (or one around it) is cancelled, so this raises
                     # Cancelled: the turn ends cancelled (or cut), in the turns table too.
-                    try:
-                        await trio.lowlevel.checkpoint()
-                    except trio.Cancelled as outside:
-                        active.note_trio_cancel(rt, outside)
-                        raise
+                    await trio.lowlevel.checkpoint()
                     raise
-                active.note_trio_cancel(rt, cancelled)
+                active.note_trio_cancel(rt)
                 # An agent's nursery wraps Cancelled in a group: the turn (and the turns
                 # table) must still see a cancellation, not a failure.
                 if cancelled is exc:
                     raise
                 raise cancelled from None
     except BaseException as exc:
-        cancelled = only_cancelled(exc)
-        if cancelled is not None:  # from outside the turn: the runtime is stopping, or the
-            active.note_trio_cancel(rt, cancelled)  # task running the turns ends (a crash)
+        if only_cancelled(exc) is not None:  # from outside the turn: the runtime is stopping,
+            active.note_trio_cancel(rt)  # or the tasks supervisor crashed (cut)
             if active.cut:
                 await emitter.failed(_cut_error(channel))
             else:
@@ -424,11 +416,11 @@ async def _finish(ctx: TurnContext, active: ActiveTurn, bridge: BridgeTurn,
     short is never taken for an answer. ``on_reply`` (sync) gets the handle of the reply's
     last message, if one was sent, before ``completed``: a session switch's answer comes after
     it."""
-    if (active.cancel_reason is not None
-            or trio.current_effective_deadline() <= trio.current_time()):
-        # The scope is cancelled: this raises Cancelled (recorded by whoever catches it:
-        # nothing recorded came from outside, shutdown or cut)
-        await trio.lowlevel.checkpoint()
+    if (active.cancel_reason is None
+            and trio.current_effective_deadline() <= trio.current_time()):
+        active.note_trio_cancel(ctx.runtime)  # nothing recorded came from outside
+    if active.cancel_reason is not None or active.cut:
+        await trio.lowlevel.checkpoint()  # the scope is cancelled: this raises Cancelled
         return
     active.finishing = True  # from here on the turn completes: cancels are refused
     # Text no send takes (a lone surrogate) is refused whole, as a short reply is: no part

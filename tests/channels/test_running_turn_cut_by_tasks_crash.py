@@ -125,3 +125,22 @@ async def test_a_turn_whose_reply_committed_before_the_crash_is_told_nothing(
     assert _notices(db_path) == []
     assert rows(db_path, "SELECT status FROM turns") == [("completed",)]
     assert await _told_after_restart(db_path, workspace) == 0
+
+
+async def test_a_host_cancel_around_the_runtime_is_no_crash(tmp_path, workspace) -> None:
+    """A cancel around the whole runtime (a host's) reaches the turn's task and the ``tasks``
+    supervisor in either order: the turn is stopped, not cut by a crash, whichever trio runs
+    first (several runs: one of them ended ``failed`` when the turn went first)."""
+    for run in range(8):
+        db_path = tmp_path / f"run{run}.db"
+        agent = GatedAgent()
+        with trio.CancelScope() as around:
+            async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
+                channel = RecordingChannel(rt, ChannelConfig(name="ops"), agent=agent)
+                assert await channel.say("first", message_id="m1") == "started"
+                await agent.wait_turns(1)
+                around.cancel()
+                await trio.sleep_forever()
+        assert _ends(channel) == [("m1", "cancelled", "shutdown")], run
+        assert _notices(db_path) == []
+        assert _held(db_path) == [("m1",)]  # told at the next start, as at a stop
