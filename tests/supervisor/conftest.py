@@ -114,3 +114,11 @@ def task_tree() -> set[trio.lowlevel.Task]:
 def live_tasks() -> Callable[[], set[trio.lowlevel.Task]]:
     return task_tree
 
+
+async def read_to_end(stream: trio.abc.ReceiveStream | None) -> bytes:
+    """Everything *stream* (a child process's pipe) gives until it ends."""
+    assert stream is not None
+    data = b""
+    async for chunk in stream:
+        data += chunk
+    return data

@@ -19,6 +19,7 @@ import trio
 
 from tidings.store import read_database
 
+from .conftest import read_to_end
 from .serve_process import environment
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="a platform with SIGHUP")
@@ -60,14 +61,6 @@ async def _chat_holding_a_turn(tmp_path: pathlib.Path, disposition: str,
     return process, process.stdin, screen
 
 
-async def _rest(stream: trio.abc.ReceiveStream | None) -> bytes:
-    assert stream is not None
-    data = b""
-    async for chunk in stream:
-        data += chunk
-    return data
-
-
 @pytest.mark.parametrize(("disposition", "code"), [("SIG_DFL", 129), ("SIG_IGN", 143)],
                          ids=["hangup", "nohup"])
 async def test_a_hangup_stops_the_chat_and_its_runtime_commits_the_cancel(
@@ -81,8 +74,8 @@ async def test_a_hangup_stops_the_chat_and_its_runtime_commits_the_cancel(
             if disposition == "SIG_IGN":
                 process.send_signal(signal.SIGTERM)
             exit_code = await process.wait()
-            out = screen[0] + await _rest(process.stdout)
-            err = await _rest(process.stderr)
+            out = screen[0] + await read_to_end(process.stdout)
+            err = await read_to_end(process.stderr)
         finally:
             process.kill()
             await process.wait()

@@ -18,6 +18,7 @@ import trio
 
 from tidings.supervisor._signals import Signalled, raising_signals
 
+from .conftest import read_to_end
 from .serve_process import environment
 from .test_cli_prune import _count, database  # noqa: F401 - the fixture
 
@@ -53,14 +54,6 @@ sys.exit(main())
 """
 
 
-async def _read_all(stream: trio.abc.ReceiveStream | None) -> bytes:
-    assert stream is not None
-    data = b""
-    async for chunk in stream:
-        data += chunk
-    return data
-
-
 async def _prune_cut_by(db, sent: tuple[int, ...], hangup: str, *args: str
                         ) -> tuple[int, str, str]:
     """Run ``tidings prune DB --older-than 30d ARGS``; once its second chunk holds, send it
@@ -84,10 +77,10 @@ async def _prune_cut_by(db, sent: tuple[int, ...], hangup: str, *args: str
                 out: list[bytes] = []
 
                 async def read_out() -> None:
-                    out.append(await _read_all(process.stdout))
+                    out.append(await read_to_end(process.stdout))
 
                 nursery.start_soon(read_out)
-                err += await _read_all(process.stderr)
+                err += await read_to_end(process.stderr)
             code = await process.wait()
     finally:
         process.kill()
