@@ -381,12 +381,14 @@ def _message(f: _Fields) -> Message:
 
 
 def _ack(f: _Fields) -> Ack:
+    # Which forms it has, before any value is read: an up_to_seq that is no seq beside
+    # delivery_ids is a frame of two forms (missing_field), as a bad list beside one is.
     ids = f.data.get("delivery_ids")
-    up_to = f.count("up_to_seq")
     message_ids = f.data.get("message_ids")
-    if [ids, up_to, message_ids].count(None) != 2:
+    if [ids, f.data.get("up_to_seq"), message_ids].count(None) != 2:
         raise f._error("missing_field", "delivery_ids", "an ack has delivery_ids, up_to_seq "
                                                         "or message_ids (exactly one)")
+    up_to = f.count("up_to_seq")
     session_id = f.text("session_id", required=False, limit=_SESSION_ID_LIMIT, empty=False)
     if up_to is not None:
         return Ack(up_to_seq=up_to, session_id=session_id, ref=f.frame_id)
