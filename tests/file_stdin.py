@@ -12,6 +12,8 @@ import sys
 import pytest
 import trio
 
+from .pipes import collect_into
+
 __all__ = ["LINUX_PROC", "signal_while_reading"]
 
 LINUX_PROC = pytest.mark.skipif(not pathlib.Path("/proc/self/fdinfo").is_dir(),
@@ -42,14 +44,10 @@ async def signal_while_reading(code: str, args: list[str], tmp_path: pathlib.Pat
             [sys.executable, "-c", code, *args], stdin=stdin, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, cwd=tmp_path)
     assert process.stderr is not None
-    stderr = b""
+    stderr = bytearray()
     try:
         async with trio.open_nursery() as nursery:
-            async def read_stderr() -> None:
-                nonlocal stderr
-                async for chunk in process.stderr:
-                    stderr += chunk
-            nursery.start_soon(read_stderr)
+            nursery.start_soon(collect_into, process.stderr, stderr)
             with trio.fail_after(60):
                 while True:  # polled: no event tells when another process reads
                     if _read_from(process.pid) > past:

@@ -113,12 +113,3 @@ def task_tree() -> set[trio.lowlevel.Task]:
 @pytest.fixture
 def live_tasks() -> Callable[[], set[trio.lowlevel.Task]]:
     return task_tree
-
-
-async def read_to_end(stream: trio.abc.ReceiveStream | None) -> bytes:
-    """Everything *stream* (a child process's pipe) gives until it ends."""
-    assert stream is not None
-    data = b""
-    async for chunk in stream:
-        data += chunk
-    return data

@@ -19,6 +19,8 @@ import sys
 import pytest
 import trio
 
+from ..pipes import collect_into
+
 # As in a terminal: a suite started with SIGINT ignored would hand that on to the chat.
 _CHAT = """
 import signal, sys
@@ -81,14 +83,10 @@ async def _interrupted_once_answered(tmp_path: pathlib.Path, terminal: bool
         typing = process.stdin
     assert process.stdout is not None
     assert process.stderr is not None
-    stderr = b""
+    stderr = bytearray()
     try:
         async with trio.open_nursery() as nursery:
-            async def read_stderr() -> None:
-                nonlocal stderr
-                async for chunk in process.stderr:
-                    stderr += chunk
-            nursery.start_soon(read_stderr)
+            nursery.start_soon(collect_into, process.stderr, stderr)
             with trio.fail_after(60):
                 await typing.send_all(b"hello\n")  # and stdin stays open
                 stdout = b""

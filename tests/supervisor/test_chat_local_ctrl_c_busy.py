@@ -14,6 +14,7 @@ import trio
 
 from tidings.store import read_database
 
+from ..pipes import collect_into
 from .serve_process import environment
 
 # As in a terminal: a suite started with SIGINT ignored would hand that on to the chat.
@@ -35,20 +36,10 @@ async def test_ctrl_c_while_the_agent_is_busy_cancels_its_turn_shutdown(tmp_path
         try:
             assert process.stdin is not None
             await process.stdin.send_all(b"go\n")  # (stdin stays open: not its end)
-            out, err = b"", b""
+            out, err = bytearray(), bytearray()
             async with trio.open_nursery() as nursery:
-                async def read_out() -> None:
-                    nonlocal out
-                    async for chunk in process.stdout:
-                        out += chunk
-
-                async def read_err() -> None:
-                    nonlocal err
-                    async for chunk in process.stderr:
-                        err += chunk
-
-                nursery.start_soon(read_out)
-                nursery.start_soon(read_err)
+                nursery.start_soon(collect_into, process.stdout, out)
+                nursery.start_soon(collect_into, process.stderr, err)
                 exit_code = await process.wait()
         finally:
             process.kill()

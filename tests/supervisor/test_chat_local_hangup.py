@@ -19,7 +19,7 @@ import trio
 
 from tidings.store import read_database
 
-from .conftest import read_to_end
+from ..pipes import read_to_end
 from .serve_process import environment
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="a platform with SIGHUP")

@@ -18,7 +18,7 @@ import trio
 
 from tidings.supervisor._signals import Signalled, raising_signals
 
-from .conftest import read_to_end
+from ..pipes import read_to_end
 from .serve_process import environment
 from .test_cli_prune import _count, database  # noqa: F401 - the fixture
 
