@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from .conftest import frame_is, serving_gateway
-from .test_idle_eviction import _connect, _OneIdle, _texts_until, _visit
+from .test_idle_eviction import _alpha_evicted, _connect, _OneIdle, _texts_until
 
 
 @pytest.mark.parametrize("resume", [False, True], ids=["fresh", "after_seq"])
@@ -16,10 +16,7 @@ async def test_an_evicted_conversations_progress_is_ended_at_its_next_hello(
         rt, resume: bool) -> None:
     with trio.fail_after(30):
         async with serving_gateway(rt, gateway_class=_OneIdle) as (_, url):
-            session_a, seq = await _visit(url, "alpha")
-            await _visit(url, "beta")  # past the cap of 1: alpha is evicted
-            await _visit(url, "gamma")
-            assert rt.router.binding(session_a) is None
+            session_a, seq = await _alpha_evicted(rt, url)
             note = await rt.notify(session_a, "working on it", kind="progress")
             news = await rt.notify(session_a, "news")
             assert await note.wait() == "unrouted"

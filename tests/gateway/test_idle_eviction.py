@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 
+from tidings.actors import Runtime
 from tidings.channels import GatewayChannel, GatewayClient
 
 from .conftest import TOKEN, frame_is, serving_gateway
@@ -34,6 +35,16 @@ async def _visit(url: str, name: str) -> tuple[str, int]:
         return client.session_id, frames[-1]["seq"]
 
 
+async def _alpha_evicted(rt: Runtime, url: str) -> tuple[str, int]:
+    """Alpha visited, then two more conversations past the cap of 1: alpha is evicted (its
+    session unbound). Alpha's session and the seq of its reply."""
+    session_a, seq = await _visit(url, "alpha")
+    await _visit(url, "beta")  # past the cap of 1: alpha is evicted
+    await _visit(url, "gamma")
+    assert rt.router.binding(session_a) is None
+    return session_a, seq
+
+
 async def _texts_until(client: GatewayClient, last: str) -> list[tuple[int, str]]:
     frames = await client.receive_until(frame_is("delivery", text=last))
     return [(f["seq"], f["text"]) for f in frames if f["type"] == "delivery"]
@@ -44,10 +55,7 @@ async def test_a_host_row_to_an_evicted_conversation_reaches_its_next_hello(
         rt, resume: bool) -> None:
     with trio.fail_after(30):
         async with serving_gateway(rt, gateway_class=_OneIdle) as (gateway, url):
-            session_a, seq = await _visit(url, "alpha")
-            await _visit(url, "beta")  # past the cap of 1: alpha is evicted
-            await _visit(url, "gamma")
-            assert rt.router.binding(session_a) is None
+            session_a, seq = await _alpha_evicted(rt, url)
             assert session_a not in gateway.session_keys
             first = await rt.notify(session_a, "first")
             second = await rt.notify(session_a, "second")
