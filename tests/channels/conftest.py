@@ -108,10 +108,12 @@ class RecordingChannel(MemoryChannel):
 class Lingering:
     """Works until cancelled (by a steer, ``/clear`` or the shutdown), then takes a trio second
     to stop, so the turns behind it are still waiting when the cancel (or the runtime's stop)
-    has begun. Records the text of each turn it ran (``texts``)."""
+    has begun; given *stop*, it stops only once that is set (whatever the clock does, while
+    the test looks at the database). Records the text of each turn it ran (``texts``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stop: trio.Event | None = None) -> None:
         self.entered = trio.Event()
+        self.stop = stop
         self.texts: list[str] = []
 
     async def run(self, turn) -> None:  # type: ignore[no-untyped-def]
@@ -122,7 +124,10 @@ class Lingering:
             await trio.sleep_forever()
         finally:
             with trio.CancelScope(shield=True):
-                await trio.sleep(1)
+                if self.stop is None:
+                    await trio.sleep(1)
+                else:
+                    await self.stop.wait()
 
 
 class GatedAgent:

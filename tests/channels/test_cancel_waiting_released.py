@@ -17,25 +17,7 @@ import tidings
 from tidings.channels import ChannelConfig
 
 from ..real_time import fail_after_real
-from .conftest import RecordingChannel, rows
-
-
-class SlowToStop:
-    """Works until cancelled, then stops only once ``stop`` is set: the turns behind it are
-    still waiting, whatever the clock does, while the test copies the database."""
-
-    def __init__(self) -> None:
-        self.entered = trio.Event()
-        self.stop = trio.Event()
-
-    async def run(self, turn) -> None:  # type: ignore[no-untyped-def]
-        await turn.send_chunk("working")
-        self.entered.set()
-        try:
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                await self.stop.wait()
+from .conftest import Lingering, RecordingChannel, rows
 
 
 def _crash_copy(db_path: pathlib.Path, copy: pathlib.Path) -> None:
@@ -64,7 +46,7 @@ async def told_after_cancels(how: str, cancels: int, db_path: pathlib.Path,
     """Send "first" (its turn runs until stopped) and "second" (waiting behind it), cancel
     *cancels* times by *how*, copy the database as a crash now would leave it, run the next
     start's recovery on the copy and return the "not answered" notices it wrote."""
-    agent = SlowToStop()
+    agent = Lingering(stop=trio.Event())  # stops once told: the test copies the database
     copy = tmp_path / "crashed.db"
     with fail_after_real(30):  # a guard against hanging, not a wait
         async with tidings.open_runtime(db_path, workspace=workspace, grace=0) as rt:
