@@ -34,12 +34,8 @@ async def _visit(url: str, name: str) -> None:
     """One user's visit: a message answered (acked), then the client leaves."""
     async with GatewayClient.connect(url, token=TOKEN, conversation=name) as client:
         await client.message("hi")
-        while True:
-            frame = await client.receive()
-            if frame["type"] == "delivery":
-                await client.ack(frame["delivery_id"])
-                if frame["kind"] == "message":
-                    return
+        await client.receive_until(  # (each delivery acked as it comes)
+            lambda frame: frame["type"] == "delivery" and frame["kind"] == "message")
 
 
 async def test_a_gateway_keeps_no_conversation_its_clients_left_past_its_cap(rt) -> None:
