@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from tidings.supervisor import ChildContext
+from tidings.supervisor import ChildContext, ChildSpec, Intensity, Supervisor, open_supervisor
 from tidings.testing import live_tasks as every_task
 
 
@@ -113,3 +113,34 @@ def task_tree() -> set[trio.lowlevel.Task]:
 @pytest.fixture
 def live_tasks() -> Callable[[], set[trio.lowlevel.Task]]:
     return task_tree
+
+
+async def crash_a_in_the_tick_of_an_outside_cancel(
+        specs: list[ChildSpec], *, beside: Callable[[Supervisor], object] | None = None,
+        cancelling: Callable[[], object] | None = None) -> Supervisor:
+    """Run a supervisor of *specs* (child ``a`` crashes on its first message) in a scope, and
+    in one tick send ``a`` that message and cancel the scope from a task beside the
+    supervisor (*cancelling*, sync, runs right before that cancel). *beside*, if given, is
+    started first as a task of its own with the supervisor (``sup.stop_child`` of another
+    child, say). Returns the supervisor once the cancel has gone through."""
+    with trio.CancelScope() as outside:
+        async with open_supervisor(specs, intensity=Intensity(max_restarts=5,
+                                                              period=60.0)) as sup:
+            go = trio.Event()
+
+            async def cancel_it() -> None:
+                await go.wait()
+                if cancelling is not None:
+                    cancelling()
+                outside.cancel()
+
+            async with trio.open_nursery() as nursery:
+                if beside is not None:
+                    nursery.start_soon(beside, sup)
+                nursery.start_soon(cancel_it)
+                await trio.testing.wait_all_tasks_blocked()
+                sup.mailbox("a").send_nowait("crash")  # no checkpoint between: one tick
+                go.set()
+                await trio.sleep_forever()
+    assert outside.cancelled_caught
+    return sup

@@ -20,7 +20,7 @@ import trio.testing
 
 from tidings.supervisor import ChildSpec, Intensity, open_supervisor
 
-from .conftest import Boom
+from .conftest import Boom, crash_a_in_the_tick_of_an_outside_cancel
 
 ROUNDS = 64
 """Runs to find the wanted run order (trio picks one of two at random: 2**-64 to miss it)."""
@@ -53,24 +53,9 @@ def _interrupter(events: list[str]):
 
 async def _outside_cancel(events: list[str], started: list[int]):
     """a crashes in the tick a task beside it cancels a scope around the supervisor."""
-    with trio.CancelScope() as outside:
-        async with open_supervisor([ChildSpec("a", _crasher(events, started))],
-                                   intensity=Intensity(max_restarts=5, period=60.0)) as sup:
-            go = trio.Event()
-
-            async def cancel_it() -> None:
-                await go.wait()
-                events.append("other")
-                outside.cancel()
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(cancel_it)
-                await trio.testing.wait_all_tasks_blocked()
-                sup.mailbox("a").send_nowait("crash")  # no checkpoint between: one tick
-                go.set()
-                await trio.sleep_forever()
-    assert outside.cancelled_caught
-    return sup
+    return await crash_a_in_the_tick_of_an_outside_cancel(
+        [ChildSpec("a", _crasher(events, started))],
+        cancelling=lambda: events.append("other"))
 
 
 async def _sibling_interrupt(events: list[str], started: list[int]):

@@ -16,9 +16,9 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from tidings.supervisor import ChildSpec, Intensity, open_supervisor
+from tidings.supervisor import ChildSpec, Supervisor
 
-from .conftest import Boom
+from .conftest import Boom, crash_a_in_the_tick_of_an_outside_cancel
 
 ROUNDS = 200
 """Runs to meet the run order that failed (about one in ten: 0.9**200 to miss it)."""
@@ -39,24 +39,11 @@ async def _crash_in_the_tick_of_an_outside_cancel(started: list[int]):
         finally:
             raise RuntimeError("b's cleanup broke")
 
-    with trio.CancelScope() as outside:
-        async with open_supervisor([ChildSpec("a", a), ChildSpec("b", b, shutdown_timeout=None)],
-                                   intensity=Intensity(max_restarts=5, period=60.0)) as sup:
-            go = trio.Event()
+    async def stop_b(sup: Supervisor) -> None:
+        await sup.stop_child("b")  # waits: b ignores its mailbox
 
-            async def cancel_it() -> None:
-                await go.wait()
-                outside.cancel()
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(sup.stop_child, "b")  # waits: b ignores its mailbox
-                nursery.start_soon(cancel_it)
-                await trio.testing.wait_all_tasks_blocked()
-                sup.mailbox("a").send_nowait("crash")  # no checkpoint between: one tick
-                go.set()
-                await trio.sleep_forever()
-    assert outside.cancelled_caught
-    return sup
+    return await crash_a_in_the_tick_of_an_outside_cancel(
+        [ChildSpec("a", a), ChildSpec("b", b, shutdown_timeout=None)], beside=stop_b)
 
 
 async def test_an_outside_cancel_wins_when_a_child_stopped_by_its_ladder_decides(
