@@ -367,7 +367,7 @@ class GatewayChannel(ChannelBase):
         hub = self.hubs.get(conversation.key)
         if outbound.kind == "progress" and (hub is None or not hub.connections):
             raise StaleProgress("stale_progress: no client connected")
-        if was_away and not self._is_away(outbound.session_id):
+        if was_away and not self.away.marked(conversation.key, outbound.session_id):
             # A hello handed those rows back at the schedule point above (and its client
             # may be connected now): broadcast now, this row would go out before them.
             raise RecipientAway("older rows were handed back: it goes after them",
