@@ -62,6 +62,7 @@ from tidings.channels._turn import (
     end_dropped,
     end_dropped_at_stop,
     run_turn,
+    runtime_stopping,
 )
 from tidings.channels._unanswered import UNANSWERED_EXCERPT, DropCause, unanswered_notice
 from tidings.errors import RuntimeClosedError, StoreClosedError
@@ -401,8 +402,7 @@ class Dispatch:
         runtime's stop; else the channel's close, another route having taken the session;
         else its task ended without either (the ``tasks`` supervisor crashed: its parent
         restarts it). Sync: read as the worker ends, before anything is awaited."""
-        rt = self._channel.runtime
-        if rt.closing or rt.tasks.stopping:
+        if runtime_stopping(self._channel.runtime):
             return "stop"
         return "taken_over" if self._taken_over(state) else "tasks_crash"
 

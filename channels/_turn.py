@@ -61,7 +61,8 @@ if TYPE_CHECKING:
     from tidings.channels._base import ChannelBase
     from tidings.channels._dispatch import PendingTurn, SessionState
 
-__all__ = ["ActiveTurn", "dropped_ends_by", "end_dropped", "end_dropped_at_stop", "run_turn"]
+__all__ = ["ActiveTurn", "dropped_ends_by", "end_dropped", "end_dropped_at_stop", "run_turn",
+           "runtime_stopping"]
 
 log = logging.getLogger("tidings.channels")
 
@@ -70,6 +71,13 @@ _DROPPED_ENDS_GRACE = _STARTED_GRACE + TERMINAL_GRACE
 """What the ends of dropped turns met in a row get, together (a worker's end, for all it found;
 the worker's loop, for those it reaches one after another): one turn's worth (``started`` and
 ``cancelled``), however many there are."""
+
+
+def runtime_stopping(rt: Runtime) -> bool:
+    """Whether *rt* is stopping: closing, or its task runner has begun its stop (sync). A
+    turn cancelled from outside then is ``shutdown``, and what a worker ends with is dropped
+    for the stop, not for a crash of the ``tasks`` supervisor."""
+    return rt.closing or rt.tasks.stopping
 
 
 class ActiveTurn:
@@ -147,7 +155,7 @@ class ActiveTurn:
         else ``shutdown`` (the runtime's stop; a host's cancel around it; a sibling task's
         ``KeyboardInterrupt``, or the like, that tears through, a stop too). Sync."""
         if self.cancel_reason is None and not self.cut and not self.finishing:
-            if runtime.tasks.crashed and not (runtime.closing or runtime.tasks.stopping):
+            if runtime.tasks.crashed and not runtime_stopping(runtime):
                 self.cut = True
             else:
                 self.emitter.record_cancel("shutdown")
@@ -177,7 +185,7 @@ async def run_turn(channel: ChannelBase, state: SessionState, pending: PendingTu
         state.active = None
         pending.cut = active.cut
     rt = channel.runtime
-    if active.ctx is None and pending.held and not (rt.closing or rt.tasks.stopping):
+    if active.ctx is None and pending.held and not runtime_stopping(rt):
         # Ended before its runtime turn began (cancelled on purpose, or failed, while it
         # opened): dealt with, as its turn's end would have said. A turn the runtime's stop
         # cut keeps its messages held: recovery tells the user they were not answered.
